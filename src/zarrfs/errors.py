@@ -1,0 +1,41 @@
+"""The error types of zarrfs. Each inherits the builtin it resembles; the fuse layer maps
+them to errno values in one place."""
+
+from __future__ import annotations
+
+
+class ZarrfsError(Exception):
+    """Base of every error zarrfs raises on purpose."""
+
+
+class MetadataError(ZarrfsError, ValueError):
+    """`zarr.json` is invalid or uses something zarrfs does not support.
+
+    The message names the member, e.g. ``chunk_grid.configuration.chunk_shape: ...``."""
+
+    def __init__(self, member: str, problem: str) -> None:
+        self.member = member
+        self.problem = problem
+        super().__init__(f"{member}: {problem}" if member else problem)
+
+
+class ChunkError(ZarrfsError):
+    """A stored chunk or shard cannot be decoded. Names the store key."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"chunk {key!r}: {problem}")
+
+
+class StoreError(ZarrfsError, OSError):
+    """The store failed to read, write, delete or list a key."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"store key {key!r}: {problem}")
+
+
+class ReadOnlyError(ZarrfsError, PermissionError):
+    """A write was attempted on a read-only array or store."""
