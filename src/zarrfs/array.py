@@ -29,7 +29,7 @@ from .codecs import ChunkSpec, CodecError, Pipeline, ShardIndex, ShardingCodec, 
 from .errors import ChunkError, MetadataError, ReadOnlyError
 from .grid import Box, Index, Piece, cells_of
 from .metadata import ArrayMetadata, parse_metadata
-from .store import ByteRange, Store, SuffixRange
+from .store import ByteRange, Store
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,10 @@ class ZarrArray:
         pieces = list(cells_of(box, self.read_chunk_shape))
         futures = self._start_loads(piece.cell for piece in pieces)
         if len(pieces) == 1:
-            return self._wait(pieces[0].cell, futures).data[pieces[0].in_cell]
+            # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
+            view = self._wait(pieces[0].cell, futures).data[(*pieces[0].in_cell, ...)]
+            view.flags.writeable = False  # a view of the cache: writes must go through write()
+            return view
         out = np.empty(box.shape, dtype=self.data_type.storage)
         for piece in pieces:
             out[piece.in_box] = self._wait(piece.cell, futures).data[piece.in_cell]
@@ -183,16 +186,20 @@ class ZarrArray:
         return started
 
     def _wait(self, unit: Index, futures: dict[Index, Future[_Entry]]) -> _Entry:
+        """The complete cached entry of a read chunk, loading or merging it as needed."""
         future = futures.get(unit)
         if future is not None:
             return future.result()
-        with self._lock:
-            entry = self._cache.get(unit)
-            if entry is not None:
-                self._cache.move_to_end(unit)
-                if entry.written is None:
+        while True:
+            with self._lock:
+                entry = self._cache.get(unit)
+                if entry is not None and entry.written is None:
+                    self._cache.move_to_end(unit)
                     return entry
-        return self._start_loads([unit])[unit].result()
+            # Another thread may finish the load in between: then nothing is started.
+            started = self._start_loads([unit])
+            if unit in started:
+                return started[unit].result()
 
     def _load(self, unit: Index) -> _Entry:
         """Decode a read chunk from the store into the cache (pool thread)."""
@@ -212,7 +219,7 @@ class ZarrArray:
         if entry is not None and entry.written is None:
             return entry  # a writer replaced the whole chunk while we read it
         if entry is None:
-            data = self._fill_chunk if stored is None else np.ascontiguousarray(stored)
+            data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
             entry = _Entry(data, 0 if stored is None else data.nbytes)
             self._cache[unit] = entry
             self._total_bytes += entry.nbytes
@@ -268,16 +275,24 @@ class ZarrArray:
                 if chunk in self._indexes:
                     self._indexes.move_to_end(chunk)
                     return self._indexes[chunk]
-            size = self.sharding.index_nbytes
-            where = ByteRange(0, size) if self.sharding.index_at_start else SuffixRange(size)
-            raw = self.store.get(key, where)
-            if raw is not None:
-                self._count_fetch(len(raw))
-                if len(raw) < size:
-                    raise CodecError(f"shard of {len(raw)} bytes is shorter than its index")
-            index = None if raw is None else self.sharding.decode_index(raw, None)
+            index = self._fetch_index(key)
             self._remember_index(chunk, index)
             return index
+
+    def _fetch_index(self, key: str) -> ShardIndex | None:
+        """Read and check a shard's index: its size first, so entries can be bounded by it."""
+        assert self.sharding is not None
+        shard_nbytes = self.store.size(key)
+        if shard_nbytes is None:
+            return None
+        if shard_nbytes < self.sharding.index_nbytes:
+            raise CodecError(f"shard of {shard_nbytes} bytes is shorter than its index")
+        span = self.sharding.index_span(shard_nbytes)
+        raw = self.store.get(key, ByteRange(span.offset, span.nbytes))
+        if raw is None:
+            return None  # deleted between the two calls
+        self._count_fetch(len(raw))
+        return self.sharding.decode_index(raw, shard_nbytes)
 
     def _remember_index(self, chunk: Index, index: ShardIndex | None) -> None:
         with self._lock:
@@ -486,8 +501,7 @@ class ZarrArray:
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
         encoding = self.metadata.chunk_key_encoding
-        keys = self.store.list("c" if encoding.name == "default" else "")
-        return sum(1 for key in keys if encoding.parse(key, len(self.shape)) is not None)
+        return sum(1 for key in self.store.list() if encoding.parse(key, len(self.shape)) is not None)
 
 
 def _partial_read_sharding(pipeline: Pipeline) -> ShardingCodec | None:

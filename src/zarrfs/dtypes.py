@@ -92,7 +92,10 @@ def _float_bits(value: object, storage: np.dtype[Any], member: str) -> bytes:
     if isinstance(value, str) and value in _FLOAT_WORDS:
         number = _FLOAT_WORDS[value]
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:
+            raise MetadataError(member, f"{value} is too large for a float") from None
     else:
         raise MetadataError(member, f"expected a number, NaN, Infinity or 0x bits, got {value!r}")
     with np.errstate(over="ignore"):
@@ -153,8 +156,17 @@ def _float_json(bits: bytes, storage: np.dtype[Any]) -> Any:
 
 def parse_user_fill_value(text: str, dtype: DataType) -> bytes:
     """A fill value typed on the command line (``0``, ``nan``, ``-inf``, ``0x7fc00000``)."""
-    words = {"nan": "NaN", "inf": "Infinity", "+inf": "Infinity", "-inf": "-Infinity"}
     text = text.strip()
+    try:
+        return parse_fill_value(_user_fill_json(text, dtype), dtype)
+    except ValueError as e:
+        if isinstance(e, MetadataError):
+            raise
+        raise MetadataError("fill_value", f"cannot read {text!r} as a {dtype.name}") from None
+
+
+def _user_fill_json(text: str, dtype: DataType) -> Any:
+    words = {"nan": "NaN", "inf": "Infinity", "+inf": "Infinity", "-inf": "-Infinity"}
     value: Any
     if dtype.kind == "bool":
         value = text.lower() in ("1", "true")
@@ -169,5 +181,5 @@ def parse_user_fill_value(text: str, dtype: DataType) -> bytes:
         value = [number.real, number.imag]
     else:
         value = float(text)
-    return parse_fill_value(value, dtype)
+    return value
 

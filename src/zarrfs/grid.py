@@ -92,9 +92,8 @@ def _largest_box_at(shape: Sequence[int], strides: Sequence[int], position: int,
             continue
         count = min(shape[d] - coords[d], (last - position) // strides[d])
         if count >= 1:
-            start = coords
-            stop = (*coords[:d], coords[d] + count, *shape[d + 1 :])
-            return Box(start, tuple(stop))
+            stop = (*(c + 1 for c in coords[:d]), coords[d] + count, *shape[d + 1 :])
+            return Box(coords, stop)
     raise AssertionError("unreachable: the innermost dimension always fits one element")
 
 
@@ -104,3 +103,11 @@ def unravel(position: int, shape: Sequence[int]) -> Index:
         position, r = divmod(position, n)
         coords.append(r)
     return tuple(reversed(coords))
+
+
+def ravel(index: Sequence[int], shape: Sequence[int]) -> int:
+    """The C-order position of `index` in a grid of `shape` (Python ints: no overflow)."""
+    position = 0
+    for i, n in zip(index, shape, strict=True):
+        position = position * n + i
+    return position

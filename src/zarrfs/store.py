@@ -26,6 +26,24 @@ from .errors import ReadOnlyError, StoreError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions worth retrying. Remote clients raise some that are not OSErrors
+    (botocore's connection errors through s3fs, aiohttp's through the http filesystem)."""
+    found: list[type[BaseException]] = [OSError, TimeoutError]
+    with contextlib.suppress(ImportError):
+        from botocore.exceptions import BotoCoreError
+
+        found.append(BotoCoreError)
+    with contextlib.suppress(ImportError):
+        from aiohttp import ClientError
+
+        found.append(ClientError)
+    return tuple(found)
+
+
+_TRANSIENT = _transient_errors()
+
 # Temporary files of atomic local puts. Chunk keys never start with a dot, so these are
 # never taken for chunks; the pid lets a later mount remove those of dead processes.
 TEMP_PREFIX = ".zarrfs-tmp-"
@@ -67,7 +85,7 @@ class Store:
         self.fs = fs
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
-        self.read_only = read_only or (self.is_local and not os.access(self.root, os.W_OK))
+        self.read_only = read_only or (self.is_local and not _local_writable(self.root))
         # Local failures are not transient; remote ones often are.
         self.retry = RetryPolicy(deadline_seconds=0) if self.is_local else (retry or RetryPolicy())
 
@@ -125,9 +143,9 @@ class Store:
     def put(self, key: str, data: bytes | memoryview) -> None:
         self._check_writable(key)
         if self.is_local:
-            self._call(key, lambda: _atomic_local_write(self.path(key), data))
+            self._call(key, lambda: _atomic_local_write(self.path(key), data), missing_ok=False)
         else:
-            self._call(key, lambda: self.fs.pipe_file(self.path(key), bytes(data)))
+            self._call(key, lambda: self.fs.pipe_file(self.path(key), bytes(data)), missing_ok=False)
 
     def delete(self, key: str) -> None:
         self._check_writable(key)
@@ -157,18 +175,21 @@ class Store:
 
     # -- errors and retries ------------------------------------------------------------------
 
-    def _call(self, key: str, operation: Callable[[], T]) -> T | None:
-        """Run one store operation: None for a missing key, retries for transient faults."""
+    def _call(self, key: str, operation: Callable[[], T], *, missing_ok: bool = True) -> T | None:
+        """Run one store operation: None for a missing key (when reading), retries for
+        transient faults until the deadline, StoreError for the rest."""
         deadline = time.monotonic() + self.retry.deadline_seconds
         delay = self.retry.first_delay
         while True:
             try:
                 return operation()
-            except FileNotFoundError:
-                return None
+            except FileNotFoundError as e:
+                if missing_ok:
+                    return None
+                raise StoreError(key, f"not found: {e}") from None
             except (PermissionError, IsADirectoryError, NotADirectoryError) as e:
                 raise StoreError(key, str(e) or type(e).__name__) from None
-            except OSError as e:
+            except _TRANSIENT as e:
                 if time.monotonic() + delay > deadline:
                     raise StoreError(key, str(e) or type(e).__name__) from None
                 log.warning("store key %r: %s; retrying", key, e)
@@ -204,6 +225,13 @@ def _fsync_directory(directory: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _local_writable(path: str) -> bool:
+    """Whether we may write at `path` or, if it does not exist yet, create it."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.access(path, os.W_OK)
 
 
 def _owner_alive(temp_name: str) -> bool:

@@ -50,6 +50,10 @@ class BloscCodec(BytesBytesCodec):
         if len(data) < 16:
             raise CodecError("blosc: shorter than a blosc header")
         declared = int.from_bytes(bytes(data[4:8]), "little")
+        compressed = int.from_bytes(bytes(data[12:16]), "little")
+        if compressed != len(data):
+            # c-blosc trusts this field and reads past the buffer when it lies (a segfault).
+            raise CodecError(f"blosc header says {compressed} compressed bytes, buffer has {len(data)}")
         if exact_size is not None and declared != exact_size:
             raise CodecError(f"blosc buffer holds {declared} bytes, expected {exact_size}")
         if declared > limit:

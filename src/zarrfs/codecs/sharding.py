@@ -25,6 +25,8 @@ from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecError, check_confi
 from .pipeline import Pipeline, is_fill
 
 EMPTY = (1 << 64) - 1
+# The index is read whole (16 bytes per inner chunk): 2^24 entries is a 256 MiB index.
+MAX_INNER_CHUNKS = 1 << 24
 InnerIndex = tuple[int, ...]
 
 
@@ -80,6 +82,9 @@ class ShardingCodec(ArrayBytesCodec):
             parse_codec_list(spec.configuration.get("codecs"), spec.option("codecs")), inner_spec
         )
         chunks_per_shard = tuple(s // c for s, c in zip(chunk.shape, inner_shape, strict=True))
+        if math.prod(chunks_per_shard) > MAX_INNER_CHUNKS:
+            raise MetadataError(spec.option("chunk_shape"),
+                                f"{math.prod(chunks_per_shard)} inner chunks per shard; the limit is {MAX_INNER_CHUNKS}")
         index_spec = ChunkSpec((*chunks_per_shard, 2), DATA_TYPES["uint64"], b"\xff" * 8)
         index = Pipeline.build(
             parse_codec_list(spec.configuration.get("index_codecs"), spec.option("index_codecs")),

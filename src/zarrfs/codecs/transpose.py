@@ -27,8 +27,8 @@ class TransposeCodec(ArrayArrayCodec):
             order = list(range(rank))[::-1]
         if (
             not isinstance(order, list)
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in order)
             or sorted(order) != list(range(rank))
-            or any(isinstance(i, bool) for i in order)
         ):
             raise MetadataError(spec.option("order"), f"expected a permutation of 0..{rank - 1}, got {order!r}")
         return cls(chunk, tuple(order))

@@ -1,0 +1,242 @@
+"""The `zarrfs` and `mount.zarrfs` commands.
+
+    zarrfs mount SOURCE MOUNTPOINT [-o OPTIONS] [-f]
+    zarrfs SOURCE MOUNTPOINT -o OPTIONS          (the form mount.fuse3 uses for fuse.zarrfs)
+    mount.zarrfs SOURCE MOUNTPOINT [-n -s -v] -o OPTIONS   (mount -t zarrfs)
+    zarrfs info SOURCE
+    zarrfs create SOURCE --shape 100,200 --dtype uint16 --chunks 10,20 [...]
+
+Errors are one line on stderr and a non-zero exit status, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from .array import METADATA_KEY, ZarrArray
+from .codecs import ShardingCodec
+from .dtypes import DATA_TYPES, fill_value_to_json, parse_user_fill_value
+from .errors import ZarrfsError
+from .metadata import ArrayMetadata, ChunkKeyEncoding, CodecSpec
+from .options import MountOptions
+from .store import Store
+
+COMMANDS = ("mount", "info", "create")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage mistakes are one line, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in COMMANDS and not args[0].startswith("-") and len(args) >= 2:
+        args.insert(0, "mount")  # `zarrfs SOURCE MOUNTPOINT -o ...`, as mount.fuse3 calls it
+    parsed = _parser().parse_args(args)
+    try:
+        return int(parsed.run(parsed))
+    except ZarrfsError as e:
+        print(f"zarrfs: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def mount_helper_main(argv: Sequence[str] | None = None) -> int:
+    """`mount -t zarrfs SOURCE DIR -o OPTS` runs `mount.zarrfs SOURCE DIR [-sfnv] -o OPTS`."""
+    parser = _Parser(prog="mount.zarrfs")
+    parser.add_argument("source")
+    parser.add_argument("mountpoint")
+    parser.add_argument("-o", dest="options", action="append", default=[])
+    for flag in ("-n", "-s", "-v", "-f"):  # no mtab, sloppy, verbose, fake: nothing for us
+        parser.add_argument(flag, action="store_true")
+    parsed = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if parsed.f:
+        return 0
+    return main(["mount", parsed.source, parsed.mountpoint, *_option_args(parsed.options)])
+
+
+def _option_args(groups: list[str]) -> list[str]:
+    return [arg for group in groups for arg in ("-o", group)]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="zarrfs", description="Mount a Zarr v3 array as files.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    mount = commands.add_parser("mount", help="mount an array on a directory")
+    mount.add_argument("source", help="a path or an fsspec URL (s3://, gcs://, memory://, ...)")
+    mount.add_argument("mountpoint")
+    mount.add_argument("-o", dest="options", action="append", default=[],
+                       help="comma-separated mount options (ro, cache=1G, endian=big, ...)")
+    mount.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
+    mount.set_defaults(run=_run_mount)
+
+    info = commands.add_parser("info", help="describe an array")
+    info.add_argument("source")
+    info.set_defaults(run=_run_info)
+
+    create = commands.add_parser("create", help="create a new, empty array")
+    create.add_argument("source")
+    create.add_argument("--shape", required=True, type=_int_list)
+    create.add_argument("--dtype", required=True, choices=sorted(DATA_TYPES), metavar="DTYPE")
+    create.add_argument("--chunks", required=True, type=_int_list, help="chunk (inner chunk) shape")
+    create.add_argument("--shards", type=_int_list, help="shard shape: chunks are then inner chunks")
+    create.add_argument("--codec", default="zstd:3", help="zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
+    create.add_argument("--fill-value", default="0")
+    create.add_argument("--dimension-names", type=lambda text: text.split(","))
+    create.add_argument("--key-separator", choices=("/", "."), default="/")
+    create.set_defaults(run=_run_create)
+    return parser
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",")) if text else ()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+
+
+# -- mount -----------------------------------------------------------------------------------
+
+
+def _run_mount(args: argparse.Namespace) -> int:
+    from .daemon import mount  # imports pyfuse3 and trio: only for this command
+
+    options = MountOptions.parse(args.options)
+    return mount(args.source, args.mountpoint, options, foreground=args.foreground)
+
+
+# -- info ------------------------------------------------------------------------------------
+
+
+def _run_info(args: argparse.Namespace) -> int:
+    array = ZarrArray.open(Store.open(args.source, read_only=True))
+    try:
+        for name, value in describe(array):
+            print(f"{name + ':':<19} {value}")
+    finally:
+        array.close()
+    return 0
+
+
+def describe(array: ZarrArray) -> list[tuple[str, str]]:
+    meta = array.metadata
+    sharding = array.pipeline.array_to_bytes
+    rows = [
+        ("shape", _dims(meta.shape)),
+        ("data type", meta.data_type.name),
+        ("chunk shape", _dims(meta.chunk_shape) + (" (shards)" if isinstance(sharding, ShardingCodec) else "")),
+    ]
+    if isinstance(sharding, ShardingCodec):
+        rows.append(("inner chunk shape", _dims(sharding.inner_shape)))
+    rows += [
+        ("codecs", " -> ".join(_codec_text(c) for c in meta.codecs)),
+        ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
+        ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
+        ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
+        ("flat view size", f"{meta.nbytes} bytes"),
+        ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
+    ]
+    return rows
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return " x ".join(map(str, shape)) if shape else "() (scalar)"
+
+
+def _codec_text(spec: CodecSpec) -> str:
+    config = spec.configuration
+    if spec.name == "sharding_indexed":
+        inner = " -> ".join(_codec_text(CodecSpec(c["name"], c.get("configuration", {}), ""))
+                            for c in config.get("codecs", []))
+        return f"sharding_indexed(index at {config.get('index_location', 'end')}; {inner})"
+    if not config:
+        return spec.name
+    return f"{spec.name}(" + ", ".join(f"{k}={v}" for k, v in config.items()) + ")"
+
+
+# -- create ----------------------------------------------------------------------------------
+
+
+def _run_create(args: argparse.Namespace) -> int:
+    metadata = creation_metadata(args)
+    store = Store.open(args.source)
+    if store.exists(METADATA_KEY):
+        raise ZarrfsError(f"{args.source} already holds an array or group (zarr.json exists)")
+    ZarrArray.create(store, metadata).close()
+    print(f"created {args.source}: {_dims(metadata.shape)} {metadata.data_type.name}")
+    return 0
+
+
+def creation_metadata(args: argparse.Namespace) -> ArrayMetadata:
+    from .metadata import metadata_from_json
+
+    data_type = DATA_TYPES[args.dtype]
+    rank = len(args.shape)
+    for name, shape in (("--chunks", args.chunks), ("--shards", args.shards)):
+        if shape is not None and len(shape) != rank:
+            raise ZarrfsError(f"{name} needs {rank} numbers, like --shape")
+    inner = [_bytes_codec(data_type.itemsize), *_compressor(args.codec, data_type.itemsize)]
+    codecs: list[dict[str, Any]] = inner
+    if args.shards:
+        codecs = [{
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": list(args.chunks),
+                "codecs": inner,
+                "index_codecs": [_bytes_codec(8), {"name": "crc32c"}],
+                "index_location": "end",
+            },
+        }]
+    fill_bits = parse_user_fill_value(args.fill_value, data_type)
+    doc = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(args.shape),
+        "data_type": data_type.name,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(args.shards or args.chunks)}},
+        "chunk_key_encoding": ChunkKeyEncoding("default", args.key_separator).to_json(),
+        "fill_value": fill_value_to_json(fill_bits, data_type),
+        "codecs": codecs,
+        "attributes": {},
+    }
+    if args.dimension_names is not None:
+        doc["dimension_names"] = args.dimension_names
+    return metadata_from_json(doc)
+
+
+def _bytes_codec(itemsize: int) -> dict[str, Any]:
+    if itemsize == 1:
+        return {"name": "bytes"}
+    return {"name": "bytes", "configuration": {"endian": "little"}}
+
+
+def _compressor(text: str, itemsize: int) -> list[dict[str, Any]]:
+    name, _, rest = text.partition(":")
+    try:
+        if name == "none":
+            return []
+        if name == "zstd":
+            return [{"name": "zstd", "configuration": {"level": int(rest or 3), "checksum": False}}]
+        if name == "gzip":
+            return [{"name": "gzip", "configuration": {"level": int(rest or 6)}}]
+        if name == "blosc":
+            cname, _, level = rest.partition(":")
+            return [{"name": "blosc", "configuration": {
+                "cname": cname or "lz4", "clevel": int(level or 5), "shuffle": "shuffle",
+                "typesize": itemsize, "blocksize": 0}}]
+    except ValueError:
+        pass
+    raise ZarrfsError(f"--codec {text!r}: expected zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

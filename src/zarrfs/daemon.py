@@ -1,0 +1,270 @@
+"""Running a mount: check the mountpoint, open the array, mount, serve, flush, unmount.
+
+Without `-f` the command forks a daemon and returns only when the mount is serving (or
+prints why it could not mount). With `-f` it serves in the foreground and tells systemd
+it is ready when NOTIFY_SOCKET is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import logging.handlers
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+
+import pyfuse3
+import trio
+
+from .array import ZarrArray
+from .errors import ZarrfsError
+from .fuse import ZarrOperations
+from .options import MountOptions
+from .store import Store
+from .views import Namespace
+
+log = logging.getLogger("zarrfs")
+
+FINAL_FLUSH_SECONDS = 60.0
+
+Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
+
+
+class MountError(ZarrfsError):
+    """The mount cannot be made; the message is the one line the user sees."""
+
+
+def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bool) -> int:
+    source = _absolute_source(source)
+    mountpoint = os.path.abspath(mountpoint)
+    _check_mountpoint(mountpoint)
+    if foreground:
+        _setup_logging(options, foreground=True)
+        return _serve(source, mountpoint, options, _notify_systemd)
+    return _daemonize(source, mountpoint, options)
+
+
+def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.setsid()
+        _setup_logging(options, foreground=False)
+        reported = False
+
+        def ready(problem: str | None) -> None:
+            nonlocal reported
+            reported = True
+            os.write(write_end, b"OK\n" if problem is None else problem.encode() + b"\n")
+            os.close(write_end)
+            if problem is None:
+                _detach_stdio()
+
+        status = 1
+        try:
+            status = _serve(source, mountpoint, options, ready)
+        except BaseException:
+            log.exception("the daemon failed")
+            if not reported:
+                ready("the daemon failed before mounting; see the log")
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read().decode(errors="replace").strip()
+    if message == "OK":
+        return 0
+    print(f"zarrfs: {message or 'the daemon exited before mounting'}", file=sys.stderr)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    return 1
+
+
+def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
+    try:
+        store = Store.open(source, options.storage_options, read_only=options.read_only)
+        array = ZarrArray.open(store, cache_bytes=options.cache_bytes, threads=options.threads)
+    except ZarrfsError as e:
+        ready(f"cannot mount {_public(source)}: {e}")
+        return 1
+    namespace = Namespace(array, array.metadata.chunk_key_encoding, options.byteorder)
+    operations = ZarrOperations(array, namespace, options)
+    try:
+        pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source)))
+    except (RuntimeError, OSError) as e:
+        ready(f"cannot mount on {mountpoint}: {e}")
+        array.close()
+        return 1
+    _set_readahead(mountpoint, options.readahead_kb)
+    log.info("mounted %s on %s%s", _public(source), mountpoint, " (read-only)" if operations.read_only else "")
+    ready(None)
+    if not operations.read_only:
+        threading.Thread(target=_remove_temporaries, args=(store,), daemon=True).start()
+    status = 0
+    try:
+        trio.run(operations.serve)
+    finally:
+        _notify_systemd_stopping()
+        if not _final_flush(array):
+            status = 1
+        with contextlib.suppress(Exception):
+            pyfuse3.close(unmount=True)
+        array.close()
+        log.info("unmounted %s", mountpoint)
+    return status
+
+
+def _final_flush(array: ZarrArray) -> bool:
+    """Write back everything dirty, retrying while the store is failing."""
+    deadline = time.monotonic() + FINAL_FLUSH_SECONDS
+    delay = 0.5
+    while True:
+        try:
+            array.flush()
+            return True
+        except (OSError, ZarrfsError) as e:
+            if time.monotonic() + delay > deadline:
+                log.error("gave up writing %d dirty bytes back: %s", array.dirty_bytes, e)
+                return False
+            log.warning("write-back failed (%s); retrying in %.1f s", e, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+
+def _remove_temporaries(store: Store) -> None:
+    try:
+        removed = store.remove_stale_temporaries()
+    except OSError as e:
+        log.warning("could not look for stale temporary files: %s", e)
+        return
+    if removed:
+        log.info("removed %d temporary files left by an interrupted write", removed)
+
+
+# -- the mountpoint --------------------------------------------------------------------------
+
+
+def _check_mountpoint(mountpoint: str) -> None:
+    try:
+        info = os.stat(mountpoint)
+    except FileNotFoundError:
+        raise MountError(f"mountpoint {mountpoint} does not exist") from None
+    except OSError as e:
+        if e.errno != errno.ENOTCONN:
+            raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
+        _clear_stale_mount(mountpoint)
+        info = os.stat(mountpoint)
+    if not os.path.isdir(mountpoint):
+        raise MountError(f"mountpoint {mountpoint} is not a directory")
+    if os.path.ismount(mountpoint) and info.st_dev != os.stat(os.path.dirname(mountpoint)).st_dev:
+        raise MountError(f"{mountpoint} is already a mount point; unmount it first")
+
+
+def _clear_stale_mount(mountpoint: str) -> None:
+    """A daemon that was killed leaves "transport endpoint is not connected" behind."""
+    result = subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise MountError(
+            f"mountpoint {mountpoint} is left over from a daemon that died and could not be "
+            f"cleared ({result.stderr.strip()}); run: fusermount3 -u {mountpoint}"
+        )
+    print(f"zarrfs: cleared the stale mount left on {mountpoint} by a daemon that died",
+          file=sys.stderr)
+
+
+def _set_readahead(mountpoint: str, kilobytes: int) -> None:
+    """Larger kernel readahead means larger read requests (the kernel caps them at 1 MiB)."""
+    device = _mount_device(mountpoint)
+    if device is None:
+        return
+    path = f"/sys/class/bdi/{device}/read_ahead_kb"
+    try:
+        with open(path, "w") as f:
+            f.write(str(kilobytes))
+    except OSError as e:
+        log.debug("could not set %s: %s", path, e)
+
+
+def _mount_device(mountpoint: str) -> str | None:
+    """The "major:minor" of a mount, from mountinfo (a stat would wait for our own daemon)."""
+    device = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if _unescape(fields[4]) == mountpoint:
+                device = fields[2]  # the last match is the mount on top
+    return device
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
+
+
+def _absolute_source(source: str) -> str:
+    return source if "://" in source or "::" in source else os.path.abspath(source)
+
+
+def _public(source: str) -> str:
+    """The source as it may appear in /proc/mounts and logs: no credentials, no commas."""
+    return re.sub(r"//[^/@]*@", "//", source).replace(",", "_")
+
+
+# -- logging and systemd ---------------------------------------------------------------------
+
+
+def _setup_logging(options: MountOptions, *, foreground: bool) -> None:
+    handler: logging.Handler
+    if options.log_file:
+        handler = logging.FileHandler(options.log_file)
+        handler.setFormatter(logging.Formatter("%(asctime)s zarrfs[%(process)d] %(levelname)s %(message)s"))
+    elif foreground:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("zarrfs: %(levelname)s %(message)s"))
+    elif os.path.exists("/dev/log"):
+        handler = logging.handlers.SysLogHandler("/dev/log")
+        handler.setFormatter(logging.Formatter("zarrfs[%(process)d]: %(levelname)s %(message)s"))
+    else:
+        handler = logging.NullHandler()
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if options.debug else logging.INFO)
+    if not options.debug:
+        for noisy in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _detach_stdio() -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    os.chdir("/")
+
+
+def _notify_systemd(problem: str | None) -> None:
+    if problem is not None:
+        print(f"zarrfs: {problem}", file=sys.stderr)
+        return
+    _sd_notify(b"READY=1")
+
+
+def _notify_systemd_stopping() -> None:
+    _sd_notify(b"STOPPING=1")
+
+
+def _sd_notify(message: bytes) -> None:
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock, contextlib.suppress(OSError):
+        sock.sendto(message, address)

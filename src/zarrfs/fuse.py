@@ -1,0 +1,352 @@
+"""The pyfuse3 operations of a mounted array.
+
+Requests are answered from `views`; anything that decodes, encodes, copies large buffers or
+touches the store runs in a worker thread under a limiter, so the trio loop keeps serving.
+Errors become errno values in exactly one place (`_errno_for`).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+import math
+import os
+import signal
+import stat
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pyfuse3
+import trio
+
+from .array import ZarrArray
+from .errors import ChunkError, MetadataError, ReadOnlyError, StoreError, ZarrfsError
+from .options import MountOptions
+from .views import (
+    BytesFile,
+    ChunkFileNode,
+    DataFileNode,
+    FileTooLargeError,
+    FileView,
+    Namespace,
+    Node,
+    RegionFile,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
+BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
+PREFETCH_BYTES = 32 << 20
+# A read counts as sequential when it starts near where the previous one ended; the kernel's
+# readahead sends several requests at once, so they arrive slightly out of order.
+SEQUENTIAL_SLACK = 4 << 20
+
+
+def _errno_for(error: BaseException) -> int:
+    """The one place where errors become errno values."""
+    if isinstance(error, ReadOnlyError):
+        return errno.EROFS
+    if isinstance(error, FileTooLargeError):
+        return errno.EFBIG
+    if isinstance(error, ChunkError | StoreError | MetadataError):
+        return errno.EIO
+    if isinstance(error, PermissionError):
+        return errno.EACCES
+    return errno.EIO
+
+
+def _boundary(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """Let only FUSEError out of a handler: a bad chunk or a store fault fails one request."""
+
+    @functools.wraps(handler)
+    async def wrapper(self: ZarrOperations, *args: Any) -> T:
+        try:
+            return await handler(self, *args)
+        except pyfuse3.FUSEError:
+            raise
+        except ZarrfsError as e:
+            log.error("%s: %s", handler.__name__, e)
+            raise pyfuse3.FUSEError(_errno_for(e)) from None
+        except Exception:
+            log.exception("internal error in %s%r", handler.__name__, args[:3])
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    return wrapper
+
+
+@dataclass
+class _Handle:
+    node: Node
+    view: FileView
+    writable: bool
+    wrote: bool = False
+    last_end: int = -1
+    prefetched_to: int = 0
+
+
+class ZarrOperations(pyfuse3.Operations):
+    supports_dot_lookup = False
+    enable_writeback_cache = False
+
+    def __init__(self, array: ZarrArray, namespace: Namespace, options: MountOptions) -> None:
+        super().__init__()
+        self.array = array
+        self.namespace = namespace
+        self.options = options
+        self.read_only = options.read_only or array.read_only
+        self.limiter = trio.CapacityLimiter(8)
+        self.prefetch_bytes = min(PREFETCH_BYTES, array.cache_bytes // 4)
+        self._handles: dict[int, _Handle] = {}
+        self._next_fh = 1
+        self._mtime_ns = time.time_ns()
+        # Inodes whose pages the kernel may cache; they must be invalidated when a write
+        # through another file changes their bytes.
+        self._cached_inodes: set[int] = set()
+        self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
+
+    # -- serving ---------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Run until unmounted or asked to stop by SIGTERM/SIGINT."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._invalidator)
+            nursery.start_soon(self._watch_signals)
+            await pyfuse3.main(min_tasks=2, max_tasks=64)
+            nursery.cancel_scope.cancel()
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
+                pyfuse3.terminate()
+
+    async def _invalidator(self) -> None:
+        async for inode in self._invalidate_receive:
+            await trio.to_thread.run_sync(_invalidate, inode)
+
+    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
+
+    # -- names and attributes --------------------------------------------------------------
+
+    def _node(self, inode: int) -> Node:
+        node = self.namespace.node_for_id(inode)
+        if node is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return node
+
+    def _attributes(self, node: Node) -> pyfuse3.EntryAttributes:
+        attrs = pyfuse3.EntryAttributes()
+        attrs.st_ino = self.namespace.node_id(node)
+        umask = self.options.umask
+        if self.namespace.is_dir(node):
+            attrs.st_mode = stat.S_IFDIR | ((0o555 if self.read_only else 0o755) & ~umask)
+            attrs.st_nlink = 2
+            attrs.st_size = 0
+        else:
+            view = self.namespace.file(node)
+            writable = view.writable and not self.read_only
+            attrs.st_mode = stat.S_IFREG | ((0o644 if writable else 0o444) & ~umask)
+            attrs.st_nlink = 1
+            attrs.st_size = view.size
+            attrs.st_blocks = -(-view.size // 512)
+        attrs.st_blksize = BLOCK_HINT
+        attrs.st_uid = self.options.file_uid
+        attrs.st_gid = self.options.file_gid
+        attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self._mtime_ns
+        attrs.entry_timeout = attrs.attr_timeout = ATTRIBUTE_TIMEOUT
+        return attrs
+
+    @_boundary
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        node = self.namespace.lookup(self._node(parent_inode), name.decode("utf-8", "replace"))
+        if node is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return self._attributes(node)
+
+    @_boundary
+    async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        return self._attributes(self._node(inode))
+
+    @_boundary
+    async def setattr(
+        self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields, fh: int | None, ctx: Any
+    ) -> pyfuse3.EntryAttributes:
+        node = self._node(inode)
+        changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
+        if (fields.update_size or changes_owner) and self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        if changes_owner:
+            raise pyfuse3.FUSEError(errno.EPERM)
+        if fields.update_size:
+            size = self.namespace.file(node).size
+            if attr.st_size != size:
+                log.warning("refused to change the size of %s from %d to %d bytes: the files of a "
+                            "mounted array have the array's size", _describe(node), size, attr.st_size)
+                raise pyfuse3.FUSEError(errno.EPERM)
+        return self._attributes(node)
+
+    @_boundary
+    async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+        for inode, _ in inode_list:
+            self._cached_inodes.discard(inode)
+
+    @_boundary
+    async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
+        stats = pyfuse3.StatvfsData()
+        stats.f_bsize = stats.f_frsize = 4096
+        stats.f_blocks = -(-self.namespace.total_bytes() // 4096)
+        stats.f_bfree = stats.f_bavail = 0
+        stats.f_files = 4 + math.prod(self.array.grid_shape)
+        stats.f_ffree = stats.f_favail = 0
+        stats.f_namemax = 255
+        return stats
+
+    # -- directories -----------------------------------------------------------------------
+
+    @_boundary
+    async def opendir(self, inode: int, ctx: Any) -> int:
+        if not self.namespace.is_dir(self._node(inode)):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        return inode
+
+    @_boundary
+    async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
+        directory = self._node(fh)
+        for position, (name, child) in enumerate(self.namespace.listdir(directory, start_id), start_id):
+            if not pyfuse3.readdir_reply(token, name.encode(), self._attributes(child), position + 1):
+                break
+
+    @_boundary
+    async def releasedir(self, fh: int) -> None:
+        return None
+
+    # -- files -----------------------------------------------------------------------------
+
+    @_boundary
+    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
+        node = self._node(inode)
+        if self.namespace.is_dir(node):
+            raise pyfuse3.FUSEError(errno.EISDIR)
+        view = self.namespace.file(node)
+        writable = (flags & os.O_ACCMODE) != os.O_RDONLY
+        if writable and self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        if writable and not view.writable:
+            raise pyfuse3.FUSEError(errno.EACCES)
+        fh = self._next_fh
+        self._next_fh += 1
+        self._handles[fh] = _Handle(node, view, writable)
+        self._cached_inodes.add(inode)
+        return pyfuse3.FileInfo(fh=fh, keep_cache=True, direct_io=self.options.direct_io)
+
+    def _handle(self, fh: int) -> _Handle:
+        handle = self._handles.get(fh)
+        if handle is None:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        return handle
+
+    @_boundary
+    async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:
+        handle = self._handle(fh)
+        if self.options.debug:
+            log.debug("read %s offset=%d size=%d", _describe(handle.node), offset, size)
+        if isinstance(handle.view, BytesFile):
+            return handle.view.read(offset, size)
+        return await self._in_thread(self._read_and_prefetch, handle, offset, size)
+
+    def _read_and_prefetch(self, handle: _Handle, offset: int, size: int) -> bytes | memoryview:
+        data = handle.view.read(offset, size)
+        end = offset + size
+        if abs(offset - handle.last_end) <= SEQUENTIAL_SLACK and isinstance(handle.view, RegionFile):
+            if handle.prefetched_to - end < self.prefetch_bytes // 2:
+                start = max(handle.prefetched_to, end)
+                handle.view.prefetch(start, end + self.prefetch_bytes - start)
+                handle.prefetched_to = end + self.prefetch_bytes
+        handle.last_end = end
+        return data
+
+    @_boundary
+    async def write(self, fh: int, offset: int, buf: bytes) -> int:
+        handle = self._handle(fh)
+        if self.options.debug:
+            log.debug("write %s offset=%d size=%d", _describe(handle.node), offset, len(buf))
+        if self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        if not handle.writable:
+            raise pyfuse3.FUSEError(errno.EBADF)
+        written = await self._in_thread(handle.view.write, offset, buf)
+        handle.wrote = True
+        self._mtime_ns = time.time_ns()
+        self._invalidate_aliases(handle, offset, written)
+        return written
+
+    def _invalidate_aliases(self, handle: _Handle, offset: int, size: int) -> None:
+        """Drop the kernel's cached pages of other files showing the bytes just written."""
+        if isinstance(handle.node, ChunkFileNode):
+            self._schedule_invalidation(self.namespace.node_id(DataFileNode()))
+            return
+        chunk_inodes = self._cached_inodes - {self.namespace.node_id(handle.node)}
+        if not chunk_inodes or not isinstance(handle.view, RegionFile):
+            return
+        for chunk in handle.view.chunks_touched(offset, size):
+            inode = self.namespace.node_id(ChunkFileNode(chunk))
+            if inode in chunk_inodes:
+                self._schedule_invalidation(inode)
+
+    def _schedule_invalidation(self, inode: int) -> None:
+        if inode in self._cached_inodes:
+            self._invalidate_send.send_nowait(inode)
+
+    @_boundary
+    async def flush(self, fh: int) -> None:
+        if self._handle(fh).wrote:
+            await self._in_thread(self.array.flush)
+
+    @_boundary
+    async def fsync(self, fh: int, datasync: bool) -> None:
+        await self._in_thread(self.array.flush)
+
+    @_boundary
+    async def release(self, fh: int) -> None:
+        handle = self._handles.pop(fh, None)
+        if handle is not None and handle.wrote:
+            # Pages written through a shared mapping can arrive after the last close.
+            await self._in_thread(self.array.flush)
+
+    # -- everything that would change the tree ---------------------------------------------
+
+    async def _refuse(self, *args: Any) -> Any:
+        raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
+
+    mkdir = mknod = create = unlink = rmdir = rename = symlink = link = _refuse
+    setxattr = removexattr = _refuse
+
+    @_boundary
+    async def access(self, inode: int, mode: int, ctx: Any) -> bool:
+        node = self._node(inode)
+        if mode & os.W_OK:
+            if self.read_only:
+                raise pyfuse3.FUSEError(errno.EROFS)
+            return self.namespace.is_dir(node) or self.namespace.file(node).writable
+        return True
+
+
+def _invalidate(inode: int) -> None:
+    try:
+        pyfuse3.invalidate_inode(inode)
+    except OSError as e:
+        # ENOENT: the kernel has already forgotten the inode; nothing is cached.
+        if e.errno != errno.ENOENT:
+            log.warning("could not invalidate inode %d: %s", inode, e)
+
+
+def _describe(node: Node) -> str:
+    if isinstance(node, ChunkFileNode):
+        return f"chunk {node.index}"
+    return type(node).__name__

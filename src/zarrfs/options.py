@@ -1,0 +1,152 @@
+"""Mount options: parsed once from `-o a,b=c` strings into one frozen dataclass."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ZarrfsError
+
+
+class OptionError(ZarrfsError, ValueError):
+    """A mount option is unknown or has a bad value."""
+
+
+# Accepted and dropped: mount(8) and systemd pass these; they mean nothing to the daemon.
+_IGNORED = {"defaults", "auto", "noauto", "nofail", "_netdev", "user", "users", "nouser", "owner",
+            "comment", "rw"}
+_IGNORED_PREFIXES = ("x-systemd.", "x-", "comment=")
+# Handed to the kernel through libfuse unchanged.
+_KERNEL = {"nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime", "relatime",
+           "norelatime", "sync", "async", "dirsync"}
+_CREDENTIALS = {"key", "secret", "token", "password", "aws_access_key_id",
+                "aws_secret_access_key", "aws_session_token"}
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class MountOptions:
+    read_only: bool = False
+    allow_other: bool = False
+    default_permissions: bool = False
+    uid: int | None = None
+    gid: int | None = None
+    umask: int = 0o022
+    cache_bytes: int = 256 << 20
+    byteorder: str = "little"
+    debug: bool = False
+    log_file: str | None = None
+    readahead_kb: int = 1024
+    direct_io: bool = False
+    threads: int | None = None
+    storage_options: Mapping[str, Any] = field(default_factory=dict)
+    kernel_options: frozenset[str] = frozenset()
+
+    @classmethod
+    def parse(cls, groups: Iterable[str]) -> MountOptions:
+        """Parse `-o` arguments ("ro,cache=1G", ...); later options win."""
+        values: dict[str, Any] = {}
+        storage: dict[str, Any] = {}
+        kernel: set[str] = set()
+        for item in (part.strip() for group in groups for part in group.split(",")):
+            if item:
+                _apply(item, values, storage, kernel)
+        if "endpoint_url" in storage:
+            storage.setdefault("client_kwargs", {})["endpoint_url"] = storage.pop("endpoint_url")
+        return cls(**values, storage_options=storage, kernel_options=frozenset(kernel))
+
+    @property
+    def file_uid(self) -> int:
+        return os.geteuid() if self.uid is None else self.uid
+
+    @property
+    def file_gid(self) -> int:
+        return os.getegid() if self.gid is None else self.gid
+
+    def fuse_options(self, fsname: str) -> set[str]:
+        """Options for pyfuse3.init (what shows in /proc/mounts; no credentials in it)."""
+        options = {f"fsname={fsname}", "subtype=zarrfs", *self.kernel_options}
+        if self.read_only:
+            options.add("ro")
+        if self.allow_other:
+            options.add("allow_other")
+        if self.default_permissions or self.allow_other:
+            # Other users may reach the files; the kernel must check permissions for them.
+            options.add("default_permissions")
+        return options
+
+
+def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: set[str]) -> None:
+    name, has_value, value = item.partition("=")
+    if name in _CREDENTIALS:
+        raise OptionError(f"option {name!r}: credentials are read from the environment or the "
+                          "store's config files, never from mount options")
+    if name in _IGNORED and not has_value or name.startswith(_IGNORED_PREFIXES):
+        if name == "rw":
+            values["read_only"] = False
+        return
+    if name in _KERNEL and not has_value:
+        kernel.add(name)
+        return
+    flags = {"ro": ("read_only", True), "allow_other": ("allow_other", True),
+             "default_permissions": ("default_permissions", True), "debug": ("debug", True),
+             "direct_io": ("direct_io", True)}
+    if name in flags and not has_value:
+        key, flag = flags[name]
+        values[key] = flag
+        return
+    if name == "anon" and not has_value:
+        storage["anon"] = True
+        return
+    if not has_value:
+        raise OptionError(f"unknown option {name!r}")
+    parsers = {
+        "uid": ("uid", _parse_int), "gid": ("gid", _parse_int),
+        "umask": ("umask", lambda v: int(v, 8)), "cache": ("cache_bytes", parse_size),
+        "endian": ("byteorder", _parse_endian), "log": ("log_file", str),
+        "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
+    }
+    if name in parsers:
+        key, parse = parsers[name]
+        try:
+            values[key] = parse(value)
+        except ValueError:
+            raise OptionError(f"option {name}={value!r}: bad value") from None
+        return
+    if name in ("endpoint_url", "profile", "region", "anon"):
+        storage[name] = value.lower() in ("1", "true", "yes") if name == "anon" else value
+        return
+    raise OptionError(f"unknown option {name!r}")
+
+
+def parse_size(text: str) -> int:
+    """'256M', '1G', '1.5GiB', '4096' -> bytes."""
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise ValueError(text)
+    number, unit = match.groups()
+    scale = 1 << (10 * "kmgt".index(unit.lower()) + 10) if unit else 1
+    return int(float(number) * scale)
+
+
+def _parse_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def _parse_positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _parse_endian(text: str) -> str:
+    if text not in ("little", "big"):
+        raise ValueError(text)
+    return text

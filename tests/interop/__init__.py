@@ -1,0 +1,1 @@
+"""Interop tests: zarrfs against TensorStore and zarr-python."""

@@ -1,0 +1,49 @@
+"""Fixtures of the reliability suite: the fault-injecting filesystem and a local S3 server.
+
+The repository root goes on sys.path so that ``tests.reliability.*`` imports under that one
+name whatever pytest's import mode (a daemon started later imports ``faulty_fs`` by the same
+name, and fsspec finds it by it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.reliability import faulty_fs  # noqa: E402
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, reset_moto  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _register_faulty() -> None:
+    faulty_fs.register()
+
+
+@pytest.fixture
+def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """A fresh moto S3 server with an empty bucket; stopped at the end whatever happens."""
+    pytest.importorskip("moto.server")
+    import boto3
+
+    for name, value in S3_ENV.items():
+        monkeypatch.setenv(name, value)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = S3Server(free_port())
+    server.start()
+    try:
+        client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+            client.create_bucket(Bucket=server.bucket)
+        yield server
+    finally:
+        server.stop()
+        reset_moto()

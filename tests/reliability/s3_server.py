@@ -1,0 +1,109 @@
+"""A moto S3 server on 127.0.0.1 that a test can stop and start again on the same port."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from dataclasses import dataclass, field
+
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+BUCKET = "zarrfs-test"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class S3Server:
+    """A moto S3 server on 127.0.0.1 that a test may stop and start again on the same port.
+
+    moto keeps its state in the process, so objects survive a restart."""
+
+    port: int
+    bucket: str = BUCKET
+    env: dict[str, str] = field(default_factory=lambda: dict(S3_ENV))
+    _server: object | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        assert self._server is None
+        # ThreadedMotoServer.start waits forever if its thread cannot bind, so make sure the
+        # port is free first (it may still be held for a moment after a stop).
+        deadline = time.monotonic() + 10
+        while not _bindable(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"port {self.port} stayed busy")
+            time.sleep(0.05)
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        server.start()
+        self._server = server
+        self._wait_listening()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            server.stop()  # type: ignore[attr-defined]
+
+    def _wait_listening(self) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
+            ):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"moto server did not listen on port {self.port}")
+
+    def s3fs_options(self, **extra: object) -> dict[str, object]:
+        """storage_options for s3fs: this endpoint, no instance cache, fast failure."""
+        return {
+            "key": self.env["AWS_ACCESS_KEY_ID"],
+            "secret": self.env["AWS_SECRET_ACCESS_KEY"],
+            "client_kwargs": {"endpoint_url": self.endpoint_url, "region_name": "us-east-1"},
+            "config_kwargs": {
+                "connect_timeout": 1,
+                "read_timeout": 5,
+                "retries": {"max_attempts": 1, "mode": "standard"},
+            },
+            "skip_instance_cache": True,
+            "use_listings_cache": False,
+            **extra,
+        }
+
+
+def reset_moto() -> None:
+    """Drop what moto holds in memory (it is process-wide), so the next server starts empty."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_api_backend.reset()
