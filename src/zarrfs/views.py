@@ -104,8 +104,9 @@ class RegionFile:
         skip = offset % self.itemsize
         if len(parts) == 1:
             return memoryview(parts[0]).cast("B")[skip : skip + size]
-        joined = np.concatenate([p.reshape(-1) for p in parts])
-        return memoryview(joined).cast("B")[skip : skip + size]
+        # Joined as bytes: concatenating non-native arrays would swap them back to native.
+        joined = np.concatenate([p.reshape(-1).view(np.uint8) for p in parts])
+        return memoryview(joined)[skip : skip + size]
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         if offset >= self.size and len(data):

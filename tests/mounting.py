@@ -1,0 +1,116 @@
+"""Mount an array with the real `zarrfs` command for a test, and always unmount it.
+
+The daemon runs in the foreground (`-f`) as a child process, so a test can signal it, wait
+for it to exit (which is when its final write-back is done) and read its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ZARRFS = shutil.which("zarrfs", path=os.path.dirname(sys.executable)) or "zarrfs"
+MOUNT_TIMEOUT = 20.0
+
+
+def is_mounted(path: Path) -> bool:
+    target = os.path.realpath(path)
+    with open("/proc/self/mounts") as f:
+        return any(line.split()[1] == target for line in f)
+
+
+@dataclass
+class Mount:
+    path: Path
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def data(self) -> Path:
+        return self.path / "data"
+
+    def chunk(self, key: str) -> Path:
+        return self.path / "chunks" / key
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def unmount(self, timeout: float = 60.0) -> int:
+        """Unmount and wait for the daemon to finish writing back; its exit status."""
+        if is_mounted(self.path):
+            _fusermount_unmount(self.path)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"zarrfs did not exit after unmounting:\n{self.log()}") from None
+
+    def stop(self, signum: int = signal.SIGTERM, timeout: float = 60.0) -> int:
+        """Signal the daemon (it flushes and unmounts itself); its exit status."""
+        self.process.send_signal(signum)
+        try:
+            status = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"zarrfs did not stop on signal {signum}:\n{self.log()}") from None
+        if is_mounted(self.path):
+            _fusermount_unmount(self.path)
+        return status
+
+
+def _fusermount_unmount(path: Path) -> None:
+    for _ in range(50):
+        result = subprocess.run(["fusermount3", "-u", str(path)], capture_output=True)
+        if result.returncode == 0 or not is_mounted(path):
+            return
+        time.sleep(0.1)  # busy: a test's file may still be closing
+    subprocess.run(["fusermount3", "-u", "-z", str(path)], capture_output=True)
+
+
+@contextlib.contextmanager
+def mounted(
+    source: str | Path,
+    mountpoint: Path,
+    options: Sequence[str] = (),
+    *,
+    env: dict[str, str] | None = None,
+    command: Sequence[str] = (ZARRFS,),
+) -> Iterator[Mount]:
+    """Mount `source` on `mountpoint` (created if needed) for the duration of the block."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    log_path = mountpoint.parent / f"{mountpoint.name}.log"
+    args = [*command, "mount", "-f", str(source), str(mountpoint)]
+    if options:
+        args += ["-o", ",".join(options)]
+    with open(log_path, "wb") as log_file:
+        process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **(env or {})})
+    mount = Mount(mountpoint, process, log_path)
+    try:
+        _wait_until_mounted(mount)
+        yield mount
+    finally:
+        if process.poll() is None or is_mounted(mountpoint):
+            mount.unmount()
+
+
+def _wait_until_mounted(mount: Mount) -> None:
+    deadline = time.monotonic() + MOUNT_TIMEOUT
+    while not is_mounted(mount.path):
+        if mount.process.poll() is not None:
+            raise AssertionError(f"zarrfs exited with {mount.process.returncode}:\n{mount.log()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"zarrfs did not mount within {MOUNT_TIMEOUT} s:\n{mount.log()}")
+        time.sleep(0.02)
+    # The mount exists; a first stat waits for the daemon to answer the kernel's INIT.
+    os.stat(mount.path)
