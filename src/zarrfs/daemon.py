@@ -16,7 +16,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 
@@ -103,14 +102,18 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         ready(f"cannot mount on {mountpoint}: {e}")
         array.close()
         return 1
-    _set_readahead(mountpoint, options.readahead_kb)
-    log.info("mounted %s on %s%s", _public(source), mountpoint, " (read-only)" if operations.read_only else "")
-    ready(None)
-    if not operations.read_only:
-        threading.Thread(target=_remove_temporaries, args=(store,), daemon=True).start()
+
+    def on_serving() -> None:
+        _set_readahead(mountpoint, options.readahead_kb)
+        log.info("mounted %s on %s%s", _public(source), mountpoint,
+                 " (read-only)" if operations.read_only else "")
+        ready(None)
+        if not operations.read_only:
+            _remove_temporaries(store)
+
     status = 0
     try:
-        trio.run(operations.serve)
+        trio.run(operations.serve, mountpoint, on_serving)
     finally:
         _notify_systemd_stopping()
         if not _final_flush(array):

@@ -111,13 +111,24 @@ class ZarrOperations(pyfuse3.Operations):
 
     # -- serving ---------------------------------------------------------------------------
 
-    async def serve(self) -> None:
-        """Run until unmounted or asked to stop by SIGTERM/SIGINT."""
+    async def serve(self, mountpoint: str, on_serving: Callable[[], None]) -> None:
+        """Run until unmounted or asked to stop by SIGTERM/SIGINT.
+
+        `on_serving` runs (in a thread) once the kernel has finished its handshake with us and
+        the mount answers, which is when kernel settings such as readahead stick."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._invalidator)
             nursery.start_soon(self._watch_signals)
+            nursery.start_soon(self._announce, mountpoint, on_serving)
             await pyfuse3.main(min_tasks=2, max_tasks=64)
             nursery.cancel_scope.cancel()
+
+    async def _announce(self, mountpoint: str, on_serving: Callable[[], None]) -> None:
+        try:
+            await trio.to_thread.run_sync(os.stat, mountpoint)
+        except OSError as e:
+            log.warning("the new mount did not answer a stat: %s", e)
+        await trio.to_thread.run_sync(on_serving)
 
     async def _watch_signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
