@@ -36,7 +36,7 @@ from mounting import Mount, mounted
 # The catalogue is imported as tests/interop/conftest.py makes it importable for
 # tests/interop/test_matrix.py: from its own directory, so both share one module.
 sys.path.insert(0, str(Path(__file__).resolve().parent / "interop"))
-from interop_cases import (  # noqa: E402
+from interop_cases import (
     CASES,
     DATA_TYPES,
     EMPTY,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import math
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -34,6 +35,7 @@ from .store import ByteRange, Store
 log = logging.getLogger(__name__)
 
 DEFAULT_CACHE_BYTES = 256 << 20
+_ENTRY_OVERHEAD = 512
 METADATA_KEY = "zarr.json"
 
 
@@ -46,6 +48,7 @@ class _Entry:
     version: int = 0  # bumped by every write
     saved_version: int = 0  # the version known to be in the store
     written: np.ndarray | None = None  # which elements were written before the chunk was read
+    unwritten: int = 0  # how many elements of `written` are still False
     flushing: bool = False  # a write-back holds `data`; writers copy before changing it
 
     @property
@@ -96,9 +99,16 @@ class ZarrArray:
         self._dirty_bytes = 0  # what the dirty ones cost
         self._loading: dict[Index, Future[_Entry]] = {}
         self._indexes: OrderedDict[Index, ShardIndex | None] = OrderedDict()
-        self._index_locks: defaultdict[Index, threading.Lock] = defaultdict(threading.Lock)
-        self._shard_generation: defaultdict[Index, int] = defaultdict(int)
+        self._index_bytes = 0
+        self._index_budget = max(cache_bytes // 8, 1 << 20)
+        # Striped locks: one index fetch per shard at a time, in constant memory.
+        self._index_locks = [threading.Lock() for _ in range(64)]
+        # A partial read that saw a shard rewrite start or end while it read retries.
+        self._rewrites_running = 0
+        self._rewrite_generation = 0
         self._pool = ThreadPoolExecutor(threads or os.cpu_count() or 2, "zarrfs-decode")
+        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
+        self._writers = ThreadPoolExecutor(2 * (threads or os.cpu_count() or 2) + 4, "zarrfs-write")
         self.stats = _Stats()
 
     # -- opening and creating ----------------------------------------------------------------
@@ -120,6 +130,7 @@ class ZarrArray:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self._writers.shutdown(wait=True)
 
     # -- geometry ----------------------------------------------------------------------------
 
@@ -220,7 +231,8 @@ class ZarrArray:
             return entry  # a writer replaced the whole chunk while we read it
         if entry is None:
             data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
-            entry = _Entry(data, 0 if stored is None else data.nbytes)
+            # A missing chunk shares the fill chunk; its entry still costs a little.
+            entry = _Entry(data, _ENTRY_OVERHEAD if stored is None else data.nbytes)
             self._cache[unit] = entry
             self._total_bytes += entry.nbytes
             return entry
@@ -251,9 +263,9 @@ class ZarrArray:
     def _fetch_inner(self, chunk: Index, inner: Index, key: str) -> np.ndarray | None:
         assert self.sharding is not None
         while True:
-            generation = self._shard_generation[chunk]
-            if generation % 2:
-                time.sleep(0.001)  # a write-back is replacing this shard
+            generation = self._rewrite_generation
+            if self._rewrites_running:
+                time.sleep(0.001)  # a write-back is replacing a shard
                 continue
             index = self._shard_index(chunk, key)
             span = None if index is None else index.span(inner)
@@ -264,13 +276,13 @@ class ZarrArray:
                 if data is None or len(data) != span.nbytes:
                     raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
                 self._count_fetch(len(data))
-            if self._shard_generation[chunk] == generation:
+            if self._rewrite_generation == generation and not self._rewrites_running:
                 break  # no write-back replaced the shard while we read it
         return None if data is None else self.sharding.decode_inner(data)
 
     def _shard_index(self, chunk: Index, key: str) -> ShardIndex | None:
         assert self.sharding is not None
-        with self._index_locks[chunk]:
+        with self._index_locks[hash(chunk) % len(self._index_locks)]:
             with self._lock:
                 if chunk in self._indexes:
                     self._indexes.move_to_end(chunk)
@@ -296,10 +308,12 @@ class ZarrArray:
 
     def _remember_index(self, chunk: Index, index: ShardIndex | None) -> None:
         with self._lock:
+            old = self._indexes.pop(chunk, None)
+            self._index_bytes += _index_cost(index) - _index_cost(old)
             self._indexes[chunk] = index
-            self._indexes.move_to_end(chunk)
-            while len(self._indexes) > 4096:
-                self._indexes.popitem(last=False)
+            while self._index_bytes > self._index_budget and len(self._indexes) > 1:
+                _, dropped = self._indexes.popitem(last=False)
+                self._index_bytes -= _index_cost(dropped)
 
     def _count_fetch(self, nbytes: int) -> None:
         with self._lock:
@@ -329,7 +343,7 @@ class ZarrArray:
                         self._replace_data(entry, np.array(entry.data, order="C"))
                     entry.data[in_cell] = values
                     if entry.written is not None:
-                        entry.written[in_cell] = True
+                        self._mark_written(entry, in_cell)
                     self._clear_overhang(unit, entry.data)
                     if not entry.dirty:
                         self._dirty_bytes += entry.nbytes
@@ -338,10 +352,20 @@ class ZarrArray:
             pending.result()  # let a load in flight finish first, then write into its result
         self._evict()
 
+    def _mark_written(self, entry: _Entry, in_cell: tuple[slice, ...]) -> None:
+        """Record written elements; once all are written the stored chunk is never needed."""
+        assert entry.written is not None
+        region = entry.written[in_cell]
+        entry.unwritten -= region.size - int(np.count_nonzero(region))
+        region[...] = True
+        if entry.unwritten == 0:
+            entry.written = None
+            self._replace_data(entry, entry.data)
+
     def _new_entry(self, unit: Index, covered: bool) -> _Entry:
         """A chunk about to be written without reading it: fill value plus a written-mask."""
         written = None if covered else np.zeros(self.read_chunk_shape, dtype=bool)
-        entry = _Entry(self._fill_chunk, 0, written=written)
+        entry = _Entry(self._fill_chunk, 0, written=written, unwritten=math.prod(self.read_chunk_shape))
         self._cache[unit] = entry
         self._replace_data(entry, self.read_chunk.fill_array())
         return entry
@@ -378,10 +402,12 @@ class ZarrArray:
                 for unit, entry in self._cache.items():
                     if entry.dirty:
                         groups[self._location(unit)[0]].append(unit)
+            jobs = {chunk: self._writers.submit(self._flush_chunk, chunk, units)
+                    for chunk, units in groups.items()}
             failure: Exception | None = None
-            for chunk, units in groups.items():
+            for chunk, job in jobs.items():
                 try:
-                    self._flush_chunk(chunk, units)
+                    job.result()
                 except (OSError, ChunkError) as e:
                     log.error("write-back of %r failed: %s", self.chunk_key(chunk), e)
                     failure = failure or e
@@ -433,7 +459,8 @@ class ZarrArray:
             else:
                 encoded[inner] = new
         with self._lock:
-            self._shard_generation[chunk] += 1
+            self._rewrites_running += 1
+            self._rewrite_generation += 1
         try:
             if encoded:
                 shard = sharding.assemble(encoded)
@@ -448,11 +475,12 @@ class ZarrArray:
             self._remember_index(chunk, index)
         except BaseException:
             with self._lock:
-                self._indexes.pop(chunk, None)
+                self._index_bytes -= _index_cost(self._indexes.pop(chunk, None))
             raise
         finally:
             with self._lock:
-                self._shard_generation[chunk] += 1
+                self._rewrites_running -= 1
+                self._rewrite_generation += 1
 
     def _stored_inner_chunks(self, key: str) -> dict[Index, memoryview]:
         """The encoded bytes of every inner chunk a stored shard holds."""
@@ -502,6 +530,10 @@ class ZarrArray:
         """How many chunk (or shard) objects the store holds."""
         encoding = self.metadata.chunk_key_encoding
         return sum(1 for key in self.store.list() if encoding.parse(key, len(self.shape)) is not None)
+
+
+def _index_cost(index: ShardIndex | None) -> int:
+    return 64 + (0 if index is None else index.entries.nbytes)
 
 
 def _partial_read_sharding(pipeline: Pipeline) -> ShardingCodec | None:

@@ -65,6 +65,8 @@ def _boundary(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T
 
     @functools.wraps(handler)
     async def wrapper(self: ZarrOperations, *args: Any) -> T:
+        if self.options.debug:
+            log.debug("%s%s", handler.__name__, _brief(args))
         try:
             return await handler(self, *args)
         except pyfuse3.FUSEError:
@@ -265,8 +267,6 @@ class ZarrOperations(pyfuse3.Operations):
     @_boundary
     async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:
         handle = self._handle(fh)
-        if self.options.debug:
-            log.debug("read %s offset=%d size=%d", _describe(handle.node), offset, size)
         if isinstance(handle.view, BytesFile):
             return handle.view.read(offset, size)
         return await self._in_thread(self._read_and_prefetch, handle, offset, size)
@@ -285,8 +285,6 @@ class ZarrOperations(pyfuse3.Operations):
     @_boundary
     async def write(self, fh: int, offset: int, buf: bytes) -> int:
         handle = self._handle(fh)
-        if self.options.debug:
-            log.debug("write %s offset=%d size=%d", _describe(handle.node), offset, len(buf))
         if self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
@@ -355,6 +353,13 @@ def _invalidate(inode: int) -> None:
         # ENOENT: the kernel has already forgotten the inode; nothing is cached.
         if e.errno != errno.ENOENT:
             log.warning("could not invalidate inode %d: %s", inode, e)
+
+
+def _brief(args: tuple[Any, ...]) -> str:
+    """Request arguments for a debug line: buffers by their size, not their bytes."""
+    shown = (f"<{len(a)} bytes>" if isinstance(a, bytes | memoryview) and len(a) > 64 else repr(a)
+             for a in args if not isinstance(a, pyfuse3.RequestContext | pyfuse3.ReaddirToken))
+    return "(" + ", ".join(shown) + ")"
 
 
 def _describe(node: Node) -> str:
