@@ -29,7 +29,6 @@ from zarrfs.grid import Box
 from zarrfs.metadata import metadata_from_json, parse_metadata
 from zarrfs.store import Store
 
-
 SETTINGS = settings(
     max_examples=80,
     deadline=None,

@@ -235,7 +235,7 @@ def test_size_is_fixed(array_path: Path, mount_array: Any) -> None:
 def test_read_only_mount_refuses_writes_with_erofs(array_path: Path, mount_array: Any) -> None:
     mount = mount_array(array_path, ["ro"])
     with pytest.raises(OSError) as opened:
-        open(mount.data, "r+b")
+        os.open(mount.data, os.O_RDWR)
     assert opened.value.errno == errno.EROFS
     with pytest.raises(OSError) as created:
         (mount.path / "chunks" / "new").write_bytes(b"x")
@@ -246,13 +246,15 @@ def test_read_only_mount_refuses_writes_with_erofs(array_path: Path, mount_array
 def test_zarr_json_cannot_be_written(array_path: Path, mount_array: Any) -> None:
     mount = mount_array(array_path)
     with pytest.raises(PermissionError):
-        open(mount.path / "zarr.json", "r+b")
+        os.open(mount.path / "zarr.json", os.O_RDWR)
 
 
 # -- the daemon -------------------------------------------------------------------------------
 
 
-def test_background_mount_returns_when_ready_and_exits_after_unmount(array_path: Path, tmp_path: Path) -> None:
+def test_background_mount_returns_when_ready_and_exits_after_unmount(
+    array_path: Path, tmp_path: Path
+) -> None:
     mountpoint = tmp_path / "bg"
     mountpoint.mkdir()
     result = subprocess.run([ZARRFS, "mount", str(array_path), str(mountpoint)],

@@ -8,9 +8,9 @@ File layout (little-endian, C order): bool is one byte 0/1, int4 one sign-extend
 bfloat16 its raw 2 bytes; these are exactly `interop_cases.bits` of what TensorStore reads
 on a little-endian host.
 
-Starting a daemon (a Python process importing trio, pyfuse3, numpy, fsspec) costs far more
-than the checks of one small array, so each array is mounted once and the arrays of the
-next few tests are written and mounted in the background while the current test runs.
+Each array is mounted once, and all its read checks share that mount. The daemons are
+forked from a server that has already imported zarrfs (see `zarrfs_command`): starting the
+script costs more than everything a test checks.
 """
 
 from __future__ import annotations
@@ -23,15 +23,12 @@ import subprocess
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mounting import Mount, mounted
+from mounting import Mount
 
 # The catalogue is imported as tests/interop/conftest.py makes it importable for
 # tests/interop/test_matrix.py: from its own directory, so both share one module.
@@ -81,8 +78,6 @@ WRITE_CASE_IDS = [
 WRITE_CASES = [BY_ID[i] for i in WRITE_CASE_IDS]
 assert all(c.tensorstore for c in WRITE_CASES)
 
-# Mounts prepared ahead of the running test. Two cores: more only queues up start-ups.
-AHEAD = 3
 MAX_CHUNK_FILES = 16  # chunk files read per array (all of them in today's matrix)
 _TMPFS = "/dev/shm"
 
@@ -91,100 +86,118 @@ def _seed(case: Case) -> int:
     return zlib.crc32(case.id.encode())
 
 
-# -- mounting ahead ----------------------------------------------------------------------------
+# -- starting daemons cheaply ------------------------------------------------------------------
 
+# A fork server: imports what `zarrfs mount` imports, once, then forks one daemon per request
+# and runs `zarrfs.cli.main(argv)` in it, with the requester's stdin, stdout and stderr.
+# Single-threaded, so forking is safe; exits when its stdin (a pipe from pytest) closes.
+_SERVER = r"""
+import json, os, select, socket, sys, traceback
+import zarrfs.cli, zarrfs.daemon
 
-@dataclass
-class Prepared:
-    """An array written by TensorStore (holding `model(case)`) and mounted."""
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(sys.argv[1])
+server.listen(64)
+print("ready", flush=True)
+waiting = {}
+while True:
+    readable, _, _ = select.select([server, sys.stdin], [], [], 0.02)
+    if sys.stdin in readable and not os.read(0, 1):
+        break
+    if server in readable:
+        connection, _ = server.accept()
+        message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
+        pid = os.fork()
+        if pid == 0:
+            server.close()
+            connection.close()
+            for target, fd in enumerate(fds):
+                os.dup2(fd, target)
+            status = 1
+            try:
+                status = zarrfs.cli.main(json.loads(message))
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(status)
+        for fd in fds:
+            os.close(fd)
+        connection.sendall(b"%d\n" % pid)
+        waiting[pid] = connection
+    while waiting:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            break
+        connection = waiting.pop(pid)
+        connection.sendall(b"%d\n" % os.waitstatus_to_exitcode(status))
+        connection.close()
+"""
 
-    case: Case
-    path: Path
-    mount: Mount
-    cleanup: ExitStack  # unmounts (if still mounted) and deletes the array
-
-
-class Preparer:
-    """Writes and mounts the arrays of the next tests in background threads.
-
-    `plan` is the order the tests will ask in; a key asked for out of order (or not planned)
-    is simply prepared on demand."""
-
-    def __init__(self, arrays: Path, mountpoints: Path, plan: list[tuple[str, Case]]) -> None:
-        self.arrays = arrays
-        self.mountpoints = mountpoints
-        self.plan = plan
-        self.position = {key: i for i, (key, _) in enumerate(plan)}
-        self.futures: dict[str, Future[Prepared]] = {}
-        self.pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="prepare-mount")
-
-    def take(self, key: str, case: Case) -> Prepared:
-        self._start(key, case)
-        position = self.position.get(key)
-        if position is not None:
-            for next_key, next_case in self.plan[position + 1 : position + 1 + AHEAD]:
-                self._start(next_key, next_case)
-        return self.futures.pop(key).result()
-
-    def _start(self, key: str, case: Case) -> None:
-        if key not in self.futures:
-            self.futures[key] = self.pool.submit(self._prepare, key, case)
-
-    def _prepare(self, key: str, case: Case) -> Prepared:
-        path = self.arrays / key
-        cleanup = ExitStack()
-        try:
-            cleanup.callback(shutil.rmtree, path, ignore_errors=True)
-            write_tensorstore(str(path), case.doc, model(case))
-            mount = cleanup.enter_context(mounted(path, self.mountpoints / key))
-        except BaseException:
-            cleanup.close()
-            raise
-        return Prepared(case, path, mount, cleanup)
-
-    def close(self) -> None:
-        """Unmount whatever was prepared for tests that did not run."""
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        for future in self.futures.values():
-            if not future.cancelled() and future.exception() is None:
-                future.result().cleanup.close()
-        self.futures.clear()
-
-
-_KINDS = {"test_reads_match_tensorstore": "read", "test_writes_reach_tensorstore_and_zarr": "write"}
-
-
-def _key(test_name: str, case: Case) -> str:
-    return f"{_KINDS[test_name]}-{case.id}"
+# What `mounted` runs instead of the zarrfs script: asks the server for a daemon, forwards
+# signals to it and exits with its status, so it stands in for the daemon's process.
+_CLIENT = r"""
+import json, os, signal, socket, sys
+connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+connection.connect(sys.argv[1])
+socket.send_fds(connection, [json.dumps(sys.argv[2:]).encode()], [0, 1, 2])
+replies = connection.makefile("rb")
+pid = int(replies.readline())
+for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(signum, lambda signum, _: os.kill(pid, signum))
+status = int(replies.readline() or b"1")
+sys.exit(128 - status if status < 0 else status)
+"""
 
 
 @pytest.fixture(scope="module")
-def preparer(request: pytest.FixtureRequest,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Preparer]:
-    plan = []
-    for item in request.session.items:
-        callspec = getattr(item, "callspec", None)
-        name = getattr(item, "originalname", None)
-        if item.path == Path(__file__) and callspec is not None and name in _KINDS:
-            case = callspec.params["case"]
-            plan.append((_key(name, case), case))
-    # Arrays on tmpfs (TensorStore and zarrfs fsync every object); mountpoints under pytest's
-    # base directory, where scripts/test looks for mounts left behind.
-    shm = _TMPFS if os.path.isdir(_TMPFS) and os.access(_TMPFS, os.W_OK) else None
-    arrays = Path(tempfile.mkdtemp(prefix="zarrfs-mount-matrix-", dir=shm))
-    preparer = Preparer(arrays, tmp_path_factory.mktemp("mounts"), plan)
+def zarrfs_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ...]]:
+    """A command that behaves like the zarrfs script but starts a daemon in milliseconds.
+
+    A daemon started from the script spends about 0.4 s of CPU importing numpy, trio,
+    pyfuse3 and fsspec, which is most of the cost of this file's 150-odd mounts. The
+    daemons forked here run the same `zarrfs.cli.main` on the same arguments; the script
+    itself is exercised by test_mount.py and test_mount_types.py."""
+    socket_path = tmp_path_factory.mktemp("forkserver") / "socket"
+    server = subprocess.Popen([sys.executable, "-c", _SERVER, str(socket_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
-        yield preparer
+        assert server.stdout is not None
+        assert server.stdout.readline() == b"ready\n", "the fork server did not start"
+        yield (sys.executable, "-S", "-c", _CLIENT, str(socket_path))
     finally:
-        preparer.close()
-        shutil.rmtree(arrays, ignore_errors=True)
+        assert server.stdin is not None
+        server.stdin.close()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 @pytest.fixture
-def prepared(request: pytest.FixtureRequest, preparer: Preparer, case: Case) -> Iterator[Prepared]:
-    ready = preparer.take(_key(request.node.originalname, case), case)
-    with ready.cleanup:
-        yield ready
+def array_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory for the array, on tmpfs when there is one (TensorStore and zarrfs fsync
+    every object they write)."""
+    if os.path.isdir(_TMPFS) and os.access(_TMPFS, os.W_OK):
+        directory = Path(tempfile.mkdtemp(prefix="zarrfs-mount-matrix-", dir=_TMPFS))
+        try:
+            yield directory / "array"
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    else:
+        yield tmp_path / "array"
+
+
+@pytest.fixture
+def prepared(case: Case, array_dir: Path, mount_array: Callable[..., Mount],
+             zarrfs_command: tuple[str, ...]) -> tuple[Mount, Path]:
+    """The case's model written by TensorStore, and mounted (unmounted after the test)."""
+    write_tensorstore(str(array_dir), case.doc, model(case))
+    return mount_array(array_dir, command=zarrfs_command), array_dir
 
 
 # -- expected contents -------------------------------------------------------------------------
@@ -240,8 +253,8 @@ def _assert_clean_log(mount: Mount) -> None:
 
 
 @pytest.mark.parametrize("case", TENSORSTORE_CASES, ids=lambda c: c.id)
-def test_reads_match_tensorstore(case: Case, prepared: Prepared) -> None:
-    mount, path = prepared.mount, prepared.path
+def test_reads_match_tensorstore(case: Case, prepared: tuple[Mount, Path]) -> None:
+    mount, path = prepared
     written, fill = read_tensorstore(str(path))
     expected = bits(written).tobytes()
     size = len(expected)
@@ -375,9 +388,9 @@ def _check_shards(case: Case, path: Path, data: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("case", WRITE_CASES, ids=lambda c: c.id)
-def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: Prepared,
+def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Path],
                                            tmp_path: Path) -> None:
-    mount, path = prepared.mount, prepared.path
+    mount, path = prepared
     image = Image(case, model(case))
     _store_holds(path, image, "TensorStore wrote it")
     itemsize = image.dtype.itemsize

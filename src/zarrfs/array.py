@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import math
+import os
 import threading
 import time
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from .codecs import ChunkSpec, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
+from .codecs import BytesLike, ChunkSpec, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
 from .errors import ChunkError, MetadataError, ReadOnlyError
 from .grid import Box, Index, Piece, cells_of
 from .metadata import ArrayMetadata, parse_metadata
@@ -170,7 +171,8 @@ class ZarrArray:
         futures = self._start_loads(piece.cell for piece in pieces)
         if len(pieces) == 1:
             # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
-            view = self._wait(pieces[0].cell, futures).data[(*pieces[0].in_cell, ...)]
+            selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)
+            view: np.ndarray = self._wait(pieces[0].cell, futures).data[selection]
             view.flags.writeable = False  # a view of the cache: writes must go through write()
             return view
         out = np.empty(box.shape, dtype=self.data_type.storage)
@@ -482,7 +484,7 @@ class ZarrArray:
                 self._rewrites_running -= 1
                 self._rewrite_generation += 1
 
-    def _stored_inner_chunks(self, key: str) -> dict[Index, memoryview]:
+    def _stored_inner_chunks(self, key: str) -> dict[Index, BytesLike]:
         """The encoded bytes of every inner chunk a stored shard holds."""
         sharding = self.sharding
         assert sharding is not None
@@ -497,7 +499,7 @@ class ZarrArray:
         except CodecError as e:
             raise ChunkError(key, str(e)) from None
         view = memoryview(shard)
-        found = {}
+        found: dict[Index, BytesLike] = {}
         for inner in sharding.inner_positions():
             where = index.span(inner)
             if where is not None:

@@ -130,10 +130,11 @@ def _run_info(args: argparse.Namespace) -> int:
 def describe(array: ZarrArray) -> list[tuple[str, str]]:
     meta = array.metadata
     sharding = array.pipeline.array_to_bytes
+    sharded = isinstance(sharding, ShardingCodec)
     rows = [
         ("shape", _dims(meta.shape)),
         ("data type", meta.data_type.name),
-        ("chunk shape", _dims(meta.chunk_shape) + (" (shards)" if isinstance(sharding, ShardingCodec) else "")),
+        ("chunk shape", _dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
     ]
     if isinstance(sharding, ShardingCodec):
         rows.append(("inner chunk shape", _dims(sharding.inner_shape)))

@@ -15,9 +15,9 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import pyfuse3
 import trio
@@ -38,6 +38,7 @@ from .views import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
@@ -60,15 +61,17 @@ def _errno_for(error: BaseException) -> int:
     return errno.EIO
 
 
-def _boundary(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+def _boundary(
+    handler: Callable[Concatenate[ZarrOperations, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[ZarrOperations, P], Coroutine[Any, Any, T]]:
     """Let only FUSEError out of a handler: a bad chunk or a store fault fails one request."""
 
     @functools.wraps(handler)
-    async def wrapper(self: ZarrOperations, *args: Any) -> T:
+    async def wrapper(self: ZarrOperations, *args: P.args, **kwargs: P.kwargs) -> T:
         if self.options.debug:
             log.debug("%s%s", handler.__name__, _brief(args))
         try:
-            return await handler(self, *args)
+            return await handler(self, *args, **kwargs)
         except pyfuse3.FUSEError:
             raise
         except ZarrfsError as e:
@@ -78,7 +81,7 @@ def _boundary(handler: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T
             log.exception("internal error in %s%r", handler.__name__, args[:3])
             raise pyfuse3.FUSEError(errno.EIO) from None
 
-    return wrapper
+    return wrapper  # type: ignore[return-value]
 
 
 @dataclass
@@ -188,7 +191,12 @@ class ZarrOperations(pyfuse3.Operations):
 
     @_boundary
     async def setattr(
-        self, inode: int, attr: pyfuse3.EntryAttributes, fields: pyfuse3.SetattrFields, fh: int | None, ctx: Any
+        self,
+        inode: int,
+        attr: pyfuse3.EntryAttributes,
+        fields: pyfuse3.SetattrFields,
+        fh: int | None,
+        ctx: Any,
     ) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
         changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
@@ -205,7 +213,7 @@ class ZarrOperations(pyfuse3.Operations):
         return self._attributes(node)
 
     @_boundary
-    async def forget(self, inode_list: list[tuple[int, int]]) -> None:
+    async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, _ in inode_list:
             self._cached_inodes.discard(inode)
 
@@ -265,7 +273,8 @@ class ZarrOperations(pyfuse3.Operations):
         return handle
 
     @_boundary
-    async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:
+    async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:  # type: ignore[override]
+        # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
         if isinstance(handle.view, BytesFile):
             return handle.view.read(offset, size)
@@ -274,11 +283,12 @@ class ZarrOperations(pyfuse3.Operations):
     def _read_and_prefetch(self, handle: _Handle, offset: int, size: int) -> bytes | memoryview:
         data = handle.view.read(offset, size)
         end = offset + size
-        if abs(offset - handle.last_end) <= SEQUENTIAL_SLACK and isinstance(handle.view, RegionFile):
-            if handle.prefetched_to - end < self.prefetch_bytes // 2:
-                start = max(handle.prefetched_to, end)
-                handle.view.prefetch(start, end + self.prefetch_bytes - start)
-                handle.prefetched_to = end + self.prefetch_bytes
+        sequential = abs(offset - handle.last_end) <= SEQUENTIAL_SLACK
+        running_low = handle.prefetched_to - end < self.prefetch_bytes // 2
+        if sequential and running_low and isinstance(handle.view, RegionFile):
+            start = max(handle.prefetched_to, end)
+            handle.view.prefetch(start, end + self.prefetch_bytes - start)
+            handle.prefetched_to = end + self.prefetch_bytes
         handle.last_end = end
         return data
 
@@ -333,8 +343,9 @@ class ZarrOperations(pyfuse3.Operations):
     async def _refuse(self, *args: Any) -> Any:
         raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
 
-    mkdir = mknod = create = unlink = rmdir = rename = symlink = link = _refuse
-    setxattr = removexattr = _refuse
+    # Names and extended attributes are fixed by the array: every change is refused.
+    mkdir = mknod = create = unlink = rmdir = rename = symlink = link = _refuse  # type: ignore[assignment]
+    setxattr = removexattr = _refuse  # type: ignore[assignment]
 
     @_boundary
     async def access(self, inode: int, mode: int, ctx: Any) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,7 +84,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
     if name in _CREDENTIALS:
         raise OptionError(f"option {name!r}: credentials are read from the environment or the "
                           "store's config files, never from mount options")
-    if name in _IGNORED and not has_value or name.startswith(_IGNORED_PREFIXES):
+    if (name in _IGNORED and not has_value) or name.startswith(_IGNORED_PREFIXES):
         if name == "rw":
             values["read_only"] = False
         return
@@ -103,7 +103,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         return
     if not has_value:
         raise OptionError(f"unknown option {name!r}")
-    parsers = {
+    parsers: dict[str, tuple[str, Callable[[str], Any]]] = {
         "uid": ("uid", _parse_int), "gid": ("gid", _parse_int),
         "umask": ("umask", lambda v: int(v, 8)), "cache": ("cache_bytes", parse_size),
         "endian": ("byteorder", _parse_endian), "log": ("log_file", str),

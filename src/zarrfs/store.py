@@ -143,7 +143,7 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, key: str, data: bytes | memoryview) -> None:
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         self._check_writable(key)
         if self.is_local:
             self._call(key, lambda: _atomic_local_write(self.path(key), data), missing_ok=False)
@@ -200,7 +200,7 @@ class Store:
                 delay = min(delay * 2, self.retry.max_delay)
 
 
-def _atomic_local_write(path: str, data: bytes | memoryview) -> bool:
+def _atomic_local_write(path: str, data: bytes | bytearray | memoryview) -> bool:
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")

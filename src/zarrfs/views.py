@@ -32,7 +32,9 @@ class RegionArray(Protocol):
     chunk_shape: Index
     grid_shape: Index
     raw_metadata: bytes
-    read_only: bool
+
+    @property
+    def read_only(self) -> bool: ...
 
     def read(self, box: Box) -> np.ndarray: ...
     def write(self, box: Box, values: np.ndarray) -> None: ...
@@ -44,8 +46,11 @@ class RegionArray(Protocol):
 
 
 class FileView(Protocol):
-    size: int
-    writable: bool
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def writable(self) -> bool: ...
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...
@@ -103,10 +108,10 @@ class RegionFile:
         parts = [self._to_file_order(self.array.read(box)) for box in boxes]
         skip = offset % self.itemsize
         if len(parts) == 1:
-            return memoryview(parts[0]).cast("B")[skip : skip + size]
+            return parts[0].data.cast("B")[skip : skip + size]
         # Joined as bytes: concatenating non-native arrays would swap them back to native.
         joined = np.concatenate([p.reshape(-1).view(np.uint8) for p in parts])
-        return memoryview(joined)[skip : skip + size]
+        return joined.data[skip : skip + size]
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         if offset >= self.size and len(data):
@@ -151,10 +156,12 @@ class RegionFile:
     def _from_file_order(self, values: np.ndarray) -> np.ndarray:
         kind = self.array.data_type.name
         if kind == "bool":
-            return values.view(np.uint8) != 0
+            nonzero: np.ndarray = values.view(np.uint8) != 0
+            return nonzero
         if kind == "int4":
             return ((values.view(np.uint8) & 0x0F) ^ 8).astype(np.int8) - np.int8(8)
-        return values.astype(self.array.data_type.storage, copy=False)
+        converted: np.ndarray = values.astype(self.array.data_type.storage, copy=False)
+        return converted
 
 
 def _shift(index: Index, origin: Index) -> Index:
@@ -235,7 +242,7 @@ class Namespace:
                 CHUNKS_NAME: ChunkDir(),
             }.get(name)
         if isinstance(parent, ChunkDir):
-            return self._chunk_node(parent.parts + (name,))
+            return self._chunk_node((*parent.parts, name))
         return None
 
     def _chunk_node(self, parts: tuple[str, ...]) -> Node | None:
@@ -286,7 +293,7 @@ class Namespace:
         names = self._level_names(directory.parts)
         for position in range(start, len(names)):
             name = names[position]
-            node = self._chunk_node(directory.parts + (name,))
+            node = self._chunk_node((*directory.parts, name))
             assert node is not None
             yield name, node
 
@@ -354,14 +361,14 @@ class Namespace:
 class _Numbers(Sequence[str]):
     """The names "0" .. str(count - 1), without building the list."""
 
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self, length: int) -> None:
+        self.length = length
 
     def __len__(self) -> int:
-        return self.count
+        return self.length
 
     def __getitem__(self, position: Any) -> Any:
-        return str(range(self.count)[position])
+        return str(range(self.length)[position])
 
 
 class _FlatKeys(Sequence[str]):
@@ -370,13 +377,13 @@ class _FlatKeys(Sequence[str]):
     def __init__(self, encoding: ChunkKeyEncoding, grid: Index) -> None:
         self.encoding = encoding
         self.grid = grid
-        self.count = math.prod(grid)
+        self.length = math.prod(grid)
 
     def __len__(self) -> int:
-        return self.count
+        return self.length
 
     def __getitem__(self, position: Any) -> Any:
-        return self.encoding.key(unravel(range(self.count)[position], self.grid))
+        return self.encoding.key(unravel(range(self.length)[position], self.grid))
 
 
 _FIXED_IDS: dict[type[Node], int] = {RootDir: 1, MetadataFileNode: 2, DataFileNode: 3}

@@ -1,6 +1,13 @@
 """Codecs by name, and the pipeline that chains them."""
 
-from .base import ArrayArrayCodec, ArrayBytesCodec, BytesBytesCodec, BytesLike, ChunkSpec, CodecError
+from .base import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    BytesBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecError,
+)
 from .blosc import BloscCodec
 from .bytes import BytesCodec
 from .crc32c import Crc32cCodec

@@ -18,7 +18,6 @@ from ..dtypes import DataType
 from ..errors import MetadataError, ZarrfsError
 from ..metadata import CodecSpec
 
-
 # What flows between bytes codecs: decoders fill preallocated numpy buffers and hand out views.
 BytesLike = bytes | bytearray | memoryview
 

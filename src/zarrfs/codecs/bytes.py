@@ -10,7 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..metadata import CodecSpec
-from .base import BytesLike, ArrayBytesCodec, ChunkSpec, CodecError, check_config_keys, config_choice
+from .base import (
+    ArrayBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecError,
+    check_config_keys,
+    config_choice,
+)
 
 
 class BytesCodec(ArrayBytesCodec):

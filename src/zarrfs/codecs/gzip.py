@@ -6,7 +6,7 @@ import gzip
 import zlib
 
 from ..metadata import CodecSpec
-from .base import BytesLike, BytesBytesCodec, CodecError, check_config_keys, check_limit, config_int
+from .base import BytesBytesCodec, BytesLike, CodecError, check_config_keys, check_limit, config_int
 
 
 class GzipCodec(BytesBytesCodec):

@@ -21,7 +21,14 @@ import numpy as np
 from ..dtypes import DATA_TYPES
 from ..errors import MetadataError
 from ..metadata import CodecSpec, parse_codec_list
-from .base import ArrayBytesCodec, BytesLike, ChunkSpec, CodecError, check_config_keys, config_choice
+from .base import (
+    ArrayBytesCodec,
+    BytesLike,
+    ChunkSpec,
+    CodecError,
+    check_config_keys,
+    config_choice,
+)
 from .pipeline import Pipeline, is_fill
 
 EMPTY = (1 << 64) - 1
@@ -82,9 +89,11 @@ class ShardingCodec(ArrayBytesCodec):
             parse_codec_list(spec.configuration.get("codecs"), spec.option("codecs")), inner_spec
         )
         chunks_per_shard = tuple(s // c for s, c in zip(chunk.shape, inner_shape, strict=True))
-        if math.prod(chunks_per_shard) > MAX_INNER_CHUNKS:
-            raise MetadataError(spec.option("chunk_shape"),
-                                f"{math.prod(chunks_per_shard)} inner chunks per shard; the limit is {MAX_INNER_CHUNKS}")
+        count = math.prod(chunks_per_shard)
+        if count > MAX_INNER_CHUNKS:
+            raise MetadataError(
+                spec.option("chunk_shape"), f"{count} inner chunks per shard; the limit is {MAX_INNER_CHUNKS}"
+            )
         index_spec = ChunkSpec((*chunks_per_shard, 2), DATA_TYPES["uint64"], b"\xff" * 8)
         index = Pipeline.build(
             parse_codec_list(spec.configuration.get("index_codecs"), spec.option("index_codecs")),

@@ -30,7 +30,9 @@ class TransposeCodec(ArrayArrayCodec):
             or not all(isinstance(i, int) and not isinstance(i, bool) for i in order)
             or sorted(order) != list(range(rank))
         ):
-            raise MetadataError(spec.option("order"), f"expected a permutation of 0..{rank - 1}, got {order!r}")
+            raise MetadataError(
+                spec.option("order"), f"expected a permutation of 0..{rank - 1}, got {order!r}"
+            )
         return cls(chunk, tuple(order))
 
     def output_spec(self) -> ChunkSpec:

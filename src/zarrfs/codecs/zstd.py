@@ -43,7 +43,8 @@ class ZstdCodec(BytesBytesCodec):
             raise CodecError(f"zstd: {e}") from None
         if decoded is not out:
             raise CodecError("zstd: decoder did not fill the buffer")
-        return out.data
+        decoded_view: memoryview = out.data
+        return decoded_view
 
 
 def frame_content_size(data: BytesLike) -> int | None:
