@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import os
 import platform
@@ -128,6 +129,16 @@ def gen_array(
     for r in range(0, rows, step):
         out[r : r + step] = gen_rows(dtype, row0 + r, row0 + min(rows, r + step), cols, seed)
     return out
+
+
+BIG_PIECE = 1024
+
+
+@functools.cache
+def big_base(cols: int) -> np.ndarray:
+    """The big array is this block of rows repeated, plus 1 per repetition: generating 2 GiB
+    of fresh values would take longer than the measurements made on them."""
+    return gen_rows("uint16", 0, BIG_PIECE, cols, seed=3)
 
 
 def codec_json(codec: str, itemsize: int) -> dict[str, Any]:
@@ -327,9 +338,7 @@ class Mount:
         try:
             while not mounted(self.mp):
                 if self.proc.poll() is not None:
-                    raise MountError(
-                        f"zarrfs mount exited with {self.proc.returncode}: {self.log_tail()}"
-                    )
+                    raise MountError(f"zarrfs mount exited with {self.proc.returncode}: {self.log_tail()}")
                 if time.monotonic() > deadline:
                     raise MountError(f"not mounted after 30 s: {self.log_tail()}")
                 time.sleep(0.02)
@@ -364,10 +373,7 @@ class Mount:
             rss = proc_status(pid, "VmRSS") or 0
             self.peak_rss = max(self.peak_rss, rss)
             if self.rss_limit and rss > self.rss_limit:
-                log(
-                    f"ERROR: daemon {pid} RSS {fmt_size(rss)} > {fmt_size(self.rss_limit)}: "
-                    "killing it"
-                )
+                log(f"ERROR: daemon {pid} RSS {fmt_size(rss)} > {fmt_size(self.rss_limit)}: killing it")
                 self.killed_for_rss = rss
                 proc.kill()
                 return
@@ -377,10 +383,11 @@ class Mount:
         cmd = [
             str(VENV_BIN / "py-spy"),
             "record",
+            "--nonblocking",
             "--pid",
             str(self.pid),
             "-r",
-            "250",
+            "200",
             "-f",
             "raw",
             "-o",
@@ -479,9 +486,7 @@ def dd(
 
 def worker(*args: str, timeout: float = 600) -> dict[str, Any]:
     """Run a measurement in a child python (a hung mount cannot hang the benchmark)."""
-    r = run_checked(
-        [sys.executable, str(Path(__file__).resolve()), "--_worker", *args], timeout=timeout
-    )
+    r = run_checked([sys.executable, str(Path(__file__).resolve()), "--_worker", *args], timeout=timeout)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -685,9 +690,12 @@ class Bench:
             context=ts_context(),
         ).result()
         slab = np.empty((shard_rows, cols), dtype="<u2")
+        base = big_base(cols)
         for r in range(0, rows, shard_rows):
             n = min(shard_rows, rows - r)
-            gen_array("uint16", (n, cols), seed=3, out=slab[:n], row0=r)
+            for q in range(0, n, BIG_PIECE):
+                m = min(BIG_PIECE, n - q)
+                np.add(base[:m], (r + q) // BIG_PIECE, out=slab[q : q + m])
             arr[r : r + n].write(slab[:n]).result()
         del slab
         cfg.nbytes = rows * cols * 2
@@ -746,9 +754,7 @@ class Bench:
             self.res.add(cfg.name, "zfs_rand", r["n"] / r["seconds"])
         self.res.add(cfg.name, "zfs_rss", m.peak_rss)
         if r["mismatches"]:
-            raise RuntimeError(
-                f"{r['mismatches']} of {r['n']} random 4 KiB reads differ from the array"
-            )
+            raise RuntimeError(f"{r['mismatches']} of {r['n']} random 4 KiB reads differ from the array")
 
     def zarrfs_memmap(self, cfg: Config, expected_sum: float) -> None:
         warm_files(cfg.path)
@@ -857,18 +863,13 @@ class Bench:
                 before = proc_io(m.pid)
                 got = worker("read_page", str(m.mp / "data"), str(off), "4096", "1", timeout=60)
                 after = proc_io(m.pid)
-                piece = r // 1024 * 1024
-                want = gen_rows("uint16", piece, piece + 1024, cols, seed=3)[r - piece]
+                want = big_base(cols)[r % BIG_PIECE] + r // BIG_PIECE
                 if bytes.fromhex(got["hex"]) != want[c0 : c0 + 2048].tobytes():
-                    raise RuntimeError(
-                        f"the page of inner chunk {ci} read through the mount is wrong"
-                    )
+                    raise RuntimeError(f"the page of inner chunk {ci} read through the mount is wrong")
                 chunk_stored = int(idx[ci][1])
                 base["rows"].append(
                     {
-                        "how": "first page, fresh mount"
-                        if n == 0
-                        else "next inner chunk, same shard",
+                        "how": "first page, fresh mount" if n == 0 else "next inner chunk, same shard",
                         "chunk_stored": chunk_stored,
                         "expected": chunk_stored + (index_nbytes if n == 0 else 0),
                         "what": "index + chunk" if n == 0 else "chunk",
@@ -914,9 +915,7 @@ class Bench:
             for rep in range(a.repeat):
                 self.baseline_reads(cfg)
                 self.zarrfs_try(f"{cfg.name} zarrfs dd/pread", self.zarrfs_reads, cfg, rep)
-                self.zarrfs_try(
-                    f"{cfg.name} zarrfs memmap", self.zarrfs_memmap, cfg, sums[cfg.dtype]
-                )
+                self.zarrfs_try(f"{cfg.name} zarrfs memmap", self.zarrfs_memmap, cfg, sums[cfg.dtype])
         if not a.skip_writes:
             for cfg in self.configs:
                 log(f"writes: {cfg.name}")
@@ -962,9 +961,7 @@ class Bench:
 
         cpu = "?"
         with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-            cpu = next(
-                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?"
-            )
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
         L.append("# zarrfs benchmark")
         L.append("")
         L.append(
@@ -1122,7 +1119,7 @@ class Bench:
             )
             L.append("")
             L.append(
-                f"{pr['samples']} busy samples over all threads at 250 Hz ({pr['idle']} more "
+                f"{pr['samples']} busy samples over all threads at 200 Hz ({pr['idle']} more "
                 f"of threads waiting for work left out); raw stacks in `{pr['file']}`."
             )
             L.append("")
@@ -1175,10 +1172,7 @@ def summarize_profile(path: Path, top: int = 25) -> dict[str, Any]:
         if not stack or not n.isdigit():
             continue
         k = int(n)
-        frames = [
-            re.sub(r" \(/.*/(site-packages|lib/python3\.\d+|src)/", " (", f)
-            for f in stack.split(";")
-        ]
+        frames = [re.sub(r" \(/.*/(site-packages|lib/python3\.\d+|src)/", " (", f) for f in stack.split(";")]
         if any(frames[-1].startswith(w) for w in IDLE_LEAVES):
             idle += k  # a thread waiting for work, which py-spy does not see as idle
             continue
@@ -1200,9 +1194,7 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--_worker":
         worker_main(sys.argv[2:])
         return
-    p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", type=parse_size, default=None, help="bytes per array (default 256M)")
     p.add_argument("--repeat", type=int, default=None, help="runs per read figure (default 5)")
     p.add_argument(
@@ -1225,9 +1217,7 @@ def main() -> None:
         "(default 1G; at most half of --big)",
     )
     p.add_argument("--cache", default="256M", help="cache= mount option for the memory figure")
-    p.add_argument(
-        "--mount-opts", default="", help="-o options for every mount, e.g. readahead=1024"
-    )
+    p.add_argument("--mount-opts", default="", help="-o options for every mount, e.g. readahead=1024")
     p.add_argument("--codecs", default="zstd,blosc", help="zstd,blosc")
     p.add_argument("--layouts", default="both", choices=["both", "plain", "sharded"])
     p.add_argument("--random-reads", type=int, default=2000)
@@ -1261,10 +1251,7 @@ def main() -> None:
     if not a.skip_zarrfs:
         r = subprocess.run([a.zarrfs, "--help"], capture_output=True, text=True)
         if r.returncode != 0:
-            log(
-                f"`zarrfs --help` fails ({r.stderr.strip().splitlines()[-1:]}); "
-                "running the baselines only"
-            )
+            log(f"`zarrfs --help` fails ({r.stderr.strip().splitlines()[-1:]}); running the baselines only")
             a.skip_zarrfs = True
     b = Bench(a)
     prev = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

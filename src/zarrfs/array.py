@@ -328,10 +328,21 @@ class ZarrArray:
         """Set the elements of `box` (values in the storage dtype, shaped like the box)."""
         if self.read_only:
             raise ReadOnlyError("the array is read-only")
+        self._make_room()
         for piece in cells_of(box, self.read_chunk_shape):
             self._write_piece(piece, values[piece.in_box])
-        if self._dirty_bytes > self.cache_bytes // 2:
+
+    def _make_room(self) -> None:
+        """Write back before dirty data fills the cache. A write is applied whole or not at all:
+        when the store is failing it is refused only once dirty data would exceed the cache."""
+        if self._dirty_bytes <= self.cache_bytes // 2:
+            return
+        try:
             self.flush()
+        except (OSError, ChunkError):
+            if self._dirty_bytes > self.cache_bytes:
+                raise
+            log.warning("write-back failed; keeping %d dirty bytes for a retry", self._dirty_bytes)
 
     def _write_piece(self, piece: Piece, values: np.ndarray) -> None:
         unit, in_cell = piece.cell, piece.in_cell

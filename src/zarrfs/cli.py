@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from . import __version__
 from .array import METADATA_KEY, ZarrArray
 from .codecs import ShardingCodec
 from .dtypes import DATA_TYPES, fill_value_to_json, parse_user_fill_value
@@ -69,6 +70,7 @@ def _option_args(groups: list[str]) -> list[str]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="zarrfs", description="Mount a Zarr v3 array as files.")
+    parser.add_argument("--version", action="version", version=f"zarrfs {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     mount = commands.add_parser("mount", help="mount an array on a directory")
