@@ -109,8 +109,8 @@ while True:
         message, fds, _, _ = socket.recv_fds(connection, 1 << 16, 3)
         pid = os.fork()
         if pid == 0:
-            server.close()
-            connection.close()
+            for inherited in (server, connection, *waiting.values()):
+                inherited.close()
             for target, fd in enumerate(fds):
                 os.dup2(fd, target)
             status = 1
@@ -219,7 +219,7 @@ def _chunk_slices(case: Case, index: Sequence[int]) -> tuple[slice, ...]:
 def _sample_chunks(case: Case, rng: np.random.Generator) -> list[tuple[int, ...]]:
     chunks = case.grid(case.chunk_shape)
     if len(chunks) <= MAX_CHUNK_FILES:
-        return chunks
+        return list(chunks)
     middle = rng.choice(len(chunks) - 2, MAX_CHUNK_FILES - 2, replace=False) + 1
     return [chunks[0], *(chunks[int(i)] for i in sorted(middle)), chunks[-1]]
 
@@ -341,7 +341,7 @@ def _payload(case: Case, nbytes: int, rng: np.random.Generator) -> bytes:
     itemsize = STORAGE[case.data_type].itemsize
     values = random_values(case.data_type, (nbytes // itemsize + 2,), rng)
     shift = int(rng.integers(0, itemsize))
-    return bits(values).tobytes()[shift : shift + nbytes]
+    return bytes(bits(values).tobytes()[shift : shift + nbytes])
 
 
 def _range(rng: np.random.Generator, size: int, itemsize: int) -> tuple[int, int]:
@@ -353,6 +353,15 @@ def _range(rng: np.random.Generator, size: int, itemsize: int) -> tuple[int, int
     if itemsize > 1 and (offset + length) % itemsize == 0 and length > 1:
         length -= 1
     return offset, length
+
+
+def _pwrite(file: Path, data: bytes, offset: int) -> None:
+    """One pwrite, then close (which stores the data)."""
+    fd = os.open(file, os.O_WRONLY)
+    try:
+        assert os.pwrite(fd, data, offset) == len(data)
+    finally:
+        os.close(fd)
 
 
 def _store_holds(path: Path, image: Image, step: str) -> None:
@@ -400,11 +409,7 @@ def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Pa
     # 1. pwrite, starting and ending inside elements, across chunks.
     offset, length = _range(rng, size, itemsize)
     data = _payload(case, length, rng)
-    fd = os.open(mount.data, os.O_RDWR)
-    try:
-        assert os.pwrite(fd, data, offset) == length
-    finally:
-        os.close(fd)  # close() stores the data
+    _pwrite(mount.data, data, offset)
     image.put(offset, data)
     _mount_shows(mount, image, "pwrite")
     _store_holds(path, image, "pwrite and close")
@@ -437,8 +442,7 @@ def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Pa
     key = chunk_key(case.doc, index)
     chunk_bytes = math.prod(case.chunk_shape) * itemsize
     data = _payload(case, chunk_bytes, rng)
-    with open(mount.chunk(key), "r+b", buffering=0) as f:
-        assert f.write(data) == chunk_bytes
+    _pwrite(mount.chunk(key), data, 0)
     image.put_chunk(index, data)
     padded = _with_overhang(case, image.array(), case.fill)
     _assert_same_bytes(mount.chunk(key).read_bytes(), bits(padded[_chunk_slices(case, index)])
@@ -450,8 +454,7 @@ def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Pa
     key = next(k for k in (chunk_key(case.doc, i) for i in chunks) if k in stored_keys(str(path)))
     index = next(i for i in chunks if chunk_key(case.doc, i) == key)
     fill_chunk = bits(case.fill).tobytes() * math.prod(case.chunk_shape)
-    with open(mount.chunk(key), "r+b", buffering=0) as f:
-        assert f.write(fill_chunk) == len(fill_chunk)
+    _pwrite(mount.chunk(key), fill_chunk, 0)
     image.put_chunk(index, fill_chunk)
     assert key not in stored_keys(str(path)), f"{key} is all fill value but still stored"
     _mount_shows(mount, image, f"filling chunks/{key}")
@@ -462,6 +465,7 @@ def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Pa
 
     final = image.array()
     _store_holds(path, image, "unmounting")
+    assert key not in stored_keys(str(path)), f"{key} is all fill value but stored by unmounting"
     assert stored_keys(str(path)) == expected_keys(case, final)
     _check_shards(case, path, final)
     if case.zarr_python:

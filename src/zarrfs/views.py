@@ -107,10 +107,10 @@ class RegionFile:
         boxes = self.boxes(offset, size)
         parts = [self._to_file_order(self.array.read(box)) for box in boxes]
         skip = offset % self.itemsize
-        if len(parts) == 1:
-            return parts[0].data.cast("B")[skip : skip + size]
-        # Joined as bytes: concatenating non-native arrays would swap them back to native.
-        joined = np.concatenate([p.reshape(-1).view(np.uint8) for p in parts])
+        # As bytes: some element types (bfloat16) export no buffer format, and concatenating
+        # non-native arrays would swap them back to native order.
+        raw = [p.reshape(-1).view(np.uint8) for p in parts]
+        joined = raw[0] if len(raw) == 1 else np.concatenate(raw)
         return joined.data[skip : skip + size]
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
