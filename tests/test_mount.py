@@ -342,3 +342,12 @@ def test_a_corrupt_chunk_is_eio_for_its_region_only(tmp_path: Path, mount_array:
     finally:
         os.close(fd)
     assert "'c/1/0'" in mount.log()
+
+
+def test_open_with_o_trunc_is_a_refused_size_change(array_path: Path, mount_array: Any) -> None:
+    mount = mount_array(array_path)
+    with pytest.raises(OSError) as truncated:
+        os.open(mount.data, os.O_WRONLY | os.O_TRUNC)
+    assert truncated.value.errno == errno.EPERM
+    assert mount.data.read_bytes() == _reference().tobytes()
+    assert "refused to change the size" in mount.log()

@@ -83,10 +83,14 @@ def _parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="describe an array")
     info.add_argument("source")
+    info.add_argument("-o", dest="options", action="append", default=[],
+                      help="store options, as for mount (endpoint_url=, anon, profile=)")
     info.set_defaults(run=_run_info)
 
     create = commands.add_parser("create", help="create a new, empty array")
     create.add_argument("source")
+    create.add_argument("-o", dest="options", action="append", default=[],
+                        help="store options, as for mount (endpoint_url=, anon, profile=)")
     create.add_argument("--shape", required=True, type=_int_list)
     create.add_argument("--dtype", required=True, choices=sorted(DATA_TYPES), metavar="DTYPE")
     create.add_argument("--chunks", required=True, type=_int_list, help="chunk (inner chunk) shape")
@@ -120,7 +124,8 @@ def _run_mount(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    array = ZarrArray.open(Store.open(args.source, read_only=True))
+    storage = MountOptions.parse(args.options).storage_options
+    array = ZarrArray.open(Store.open(args.source, storage, read_only=True))
     try:
         for name, value in describe(array):
             print(f"{name + ':':<19} {value}")
@@ -171,7 +176,7 @@ def _codec_text(spec: CodecSpec) -> str:
 
 def _run_create(args: argparse.Namespace) -> int:
     metadata = creation_metadata(args)
-    store = Store.open(args.source)
+    store = Store.open(args.source, MountOptions.parse(args.options).storage_options)
     if store.exists(METADATA_KEY):
         raise ZarrfsError(f"{args.source} already holds an array or group (zarr.json exists)")
     ZarrArray.create(store, metadata).close()

@@ -80,6 +80,9 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
     with os.fdopen(read_end, "rb") as pipe:
         message = pipe.read().decode(errors="replace").strip()
     if message == "OK":
+        if not options.log_file and not os.path.exists("/dev/log"):
+            print("zarrfs: note: no syslog on this machine (/dev/log); add -o log=FILE to keep "
+                  "the daemon's log", file=sys.stderr)
         return 0
     print(f"zarrfs: {message or 'the daemon exited before mounting'}", file=sys.stderr)
     with contextlib.suppress(ChildProcessError):

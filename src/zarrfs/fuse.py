@@ -207,10 +207,14 @@ class ZarrOperations(pyfuse3.Operations):
         if fields.update_size:
             size = self.namespace.file(node).size
             if attr.st_size != size:
-                log.warning("refused to change the size of %s from %d to %d bytes: the files of a "
-                            "mounted array have the array's size", _describe(node), size, attr.st_size)
-                raise pyfuse3.FUSEError(errno.EPERM)
+                self._refuse_size_change(node, size, attr.st_size)
         return self._attributes(node)
+
+    def _refuse_size_change(self, node: Node, size: int, wanted: int) -> None:
+        log.warning("refused to change the size of %s from %d to %d bytes: the files of a mounted "
+                    "array have the array's size (write in place, e.g. dd conv=notrunc)",
+                    _describe(node), size, wanted)
+        raise pyfuse3.FUSEError(errno.EPERM)
 
     @_boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -260,6 +264,8 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if writable and not view.writable:
             raise pyfuse3.FUSEError(errno.EACCES)
+        if flags & os.O_TRUNC and view.size:
+            self._refuse_size_change(node, view.size, 0)
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = _Handle(node, view, writable)
