@@ -108,8 +108,15 @@ class ZarrArray:
         self._rewrites_running = 0
         self._rewrite_generation = 0
         self._pool = ThreadPoolExecutor(threads or os.cpu_count() or 2, "zarrfs-decode")
-        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
-        self._writers = ThreadPoolExecutor(2 * (threads or os.cpu_count() or 2) + 4, "zarrfs-write")
+        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads,
+        # but only as many shard rebuilds at once as half the cache holds (each holds the old
+        # shard, its new inner chunks and the new shard).
+        writers = 4 * (threads or os.cpu_count() or 2) + 4
+        self._writers = ThreadPoolExecutor(writers, "zarrfs-write")
+        rebuild_cost = 3 * math.prod(metadata.chunk_shape) * metadata.data_type.itemsize
+        self._write_slots = threading.BoundedSemaphore(
+            max(1, min(writers, cache_bytes // 2 // rebuild_cost)) if self.sharding else writers
+        )
         self.stats = _Stats()
 
     # -- opening and creating ----------------------------------------------------------------
@@ -424,11 +431,20 @@ class ZarrArray:
                 except (OSError, ChunkError) as e:
                     log.error("write-back of %r failed: %s", self.chunk_key(chunk), e)
                     failure = failure or e
+            if failure is None:
+                try:
+                    self.store.sync_directories(self.chunk_key(chunk) for chunk in jobs)
+                except OSError as e:
+                    failure = e
             if failure is not None:
                 raise failure
         self._evict()
 
     def _flush_chunk(self, chunk: Index, units: list[Index]) -> None:
+        with self._write_slots:
+            self._write_back(chunk, units)
+
+    def _write_back(self, chunk: Index, units: list[Index]) -> None:
         for unit in units:
             if self._cache[unit].written is not None:
                 self._wait(unit, {})  # merge with what is stored before encoding
@@ -447,8 +463,8 @@ class ZarrArray:
             for unit, entry in snapshot.items():
                 if entry.data is arrays[unit]:
                     entry.flushing = False
-                if entry.version == versions[unit]:
-                    self._dirty_bytes -= entry.nbytes  # written after the snapshot: still dirty
+                if entry.version == versions[unit]:  # else written meanwhile: still dirty
+                    self._dirty_bytes -= entry.nbytes
                 entry.saved_version = versions[unit]
 
     def _store_chunk(self, key: str, data: np.ndarray) -> None:
@@ -456,13 +472,15 @@ class ZarrArray:
             self.store.delete(key)
             self.stats.chunks_deleted += 1
         else:
-            self.store.put(key, self.pipeline.encode(data))
+            self.store.put(key, self.pipeline.encode(data), sync_directory=False)
             self.stats.chunks_written += 1
 
     def _store_shard(self, chunk: Index, key: str, arrays: dict[Index, np.ndarray]) -> None:
         sharding = self.sharding
         assert sharding is not None
-        encoded = self._stored_inner_chunks(key)
+        # A shard whose every inner chunk is new need not be read first.
+        whole = len(arrays) == math.prod(sharding.chunks_per_shard)
+        encoded = {} if whole else self._stored_inner_chunks(key)
         shard_origin = tuple(c * p for c, p in zip(chunk, sharding.chunks_per_shard, strict=True))
         for unit, data in arrays.items():
             inner = tuple(u - o for u, o in zip(unit, shard_origin, strict=True))
@@ -477,7 +495,7 @@ class ZarrArray:
         try:
             if encoded:
                 shard = sharding.assemble(encoded)
-                self.store.put(key, shard)
+                self.store.put(key, shard, sync_directory=False)
                 span = sharding.index_span(len(shard))
                 index: ShardIndex | None = sharding.decode_index(shard[span.offset : span.end], len(shard))
                 self.stats.chunks_written += 1

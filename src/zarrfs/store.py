@@ -10,11 +10,12 @@ so a reader never sees half a chunk.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -143,16 +144,27 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
+    def put(self, key: str, data: bytes | bytearray | memoryview, *, sync_directory: bool = True) -> None:
+        """Replace `key` atomically. A local put is durable when it returns, unless
+        `sync_directory` is False: then `sync_directories` must follow (a batch of puts to one
+        directory then costs one directory fsync, not one each)."""
         self._check_writable(key)
         if self.is_local:
-            self._call(key, lambda: _atomic_local_write(self.path(key), data), missing_ok=False)
+            path = self.path(key)
+            self._call(key, lambda: _atomic_local_write(path, data, sync_directory), missing_ok=False)
         else:
             self._call(key, lambda: self.fs.pipe_file(self.path(key), bytes(data)), missing_ok=False)
 
     def delete(self, key: str) -> None:
         self._check_writable(key)
         self._call(key, lambda: self._remove(key))
+
+    def sync_directories(self, keys: Iterable[str]) -> None:
+        """Make the puts and deletes of `keys` durable (local stores: fsync their directories)."""
+        if not self.is_local:
+            return
+        for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
+            self._call(directory, functools.partial(_fsync_directory, directory))
 
     def _remove(self, key: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
@@ -200,7 +212,7 @@ class Store:
                 delay = min(delay * 2, self.retry.max_delay)
 
 
-def _atomic_local_write(path: str, data: bytes | bytearray | memoryview) -> bool:
+def _atomic_local_write(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> bool:
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
@@ -218,16 +230,18 @@ def _atomic_local_write(path: str, data: bytes | bytearray | memoryview) -> bool
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    _fsync_directory(directory)
+    if sync_directory:
+        _fsync_directory(directory)
     return True
 
 
-def _fsync_directory(directory: str) -> None:
+def _fsync_directory(directory: str) -> bool:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+    return True
 
 
 def _local_read(path: str, byte_range: ByteRange | None) -> bytes:

@@ -231,9 +231,10 @@ def tensorstore_read(root: Path) -> np.ndarray:
 
 def _report(config: pytest.Config, line: str, record: dict[str, Any]) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is not None:
-        reporter.ensure_newline()
-        reporter.write_line(line)
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line("\n" + line)
     if os.environ.get("ZARRFS_STATS"):
         with open(os.environ["ZARRFS_STATS"], "a") as f:
             f.write(json.dumps(record) + "\n")
