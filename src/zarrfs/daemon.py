@@ -44,6 +44,11 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
     source = _absolute_source(source)
     mountpoint = os.path.abspath(mountpoint)
     _check_mountpoint(mountpoint)
+    if options.log_file:
+        try:
+            open(options.log_file, "a").close()
+        except OSError as e:
+            raise MountError(f"log file {options.log_file}: {e.strerror}") from None
     if foreground:
         _setup_logging(options, foreground=True)
         return _serve(source, mountpoint, options, _notify_systemd)
@@ -95,7 +100,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         store = Store.open(source, options.storage_options, read_only=options.read_only)
         array = ZarrArray.open(store, cache_bytes=options.cache_bytes, threads=options.threads)
     except ZarrfsError as e:
-        ready(f"cannot mount {_public(source)}: {e}")
+        ready(_public(f"cannot mount {source}: {e}"))
         return 1
     namespace = Namespace(array, array.metadata.chunk_key_encoding, options.byteorder)
     operations = ZarrOperations(array, namespace, options)
@@ -171,6 +176,14 @@ def _check_mountpoint(mountpoint: str) -> None:
     if not os.path.isdir(mountpoint):
         raise MountError(f"mountpoint {mountpoint} is not a directory")
     if os.path.ismount(mountpoint) and info.st_dev != os.stat(os.path.dirname(mountpoint)).st_dev:
+        try:
+            # A stat may be answered from cached attributes; a listing reaches the daemon.
+            os.listdir(mountpoint)
+        except OSError as e:
+            if e.errno != errno.ENOTCONN:
+                raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
+            _clear_stale_mount(mountpoint)
+            return
         raise MountError(f"{mountpoint} is already a mount point; unmount it first")
 
 
@@ -218,9 +231,10 @@ def _absolute_source(source: str) -> str:
     return source if "://" in source or "::" in source else os.path.abspath(source)
 
 
-def _public(source: str) -> str:
-    """The source as it may appear in /proc/mounts and logs: no credentials, no commas."""
-    return re.sub(r"//[^/@]*@", "//", source).replace(",", "_")
+def _public(text: str) -> str:
+    """A source (or a message naming one) as it may appear in /proc/mounts and logs:
+    no credentials in URLs, no commas."""
+    return re.sub(r"//[^/@\s]*@", "//", text).replace(",", "_")
 
 
 # -- logging and systemd ---------------------------------------------------------------------
@@ -242,9 +256,9 @@ def _setup_logging(options: MountOptions, *, foreground: bool) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if options.debug else logging.INFO)
-    if not options.debug:
-        for noisy in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Even with debug: these libraries log request headers and URLs, credentials included.
+    for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs"):
+        logging.getLogger(library).setLevel(logging.WARNING)
 
 
 def _detach_stdio() -> None:

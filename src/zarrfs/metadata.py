@@ -58,12 +58,18 @@ class ChunkKeyEncoding:
             parts = parts[1:]
         elif rank == 0:
             return () if key == "0" else None
-        if len(parts) != rank or not all(p.isdigit() and p == str(int(p)) for p in parts):
+        if len(parts) != rank or not all(is_index_text(p) for p in parts):
             return None
         return tuple(int(p) for p in parts)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": {"separator": self.separator}}
+
+
+def is_index_text(text: str) -> bool:
+    """Whether `text` is a grid index as keys write it: ASCII digits, no leading zero.
+    (str.isdigit alone admits '²' and digit strings too long for int().)"""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
 
 
 @dataclass(frozen=True)

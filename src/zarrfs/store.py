@@ -28,22 +28,27 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _transient_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions worth retrying. Remote clients raise some that are not OSErrors
-    (botocore's connection errors through s3fs, aiohttp's through the http filesystem)."""
-    found: list[type[BaseException]] = [OSError, TimeoutError]
+def _client_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(worth retrying, not worth retrying): remote clients raise errors that are not OSErrors
+    (botocore's through s3fs, aiohttp's through the http filesystem)."""
+    transient: list[type[BaseException]] = [OSError, TimeoutError]
+    permanent: list[type[BaseException]] = []
     with contextlib.suppress(ImportError):
-        from botocore.exceptions import BotoCoreError
+        from botocore.exceptions import BotoCoreError, ConnectionError, HTTPClientError
 
-        found.append(BotoCoreError)
+        transient += [ConnectionError, HTTPClientError]
+        permanent.append(BotoCoreError)  # bad parameters, missing credentials, ...
     with contextlib.suppress(ImportError):
         from aiohttp import ClientError
 
-        found.append(ClientError)
-    return tuple(found)
+        transient.append(ClientError)
+    return tuple(transient), tuple(permanent)
 
 
-_TRANSIENT = _transient_errors()
+_TRANSIENT, _PERMANENT = _client_errors()
+_NOT_RETRIED: tuple[type[BaseException], ...] = (
+    PermissionError, IsADirectoryError, NotADirectoryError, *_PERMANENT
+)
 
 # Temporary files of atomic local puts. Chunk keys never start with a dot, so these are
 # never taken for chunks; the pid lets a later mount remove those of dead processes.
@@ -202,11 +207,11 @@ class Store:
                 if missing_ok:
                     return None
                 raise StoreError(key, f"not found: {e}") from None
-            except (PermissionError, IsADirectoryError, NotADirectoryError) as e:
-                raise StoreError(key, str(e) or type(e).__name__) from None
+            except _NOT_RETRIED as e:
+                raise StoreError(key, _one_line(e)) from None
             except _TRANSIENT as e:
                 if time.monotonic() + delay > deadline:
-                    raise StoreError(key, str(e) or type(e).__name__) from None
+                    raise StoreError(key, _one_line(e)) from None
                 log.warning("store key %r: %s; retrying", key, e)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, self.retry.max_delay)
@@ -242,6 +247,10 @@ def _fsync_directory(directory: str) -> bool:
     finally:
         os.close(fd)
     return True
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _local_read(path: str, byte_range: ByteRange | None) -> bytes:

@@ -17,7 +17,7 @@ import numpy as np
 from .dtypes import DataType
 from .errors import ZarrfsError
 from .grid import Box, Index, cells_of, flat_boxes, ravel, unravel
-from .metadata import ChunkKeyEncoding
+from .metadata import ChunkKeyEncoding, is_index_text
 
 
 class FileTooLargeError(ZarrfsError, OSError):
@@ -393,4 +393,4 @@ _DIR_BASE = 8
 
 
 def _is_index(part: str) -> bool:
-    return part.isdigit() and part == str(int(part))
+    return is_index_text(part)

@@ -200,10 +200,6 @@ def test_bad_names_resolve_to_nothing(param: Any) -> None:
     assert not resolved
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "zarrfs bug: views._is_index and ChunkKeyEncoding.parse test str.isdigit() and then call "
-    "int(), which raises ValueError for digits like '\u00b2' and for more than 4300 digits; "
-    "through a mount such a lookup is an 'internal error' answered with EIO, not ENOENT"))
 def test_names_that_break_int_resolve_to_nothing() -> None:
     broken = []
     for param in NAMESPACE_PARAMS:
@@ -391,9 +387,6 @@ def test_names_through_a_mount_never_reach_outside_the_array(tmp_path: Path) -> 
     assert files == {"zarr.json", "c/0/0", "c/0/1", "c/1/0", "c/1/1"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "zarrfs bug: a lookup of chunks/c/\u00b2 raises ValueError in views._is_index (int() of a "
-    "str.isdigit() digit); the fuse boundary logs an internal error and answers EIO, not ENOENT"))
 def test_digit_like_names_through_a_mount_are_not_found(tmp_path: Path) -> None:
     root = tmp_path / "array"
     create_array(root)
@@ -759,10 +752,6 @@ def test_environment_credentials_stay_out_of_argv_and_mount_table(
     assert not leaks  # (the access key and token in the debug log: the test below)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "zarrfs bug: with -o debug the daemon leaves botocore's DEBUG logging on, which writes "
-    "the access key id (Authorization: ... Credential=AKIA...) and the session token "
-    "(x-amz-security-token) of every request to the log"))
 def test_debug_log_holds_no_access_key_or_session_token(
     s3_server: S3Server, tmp_path: Path
 ) -> None:
@@ -798,9 +787,7 @@ PASSWORD = "UrlPasswordDoNotLeak42"
 
 @pytest.mark.parametrize("debug", [
     False,
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "zarrfs bug: with -o debug, fsspec's http filesystem logs every URL it fetches, "
-        "user:password included"))),
+    True,
 ], ids=["info", "debug"])
 def test_a_password_in_the_url_stays_out_of_the_mount_table_and_log(
     tmp_path: Path, debug: bool

@@ -140,12 +140,6 @@ def check_mount_clears_the_stale_mount(
     assert sorted(os.listdir(mountpoint)) == ["chunks", "data", "zarr.json"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "zarrfs bug: _check_mountpoint takes a stale mount for one only when os.stat fails with "
-    "ENOTCONN, but the kernel answers that stat from the root's cached attributes for "
-    "ATTRIBUTE_TIMEOUT (60 s) after the last look at the root, and the daemon itself stats the "
-    "root once mounted (fuse.py _announce); within that time the stale mount is refused as "
-    "'already a mount point; unmount it first'"))
 def test_mount_clears_the_stale_mount_of_a_killed_daemon(
     array: Path, tmp_path: Path, background: list[tuple[Path, Path]]
 ) -> None:
