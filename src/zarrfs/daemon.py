@@ -16,6 +16,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -32,6 +33,7 @@ from .views import Namespace
 log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
+STAT_SECONDS = 10.0
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
 
@@ -165,7 +167,7 @@ def _remove_temporaries(store: Store) -> None:
 
 def _check_mountpoint(mountpoint: str) -> None:
     try:
-        info = os.stat(mountpoint)
+        info = _stat_within(mountpoint, STAT_SECONDS)
     except FileNotFoundError:
         raise MountError(f"mountpoint {mountpoint} does not exist") from None
     except OSError as e:
@@ -185,6 +187,33 @@ def _check_mountpoint(mountpoint: str) -> None:
             _clear_stale_mount(mountpoint)
             return
         raise MountError(f"{mountpoint} is already a mount point; unmount it first")
+
+
+def _stat_within(path: str, seconds: float) -> os.stat_result:
+    """stat, but a mount whose daemon is stuck (or killed while the kernel waited on it) must
+    not hang the command: say what is wrong and how to clear it."""
+    result: list[os.stat_result | OSError] = []
+
+    def run() -> None:
+        try:
+            result.append(os.stat(path))
+        except OSError as e:
+            result.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not result:
+        device = _mount_device(path) or "?"
+        raise MountError(
+            f"mountpoint {path} does not answer: its daemon is stuck or died mid-request; abort "
+            f"it with: echo 1 > /sys/fs/fuse/connections/{device.split(':')[-1]}/abort "
+            f"(mount -t fusectl none /sys/fs/fuse/connections if that is missing), then "
+            f"fusermount3 -u {path}"
+        )
+    if isinstance(result[0], OSError):
+        raise result[0]
+    return result[0]
 
 
 def _clear_stale_mount(mountpoint: str) -> None:

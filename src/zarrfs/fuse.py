@@ -7,6 +7,8 @@ Errors become errno values in exactly one place (`_errno_for`).
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import errno
 import functools
 import logging
@@ -15,7 +17,7 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -113,6 +115,8 @@ class ZarrOperations(pyfuse3.Operations):
         # through another file changes their bytes.
         self._cached_inodes: set[int] = set()
         self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
+        # Reads and writes we are answering, per inode: the kernel holds those pages locked.
+        self._in_flight: collections.Counter[int] = collections.Counter()
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -142,8 +146,24 @@ class ZarrOperations(pyfuse3.Operations):
                 pyfuse3.terminate()
 
     async def _invalidator(self) -> None:
+        """Invalidate pages, one inode at a time, never while we owe the kernel an answer for
+        that inode: invalidation waits for locked pages in an uninterruptible sleep, so were
+        the daemon killed meanwhile, the thread could never leave the kernel and the dead
+        mount would hang instead of failing with ENOTCONN."""
         async for inode in self._invalidate_receive:
+            while self._in_flight[inode]:
+                await trio.sleep(0.001)
             await trio.to_thread.run_sync(_invalidate, inode)
+
+    @contextlib.contextmanager
+    def _serving(self, inode: int) -> Iterator[None]:
+        self._in_flight[inode] += 1
+        try:
+            yield
+        finally:
+            self._in_flight[inode] -= 1
+            if not self._in_flight[inode]:
+                del self._in_flight[inode]
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
@@ -284,7 +304,8 @@ class ZarrOperations(pyfuse3.Operations):
         handle = self._handle(fh)
         if isinstance(handle.view, BytesFile):
             return handle.view.read(offset, size)
-        return await self._in_thread(self._read_and_prefetch, handle, offset, size)
+        with self._serving(self.namespace.node_id(handle.node)):
+            return await self._in_thread(self._read_and_prefetch, handle, offset, size)
 
     def _read_and_prefetch(self, handle: _Handle, offset: int, size: int) -> bytes | memoryview:
         data = handle.view.read(offset, size)
@@ -305,7 +326,8 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
-        written = await self._in_thread(handle.view.write, offset, buf)
+        with self._serving(self.namespace.node_id(handle.node)):
+            written = await self._in_thread(handle.view.write, offset, buf)
         handle.wrote = True
         self._mtime_ns = time.time_ns()
         self._invalidate_aliases(handle, offset, written)
