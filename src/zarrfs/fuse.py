@@ -48,6 +48,7 @@ PREFETCH_BYTES = 32 << 20
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
+INVALIDATE_PATIENCE = 0.1  # seconds a chunk-file write waits for data's requests to drain
 
 
 def _errno_for(error: BaseException) -> int:
@@ -111,10 +112,12 @@ class ZarrOperations(pyfuse3.Operations):
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._mtime_ns = time.time_ns()
-        # Inodes whose pages the kernel may cache; they must be invalidated when a write
-        # through another file changes their bytes.
-        self._cached_inodes: set[int] = set()
-        self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
+        # Coherence between the two views of the same bytes: chunk files are opened with
+        # direct_io (no page cache, always fresh); `data` keeps its page cache, which a write
+        # through a chunk file invalidates before it returns. Only that one direction waits on
+        # the kernel, so two writers through the two views can never wait on each other.
+        self._data_inode = namespace.node_id(DataFileNode())
+        self._data_cached = False
         # Reads and writes we are answering, per inode: the kernel holds those pages locked.
         self._in_flight: collections.Counter[int] = collections.Counter()
 
@@ -126,7 +129,6 @@ class ZarrOperations(pyfuse3.Operations):
         `on_serving` runs (in a thread) once the kernel has finished its handshake with us and
         the mount answers, which is when kernel settings such as readahead stick."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._invalidator)
             nursery.start_soon(self._watch_signals)
             nursery.start_soon(self._announce, mountpoint, on_serving)
             await pyfuse3.main(min_tasks=2, max_tasks=64)
@@ -144,16 +146,6 @@ class ZarrOperations(pyfuse3.Operations):
             async for signum in signals:
                 log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
                 pyfuse3.terminate()
-
-    async def _invalidator(self) -> None:
-        """Invalidate pages, one inode at a time, never while we owe the kernel an answer for
-        that inode: invalidation waits for locked pages in an uninterruptible sleep, so were
-        the daemon killed meanwhile, the thread could never leave the kernel and the dead
-        mount would hang instead of failing with ENOTCONN."""
-        async for inode in self._invalidate_receive:
-            while self._in_flight[inode]:
-                await trio.sleep(0.001)
-            await trio.to_thread.run_sync(_invalidate, inode)
 
     @contextlib.contextmanager
     def _serving(self, inode: int) -> Iterator[None]:
@@ -238,8 +230,8 @@ class ZarrOperations(pyfuse3.Operations):
 
     @_boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
-        for inode, _ in inode_list:
-            self._cached_inodes.discard(inode)
+        if any(inode == self._data_inode for inode, _ in inode_list):
+            self._data_cached = False
 
     @_boundary
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
@@ -289,8 +281,10 @@ class ZarrOperations(pyfuse3.Operations):
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = _Handle(node, view, writable)
-        self._cached_inodes.add(inode)
-        return pyfuse3.FileInfo(fh=fh, keep_cache=True, direct_io=self.options.direct_io)
+        chunk_file = isinstance(node, ChunkFileNode)
+        self._data_cached = self._data_cached or inode == self._data_inode
+        direct_io = self.options.direct_io or chunk_file
+        return pyfuse3.FileInfo(fh=fh, keep_cache=not chunk_file, direct_io=direct_io)
 
     def _handle(self, fh: int) -> _Handle:
         handle = self._handles.get(fh)
@@ -330,25 +324,19 @@ class ZarrOperations(pyfuse3.Operations):
             written = await self._in_thread(handle.view.write, offset, buf)
         handle.wrote = True
         self._mtime_ns = time.time_ns()
-        self._invalidate_aliases(handle, offset, written)
+        if isinstance(handle.node, ChunkFileNode) and self._data_cached:
+            await self._invalidate_data()
         return written
 
-    def _invalidate_aliases(self, handle: _Handle, offset: int, size: int) -> None:
-        """Drop the kernel's cached pages of other files showing the bytes just written."""
-        if isinstance(handle.node, ChunkFileNode):
-            self._schedule_invalidation(self.namespace.node_id(DataFileNode()))
-            return
-        chunk_inodes = self._cached_inodes - {self.namespace.node_id(handle.node)}
-        if not chunk_inodes or not isinstance(handle.view, RegionFile):
-            return
-        for chunk in handle.view.chunks_touched(offset, size):
-            inode = self.namespace.node_id(ChunkFileNode(chunk))
-            if inode in chunk_inodes:
-                self._schedule_invalidation(inode)
-
-    def _schedule_invalidation(self, inode: int) -> None:
-        if inode in self._cached_inodes:
-            self._invalidate_send.send_nowait(inode)
+    async def _invalidate_data(self) -> None:
+        """Drop `data`'s cached pages. Invalidation waits for pages the kernel holds locked
+        while it waits for us, in an uninterruptible sleep: were the daemon killed then, the
+        thread could never leave the kernel and the dead mount would hang instead of failing.
+        So wait (briefly) until no request for `data` is outstanding first."""
+        with trio.move_on_after(INVALIDATE_PATIENCE):
+            while self._in_flight[self._data_inode]:
+                await trio.sleep(0.001)
+        await trio.to_thread.run_sync(_invalidate, self._data_inode)
 
     @_boundary
     async def flush(self, fh: int) -> None:

@@ -163,12 +163,13 @@ def run_worker(plan: Plan) -> None:
 @dataclass
 class WorkerLog:
     writes: list[tuple[int, int, int, int]]  # (seq, row, c0, c1), in order
-    durable: int  # every write with a seq up to this one is durable
+    durable: int  # every write up to this seq is durable: an fsync or close returned after it
+    returned: int  # every write up to this seq returned (the one after it failed, if any)
     ended: str  # the worker's last line
 
 
 def read_log(path: Path) -> WorkerLog:
-    writes, durable, ended = [], 0, ""
+    writes, durable, failed, ended = [], 0, None, ""
     for line in path.read_text().splitlines():
         kind, *fields = line.split()
         if kind == "W":
@@ -176,8 +177,12 @@ def read_log(path: Path) -> WorkerLog:
             writes.append((seq, row, c0, c1))
         elif kind == "F":
             durable = int(fields[0])
+        elif kind in "EX":
+            failed = int(fields[0])
         ended = line
-    return WorkerLog(writes, durable, ended)
+    last = writes[-1][0] if writes else 0
+    returned = last if failed is None or failed != last else last - 1
+    return WorkerLog(writes, durable, returned, ended)
 
 
 @dataclass
@@ -190,8 +195,9 @@ class Verdict:
     first_problem: str = ""
 
 
-def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog]) -> Verdict:
-    """Check every element of the array found after the crash against the storm's logs."""
+def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog], durable: list[int]) -> Verdict:
+    """Check every element of the array found after the crash against the storm's logs;
+    `durable[w]` is the last write of worker w that must be in the store."""
     rows, width = SHAPE
     verdict = Verdict()
     element = np.arange(rows * width, dtype=np.uint64).reshape(SHAPE)
@@ -226,7 +232,7 @@ def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog]) -> Verdict
     for w, log in enumerate(logs):
         required = np.zeros(SHAPE, dtype=np.int64)
         for s, row, c0, c1 in log.writes:
-            if s <= log.durable:
+            if s <= durable[w]:
                 required[row, c0:c1] = s
         need = required > 0
         from_w = explained & (worker == w)
@@ -239,8 +245,8 @@ def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog]) -> Verdict
             if not verdict.first_problem:
                 r, c = np.argwhere(missing)[0]
                 verdict.first_problem = (
-                    f"element ({r}, {c}): worker {w}'s write {required[r, c]} returned from "
-                    f"fsync/close but the store holds {int(stored[r, c]):#018x}")
+                    f"element ({r}, {c}): worker {w}'s write {required[r, c]} is durable "
+                    f"but the store holds {int(stored[r, c]):#018x}")
     return verdict
 
 
@@ -335,19 +341,23 @@ def _print_figures(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     seconds = time.monotonic() - started
     _report(request.config,
-            f"crash: {STATS['survived']} of {STATS['rounds']} rounds survived; "
+            f"crash: {STATS['survived']} of {STATS['rounds']} SIGKILL rounds and "
+            f"{STATS['sigterm_survived']} of {STATS['sigterm_rounds']} SIGTERM rounds survived; "
             f"{STATS['writes']} writes, {STATS['durable_writes']} of them durable when the "
-            f"daemon was killed; data lost: {STATS['lost']} elements "
+            f"daemon was stopped; data lost: {STATS['lost']} elements "
             f"({STATS['lost_writes']} writes), {STATS['unexplained']} unexplained values; "
-            f"{STATS['temporaries']} temporary files left by the kills; {seconds:.0f} s",
+            f"{STATS['hangs']} daemons that did not die; {STATS['temporaries']} temporary "
+            f"files left by the kills; {seconds:.0f} s",
             {"test": "crash", **STATS, "seconds": round(seconds, 1)})
 
 
 # -- the tests --------------------------------------------------------------------------------
 
 
-def start_storm(mount: Mount, workdir: Path, layout: Layout, seed: int) -> list[
-        tuple[subprocess.Popen[bytes], Path]]:
+Worker = tuple[subprocess.Popen[bytes], Path]
+
+
+def start_storm(mount: Mount, workdir: Path, layout: Layout, seed: int) -> list[Worker]:
     workers = []
     for w in range(WORKERS):
         log = workdir / f"worker{w}.log"
@@ -364,12 +374,69 @@ def start_storm(mount: Mount, workdir: Path, layout: Layout, seed: int) -> list[
 def wait_for_writes(logs: list[Path], at_least: int, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        counts = [p.read_text().count("\nW ") + p.read_text().startswith("W ")
-                  if p.exists() else 0 for p in logs]
+        counts = [p.read_text().count("W ") if p.exists() else 0 for p in logs]
         if min(counts) >= at_least:
             return
         time.sleep(0.01)
     raise AssertionError(f"the workers did not start writing within {timeout} s")
+
+
+def stop_daemon(mount: Mount, signum: int, timeout: float = 20.0) -> str | None:
+    """Signal the daemon and wait for it to exit; None, or what it was stuck in (after
+    aborting its FUSE connection so that it and the writers can go)."""
+    mount.process.send_signal(signum)
+    try:
+        mount.process.wait(timeout=timeout)
+        return None
+    except subprocess.TimeoutExpired:
+        pass
+    stacks = kernel_stacks(mount.process.pid)
+    abort_connection(mount.path)
+    mount.process.kill()
+    mount.process.wait(timeout=30)
+    return (f"the daemon did not exit within {timeout} s of {signal.Signals(signum).name}; "
+            f"its threads were in:\n{stacks}")
+
+
+def kernel_stacks(pid: int) -> str:
+    found = []
+    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+        with contextlib.suppress(OSError):
+            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            stack = (task / "stack").read_text().strip().replace("\n", " <- ")
+            found.append(f"  thread {task.name} ({state}): {stack or '(running)'}")
+    return "\n".join(found)
+
+
+def abort_connection(mountpoint: Path) -> None:
+    """Abort a FUSE connection whose daemon cannot answer (requests then fail ENOTCONN)."""
+    device = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == os.path.realpath(mountpoint):
+                device = fields[2]
+    abort = Path(f"/sys/fs/fuse/connections/{device.split(':')[1]}/abort") if device else None
+    if abort is not None and abort.exists():
+        abort.write_text("1")
+    else:
+        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)  # aborts too
+
+
+def finish_workers(workers: list[Worker], mountpoint: Path) -> str | None:
+    """Wait for the writers to stop; None, or why they did not by themselves."""
+    problem = None
+    for process, log in workers:
+        try:
+            _, stderr = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            problem = problem or f"a writer hung on the mount ({log.name}: {log.read_text()[-80:]!r})"
+            abort_connection(mountpoint)
+            process.kill()
+            _, stderr = process.communicate(timeout=30)
+        if process.returncode != 0:
+            problem = problem or f"a writer failed: {stderr.decode(errors='replace')}"
+    return problem
 
 
 def assert_dead_mount(mountpoint: Path) -> None:
@@ -380,6 +447,26 @@ def assert_dead_mount(mountpoint: Path) -> None:
             probe(mountpoint)
         assert failed.value.errno == errno.ENOTCONN, failed.value
         assert failed.value.strerror == ENOTCONN_TEXT
+
+
+def check_store(root: Path, old: np.ndarray, logs: list[WorkerLog], durable: list[int],
+                what: str) -> np.ndarray:
+    """Every chunk decodes (TensorStore and the zarrfs engine agree), no value is unexplained
+    and no durable write is missing; the array as stored."""
+    stored = tensorstore_read(root)  # raises if a chunk or shard does not decode
+    engine, counted = zarrfs_read(root)
+    assert np.array_equal(engine, stored), "the zarrfs engine and TensorStore disagree"
+    assert counted == len(chunk_objects(root)), f"temporary files counted as chunks: {temporaries(root)}"
+    verdict = judge(stored, old, logs, durable)
+    STATS["writes"] += sum(len(log.writes) for log in logs)
+    STATS["durable_writes"] += sum(sum(1 for w in log.writes if w[0] <= d)
+                                   for log, d in zip(logs, durable, strict=True))
+    STATS["lost"] += verdict.lost
+    STATS["lost_writes"] += verdict.lost_writes
+    STATS["unexplained"] += verdict.unexplained
+    assert verdict.unexplained == 0 and verdict.lost == 0, (
+        f"{what}: {verdict}; the workers ended with {[log.ended for log in logs]}")
+    return stored
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
@@ -395,21 +482,14 @@ def test_sigkill_mid_storm_keeps_every_chunk_whole_and_every_fsynced_write(
     with mounted(root, mountpoint) as mount:
         daemon_pid = mount.process.pid
         workers = start_storm(mount, tmp_path, layout, rng.randrange(1 << 30))
-        logs = [log for _, log in workers]
+        hang = None
         try:
-            wait_for_writes(logs, at_least=rng.randrange(1, 40))
+            wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
             time.sleep(rng.uniform(0.0, 0.5))
-            mount.process.send_signal(signal.SIGKILL)
-            mount.process.wait(timeout=10)
+            hang = stop_daemon(mount, signal.SIGKILL)
         finally:
-            for process, _ in workers:
-                try:
-                    _, stderr = process.communicate(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.communicate()
-                    raise AssertionError("a writer hung on the mount of the killed daemon") from None
-                assert process.returncode == 0, stderr.decode(errors="replace")
+            stuck = finish_workers(workers, mountpoint)
+        STATS["hangs"] += hang is not None
         assert_dead_mount(mountpoint)
         result = subprocess.run(["fusermount3", "-u", str(mountpoint)], capture_output=True,
                                 text=True)
@@ -417,28 +497,16 @@ def test_sigkill_mid_storm_keeps_every_chunk_whole_and_every_fsynced_write(
         assert not is_mounted(mountpoint)
 
     # The store, as the crash left it.
-    worker_logs = [read_log(log) for log in logs]
-    left = temporaries(root)
-    STATS["temporaries"] += len(left)
-    stored = tensorstore_read(root)  # raises if a chunk or shard does not decode
-    engine, counted = zarrfs_read(root)
-    assert np.array_equal(engine, stored), "the zarrfs engine and TensorStore disagree"
-    assert counted == len(chunk_objects(root)), f"temporary files counted as chunks: {left}"
-    verdict = judge(stored, old, worker_logs)
-    STATS["writes"] += sum(len(log.writes) for log in worker_logs)
-    STATS["durable_writes"] += sum(sum(1 for w in log.writes if w[0] <= log.durable)
-                                   for log in worker_logs)
-    STATS["lost"] += verdict.lost
-    STATS["lost_writes"] += verdict.lost_writes
-    STATS["unexplained"] += verdict.unexplained
-    assert verdict.unexplained == 0 and verdict.lost == 0, (
-        f"round {round_} ({layout.name}): {verdict}; the workers ended with "
-        f"{[log.ended for log in worker_logs]}")
+    logs = [read_log(log) for _, log in workers]
+    STATS["temporaries"] += len(temporaries(root))
+    stored = check_store(root, old, logs, [log.durable for log in logs],
+                         f"round {round_} ({layout.name})")
 
     # The next mount removes the temporaries of dead processes, and only those.
     chunk_dir = root if layout.separator == "." else root / "c" / "0"
     dead = chunk_dir / f"{TEMP_PREFIX}{daemon_pid}-{rng.getrandbits(48):012x}-0"
     alive = chunk_dir / f"{TEMP_PREFIX}{os.getpid()}-{rng.getrandbits(48):012x}-1"
+    chunk_dir.mkdir(parents=True, exist_ok=True)
     dead.write_bytes(b"half a chunk")
     alive.write_bytes(b"a chunk being written by a live process")
     with mounted(root, mountpoint) as mount:
@@ -450,7 +518,38 @@ def test_sigkill_mid_storm_keeps_every_chunk_whole_and_every_fsynced_write(
         assert mount.unmount() == 0, mount.log()
     alive.unlink()
     assert np.array_equal(tensorstore_read(root), stored), "a mount without writes changed data"
+    assert hang is None, hang
+    assert stuck is None, stuck
     STATS["survived"] += 1
+
+
+@pytest.mark.parametrize("round_", range(max(2, ROUNDS // 3)))
+def test_sigterm_mid_storm_stores_every_write_that_returned(round_: int, tmp_path: Path) -> None:
+    """SIGTERM is a clean stop: the daemon writes everything back, then unmounts and exits."""
+    layout = LAYOUTS[round_ % len(LAYOUTS)]
+    rng = random.Random(f"term-{round_}-{os.environ.get('ZARRFS_SEED', time.time_ns())}")
+    root = tmp_path / "array.zarr"
+    old = create(root, layout, round_, rng)
+    STATS["sigterm_rounds"] += 1
+    with mounted(root, tmp_path / "mnt") as mount:
+        workers = start_storm(mount, tmp_path, layout, rng.randrange(1 << 30))
+        hang = None
+        try:
+            wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
+            time.sleep(rng.uniform(0.0, 0.5))
+            hang = stop_daemon(mount, signal.SIGTERM)
+        finally:
+            stuck = finish_workers(workers, mount.path)
+        STATS["hangs"] += hang is not None
+        if hang is None:
+            assert mount.process.returncode == 0, mount.log()
+            assert not is_mounted(mount.path)
+    logs = [read_log(log) for _, log in workers]
+    check_store(root, old, logs, [log.returned for log in logs], f"SIGTERM round {round_}")
+    assert temporaries(root) == []
+    assert hang is None, hang
+    assert stuck is None, stuck
+    STATS["sigterm_survived"] += 1
 
 
 def test_mounting_on_a_killed_daemons_mountpoint_clears_it_or_says_how(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import math
 import mmap
@@ -34,10 +35,10 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -64,8 +65,8 @@ IN_CI = bool(os.environ.get("CI"))
 # CI replays the same examples every time (no failure that depends on the day); locally and in
 # soak runs every run explores new ones and replays past failures from .hypothesis/.
 MODEL_SETTINGS = settings(
-    max_examples=SOAK or 2,
-    stateful_step_count=50 if SOAK else 14,
+    max_examples=SOAK or 5,
+    stateful_step_count=50 if SOAK else 25,
     deadline=None,
     derandomize=IN_CI and not SOAK,
     database=None if IN_CI and not SOAK else settings.default.database,
@@ -136,6 +137,16 @@ class Layout:
         value = self.doc["fill_value"]
         return np.array(float(value) if isinstance(value, str) else value, dtype=self.file_dtype)
 
+    def region(self, index: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+        """Where chunk file `index` lies: (its part inside the array, the same part inside the
+        chunk file); the rest of the chunk file is overhang past the array's edge."""
+        in_array, in_chunk = [], []
+        for i, c, s in zip(index, self.chunk_shape, self.shape, strict=True):
+            stop = min((i + 1) * c, s)
+            in_array.append(slice(i * c, stop))
+            in_chunk.append(slice(0, stop - i * c))
+        return tuple(in_array), tuple(in_chunk)
+
     def chunk_key(self, index: tuple[int, ...]) -> str:
         name, separator = (self.doc["chunk_key_encoding"][k] for k in ("name", "configuration"))
         parts = [*(["c"] if name == "default" else []), *map(str, index)]
@@ -175,19 +186,10 @@ class Model:
         shape = self.layout.shape if target == "data" else self.layout.chunk_shape
         return math.prod(shape) * self.itemsize
 
-    def region(self, index: tuple[int, ...]) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
-        """(the chunk's part inside the array, the same part inside the chunk file)."""
-        in_array, in_chunk = [], []
-        for i, c, s in zip(index, self.layout.chunk_shape, self.layout.shape, strict=True):
-            stop = min((i + 1) * c, s)
-            in_array.append(slice(i * c, stop))
-            in_chunk.append(slice(0, stop - i * c))
-        return tuple(in_array), tuple(in_chunk)
-
     def chunk(self, index: tuple[int, ...]) -> np.ndarray:
         """A chunk file's elements: the chunk's values, the fill value in the overhang."""
         padded = np.full(self.layout.chunk_shape, self.layout.fill, dtype=self.values.dtype)
-        in_array, in_chunk = self.region(index)
+        in_array, in_chunk = self.layout.region(index)
         padded[in_chunk] = self.values[in_array]
         return padded
 
@@ -202,7 +204,7 @@ class Model:
         flat = elements.reshape(-1).view(np.uint8)
         flat[offset : offset + len(payload)] = np.frombuffer(payload, np.uint8)
         if target != "data":
-            in_array, in_chunk = self.region(target)  # type: ignore[arg-type]
+            in_array, in_chunk = self.layout.region(target)  # type: ignore[arg-type]
             self.values[in_array] = elements[in_chunk]  # the overhang is dropped
         return len(payload)
 
@@ -255,12 +257,33 @@ def _print_step_count(request: pytest.FixtureRequest) -> Iterator[None]:
 # -- the state machine ------------------------------------------------------------------------
 
 Target = str | tuple[int, ...]
+Step = TypeVar("Step", bound=Callable[..., None])
 
 
 @dataclass
 class _Opened:
     fd: int
     wrote: bool = False
+
+
+def step(kind: str) -> Callable[[Step], Step]:
+    """Count a rule's runs, and mark the machine unhealthy while it runs: when a step fails,
+    teardown then only cleans up instead of checking (the failure is already on its way)."""
+
+    def decorate(function: Step) -> Step:
+        @functools.wraps(function)
+        def run(self: MountMachine, *args: Any, **kwargs: Any) -> None:
+            self.healthy = False
+            function(self, *args, **kwargs)
+            self.healthy = True
+            if kind:
+                STATS["steps"] += 1
+                STATS[kind] += 1
+                self.steps_since_remount += 1
+
+        return run  # type: ignore[return-value]
+
+    return decorate
 
 
 class MountMachine(RuleBasedStateMachine):
@@ -275,17 +298,16 @@ class MountMachine(RuleBasedStateMachine):
         self.stack = contextlib.ExitStack()
         self.files: dict[Target, _Opened] = {}
         self.steps_since_remount = 0
-        # False while a step runs: teardown then only cleans up (the failure is being raised).
         self.healthy = True
         STATS["examples"] += 1
 
-    # -- set-up ------------------------------------------------------------------------------
+    # -- set-up and tear-down ----------------------------------------------------------------
 
     @initialize(seed=st.integers(0, 2**32 - 1), stored=st.floats(0.0, 1.0))
+    @step("")
     def create(self, seed: int, stored: float) -> None:
         """Write the array with TensorStore: random values in a random part of the chunks,
         the rest never stored (fill value)."""
-        self.healthy = False
         self.root.mkdir()
         (self.root / "zarr.json").write_text(json.dumps(self.layout.doc, indent=1))
         spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(self.root)}}
@@ -294,14 +316,12 @@ class MountMachine(RuleBasedStateMachine):
         dtype = array.dtype.numpy_dtype
         for index in np.ndindex(*self.layout.grid):
             if rng.random() < stored:
-                model = Model(self.layout, np.zeros(self.layout.shape, dtype))
-                in_array, _ = model.region(index)
+                in_array, _ = self.layout.region(index)
                 box = tuple(s.stop - s.start for s in in_array)
                 raw = rng.integers(0, 256, (*box, dtype.itemsize), dtype=np.uint8)
                 array[in_array].write(raw.view(dtype).reshape(box)).result()
         self.model = Model(self.layout, tensorstore_read(self.root))
         self._mount()
-        self.healthy = True
 
     def _mount(self) -> None:
         self.mounts += 1
@@ -332,7 +352,9 @@ class MountMachine(RuleBasedStateMachine):
 
     def _path(self, target: Target) -> Path:
         assert self.mount is not None
-        return self.mount.data if target == "data" else self.mount.chunk(self.layout.chunk_key(target))
+        if target == "data":
+            return self.mount.data
+        return self.mount.chunk(self.layout.chunk_key(target))  # type: ignore[arg-type]
 
     def _opened(self, target: Target) -> _Opened:
         if target not in self.files:
@@ -350,14 +372,19 @@ class MountMachine(RuleBasedStateMachine):
         assert_same_bytes(stored.tobytes(), self.model.read("data"),
                           f"{self.layout.name}: TensorStore {when}", self.model.itemsize)
 
-    def _step(self, kind: str) -> None:
-        STATS["steps"] += 1
-        STATS[kind] += 1
-        self.steps_since_remount += 1
+    def _expect_efbig(self, target: Target, payload: bytes, offset: int) -> None:
+        try:
+            os.pwrite(self._opened(target).fd, payload, offset)
+        except OSError as e:
+            assert e.errno == errno.EFBIG, e
+        else:
+            raise AssertionError(f"pwrite at {offset}, past the end of {target}, succeeded")
 
     def _draw_target(self, data: st.DataObject) -> Target:
-        chunks = st.tuples(*(st.integers(0, g - 1) for g in self.layout.grid))
-        return data.draw(st.one_of(st.just("data"), chunks), label="file")
+        return data.draw(st.one_of(st.just("data"), self._chunks()), label="file")
+
+    def _chunks(self) -> st.SearchStrategy[tuple[int, ...]]:
+        return st.tuples(*(st.integers(0, g - 1) for g in self.layout.grid))
 
     def _draw_range(self, data: st.DataObject, target: Target, *, past_end: bool) -> tuple[int, int]:
         """(offset, length): element-aligned or not, anywhere in the file (or past its end)."""
@@ -377,7 +404,8 @@ class MountMachine(RuleBasedStateMachine):
         repeated."""
         kind = data.draw(st.sampled_from(["random", "fill", "byte"]), label="payload")
         if kind == "random":
-            return random.Random(data.draw(st.integers(0, 2**32 - 1), label="seed")).randbytes(length)
+            seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+            return random.Random(seed).randbytes(length)
         if kind == "fill":
             fill = self.layout.fill.tobytes()
             phase = offset % len(fill)
@@ -387,67 +415,52 @@ class MountMachine(RuleBasedStateMachine):
     # -- rules -------------------------------------------------------------------------------
 
     @rule(data=st.data())
+    @step("pread")
     def pread(self, data: st.DataObject) -> None:
-        self.healthy = False
         target = self._draw_target(data)
         offset, length = self._draw_range(data, target, past_end=True)
         got = os.pread(self._opened(target).fd, length, offset)
         expected = self.model.read(target)[offset : offset + length]
         assert_same_bytes(got, expected, f"pread {target} [{offset}:+{length}]", 1)
-        self._step("pread")
-        self.healthy = True
 
     @rule(data=st.data())
+    @step("pwrite")
     def pwrite(self, data: st.DataObject) -> None:
-        self.healthy = False
         target = self._draw_target(data)
         offset, length = self._draw_range(data, target, past_end=True)
         payload = self._draw_payload(data, offset, length)
-        opened = self._opened(target)
         if offset >= self.model.size(target):
-            with contextlib.suppress(OSError):
-                os.pwrite(opened.fd, payload, offset)
-                raise AssertionError(f"pwrite at {offset} past the end of {target} succeeded")
-            self._step("pwrite")
-            self.healthy = True
+            self._expect_efbig(target, payload, offset)
             return
+        opened = self._opened(target)
         written = os.pwrite(opened.fd, payload, offset)
         opened.wrote = True
-        expected = self.model.write(target, offset, payload)
+        expected = self.model.write(target, offset, payload)  # short at the end of the file
         assert written == expected, f"pwrite {target} [{offset}:+{length}] wrote {written}"
-        self._step("pwrite")
-        self.healthy = True
 
     @rule(data=st.data())
+    @step("past_end")
     def pwrite_past_the_end_is_efbig(self, data: st.DataObject) -> None:
-        self.healthy = False
         target = self._draw_target(data)
-        offset = self.model.size(target) + data.draw(st.integers(0, 64), label="beyond")
-        try:
-            os.pwrite(self._opened(target).fd, b"\x01\x02\x03", offset)
-        except OSError as e:
-            assert e.errno == errno.EFBIG, e
-        else:
-            raise AssertionError(f"pwrite at {offset}, past the end of {target}, succeeded")
-        self._step("past_end")
-        self.healthy = True
+        beyond = data.draw(st.integers(0, 64), label="beyond")
+        self._expect_efbig(target, b"\x01\x02\x03", self.model.size(target) + beyond)
 
     @rule(data=st.data())
+    @step("chunk_file")
     def write_whole_chunk_file(self, data: st.DataObject) -> None:
         """A program rewriting a chunk file from its start, as `cp` or numpy.tofile would."""
-        self.healthy = False
-        target = data.draw(st.tuples(*(st.integers(0, g - 1) for g in self.layout.grid)))
+        target = data.draw(self._chunks(), label="chunk")
         size = self.model.size(target)
         payload = self._draw_payload(data, 0, size)
         with open(self._path(target), "r+b") as f:
             assert f.write(payload) == size
         self.model.write(target, 0, payload)
-        self._step("chunk_file")
-        self.healthy = True
 
     @rule(data=st.data())
+    @step("mmap")
     def mmap_write(self, data: st.DataObject) -> None:
-        self.healthy = False
+        """Map the file shared, check what the mapping shows, write through it (with msync or
+        without: then close writes the pages back)."""
         target = self._draw_target(data)
         offset, length = self._draw_range(data, target, past_end=False)
         size = self.model.size(target)
@@ -462,51 +475,42 @@ class MountMachine(RuleBasedStateMachine):
                 if sync:
                     mapped.flush()
         finally:
-            os.close(fd)  # writes back what msync did not
+            os.close(fd)
         self.model.write(target, offset, payload)
-        self._step("mmap")
-        self.healthy = True
 
     @rule(data=st.data())
+    @step("fsync")
     def fsync(self, data: st.DataObject) -> None:
         """fsync writes every dirty chunk of the array back: the store then holds the model."""
-        self.healthy = False
         targets = sorted(self.files, key=str) or ["data"]
         target = data.draw(st.sampled_from(targets), label="file")
         os.fsync(self._opened(target).fd)
         self._check_store(f"after fsync of {target}")
-        self._step("fsync")
-        self.healthy = True
 
     @rule()
+    @step("close")
     def close_and_reopen(self) -> None:
         """Closing a file that was written returns once its writes are stored."""
-        self.healthy = False
         wrote = any(opened.wrote for opened in self.files.values())
         self._close_all()
         if wrote:
             self._check_store("after close")
-        self._step("close")
-        self.healthy = True
 
     @precondition(lambda self: self.steps_since_remount >= STEPS_BETWEEN_REMOUNTS)
     @rule()
+    @step("remounts")
     def remount(self) -> None:
-        self.healthy = False
         self._unmount()
         self._check_store("after unmount")
         self._mount()
-        self.steps_since_remount = 0
-        self._step("remount")
-        STATS["remounts"] += 1
-        self.healthy = True
+        self.steps_since_remount = -1
 
     @invariant()
+    @step("")
     def mount_equals_model(self) -> None:
-        self.healthy = False
+        """`data` and every chunk file, read whole, hold the model."""
         assert self.mount is not None
-        size = self.model.size("data")
-        got = os.pread(self._opened("data").fd, size + 1, 0)
+        got = os.pread(self._opened("data").fd, self.model.size("data") + 1, 0)
         assert_same_bytes(got, self.model.read("data"), f"{self.layout.name}: data",
                           self.model.itemsize)
         for index in np.ndindex(*self.layout.grid):
@@ -514,7 +518,6 @@ class MountMachine(RuleBasedStateMachine):
             assert_same_bytes(got, self.model.read(index),
                               f"{self.layout.name}: chunk file {self.layout.chunk_key(index)}",
                               self.model.itemsize)
-        self.healthy = True
 
 
 @pytest.mark.parametrize("layout", LAYOUTS, ids=[layout.name for layout in LAYOUTS])
