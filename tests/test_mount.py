@@ -351,3 +351,21 @@ def test_open_with_o_trunc_is_a_refused_size_change(array_path: Path, mount_arra
     assert truncated.value.errno == errno.EPERM
     assert mount.data.read_bytes() == _reference().tobytes()
     assert "refused to change the size" in mount.log()
+
+
+def test_chunk_files_are_read_fresh_and_refuse_shared_maps(array_path: Path, mount_array: Any) -> None:
+    """Chunk files are direct_io: always current, and (libfuse 3.14) not mappable shared."""
+    mount = mount_array(array_path)
+    with open(mount.chunk("c/2/1"), "r+b") as chunk:
+        chunk.seek(19 * 35 * 2)
+        chunk.write(np.array([1234], DTYPE).tobytes())
+        # An edge chunk's overhang lies outside the array; what is written there is dropped.
+        with open(mount.data, "r+b") as data:
+            data.seek((59 * 70 + 69) * 2)
+            data.write(np.array([4321], DTYPE).tobytes())
+        chunk.seek(0)
+        current = np.frombuffer(chunk.read(), DTYPE).reshape(20, 35)
+        assert current[19, 0] == 1234 and current[19, 34] == 4321
+        with pytest.raises(OSError) as shared:
+            mmap.mmap(chunk.fileno(), 0)
+        assert shared.value.errno == errno.ENODEV

@@ -48,7 +48,7 @@ PREFETCH_BYTES = 32 << 20
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
-INVALIDATE_PATIENCE = 0.1  # seconds a chunk-file write waits for data's requests to drain
+INVALIDATE_PATIENCE = 1.0  # seconds a write waits for the other view's requests to drain
 
 
 def _errno_for(error: BaseException) -> int:
@@ -112,12 +112,13 @@ class ZarrOperations(pyfuse3.Operations):
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._mtime_ns = time.time_ns()
-        # Coherence between the two views of the same bytes: chunk files are opened with
-        # direct_io (no page cache, always fresh); `data` keeps its page cache, which a write
-        # through a chunk file invalidates before it returns. Only that one direction waits on
-        # the kernel, so two writers through the two views can never wait on each other.
+        # Coherence between the two views of the same bytes. Chunk files are direct_io: no page
+        # cache, every read answered here, always current (an edge chunk's overhang too, which
+        # reads back as the fill value whatever was written there). `data` keeps its page
+        # cache, invalidated by writes through chunk files.
         self._data_inode = namespace.node_id(DataFileNode())
         self._data_cached = False
+        self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
         # Reads and writes we are answering, per inode: the kernel holds those pages locked.
         self._in_flight: collections.Counter[int] = collections.Counter()
 
@@ -130,6 +131,7 @@ class ZarrOperations(pyfuse3.Operations):
         the mount answers, which is when kernel settings such as readahead stick."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_signals)
+            nursery.start_soon(self._invalidate_later)
             nursery.start_soon(self._announce, mountpoint, on_serving)
             await pyfuse3.main(min_tasks=2, max_tasks=64)
             nursery.cancel_scope.cancel()
@@ -320,23 +322,39 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
+        # Until we reply the kernel holds this file's pages locked: count the request as ours
+        # until then, invalidation of the other view included.
         with self._serving(self.namespace.node_id(handle.node)):
             written = await self._in_thread(handle.view.write, offset, buf)
-        handle.wrote = True
-        self._mtime_ns = time.time_ns()
-        if isinstance(handle.node, ChunkFileNode) and self._data_cached:
-            await self._invalidate_data()
+            handle.wrote = True
+            self._mtime_ns = time.time_ns()
+            if isinstance(handle.node, ChunkFileNode) and self._data_cached:
+                await self._invalidate(self._data_inode)
         return written
 
-    async def _invalidate_data(self) -> None:
-        """Drop `data`'s cached pages. Invalidation waits for pages the kernel holds locked
-        while it waits for us, in an uninterruptible sleep: were the daemon killed then, the
-        thread could never leave the kernel and the dead mount would hang instead of failing.
-        So wait (briefly) until no request for `data` is outstanding first."""
-        with trio.move_on_after(INVALIDATE_PATIENCE):
-            while self._in_flight[self._data_inode]:
-                await trio.sleep(0.001)
-        await trio.to_thread.run_sync(_invalidate, self._data_inode)
+    async def _invalidate(self, inode: int) -> None:
+        """Drop an inode's cached pages, but never while we owe the kernel an answer for it.
+
+        The kernel waits, uninterruptibly, for pages it holds locked while it waits for us:
+        were the daemon killed with a thread in that wait, the thread could never leave the
+        kernel and the dead mount would hang instead of failing. So wait until no request for
+        the inode is ours; if that takes too long (two writers through the two views wait on
+        each other), reply without it and invalidate once the requests are gone."""
+        with trio.move_on_after(INVALIDATE_PATIENCE) as waited:
+            await self._until_idle(inode)
+        if waited.cancelled_caught:
+            self._invalidate_send.send_nowait(inode)
+        else:
+            await trio.to_thread.run_sync(_invalidate, inode)
+
+    async def _invalidate_later(self) -> None:
+        async for inode in self._invalidate_receive:
+            await self._until_idle(inode)
+            await trio.to_thread.run_sync(_invalidate, inode)
+
+    async def _until_idle(self, inode: int) -> None:
+        while self._in_flight[inode]:
+            await trio.sleep(0.001)
 
     @_boundary
     async def flush(self, fh: int) -> None:

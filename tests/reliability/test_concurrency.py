@@ -313,13 +313,20 @@ def memory(pid: int) -> dict[str, int]:
 
 
 def kernel_stacks(pids: list[int]) -> str:
-    lines = []
+    """Where the threads of stuck processes are in the kernel (threads merely waiting on a
+    futex or in epoll are only counted)."""
+    found, idle = [], 0
     for pid in pids:
         for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
             with contextlib.suppress(OSError):
-                stack = (task / "stack").read_text().strip().replace("\n", " <- ")
-                lines.append(f"  {pid}/{task.name}: {stack or '(running)'}")
-    return "\n".join(lines)
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                stack = (task / "stack").read_text().strip()
+                if state != "D" and ("futex_wait" in stack or "epoll_wait" in stack):
+                    idle += 1
+                    continue
+                frames = " <- ".join(line.split("] ", 1)[-1] for line in stack.splitlines()[:6])
+                found.append(f"  {pid}/{task.name} ({state}): {frames or '(no kernel stack)'}")
+    return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
 
 
 def abort_connection(mount: Mount) -> None:

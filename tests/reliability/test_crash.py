@@ -392,20 +392,29 @@ def stop_daemon(mount: Mount, signum: int, timeout: float = 20.0) -> str | None:
         pass
     stacks = kernel_stacks(mount.process.pid)
     abort_connection(mount.path)
-    mount.process.kill()
-    mount.process.wait(timeout=30)
+    try:
+        mount.process.wait(timeout=60)  # after SIGTERM it may still write back, then exit
+    except subprocess.TimeoutExpired:
+        mount.process.kill()
+        mount.process.wait(timeout=30)
     return (f"the daemon did not exit within {timeout} s of {signal.Signals(signum).name}; "
             f"its threads were in:\n{stacks}")
 
 
 def kernel_stacks(pid: int) -> str:
-    found = []
+    """Where the threads of a process that will not exit are, in the kernel (those merely
+    waiting on a futex or in epoll are only counted)."""
+    found, idle = [], 0
     for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
         with contextlib.suppress(OSError):
             state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            stack = (task / "stack").read_text().strip().replace("\n", " <- ")
-            found.append(f"  thread {task.name} ({state}): {stack or '(running)'}")
-    return "\n".join(found)
+            stack = (task / "stack").read_text().strip()
+            if state != "D" and ("futex_wait" in stack or "epoll_wait" in stack):
+                idle += 1
+                continue
+            frames = " <- ".join(line.split("] ", 1)[-1] for line in stack.splitlines()[:6])
+            found.append(f"  thread {task.name} ({state}): {frames or '(no kernel stack)'}")
+    return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
 
 
 def abort_connection(mountpoint: Path) -> None:

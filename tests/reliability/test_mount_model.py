@@ -459,9 +459,10 @@ class MountMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     @step("mmap")
     def mmap_write(self, data: st.DataObject) -> None:
-        """Map the file shared, check what the mapping shows, write through it (with msync or
-        without: then close writes the pages back)."""
-        target = self._draw_target(data)
+        """Map `data` shared, check what the mapping shows, write through it (with msync or
+        without: then close writes the pages back). Chunk files are direct_io files, which
+        libfuse 3.14 cannot let the kernel map shared (test_mount.py checks they refuse it)."""
+        target = "data"
         offset, length = self._draw_range(data, target, past_end=False)
         size = self.model.size(target)
         length = min(length, size - offset)
