@@ -2,15 +2,16 @@
 # A longer run of the reliability tests that mount for real: the mount model, the crash rounds
 # and the concurrency storm. Run from anywhere, as a user who can mount FUSE:
 #
-#   bash tests/reliability/soak.sh                  # ZARRFS_SOAK=100 (about 1.5 hours)
-#   ZARRFS_SOAK=20 bash tests/reliability/soak.sh   # a quicker one (about 15 minutes)
+#   bash tests/reliability/soak.sh                  # ZARRFS_SOAK=100 (about 35 minutes)
+#   ZARRFS_SOAK=20 bash tests/reliability/soak.sh   # a quicker one (about 7 minutes)
 #   bash tests/reliability/soak.sh -x -k crash      # extra arguments go to pytest
 #
-# ZARRFS_SOAK=N means: N examples of up to 50 random steps per layout (test_mount_model.py,
-# ~5 s each), N SIGKILL rounds and N/3 SIGTERM rounds (test_crash.py, ~4 s each), and a
-# concurrency storm of N seconds (test_concurrency.py). The figures of each file (random steps
-# run, crash rounds survived, data lost, daemon peak RSS) are printed at the end, from the JSON
-# lines the tests append to $ZARRFS_STATS. Exits non-zero if a test fails or leaves a mount.
+# ZARRFS_SOAK=N means: N examples of 50 random steps per layout (test_mount_model.py, 7
+# layouts, ~2 s per example), N SIGKILL rounds and N/3 SIGTERM rounds (test_crash.py, ~2.5 s
+# each), and a concurrency storm of N seconds, at least 10 (test_concurrency.py). The figures
+# of each file (random steps run, crash rounds survived, data lost, daemon peak RSS) are
+# printed at the end, from the JSON lines the tests append to $ZARRFS_STATS. Exits non-zero if
+# a test fails or leaves a mount.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -210,7 +210,8 @@ class Worker:
             rows, cols = flat // SHAPE[1], flat % SHAPE[1]
             where = f"data elements [{first}, {last})"
         else:
-            i, j = self.rng.randrange(SHAPE[0] // CHUNKS[0]), self.rng.randrange(SHAPE[1] // CHUNKS[1])
+            i = self.rng.randrange(SHAPE[0] // CHUNKS[0])
+            j = self.rng.randrange(SHAPE[1] // CHUNKS[1])
             size = CHUNKS[0] * CHUNKS[1]
             first = self.rng.randrange(size)
             last = min(size, first + self.rng.randint(1, 16384))
@@ -262,7 +263,8 @@ class Worker:
         self.close_all()  # close() returns once our writes are stored
         out = Path(self.plan.out)
         np.save(out.with_suffix(".model.npy"), self.model)
-        np.save(out.with_suffix(".shared.npy"), np.array(self.shared_log, dtype=np.int64).reshape(-1, 4))
+        shared = np.array(self.shared_log, dtype=np.int64).reshape(-1, 4)
+        np.save(out.with_suffix(".shared.npy"), shared)
         out.with_suffix(".json").write_text(json.dumps(self.counts))
 
     def fsync(self) -> None:
@@ -329,9 +331,31 @@ def kernel_stacks(pids: list[int]) -> str:
     return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
 
 
-def abort_connection(mount: Mount) -> None:
-    """Free processes stuck on the mount: abort its FUSE connection."""
-    subprocess.run(["umount", "-f", str(mount.path)], capture_output=True)
+def fuse_connection(mountpoint: Path) -> str | None:
+    """The number of a mount's FUSE connection (its device's minor number), to abort it by
+    even after the mount is gone from the mount table."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == os.path.realpath(mountpoint):
+                return fields[2].split(":")[1]
+    return None
+
+
+def abort_connection(connection: str | None, mountpoint: Path) -> None:
+    """Abort a FUSE connection whose daemon cannot answer, so that the processes waiting on it
+    (the daemon's own threads included) get ENOTCONN and can exit. Through fusectl, mounted
+    for the purpose if need be (the only way once the daemon has unmounted); `umount -f` on
+    the mountpoint otherwise."""
+    connections = Path("/sys/fs/fuse/connections")
+    if connection is not None and os.geteuid() == 0 and not any(connections.iterdir()):
+        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(connections)],
+                       capture_output=True)
+    abort = connections / str(connection) / "abort"
+    if connection is not None and abort.exists():
+        abort.write_text("1")
+    else:
+        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
 def create_array(root: Path) -> None:
@@ -404,6 +428,7 @@ def test_eight_processes_share_one_mount(tmp_path: Path) -> None:
     seed = int(os.environ.get("ZARRFS_SEED", time.time_ns() % (1 << 32)))
     with mounted(root, tmp_path / "mnt", [f"cache={CACHE >> 20}M"]) as mount:
         pid = mount.process.pid
+        connection = fuse_connection(mount.path)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
         processes = [
             subprocess.Popen(
@@ -419,7 +444,7 @@ def test_eight_processes_share_one_mount(tmp_path: Path) -> None:
             time.sleep(0.2)
         if any(p.poll() is None for p in processes):
             stacks = kernel_stacks([pid] + [p.pid for p in processes if p.poll() is None])
-            abort_connection(mount)
+            abort_connection(connection, mount.path)
             for p in processes:
                 p.kill()
                 p.communicate()

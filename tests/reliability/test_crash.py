@@ -11,6 +11,9 @@ SIGKILL at a random moment of the storm.
 
 Afterwards:
 
+* the daemon is gone within 20 s (one that is not, held in the kernel by a thread in D state,
+  fails the round: the kernel stacks of its threads are shown, and its FUSE connection is
+  aborted through fusectl, mounted for the purpose if need be, so that nothing stays hung);
 * the dead mount answers "Transport endpoint is not connected" until `fusermount3 -u`;
 * every chunk and shard still decodes: TensorStore and the zarrfs engine read the whole array,
   and agree;
@@ -20,16 +23,18 @@ Afterwards:
 * the temporary files of interrupted atomic writes are not taken for chunks, and the next
   mount removes those of dead processes (and only those).
 
-A separate test mounts again right on the dead daemon's mountpoint: `zarrfs mount` must either
-clear it or fail saying how to.
+SIGTERM rounds run the same storm and stop the daemon cleanly: it must exit, and every write
+that returned must be in the store. A separate test mounts again right on a killed daemon's
+mountpoint: `zarrfs mount` must either clear it or fail saying how to.
 
-Rounds: 5 by default; ZARRFS_SOAK=N runs N (about 4 s each):
+Rounds: 5 SIGKILL and 2 SIGTERM by default (about 35 s); ZARRFS_SOAK=N runs N SIGKILL and N/3
+SIGTERM rounds (about 2.5 s each):
 
     ZARRFS_SOAK=200 .venv/bin/pytest tests/reliability/test_crash.py
 
-The rounds survived, the writes made, the fsyncs that returned and the data lost (which must
-be 0) are printed at the end of the module and, when ZARRFS_STATS names a file, appended to it
-as one JSON line.
+The rounds survived, the writes made and how many of them were durable, the data lost (which
+must be 0) and the daemons that did not die are printed at the end of the module and, when
+ZARRFS_STATS names a file, appended to it as one JSON line.
 """
 
 from __future__ import annotations
@@ -195,7 +200,8 @@ class Verdict:
     first_problem: str = ""
 
 
-def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog], durable: list[int]) -> Verdict:
+def judge(stored: np.ndarray, old: np.ndarray, logs: list[WorkerLog],
+          durable: list[int]) -> Verdict:
     """Check every element of the array found after the crash against the storm's logs;
     `durable[w]` is the last write of worker w that must be in the store."""
     rows, width = SHAPE
@@ -381,7 +387,8 @@ def wait_for_writes(logs: list[Path], at_least: int, timeout: float = 20.0) -> N
     raise AssertionError(f"the workers did not start writing within {timeout} s")
 
 
-def stop_daemon(mount: Mount, signum: int, timeout: float = 20.0) -> str | None:
+def stop_daemon(mount: Mount, connection: str | None, signum: int,
+                timeout: float = 20.0) -> str | None:
     """Signal the daemon and wait for it to exit; None, or what it was stuck in (after
     aborting its FUSE connection so that it and the writers can go)."""
     mount.process.send_signal(signum)
@@ -391,7 +398,7 @@ def stop_daemon(mount: Mount, signum: int, timeout: float = 20.0) -> str | None:
     except subprocess.TimeoutExpired:
         pass
     stacks = kernel_stacks(mount.process.pid)
-    abort_connection(mount.path)
+    abort_connection(connection, mount.path)
     try:
         mount.process.wait(timeout=60)  # after SIGTERM it may still write back, then exit
     except subprocess.TimeoutExpired:
@@ -417,30 +424,44 @@ def kernel_stacks(pid: int) -> str:
     return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
 
 
-def abort_connection(mountpoint: Path) -> None:
-    """Abort a FUSE connection whose daemon cannot answer (requests then fail ENOTCONN)."""
-    device = None
+def fuse_connection(mountpoint: Path) -> str | None:
+    """The number of a mount's FUSE connection (its device's minor number), to abort it by
+    even after the mount is gone from the mount table."""
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
             if fields[4] == os.path.realpath(mountpoint):
-                device = fields[2]
-    abort = Path(f"/sys/fs/fuse/connections/{device.split(':')[1]}/abort") if device else None
-    if abort is not None and abort.exists():
+                return fields[2].split(":")[1]
+    return None
+
+
+def abort_connection(connection: str | None, mountpoint: Path) -> None:
+    """Abort a FUSE connection whose daemon cannot answer, so that the processes waiting on it
+    (the daemon's own threads included) get ENOTCONN and can exit. Through fusectl, mounted
+    for the purpose if need be (the only way once the daemon has unmounted); `umount -f` on
+    the mountpoint otherwise."""
+    connections = Path("/sys/fs/fuse/connections")
+    if connection is not None and os.geteuid() == 0 and not any(connections.iterdir()):
+        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(connections)],
+                       capture_output=True)
+    abort = connections / str(connection) / "abort"
+    if connection is not None and abort.exists():
         abort.write_text("1")
     else:
-        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)  # aborts too
+        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
-def finish_workers(workers: list[Worker], mountpoint: Path) -> str | None:
+def finish_workers(workers: list[Worker], connection: str | None,
+                   mountpoint: Path) -> str | None:
     """Wait for the writers to stop; None, or why they did not by themselves."""
     problem = None
     for process, log in workers:
         try:
             _, stderr = process.communicate(timeout=30)
         except subprocess.TimeoutExpired:
-            problem = problem or f"a writer hung on the mount ({log.name}: {log.read_text()[-80:]!r})"
-            abort_connection(mountpoint)
+            last = log.read_text()[-80:]
+            problem = problem or f"a writer hung on the mount ({log.name}: {last!r})"
+            abort_connection(connection, mountpoint)
             process.kill()
             _, stderr = process.communicate(timeout=30)
         if process.returncode != 0:
@@ -465,7 +486,8 @@ def check_store(root: Path, old: np.ndarray, logs: list[WorkerLog], durable: lis
     stored = tensorstore_read(root)  # raises if a chunk or shard does not decode
     engine, counted = zarrfs_read(root)
     assert np.array_equal(engine, stored), "the zarrfs engine and TensorStore disagree"
-    assert counted == len(chunk_objects(root)), f"temporary files counted as chunks: {temporaries(root)}"
+    assert counted == len(chunk_objects(root)), (
+        f"temporary files counted as chunks: {temporaries(root)}")
     verdict = judge(stored, old, logs, durable)
     STATS["writes"] += sum(len(log.writes) for log in logs)
     STATS["durable_writes"] += sum(sum(1 for w in log.writes if w[0] <= d)
@@ -490,14 +512,15 @@ def test_sigkill_mid_storm_keeps_every_chunk_whole_and_every_fsynced_write(
 
     with mounted(root, mountpoint) as mount:
         daemon_pid = mount.process.pid
+        connection = fuse_connection(mountpoint)
         workers = start_storm(mount, tmp_path, layout, rng.randrange(1 << 30))
         hang = None
         try:
             wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
             time.sleep(rng.uniform(0.0, 0.5))
-            hang = stop_daemon(mount, signal.SIGKILL)
+            hang = stop_daemon(mount, connection, signal.SIGKILL)
         finally:
-            stuck = finish_workers(workers, mountpoint)
+            stuck = finish_workers(workers, connection, mountpoint)
         STATS["hangs"] += hang is not None
         assert_dead_mount(mountpoint)
         result = subprocess.run(["fusermount3", "-u", str(mountpoint)], capture_output=True,
@@ -541,14 +564,15 @@ def test_sigterm_mid_storm_stores_every_write_that_returned(round_: int, tmp_pat
     old = create(root, layout, round_, rng)
     STATS["sigterm_rounds"] += 1
     with mounted(root, tmp_path / "mnt") as mount:
+        connection = fuse_connection(mount.path)
         workers = start_storm(mount, tmp_path, layout, rng.randrange(1 << 30))
         hang = None
         try:
             wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
             time.sleep(rng.uniform(0.0, 0.5))
-            hang = stop_daemon(mount, signal.SIGTERM)
+            hang = stop_daemon(mount, connection, signal.SIGTERM)
         finally:
-            stuck = finish_workers(workers, mount.path)
+            stuck = finish_workers(workers, connection, mount.path)
         STATS["hangs"] += hang is not None
         if hang is None:
             assert mount.process.returncode == 0, mount.log()

@@ -1,24 +1,28 @@
 """A real mount driven by random operations and checked against a numpy model.
 
 A Hypothesis state machine opens, reads and writes the files of a mounted array exactly as a
-program would: `pread`, `pwrite` (element-aligned or not, up to and past the end), writes
-through a shared `mmap` (with or without `msync`), whole-file and partial chunk-file writes,
-`fsync`, close and reopen, unmount and remount. The model is the flat file itself (a numpy
-array in the file's byte order). After every step `data` and every chunk file read back equal
-the model byte for byte; after every `fsync`, close and unmount TensorStore, reading the store
-directly, finds the model exactly.
+program would: `pread`, `pwrite` (element-aligned or not, up to and past the end: EFBIG),
+writes through a shared `mmap` of `data` (with or without `msync`; chunk files are direct_io
+and refuse shared mappings), whole-file and partial chunk-file writes (an edge chunk's
+overhang keeps the fill value), `fsync`, close and reopen, unmount and remount. The model is
+the flat file itself (a numpy array in the file's byte order). After every step `data` and
+every chunk file read back equal the model byte for byte; after every `fsync`, close and
+unmount TensorStore, reading the store directly, finds the model exactly.
 
 Layouts: plain chunks; shards with the index at the end and at the start; shards of shards;
 transpose + big-endian bytes codec (mounted with endian=big, in 3-D); "v2" chunk keys; a
 float32 array whose fill value is NaN. Each is small (3-13 KB), with partial edge chunks.
 
-Bounded for CI (the whole file in well under a minute; most of it is the ~1 s each mount
-takes). A longer soak run, N examples per layout of up to 50 steps each (~5 s per example):
+Bounded for CI: 5 examples of 25 steps per layout, about 30 s for the file, most of it
+mounting. A longer soak run, N examples of 50 steps per layout (about 2 s per example, so
+N=500 takes two hours):
 
     ZARRFS_SOAK=500 .venv/bin/pytest tests/reliability/test_mount_model.py
 
-The number of random steps run is printed at the end of the module (visible with -q too) and,
-when ZARRFS_STATS is set to a file name, appended to that file as one JSON line.
+With CI set the examples are the same on every run. A failure prints the whole sequence of
+steps; shrinking it (many remounts: minutes) is off unless ZARRFS_SHRINK=1. The number of
+random steps run is printed at the end of the module (visible with -q too) and, when
+ZARRFS_STATS names a file, appended to it as one JSON line.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ MODEL_SETTINGS = settings(
     # whole without it; ZARRFS_SHRINK=1 asks for the shortest one.
     phases=[p for p in Phase if p != Phase.shrink or os.environ.get("ZARRFS_SHRINK")],
 )
-STEPS_BETWEEN_REMOUNTS = 5  # a mount costs ~1 s; this bounds how many an example makes
+STEPS_BETWEEN_REMOUNTS = 10  # a remount costs ~0.5 s; this bounds how many an example makes
 MAX_WRITE = 3000  # bytes
 
 STATS: Counter[str] = Counter()
@@ -194,7 +198,8 @@ class Model:
         return padded
 
     def read(self, target: str | tuple[int, ...]) -> bytes:
-        return (self.values if target == "data" else self.chunk(target)).tobytes()  # type: ignore[arg-type]
+        elements = self.values if target == "data" else self.chunk(target)  # type: ignore[arg-type]
+        return elements.tobytes()
 
     def write(self, target: str | tuple[int, ...], offset: int, payload: bytes) -> int:
         """Apply a write; how many bytes a pwrite of `payload` at `offset` reports."""
@@ -221,7 +226,8 @@ def assert_same_bytes(actual: bytes, expected: bytes, what: str, itemsize: int) 
     first = int(diff[0])
     start = first - first % itemsize
     raise AssertionError(
-        f"{what}: {len(diff)} bytes differ, the first at byte {first} (element {first // itemsize}): "
+        f"{what}: {len(diff)} bytes differ, the first at byte {first} "
+        f"(element {first // itemsize}): "
         f"{actual[start : start + 4 * itemsize].hex(' ', itemsize)} instead of "
         f"{expected[start : start + 4 * itemsize].hex(' ', itemsize)}")
 
@@ -266,7 +272,7 @@ class _Opened:
     wrote: bool = False
 
 
-def step(kind: str) -> Callable[[Step], Step]:
+def step(*, counted: bool = True) -> Callable[[Step], Step]:
     """Count a rule's runs, and mark the machine unhealthy while it runs: when a step fails,
     teardown then only cleans up instead of checking (the failure is already on its way)."""
 
@@ -276,9 +282,8 @@ def step(kind: str) -> Callable[[Step], Step]:
             self.healthy = False
             function(self, *args, **kwargs)
             self.healthy = True
-            if kind:
+            if counted:
                 STATS["steps"] += 1
-                STATS[kind] += 1
                 self.steps_since_remount += 1
 
         return run  # type: ignore[return-value]
@@ -304,7 +309,7 @@ class MountMachine(RuleBasedStateMachine):
     # -- set-up and tear-down ----------------------------------------------------------------
 
     @initialize(seed=st.integers(0, 2**32 - 1), stored=st.floats(0.0, 1.0))
-    @step("")
+    @step(counted=False)
     def create(self, seed: int, stored: float) -> None:
         """Write the array with TensorStore: random values in a random part of the chunks,
         the rest never stored (fill value)."""
@@ -386,7 +391,8 @@ class MountMachine(RuleBasedStateMachine):
     def _chunks(self) -> st.SearchStrategy[tuple[int, ...]]:
         return st.tuples(*(st.integers(0, g - 1) for g in self.layout.grid))
 
-    def _draw_range(self, data: st.DataObject, target: Target, *, past_end: bool) -> tuple[int, int]:
+    def _draw_range(self, data: st.DataObject, target: Target, *,
+                    past_end: bool) -> tuple[int, int]:
         """(offset, length): element-aligned or not, anywhere in the file (or past its end)."""
         size = self.model.size(target)
         item = self.model.itemsize
@@ -412,20 +418,41 @@ class MountMachine(RuleBasedStateMachine):
             return (fill * (length // len(fill) + 2))[phase : phase + length]
         return bytes([data.draw(st.integers(0, 255), label="byte")]) * length
 
-    # -- rules -------------------------------------------------------------------------------
+    # -- rules: one for all operations, drawn with these weights, and remounting -------------
+
+    OPERATIONS = (["pwrite"] * 4 + ["pread"] * 2 + ["chunk_file", "mmap", "past_end", "fsync",
+                                                    "close"])
 
     @rule(data=st.data())
-    @step("pread")
-    def pread(self, data: st.DataObject) -> None:
+    @step()
+    def operate(self, data: st.DataObject) -> None:
+        kind = data.draw(st.sampled_from(self.OPERATIONS), label="operation")
+        STATS[kind] += 1
+        {"pread": self._pread, "pwrite": self._pwrite, "chunk_file": self._write_whole_chunk_file,
+         "mmap": self._mmap_write, "past_end": self._pwrite_past_the_end, "fsync": self._fsync,
+         "close": lambda _: self._close_and_reopen()}[kind](data)
+
+    @precondition(lambda self: self.steps_since_remount >= STEPS_BETWEEN_REMOUNTS)
+    @rule()
+    @step()
+    def remount(self) -> None:
+        STATS["remounts"] += 1
+        self._unmount()
+        self._check_store("after unmount")
+        self._mount()
+        self.steps_since_remount = -1
+
+    # -- the operations ----------------------------------------------------------------------
+
+    def _pread(self, data: st.DataObject) -> None:
         target = self._draw_target(data)
         offset, length = self._draw_range(data, target, past_end=True)
         got = os.pread(self._opened(target).fd, length, offset)
         expected = self.model.read(target)[offset : offset + length]
         assert_same_bytes(got, expected, f"pread {target} [{offset}:+{length}]", 1)
 
-    @rule(data=st.data())
-    @step("pwrite")
-    def pwrite(self, data: st.DataObject) -> None:
+    def _pwrite(self, data: st.DataObject) -> None:
+        """Anywhere in `data` or a chunk file; at or past the end: EFBIG; across it: short."""
         target = self._draw_target(data)
         offset, length = self._draw_range(data, target, past_end=True)
         payload = self._draw_payload(data, offset, length)
@@ -438,16 +465,12 @@ class MountMachine(RuleBasedStateMachine):
         expected = self.model.write(target, offset, payload)  # short at the end of the file
         assert written == expected, f"pwrite {target} [{offset}:+{length}] wrote {written}"
 
-    @rule(data=st.data())
-    @step("past_end")
-    def pwrite_past_the_end_is_efbig(self, data: st.DataObject) -> None:
+    def _pwrite_past_the_end(self, data: st.DataObject) -> None:
         target = self._draw_target(data)
         beyond = data.draw(st.integers(0, 64), label="beyond")
         self._expect_efbig(target, b"\x01\x02\x03", self.model.size(target) + beyond)
 
-    @rule(data=st.data())
-    @step("chunk_file")
-    def write_whole_chunk_file(self, data: st.DataObject) -> None:
+    def _write_whole_chunk_file(self, data: st.DataObject) -> None:
         """A program rewriting a chunk file from its start, as `cp` or numpy.tofile would."""
         target = data.draw(self._chunks(), label="chunk")
         size = self.model.size(target)
@@ -456,9 +479,7 @@ class MountMachine(RuleBasedStateMachine):
             assert f.write(payload) == size
         self.model.write(target, 0, payload)
 
-    @rule(data=st.data())
-    @step("mmap")
-    def mmap_write(self, data: st.DataObject) -> None:
+    def _mmap_write(self, data: st.DataObject) -> None:
         """Map `data` shared, check what the mapping shows, write through it (with msync or
         without: then close writes the pages back). Chunk files are direct_io files, which
         libfuse 3.14 cannot let the kernel map shared (test_mount.py checks they refuse it)."""
@@ -479,35 +500,23 @@ class MountMachine(RuleBasedStateMachine):
             os.close(fd)
         self.model.write(target, offset, payload)
 
-    @rule(data=st.data())
-    @step("fsync")
-    def fsync(self, data: st.DataObject) -> None:
+    def _fsync(self, data: st.DataObject) -> None:
         """fsync writes every dirty chunk of the array back: the store then holds the model."""
         targets = sorted(self.files, key=str) or ["data"]
         target = data.draw(st.sampled_from(targets), label="file")
         os.fsync(self._opened(target).fd)
         self._check_store(f"after fsync of {target}")
 
-    @rule()
-    @step("close")
-    def close_and_reopen(self) -> None:
-        """Closing a file that was written returns once its writes are stored."""
+    def _close_and_reopen(self) -> None:
+        """Closing a file that was written returns once its writes are stored (files reopen
+        as the next steps need them)."""
         wrote = any(opened.wrote for opened in self.files.values())
         self._close_all()
         if wrote:
             self._check_store("after close")
 
-    @precondition(lambda self: self.steps_since_remount >= STEPS_BETWEEN_REMOUNTS)
-    @rule()
-    @step("remounts")
-    def remount(self) -> None:
-        self._unmount()
-        self._check_store("after unmount")
-        self._mount()
-        self.steps_since_remount = -1
-
     @invariant()
-    @step("")
+    @step(counted=False)
     def mount_equals_model(self) -> None:
         """`data` and every chunk file, read whole, hold the model."""
         assert self.mount is not None
