@@ -49,6 +49,7 @@ PREFETCH_BYTES = 32 << 20
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
 INVALIDATE_PATIENCE = 1.0  # seconds a write waits for the other view's requests to drain
+STOP_PATIENCE = 10.0  # seconds a stop signal waits for invalidations still in the kernel
 
 
 def _errno_for(error: BaseException) -> int:
@@ -121,6 +122,8 @@ class ZarrOperations(pyfuse3.Operations):
         self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
         # Reads and writes we are answering, per inode: the kernel holds those pages locked.
         self._in_flight: collections.Counter[int] = collections.Counter()
+        self._invalidating = 0  # invalidation threads in the kernel now
+        self._stopping = False
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -147,6 +150,12 @@ class ZarrOperations(pyfuse3.Operations):
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
                 log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
+                # An invalidation in the kernel may wait for pages locked by requests still
+                # queued for us: keep serving until it is done, or it could never return.
+                self._stopping = True
+                with trio.move_on_after(STOP_PATIENCE):
+                    while self._invalidating:
+                        await trio.sleep(0.01)
                 pyfuse3.terminate()
 
     @contextlib.contextmanager
@@ -345,12 +354,21 @@ class ZarrOperations(pyfuse3.Operations):
         if waited.cancelled_caught:
             self._invalidate_send.send_nowait(inode)
         else:
-            await trio.to_thread.run_sync(_invalidate, inode)
+            await self._invalidate_now(inode)
 
     async def _invalidate_later(self) -> None:
         async for inode in self._invalidate_receive:
             await self._until_idle(inode)
+            await self._invalidate_now(inode)
+
+    async def _invalidate_now(self, inode: int) -> None:
+        if self._stopping:
+            return  # the mount is going away, and its page cache with it
+        self._invalidating += 1
+        try:
             await trio.to_thread.run_sync(_invalidate, inode)
+        finally:
+            self._invalidating -= 1
 
     async def _until_idle(self, inode: int) -> None:
         while self._in_flight[inode]:
