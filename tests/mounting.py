@@ -51,7 +51,8 @@ class Mount:
             return self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=10)  # a daemon stuck in the kernel may never go
             raise AssertionError(f"zarrfs did not exit after unmounting:\n{self.log()}") from None
 
     def stop(self, signum: int = signal.SIGTERM, timeout: float = 60.0) -> int:
@@ -61,7 +62,8 @@ class Mount:
             status = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=10)
             raise AssertionError(f"zarrfs did not stop on signal {signum}:\n{self.log()}") from None
         if is_mounted(self.path):
             _fusermount_unmount(self.path)

@@ -7,8 +7,6 @@ Errors become errno values in exactly one place (`_errno_for`).
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import errno
 import functools
 import logging
@@ -17,7 +15,7 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -48,8 +46,6 @@ PREFETCH_BYTES = 32 << 20
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
-INVALIDATE_PATIENCE = 1.0  # seconds a write waits for the other view's requests to drain
-STOP_PATIENCE = 10.0  # seconds a stop signal waits for invalidations still in the kernel
 
 
 def _errno_for(error: BaseException) -> int:
@@ -116,14 +112,10 @@ class ZarrOperations(pyfuse3.Operations):
         # Coherence between the two views of the same bytes. Chunk files are direct_io: no page
         # cache, every read answered here, always current (an edge chunk's overhang too, which
         # reads back as the fill value whatever was written there). `data` keeps its page
-        # cache, invalidated by writes through chunk files.
+        # cache; a write through a chunk file changes the mtime and marks `data`'s attributes
+        # stale, so the kernel drops its pages at the next read.
         self._data_inode = namespace.node_id(DataFileNode())
         self._data_cached = False
-        self._invalidate_send, self._invalidate_receive = trio.open_memory_channel[int](math.inf)
-        # Reads and writes we are answering, per inode: the kernel holds those pages locked.
-        self._in_flight: collections.Counter[int] = collections.Counter()
-        self._invalidating = 0  # invalidation threads in the kernel now
-        self._stopping = False
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -134,7 +126,6 @@ class ZarrOperations(pyfuse3.Operations):
         the mount answers, which is when kernel settings such as readahead stick."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_signals)
-            nursery.start_soon(self._invalidate_later)
             nursery.start_soon(self._announce, mountpoint, on_serving)
             await pyfuse3.main(min_tasks=2, max_tasks=64)
             nursery.cancel_scope.cancel()
@@ -150,23 +141,7 @@ class ZarrOperations(pyfuse3.Operations):
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
                 log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
-                # An invalidation in the kernel may wait for pages locked by requests still
-                # queued for us: keep serving until it is done, or it could never return.
-                self._stopping = True
-                with trio.move_on_after(STOP_PATIENCE):
-                    while self._invalidating:
-                        await trio.sleep(0.01)
                 pyfuse3.terminate()
-
-    @contextlib.contextmanager
-    def _serving(self, inode: int) -> Iterator[None]:
-        self._in_flight[inode] += 1
-        try:
-            yield
-        finally:
-            self._in_flight[inode] -= 1
-            if not self._in_flight[inode]:
-                del self._in_flight[inode]
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
@@ -309,8 +284,7 @@ class ZarrOperations(pyfuse3.Operations):
         handle = self._handle(fh)
         if isinstance(handle.view, BytesFile):
             return handle.view.read(offset, size)
-        with self._serving(self.namespace.node_id(handle.node)):
-            return await self._in_thread(self._read_and_prefetch, handle, offset, size)
+        return await self._in_thread(self._read_and_prefetch, handle, offset, size)
 
     def _read_and_prefetch(self, handle: _Handle, offset: int, size: int) -> bytes | memoryview:
         data = handle.view.read(offset, size)
@@ -331,48 +305,12 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
-        # Until we reply the kernel holds this file's pages locked: count the request as ours
-        # until then, invalidation of the other view included.
-        with self._serving(self.namespace.node_id(handle.node)):
-            written = await self._in_thread(handle.view.write, offset, buf)
-            handle.wrote = True
-            self._mtime_ns = time.time_ns()
-            if isinstance(handle.node, ChunkFileNode) and self._data_cached:
-                await self._invalidate(self._data_inode)
+        written = await self._in_thread(handle.view.write, offset, buf)
+        handle.wrote = True
+        self._mtime_ns = time.time_ns()
+        if isinstance(handle.node, ChunkFileNode) and self._data_cached:
+            await trio.to_thread.run_sync(_invalidate_attributes, self._data_inode)
         return written
-
-    async def _invalidate(self, inode: int) -> None:
-        """Drop an inode's cached pages, but never while we owe the kernel an answer for it.
-
-        The kernel waits, uninterruptibly, for pages it holds locked while it waits for us:
-        were the daemon killed with a thread in that wait, the thread could never leave the
-        kernel and the dead mount would hang instead of failing. So wait until no request for
-        the inode is ours; if that takes too long (two writers through the two views wait on
-        each other), reply without it and invalidate once the requests are gone."""
-        with trio.move_on_after(INVALIDATE_PATIENCE) as waited:
-            await self._until_idle(inode)
-        if waited.cancelled_caught:
-            self._invalidate_send.send_nowait(inode)
-        else:
-            await self._invalidate_now(inode)
-
-    async def _invalidate_later(self) -> None:
-        async for inode in self._invalidate_receive:
-            await self._until_idle(inode)
-            await self._invalidate_now(inode)
-
-    async def _invalidate_now(self, inode: int) -> None:
-        if self._stopping:
-            return  # the mount is going away, and its page cache with it
-        self._invalidating += 1
-        try:
-            await trio.to_thread.run_sync(_invalidate, inode)
-        finally:
-            self._invalidating -= 1
-
-    async def _until_idle(self, inode: int) -> None:
-        while self._in_flight[inode]:
-            await trio.sleep(0.001)
 
     @_boundary
     async def flush(self, fh: int) -> None:
@@ -409,9 +347,14 @@ class ZarrOperations(pyfuse3.Operations):
         return True
 
 
-def _invalidate(inode: int) -> None:
+def _invalidate_attributes(inode: int) -> None:
+    """Mark an inode's attributes stale. With a new mtime, the kernel's automatic data
+    invalidation then drops its cached pages when a reader next looks (in the reader's
+    context). Page invalidation asked for here would wait, uninterruptibly, for pages locked
+    by requests queued for us; a daemon killed then could never exit and its mount would hang
+    instead of failing, which the crash tests showed."""
     try:
-        pyfuse3.invalidate_inode(inode)
+        pyfuse3.invalidate_inode(inode, attr_only=True)
     except OSError as e:
         # ENOENT: the kernel has already forgotten the inode; nothing is cached.
         if e.errno != errno.ENOENT:
