@@ -116,3 +116,50 @@ def _wait_until_mounted(mount: Mount) -> None:
         time.sleep(0.02)
     # The mount exists; a first stat waits for the daemon to answer the kernel's INIT.
     os.stat(mount.path)
+
+
+# -- when a daemon cannot be stopped ---------------------------------------------------------
+
+
+def kernel_stacks(pids: list[int]) -> str:
+    """Where the threads of stuck processes are in the kernel (threads merely waiting on a
+    futex or in epoll are only counted)."""
+    found, idle = [], 0
+    for pid in pids:
+        for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
+            with contextlib.suppress(OSError):
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                stack = (task / "stack").read_text().strip()
+                if state != "D" and ("futex_wait" in stack or "epoll_wait" in stack):
+                    idle += 1
+                    continue
+                frames = " <- ".join(line.split("] ", 1)[-1] for line in stack.splitlines()[:6])
+                found.append(f"  {pid}/{task.name} ({state}): {frames or '(no kernel stack)'}")
+    return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
+
+
+def fuse_connection(mountpoint: Path) -> str | None:
+    """The number of a mount's FUSE connection (its device's minor number), to abort it by
+    even after the mount is gone from the mount table."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == os.path.realpath(mountpoint):
+                return fields[2].split(":")[1]
+    return None
+
+
+def abort_connection(connection: str | None, mountpoint: Path) -> None:
+    """Abort a FUSE connection whose daemon cannot answer, so that the processes waiting on it
+    (the daemon's own threads included) get ENOTCONN and can exit. Through fusectl, mounted
+    for the purpose if need be (the only way once the daemon has unmounted); `umount -f` on
+    the mountpoint otherwise."""
+    connections = Path("/sys/fs/fuse/connections")
+    if connection is not None and os.geteuid() == 0 and not any(connections.iterdir()):
+        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(connections)],
+                       capture_output=True)
+    abort = connections / str(connection) / "abort"
+    if connection is not None and abort.exists():
+        abort.write_text("1")
+    else:
+        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)

@@ -30,7 +30,6 @@ names a file, appended to it as one JSON line.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mmap
 import os
@@ -44,11 +43,12 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, Mount, mounted
+from mounting import ZARRFS, Mount, abort_connection, fuse_connection, kernel_stacks, mounted
+
+from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -277,23 +277,12 @@ class Worker:
 # -- the test ---------------------------------------------------------------------------------
 
 
-def _report(config: pytest.Config, line: str, record: dict[str, Any]) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None:
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.write_line("\n" + line)
-    if os.environ.get("ZARRFS_STATS"):
-        with open(os.environ["ZARRFS_STATS"], "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _print_figures(request: pytest.FixtureRequest) -> Iterator[None]:
     started = time.monotonic()
     yield
     seconds = time.monotonic() - started
-    _report(request.config,
+    report_figures(request.config,
             f"concurrency: {PROCESSES} processes for {SECONDS} s: {STATS['operations']} "
             f"operations ({STATS['writes']} writes, {STATS['shared_writes']} to shared rows, "
             f"{STATS['mmap_writes']} through mmap, {STATS['reads']} checked reads, "
@@ -312,50 +301,6 @@ def memory(pid: int) -> dict[str, int]:
             if name in ("VmRSS", "VmHWM"):
                 found[name] = int(rest.split()[0]) * 1024
     return found
-
-
-def kernel_stacks(pids: list[int]) -> str:
-    """Where the threads of stuck processes are in the kernel (threads merely waiting on a
-    futex or in epoll are only counted)."""
-    found, idle = [], 0
-    for pid in pids:
-        for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
-            with contextlib.suppress(OSError):
-                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-                stack = (task / "stack").read_text().strip()
-                if state != "D" and ("futex_wait" in stack or "epoll_wait" in stack):
-                    idle += 1
-                    continue
-                frames = " <- ".join(line.split("] ", 1)[-1] for line in stack.splitlines()[:6])
-                found.append(f"  {pid}/{task.name} ({state}): {frames or '(no kernel stack)'}")
-    return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
-
-
-def fuse_connection(mountpoint: Path) -> str | None:
-    """The number of a mount's FUSE connection (its device's minor number), to abort it by
-    even after the mount is gone from the mount table."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == os.path.realpath(mountpoint):
-                return fields[2].split(":")[1]
-    return None
-
-
-def abort_connection(connection: str | None, mountpoint: Path) -> None:
-    """Abort a FUSE connection whose daemon cannot answer, so that the processes waiting on it
-    (the daemon's own threads included) get ENOTCONN and can exit. Through fusectl, mounted
-    for the purpose if need be (the only way once the daemon has unmounted); `umount -f` on
-    the mountpoint otherwise."""
-    connections = Path("/sys/fs/fuse/connections")
-    if connection is not None and os.geteuid() == 0 and not any(connections.iterdir()):
-        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(connections)],
-                       capture_output=True)
-    abort = connections / str(connection) / "abort"
-    if connection is not None and abort.exists():
-        abort.write_text("1")
-    else:
-        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
 def create_array(root: Path) -> None:

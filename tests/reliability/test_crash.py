@@ -58,7 +58,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, Mount, is_mounted, mounted
+from mounting import (
+    ZARRFS,
+    Mount,
+    abort_connection,
+    fuse_connection,
+    is_mounted,
+    kernel_stacks,
+    mounted,
+)
+
+from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -330,23 +340,12 @@ def chunk_objects(root: Path) -> list[Path]:
 # -- reporting --------------------------------------------------------------------------------
 
 
-def _report(config: pytest.Config, line: str, record: dict[str, Any]) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None:
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.write_line("\n" + line)
-    if os.environ.get("ZARRFS_STATS"):
-        with open(os.environ["ZARRFS_STATS"], "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _print_figures(request: pytest.FixtureRequest) -> Iterator[None]:
     started = time.monotonic()
     yield
     seconds = time.monotonic() - started
-    _report(request.config,
+    report_figures(request.config,
             f"crash: {STATS['survived']} of {STATS['rounds']} SIGKILL rounds and "
             f"{STATS['sigterm_survived']} of {STATS['sigterm_rounds']} SIGTERM rounds survived; "
             f"{STATS['writes']} writes, {STATS['durable_writes']} of them durable when the "
@@ -397,7 +396,7 @@ def stop_daemon(mount: Mount, connection: str | None, signum: int,
         return None
     except subprocess.TimeoutExpired:
         pass
-    stacks = kernel_stacks(mount.process.pid)
+    stacks = kernel_stacks([mount.process.pid])
     abort_connection(connection, mount.path)
     try:
         mount.process.wait(timeout=60)  # after SIGTERM it may still write back, then exit
@@ -406,49 +405,6 @@ def stop_daemon(mount: Mount, connection: str | None, signum: int,
         mount.process.wait(timeout=30)
     return (f"the daemon did not exit within {timeout} s of {signal.Signals(signum).name}; "
             f"its threads were in:\n{stacks}")
-
-
-def kernel_stacks(pid: int) -> str:
-    """Where the threads of a process that will not exit are, in the kernel (those merely
-    waiting on a futex or in epoll are only counted)."""
-    found, idle = [], 0
-    for task in sorted(Path(f"/proc/{pid}/task").glob("*")):
-        with contextlib.suppress(OSError):
-            state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            stack = (task / "stack").read_text().strip()
-            if state != "D" and ("futex_wait" in stack or "epoll_wait" in stack):
-                idle += 1
-                continue
-            frames = " <- ".join(line.split("] ", 1)[-1] for line in stack.splitlines()[:6])
-            found.append(f"  thread {task.name} ({state}): {frames or '(no kernel stack)'}")
-    return "\n".join([*found, f"  and {idle} threads waiting on a futex or in epoll_wait"])
-
-
-def fuse_connection(mountpoint: Path) -> str | None:
-    """The number of a mount's FUSE connection (its device's minor number), to abort it by
-    even after the mount is gone from the mount table."""
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if fields[4] == os.path.realpath(mountpoint):
-                return fields[2].split(":")[1]
-    return None
-
-
-def abort_connection(connection: str | None, mountpoint: Path) -> None:
-    """Abort a FUSE connection whose daemon cannot answer, so that the processes waiting on it
-    (the daemon's own threads included) get ENOTCONN and can exit. Through fusectl, mounted
-    for the purpose if need be (the only way once the daemon has unmounted); `umount -f` on
-    the mountpoint otherwise."""
-    connections = Path("/sys/fs/fuse/connections")
-    if connection is not None and os.geteuid() == 0 and not any(connections.iterdir()):
-        subprocess.run(["mount", "-t", "fusectl", "fusectl", str(connections)],
-                       capture_output=True)
-    abort = connections / str(connection) / "abort"
-    if connection is not None and abort.exists():
-        abort.write_text("1")
-    else:
-        subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
 def finish_workers(workers: list[Worker], connection: str | None,

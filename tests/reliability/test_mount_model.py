@@ -59,6 +59,8 @@ from hypothesis.stateful import (
 )
 from mounting import Mount, mounted
 
+from tests.reliability.figures import report_figures
+
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
     reason="needs FUSE (/dev/fuse and fusermount3)",
@@ -237,23 +239,12 @@ def tensorstore_read(root: Path) -> np.ndarray:
     return np.asarray(ts.open(spec, open=True).result().read().result())
 
 
-def _report(config: pytest.Config, line: str, record: dict[str, Any]) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is not None:
-        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
-            reporter.write_line("\n" + line)
-    if os.environ.get("ZARRFS_STATS"):
-        with open(os.environ["ZARRFS_STATS"], "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _print_step_count(request: pytest.FixtureRequest) -> Iterator[None]:
     started = time.monotonic()
     yield
     seconds = time.monotonic() - started
-    _report(request.config,
+    report_figures(request.config,
             f"mount model: {STATS['steps']} random steps in {STATS['examples']} examples "
             f"({STATS['remounts']} remounts, {STATS['store_checks']} store checks) "
             f"in {seconds:.0f} s",
