@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from zarrfs.array import ZarrArray
 from zarrfs.grid import Box
-from zarrfs.metadata import metadata_from_json, parse_metadata
+from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.store import Store
 
 SETTINGS = settings(

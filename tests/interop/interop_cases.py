@@ -26,7 +26,7 @@ import zarr
 
 from zarrfs.array import ZarrArray
 from zarrfs.grid import Box
-from zarrfs.metadata import metadata_from_json
+from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.store import Store
 
 # -- data types ------------------------------------------------------------------------------

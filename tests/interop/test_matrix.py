@@ -35,7 +35,7 @@ from interop_cases import (
 
 from zarrfs.array import ZarrArray
 from zarrfs.grid import Box
-from zarrfs.metadata import metadata_from_json, parse_metadata
+from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.store import Store
 
 FOREIGN_WRITERS = {"tensorstore": write_tensorstore, "zarr-python": write_zarr_python}

@@ -38,7 +38,7 @@ from interop_cases import (
 
 from zarrfs.array import ZarrArray
 from zarrfs.grid import Box
-from zarrfs.metadata import metadata_from_json
+from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.store import Store
 
 

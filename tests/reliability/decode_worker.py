@@ -35,7 +35,8 @@ import numpy as np
 
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import ChunkError, ZarrfsError
-from zarrfs.metadata import ArrayMetadata, parse_metadata
+from zarrfs.formats.v3 import parse_metadata
+from zarrfs.formats import ArrayDescription as ArrayMetadata
 
 HEADROOM = 1 << 30
 

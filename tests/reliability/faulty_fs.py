@@ -399,7 +399,7 @@ def child_env(**extra: str) -> dict[str, str]:
     """An environment for a child process that imports ``tests.reliability`` and zarrfs."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, **extra}
-    paths = [repo, os.path.join(repo, "src"), env.get("PYTHONPATH", "")]
+    paths = [repo, env.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     return env
 

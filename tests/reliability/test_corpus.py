@@ -21,7 +21,7 @@ from tests.reliability.faulty_fs import child_env
 from zarrfs.array import ZarrArray
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import MetadataError
-from zarrfs.metadata import parse_metadata
+from zarrfs.formats.v3 import parse_metadata
 from zarrfs.store import Store
 
 HERE = Path(__file__).resolve().parent
@@ -201,7 +201,7 @@ def test_array_read_names_corrupt_chunk(
 def test_every_case_directory_is_listed() -> None:
     on_disk = {
         f"{group}/{path.name}"
-        for group in ("metadata", "chunks")
+        for group in ("metadata", "chunks", "v2", "v1")
         for path in (CORPUS / group).iterdir()
         if path.is_dir()
     }

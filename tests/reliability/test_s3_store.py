@@ -18,7 +18,7 @@ from tests.reliability.s3_server import S3Server
 from zarrfs.array import ZarrArray
 from zarrfs.errors import StoreError
 from zarrfs.grid import Box
-from zarrfs.metadata import parse_metadata
+from zarrfs.formats.v3 import parse_metadata
 from zarrfs.store import ByteRange, RetryPolicy, Store, SuffixRange
 
 s3fs = pytest.importorskip("s3fs")

@@ -48,9 +48,10 @@ from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, wr
 from tests.reliability.s3_server import S3Server
 from zarrfs.array import ZarrArray
 from zarrfs.cli import main as zarrfs_main
-from zarrfs.dtypes import DATA_TYPES
+from zarrfs.formats.dtypes import DATA_TYPES
 from zarrfs.grid import Box
-from zarrfs.metadata import ChunkKeyEncoding, metadata_from_json
+from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.formats import ChunkKeyEncoding
 from zarrfs.store import Store
 from zarrfs.views import ChunkFileNode, Namespace, Node, RootDir
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import DATA_TYPES
+from ..formats.dtypes import CORE_TYPES as DATA_TYPES
 from ..errors import MetadataError
-from ..metadata import CodecSpec, parse_codec_list
+from ..formats.description import CodecSpec
+from ..formats.v3 import parse_codec_list
 from .base import (
     ArrayBytesCodec,
     BytesLike,

@@ -8,14 +8,13 @@ from .base import (
     ChunkSpec,
     CodecError,
 )
-from .blosc import BloscCodec
 from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
+from .numcodecs_adapter import registry as numcodecs_registry
 from .pipeline import REGISTRY, Pipeline, is_fill
 from .sharding import EMPTY, ByteSpan, ShardIndex, ShardingCodec
 from .transpose import TransposeCodec
-from .zstd import ZstdCodec
 
 REGISTRY.update(
     {
@@ -23,9 +22,8 @@ REGISTRY.update(
         "transpose": TransposeCodec.from_spec,
         "sharding_indexed": ShardingCodec.from_spec,
         "gzip": GzipCodec.from_spec,
-        "zstd": ZstdCodec.from_spec,
-        "blosc": BloscCodec.from_spec,
         "crc32c": Crc32cCodec.from_spec,
+        **numcodecs_registry(),
     }
 )
 

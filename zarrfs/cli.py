@@ -18,11 +18,13 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from . import __version__
-from .array import METADATA_KEY, ZarrArray
+from .array import ZarrArray
 from .codecs import ShardingCodec
-from .dtypes import DATA_TYPES, fill_value_to_json, parse_user_fill_value
 from .errors import ZarrfsError
-from .metadata import ArrayMetadata, ChunkKeyEncoding, CodecSpec
+from .formats import ArrayDescription, ChunkKeyEncoding, CodecSpec, fill_value_to_json, parse_user_fill_value
+from .formats.dtypes import DATA_TYPES
+from .formats.v3 import METADATA_KEY
+from .info import describe_tree
 from .options import MountOptions
 from .store import Store
 
@@ -125,7 +127,12 @@ def _run_mount(args: argparse.Namespace) -> int:
 
 def _run_info(args: argparse.Namespace) -> int:
     storage = MountOptions.parse(args.options).storage_options
-    array = ZarrArray.open(Store.open(args.source, storage, read_only=True))
+    store = Store.open(args.source, storage, read_only=True)
+    tree = describe_tree(store)
+    if tree is not None:
+        print("\n".join(tree))
+        return 0
+    array = ZarrArray.open(store)
     try:
         for name, value in describe(array):
             print(f"{name + ':':<19} {value}")
@@ -139,31 +146,33 @@ def describe(array: ZarrArray) -> list[tuple[str, str]]:
     sharding = array.pipeline.array_to_bytes
     sharded = isinstance(sharding, ShardingCodec)
     rows = [
-        ("shape", _dims(meta.shape)),
+        ("zarr format", str(meta.zarr_format)),
+        ("shape", dims(meta.shape)),
         ("data type", meta.data_type.name),
-        ("chunk shape", _dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
+        ("chunk shape", dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
     ]
     if isinstance(sharding, ShardingCodec):
-        rows.append(("inner chunk shape", _dims(sharding.inner_shape)))
+        rows.append(("inner chunk shape", dims(sharding.inner_shape)))
     rows += [
-        ("codecs", " -> ".join(_codec_text(c) for c in meta.codecs)),
+        ("codecs", " -> ".join(codec_text(c) for c in meta.codecs)),
         ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
         ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
         ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
+        ("flat view element", meta.data_type.storage.newbyteorder("<").str),
         ("flat view size", f"{meta.nbytes} bytes"),
         ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
     ]
     return rows
 
 
-def _dims(shape: Sequence[int]) -> str:
+def dims(shape: Sequence[int]) -> str:
     return " x ".join(map(str, shape)) if shape else "() (scalar)"
 
 
-def _codec_text(spec: CodecSpec) -> str:
+def codec_text(spec: CodecSpec) -> str:
     config = spec.configuration
     if spec.name == "sharding_indexed":
-        inner = " -> ".join(_codec_text(CodecSpec(c["name"], c.get("configuration", {}), ""))
+        inner = " -> ".join(codec_text(CodecSpec(c["name"], c.get("configuration", {}), ""))
                             for c in config.get("codecs", []))
         return f"sharding_indexed(index at {config.get('index_location', 'end')}; {inner})"
     if not config:
@@ -180,12 +189,12 @@ def _run_create(args: argparse.Namespace) -> int:
     if store.exists(METADATA_KEY):
         raise ZarrfsError(f"{args.source} already holds an array or group (zarr.json exists)")
     ZarrArray.create(store, metadata).close()
-    print(f"created {args.source}: {_dims(metadata.shape)} {metadata.data_type.name}")
+    print(f"created {args.source}: {dims(metadata.shape)} {metadata.data_type.name}")
     return 0
 
 
-def creation_metadata(args: argparse.Namespace) -> ArrayMetadata:
-    from .metadata import metadata_from_json
+def creation_metadata(args: argparse.Namespace) -> ArrayDescription:
+    from .formats.v3 import metadata_from_json
 
     data_type = DATA_TYPES[args.dtype]
     rank = len(args.shape)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import zlib
 
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 from .base import BytesBytesCodec, BytesLike, CodecError, check_config_keys, check_limit, config_int
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import MetadataError
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 from .base import ArrayArrayCodec, ChunkSpec, check_config_keys
 
 

@@ -1,4 +1,4 @@
-"""The pyfuse3 operations of a mounted array.
+"""The pyfuse3 operations of a mount: answered from the node tree and its file views.
 
 Requests are answered from `views`; anything that decodes, encodes, copies large buffers or
 touches the store runs in a worker thread under a limiter, so the trio loop keeps serving.
@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 import functools
 import logging
-import math
 import os
 import signal
 import stat
@@ -22,19 +21,10 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import pyfuse3
 import trio
 
-from .array import ZarrArray
 from .errors import ChunkError, MetadataError, ReadOnlyError, StoreError, ZarrfsError
 from .options import MountOptions
-from .views import (
-    BytesFile,
-    ChunkFileNode,
-    DataFileNode,
-    FileTooLargeError,
-    FileView,
-    Namespace,
-    Node,
-    RegionFile,
-)
+from .tree import CHUNK, DATA, Ref, Tree
+from .views import FileTooLargeError, FileView
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -86,7 +76,7 @@ def _boundary(
 
 @dataclass
 class _Handle:
-    node: Node
+    node: Ref
     view: FileView
     writable: bool
     wrote: bool = False
@@ -98,14 +88,13 @@ class ZarrOperations(pyfuse3.Operations):
     supports_dot_lookup = False
     enable_writeback_cache = False
 
-    def __init__(self, array: ZarrArray, namespace: Namespace, options: MountOptions) -> None:
+    def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool) -> None:
         super().__init__()
-        self.array = array
-        self.namespace = namespace
+        self.tree = tree
         self.options = options
-        self.read_only = options.read_only or array.read_only
+        self.read_only = options.read_only or read_only
         self.limiter = trio.CapacityLimiter(8)
-        self.prefetch_bytes = min(PREFETCH_BYTES, array.cache_bytes // 4)
+        self.prefetch_bytes = min(PREFETCH_BYTES, tree.shared.cache.capacity // 4)
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._mtime_ns = time.time_ns()
@@ -114,8 +103,6 @@ class ZarrOperations(pyfuse3.Operations):
         # reads back as the fill value whatever was written there). `data` keeps its page
         # cache; a write through a chunk file changes the mtime and marks `data`'s attributes
         # stale, so the kernel drops its pages at the next read.
-        self._data_inode = namespace.node_id(DataFileNode())
-        self._data_cached = False
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -148,22 +135,22 @@ class ZarrOperations(pyfuse3.Operations):
 
     # -- names and attributes --------------------------------------------------------------
 
-    def _node(self, inode: int) -> Node:
-        node = self.namespace.node_for_id(inode)
+    def _node(self, inode: int) -> Ref:
+        node = self.tree.ref(inode)
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
 
-    def _attributes(self, node: Node) -> pyfuse3.EntryAttributes:
+    def _attributes(self, node: Ref, inode: int | None = None) -> pyfuse3.EntryAttributes:
         attrs = pyfuse3.EntryAttributes()
-        attrs.st_ino = self.namespace.node_id(node)
+        attrs.st_ino = self.tree.inode(node) if inode is None else inode
         umask = self.options.umask
-        if self.namespace.is_dir(node):
+        if node.is_dir:
             attrs.st_mode = stat.S_IFDIR | ((0o555 if self.read_only else 0o755) & ~umask)
             attrs.st_nlink = 2
             attrs.st_size = 0
         else:
-            view = self.namespace.file(node)
+            view = self.tree.file(node)
             writable = view.writable and not self.read_only
             attrs.st_mode = stat.S_IFREG | ((0o644 if writable else 0o444) & ~umask)
             attrs.st_nlink = 1
@@ -176,16 +163,23 @@ class ZarrOperations(pyfuse3.Operations):
         attrs.entry_timeout = attrs.attr_timeout = ATTRIBUTE_TIMEOUT
         return attrs
 
-    @_boundary
-    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        node = self.namespace.lookup(self._node(parent_inode), name.decode("utf-8", "replace"))
+    def _lookup(self, parent: Ref, name: str) -> pyfuse3.EntryAttributes:
+        node = self.tree.lookup(parent, name)
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
-        return self._attributes(node)
+        attributes = self._attributes(node)
+        self.tree.remember(node)
+        return attributes
+
+    @_boundary
+    async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
+        parent = self._node(parent_inode)
+        # Looking into a group may list the store, and opening an array reads its metadata.
+        return await self._in_thread(self._lookup, parent, name.decode("utf-8", "replace"))
 
     @_boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        return self._attributes(self._node(inode))
+        return await self._in_thread(self._attributes, self._node(inode), inode)
 
     @_boundary
     async def setattr(
@@ -203,29 +197,42 @@ class ZarrOperations(pyfuse3.Operations):
         if changes_owner:
             raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_size:
-            size = self.namespace.file(node).size
+            size = self.tree.file(node).size
             if attr.st_size != size:
                 self._refuse_size_change(node, size, attr.st_size)
-        return self._attributes(node)
+        return self._attributes(node, inode)
 
-    def _refuse_size_change(self, node: Node, size: int, wanted: int) -> None:
+    def _refuse_size_change(self, node: Ref, size: int, wanted: int) -> None:
         log.warning("refused to change the size of %s from %d to %d bytes: the files of a mounted "
                     "array have the array's size (write in place, e.g. dd conv=notrunc)",
-                    _describe(node), size, wanted)
+                    node.describe(), size, wanted)
         raise pyfuse3.FUSEError(errno.EPERM)
+
+    # -- extended attributes ---------------------------------------------------------------
+
+    @_boundary
+    async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
+        found = self.tree.xattrs(self._node(inode)).get(name.decode("utf-8", "replace"))
+        if found is None:
+            raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
+        return found
+
+    @_boundary
+    async def listxattr(self, inode: int, ctx: Any) -> Sequence[bytes]:
+        return [name.encode() for name in self.tree.xattrs(self._node(inode))]
 
     @_boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
-        if any(inode == self._data_inode for inode, _ in inode_list):
-            self._data_cached = False
+        for inode, count in inode_list:
+            self.tree.forget(inode, count)
 
     @_boundary
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
         stats = pyfuse3.StatvfsData()
         stats.f_bsize = stats.f_frsize = 4096
-        stats.f_blocks = -(-self.namespace.total_bytes() // 4096)
+        stats.f_blocks = -(-self.tree.total_bytes() // 4096)
         stats.f_bfree = stats.f_bavail = 0
-        stats.f_files = 4 + math.prod(self.array.grid_shape)
+        stats.f_files = 0
         stats.f_ffree = stats.f_favail = 0
         stats.f_namemax = 255
         return stats
@@ -234,16 +241,22 @@ class ZarrOperations(pyfuse3.Operations):
 
     @_boundary
     async def opendir(self, inode: int, ctx: Any) -> int:
-        if not self.namespace.is_dir(self._node(inode)):
+        if not self._node(inode).is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         return inode
 
     @_boundary
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         directory = self._node(fh)
-        for position, (name, child) in enumerate(self.namespace.listdir(directory, start_id), start_id):
+        names = await self._in_thread(self.tree.names, directory)
+        for position in range(start_id, len(names)):
+            name = names[position]
+            child = self.tree.lookup(directory, name)
+            if child is None:
+                continue
             if not pyfuse3.readdir_reply(token, name.encode(), self._attributes(child), position + 1):
                 break
+            self.tree.remember(child)  # the kernel now holds a lookup of it
 
     @_boundary
     async def releasedir(self, fh: int) -> None:
@@ -254,9 +267,9 @@ class ZarrOperations(pyfuse3.Operations):
     @_boundary
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
         node = self._node(inode)
-        if self.namespace.is_dir(node):
+        if node.is_dir:
             raise pyfuse3.FUSEError(errno.EISDIR)
-        view = self.namespace.file(node)
+        view = await self._in_thread(self.tree.file, node)
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable and self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
@@ -267,10 +280,8 @@ class ZarrOperations(pyfuse3.Operations):
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = _Handle(node, view, writable)
-        chunk_file = isinstance(node, ChunkFileNode)
-        self._data_cached = self._data_cached or inode == self._data_inode
-        direct_io = self.options.direct_io or chunk_file
-        return pyfuse3.FileInfo(fh=fh, keep_cache=not chunk_file, direct_io=direct_io)
+        direct_io = self.options.direct_io or view.direct_io
+        return pyfuse3.FileInfo(fh=fh, keep_cache=not view.direct_io, direct_io=direct_io)
 
     def _handle(self, fh: int) -> _Handle:
         handle = self._handles.get(fh)
@@ -282,7 +293,7 @@ class ZarrOperations(pyfuse3.Operations):
     async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:  # type: ignore[override]
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
-        if isinstance(handle.view, BytesFile):
+        if not handle.view.prefetches:
             return handle.view.read(offset, size)
         return await self._in_thread(self._read_and_prefetch, handle, offset, size)
 
@@ -291,7 +302,7 @@ class ZarrOperations(pyfuse3.Operations):
         end = offset + size
         sequential = abs(offset - handle.last_end) <= SEQUENTIAL_SLACK
         running_low = handle.prefetched_to - end < self.prefetch_bytes // 2
-        if sequential and running_low and isinstance(handle.view, RegionFile):
+        if sequential and running_low:
             start = max(handle.prefetched_to, end)
             handle.view.prefetch(start, end + self.prefetch_bytes - start)
             handle.prefetched_to = end + self.prefetch_bytes
@@ -308,25 +319,27 @@ class ZarrOperations(pyfuse3.Operations):
         written = await self._in_thread(handle.view.write, offset, buf)
         handle.wrote = True
         self._mtime_ns = time.time_ns()
-        if isinstance(handle.node, ChunkFileNode) and self._data_cached:
-            await trio.to_thread.run_sync(_invalidate_attributes, self._data_inode)
+        data_inode = self.tree.known_inode(Ref(handle.node.path, DATA))
+        if handle.node.role == CHUNK and data_inode is not None:
+            await trio.to_thread.run_sync(_invalidate_attributes, data_inode)
         return written
 
     @_boundary
     async def flush(self, fh: int) -> None:
-        if self._handle(fh).wrote:
-            await self._in_thread(self.array.flush)
+        handle = self._handle(fh)
+        if handle.wrote:
+            await self._in_thread(handle.view.flush)
 
     @_boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._in_thread(self.array.flush)
+        await self._in_thread(self._handle(fh).view.flush)
 
     @_boundary
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if handle is not None and handle.wrote:
             # Pages written through a shared mapping can arrive after the last close.
-            await self._in_thread(self.array.flush)
+            await self._in_thread(handle.view.flush)
 
     # -- everything that would change the tree ---------------------------------------------
 
@@ -343,7 +356,7 @@ class ZarrOperations(pyfuse3.Operations):
         if mode & os.W_OK:
             if self.read_only:
                 raise pyfuse3.FUSEError(errno.EROFS)
-            return self.namespace.is_dir(node) or self.namespace.file(node).writable
+            return node.is_dir or self.tree.file(node).writable
         return True
 
 
@@ -366,9 +379,3 @@ def _brief(args: tuple[Any, ...]) -> str:
     shown = (f"<{len(a)} bytes>" if isinstance(a, bytes | memoryview) and len(a) > 64 else repr(a)
              for a in args if not isinstance(a, pyfuse3.RequestContext | pyfuse3.ReaddirToken))
     return "(" + ", ".join(shown) + ")"
-
-
-def _describe(node: Node) -> str:
-    if isinstance(node, ChunkFileNode):
-        return f"chunk {node.index}"
-    return type(node).__name__

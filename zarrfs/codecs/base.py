@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DataType
+from ..formats.dtypes import DataType
 from ..errors import MetadataError, ZarrfsError
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 
 # What flows between bytes codecs: decoders fill preallocated numpy buffers and hand out views.
 BytesLike = bytes | bytearray | memoryview
@@ -40,8 +40,9 @@ class ChunkSpec:
 
     def fill_array(self) -> np.ndarray:
         """A new writable chunk holding only the fill value."""
-        fill = np.frombuffer(self.fill_value, dtype=self.data_type.storage)[0]
-        return np.full(self.shape, fill, dtype=self.data_type.storage)
+        out = np.empty(self.shape, dtype=self.data_type.storage)
+        out[...] = np.frombuffer(self.fill_value, dtype=self.data_type.storage)[0]  # records too
+        return out
 
 
 class ArrayArrayCodec(ABC):

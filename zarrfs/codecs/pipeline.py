@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import MetadataError
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 from .base import (
     ArrayArrayCodec,
     ArrayBytesCodec,
@@ -46,7 +46,7 @@ class Pipeline:
         bytes_codecs: list[BytesBytesCodec] = []
         spec_now = chunk
         for spec in specs:
-            factory = REGISTRY.get(spec.name)
+            factory = REGISTRY.get(spec.name) or REGISTRY.get(spec.name.partition(".")[0] + ".")
             if factory is None:
                 raise MetadataError(f"{spec.member}.name", f"unknown codec {spec.name!r}")
             codec = factory(spec, spec_now)
@@ -101,7 +101,7 @@ class Pipeline:
 def is_fill(chunk: np.ndarray, fill_value: bytes) -> bool:
     """Whether every element has exactly the fill value's bits (-0.0 is not 0.0)."""
     itemsize = len(fill_value)
-    width = 8 if itemsize % 8 == 0 else itemsize  # 1, 2, 4, 8, or pairs of 8 for complex128
+    width = next(w for w in (8, 4, 2, 1) if itemsize % w == 0)  # compare in the widest words
     word = np.dtype(f"u{width}")
     words = np.ascontiguousarray(chunk).reshape(-1).view(word).reshape(-1, itemsize // width)
     return bool((words == np.frombuffer(fill_value, dtype=word)).all())

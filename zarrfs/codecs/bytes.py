@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 from .base import (
     ArrayBytesCodec,
     BytesLike,
@@ -24,8 +24,11 @@ class BytesCodec(ArrayBytesCodec):
     def __init__(self, chunk: ChunkSpec, endian: str | None) -> None:
         self.chunk = chunk
         self.endian = endian
-        storage = chunk.data_type.storage
-        self.stored_dtype = storage.newbyteorder(">" if endian == "big" else "<")
+        stored = chunk.data_type.stored
+        if endian is None and stored is not None:
+            self.stored_dtype = stored  # v2 and v1: the dtype's own byte order, per field
+        else:
+            self.stored_dtype = chunk.data_type.storage.newbyteorder(">" if endian == "big" else "<")
 
     @classmethod
     def from_spec(cls, spec: CodecSpec, chunk: ChunkSpec) -> BytesCodec:
@@ -33,7 +36,8 @@ class BytesCodec(ArrayBytesCodec):
         if "endian" not in spec.configuration:
             # Required for multi-byte types by the spec; zarr-python then assumes the
             # machine's order, which on every platform we run on is little.
-            return cls(chunk, None if chunk.data_type.itemsize == 1 else "little")
+            single = chunk.data_type.itemsize == 1 or chunk.data_type.stored is not None
+            return cls(chunk, None if single else "little")
         return cls(chunk, config_choice(spec, "endian", None, ("little", "big")))
 
     def to_json(self) -> dict[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from numcodecs import CRC32C
 
-from ..metadata import CodecSpec
+from ..formats.description import CodecSpec
 from .base import BytesBytesCodec, BytesLike, CodecError, check_config_keys, check_limit
 
 _NUMCODEC = CRC32C()

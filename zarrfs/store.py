@@ -106,6 +106,13 @@ class Store:
             raise StoreError(url, f"cannot open: {e}") from None
         return cls(fs, root, read_only=read_only)
 
+    def child(self, path: str) -> Store:
+        """The same store rooted at `path` below this one (an array inside a group)."""
+        if not path:
+            return self
+        child = Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
+        return child
+
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
 
@@ -146,6 +153,16 @@ class Store:
             key = path[skip:] if path.startswith(self.root + "/") else path
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
+
+    def list_dirs(self, prefix: str = "") -> list[str]:
+        """The names of the directories (common prefixes) directly below `prefix`."""
+        base = self.path(prefix)
+        if self.is_local:
+            found = self._call(prefix, lambda: [e.name for e in os.scandir(base) if e.is_dir()])
+            return sorted(found or [])
+        entries = self._call(prefix, lambda: self.fs.ls(base, detail=True))
+        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
+                      if e.get("type") == "directory")
 
     # -- writes ------------------------------------------------------------------------------
 

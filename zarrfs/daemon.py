@@ -25,12 +25,13 @@ from collections.abc import Callable
 import pyfuse3
 import trio
 
-from .array import ZarrArray
-from .errors import ZarrfsError
+from .array import Shared
+from .errors import MetadataError, ZarrfsError
+from .formats import discover
 from .fuse import ZarrOperations
 from .options import MountOptions
 from .store import Store
-from .views import Namespace
+from .tree import Tree
 
 log = logging.getLogger("zarrfs")
 
@@ -103,19 +104,21 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
     _bound_malloc()
+    shared = Shared(options.cache_bytes, options.threads)
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only)
-        array = ZarrArray.open(store, cache_bytes=options.cache_bytes, threads=options.threads)
+        tree = open_tree(store, shared, options.byteorder)
     except ZarrfsError as e:
+        shared.close()
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
-    namespace = Namespace(array, array.metadata.chunk_key_encoding, options.byteorder)
-    operations = ZarrOperations(array, namespace, options)
+    operations = ZarrOperations(tree, options, read_only=store.read_only)
     try:
         pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source)))
     except (RuntimeError, OSError) as e:
         ready(f"cannot mount on {mountpoint}: {e}")
-        array.close()
+        tree.close()
+        shared.close()
         return 1
 
     def on_serving() -> None:
@@ -131,13 +134,27 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         trio.run(operations.serve, mountpoint, on_serving)
     finally:
         _notify_systemd_stopping()
-        if not _final_flush(array):
+        if not _final_flush(tree):
             status = 1
         with contextlib.suppress(Exception):
             pyfuse3.close(unmount=True)
-        array.close()
+        tree.close()
+        shared.close()
         log.info("unmounted %s", mountpoint)
     return status
+
+
+def open_tree(store: Store, shared: Shared, byteorder: str) -> Tree:
+    """The tree of what `store` holds. An array at the root must open, or the mount fails."""
+    root = discover(store.get, "")
+    if root is None:
+        raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
+    tree = Tree(store, root, shared, byteorder)
+    if root.kind == "array":
+        opened = tree.open_array("")
+        if opened.problem is not None:
+            raise ZarrfsError(opened.problem)
+    return tree
 
 
 def _bound_malloc() -> None:
@@ -153,17 +170,18 @@ def _bound_malloc() -> None:
         log.debug("mallopt unavailable: %s", e)
 
 
-def _final_flush(array: ZarrArray) -> bool:
+def _final_flush(tree: Tree) -> bool:
     """Write back everything dirty, retrying while the store is failing."""
     deadline = time.monotonic() + FINAL_FLUSH_SECONDS
     delay = 0.5
     while True:
         try:
-            array.flush()
+            for array in tree.opened_arrays():
+                array.flush()
             return True
         except (OSError, ZarrfsError) as e:
             if time.monotonic() + delay > deadline:
-                log.error("gave up writing %d dirty bytes back: %s", array.dirty_bytes, e)
+                log.error("gave up writing %d dirty bytes back: %s", tree.shared.cache.dirty_bytes, e)
                 return False
             log.warning("write-back failed (%s); retrying in %.1f s", e, delay)
             time.sleep(delay)

@@ -1,0 +1,128 @@
+"""What every array of a mount shares: one chunk cache bounded in bytes, one shard-index
+cache, and one set of worker threads. N arrays never mean N pools or N caches.
+
+Entries are keyed by (array id, read-chunk index). The cache only does bookkeeping (costs,
+least-recently-used order, eviction of clean entries); the arrays decide what goes in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..grid import Index
+
+DEFAULT_CACHE_BYTES = 256 << 20
+ENTRY_OVERHEAD = 512
+CacheKey = tuple[int, Index]
+
+
+@dataclass
+class Entry:
+    """A decoded read chunk in the cache."""
+
+    data: np.ndarray
+    nbytes: int  # what it costs the cache (0 for the shared fill chunk)
+    version: int = 0  # bumped by every write
+    saved_version: int = 0  # the version known to be in the store
+    written: np.ndarray | None = None  # which elements were written before the chunk was read
+    unwritten: int = 0  # how many elements of `written` are still False
+    flushing: bool = False  # a write-back holds `data`; writers copy before changing it
+
+    @property
+    def dirty(self) -> bool:
+        return self.version != self.saved_version
+
+
+class ChunkCache:
+    """Decoded chunks of every array of a mount, under one lock and one byte limit."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.lock = threading.Lock()
+        self.entries: OrderedDict[CacheKey, Entry] = OrderedDict()
+        self.total_bytes = 0
+        self.dirty_bytes = 0
+        # Shard indexes: small, read for every partial read of a shard; their own budget.
+        self.indexes: OrderedDict[CacheKey, Any] = OrderedDict()
+        self.index_bytes = 0
+        self.index_budget = max(capacity // 8, 1 << 20)
+
+    def evict(self) -> None:
+        """Drop least recently used clean entries until the cache fits its limit."""
+        with self.lock:
+            if self.total_bytes <= self.capacity:
+                return
+            for key in list(self.entries):
+                entry = self.entries[key]
+                if entry.dirty or entry.flushing:
+                    continue
+                del self.entries[key]
+                self.total_bytes -= entry.nbytes
+                if self.total_bytes <= self.capacity:
+                    return
+
+    def remember_index(self, key: CacheKey, index: Any, cost: Callable[[Any], int]) -> None:
+        with self.lock:
+            if key in self.indexes:
+                self.index_bytes -= cost(self.indexes.pop(key))
+            self.index_bytes += cost(index)
+            self.indexes[key] = index
+            while self.index_bytes > self.index_budget and len(self.indexes) > 1:
+                _, dropped = self.indexes.popitem(last=False)
+                self.index_bytes -= cost(dropped)
+
+    def forget_index(self, key: CacheKey, cost: Callable[[Any], int]) -> None:
+        with self.lock:
+            if key in self.indexes:
+                self.index_bytes -= cost(self.indexes.pop(key))
+
+    def drop_owner(self, owner: int) -> None:
+        """Forget every entry of an array being closed (its dirty data was flushed)."""
+        with self.lock:
+            for key in [k for k in self.entries if k[0] == owner]:
+                entry = self.entries.pop(key)
+                self.total_bytes -= entry.nbytes
+                if entry.dirty:
+                    self.dirty_bytes -= entry.nbytes
+            for key in [k for k in self.indexes if k[0] == owner]:
+                del self.indexes[key]
+
+
+class Shared:
+    """The cache and worker threads of one mount (or of one array used on its own)."""
+
+    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> None:
+        self.cache = ChunkCache(cache_bytes)
+        self.threads = threads or os.cpu_count() or 2
+        self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
+        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
+        self.writer_count = 4 * self.threads + 4
+        self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
+        self._ids = itertools.count(1)
+        self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+    def register(self, array: Any) -> int:
+        owner = next(self._ids)
+        self._arrays[owner] = array
+        return owner
+
+    def unregister(self, owner: int) -> None:
+        self._arrays.pop(owner, None)
+        self.cache.drop_owner(owner)
+
+    def dirty_arrays(self) -> list[Any]:
+        return [a for a in list(self._arrays.values()) if a.dirty_bytes]
+
+    def close(self) -> None:
+        self.loaders.shutdown(wait=True)
+        self.writers.shutdown(wait=True)

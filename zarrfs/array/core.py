@@ -1,0 +1,306 @@
+"""Read and write regions of an array over its chunk grid.
+
+The unit of caching is the *read chunk*: the chunk itself, or the inner chunk when the
+array's codec is `sharding_indexed`, so a read fetches only the shard index (cached) and the
+inner chunks it touches. The unit of storing is the *write chunk* (the chunk or shard).
+
+Concurrency: every method is thread-safe. Loads run on the mount's worker threads,
+deduplicated (two readers of one chunk wait on one decode). Writes go into cached chunks; a
+partial write to a chunk that is not cached does not read it: the chunk records which
+elements were written and is merged with the stored one only when it is read or written back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from ..codecs import ChunkSpec, CodecError, Pipeline
+from ..errors import ChunkError, ReadOnlyError
+from ..formats import ArrayDescription
+from ..grid import Box, Index, Piece, cells_of
+from ..store import Store
+from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
+from .chunk_io import PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
+from .writeback import WriteBack
+
+log = logging.getLogger(__name__)
+
+
+class ZarrArray(WriteBack):
+    def __init__(
+        self,
+        store: Store,
+        description: ArrayDescription,
+        raw_metadata: bytes = b"",
+        *,
+        cache_bytes: int | None = None,
+        threads: int | None = None,
+        shared: Shared | None = None,
+    ) -> None:
+        self._owns_shared = shared is None
+        self.shared = shared or Shared(DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes, threads)
+        self.cache = self.shared.cache
+        self._lock = self.cache.lock
+        self.owner = self.shared.register(self)
+        self.store = store
+        self.metadata = description
+        self.raw_metadata = raw_metadata
+        self.data_type = description.data_type
+        self.shape = description.shape
+        self.chunk_shape = description.chunk_shape
+        self.grid_shape = description.grid_shape
+        self.pipeline = Pipeline.build(description.codecs, ChunkSpec(
+            description.chunk_shape, description.data_type, description.fill_value))
+        self.sharding = partial_read_sharding(self.pipeline)
+        self.stats = Stats()
+        self.io: PlainChunkIO
+        if self.sharding is None:
+            self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats)
+        else:
+            self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.cache, self.owner, self.stats)
+        self.read_chunk_shape = self.sharding.inner_shape if self.sharding else self.chunk_shape
+        self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
+        self._fill_chunk = self.read_chunk.fill_array()
+        self._fill_chunk.flags.writeable = False
+        self._loading: dict[Index, Future[Entry]] = {}
+        self._dirty_bytes = 0
+        self._flush_lock = threading.Lock()
+        # Only as many shard rebuilds at once as half the cache holds (each holds the old
+        # shard, its new inner chunks and the new shard).
+        writers = self.shared.writer_count
+        rebuild_cost = 3 * math.prod(description.chunk_shape) * description.data_type.itemsize
+        slots = max(1, min(writers, self.cache.capacity // 2 // rebuild_cost)) if self.sharding else writers
+        self._write_slots = threading.BoundedSemaphore(slots)
+
+    @classmethod
+    def open(cls, store: Store, **options: Any) -> ZarrArray:
+        """The array at the root of `store`, whatever its format (tests and commands)."""
+        from ..formats import discover
+        from ..errors import MetadataError
+
+        node = discover(store.get, "")
+        if node is None:
+            raise MetadataError("zarr.json", f"not found in {store.path('')!r} (nor .zarray or meta)")
+        raw = node.raw.get(node.files[0], b"")
+        return cls(store, node.describe(), raw, **options)
+
+    @classmethod
+    def create(cls, store: Store, description: ArrayDescription, **options: Any) -> ZarrArray:
+        """A new Zarr v3 array."""
+        import json
+
+        raw = json.dumps(description.to_json(), indent=2).encode() + b"\n"
+        Pipeline.build(description.codecs, ChunkSpec(description.chunk_shape, description.data_type,
+                                                     description.fill_value))  # refuse before writing
+        store.put("zarr.json", raw)
+        return cls(store, description, raw, **options)
+
+    def close(self) -> None:
+        self.shared.unregister(self.owner)
+        if self._owns_shared:
+            self.shared.close()
+
+    # -- geometry ----------------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    @property
+    def cache_bytes(self) -> int:
+        return self.cache.capacity
+
+    @property
+    def extended_shape(self) -> Index:
+        """The shape of the whole chunk grid, edge chunks included."""
+        return tuple(g * c for g, c in zip(self.grid_shape, self.chunk_shape, strict=True))
+
+    def chunk_key(self, chunk: Sequence[int]) -> str:
+        return self.metadata.chunk_key_encoding.key(chunk)
+
+    def _key(self, unit: Index) -> tuple[int, Index]:
+        return (self.owner, unit)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(self, box: Box) -> np.ndarray:
+        """The elements of `box` (array coordinates, edge chunks' overhang allowed).
+
+        May be a read-only view into the cache when the box lies in one chunk."""
+        pieces = list(cells_of(box, self.read_chunk_shape))
+        futures = self._start_loads(piece.cell for piece in pieces)
+        if len(pieces) == 1:
+            # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
+            selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)
+            view: np.ndarray = self._wait(pieces[0].cell, futures).data[selection]
+            view.flags.writeable = False  # a view of the cache: writes must go through write()
+            return view
+        out = np.empty(box.shape, dtype=self.data_type.storage)
+        for piece in pieces:
+            out[piece.in_box] = self._wait(piece.cell, futures).data[piece.in_cell]
+        return out
+
+    def prefetch(self, box: Box) -> None:
+        """Start loading the chunks of `box` in the background."""
+        self._start_loads(piece.cell for piece in cells_of(box, self.read_chunk_shape))
+
+    def _start_loads(self, units: Iterable[Index]) -> dict[Index, Future[Entry]]:
+        started: dict[Index, Future[Entry]] = {}
+        with self._lock:
+            for unit in units:
+                entry = self.cache.entries.get(self._key(unit))
+                if entry is not None and entry.written is None:
+                    continue
+                future = self._loading.get(unit)
+                if future is None:
+                    future = self.shared.loaders.submit(self._load, unit)
+                    self._loading[unit] = future
+                started[unit] = future
+        return started
+
+    def _wait(self, unit: Index, futures: dict[Index, Future[Entry]]) -> Entry:
+        """The complete cached entry of a read chunk, loading or merging it as needed."""
+        future = futures.get(unit)
+        if future is not None:
+            return future.result()
+        while True:
+            with self._lock:
+                entry = self.cache.entries.get(self._key(unit))
+                if entry is not None and entry.written is None:
+                    self.cache.entries.move_to_end(self._key(unit))
+                    return entry
+            # Another thread may finish the load in between: then nothing is started.
+            started = self._start_loads([unit])
+            if unit in started:
+                return started[unit].result()
+
+    def _load(self, unit: Index) -> Entry:
+        """Decode a read chunk from the store into the cache (worker thread)."""
+        try:
+            stored = self._fetch_decoded(unit)
+            with self._lock:
+                entry = self._install(unit, stored)
+        finally:
+            with self._lock:
+                self._loading.pop(unit, None)
+        self.cache.evict()
+        return entry
+
+    def _install(self, unit: Index, stored: np.ndarray | None) -> Entry:
+        """Put a freshly decoded chunk in the cache, merging writes made meanwhile."""
+        entry = self.cache.entries.get(self._key(unit))
+        if entry is not None and entry.written is None:
+            return entry  # a writer replaced the whole chunk while we read it
+        if entry is None:
+            data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
+            # A missing chunk shares the fill chunk; its entry still costs a little.
+            entry = Entry(data, ENTRY_OVERHEAD if stored is None else data.nbytes)
+            self.cache.entries[self._key(unit)] = entry
+            self.cache.total_bytes += entry.nbytes
+            return entry
+        # Merge: elements the writers set win over what the store holds.
+        assert entry.written is not None
+        merged = self.read_chunk.fill_array() if stored is None else np.array(stored, order="C")
+        np.copyto(merged, entry.data, where=entry.written)
+        entry.written = None
+        self._replace_data(entry, merged)
+        return entry
+
+    def _fetch_decoded(self, unit: Index) -> np.ndarray | None:
+        """A read chunk's decoded contents, or None when it is not stored (all fill)."""
+        chunk, inner = self.io.location(unit)
+        key = self.chunk_key(chunk)
+        try:
+            return self.io.fetch(key, chunk, inner)
+        except CodecError as e:
+            log.error("corrupt chunk %r: %s", self.store.path(key), e)
+            raise ChunkError(key, str(e)) from None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def write(self, box: Box, values: np.ndarray) -> None:
+        """Set the elements of `box` (values in the storage dtype, shaped like the box)."""
+        if self.read_only:
+            raise ReadOnlyError("the array is read-only")
+        self._make_room()
+        for piece in cells_of(box, self.read_chunk_shape):
+            self._write_piece(piece, values[piece.in_box])
+
+    def _write_piece(self, piece: Piece, values: np.ndarray) -> None:
+        unit, in_cell = piece.cell, piece.in_cell
+        while True:
+            with self._lock:
+                pending = self._loading.get(unit)
+                if pending is None:
+                    entry = self.cache.entries.get(self._key(unit)) or self._new_entry(unit, piece.covers_cell)
+                    self.cache.entries.move_to_end(self._key(unit))
+                    if entry.flushing or not entry.data.flags.writeable:
+                        self._replace_data(entry, np.array(entry.data, order="C"))
+                    entry.data[in_cell] = values
+                    if entry.written is not None:
+                        self._mark_written(entry, in_cell)
+                    self._clear_overhang(unit, entry.data)
+                    if not entry.dirty:
+                        self._count_dirty(entry.nbytes)
+                    entry.version += 1
+                    break
+            pending.result()  # let a load in flight finish first, then write into its result
+        self.cache.evict()
+
+    def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> None:
+        """Record written elements; once all are written the stored chunk is never needed."""
+        assert entry.written is not None
+        region = entry.written[in_cell]
+        entry.unwritten -= region.size - int(np.count_nonzero(region))
+        region[...] = True
+        if entry.unwritten == 0:
+            entry.written = None
+            self._replace_data(entry, entry.data)
+
+    def _new_entry(self, unit: Index, covered: bool) -> Entry:
+        """A chunk about to be written without reading it: fill value plus a written-mask."""
+        written = None if covered else np.zeros(self.read_chunk_shape, dtype=bool)
+        entry = Entry(self._fill_chunk, 0, written=written, unwritten=math.prod(self.read_chunk_shape))
+        self.cache.entries[self._key(unit)] = entry
+        self._replace_data(entry, self.read_chunk.fill_array())
+        return entry
+
+    def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:
+        """Elements of an edge chunk outside the array hold the fill value."""
+        fill = self._fill_chunk.reshape(-1)[0]
+        for d, (u, c, s) in enumerate(zip(unit, self.read_chunk_shape, self.shape, strict=True)):
+            inside = s - u * c
+            if inside < c:
+                data[(slice(None),) * d + (slice(max(inside, 0), None),)] = fill
+
+    def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
+        """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
+        entry.data = data
+        entry.flushing = False
+        nbytes = data.nbytes + (0 if entry.written is None else entry.written.nbytes)
+        self.cache.total_bytes += nbytes - entry.nbytes
+        if entry.dirty:
+            self._count_dirty(nbytes - entry.nbytes)
+        entry.nbytes = nbytes
+
+    def _count_dirty(self, delta: int) -> None:
+        self._dirty_bytes += delta
+        self.cache.dirty_bytes += delta
+
+    # -- information -------------------------------------------------------------------------
+
+    @property
+    def cached_bytes(self) -> int:
+        return self.cache.total_bytes
+
+    def stored_chunk_count(self) -> int:
+        """How many chunk (or shard) objects the store holds."""
+        encoding = self.metadata.chunk_key_encoding
+        return sum(1 for key in self.store.list() if encoding.parse(key, len(self.shape)) is not None)

@@ -1,0 +1,20 @@
+"""Zarr v3, v2 and v1 metadata -> one format-neutral `ArrayDescription`; node discovery."""
+
+from .description import ArrayDescription, ChunkKeyEncoding, CodecSpec, is_index_text
+from .dtypes import CORE_TYPES, DataType, fill_value_to_json, parse_user_fill_value
+from .nodes import NodeMetadata, children_of, consolidated_children, discover
+
+__all__ = [
+    "CORE_TYPES",
+    "ArrayDescription",
+    "ChunkKeyEncoding",
+    "CodecSpec",
+    "DataType",
+    "NodeMetadata",
+    "children_of",
+    "consolidated_children",
+    "discover",
+    "fill_value_to_json",
+    "is_index_text",
+    "parse_user_fill_value",
+]

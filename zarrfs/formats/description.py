@@ -1,0 +1,148 @@
+"""The format-neutral description of an array: what every layer below `formats` sees.
+
+Zarr v3, v2 and v1 metadata all become an `ArrayDescription`: shape, data type, regular chunk
+grid, chunk key encoding, fill value bits and a codec chain in v3 terms (v2's `order: F` is a
+transpose, its filters and compressor run on the serialized bytes, its dtype's byte order is
+the bytes codec's). Nothing below this layer asks which format it serves.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import MetadataError
+from .dtypes import DataType
+
+MAX_RANK = 32
+# A flat view must fit an off_t; anything near it is a mistake, not an array.
+MAX_ARRAY_BYTES = 1 << 62
+# One read chunk is decoded into memory at once.
+MAX_CHUNK_BYTES = 1 << 32
+
+
+@dataclass(frozen=True)
+class CodecSpec:
+    """One codec of a chain: a name and its configuration, with where it came from."""
+
+    name: str
+    configuration: Mapping[str, Any]
+    member: str  # e.g. "codecs[2]" or "compressor", for error messages
+
+    def option(self, key: str) -> str:
+        return f"{self.member}.configuration.{key}"
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    name: str  # "default" (v3) or "v2" (v3's v2 encoding, v2 and v1)
+    separator: str
+
+    def key(self, index: Sequence[int]) -> str:
+        if self.name == "default":
+            return self.separator.join(["c", *map(str, index)])
+        return self.separator.join(map(str, index)) if index else "0"
+
+    def parse(self, key: str, rank: int) -> tuple[int, ...] | None:
+        """The grid index a key names, or None when it is not a well-formed key of this rank."""
+        parts = key.split(self.separator)
+        if self.name == "default":
+            if parts[0] != "c":
+                return None
+            parts = parts[1:]
+        elif rank == 0:
+            return () if key == "0" else None
+        if len(parts) != rank or not all(is_index_text(p) for p in parts):
+            return None
+        return tuple(int(p) for p in parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"separator": self.separator}}
+
+
+def is_index_text(text: str) -> bool:
+    """Whether `text` is a grid index as keys write it: ASCII digits, no leading zero.
+    (str.isdigit alone admits '²' and digit strings too long for int().)"""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit() and (text == "0" or text[0] != "0")
+
+
+@dataclass(frozen=True)
+class ArrayDescription:
+    shape: tuple[int, ...]
+    data_type: DataType
+    chunk_shape: tuple[int, ...]
+    chunk_key_encoding: ChunkKeyEncoding
+    fill_value: bytes  # raw bits of one element, native byte order
+    codecs: tuple[CodecSpec, ...]
+    dimension_names: tuple[str | None, ...] | None = None
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    zarr_format: int = 3
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def grid_shape(self) -> tuple[int, ...]:
+        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.data_type.itemsize
+
+    def to_json(self) -> dict[str, Any]:
+        """The Zarr v3 document of a description whose codecs are v3 codecs."""
+        from .v3 import description_to_json
+
+        return description_to_json(self)
+
+
+def parse_shape(value: object, member: str, *, allow_zero: bool) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise MetadataError(member, f"expected a list of integers, got {value!r}")
+    if len(value) > MAX_RANK:
+        raise MetadataError(member, f"rank {len(value)} is above the limit of {MAX_RANK}")
+    lowest = 0 if allow_zero else 1
+    for i, n in enumerate(value):
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise MetadataError(f"{member}[{i}]", f"expected an integer, got {n!r}")
+        if n < lowest:
+            raise MetadataError(f"{member}[{i}]", f"must be at least {lowest}, got {n}")
+    return tuple(value)
+
+
+def parse_chunk_shape(value: object, member: str, rank: int) -> tuple[int, ...]:
+    chunk_shape = parse_shape(value, member, allow_zero=False)
+    if len(chunk_shape) != rank:
+        raise MetadataError(member, f"rank {len(chunk_shape)} does not match shape rank {rank}")
+    return chunk_shape
+
+
+def check_sizes(shape: tuple[int, ...], chunk_shape: tuple[int, ...], dtype: DataType, chunk_member: str) -> None:
+    if math.prod(shape) * dtype.itemsize > MAX_ARRAY_BYTES:
+        raise MetadataError("shape", f"{list(shape)} of {dtype.name} is too large to address")
+    if math.prod(chunk_shape) * dtype.itemsize > MAX_CHUNK_BYTES:
+        raise MetadataError(
+            chunk_member, f"{list(chunk_shape)} of {dtype.name} exceeds {MAX_CHUNK_BYTES} bytes per chunk"
+        )
+
+
+def parse_attributes(value: object, member: str = "attributes") -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise MetadataError(member, f"expected an object, got {value!r}")
+    return dict(value)
+
+
+def load_json_object(raw: bytes | str, name: str) -> dict[str, Any]:
+    """A metadata document's JSON object; every problem is a MetadataError naming the file."""
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise MetadataError(name, f"not valid JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise MetadataError(name, "expected a JSON object")
+    return doc

@@ -1,0 +1,76 @@
+"""Zarr v1: the `meta` document (with `attrs`) -> an `ArrayDescription`.
+
+v1 (the spec in shared/reference) has one compressor and no filters: `compression` is
+none, zlib, bz2 or blosc with `compression_opts`; chunk keys are `i.j.k`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import MetadataError
+from .description import (
+    ArrayDescription,
+    ChunkKeyEncoding,
+    CodecSpec,
+    check_sizes,
+    load_json_object,
+    parse_attributes,
+    parse_chunk_shape,
+    parse_shape,
+)
+from .v2 import BUFFER_CODEC_PREFIX, parse_dtype, parse_order, parse_v2_fill_value, transpose_for
+
+METADATA_KEY = "meta"
+ATTRIBUTES_KEY = "attrs"
+
+
+def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> ArrayDescription:
+    doc = load_json_object(raw, METADATA_KEY)
+    attrs = {} if attributes is None else load_json_object(attributes, ATTRIBUTES_KEY)
+    if doc.get("zarr_format") != 1:
+        raise MetadataError("zarr_format", f"expected 1, got {doc.get('zarr_format')!r}")
+    shape = parse_shape(_require(doc, "shape"), "shape", allow_zero=True)
+    chunk_shape = parse_chunk_shape(_require(doc, "chunks"), "chunks", len(shape))
+    data_type = parse_dtype(_require(doc, "dtype"))
+    check_sizes(shape, chunk_shape, data_type, "chunks")
+    codecs = [
+        *transpose_for(parse_order(_require(doc, "order")), len(shape)),
+        CodecSpec("bytes", {}, "dtype"),
+        *_compressor(_require(doc, "compression"), doc.get("compression_opts")),
+    ]
+    return ArrayDescription(
+        shape=shape,
+        data_type=data_type,
+        chunk_shape=chunk_shape,
+        chunk_key_encoding=ChunkKeyEncoding("v2", "."),
+        fill_value=parse_v2_fill_value(_require(doc, "fill_value"), data_type),
+        codecs=tuple(codecs),
+        attributes=parse_attributes(attrs, ATTRIBUTES_KEY),
+        zarr_format=1,
+    )
+
+
+def _require(doc: Mapping[str, Any], member: str) -> Any:
+    if member not in doc:
+        raise MetadataError(member, "missing")
+    return doc[member]
+
+
+def _compressor(name: object, options: object) -> list[CodecSpec]:
+    if name in (None, "none"):
+        return []
+    if name in ("zlib", "bz2"):
+        level = 1 if options is None else options
+        if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 9:
+            raise MetadataError("compression_opts", f"expected a level from 0 to 9, got {options!r}")
+        return [CodecSpec(BUFFER_CODEC_PREFIX + str(name), {"level": level}, "compression")]
+    if name == "blosc":
+        if not isinstance(options, Mapping):
+            raise MetadataError("compression_opts", f"expected an object for blosc, got {options!r}")
+        allowed = {"cname", "clevel", "shuffle"}
+        if set(options) - allowed:
+            raise MetadataError("compression_opts", f"unknown blosc options {sorted(set(options) - allowed)}")
+        return [CodecSpec(BUFFER_CODEC_PREFIX + "blosc", dict(options), "compression")]
+    raise MetadataError("compression", f"unknown compression {name!r} (none, zlib, bz2 or blosc)")
