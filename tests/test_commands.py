@@ -335,8 +335,18 @@ BAD_METADATA = {
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
         "codecs": [{"name": "lz5"}]}).encode(), "lz5"),
-    "a-group": (b'{"zarr_format": 3, "node_type": "group"}', "group"),
 }
+
+
+def test_info_of_a_group_prints_its_tree(tmp_path: Path) -> None:
+    """A group is no longer an error: `info` lists it (groups are mounted since issue 8)."""
+    path = tmp_path / "group.zarr"
+    (path / "empty").mkdir(parents=True)
+    (path / "zarr.json").write_bytes(b'{"zarr_format": 3, "node_type": "group"}')
+    (path / "empty" / "zarr.json").write_bytes(b'{"zarr_format": 3, "node_type": "group"}')
+    result = zarrfs("info", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["/", "group", "(zarr", "v3)", "/empty", "group", "(zarr", "v3)"]
 
 
 @pytest.mark.parametrize("name", list(BAD_METADATA))

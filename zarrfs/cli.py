@@ -71,11 +71,11 @@ def _option_args(groups: list[str]) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="zarrfs", description="Mount a Zarr v3 array as files.")
+    parser = _Parser(prog="zarrfs", description="Mount Zarr arrays and groups (v3, v2, v1) as files.")
     parser.add_argument("--version", action="version", version=f"zarrfs {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    mount = commands.add_parser("mount", help="mount an array on a directory")
+    mount = commands.add_parser("mount", help="mount an array or a group on a directory")
     mount.add_argument("source", help="a path or an fsspec URL (s3://, gcs://, memory://, ...)")
     mount.add_argument("mountpoint")
     mount.add_argument("-o", dest="options", action="append", default=[],
@@ -83,7 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     mount.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
     mount.set_defaults(run=_run_mount)
 
-    info = commands.add_parser("info", help="describe an array")
+    info = commands.add_parser("info", help="describe an array, or the tree of a group")
     info.add_argument("source")
     info.add_argument("-o", dest="options", action="append", default=[],
                       help="store options, as for mount (endpoint_url=, anon, profile=)")

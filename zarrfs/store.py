@@ -154,15 +154,15 @@ class Store:
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
 
-    def list_dirs(self, prefix: str = "") -> list[str]:
+    def list_dirs(self, prefix: str = "") -> tuple[str, ...]:
         """The names of the directories (common prefixes) directly below `prefix`."""
         base = self.path(prefix)
         if self.is_local:
             found = self._call(prefix, lambda: [e.name for e in os.scandir(base) if e.is_dir()])
-            return sorted(found or [])
+            return tuple(sorted(found or []))
         entries = self._call(prefix, lambda: self.fs.ls(base, detail=True))
-        return sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
-                      if e.get("type") == "directory")
+        return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
+                            if e.get("type") == "directory"))
 
     # -- writes ------------------------------------------------------------------------------
 

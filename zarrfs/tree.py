@@ -144,7 +144,8 @@ class Tree:
             if child is None:
                 return None
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
-        if directory.role == ARRAY and name in (DATA_NAME, CHUNKS_NAME) and self.open_array(directory.path).array:
+        opened = self.open_array(directory.path).array if directory.role == ARRAY else None
+        if opened is not None and name in (DATA_NAME, CHUNKS_NAME):
             return Ref(directory.path, DATA) if name == DATA_NAME else Ref(directory.path, CHUNKS)
         return None
 

@@ -208,8 +208,8 @@ def metadata_cases() -> dict[str, MetadataCase]:
         "data_type_unknown": (dumps(base_doc(data_type="int128")), "data_type"),
         "data_type_numpy_str": (dumps(base_doc(data_type="<i4")), "data_type"),
         "data_type_object": (
-            dumps(base_doc(data_type={"name": "numpy.datetime64", "configuration": {"unit": "s"}})),
-            "data_type",
+            dumps(base_doc(data_type={"name": "numpy.datetime64", "configuration": {"unit": "parsec"}})),
+            "data_type.configuration",
         ),
         "data_type_case": (dumps(base_doc(data_type="Int32")), "data_type"),
         # chunk key encoding

@@ -19,6 +19,7 @@ import errno
 import functools
 import glob
 import http.server
+import json
 import os
 import pickle
 import re
@@ -46,14 +47,13 @@ from mounting import ZARRFS, is_mounted, mounted
 
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from tests.reliability.s3_server import S3Server
-from zarrfs.array import ZarrArray
+from zarrfs.array import Shared, ZarrArray
 from zarrfs.cli import main as zarrfs_main
-from zarrfs.formats.dtypes import DATA_TYPES
-from zarrfs.grid import Box
+from zarrfs.formats import ChunkKeyEncoding, discover
 from zarrfs.formats.v3 import metadata_from_json
-from zarrfs.formats import ChunkKeyEncoding
+from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views import ChunkFileNode, Namespace, Node, RootDir
+from zarrfs.tree import CHUNK, Ref, Tree
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -121,27 +121,37 @@ def errno_of(action: Callable[[], object]) -> int:
 # -- (a) names: the views layer ---------------------------------------------------------------
 
 
-@dataclass
-class FakeArray:
-    """Just what a Namespace needs of an array (views.RegionArray); no store behind it."""
+class Namespace:
+    """The names of a mounted array's tree (zarrfs.tree over a store holding only its
+    metadata): lookups and listings never read a chunk."""
 
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]
-    data_type = DATA_TYPES["int32"]
-    raw_metadata = b"{}"
-    read_only = False
+    def __init__(self, encoding: tuple[str, str], geometry: Any) -> None:
+        shape, chunks = geometry
+        self.encoding = ChunkKeyEncoding(*encoding)
+        self.grid = tuple(-(-s // c) for s, c in zip(shape, chunks, strict=True))
+        doc = array_doc(shape, chunks, encoding)
+        store = Store.open(f"memory://security/{encoding[0]}{encoding[1]}{len(shape)}")
+        store.put("zarr.json", json.dumps(doc).encode())
+        root = discover(store.get, "")
+        assert root is not None
+        self.tree = Tree(store, root, Shared(1 << 20, 1), "little")
 
-    @property
-    def grid_shape(self) -> tuple[int, ...]:
-        return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
+    def lookup(self, directory: Ref, name: str) -> Ref | None:
+        return self.tree.lookup(directory, name)
 
-    def read(self, box: Box) -> np.ndarray:
-        raise AssertionError("a lookup must not read")
+    def listdir(self, directory: Ref) -> list[tuple[str, Ref]]:
+        found = []
+        for name in self.tree.names(directory):
+            node = self.tree.lookup(directory, name)
+            assert node is not None, name
+            found.append((name, node))
+        return found
 
-    write = prefetch = read
-
-    def chunk_key(self, chunk: Any) -> str:
-        raise AssertionError("unused")
+    def chunk_index(self, node: Ref) -> tuple[int, ...] | None:
+        names = self.tree.open_array(node.path).names
+        assert names is not None
+        resolved = names.resolve(node.parts)
+        return resolved[1] if resolved is not None and node.role == CHUNK else None
 
 
 ENCODINGS = [("default", "/"), ("default", "."), ("v2", "."), ("v2", "/")]
@@ -156,24 +166,22 @@ def namespace_id(param: Any) -> str:
 
 @functools.cache
 def make_namespace(encoding: tuple[str, str], geometry: Any) -> Namespace:
-    shape, chunks = geometry
-    array = FakeArray(shape, chunks)
-    return Namespace(array, ChunkKeyEncoding(*encoding), "little")  # type: ignore[arg-type]
+    return Namespace(encoding, geometry)
 
 
-def directories(namespace: Namespace) -> list[Node]:
+def directories(namespace: Namespace) -> list[Ref]:
     """Every directory of the tree, found by listing (the grids here are small)."""
-    found: list[Node] = [RootDir()]
+    found: list[Ref] = [namespace.tree.root]
     position = 0
     while position < len(found):
         for _, child in namespace.listdir(found[position]):
-            if namespace.is_dir(child):
+            if child.is_dir:
                 found.append(child)
         position += 1
     return found
 
 
-def listed(namespace: Namespace, directory: Node) -> dict[str, Node]:
+def listed(namespace: Namespace, directory: Ref) -> dict[str, Ref]:
     return dict(namespace.listdir(directory))
 
 
@@ -248,8 +256,9 @@ def test_every_resolvable_chunk_maps_to_a_key_inside_the_array(param: Any) -> No
     for directory in directories(namespace):
         for name, node in namespace.listdir(directory):
             assert namespace.lookup(directory, name) == node  # listed names resolve
-            if isinstance(node, ChunkFileNode):
-                chunks.append(node.index)
+            index = namespace.chunk_index(node)
+            if index is not None:
+                chunks.append(index)
     assert sorted(chunks) == sorted(np.ndindex(*grid))
     store = Store(LocalFileSystem(), "/srv/array")
     for index in chunks:

@@ -26,14 +26,14 @@ from ..errors import ChunkError, ReadOnlyError
 from ..formats import ArrayDescription
 from ..grid import Box, Index, Piece, cells_of
 from ..store import Store
+from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
 from .chunk_io import PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
-from .writeback import WriteBack
 
 log = logging.getLogger(__name__)
 
 
-class ZarrArray(WriteBack):
+class ZarrArray:
     def __init__(
         self,
         store: Store,
@@ -82,8 +82,8 @@ class ZarrArray(WriteBack):
     @classmethod
     def open(cls, store: Store, **options: Any) -> ZarrArray:
         """The array at the root of `store`, whatever its format (tests and commands)."""
-        from ..formats import discover
         from ..errors import MetadataError
+        from ..formats import discover
 
         node = discover(store.get, "")
         if node is None:
@@ -229,7 +229,7 @@ class ZarrArray(WriteBack):
         """Set the elements of `box` (values in the storage dtype, shaped like the box)."""
         if self.read_only:
             raise ReadOnlyError("the array is read-only")
-        self._make_room()
+        writeback.make_room(self)
         for piece in cells_of(box, self.read_chunk_shape):
             self._write_piece(piece, values[piece.in_box])
 
@@ -239,7 +239,9 @@ class ZarrArray(WriteBack):
             with self._lock:
                 pending = self._loading.get(unit)
                 if pending is None:
-                    entry = self.cache.entries.get(self._key(unit)) or self._new_entry(unit, piece.covers_cell)
+                    entry = self.cache.entries.get(self._key(unit))
+                    if entry is None:
+                        entry = self._new_entry(unit, piece.covers_cell)
                     self.cache.entries.move_to_end(self._key(unit))
                     if entry.flushing or not entry.data.flags.writeable:
                         self._replace_data(entry, np.array(entry.data, order="C"))
@@ -289,6 +291,16 @@ class ZarrArray(WriteBack):
         if entry.dirty:
             self._count_dirty(nbytes - entry.nbytes)
         entry.nbytes = nbytes
+
+    # -- write-back (zarrfs.array.writeback) ---------------------------------------------------
+
+    @property
+    def dirty_bytes(self) -> int:
+        return self._dirty_bytes
+
+    def flush(self) -> None:
+        """Write every dirty chunk to the store. On failure the data stays dirty for a retry."""
+        writeback.flush(self)
 
     def _count_dirty(self, delta: int) -> None:
         self._dirty_bytes += delta

@@ -5,7 +5,6 @@ all: when the store is failing it is refused only once dirty data would exceed t
 from __future__ import annotations
 
 import logging
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -23,78 +22,69 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class WriteBack:
-    """The write-back half of ZarrArray (a mixin: it shares the array's cache entries)."""
-
-    _flush_lock: threading.Lock
-    _write_slots: threading.BoundedSemaphore
-    _dirty_bytes: int
-
-    @property
-    def dirty_bytes(self) -> int:
-        return self._dirty_bytes
-
-    def flush(self: ZarrArray) -> None:
-        """Write every dirty chunk to the store. On failure the data stays dirty for a retry."""
-        with self._flush_lock:
-            with self._lock:
-                groups: defaultdict[Index, list[Index]] = defaultdict(list)
-                for (owner, unit), entry in self.cache.entries.items():
-                    if owner == self.owner and entry.dirty:
-                        groups[self.io.location(unit)[0]].append(unit)
-            jobs: dict[Index, Future[None]] = {
-                chunk: self.shared.writers.submit(self._flush_chunk, chunk, units)
-                for chunk, units in groups.items()
-            }
-            failure: Exception | None = None
-            for chunk, job in jobs.items():
-                try:
-                    job.result()
-                except (OSError, ChunkError) as e:
-                    log.error("write-back of %r failed: %s", self.store.path(self.chunk_key(chunk)), e)
-                    failure = failure or e
-            if failure is None:
-                try:
-                    self.store.sync_directories(self.chunk_key(chunk) for chunk in jobs)
-                except OSError as e:
-                    failure = e
-            if failure is not None:
-                raise failure
-        self.cache.evict()
-
-    def _make_room(self: ZarrArray) -> None:
-        """Write back before dirty data fills the cache (every array of the mount shares it)."""
-        if self.cache.dirty_bytes <= self.cache.capacity // 2:
-            return
-        arrays: list[Callable[[], None]] = [self.flush] + [
-            a.flush for a in self.shared.dirty_arrays() if a is not self]
-        for flush in arrays:
+def flush(array: ZarrArray) -> None:
+    """Write every dirty chunk of an array to the store. On failure the data stays dirty."""
+    with array._flush_lock:
+        with array._lock:
+            groups: defaultdict[Index, list[Index]] = defaultdict(list)
+            for (owner, unit), entry in array.cache.entries.items():
+                if owner == array.owner and entry.dirty:
+                    groups[array.io.location(unit)[0]].append(unit)
+        jobs: dict[Index, Future[None]] = {
+            chunk: array.shared.writers.submit(_flush_chunk, array, chunk, units)
+            for chunk, units in groups.items()
+        }
+        failure: Exception | None = None
+        for chunk, job in jobs.items():
             try:
-                flush()
-            except (OSError, ChunkError):
-                if self.cache.dirty_bytes > self.cache.capacity:
-                    raise
-                log.warning("write-back failed; keeping %d dirty bytes for a retry", self.cache.dirty_bytes)
+                job.result()
+            except (OSError, ChunkError) as e:
+                log.error("write-back of %r failed: %s", array.store.path(array.chunk_key(chunk)), e)
+                failure = failure or e
+        if failure is None:
+            try:
+                array.store.sync_directories(array.chunk_key(chunk) for chunk in jobs)
+            except OSError as e:
+                failure = e
+        if failure is not None:
+            raise failure
+    array.cache.evict()
 
-    def _flush_chunk(self: ZarrArray, chunk: Index, units: list[Index]) -> None:
-        with self._write_slots:
-            self._write_back(chunk, units)
+def make_room(array: ZarrArray) -> None:
+    """Write back before dirty data fills the cache (every array of the mount shares it)."""
+    if array.cache.dirty_bytes <= array.cache.capacity // 2:
+        return
+    flushes: list[Callable[[], None]] = [array.flush] + [
+        a.flush for a in array.shared.dirty_arrays() if a is not array]
+    for flush_one in flushes:
+        try:
+            flush_one()
+        except (OSError, ChunkError):
+            if array.cache.dirty_bytes > array.cache.capacity:
+                raise
+            log.warning("write-back failed; keeping %d dirty bytes for a retry", array.cache.dirty_bytes)
 
-    def _write_back(self: ZarrArray, chunk: Index, units: list[Index]) -> None:
-        for unit in units:
-            if self.cache.entries[self._key(unit)].written is not None:
-                self._wait(unit, {})  # merge with what is stored before encoding
-        with self._lock:
-            snapshot: dict[Index, Entry] = {unit: self.cache.entries[self._key(unit)] for unit in units}
-            versions = {unit: entry.version for unit, entry in snapshot.items()}
-            arrays: dict[Index, np.ndarray] = {unit: entry.data for unit, entry in snapshot.items()}
-            for entry in snapshot.values():
-                entry.flushing = True
-        self.io.put(self.chunk_key(chunk), chunk, arrays)
-        with self._lock:
-            for unit, entry in snapshot.items():
-                if entry.data is arrays[unit]:
-                    entry.flushing = False
-                if entry.version == versions[unit]:  # else written meanwhile: still dirty
-                    self._count_dirty(-entry.nbytes)
-                entry.saved_version = versions[unit]
+
+def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
+    with array._write_slots:
+        _write_back(array, chunk, units)
+
+
+def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
+    for unit in units:
+        if array.cache.entries[array._key(unit)].written is not None:
+            array._wait(unit, {})  # merge with what is stored before encoding
+    with array._lock:
+        snapshot: dict[Index, Entry] = {unit: array.cache.entries[array._key(unit)] for unit in units}
+        versions = {unit: entry.version for unit, entry in snapshot.items()}
+        arrays: dict[Index, np.ndarray] = {unit: entry.data for unit, entry in snapshot.items()}
+        for entry in snapshot.values():
+            entry.flushing = True
+    array.io.put(array.chunk_key(chunk), chunk, arrays)
+    with array._lock:
+        for unit, entry in snapshot.items():
+            if entry.data is arrays[unit]:
+                entry.flushing = False
+            if entry.version == versions[unit]:  # else written meanwhile: still dirty
+                array._count_dirty(-entry.nbytes)
+            entry.saved_version = versions[unit]

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..formats.dtypes import DataType
 from ..errors import MetadataError, ZarrfsError
 from ..formats.description import CodecSpec
+from ..formats.dtypes import DataType
 
 # What flows between bytes codecs: decoders fill preallocated numpy buffers and hand out views.
 BytesLike = bytes | bytearray | memoryview

@@ -144,7 +144,8 @@ class NumcodecsArrayCodec(ArrayArrayCodec):
         try:
             sample = np.asarray(codec.encode(chunk.fill_array()))
         except _DECODE_ERRORS as e:
-            raise MetadataError(spec.member, f"{codec.codec_id} cannot encode {chunk.data_type.name}: {e}") from None
+            problem = f"{codec.codec_id} cannot encode {chunk.data_type.name}: {e}"
+            raise MetadataError(spec.member, problem) from None
         # zarr-python keeps the chunk's shape unless the codec changes the element count.
         size = math.prod(chunk.shape)
         shape = chunk.shape if sample.size == size else (sample.size,)

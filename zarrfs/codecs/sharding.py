@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..formats.dtypes import CORE_TYPES as DATA_TYPES
 from ..errors import MetadataError
 from ..formats.description import CodecSpec
+from ..formats.dtypes import CORE_TYPES as DATA_TYPES
 from ..formats.v3 import parse_codec_list
 from .base import (
     ArrayBytesCodec,

@@ -120,7 +120,9 @@ def parse_chunk_shape(value: object, member: str, rank: int) -> tuple[int, ...]:
     return chunk_shape
 
 
-def check_sizes(shape: tuple[int, ...], chunk_shape: tuple[int, ...], dtype: DataType, chunk_member: str) -> None:
+def check_sizes(
+    shape: tuple[int, ...], chunk_shape: tuple[int, ...], dtype: DataType, chunk_member: str
+) -> None:
     if math.prod(shape) * dtype.itemsize > MAX_ARRAY_BYTES:
         raise MetadataError("shape", f"{list(shape)} of {dtype.name} is too large to address")
     if math.prod(chunk_shape) * dtype.itemsize > MAX_CHUNK_BYTES:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from .description import ArrayDescription, load_json_object
 
 log = logging.getLogger(__name__)
 Get = Callable[[str], bytes | None]  # a store's get: bytes of a key, None when missing
-ListDirs = Callable[[str], list[str]]  # a store's directory names below a prefix
+ListDirs = Callable[[str], Sequence[str]]  # a store's directory names below a prefix
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,9 @@ def _v3_consolidated(doc: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]] 
     return {str(k): {v3.METADATA_KEY: v} for k, v in block["metadata"].items()}
 
 
-def _v2_node(get: Get, path: str, kind: str, key: str, raw: bytes, consolidated: bytes | None) -> NodeMetadata:
+def _v2_node(
+    get: Get, path: str, kind: str, key: str, raw: bytes, consolidated: bytes | None
+) -> NodeMetadata:
     attrs_raw = get(_join(path, v2.ATTRIBUTES_KEY))
     stored = {key: raw}
     files = [key]

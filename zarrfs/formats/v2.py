@@ -53,7 +53,8 @@ def metadata_from_json(doc: Mapping[str, Any], attributes: Mapping[str, Any]) ->
     codecs = [
         *transpose_for(order, len(shape)),
         CodecSpec("bytes", {}, "dtype"),
-        *(buffer_codec(f, f"filters[{i}]") for i, f in enumerate(_list_or_none(doc.get("filters"), "filters"))),
+        *(buffer_codec(f, f"filters[{i}]")
+          for i, f in enumerate(_list_or_none(doc.get("filters"), "filters"))),
     ]
     compressor = doc.get("compressor")
     if compressor is not None:

@@ -138,8 +138,9 @@ def _extension_dtype(name: str, config: Mapping[str, Any], member: str) -> np.dt
     if name == "structured":
         fields = config.get("fields")
         if not isinstance(fields, list) or not fields:
-            raise MetadataError(f"{member}.configuration.fields", f"expected a list of fields, got {fields!r}")
-        return np.dtype([_field(item, f"{member}.configuration.fields[{i}]") for i, item in enumerate(fields)])
+            raise MetadataError(f"{member}.configuration.fields", f"expected a list of fields: {fields!r}")
+        where = f"{member}.configuration.fields"
+        return np.dtype([_field(item, f"{where}[{i}]") for i, item in enumerate(fields)])
     raise MetadataError(member, f"unknown or unsupported data type {name!r}")
 
 

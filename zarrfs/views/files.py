@@ -7,9 +7,9 @@ on the `RegionArray` protocol, so they can be tested against a plain numpy array
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -53,11 +53,14 @@ class FileView(Protocol):
     @property
     def writable(self) -> bool: ...
 
-    # Served without the page cache: always current, even when another view of the same
-    # bytes was written (chunk files).
-    direct_io: bool
-    # Worth reading ahead of a sequential reader (decoding is the slow part).
-    prefetches: bool
+    @property
+    def direct_io(self) -> bool:
+        """Served without the page cache: always current, even when another view of the
+        same bytes was written (chunk files)."""
+
+    @property
+    def prefetches(self) -> bool:
+        """Worth reading ahead of a sequential reader (decoding is the slow part)."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...
