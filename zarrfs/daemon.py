@@ -110,11 +110,12 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         tree = open_tree(store, shared, options.byteorder)
     except ZarrfsError as e:
         shared.close()
-        ready(_public(f"cannot mount {source}: {e}"))
+        ready(_public(f"cannot mount {source}: {e}"))  # a store error may quote the URL
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only)
     try:
-        pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source)))
+        # /proc/mounts separates options with commas: none in the source shown there.
+        pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
     except (RuntimeError, OSError) as e:
         ready(f"cannot mount on {mountpoint}: {e}")
         tree.close()
@@ -297,9 +298,8 @@ def _absolute_source(source: str) -> str:
 
 
 def _public(text: str) -> str:
-    """A source (or a message naming one) as it may appear in /proc/mounts and logs:
-    no credentials in URLs, no commas."""
-    return re.sub(r"//[^/@\s]*@", "//", text).replace(",", "_")
+    """A source (or a message naming one) as it may appear in logs: no credentials in URLs."""
+    return re.sub(r"//[^/@\s]*@", "//", text)
 
 
 # -- logging and systemd ---------------------------------------------------------------------

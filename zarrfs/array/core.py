@@ -218,10 +218,19 @@ class ZarrArray:
         chunk, inner = self.io.location(unit)
         key = self.chunk_key(chunk)
         try:
-            return self.io.fetch(key, chunk, inner)
+            data = self.io.fetch(key, chunk, inner)
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
+        if data is not None and self._is_edge(unit):
+            # Outside the array a chunk holds the fill value, whatever a writer left there
+            # (v1 and v2 leave it undefined).
+            data = np.array(data, order="C")
+            self._clear_overhang(unit, data)
+        return data
+
+    def _is_edge(self, unit: Index) -> bool:
+        return any((u + 1) * c > s for u, c, s in zip(unit, self.read_chunk_shape, self.shape, strict=True))
 
     # -- writing -----------------------------------------------------------------------------
 

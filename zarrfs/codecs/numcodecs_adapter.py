@@ -14,7 +14,9 @@ before anything is allocated; every other result is checked against the limit af
 
 from __future__ import annotations
 
+import lzma
 import math
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +45,9 @@ BUFFER_PREFIX = "numcodecs-buffer."
 ARRAY_CODEC_IDS = {"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"}
 _BLOSC_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
-_DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, OSError)
+# What numcodecs' codecs raise on bad input (zlib, lzma and the C extensions have their own).
+_DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, OSError,
+                  zlib.error, lzma.LZMAError)
 
 
 def from_spec(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytesCodec:

@@ -144,6 +144,8 @@ def _integer_bits(value: object, dtype: DataType, member: str) -> bytes:
 
 
 def _base64_bits(value: object, dtype: DataType, member: str) -> bytes:
+    if isinstance(value, list) and all(isinstance(b, int) and 0 <= b < 256 for b in value):
+        value = base64.b64encode(bytes(value)).decode()  # r* types: a list of the bytes
     if not isinstance(value, str):
         raise MetadataError(member, f"expected base64 text for {dtype.name}, got {value!r}")
     try:
