@@ -23,7 +23,7 @@ import trio
 
 from .errors import ChunkError, MetadataError, ReadOnlyError, StoreError, ZarrfsError
 from .options import MountOptions
-from .tree import CHUNK, DATA, Ref, Tree
+from .tree import Ref, Tree
 from .views import FileTooLargeError, FileView
 
 log = logging.getLogger(__name__)
@@ -319,9 +319,8 @@ class ZarrOperations(pyfuse3.Operations):
         written = await self._in_thread(handle.view.write, offset, buf)
         handle.wrote = True
         self._mtime_ns = time.time_ns()
-        data_inode = self.tree.known_inode(Ref(handle.node.path, DATA))
-        if handle.node.role == CHUNK and data_inode is not None:
-            await trio.to_thread.run_sync(_invalidate_attributes, data_inode)
+        for inode in self.tree.sharing_bytes(handle.node):
+            await trio.to_thread.run_sync(_invalidate_attributes, inode)
         return written
 
     @_boundary

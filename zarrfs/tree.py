@@ -106,6 +106,14 @@ class Tree:
         with self._lock:
             return number if number in self._refs else None
 
+    def sharing_bytes(self, ref: Ref) -> list[int]:
+        """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's
+        bytes are also in its array's `data`), so a write to `ref` must make them stale."""
+        if ref.role != CHUNK:
+            return []
+        data = self.known_inode(Ref(ref.path, DATA))
+        return [] if data is None else [data]
+
     def forget(self, inode: int, count: int) -> None:
         with self._lock:
             left = self._lookups.get(inode, 0) - count

@@ -99,6 +99,12 @@ class ArrayDescription:
         return description_to_json(self)
 
 
+def require(doc: Mapping[str, Any], member: str) -> Any:
+    if member not in doc:
+        raise MetadataError(member, "missing")
+    return doc[member]
+
+
 def parse_shape(value: object, member: str, *, allow_zero: bool) -> tuple[int, ...]:
     if not isinstance(value, list):
         raise MetadataError(member, f"expected a list of integers, got {value!r}")

@@ -7,7 +7,6 @@ none, zlib, bz2 or blosc with `compression_opts`; chunk keys are `i.j.k`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from ..errors import MetadataError
 from .description import (
@@ -19,6 +18,7 @@ from .description import (
     parse_attributes,
     parse_chunk_shape,
     parse_shape,
+    require,
 )
 from .v2 import BUFFER_CODEC_PREFIX, parse_dtype, parse_order, parse_v2_fill_value, transpose_for
 
@@ -31,31 +31,26 @@ def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> A
     attrs = {} if attributes is None else load_json_object(attributes, ATTRIBUTES_KEY)
     if doc.get("zarr_format") != 1:
         raise MetadataError("zarr_format", f"expected 1, got {doc.get('zarr_format')!r}")
-    shape = parse_shape(_require(doc, "shape"), "shape", allow_zero=True)
-    chunk_shape = parse_chunk_shape(_require(doc, "chunks"), "chunks", len(shape))
-    data_type = parse_dtype(_require(doc, "dtype"))
+    shape = parse_shape(require(doc, "shape"), "shape", allow_zero=True)
+    chunk_shape = parse_chunk_shape(require(doc, "chunks"), "chunks", len(shape))
+    data_type = parse_dtype(require(doc, "dtype"))
     check_sizes(shape, chunk_shape, data_type, "chunks")
     codecs = [
-        *transpose_for(parse_order(_require(doc, "order")), len(shape)),
+        *transpose_for(parse_order(require(doc, "order")), len(shape)),
         CodecSpec("bytes", {}, "dtype"),
-        *_compressor(_require(doc, "compression"), doc.get("compression_opts")),
+        *_compressor(require(doc, "compression"), doc.get("compression_opts")),
     ]
     return ArrayDescription(
         shape=shape,
         data_type=data_type,
         chunk_shape=chunk_shape,
         chunk_key_encoding=ChunkKeyEncoding("v2", "."),
-        fill_value=parse_v2_fill_value(_require(doc, "fill_value"), data_type),
+        fill_value=parse_v2_fill_value(require(doc, "fill_value"), data_type),
         codecs=tuple(codecs),
         attributes=parse_attributes(attrs, ATTRIBUTES_KEY),
         zarr_format=1,
     )
 
-
-def _require(doc: Mapping[str, Any], member: str) -> Any:
-    if member not in doc:
-        raise MetadataError(member, "missing")
-    return doc[member]
 
 
 def _compressor(name: object, options: object) -> list[CodecSpec]:

@@ -22,6 +22,7 @@ from .description import (
     parse_attributes,
     parse_chunk_shape,
     parse_shape,
+    require,
 )
 from .dtypes import DataType, parse_fill_value
 
@@ -42,11 +43,11 @@ def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> A
 def metadata_from_json(doc: Mapping[str, Any], attributes: Mapping[str, Any]) -> ArrayDescription:
     if doc.get("zarr_format") != 2:
         raise MetadataError("zarr_format", f"expected 2, got {doc.get('zarr_format')!r}")
-    shape = parse_shape(_require(doc, "shape"), "shape", allow_zero=True)
-    chunk_shape = parse_chunk_shape(_require(doc, "chunks"), "chunks", len(shape))
-    data_type = parse_dtype(_require(doc, "dtype"))
+    shape = parse_shape(require(doc, "shape"), "shape", allow_zero=True)
+    chunk_shape = parse_chunk_shape(require(doc, "chunks"), "chunks", len(shape))
+    data_type = parse_dtype(require(doc, "dtype"))
     check_sizes(shape, chunk_shape, data_type, "chunks")
-    order = parse_order(_require(doc, "order"))
+    order = parse_order(require(doc, "order"))
     separator = doc.get("dimension_separator", ".")
     if separator not in (".", "/"):
         raise MetadataError("dimension_separator", f"must be '.' or '/', got {separator!r}")
@@ -64,18 +65,13 @@ def metadata_from_json(doc: Mapping[str, Any], attributes: Mapping[str, Any]) ->
         data_type=data_type,
         chunk_shape=chunk_shape,
         chunk_key_encoding=ChunkKeyEncoding("v2", separator),
-        fill_value=parse_v2_fill_value(_require(doc, "fill_value"), data_type),
+        fill_value=parse_v2_fill_value(require(doc, "fill_value"), data_type),
         codecs=tuple(codecs),
         dimension_names=_dimension_names(attributes, len(shape)),
         attributes=parse_attributes(attributes, ATTRIBUTES_KEY),
         zarr_format=2,
     )
 
-
-def _require(doc: Mapping[str, Any], member: str) -> Any:
-    if member not in doc:
-        raise MetadataError(member, "missing")
-    return doc[member]
 
 
 def parse_dtype(value: object, member: str = "dtype") -> DataType:

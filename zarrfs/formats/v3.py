@@ -21,6 +21,7 @@ from .description import (
     parse_attributes,
     parse_chunk_shape,
     parse_shape,
+    require,
 )
 from .dtypes import CORE_TYPES, DataType, fill_value_to_json, parse_fill_value
 
@@ -43,17 +44,17 @@ def metadata_from_json(doc: Mapping[str, Any]) -> ArrayDescription:
     if doc.get("node_type") != "array":
         raise MetadataError("node_type", f"expected 'array', got {doc.get('node_type')!r}")
     _check_extensions(doc)
-    data_type = parse_data_type(_require(doc, "data_type"))
-    shape = parse_shape(_require(doc, "shape"), "shape", allow_zero=True)
-    chunk_shape = _parse_chunk_grid(_require(doc, "chunk_grid"), len(shape))
+    data_type = parse_data_type(require(doc, "data_type"))
+    shape = parse_shape(require(doc, "shape"), "shape", allow_zero=True)
+    chunk_shape = _parse_chunk_grid(require(doc, "chunk_grid"), len(shape))
     check_sizes(shape, chunk_shape, data_type, "chunk_grid.configuration.chunk_shape")
     return ArrayDescription(
         shape=shape,
         data_type=data_type,
         chunk_shape=chunk_shape,
-        chunk_key_encoding=_parse_key_encoding(_require(doc, "chunk_key_encoding")),
-        fill_value=parse_fill_value(_require(doc, "fill_value"), data_type),
-        codecs=parse_codec_list(_require(doc, "codecs"), "codecs"),
+        chunk_key_encoding=_parse_key_encoding(require(doc, "chunk_key_encoding")),
+        fill_value=parse_fill_value(require(doc, "fill_value"), data_type),
+        codecs=parse_codec_list(require(doc, "codecs"), "codecs"),
         dimension_names=_parse_dimension_names(doc.get("dimension_names"), len(shape)),
         attributes=parse_attributes(doc.get("attributes", {})),
         zarr_format=3,
@@ -82,11 +83,6 @@ def _codec_to_json(spec: CodecSpec) -> dict[str, Any]:
         return {"name": spec.name}
     return {"name": spec.name, "configuration": dict(spec.configuration)}
 
-
-def _require(doc: Mapping[str, Any], member: str) -> Any:
-    if member not in doc:
-        raise MetadataError(member, "missing")
-    return doc[member]
 
 
 def _check_extensions(doc: Mapping[str, Any]) -> None:

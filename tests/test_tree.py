@@ -1,0 +1,88 @@
+"""The node tree without FUSE: names, inode numbers, metadata-only arrays, extended attributes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from zarrfs.array import Shared
+from zarrfs.formats import discover
+from zarrfs.store import Store
+from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
+
+
+def open_tree(path: Path) -> Tree:
+    store = Store.open(str(path))
+    root = discover(store.get, "")
+    assert root is not None
+    return Tree(store, root, Shared(1 << 20, 1), "little")
+
+
+def array_doc(shape: list[int]) -> dict[str, object]:
+    return {"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}
+
+
+def test_inodes_depend_on_path_and_role_only(tmp_path: Path) -> None:
+    """A chunk file keeps its inode number when the array's shape (so its grid) changes."""
+    numbers = []
+    for shape in ([4, 4], [40, 6]):
+        root = tmp_path / f"shape{shape[0]}"
+        root.mkdir()
+        (root / "zarr.json").write_text(json.dumps(array_doc(shape)))
+        tree = open_tree(root)
+        chunk: Ref | None = tree.root
+        for name in ("chunks", "c", "1", "1"):
+            assert chunk is not None
+            chunk = tree.lookup(chunk, name)
+        assert chunk == Ref("", CHUNK, ("c", "1", "1"))
+        numbers.append((tree.inode(chunk), tree.inode(Ref("", DATA))))
+        tree.close()
+    assert numbers[0] == numbers[1]
+    assert len({*numbers[0], ROOT_INODE}) == 3
+
+
+def test_remembered_inodes_are_forgotten_with_the_kernel(tmp_path: Path) -> None:
+    (tmp_path / "zarr.json").write_text(json.dumps(array_doc([4, 4])))
+    tree = open_tree(tmp_path)
+    data = tree.lookup(tree.root, "data")
+    assert data is not None
+    number = tree.remember(data)
+    assert tree.remember(data) == number
+    tree.forget(number, 1)
+    assert tree.ref(number) == data
+    tree.forget(number, 1)
+    assert tree.ref(number) is None
+    tree.forget(ROOT_INODE, 5)
+    assert tree.ref(ROOT_INODE) == tree.root
+    tree.close()
+
+
+def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_path: Path) -> None:
+    group = zarr.open_group(str(tmp_path), mode="w", zarr_format=3, attributes={"title": "t"})
+    group.create_array("good", shape=(3, 3), chunks=(2, 2), dtype="<i2")[...] = np.arange(9).reshape(3, 3)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "zarr.json").write_text(json.dumps({**array_doc([4, 4]), "codecs": [{"name": "lz5"}]}))
+    tree = open_tree(tmp_path)
+    assert tree.root.role == GROUP
+    assert list(tree.names(tree.root)) == ["zarr.json", "bad", "good"]
+    good, broken = tree.lookup(tree.root, "good"), tree.lookup(tree.root, "bad")
+    assert good == Ref("good", ARRAY) and broken == Ref("bad", ARRAY)
+    assert list(tree.names(good)) == ["zarr.json", "data", "chunks"]
+    assert list(tree.names(broken)) == ["zarr.json"]
+    assert tree.lookup(broken, "data") is None
+    assert "lz5" in (tree.open_array("bad").problem or "")
+    assert tree.xattrs(tree.root) == {"user.zarr.attributes": b'{"title": "t"}'}
+    xattrs = tree.xattrs(good)
+    assert xattrs["user.zarr.shape"] == b"3,3" and xattrs["user.zarr.dtype"] == b"<i2"
+    data = tree.lookup(good, "data")
+    assert data is not None
+    view = tree.file(data)
+    assert bytes(view.read(0, view.size)) == np.arange(9, dtype="<i2").tobytes()
+    tree.close()
