@@ -25,6 +25,7 @@ from .errors import ChunkError, MetadataError, ReadOnlyError, StoreError, Zarrfs
 from .options import MountOptions
 from .tree import Ref, Tree
 from .views import FileTooLargeError, FileView
+from .views.xattrs import PREFIX as XATTR_PREFIX
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -212,7 +213,11 @@ class ZarrOperations(pyfuse3.Operations):
 
     @_boundary
     async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
-        found = self.tree.xattrs(self._node(inode)).get(name.decode("utf-8", "replace"))
+        text = name.decode("utf-8", "replace")
+        # `ls -l` asks every entry for security.* and system.* attributes: answer without
+        # opening arrays.
+        node = self._node(inode)
+        found = self.tree.xattrs(node).get(text) if text.startswith(XATTR_PREFIX) else None
         if found is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         return found

@@ -162,16 +162,20 @@ def consolidated_children(node: NodeMetadata) -> dict[str, NodeMetadata] | None:
     """The children of a group known from its consolidated metadata, or None without it."""
     if node.consolidated is None:
         return None
-    children: dict[str, NodeMetadata] = {}
+    below: dict[str, dict[str, Mapping[str, Any]]] = {}  # child name -> its descendants
     for relative, documents in node.consolidated.items():
-        if "/" in relative:
+        name, _, rest = relative.partition("/")
+        if rest:
+            below.setdefault(name, {})[rest] = documents
+    children: dict[str, NodeMetadata] = {}
+    for name, documents in node.consolidated.items():
+        if "/" in name:
             continue
-        child = _from_documents(_join(node.path, relative), documents, node.zarr_format)
+        child = _from_documents(_join(node.path, name), documents, node.zarr_format)
         if child is not None:
-            below = {k[len(relative) + 1 :]: v for k, v in node.consolidated.items()
-                     if k.startswith(relative + "/")}
-            children[relative] = NodeMetadata(child.path, child.kind, child.zarr_format, child.files,
-                                              child.documents, {}, below if child.kind == "group" else None)
+            children[name] = NodeMetadata(child.path, child.kind, child.zarr_format, child.files,
+                                          child.documents, {},
+                                          below.get(name, {}) if child.kind == "group" else None)
     return children
 
 
