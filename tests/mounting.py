@@ -163,3 +163,12 @@ def abort_connection(connection: str | None, mountpoint: Path) -> None:
         abort.write_text("1")
     else:
         subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
+
+
+VIEW_FILES = {"data.npy", "data.nhdr", "data.mhd", "data.vrt"}
+
+
+def without_views(names: list[str] | set[str]) -> list[str]:
+    """A directory listing less the header views beside `data` (which depend on the data type
+    and rank, and have tests of their own); any other `data.*` name is kept, so it fails."""
+    return sorted(name for name in names if name not in VIEW_FILES)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from mounting import ZARRFS, is_mounted, mounted
+from mounting import ZARRFS, is_mounted, mounted, without_views
 
 SHAPE = (60, 70)
 DTYPE = np.dtype("<u2")
@@ -54,7 +54,7 @@ def array_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 def test_layout_lists_metadata_data_and_every_chunk(array_path: Path, mount_array: Any) -> None:
     mount = mount_array(array_path)
-    assert sorted(os.listdir(mount.path)) == ["chunks", "data", "zarr.json"]
+    assert without_views(os.listdir(mount.path)) == ["chunks", "data", "zarr.json"]
     assert json.loads((mount.path / "zarr.json").read_bytes()) == json.loads(
         (array_path / "zarr.json").read_bytes())
     assert mount.data.stat().st_size == np.prod(SHAPE) * 2
@@ -213,23 +213,30 @@ def test_a_chunk_overwritten_with_the_fill_value_is_deleted(array_path: Path, mo
     assert (array_path / "c" / "2" / "0").exists()
 
 
-def test_size_is_fixed(array_path: Path, mount_array: Any) -> None:
+def test_chunk_files_have_a_fixed_size(array_path: Path, mount_array: Any) -> None:
+    """Chunk files keep their size; `data` changes only by whole rows (see test_resize.py)."""
     mount = mount_array(array_path)
-    size = mount.data.stat().st_size
-    fd = os.open(mount.data, os.O_RDWR)
+    chunk = next(p for p in (mount.path / "chunks").rglob("*") if p.is_file())
+    size = chunk.stat().st_size
+    fd = os.open(chunk, os.O_RDWR)
     try:
         with pytest.raises(OSError) as past_end:
             os.pwrite(fd, b"x", size)
         assert past_end.value.errno == errno.EFBIG
         assert os.pwrite(fd, b"abcd", size - 2) == 2  # a short write up to the end
-        os.truncate(mount.data, size)  # the current size: fine, nothing changes
+        os.truncate(chunk, size)  # the current size: fine, nothing changes
         with pytest.raises(OSError) as resize:
-            os.truncate(mount.data, size // 2)
+            os.truncate(chunk, size // 2)
         assert resize.value.errno == errno.EPERM
+        data_size = mount.data.stat().st_size
+        with pytest.raises(OSError) as partial_row:
+            os.truncate(mount.data, data_size - 1)
+        assert partial_row.value.errno == errno.EINVAL
     finally:
         os.close(fd)
     assert "refused to change the size" in mount.log()
-    assert mount.data.stat().st_size == size
+    assert chunk.stat().st_size == size
+    assert mount.data.stat().st_size == data_size
 
 
 def test_read_only_mount_refuses_writes_with_erofs(array_path: Path, mount_array: Any) -> None:
@@ -344,13 +351,22 @@ def test_a_corrupt_chunk_is_eio_for_its_region_only(tmp_path: Path, mount_array:
     assert "'c/1/0'" in mount.log()
 
 
-def test_open_with_o_trunc_is_a_refused_size_change(array_path: Path, mount_array: Any) -> None:
+def test_open_with_o_trunc_empties_data_and_is_refused_for_chunk_files(
+    array_path: Path, mount_array: Any
+) -> None:
+    """O_TRUNC is a size change: `data` to zero rows (shape[0] = 0), a chunk file never."""
     mount = mount_array(array_path)
+    chunk = next(p for p in (mount.path / "chunks").rglob("*") if p.is_file())
     with pytest.raises(OSError) as truncated:
-        os.open(mount.data, os.O_WRONLY | os.O_TRUNC)
+        os.open(chunk, os.O_WRONLY | os.O_TRUNC)
     assert truncated.value.errno == errno.EPERM
-    assert mount.data.read_bytes() == _reference().tobytes()
     assert "refused to change the size" in mount.log()
+    assert mount.data.read_bytes() == _reference().tobytes()
+    os.close(os.open(mount.data, os.O_WRONLY | os.O_TRUNC))
+    assert mount.data.stat().st_size == 0
+    assert json.loads((mount.path / "zarr.json").read_bytes())["shape"] == [0, 70]
+    assert mount.unmount() == 0
+    assert json.loads((array_path / "zarr.json").read_bytes())["shape"] == [0, 70]
 
 
 def test_chunk_files_are_read_fresh_and_refuse_shared_maps(array_path: Path, mount_array: Any) -> None:

@@ -12,13 +12,14 @@ from zarrfs.array import Shared
 from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
+from zarrfs.views.array_dir import Layout
 
 
 def open_tree(path: Path) -> Tree:
     store = Store.open(str(path))
     root = discover(store.get, "")
     assert root is not None
-    return Tree(store, root, Shared(1 << 20, 1), "little")
+    return Tree(store, root, Shared(1 << 20, 1), Layout())
 
 
 def array_doc(shape: list[int]) -> dict[str, object]:
@@ -52,14 +53,14 @@ def test_remembered_inodes_are_forgotten_with_the_kernel(tmp_path: Path) -> None
     tree = open_tree(tmp_path)
     data = tree.lookup(tree.root, "data")
     assert data is not None
-    number = tree.remember(data)
-    assert tree.remember(data) == number
-    tree.forget(number, 1)
-    assert tree.ref(number) == data
-    tree.forget(number, 1)
-    assert tree.ref(number) is None
-    tree.forget(ROOT_INODE, 5)
-    assert tree.ref(ROOT_INODE) == tree.root
+    number = tree.inodes.remember(data)
+    assert tree.inodes.remember(data) == number
+    tree.inodes.forget(number, 1)
+    assert tree.inodes.ref(number) == data
+    tree.inodes.forget(number, 1)
+    assert tree.inodes.ref(number) is None
+    tree.inodes.forget(ROOT_INODE, 5)
+    assert tree.inodes.ref(ROOT_INODE) == tree.root
     tree.close()
 
 
@@ -74,7 +75,8 @@ def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_p
     assert list(tree.names(tree.root)) == ["zarr.json", "bad", "good"]
     good, broken = tree.lookup(tree.root, "good"), tree.lookup(tree.root, "bad")
     assert good == Ref("good", ARRAY) and broken == Ref("bad", ARRAY)
-    assert list(tree.names(good)) == ["zarr.json", "data", "chunks"]
+    assert list(tree.names(good)) == ["zarr.json", "data", "data.npy", "data.nhdr", "data.mhd",
+                                      "data.vrt", "chunks"]
     assert list(tree.names(broken)) == ["zarr.json"]
     assert tree.lookup(broken, "data") is None
     assert "lz5" in (tree.open_array("bad").problem or "")

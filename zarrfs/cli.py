@@ -5,6 +5,8 @@
     mount.zarrfs SOURCE MOUNTPOINT [-n -s -v] -o OPTIONS   (mount -t zarrfs)
     zarrfs info SOURCE
     zarrfs create SOURCE --shape 100,200 --dtype uint16 --chunks 10,20 [...]
+    zarrfs check SOURCE [--jobs N]
+    zarrfs import RAW DEST --shape 100,200 --dtype uint16 --chunks 10,20 [--order F] [...]
 
 Errors are one line on stderr and a non-zero exit status, never a traceback.
 """
@@ -28,7 +30,7 @@ from .info import describe_tree
 from .options import MountOptions
 from .store import Store
 
-COMMANDS = ("mount", "info", "create")
+COMMANDS = ("mount", "info", "create", "check", "import")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,6 +93,28 @@ def _parser() -> argparse.ArgumentParser:
 
     create = commands.add_parser("create", help="create a new, empty array")
     create.add_argument("source")
+    _add_creation_options(create)
+    create.set_defaults(run=_run_create)
+
+    check = commands.add_parser("check", help="decode every stored chunk and report the damaged ones")
+    check.add_argument("source")
+    check.add_argument("-o", dest="options", action="append", default=[],
+                       help="store options, as for mount (endpoint_url=, anon, profile=)")
+    check.add_argument("--jobs", type=_positive, help="decoding threads (default: one per CPU)")
+    check.set_defaults(run=_run_check)
+
+    load = commands.add_parser("import", help="create a new array holding the elements of a raw file")
+    load.add_argument("raw", help="the raw file of elements, or - for standard input")
+    load.add_argument("source", metavar="dest")
+    load.add_argument("--order", choices=("C", "F"), default="C", help="element order of RAW")
+    load.add_argument("--endian", choices=("little", "big"), default="little", help="byte order of RAW")
+    load.add_argument("--jobs", type=_positive, help="encoding threads (default: one per CPU)")
+    _add_creation_options(load)
+    load.set_defaults(run=_run_import)
+    return parser
+
+
+def _add_creation_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("-o", dest="options", action="append", default=[],
                         help="store options, as for mount (endpoint_url=, anon, profile=)")
     create.add_argument("--shape", required=True, type=_int_list)
@@ -101,8 +125,6 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--fill-value", default="0")
     create.add_argument("--dimension-names", type=lambda text: text.split(","))
     create.add_argument("--key-separator", choices=("/", "."), default="/")
-    create.set_defaults(run=_run_create)
-    return parser
 
 
 def _int_list(text: str) -> tuple[int, ...]:
@@ -110,6 +132,12 @@ def _int_list(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",")) if text else ()
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(text)
 
 
 # -- mount -----------------------------------------------------------------------------------
@@ -178,6 +206,38 @@ def codec_text(spec: CodecSpec) -> str:
     if not config:
         return spec.name
     return f"{spec.name}(" + ", ".join(f"{k}={v}" for k, v in config.items()) + ")"
+
+
+# -- check and import -------------------------------------------------------------------------
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from .check import check
+
+    storage = MountOptions.parse(args.options).storage_options
+    report = check(Store.open(args.source, storage, read_only=True), jobs=args.jobs)
+    for problem in report.problems:
+        print(f"{args.source.rstrip('/')}/{problem.key}: {problem.text}")
+    verdict = "sound" if report.sound else _count(len(report.problems), "problem")
+    print(f"zarrfs check: {verdict}: {_count(report.arrays, 'array')}, "
+          f"{_count(report.chunks, 'stored chunk')}, {report.nbytes} bytes", file=sys.stderr)
+    return 0 if report.sound else 1
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    from .importer import import_raw
+
+    metadata = creation_metadata(args)
+    storage = MountOptions.parse(args.options).storage_options
+    stored = import_raw(args.raw, args.source, storage, metadata, order=args.order, endian=args.endian,
+                        jobs=args.jobs)
+    print(f"imported {args.raw} into {args.source}: {dims(metadata.shape)} {metadata.data_type.name}, "
+          f"{stored} chunks stored")
+    return 0
 
 
 # -- create ----------------------------------------------------------------------------------

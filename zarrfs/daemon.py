@@ -32,6 +32,7 @@ from .fuse import ZarrOperations
 from .options import MountOptions
 from .store import Store
 from .tree import Tree
+from .views.array_dir import Layout
 
 log = logging.getLogger("zarrfs")
 
@@ -107,7 +108,8 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     shared = Shared(options.cache_bytes, options.threads)
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only)
-        tree = open_tree(store, shared, options.byteorder)
+        layout = Layout(options.byteorder, options.fortran_order, options.views)
+        tree = open_tree(store, shared, layout)
     except ZarrfsError as e:
         shared.close()
         ready(_public(f"cannot mount {source}: {e}"))  # a store error may quote the URL
@@ -145,12 +147,12 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     return status
 
 
-def open_tree(store: Store, shared: Shared, byteorder: str) -> Tree:
+def open_tree(store: Store, shared: Shared, layout: Layout) -> Tree:
     """The tree of what `store` holds. An array at the root must open, or the mount fails."""
     root = discover(store.get, "")
     if root is None:
         raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
-    tree = Tree(store, root, shared, byteorder)
+    tree = Tree(store, root, shared, layout)
     if root.kind == "array":
         opened = tree.open_array("")
         if opened.problem is not None:

@@ -39,3 +39,7 @@ class StoreError(ZarrfsError, OSError):
 
 class ReadOnlyError(ZarrfsError, PermissionError):
     """A write was attempted on a read-only array or store."""
+
+
+class ResizeError(ZarrfsError, ValueError):
+    """A size or shape an array cannot take (a partial row, rank 0, too large): EINVAL."""

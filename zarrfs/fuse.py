@@ -7,6 +7,7 @@ Errors become errno values in exactly one place (`_errno_for`).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
@@ -21,10 +22,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 import pyfuse3
 import trio
 
-from .errors import ChunkError, MetadataError, ReadOnlyError, StoreError, ZarrfsError
+from .errors import ChunkError, MetadataError, ReadOnlyError, ResizeError, StoreError, ZarrfsError
 from .options import MountOptions
 from .tree import Ref, Tree
 from .views import FileTooLargeError, FileView
+from .views.files import FixedBytesError
 from .views.xattrs import PREFIX as XATTR_PREFIX
 
 log = logging.getLogger(__name__)
@@ -47,6 +49,12 @@ def _errno_for(error: BaseException) -> int:
         return errno.EFBIG
     if isinstance(error, ChunkError | StoreError | MetadataError):
         return errno.EIO
+    if isinstance(error, ResizeError):
+        return errno.EINVAL
+    if isinstance(error, FixedBytesError):
+        return errno.EPERM
+    if isinstance(error, FileNotFoundError):
+        return errno.ENOENT
     if isinstance(error, PermissionError):
         return errno.EACCES
     return errno.EIO
@@ -137,7 +145,7 @@ class ZarrOperations(pyfuse3.Operations):
     # -- names and attributes --------------------------------------------------------------
 
     def _node(self, inode: int) -> Ref:
-        node = self.tree.ref(inode)
+        node = self.tree.inodes.ref(inode)
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return node
@@ -169,7 +177,7 @@ class ZarrOperations(pyfuse3.Operations):
         if node is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         attributes = self._attributes(node)
-        self.tree.remember(node)
+        self.tree.inodes.remember(node)
         return attributes
 
     @_boundary
@@ -198,16 +206,23 @@ class ZarrOperations(pyfuse3.Operations):
         if changes_owner:
             raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_size:
-            size = self.tree.file(node).size
-            if attr.st_size != size:
-                self._refuse_size_change(node, size, attr.st_size)
-        return self._attributes(node, inode)
+            view = await self._in_thread(self.tree.file, node)
+            if attr.st_size != view.size:
+                await self._resize(node, view, attr.st_size)
+        return await self._in_thread(self._attributes, node, inode)
 
-    def _refuse_size_change(self, node: Ref, size: int, wanted: int) -> None:
-        log.warning("refused to change the size of %s from %d to %d bytes: the files of a mounted "
-                    "array have the array's size (write in place, e.g. dd conv=notrunc)",
-                    node.describe(), size, wanted)
-        raise pyfuse3.FUSEError(errno.EPERM)
+    async def _resize(self, node: Ref, view: FileView, size: int) -> None:
+        """truncate/ftruncate/O_TRUNC: `data` changes the array's first dimension; every
+        other file has the array's size."""
+        try:
+            await self._in_thread(view.resize, size)
+        except (ResizeError, FixedBytesError) as e:
+            log.warning("refused to change the size of %s from %d to %d bytes: %s", node.describe(),
+                        view.size, size, e)
+            raise
+        finally:
+            await self._invalidate_stale()
+        self._mtime_ns = time.time_ns()
 
     # -- extended attributes ---------------------------------------------------------------
 
@@ -229,7 +244,7 @@ class ZarrOperations(pyfuse3.Operations):
     @_boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
-            self.tree.forget(inode, count)
+            self.tree.inodes.forget(inode, count)
 
     @_boundary
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
@@ -261,7 +276,7 @@ class ZarrOperations(pyfuse3.Operations):
                 continue
             if not pyfuse3.readdir_reply(token, name.encode(), self._attributes(child), position + 1):
                 break
-            self.tree.remember(child)  # the kernel now holds a lookup of it
+            self.tree.inodes.remember(child)  # the kernel now holds a lookup of it
 
     @_boundary
     async def releasedir(self, fh: int) -> None:
@@ -281,7 +296,7 @@ class ZarrOperations(pyfuse3.Operations):
         if writable and not view.writable:
             raise pyfuse3.FUSEError(errno.EACCES)
         if flags & os.O_TRUNC and view.size:
-            self._refuse_size_change(node, view.size, 0)
+            await self._resize(node, view, 0)
         fh = self._next_fh
         self._next_fh += 1
         self._handles[fh] = _Handle(node, view, writable)
@@ -321,12 +336,28 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
-        written = await self._in_thread(handle.view.write, offset, buf)
+        size = handle.view.size
+        try:
+            written = await self._in_thread(handle.view.write, offset, buf)
+        finally:
+            if handle.view.size != size:  # grown by a write past the end
+                await self._invalidate_stale()
         handle.wrote = True
         self._mtime_ns = time.time_ns()
         for inode in self.tree.sharing_bytes(handle.node):
             await trio.to_thread.run_sync(_invalidate_attributes, inode)
         return written
+
+    async def _invalidate_stale(self) -> None:
+        """After a resize: sizes the kernel caches, and chunk files that are gone. Entry
+        invalidation is queued by libfuse (it waits on nothing); attribute invalidation
+        never waits on pages (see _invalidate_attributes)."""
+        stale = self.tree.take_stale()
+        for parent, name in stale.entries:
+            with contextlib.suppress(OSError):
+                pyfuse3.invalidate_entry_async(parent, name.encode())
+        for inode in stale.inodes:
+            await trio.to_thread.run_sync(_invalidate_attributes, inode)
 
     @_boundary
     async def flush(self, fh: int) -> None:

@@ -24,6 +24,7 @@ _KERNEL = {"nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime
            "norelatime", "sync", "async", "dirsync"}
 _CREDENTIALS = {"key", "secret", "token", "password", "aws_access_key_id",
                 "aws_secret_access_key", "aws_session_token"}
+VIEW_NAMES = frozenset({"npy", "nrrd", "mhd", "vrt"})
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
@@ -42,6 +43,9 @@ class MountOptions:
     readahead_kb: int = 1024
     direct_io: bool = False
     threads: int | None = None
+    # Header files beside `data` for legacy tools, and the element order of `data`.
+    views: frozenset[str] = VIEW_NAMES
+    fortran_order: bool = False
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     kernel_options: frozenset[str] = frozenset()
 
@@ -108,6 +112,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "umask": ("umask", lambda v: int(v, 8)), "cache": ("cache_bytes", parse_size),
         "endian": ("byteorder", _parse_endian), "log": ("log_file", str),
         "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
+        "views": ("views", _parse_views), "order": ("fortran_order", _parse_order),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -144,6 +149,22 @@ def _parse_positive(text: str) -> int:
     if value < 1:
         raise ValueError(text)
     return value
+
+
+def _parse_views(text: str) -> frozenset[str]:
+    """`npy:nrrd` (colon-separated: -o itself splits on commas), or `none`."""
+    if text == "none":
+        return frozenset()
+    names = frozenset(text.split(":"))
+    if not names <= VIEW_NAMES:
+        raise ValueError(text)
+    return names
+
+
+def _parse_order(text: str) -> bool:
+    if text not in ("C", "F"):
+        raise ValueError(text)
+    return text == "F"
 
 
 def _parse_endian(text: str) -> str:

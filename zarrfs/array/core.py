@@ -26,6 +26,7 @@ from ..errors import ChunkError, ReadOnlyError
 from ..formats import ArrayDescription
 from ..grid import Box, Index, Piece, cells_of
 from ..store import Store
+from . import resize as resizing
 from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
 from .chunk_io import PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
@@ -72,6 +73,7 @@ class ZarrArray:
         self._loading: dict[Index, Future[Entry]] = {}
         self._dirty_bytes = 0
         self._flush_lock = threading.Lock()
+        self._flush_lock_for_resize = threading.Lock()  # one resize at a time
         # Only as many shard rebuilds at once as half the cache holds (each holds the old
         # shard, its new inner chunks and the new shard).
         writers = self.shared.writer_count
@@ -300,6 +302,11 @@ class ZarrArray:
         if entry.dirty:
             self._count_dirty(nbytes - entry.nbytes)
         entry.nbytes = nbytes
+
+    def resize(self, shape: tuple[int, ...]) -> None:
+        """Give the array a new shape (zarrfs.array.resize); ResizeError when it cannot."""
+        with self._flush_lock_for_resize:
+            resizing.resize(self, shape)
 
     # -- write-back (zarrfs.array.writeback) ---------------------------------------------------
 

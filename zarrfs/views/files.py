@@ -7,15 +7,21 @@ on the `RegionArray` protocol, so they can be tested against a plain numpy array
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from ..errors import ZarrfsError
+from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType
 from ..grid import Box, Index, cells_of, flat_boxes
+
+
+class FixedBytesError(ZarrfsError, PermissionError):
+    """A write that would change bytes no write may change (a header) or a file's fixed
+    size (EPERM)."""
 
 
 class FileTooLargeError(ZarrfsError, OSError):
@@ -26,16 +32,19 @@ class RegionArray(Protocol):
     """What a view needs of an array (zarrfs.array.ZarrArray provides it)."""
 
     data_type: DataType
-    shape: Index
-    chunk_shape: Index
-    grid_shape: Index
-    raw_metadata: bytes
+
+    @property
+    def shape(self) -> Index: ...
+
+    @property
+    def chunk_shape(self) -> Index: ...
 
     @property
     def read_only(self) -> bool: ...
 
     def read(self, box: Box) -> np.ndarray: ...
     def write(self, box: Box, values: np.ndarray) -> None: ...
+    def resize(self, shape: tuple[int, ...]) -> None: ...
     def prefetch(self, box: Box) -> None: ...
     def flush(self) -> None: ...
     def chunk_key(self, chunk: Sequence[int]) -> str: ...
@@ -67,15 +76,22 @@ class FileView(Protocol):
     def prefetch(self, offset: int, size: int) -> None: ...
     def flush(self) -> None: ...
 
+    @property
+    def resizable(self) -> bool: ...
+
+    def resize(self, size: int, *, round_up: bool = False) -> None: ...
+
 
 @dataclass(frozen=True)
 class BytesFile:
-    """A read-only file with fixed contents (metadata files, as stored)."""
+    """A read-only file of a few bytes (metadata files as stored, headers). direct_io: no
+    page cache, so a new version (after a resize) shows at once."""
 
     contents: bytes
     writable: bool = False
-    direct_io: bool = False
+    direct_io: bool = True
     prefetches: bool = False
+    resizable: bool = False
 
     @property
     def size(self) -> int:
@@ -86,6 +102,9 @@ class BytesFile:
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         raise PermissionError("read-only file")
+
+    def resize(self, size: int, *, round_up: bool = False) -> None:
+        raise FixedBytesError("the size of this file is fixed")
 
     def prefetch(self, offset: int, size: int) -> None:
         return None
@@ -102,17 +121,52 @@ class RegionFile:
 
     prefetches = True
 
-    def __init__(self, array: RegionArray, region: Box, byteorder: str = "little", *,
-                 direct_io: bool = False) -> None:
+    def __init__(self, array: RegionArray, region: Box | None, byteorder: str = "little", *,
+                 direct_io: bool = False, resizer: Callable[[tuple[int, ...]], None] | None = None) -> None:
+        """`region` None is the whole array, whatever its shape is now. `resizer`, when
+        given, makes the file resizable: it gets the array's new shape."""
         self.array = array
         self.direct_io = direct_io
-        self.region = region
+        self._region = region
+        self._resizer = resizer
         self.itemsize = array.data_type.itemsize
-        self.size = region.size * self.itemsize
         self.writable = not array.read_only
         storage = array.data_type.storage
         self.file_dtype = storage.newbyteorder("<" if byteorder == "little" else ">")
         self._convert = self.itemsize > 1 and not self.file_dtype.isnative
+
+    @property
+    def region(self) -> Box:
+        if self._region is not None:
+            return self._region
+        return Box((0,) * len(self.array.shape), self.array.shape)
+
+    @property
+    def size(self) -> int:
+        return self.region.size * self.itemsize
+
+    @property
+    def resizable(self) -> bool:
+        return self._resizer is not None and self.writable
+
+    def resize(self, size: int, *, round_up: bool = False) -> None:
+        """Make the file `size` bytes long by changing the array's first dimension: exactly
+        (truncate), or to the smallest number of whole rows holding `size` bytes (a write
+        past the end)."""
+        shape = self.array.shape
+        if self._resizer is None or not self.writable:
+            raise FixedBytesError("the size of this file is fixed")
+        if not shape:
+            raise ResizeError("an array of rank 0 cannot be resized")
+        row = self.itemsize * math.prod(shape[1:])
+        if row == 0:
+            if size:
+                raise ResizeError("rows of this array hold no elements: it cannot grow")
+            return
+        rows, partial = divmod(size, row)
+        if partial and not round_up:
+            raise ResizeError(f"{size} bytes is not a whole number of {row}-byte rows")
+        self._resizer((rows + (1 if partial else 0), *shape[1:]))
 
     def boxes(self, offset: int, size: int) -> list[Box]:
         """The array regions holding bytes [offset, offset + size) of the file, in order."""
@@ -138,6 +192,8 @@ class RegionFile:
         return joined.data[skip : skip + size]
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
+        if offset + len(data) > self.size and self.resizable:
+            self.resize(offset + len(data), round_up=True)
         if offset >= self.size and len(data):
             raise FileTooLargeError(f"write at {offset} is past the end of a {self.size}-byte file")
         data = memoryview(data).cast("B")[: self.size - offset]

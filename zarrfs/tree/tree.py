@@ -1,0 +1,273 @@
+"""The node tree a mount serves: group directories, array directories and their files.
+
+Groups are discovered lazily: a group's children are read from its consolidated metadata or,
+without it, by listing its directory when it is first looked into. Arrays are opened on first
+use; one that cannot be opened (or whose elements have no fixed size) is shown with its
+metadata files only, and the log says why once. After a resize, what the kernel may cache of
+the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..array import Shared, ZarrArray
+from ..errors import ZarrfsError
+from ..formats import NodeMetadata, children_of
+from ..formats.edit import resized_consolidated
+from ..store import Store
+from ..views import BytesFile, FileView, group_attributes
+from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
+from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, InodeTable, Ref, inode_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OpenedArray:
+    directory: ArrayDirectory | None
+    problem: str | None
+
+
+@dataclass
+class Stale:
+    """What the kernel may hold that a change made wrong: attributes and page cache of
+    inodes, and names in directories (parent inode, name)."""
+
+    inodes: list[int] = dataclasses.field(default_factory=list)
+    entries: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+class Tree:
+    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout) -> None:
+        self.store = store
+        self.shared = shared
+        self.layout = layout
+        self.root = Ref("", GROUP if root.kind == "group" else ARRAY)
+        self.inodes = InodeTable(self.root)
+        self._lock = threading.RLock()
+        self._nodes: dict[str, NodeMetadata] = {"": root}
+        self._children: dict[str, dict[str, NodeMetadata]] = {}
+        self._arrays: dict[str, OpenedArray] = {}
+        self._metadata_files: dict[tuple[str, str], bytes] = {}
+        self._stale = Stale()
+
+    def inode(self, ref: Ref) -> int:
+        return inode_of(ref, self.root)
+
+    # -- names -------------------------------------------------------------------------------
+
+    def names(self, directory: Ref) -> Sequence[str]:
+        """A directory's entries in a stable order (lazily generated for chunk grids)."""
+        if directory.role == CHUNKS:
+            opened = self.open_array(directory.path).directory
+            return opened.names.names(directory.parts) if opened else []
+        node = self._node(directory.path)
+        if directory.role == GROUP:
+            return [*node.files, *self._group_children(directory.path)]
+        opened = self.open_array(directory.path).directory
+        return [*node.files, *(opened.entries() if opened else ())]
+
+    def lookup(self, directory: Ref, name: str) -> Ref | None:
+        if directory.role == CHUNKS:
+            return self._chunk_ref(directory, name)
+        node = self._node(directory.path)
+        if name in node.files:
+            return Ref(directory.path, METADATA, (name,))
+        if directory.role == GROUP:
+            child = self._group_children(directory.path).get(name)
+            if child is None:
+                return None
+            return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
+        opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
+        if opened is None:
+            return None
+        if name == DATA_NAME:
+            return Ref(directory.path, DATA)
+        if name == CHUNKS_NAME:
+            return Ref(directory.path, CHUNKS)
+        return Ref(directory.path, HEADER, (name,)) if opened.header_kind(name) else None
+
+    def _chunk_ref(self, directory: Ref, name: str) -> Ref | None:
+        opened = self.open_array(directory.path).directory
+        parts = (*directory.parts, name)
+        found = opened.names.resolve(parts) if opened else None
+        if found is None:
+            return None
+        return Ref(directory.path, CHUNKS if found[0] == "dir" else CHUNK, parts)
+
+    def _node(self, path: str) -> NodeMetadata:
+        with self._lock:
+            return self._nodes[path]
+
+    def _group_children(self, path: str) -> dict[str, NodeMetadata]:
+        with self._lock:
+            known = self._children.get(path)
+        if known is not None:
+            return known
+        children = children_of(self._node(path), self.store.get, self.store.list_dirs)
+        with self._lock:
+            self._children[path] = children
+            for child in children.values():
+                self._nodes.setdefault(child.path, child)
+        return children
+
+    # -- arrays ------------------------------------------------------------------------------
+
+    def open_array(self, path: str) -> OpenedArray:
+        with self._lock:
+            opened = self._arrays.get(path)
+            if opened is None:
+                opened = self._arrays[path] = self._open(self._nodes[path])
+            return opened
+
+    def _open(self, node: NodeMetadata) -> OpenedArray:
+        try:
+            description = node.describe()
+            raw = node.raw.get(node.files[0], b"")
+            array = ZarrArray(self.store.child(node.path), description, raw, shared=self.shared)
+        except ZarrfsError as e:
+            log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
+            return OpenedArray(None, str(e))
+        directory = ArrayDirectory(array, self.layout, spacings=self._spacings(node),
+                                   on_resize=lambda shape: self._resized(node.path, shape))
+        return OpenedArray(directory, None)
+
+    def opened_arrays(self) -> list[ZarrArray]:
+        with self._lock:
+            return [o.directory.array for o in self._arrays.values() if o.directory is not None]
+
+    def _spacings(self, node: NodeMetadata) -> list[float] | None:
+        """Voxel sizes from the OME-Zarr multiscales metadata of the parent group, if any."""
+        parent, _, name = node.path.rpartition("/")
+        if parent not in self._nodes or not name:
+            return None
+        attrs: Mapping[str, Any] = self._nodes[parent].attributes
+        multiscales = attrs.get("multiscales", attrs.get("ome", {}).get("multiscales"))
+        if not isinstance(multiscales, list):
+            return None
+        for scale in multiscales:
+            for dataset in scale.get("datasets", []) if isinstance(scale, Mapping) else []:
+                if isinstance(dataset, Mapping) and dataset.get("path") == name:
+                    for step in dataset.get("coordinateTransformations", []):
+                        if isinstance(step, Mapping) and step.get("type") == "scale":
+                            values = step.get("scale")
+                            if isinstance(values, list) and all(isinstance(v, int | float) for v in values):
+                                return [float(v) for v in values]
+        return None
+
+    # -- files and attributes ----------------------------------------------------------------
+
+    def file(self, ref: Ref) -> FileView:
+        if ref.role == METADATA:
+            return BytesFile(self._metadata_bytes(ref.path, ref.parts[0]))
+        opened = self.open_array(ref.path).directory
+        if opened is None:
+            raise FileNotFoundError(ref.describe())
+        if ref.role == DATA:
+            return opened.data
+        if ref.role == HEADER:
+            kind = opened.header_kind(ref.parts[0])
+            if kind is None:
+                raise FileNotFoundError(ref.describe())
+            return opened.header_file(kind)
+        found = opened.names.resolve(ref.parts)
+        if found is None or found[1] is None:
+            raise FileNotFoundError(ref.describe())  # gone with a resize
+        return opened.chunk_file(found[1])
+
+    def _metadata_bytes(self, path: str, name: str) -> bytes:
+        """A metadata file as stored: read once (consolidated metadata has the documents,
+        not the bytes), then kept."""
+        key = (path, name)
+        with self._lock:
+            known = self._nodes[path].raw.get(name, self._metadata_files.get(key))
+        if known is None:
+            known = self.store.get(_join(path, name)) or b""
+            with self._lock:
+                self._metadata_files[key] = known
+        return known
+
+    def xattrs(self, ref: Ref) -> dict[str, bytes]:
+        if ref.role not in (GROUP, ARRAY, DATA):
+            return {}
+        node = self._node(ref.path)
+        opened = self.open_array(ref.path).directory if ref.role != GROUP else None
+        return group_attributes(node.attributes) if opened is None else opened.xattrs()
+
+    def sharing_bytes(self, ref: Ref) -> list[int]:
+        """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's
+        bytes are also in `data` and `data.npy`), so a write to `ref` must make them stale."""
+        if ref.role not in (CHUNK, DATA, HEADER):
+            return []
+        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in ("data.npy",))]
+        found = (self.inodes.known(other) for other in others if other != ref)
+        return [number for number in found if number is not None]
+
+    # -- resizing ----------------------------------------------------------------------------
+
+    def _resized(self, path: str, shape: tuple[int, ...]) -> None:
+        """Keep the metadata shown in step with an array resized through `data`."""
+        opened = self.open_array(path).directory
+        assert opened is not None
+        with self._lock:
+            node = self._nodes[path]
+            raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
+            self._nodes[path] = dataclasses.replace(node, raw=raw, documents={})
+            self._metadata_files.pop((path, node.files[0]), None)
+        self._update_consolidated(path, shape)
+        self._queue_stale(path, opened)
+
+    def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:
+        """zarr-python trusts consolidated metadata: the groups above that list the array get
+        its new shape too."""
+        ancestor = path
+        while ancestor:
+            ancestor = ancestor.rpartition("/")[0]
+            node = self._node(ancestor)
+            if node.consolidated is None:
+                continue
+            name = ".zmetadata" if node.zarr_format == 2 else "zarr.json"
+            relative = path[len(ancestor) + 1 :] if ancestor else path
+            stored = self._metadata_bytes(ancestor, name)
+            new = resized_consolidated(stored, node.zarr_format, relative, shape)
+            if new is None:
+                continue
+            self.store.put(_join(ancestor, name), new)
+            with self._lock:
+                self._nodes[ancestor] = dataclasses.replace(node, raw={**node.raw, name: new})
+                self._metadata_files.pop((ancestor, name), None)
+            number = self.inodes.known(Ref(ancestor, METADATA, (name,)))
+            if number is not None:
+                self._stale.inodes.append(number)
+
+    def _queue_stale(self, path: str, opened: ArrayDirectory) -> None:
+        with self._lock:
+            for number, ref in self.inodes.refs_below(path):
+                if ref.role in (DATA, HEADER, METADATA):
+                    self._stale.inodes.append(number)
+                elif ref.role in (CHUNK, CHUNKS) and ref.parts and opened.names.resolve(ref.parts) is None:
+                    parent = Ref(path, CHUNKS, ref.parts[:-1])
+                    self._stale.entries.append((self.inode(parent), ref.parts[-1]))
+
+    def take_stale(self) -> Stale:
+        with self._lock:
+            stale, self._stale = self._stale, Stale()
+        return stale
+
+    def total_bytes(self) -> int:
+        opened = self.open_array("").directory if self.root.role == ARRAY else None
+        return opened.data.size if opened else 0
+
+    def close(self) -> None:
+        for array in self.opened_arrays():
+            array.close()

@@ -1,0 +1,108 @@
+"""What an array directory holds besides its metadata files: `data`, the header files for
+legacy tools (`data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`) and `chunks/`; their extended
+attributes; resizing through `data`. Pure: no FUSE, no store of its own (the array has one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..grid import Box, Index
+from . import headers
+from .chunks import ChunkNames
+from .files import BytesFile, FileView, RegionArray, RegionFile
+from .npy import NpyFile
+from .order import FortranOrder
+from .xattrs import array_attributes
+
+DATA_NAME, CHUNKS_NAME = "data", "chunks"
+HEADER_NAMES = {"npy": "data.npy", "nrrd": "data.nhdr", "mhd": "data.mhd", "vrt": "data.vrt"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a mount lays out every array's files (mount options)."""
+
+    byteorder: str = "little"
+    fortran: bool = False
+    views: frozenset[str] = field(default_factory=lambda: frozenset(HEADER_NAMES))
+
+
+class ArrayDirectory:
+    def __init__(self, array: Any, layout: Layout, *, spacings: Sequence[float] | None = None,
+                 on_resize: Callable[[tuple[int, ...]], None] | None = None) -> None:
+        """`array` is a zarrfs.array.ZarrArray; `on_resize` gets its new shape after a resize
+        through `data` (the tree updates what it keeps of the metadata)."""
+        self.array = array
+        self.layout = layout
+        self.spacings = spacings
+        self._on_resize = on_resize
+        self.view: RegionArray = FortranOrder(array) if layout.fortran else array
+        self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
+        self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
+        self._header_cache: dict[tuple[str, Index], bytes | None] = {}
+
+    # -- names -------------------------------------------------------------------------------
+
+    def entries(self) -> list[str]:
+        found = [name for kind, name in HEADER_NAMES.items() if self.header(kind) is not None]
+        return [DATA_NAME, *found, CHUNKS_NAME]
+
+    def header_kind(self, name: str) -> str | None:
+        for kind, file_name in HEADER_NAMES.items():
+            if file_name == name and self.header(kind) is not None:
+                return kind
+        return None
+
+    # -- files -------------------------------------------------------------------------------
+
+    def header(self, kind: str) -> bytes | None:
+        """A header file's bytes for the array's shape now, or None when the format cannot
+        describe this array (or the mount leaves it out)."""
+        if kind not in self.layout.views:
+            return None
+        shape = tuple(self.array.shape)
+        key = (kind, shape)
+        if key not in self._header_cache:
+            dtype, fortran = self.data.file_dtype, self.layout.fortran
+            made: bytes | None
+            if kind == "npy":
+                made = headers.npy_header(dtype, shape, fortran)
+            elif kind == "vrt":
+                made = headers.vrt_header(dtype, shape, fortran)
+            else:
+                make = headers.nrrd_header if kind == "nrrd" else headers.mhd_header
+                made = make(dtype, shape, fortran, self.spacings)
+            self._header_cache = {key: made, **{k: v for k, v in self._header_cache.items() if k[1] == shape}}
+        return self._header_cache[key]
+
+    def header_file(self, kind: str) -> FileView:
+        if kind == "npy":
+            return NpyFile(self.data, lambda: self.header("npy"))
+        contents = self.header(kind)
+        assert contents is not None
+        return BytesFile(contents)
+
+    def chunk_file(self, index: Index) -> RegionFile:
+        chunk_shape = self.array.chunk_shape
+        start = tuple(i * c for i, c in zip(index, chunk_shape, strict=True))
+        box = Box(start, tuple(s + c for s, c in zip(start, chunk_shape, strict=True)))
+        if self.layout.fortran:
+            box = Box(box.start[::-1], box.stop[::-1])
+        return RegionFile(self.view, box, self.layout.byteorder, direct_io=True)
+
+    def xattrs(self) -> dict[str, bytes]:
+        sharding = self.array.sharding
+        return array_attributes(self.array.metadata, self.data.file_dtype,
+                                sharding.inner_shape if sharding else None)
+
+    # -- resizing ----------------------------------------------------------------------------
+
+    def _resize(self, shape: tuple[int, ...]) -> None:
+        """`shape` in the order of `data` (reversed when it is in Fortran order)."""
+        real = shape[::-1] if self.layout.fortran else shape
+        self.array.resize(real)
+        self.names = ChunkNames(self.array.metadata.chunk_key_encoding, self.array.grid_shape)
+        if self._on_resize is not None:
+            self._on_resize(real)
