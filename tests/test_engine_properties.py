@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zarrfs.array import ZarrArray
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 SETTINGS = settings(

@@ -25,8 +25,8 @@ import tensorstore as ts
 import zarr
 
 from zarrfs.array import ZarrArray
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 # -- data types ------------------------------------------------------------------------------

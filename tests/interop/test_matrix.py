@@ -34,8 +34,8 @@ from interop_cases import (
 )
 
 from zarrfs.array import ZarrArray
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 FOREIGN_WRITERS = {"tensorstore": write_tensorstore, "zarr-python": write_zarr_python}

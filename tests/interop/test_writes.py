@@ -37,8 +37,8 @@ from interop_cases import (
 )
 
 from zarrfs.array import ZarrArray
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 

@@ -35,8 +35,8 @@ import numpy as np
 
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import ChunkError, ZarrfsError
-from zarrfs.formats.v3 import parse_metadata
 from zarrfs.formats import ArrayDescription as ArrayMetadata
+from zarrfs.formats.v3 import parse_metadata
 
 HEADROOM = 1 << 30
 

@@ -30,8 +30,8 @@ from tests.reliability.faulty_fs import (
 from zarrfs.array import ZarrArray
 from zarrfs.codecs import CodecError
 from zarrfs.errors import ChunkError, StoreError
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import RetryPolicy, Store, SuffixRange
 
 # Tests of giving up use a short deadline; tests of succeeding after faults a long one, so a

@@ -25,10 +25,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zarrfs.codecs import EMPTY, ChunkSpec, CodecError, Pipeline, ShardingCodec
-from zarrfs.formats.dtypes import DATA_TYPES
 from zarrfs.errors import MetadataError
-from zarrfs.formats.v3 import parse_codec_list, parse_metadata
 from zarrfs.formats import CodecSpec
+from zarrfs.formats.dtypes import DATA_TYPES
+from zarrfs.formats.v3 import parse_codec_list, parse_metadata
 
 # Locally every run explores new examples (and replays past failures from .hypothesis/); under
 # CI (CI set in the environment) the examples are the same every time, so CI does not fail on

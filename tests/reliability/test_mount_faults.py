@@ -25,8 +25,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from zarrfs.array import ZarrArray
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

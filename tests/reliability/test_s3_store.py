@@ -17,8 +17,8 @@ from tests.reliability.faulty_fs import CONFIG_ENV, FaultyFileSystem, write_conf
 from tests.reliability.s3_server import S3Server
 from zarrfs.array import ZarrArray
 from zarrfs.errors import StoreError
-from zarrfs.grid import Box
 from zarrfs.formats.v3 import parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import ByteRange, RetryPolicy, Store, SuffixRange
 
 s3fs = pytest.importorskip("s3fs")

@@ -98,11 +98,33 @@ class ChunkCache:
                 del self.indexes[key]
 
 
+COUNTER_NAMES = ("requests", "errors", "cache_hits", "cache_misses", "bytes_fetched", "bytes_stored",
+                 "chunks_decoded", "chunks_encoded", "decode_seconds", "encode_seconds")
+
+
+class Counters:
+    """What a mount has done (`zarrfs stats`): numbers only, added to under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[str, float] = dict.fromkeys(COUNTER_NAMES, 0)
+
+    def add(self, **amounts: float) -> None:
+        with self._lock:
+            for name, amount in amounts.items():
+                self._values[name] += amount
+
+    def snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._values)
+
+
 class Shared:
     """The cache and worker threads of one mount (or of one array used on its own)."""
 
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> None:
         self.cache = ChunkCache(cache_bytes)
+        self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
         self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.

@@ -8,6 +8,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec,
 from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Store
-from .cache import ChunkCache
+from .cache import ChunkCache, Counters
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,13 @@ class Stats:
 class PlainChunkIO:
     """Each stored object is one chunk, decoded and encoded whole."""
 
-    def __init__(self, store: Store, pipeline: Pipeline, fill_value: bytes, stats: Stats) -> None:
+    def __init__(self, store: Store, pipeline: Pipeline, fill_value: bytes, stats: Stats,
+                 counters: Counters) -> None:
         self.store = store
         self.pipeline = pipeline
         self.fill_value = fill_value
         self.stats = stats
+        self.counters = counters
         self._lock = threading.Lock()
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
@@ -49,7 +52,7 @@ class PlainChunkIO:
         if data is None:
             return None
         self.count_fetch(len(data))
-        return self.pipeline.decode(data)
+        return self.timed_decode(self.pipeline.decode, data)
 
     def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray]) -> None:
         (data,) = arrays.values()
@@ -57,21 +60,36 @@ class PlainChunkIO:
             self.store.delete(key)
             self.stats.chunks_deleted += 1
         else:
-            self.store.put(key, self.pipeline.encode(data), sync_directory=False)
+            encoded = self.timed_encode(self.pipeline.encode, data)
+            self.store.put(key, encoded, sync_directory=False)
+            self.counters.add(bytes_stored=len(encoded))
             self.stats.chunks_written += 1
 
     def count_fetch(self, nbytes: int) -> None:
         with self._lock:
             self.stats.loads += 1
             self.stats.bytes_fetched += nbytes
+        self.counters.add(bytes_fetched=nbytes)
+
+    def timed_decode(self, decode: Callable[[BytesLike], np.ndarray], data: BytesLike) -> np.ndarray:
+        start = time.perf_counter()
+        decoded = decode(data)
+        self.counters.add(chunks_decoded=1, decode_seconds=time.perf_counter() - start)
+        return decoded
+
+    def timed_encode(self, encode: Callable[[np.ndarray], BytesLike], data: np.ndarray) -> BytesLike:
+        start = time.perf_counter()
+        encoded = encode(data)
+        self.counters.add(chunks_encoded=1, encode_seconds=time.perf_counter() - start)
+        return encoded
 
 
 class ShardedChunkIO(PlainChunkIO):
     """Each stored object is a shard; the unit read and cached is the inner chunk."""
 
     def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
-                 owner: int, stats: Stats) -> None:
-        super().__init__(store, pipeline, sharding.chunk.fill_value, stats)
+                 owner: int, stats: Stats, counters: Counters) -> None:
+        super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
         self.sharding = sharding
         self.cache = cache
         self.owner = owner
@@ -104,7 +122,7 @@ class ShardedChunkIO(PlainChunkIO):
                 self.count_fetch(len(data))
             if self._rewrite_generation == generation and not self._rewrites_running:
                 break  # no write-back replaced the shard while we read it
-        return None if data is None else self.sharding.decode_inner(data)
+        return None if data is None else self.timed_decode(self.sharding.decode_inner, data)
 
     def _shard_index(self, chunk: Index, key: str) -> ShardIndex | None:
         with self._index_locks[hash(chunk) % len(self._index_locks)]:
@@ -139,7 +157,7 @@ class ShardedChunkIO(PlainChunkIO):
         shard_origin = tuple(c * p for c, p in zip(chunk, sharding.chunks_per_shard, strict=True))
         for unit, data in arrays.items():
             inner = tuple(u - o for u, o in zip(unit, shard_origin, strict=True))
-            new = sharding.encode_inner(data)
+            new = None if is_fill(data, self.fill_value) else self.timed_encode(sharding.inner.encode, data)
             if new is None:
                 encoded.pop(inner, None)
             else:
@@ -162,6 +180,7 @@ class ShardedChunkIO(PlainChunkIO):
         if encoded:
             shard = self.sharding.assemble(encoded)
             self.store.put(key, shard, sync_directory=False)
+            self.counters.add(bytes_stored=len(shard))
             span = self.sharding.index_span(len(shard))
             index = self.sharding.decode_index(shard[span.offset : span.end], len(shard))
             self.stats.chunks_written += 1

@@ -63,9 +63,11 @@ class ZarrArray:
         self.stats = Stats()
         self.io: PlainChunkIO
         if self.sharding is None:
-            self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats)
+            self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
+                                   self.shared.counters)
         else:
-            self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.cache, self.owner, self.stats)
+            self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.cache, self.owner, self.stats,
+                                     self.shared.counters)
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else self.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
         self._fill_chunk = self.read_chunk.fill_array()
@@ -138,6 +140,7 @@ class ZarrArray:
         May be a read-only view into the cache when the box lies in one chunk."""
         pieces = list(cells_of(box, self.read_chunk_shape))
         futures = self._start_loads(piece.cell for piece in pieces)
+        self.shared.counters.add(cache_hits=len(pieces) - len(futures), cache_misses=len(futures))
         if len(pieces) == 1:
             # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
             selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)

@@ -2,85 +2,46 @@
 
 Requests are answered from `views`; anything that decodes, encodes, copies large buffers or
 touches the store runs in a worker thread under a limiter, so the trio loop keeps serving.
-Errors become errno values in exactly one place (`_errno_for`).
+Errors become errno values in exactly one place (`boundary.errno_for`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import functools
+import json
 import logging
 import os
 import signal
 import stat
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 import pyfuse3
 import trio
 
-from .errors import ChunkError, MetadataError, ReadOnlyError, ResizeError, StoreError, ZarrfsError
-from .options import MountOptions
-from .tree import Ref, Tree
-from .views import FileTooLargeError, FileView
-from .views.files import FixedBytesError
-from .views.xattrs import PREFIX as XATTR_PREFIX
+from ..errors import ResizeError
+from ..options import MountOptions
+from ..tree import Ref, Tree
+from ..views import FileView
+from ..views.files import FixedBytesError
+from ..views.xattrs import PREFIX as XATTR_PREFIX
+from .boundary import boundary
+from .kernel import invalidate_attributes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-P = ParamSpec("P")
 
+# The mount's counters, read by `zarrfs stats` (not listed: `getfattr -d` shows the array's).
+STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
 PREFETCH_BYTES = 32 << 20
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
-
-
-def _errno_for(error: BaseException) -> int:
-    """The one place where errors become errno values."""
-    if isinstance(error, ReadOnlyError):
-        return errno.EROFS
-    if isinstance(error, FileTooLargeError):
-        return errno.EFBIG
-    if isinstance(error, ChunkError | StoreError | MetadataError):
-        return errno.EIO
-    if isinstance(error, ResizeError):
-        return errno.EINVAL
-    if isinstance(error, FixedBytesError):
-        return errno.EPERM
-    if isinstance(error, FileNotFoundError):
-        return errno.ENOENT
-    if isinstance(error, PermissionError):
-        return errno.EACCES
-    return errno.EIO
-
-
-def _boundary(
-    handler: Callable[Concatenate[ZarrOperations, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[ZarrOperations, P], Coroutine[Any, Any, T]]:
-    """Let only FUSEError out of a handler: a bad chunk or a store fault fails one request."""
-
-    @functools.wraps(handler)
-    async def wrapper(self: ZarrOperations, *args: P.args, **kwargs: P.kwargs) -> T:
-        if self.options.debug:
-            log.debug("%s%s", handler.__name__, _brief(args))
-        try:
-            return await handler(self, *args, **kwargs)
-        except pyfuse3.FUSEError:
-            raise
-        except ZarrfsError as e:
-            log.error("%s: %s", handler.__name__, e)
-            raise pyfuse3.FUSEError(_errno_for(e)) from None
-        except Exception:
-            log.exception("internal error in %s%r", handler.__name__, args[:3])
-            raise pyfuse3.FUSEError(errno.EIO) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 @dataclass
@@ -100,6 +61,7 @@ class ZarrOperations(pyfuse3.Operations):
     def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool) -> None:
         super().__init__()
         self.tree = tree
+        self.counters = tree.shared.counters
         self.options = options
         self.read_only = options.read_only or read_only
         self.limiter = trio.CapacityLimiter(8)
@@ -180,17 +142,17 @@ class ZarrOperations(pyfuse3.Operations):
         self.tree.inodes.remember(node)
         return attributes
 
-    @_boundary
+    @boundary
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
         # Looking into a group may list the store, and opening an array reads its metadata.
         return await self._in_thread(self._lookup, parent, name.decode("utf-8", "replace"))
 
-    @_boundary
+    @boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
         return await self._in_thread(self._attributes, self._node(inode), inode)
 
-    @_boundary
+    @boundary
     async def setattr(
         self,
         inode: int,
@@ -226,9 +188,11 @@ class ZarrOperations(pyfuse3.Operations):
 
     # -- extended attributes ---------------------------------------------------------------
 
-    @_boundary
+    @boundary
     async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
         text = name.decode("utf-8", "replace")
+        if inode == pyfuse3.ROOT_INODE and text == STATS_XATTR:  # `zarrfs stats MOUNTPOINT`
+            return json.dumps(self.counters.snapshot()).encode()
         # `ls -l` asks every entry for security.* and system.* attributes: answer without
         # opening arrays.
         node = self._node(inode)
@@ -237,16 +201,16 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         return found
 
-    @_boundary
+    @boundary
     async def listxattr(self, inode: int, ctx: Any) -> Sequence[bytes]:
         return [name.encode() for name in self.tree.xattrs(self._node(inode))]
 
-    @_boundary
+    @boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         for inode, count in inode_list:
             self.tree.inodes.forget(inode, count)
 
-    @_boundary
+    @boundary
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
         stats = pyfuse3.StatvfsData()
         stats.f_bsize = stats.f_frsize = 4096
@@ -259,13 +223,13 @@ class ZarrOperations(pyfuse3.Operations):
 
     # -- directories -----------------------------------------------------------------------
 
-    @_boundary
+    @boundary
     async def opendir(self, inode: int, ctx: Any) -> int:
         if not self._node(inode).is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         return inode
 
-    @_boundary
+    @boundary
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         directory = self._node(fh)
         names = await self._in_thread(self.tree.names, directory)
@@ -278,13 +242,13 @@ class ZarrOperations(pyfuse3.Operations):
                 break
             self.tree.inodes.remember(child)  # the kernel now holds a lookup of it
 
-    @_boundary
+    @boundary
     async def releasedir(self, fh: int) -> None:
         return None
 
     # -- files -----------------------------------------------------------------------------
 
-    @_boundary
+    @boundary
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
         node = self._node(inode)
         if node.is_dir:
@@ -309,7 +273,7 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EBADF)
         return handle
 
-    @_boundary
+    @boundary
     async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:  # type: ignore[override]
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
@@ -329,7 +293,7 @@ class ZarrOperations(pyfuse3.Operations):
         handle.last_end = end
         return data
 
-    @_boundary
+    @boundary
     async def write(self, fh: int, offset: int, buf: bytes) -> int:
         handle = self._handle(fh)
         if self.read_only:
@@ -345,31 +309,31 @@ class ZarrOperations(pyfuse3.Operations):
         handle.wrote = True
         self._mtime_ns = time.time_ns()
         for inode in self.tree.sharing_bytes(handle.node):
-            await trio.to_thread.run_sync(_invalidate_attributes, inode)
+            await trio.to_thread.run_sync(invalidate_attributes, inode)
         return written
 
     async def _invalidate_stale(self) -> None:
         """After a resize: sizes the kernel caches, and chunk files that are gone. Entry
         invalidation is queued by libfuse (it waits on nothing); attribute invalidation
-        never waits on pages (see _invalidate_attributes)."""
+        never waits on pages (see invalidate_attributes)."""
         stale = self.tree.take_stale()
         for parent, name in stale.entries:
             with contextlib.suppress(OSError):
                 pyfuse3.invalidate_entry_async(parent, name.encode())
         for inode in stale.inodes:
-            await trio.to_thread.run_sync(_invalidate_attributes, inode)
+            await trio.to_thread.run_sync(invalidate_attributes, inode)
 
-    @_boundary
+    @boundary
     async def flush(self, fh: int) -> None:
         handle = self._handle(fh)
         if handle.wrote:
             await self._in_thread(handle.view.flush)
 
-    @_boundary
+    @boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
         await self._in_thread(self._handle(fh).view.flush)
 
-    @_boundary
+    @boundary
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
         if handle is not None and handle.wrote:
@@ -385,7 +349,7 @@ class ZarrOperations(pyfuse3.Operations):
     mkdir = mknod = create = unlink = rmdir = rename = symlink = link = _refuse  # type: ignore[assignment]
     setxattr = removexattr = _refuse  # type: ignore[assignment]
 
-    @_boundary
+    @boundary
     async def access(self, inode: int, mode: int, ctx: Any) -> bool:
         node = self._node(inode)
         if mode & os.W_OK:
@@ -393,24 +357,3 @@ class ZarrOperations(pyfuse3.Operations):
                 raise pyfuse3.FUSEError(errno.EROFS)
             return node.is_dir or self.tree.file(node).writable
         return True
-
-
-def _invalidate_attributes(inode: int) -> None:
-    """Mark an inode's attributes stale. With a new mtime, the kernel's automatic data
-    invalidation then drops its cached pages when a reader next looks (in the reader's
-    context). Page invalidation asked for here would wait, uninterruptibly, for pages locked
-    by requests queued for us; a daemon killed then could never exit and its mount would hang
-    instead of failing, which the crash tests showed."""
-    try:
-        pyfuse3.invalidate_inode(inode, attr_only=True)
-    except OSError as e:
-        # ENOENT: the kernel has already forgotten the inode; nothing is cached.
-        if e.errno != errno.ENOENT:
-            log.warning("could not invalidate inode %d: %s", inode, e)
-
-
-def _brief(args: tuple[Any, ...]) -> str:
-    """Request arguments for a debug line: buffers by their size, not their bytes."""
-    shown = (f"<{len(a)} bytes>" if isinstance(a, bytes | memoryview) and len(a) > 64 else repr(a)
-             for a in args if not isinstance(a, pyfuse3.RequestContext | pyfuse3.ReaddirToken))
-    return "(" + ", ".join(shown) + ")"

@@ -1,0 +1,84 @@
+"""Where errors become errno values (one place), and the wrapper every request handler
+runs in: a bad chunk or a store fault fails one request, never the daemon."""
+
+from __future__ import annotations
+
+import errno
+import functools
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+import pyfuse3
+
+from ..array.cache import Counters
+from ..errors import ChunkError, MetadataError, ReadOnlyError, ResizeError, StoreError, ZarrfsError
+from ..options import MountOptions
+from ..views import FileTooLargeError
+from ..views.files import FixedBytesError
+
+log = logging.getLogger("zarrfs.fuse")
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class Served(Protocol):
+    options: MountOptions
+    counters: Counters
+
+
+S = TypeVar("S", bound=Served)
+
+
+def errno_for(error: BaseException) -> int:
+    """The one place where errors become errno values."""
+    if isinstance(error, ReadOnlyError):
+        return errno.EROFS
+    if isinstance(error, FileTooLargeError):
+        return errno.EFBIG
+    if isinstance(error, ChunkError | StoreError | MetadataError):
+        return errno.EIO
+    if isinstance(error, ResizeError):
+        return errno.EINVAL
+    if isinstance(error, FixedBytesError):
+        return errno.EPERM
+    if isinstance(error, FileNotFoundError):
+        return errno.ENOENT
+    if isinstance(error, PermissionError):
+        return errno.EACCES
+    return errno.EIO
+
+
+def boundary(
+    handler: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Let only FUSEError out of a handler: a bad chunk or a store fault fails one request."""
+
+    @functools.wraps(handler)
+    async def wrapper(self: S, *args: P.args, **kwargs: P.kwargs) -> T:
+        if self.options.debug:
+            log.debug("%s%s", handler.__name__, brief(args))
+        self.counters.add(requests=1)
+        try:
+            return await handler(self, *args, **kwargs)
+        except pyfuse3.FUSEError:
+            raise
+        except ZarrfsError as e:
+            log.error("%s: %s", handler.__name__, e)
+            self.counters.add(errors=1)
+            raise pyfuse3.FUSEError(errno_for(e)) from None
+        except FileNotFoundError:
+            raise pyfuse3.FUSEError(errno.ENOENT) from None  # a chunk file gone with a resize
+        except Exception:
+            log.exception("internal error in %s%r", handler.__name__, args[:3])
+            self.counters.add(errors=1)
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def brief(args: tuple[Any, ...]) -> str:
+    """Request arguments for a debug line: buffers by their size, not their bytes."""
+    shown = (f"<{len(a)} bytes>" if isinstance(a, bytes | memoryview) and len(a) > 64 else repr(a)
+             for a in args if not isinstance(a, pyfuse3.RequestContext | pyfuse3.ReaddirToken))
+    return "(" + ", ".join(shown) + ")"

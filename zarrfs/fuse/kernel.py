@@ -1,0 +1,24 @@
+"""Telling the kernel that what it caches is stale, without ever waiting on it."""
+
+from __future__ import annotations
+
+import errno
+import logging
+
+import pyfuse3
+
+log = logging.getLogger("zarrfs.fuse")
+
+
+def invalidate_attributes(inode: int) -> None:
+    """Mark an inode's attributes stale. With a new mtime, the kernel's automatic data
+    invalidation then drops its cached pages when a reader next looks (in the reader's
+    context). Page invalidation asked for here would wait, uninterruptibly, for pages locked
+    by requests queued for us; a daemon killed then could never exit and its mount would hang
+    instead of failing, which the crash tests showed."""
+    try:
+        pyfuse3.invalidate_inode(inode, attr_only=True)
+    except OSError as e:
+        # ENOENT: the kernel has already forgotten the inode; nothing is cached.
+        if e.errno != errno.ENOENT:
+            log.warning("could not invalidate inode %d: %s", inode, e)
