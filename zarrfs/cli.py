@@ -30,7 +30,7 @@ from .info import describe_tree
 from .options import MountOptions
 from .store import Store
 
-COMMANDS = ("mount", "info", "create", "check", "import")
+COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -111,6 +111,18 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--jobs", type=_positive, help="encoding threads (default: one per CPU)")
     _add_creation_options(load)
     load.set_defaults(run=_run_import)
+
+    resize = commands.add_parser("resize", help="change the shape of an array (not mounted)")
+    resize.add_argument("source")
+    resize.add_argument("--shape", required=True, type=_int_list)
+    resize.add_argument("-o", dest="options", action="append", default=[],
+                        help="store options, as for mount (endpoint_url=, anon, profile=)")
+    resize.set_defaults(run=_run_resize)
+
+    stats = commands.add_parser("stats", help="the counters of a mounted zarrfs")
+    stats.add_argument("mountpoint")
+    stats.add_argument("--json", action="store_true", help="one JSON object")
+    stats.set_defaults(run=_run_stats)
     return parser
 
 
@@ -237,6 +249,36 @@ def _run_import(args: argparse.Namespace) -> int:
                         jobs=args.jobs)
     print(f"imported {args.raw} into {args.source}: {dims(metadata.shape)} {metadata.data_type.name}, "
           f"{stored} chunks stored")
+    return 0
+
+
+# -- resize and stats ------------------------------------------------------------------------
+
+
+def _run_resize(args: argparse.Namespace) -> int:
+    from .resize import resize_offline
+
+    storage = MountOptions.parse(args.options).storage_options
+    groups = resize_offline(args.source, storage, tuple(args.shape))
+    also = f" (and the consolidated metadata of {', '.join(groups)})" if groups else ""
+    print(f"resized {args.source} to {dims(args.shape)}{also}")
+    return 0
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    import json
+    import os
+
+    try:
+        counters = json.loads(os.getxattr(args.mountpoint, "user.zarrfs.stats"))
+    except OSError as e:
+        raise ZarrfsError(f"{args.mountpoint}: not a zarrfs mount ({e.strerror})") from None
+    if args.json:
+        print(json.dumps(counters))
+    else:
+        for name, value in counters.items():
+            shown = f"{value:.3f}" if isinstance(value, float) else str(value)
+            print(f"{name + ':':<16} {shown}")
     return 0
 
 

@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
@@ -70,6 +71,7 @@ class _Importer:
             description.chunk_shape, description.data_type, description.fill_value))
         self.sharding: ShardingCodec | None = partial_read_sharding(self.pipeline)
         self.jobs = jobs
+        self.encoders = threading.BoundedSemaphore(jobs)  # chunks being cut and encoded at once
         self.written: list[str] = []
 
     def run(self, source: BinaryIO, name: str, progress: bool | None) -> None:
@@ -83,7 +85,8 @@ class _Importer:
         # Two buffers: the main thread reads one while the workers cut up the other.
         buffers = [bytearray(largest), bytearray(largest if len(slabs) > 1 else 0)]
         previous = consumed = 0
-        with bar, ThreadPoolExecutor(self.jobs, "zarrfs-import") as pool:
+        # Puts wait on fsync: more threads than encoders, as the engine's write-back has.
+        with bar, ThreadPoolExecutor(4 * self.jobs + 4, "zarrfs-import") as pool:
             pending: list[Job] = []
             try:
                 for number, (start, stop, nbytes) in enumerate(slabs):
@@ -91,12 +94,12 @@ class _Importer:
                     got = _read_into(source, view)
                     if got < nbytes:
                         raise ZarrfsError(_size_problem(name, consumed + got, need))
-                    self._finish(pending)  # the previous slab, encoded while this one was read
+                    self._finish(pool, pending)  # the previous slab, encoded while this one was read
                     bar.update(previous)
                     pending = self._submit(pool, self._slab_array(view, start, stop), start)
                     previous = nbytes
                     consumed += nbytes
-                self._finish(pending)
+                self._finish(pool, pending)
                 bar.update(previous)
                 if source.read(1):
                     raise ZarrfsError(_size_problem(name, None, need))
@@ -149,13 +152,12 @@ class _Importer:
                 futures.append(self._submit_shard(pool, slab, origin, chunk, self.sharding))
         return futures
 
-    def _finish(self, jobs: list[Job]) -> None:
-        """Wait until a slab's chunks are stored."""
-        for job in jobs:
-            if isinstance(job, _ShardJob):
-                job.store()
-            else:
-                job.result()
+    def _finish(self, pool: ThreadPoolExecutor, jobs: list[Job]) -> None:
+        """Wait until a slab's chunks are stored. A shard is stored by a job submitted after
+        every encoding job of the slab, so it waits only on jobs already running or done."""
+        stores = [pool.submit(job.store) if isinstance(job, _ShardJob) else job for job in jobs]
+        for future in stores:
+            future.result()
 
     # -- chunks ----------------------------------------------------------------------------------
 
@@ -173,9 +175,12 @@ class _Importer:
         return out
 
     def _store_chunk(self, slab: np.ndarray, origin: list[int], chunk: Index) -> None:
-        values = self._cut(slab, origin, _box(chunk, self.chunk_shape), self.pipeline.chunk)
-        if not is_fill(values, self.description.fill_value):
-            self.put(chunk, self.pipeline.encode(values))
+        with self.encoders:
+            values = self._cut(slab, origin, _box(chunk, self.chunk_shape), self.pipeline.chunk)
+            if is_fill(values, self.description.fill_value):
+                return
+            data = self.pipeline.encode(values)
+        self.put(chunk, data)
 
     def put(self, chunk: Index, data: BytesLike) -> None:
         key = self.description.chunk_key_encoding.key(chunk)
@@ -197,7 +202,8 @@ class _Importer:
 
     def _encode_inner(self, slab: np.ndarray, origin: list[int], box: Box,
                       sharding: ShardingCodec) -> BytesLike | None:
-        return sharding.encode_inner(self._cut(slab, origin, box, sharding.inner.chunk))
+        with self.encoders:
+            return sharding.encode_inner(self._cut(slab, origin, box, sharding.inner.chunk))
 
 
 class _ShardJob:
