@@ -133,12 +133,18 @@ class Tree:
     def _open(self, node: NodeMetadata) -> OpenedArray:
         try:
             description = node.describe()
-            raw = node.raw.get(node.files[0], b"")
+            raw = self._metadata_bytes(node.path, node.files[0])  # consolidated: read it now
             array = ZarrArray(self.store.child(node.path), description, raw, shared=self.shared)
         except ZarrfsError as e:
             log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
             return OpenedArray(None, str(e))
-        directory = ArrayDirectory(array, self.layout, spacings=self._spacings(node),
+        spacings = self._spacings(node)
+        if spacings is not None and not (len(spacings) == description.rank
+                                         and all(0 < v < float("inf") for v in spacings)):
+            log.warning("array %s: ignoring OME-Zarr scale %s: not one positive number per axis",
+                        node.path, spacings)
+            spacings = None
+        directory = ArrayDirectory(array, self.layout, spacings=spacings,
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
 
@@ -234,9 +240,9 @@ class Tree:
         while ancestor:
             ancestor = ancestor.rpartition("/")[0]
             node = self._node(ancestor)
-            if node.consolidated is None:
-                continue
             name = ".zmetadata" if node.zarr_format == 2 else "zarr.json"
+            if node.consolidated is None or name not in node.files:
+                continue  # (a subgroup known from its parent's consolidated metadata)
             relative = path[len(ancestor) + 1 :] if ancestor else path
             stored = self._metadata_bytes(ancestor, name)
             new = resized_consolidated(stored, node.zarr_format, relative, shape)
