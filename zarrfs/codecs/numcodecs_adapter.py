@@ -57,16 +57,34 @@ def from_spec(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytes
     except (TypeError, ValueError, KeyError) as e:
         if "not available" in str(e):
             raise MetadataError(_name_member(spec), f"unknown codec {codec_id!r}") from None
-        raise MetadataError(f"{spec.member}.configuration", f"{codec_id}: {e}") from None
+        raise MetadataError(_config_member(spec), f"{codec_id}: {e}") from None
     if on_bytes:
         stored = chunk.data_type.stored
         dtype = stored if stored is not None else chunk.data_type.storage.newbyteorder("<")
-        return NumcodecsBytesCodec(codec, dtype if typed else None)
+        adapter = NumcodecsBytesCodec(codec, dtype if typed else None)
+        if codec_id not in ARRAY_CODEC_IDS:
+            _check_by_encoding(adapter, spec, config)
+        return adapter
     return NumcodecsArrayCodec(codec, chunk, spec)
+
+
+def _check_by_encoding(adapter: NumcodecsBytesCodec, spec: CodecSpec, config: Mapping[str, Any]) -> None:
+    """numcodecs checks some options (blosc's cname, zlib's level) only when it encodes:
+    encode a few zero elements now, so a bad option fails the open, naming it."""
+    sample = bytes(64 * (adapter.input_dtype.itemsize if adapter.input_dtype is not None else 1))
+    try:
+        adapter.encode(sample)
+    except CodecError as e:
+        raise MetadataError(_config_member(spec), f"{config} is refused: {e}") from None
 
 
 def _name_member(spec: CodecSpec) -> str:
     return f"{spec.member}.id" if spec.name.startswith(BUFFER_PREFIX) else f"{spec.member}.name"
+
+
+def _config_member(spec: CodecSpec) -> str:
+    # v2 and v1 keep a codec's options beside its id; v3 under "configuration".
+    return spec.member if spec.name.startswith(BUFFER_PREFIX) else f"{spec.member}.configuration"
 
 
 def _translate(spec: CodecSpec, chunk: ChunkSpec) -> tuple[str, dict[str, Any], bool, bool]:
