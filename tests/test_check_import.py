@@ -24,20 +24,12 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
+from mounting import ZARRFS
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
 
-def _zarrfs_command() -> str:
-    beside_python = Path(sys.executable).parent / "zarrfs"
-    if beside_python.exists():
-        return str(beside_python)
-    found = shutil.which("zarrfs")
-    assert found is not None, "the zarrfs command is not installed (bash scripts/install)"
-    return found
-
-
 def zarrfs(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([_zarrfs_command(), *args], input=stdin, capture_output=True, timeout=60)
+    done = subprocess.run([ZARRFS, *args], input=stdin, capture_output=True, timeout=60)
     assert b"Traceback" not in done.stderr, done.stderr.decode()
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 

@@ -21,7 +21,7 @@ from .array.chunk_io import partial_read_sharding
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import MetadataError, StoreError, ZarrfsError
 from .formats import ArrayDescription, NodeMetadata, consolidated_children, discover
-from .store import TEMP_PREFIX, Store
+from .store import TEMP_PREFIX, Store, temporary_owner_alive
 
 # Metadata files any array directory may hold, besides those its node lists.
 METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zmetadata", "meta", "attrs"})
@@ -145,10 +145,8 @@ def _classify(store: Store, arrays: dict[str, _Array], report: Report) -> list[t
     for key, size in _listing(store):
         name = key.rsplit("/", 1)[-1]
         if name.startswith(TEMP_PREFIX):
-            pid = _temp_owner(name)
-            if pid is None or not _alive(pid):
-                owner = f"process {pid}" if pid is not None else "an unknown process"
-                report.problems.append(Problem(key, f"stray temporary file of {owner}, which is gone"))
+            if not temporary_owner_alive(name):
+                report.problems.append(Problem(key, "stray temporary file of a process that is gone"))
             continue
         array = _owner(key, arrays)
         if array is None:
@@ -253,21 +251,6 @@ def _owner(key: str, arrays: dict[str, _Array]) -> _Array | None:
         if directory in arrays:
             return arrays[directory]
     return arrays.get("")
-
-
-def _temp_owner(name: str) -> int | None:
-    pid = name[len(TEMP_PREFIX):].split("-", 1)[0]
-    return int(pid) if pid.isascii() and pid.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _join(*parts: str) -> str:

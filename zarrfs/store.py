@@ -204,7 +204,7 @@ class Store:
         removed = 0
         for directory, _, files in os.walk(self.root):
             for name in files:
-                if name.startswith(TEMP_PREFIX) and not _owner_alive(name):
+                if name.startswith(TEMP_PREFIX) and not temporary_owner_alive(name):
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(directory, name))
                         removed += 1
@@ -294,9 +294,10 @@ def _local_writable(path: str) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _owner_alive(temp_name: str) -> bool:
+def temporary_owner_alive(temp_name: str) -> bool:
+    """Whether the process that is writing a temporary file of an atomic put still runs."""
     pid_text = temp_name[len(TEMP_PREFIX) :].split("-", 1)[0]
-    if not pid_text.isdigit():
+    if not (pid_text.isascii() and pid_text.isdigit()):
         return False
     pid = int(pid_text)
     if pid == os.getpid():
