@@ -19,8 +19,8 @@ from typing import Any
 
 from .array.chunk_io import partial_read_sharding
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
-from .errors import MetadataError, StoreError, ZarrfsError
-from .formats import ArrayDescription, NodeMetadata, consolidated_children, discover
+from .errors import StoreError, ZarrfsError
+from .formats import ArrayDescription, NodeMetadata, children_of, discover
 from .store import TEMP_PREFIX, Store, temporary_owner_alive
 
 # Metadata files any array directory may hold, besides those its node lists.
@@ -110,22 +110,11 @@ def _walk(store: Store, root: NodeMetadata) -> Iterator[tuple[str, NodeMetadata,
 
 
 def _children(store: Store, group: NodeMetadata) -> Iterator[tuple[NodeMetadata | str, str | None]]:
-    """A group's children, like formats.children_of, but naming the ones it must skip."""
-    known = consolidated_children(group)
-    if known is not None:
-        yield from ((child, None) for child in known.values())
-        return
-    for name in store.list_dirs(group.path):
-        if name.startswith("."):
-            continue
-        path = _join(group.path, name)
-        try:
-            child = discover(store.get, path)
-        except MetadataError as e:
-            yield path, str(e)
-            continue
-        if child is not None:
-            yield child, None
+    """A group's children, and the paths of those that cannot be read with the reason."""
+    skipped: dict[str, str] = {}
+    children = children_of(group, store.get, store.list_dirs, skipped)
+    yield from ((child, None) for child in children.values())
+    yield from skipped.items()
 
 
 def _open(node: NodeMetadata) -> _Array | str:

@@ -193,8 +193,10 @@ def _from_documents(path: str, documents: Mapping[str, Any], zarr_format: int) -
     return None
 
 
-def children_of(node: NodeMetadata, get: Get, list_dirs: ListDirs) -> dict[str, NodeMetadata]:
-    """A group's children: from its consolidated metadata, else by listing and probing."""
+def children_of(node: NodeMetadata, get: Get, list_dirs: ListDirs,
+                skipped: dict[str, str] | None = None) -> dict[str, NodeMetadata]:
+    """A group's children: from its consolidated metadata, else by listing and probing.
+    A child whose metadata cannot be read is logged, and put in `skipped` with the reason."""
     known = consolidated_children(node)
     if known is not None:
         return known
@@ -206,6 +208,8 @@ def children_of(node: NodeMetadata, get: Get, list_dirs: ListDirs) -> dict[str, 
             child = discover(get, _join(node.path, name))
         except MetadataError as e:
             log.warning("%s: skipped: %s", _join(node.path, name), e)
+            if skipped is not None:
+                skipped[_join(node.path, name)] = str(e)
             continue
         if child is not None:
             found[name] = child
