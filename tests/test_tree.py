@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -87,4 +88,31 @@ def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_p
     assert data is not None
     view = tree.file(data)
     assert bytes(view.read(0, view.size)) == np.arange(9, dtype="<i2").tobytes()
+    tree.close()
+
+
+def test_opening_many_arrays_costs_no_chunk_sized_memory(tmp_path: Path) -> None:
+    """Listing every array of a big group opens them all: none may hold a chunk-sized buffer
+    (400 arrays of 8 MiB chunks would be 3.2 GiB)."""
+    group = {"zarr_format": 3, "node_type": "group"}
+    (tmp_path / "zarr.json").write_text(json.dumps(group))
+    doc = {**array_doc([4096, 512]), "data_type": "float32", "fill_value": "NaN",
+           "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4096, 512]}},
+           "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}
+    for i in range(400):
+        (tmp_path / f"a{i}").mkdir()
+        (tmp_path / f"a{i}" / "zarr.json").write_text(json.dumps(doc))
+    tree = open_tree(tmp_path)
+    tracemalloc.start()
+    try:
+        for name in tree.names(tree.root)[1:]:
+            array = tree.lookup(tree.root, name)
+            assert array is not None and "data" in tree.names(array)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak / 2**20:.0f} MiB to open 400 arrays"
+    data = tree.lookup(Ref("a7", ARRAY), "data")
+    assert data is not None
+    assert np.isnan(np.frombuffer(bytes(tree.file(data).read(0, 16)), "<f4")).all()
     tree.close()

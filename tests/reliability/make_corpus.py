@@ -941,6 +941,23 @@ def v2_cases() -> dict[str, FormatCase]:
         "dimension_separator_bad": meta(
             dumps_v2(v2_doc(dimension_separator="-")), ["dimension_separator"], ["'-'", '"-"']
         ),
+        "fill_value_string": meta(dumps_v2(v2_doc(fill_value="abc")), ["fill_value"], ["abc"]),
+        "zarr_format_3": meta(dumps_v2(v2_doc(zarr_format=3)), ["zarr_format"], ["3"]),
+        "compressor_not_object": meta(dumps_v2(v2_doc(compressor="zlib")), ["compressor"], ["zlib"]),
+        "chunks_missing": meta(
+            dumps_v2({k: v for k, v in v2_doc().items() if k != "chunks"}), ["chunks"], ["missing"]
+        ),
+        "chunks_rank_mismatch": meta(dumps_v2(v2_doc(chunks=[4])), ["chunks"], ["rank", "1"]),
+        # Codec configurations numcodecs cannot encode with: refused on opening, as v3 codec
+        # configurations are, not accepted and then failing every write-back with EIO.
+        "blosc_unknown_cname": meta(
+            dumps_v2(v2_doc(compressor={**blosc_compressor, "cname": "nope"})),
+            ["compressor.cname", "compressor"], ["nope"],
+        ),
+        "zlib_level_string": meta(
+            dumps_v2(v2_doc(compressor={"id": "zlib", "level": "high"})),
+            ["compressor.level", "compressor"], ["high"],
+        ),
         "zlib_wrong_decoded_size": v2_chunk_case(v2_doc(), zl, lambda raw: zl(raw[: len(raw) // 2])),
         "zlib_not_zlib": v2_chunk_case(v2_doc(), zl, lambda raw: b"not a zlib stream" * 4),
         "blosc_wrong_decoded_size": v2_chunk_case(
@@ -967,6 +984,24 @@ def v1_cases() -> dict[str, FormatCase]:
         "compression_unknown": meta(dumps_v2(v1_doc(compression="lzw")), ["compression"], ["lzw"]),
         "order_x": meta(dumps_v2(v1_doc(order="X")), ["order"], QUOTED_X),
         "dtype_bad_string": meta(dumps_v2(v1_doc(dtype="<z7")), ["dtype"], ["<z7"]),
+        "compression_opts_string": meta(
+            dumps_v2(v1_doc(compression_opts="high")), ["compression_opts"], ["high"]
+        ),
+        "blosc_opts_not_object": meta(
+            dumps_v2(v1_doc(compression="blosc", compression_opts=5)),
+            ["compression_opts"], ["blosc", "object"],
+        ),
+        "blosc_unknown_cname": meta(
+            dumps_v2(v1_doc(compression="blosc",
+                            compression_opts={"cname": "nope", "clevel": 5, "shuffle": 1})),
+            ["compression_opts.cname", "compression_opts", "cname"], ["nope"],
+        ),
+        "zarr_format_2": meta(dumps_v2(v1_doc(zarr_format=2)), ["zarr_format"], ["2"]),
+        "shape_negative": meta(dumps_v2(v1_doc(shape=[-8, 1024])), ["shape"], ["-8", "negative"]),
+        "fill_value_string": meta(dumps_v2(v1_doc(fill_value="abc")), ["fill_value"], ["abc"]),
+        "order_missing": meta(
+            dumps_v2({k: v for k, v in v1_doc().items() if k != "order"}), ["order"], ["missing"]
+        ),
         "zlib_wrong_decoded_size": v1_chunk_case(v1_doc(), zl, lambda raw: zl(raw + b"\0" * 8)),
         "bz2_wrong_decoded_size": v1_chunk_case(
             v1_doc(compression="bz2", compression_opts=1), bz, lambda raw: bz(raw[:100])

@@ -70,8 +70,11 @@ class ZarrArray:
                                      self.shared.counters)
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else self.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
-        self._fill_chunk = self.read_chunk.fill_array()
-        self._fill_chunk.flags.writeable = False
+        # Every missing chunk reads as this one: one element seen through zero strides, so an
+        # opened array costs no chunk-sized memory (a mount may open thousands).
+        self._fill_element = np.frombuffer(description.fill_value, dtype=description.data_type.storage)
+        self._fill_chunk = np.broadcast_to(self._fill_element.reshape((1,) * len(self.read_chunk_shape)),
+                                           self.read_chunk_shape)
         self._loading: dict[Index, Future[Entry]] = {}
         self._dirty_bytes = 0
         self._flush_lock = threading.Lock()
@@ -290,7 +293,7 @@ class ZarrArray:
 
     def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:
         """Elements of an edge chunk outside the array hold the fill value."""
-        fill = self._fill_chunk.reshape(-1)[0]
+        fill = self._fill_element[0]
         for d, (u, c, s) in enumerate(zip(unit, self.read_chunk_shape, self.shape, strict=True)):
             inside = s - u * c
             if inside < c:
