@@ -36,8 +36,10 @@ def resize(array: ZarrArray, shape: tuple[int, ...]) -> None:
         _delete_outside(array, shape)
     # Cached chunks past the new edge may be gone from the store: read them afresh.
     array.cache.drop_owner(array.owner)
-    raw = resized_document(array.raw_metadata, array.metadata.zarr_format, shape)
-    array.store.put(METADATA_KEYS[array.metadata.zarr_format], raw)
+    key = METADATA_KEYS[array.metadata.zarr_format]
+    stored = array.raw_metadata or array.store.get(key) or b""  # (opened from consolidated metadata)
+    raw = resized_document(stored, array.metadata.zarr_format, shape)
+    array.store.put(key, raw)
     array.raw_metadata = raw
     array.metadata = dataclasses.replace(array.metadata, shape=shape)
     array.shape = shape

@@ -23,6 +23,7 @@ from ..formats.edit import resized_consolidated
 from ..store import Store
 from ..views import BytesFile, FileView, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
+from ..views.files import StoredFile
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, InodeTable, Ref, inode_of
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Tree:
         self._children: dict[str, dict[str, NodeMetadata]] = {}
         self._arrays: dict[str, OpenedArray] = {}
         self._metadata_files: dict[tuple[str, str], bytes] = {}
+        self._metadata_sizes: dict[tuple[str, str], int] = {}
         self._stale = Stale()
 
     def inode(self, ref: Ref) -> int:
@@ -133,7 +135,8 @@ class Tree:
     def _open(self, node: NodeMetadata) -> OpenedArray:
         try:
             description = node.describe()
-            raw = self._metadata_bytes(node.path, node.files[0])  # consolidated: read it now
+            # Known from consolidated metadata: no bytes yet; a resize reads them.
+            raw = node.raw.get(node.files[0], b"")
             array = ZarrArray(self.store.child(node.path), description, raw, shared=self.shared)
         except ZarrfsError as e:
             log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
@@ -175,7 +178,7 @@ class Tree:
 
     def file(self, ref: Ref) -> FileView:
         if ref.role == METADATA:
-            return BytesFile(self._metadata_bytes(ref.path, ref.parts[0]))
+            return self._metadata_file(ref.path, ref.parts[0])
         opened = self.open_array(ref.path).directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
@@ -190,6 +193,21 @@ class Tree:
         if found is None or found[1] is None:
             raise FileNotFoundError(ref.describe())  # gone with a resize
         return opened.chunk_file(found[1])
+
+    def _metadata_file(self, path: str, name: str) -> FileView:
+        """A metadata file as stored. Its size is asked of the store without reading it, so
+        listing a group known from consolidated metadata reads nothing more."""
+        key = (path, name)
+        with self._lock:
+            known = self._nodes[path].raw.get(name, self._metadata_files.get(key))
+            size = self._metadata_sizes.get(key)
+        if known is not None:
+            return BytesFile(known)
+        if size is None:
+            size = self.store.size(_join(path, name)) or 0
+            with self._lock:
+                self._metadata_sizes[key] = size
+        return StoredFile(size, lambda: self._metadata_bytes(path, name))
 
     def _metadata_bytes(self, path: str, name: str) -> bytes:
         """A metadata file as stored: read once (consolidated metadata has the documents,
@@ -230,6 +248,7 @@ class Tree:
             raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
             self._nodes[path] = dataclasses.replace(node, raw=raw, documents={})
             self._metadata_files.pop((path, node.files[0]), None)
+            self._metadata_sizes.pop((path, node.files[0]), None)
         self._update_consolidated(path, shape)
         self._queue_stale(path, opened)
 
@@ -252,6 +271,7 @@ class Tree:
             with self._lock:
                 self._nodes[ancestor] = dataclasses.replace(node, raw={**node.raw, name: new})
                 self._metadata_files.pop((ancestor, name), None)
+                self._metadata_sizes.pop((ancestor, name), None)
             number = self.inodes.known(Ref(ancestor, METADATA, (name,)))
             if number is not None:
                 self._stale.inodes.append(number)

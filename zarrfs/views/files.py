@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -82,23 +81,22 @@ class FileView(Protocol):
     def resize(self, size: int, *, round_up: bool = False) -> None: ...
 
 
-@dataclass(frozen=True)
-class BytesFile:
-    """A read-only file of a few bytes (metadata files as stored, headers). direct_io: no
-    page cache, so a new version (after a resize) shows at once."""
+class StoredFile:
+    """A small read-only file whose size is known before its bytes, which are read on the
+    first read (a metadata file known from consolidated metadata). direct_io: no page cache,
+    so a new version (after a resize) shows at once."""
 
-    contents: bytes
-    writable: bool = False
-    direct_io: bool = True
-    prefetches: bool = False
-    resizable: bool = False
+    writable = False
+    direct_io = True
+    prefetches = False
+    resizable = False
 
-    @property
-    def size(self) -> int:
-        return len(self.contents)
+    def __init__(self, size: int, load: Callable[[], bytes]) -> None:
+        self.size = size
+        self._load = load
 
     def read(self, offset: int, size: int) -> bytes:
-        return self.contents[offset : offset + size]
+        return self._load()[offset : offset + size]
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         raise PermissionError("read-only file")
@@ -111,6 +109,14 @@ class BytesFile:
 
     def flush(self) -> None:
         return None
+
+
+class BytesFile(StoredFile):
+    """A read-only file of a few bytes known now (metadata files as stored, headers)."""
+
+    def __init__(self, contents: bytes) -> None:
+        super().__init__(len(contents), lambda: contents)
+        self.contents = contents
 
 
 class RegionFile:
