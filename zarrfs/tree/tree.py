@@ -60,7 +60,7 @@ class Tree:
         self._children: dict[str, dict[str, NodeMetadata]] = {}
         self._arrays: dict[str, OpenedArray] = {}
         self._metadata_files: dict[tuple[str, str], bytes] = {}
-        self._metadata_sizes: dict[tuple[str, str], int] = {}
+        self._metadata_sizes: dict[tuple[str, str], int | None] = {}
         self._stale = Stale()
 
     def inode(self, ref: Ref) -> int:
@@ -73,18 +73,18 @@ class Tree:
         if directory.role == CHUNKS:
             opened = self.open_array(directory.path).directory
             return opened.names.names(directory.parts) if opened else []
-        node = self._node(directory.path)
+        files = self._stored_files(directory.path)
         if directory.role == GROUP:
-            return [*node.files, *self._group_children(directory.path)]
+            return [*files, *self._group_children(directory.path)]
         opened = self.open_array(directory.path).directory
-        return [*node.files, *(opened.entries() if opened else ())]
+        return [*files, *(opened.entries() if opened else ())]
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
             return self._chunk_ref(directory, name)
-        node = self._node(directory.path)
-        if name in node.files:
-            return Ref(directory.path, METADATA, (name,))
+        if name in self._node(directory.path).files:
+            stored = self._metadata_size(directory.path, name) is not None
+            return Ref(directory.path, METADATA, (name,)) if stored else None
         if directory.role == GROUP:
             child = self._group_children(directory.path).get(name)
             if child is None:
@@ -197,17 +197,31 @@ class Tree:
     def _metadata_file(self, path: str, name: str) -> FileView:
         """A metadata file as stored. Its size is asked of the store without reading it, so
         listing a group known from consolidated metadata reads nothing more."""
-        key = (path, name)
         with self._lock:
-            known = self._nodes[path].raw.get(name, self._metadata_files.get(key))
-            size = self._metadata_sizes.get(key)
+            known = self._nodes[path].raw.get(name, self._metadata_files.get((path, name)))
         if known is not None:
             return BytesFile(known)
+        size = self._metadata_size(path, name)
         if size is None:
-            size = self.store.size(_join(path, name)) or 0
-            with self._lock:
-                self._metadata_sizes[key] = size
+            raise FileNotFoundError(_join(path, name))
         return StoredFile(size, lambda: self._metadata_bytes(path, name))
+
+    def _metadata_size(self, path: str, name: str) -> int | None:
+        """The stored size of a metadata file, or None when it is not stored (consolidated
+        metadata lists an empty .zattrs for arrays that have none)."""
+        key = (path, name)
+        with self._lock:
+            if name in self._nodes[path].raw:
+                return len(self._nodes[path].raw[name])
+            if key in self._metadata_sizes:
+                return self._metadata_sizes[key]
+        size = self.store.size(_join(path, name))
+        with self._lock:
+            self._metadata_sizes[key] = size
+        return size
+
+    def _stored_files(self, path: str) -> list[str]:
+        return [name for name in self._node(path).files if self._metadata_size(path, name) is not None]
 
     def _metadata_bytes(self, path: str, name: str) -> bytes:
         """A metadata file as stored: read once (consolidated metadata has the documents,
