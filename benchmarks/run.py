@@ -5,6 +5,7 @@ zarr-python 3 and a plain tmpfs copy, in one run.
     .venv/bin/python benchmarks/run.py [--size 256M] [--repeat 5] [--out results.md]
     .venv/bin/python benchmarks/run.py --quick            # 32 MiB, 2 repeats: smoke test
     .venv/bin/python benchmarks/run.py --profile          # + py-spy profile of a cold read
+    .venv/bin/python benchmarks/run.py --only-group       # mount + ls of 10,000 small arrays
 
 The arrays are built by TensorStore in a temporary directory on the local disk; the same
 values as raw little-endian C-order files go to /dev/shm. Every reader starts with the
@@ -54,9 +55,13 @@ T_WARM = 1.0  # warm dd read >= 1.0x tmpfs dd
 T_RAND = 15000  # random 4 KiB preads per second
 T_WRITE = 0.5  # dd write + fsync >= 0.5x TensorStore write
 T_RSS_SLACK = 100 * MiB  # VmHWM <= cache + 100 MiB
+T_GROUP_MOUNT = 2.0  # seconds for `zarrfs mount` of the group to return (serving)
+T_GROUP_LS = 1.0  # seconds for `ls` of the group's root on a fresh mount
 
 WARM_RUNS = 3  # warm and tmpfs dd runs per repeat (they are short, hence noisy)
 INNER = 512  # inner chunk edge (elements): 512 KiB for uint16, 1 MiB for float32
+GROUP_RUNS = 3  # fresh mounts per group figure
+GROUP_LAYOUT = 1  # bump when write_group changes: the cached groups are then rebuilt
 
 
 def log(*a: Any) -> None:
@@ -226,6 +231,65 @@ def warm_files(path: Path) -> None:
             with open(p, "rb", buffering=0) as f:
                 while f.readinto(buf):
                     pass
+
+
+def write_group(path: Path, n: int, zarr_format: int) -> None:
+    """A group of `n` small arrays (`a00000`, ...: 16 float32 each, one uncompressed chunk,
+    attributes {"index": i}) with consolidated metadata (v2 `.zmetadata`; v3 inline in the
+    root zarr.json), written directly: zarr-python takes minutes for 10,000 arrays."""
+    values = np.arange(16, dtype="<f4")
+    members: dict[str, Any] = {}
+    for i in range(n):
+        name = f"a{i:05d}"
+        d = path / name
+        d.mkdir(parents=True)
+        attrs = {"index": i}
+        if zarr_format == 2:
+            meta: dict[str, Any] = {
+                "zarr_format": 2,
+                "shape": [16],
+                "chunks": [16],
+                "dtype": "<f4",
+                "compressor": None,
+                "fill_value": 0.0,
+                "filters": None,
+                "order": "C",
+                "dimension_separator": ".",
+            }
+            (d / ".zarray").write_text(json.dumps(meta, indent=4))
+            (d / ".zattrs").write_text(json.dumps(attrs, indent=4))
+            members[f"{name}/.zarray"] = meta
+            members[f"{name}/.zattrs"] = attrs
+            (d / "0").write_bytes((values + i).tobytes())
+        else:
+            meta = {
+                "zarr_format": 3,
+                "node_type": "array",
+                "shape": [16],
+                "data_type": "float32",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16]}},
+                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                "fill_value": 0.0,
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+                "attributes": attrs,
+            }
+            (d / "zarr.json").write_text(json.dumps(meta, indent=4))
+            members[name] = meta
+            (d / "c").mkdir()
+            (d / "c" / "0").write_bytes((values + i).tobytes())
+    if zarr_format == 2:
+        (path / ".zgroup").write_text(json.dumps({"zarr_format": 2}, indent=4))
+        members[".zgroup"] = {"zarr_format": 2}
+        consolidated = {"metadata": members, "zarr_consolidated_format": 1}
+        (path / ".zmetadata").write_text(json.dumps(consolidated, indent=4))
+    else:
+        root = {
+            "zarr_format": 3,
+            "node_type": "group",
+            "attributes": {},
+            "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": members},
+        }
+        (path / "zarr.json").write_text(json.dumps(root, indent=4))
 
 
 @dataclass
@@ -470,6 +534,42 @@ def run_checked(cmd: list[str], timeout: float = 600) -> subprocess.CompletedPro
     return r
 
 
+def daemon_pid(mp: Path) -> int | None:
+    """The pid of the daemon serving `mp` (a `zarrfs mount` started by us without -f)."""
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                argv = (d / "cmdline").read_bytes().split(b"\0")
+                if b"mount" in argv and str(mp).encode() in argv:
+                    return int(d.name)
+    return None
+
+
+def unmount_daemon(mp: Path, pid: int | None, timeout: float = 60) -> None:
+    """fusermount3 -u, then wait for the daemon (ours) to exit; SIGTERM/SIGKILL if it will not."""
+    for _ in range(20):
+        if not mounted(mp):
+            break
+        if subprocess.run(["fusermount3", "-u", str(mp)], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.25)
+    else:
+        subprocess.run(["fusermount3", "-u", "-z", str(mp)], capture_output=True)
+    if pid is None:
+        return
+    deadline = time.monotonic() + timeout
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            log(f"WARNING: daemon {pid} still running after unmount; {sig.name}")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            if not Path(f"/proc/{pid}").exists() or proc_status(pid, "VmRSS") is None:
+                return
+            time.sleep(0.05)
+
+
 def dd(
     src: Path | str, dst: Path | str, *extra: str, expect: int | None = None, timeout: float = 600
 ) -> float:
@@ -555,6 +655,7 @@ class Results:
     memory: dict[str, Any] = field(default_factory=dict)
     shard: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # "v2"/"v3" -> figures
 
     def add(self, cfg: str, key: str, value: Any) -> None:
         self.rows.setdefault(cfg, {}).setdefault(key, []).append(value)
@@ -575,6 +676,7 @@ class Bench:
         if fs_type(base) in ("tmpfs", "ramfs"):
             base = Path("/var/tmp")
         self.work = Path(tempfile.mkdtemp(prefix="zarrfs-bench-", dir=base))
+        args.data_dir = args.data_dir or str(base / "zarrfs-bench-data")  # kept: cached groups
         self.shm = Path(tempfile.mkdtemp(prefix="zarrfs-bench-", dir="/dev/shm"))
         self.mnt = self.work / "mnt"
         self.mnt.mkdir()
@@ -882,6 +984,86 @@ class Bench:
                 )
         self.res.shard = base
 
+    # -- 6. groups ---------------------------------------------------------------------------
+
+    def build_group(self, zarr_format: int) -> Path:
+        """The group of --group-arrays small arrays, cached in --data-dir (built once)."""
+        n = self.args.group_arrays
+        path = Path(self.args.data_dir) / f"group-v{zarr_format}-{n}-layout{GROUP_LAYOUT}"
+        if path.is_dir():
+            return path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".tmp-", dir=path.parent))
+        t0 = time.perf_counter()
+        try:
+            write_group(tmp, n, zarr_format)
+            import zarr  # the oracle: zarr-python sees the arrays through the consolidated metadata
+
+            g = zarr.open_group(str(tmp), mode="r", zarr_format=zarr_format, use_consolidated=True)
+            last = g[f"a{n - 1:05d}"]
+            if last.attrs["index"] != n - 1 or last[3] != n + 2:
+                raise RuntimeError(f"zarr-python reads the generated group {tmp} differently")
+            tmp.rename(path)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        log(f"built group v{zarr_format} of {n} arrays in {time.perf_counter() - t0:.1f} s: {path}")
+        return path
+
+    def group_mount_ls(self, key: str, store: Path, zarr_format: int) -> None:
+        """One fresh mount: seconds for `zarrfs mount` (without -f) to return, i.e. until the
+        daemon serves, then for `ls` of the root, then `ls -l` (each entry also costs the
+        getxattr round trips `ls -l` makes); unmounted (daemon exited) afterwards."""
+        self.nmount += 1
+        mp = self.mnt / f"m{self.nmount}"
+        mp.mkdir()
+        opts = ",".join(x for x in (self.args.mount_opts, f"log={self.logfile}") if x)
+        pid = None
+        try:
+            t0 = time.perf_counter()
+            r = subprocess.run(
+                [self.args.zarrfs, "mount", str(store), str(mp), "-o", opts],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            t_mount = time.perf_counter() - t0
+            if r.returncode != 0 or not mounted(mp):
+                raise MountError(f"zarrfs mount exited with {r.returncode}: {r.stderr.strip()[-800:]}")
+            pid = daemon_pid(mp)
+            t0 = time.perf_counter()
+            listed = run_checked(["ls", str(mp)], timeout=300).stdout.split()
+            t_ls = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            out = run_checked(["ls", "-l", str(mp)], timeout=300).stdout
+            t_ls_l = time.perf_counter() - t0
+            names = [ln.split()[-1] for ln in out.splitlines() if not ln.startswith("total")]
+            # `ls -l` hides the dot files: v2's .zgroup/.zmetadata; v3 shows zarr.json.
+            expected = self.args.group_arrays + (1 if zarr_format == 3 else 0)
+            if len(names) != expected or len(listed) != expected:
+                raise RuntimeError(f"ls (-l) of the group lists {len(listed)} ({len(names)}) entries, "
+                                   f"expected {expected}")
+            rss = proc_status(pid, "VmHWM") if pid else None
+        finally:
+            unmount_daemon(mp, pid or daemon_pid(mp))
+        self.res.groups[key]["mount"].append(t_mount)
+        self.res.groups[key]["ls"].append(t_ls)
+        self.res.groups[key]["ls_l"].append(t_ls_l)
+        if rss:
+            self.res.groups[key]["rss"].append(rss)
+
+    def groups(self) -> None:
+        for zarr_format in (2, 3):
+            key = f"v{zarr_format}"
+            try:
+                store = self.build_group(zarr_format)
+            except Exception as e:
+                self.res.err(f"group {key}: building", e)
+                continue
+            self.res.groups[key] = {"mount": [], "ls": [], "ls_l": [], "rss": [], "stored": dir_bytes(store)}
+            warm_files(store)
+            for _ in range(GROUP_RUNS):
+                self.zarrfs_try(f"group {key} mount + ls", self.group_mount_ls, key, store, zarr_format)
+
     # -- profile ------------------------------------------------------------------------------
 
     def profile(self, cfg: Config) -> None:
@@ -906,6 +1088,11 @@ class Bench:
     def run(self) -> None:
         a = self.args
         t_start = time.perf_counter()
+        if a.only_group:
+            log("groups: mount and ls of a group of small arrays")
+            self.groups()
+            self.elapsed = time.perf_counter() - t_start
+            return
         self.build()
         sums: dict[str, float] = {}
         data2: dict[str, np.ndarray] = {}
@@ -943,6 +1130,9 @@ class Bench:
             log("sharding: one inner chunk")
             self.zarrfs_try("shard cost", self.shard_cost, big)
             shutil.rmtree(big.path, ignore_errors=True)
+        if not a.skip_group and self.zarrfs_ok:
+            log("groups: mount and ls of a group of small arrays")
+            self.groups()
         self.elapsed = time.perf_counter() - t_start
 
     def cleanup(self) -> None:
@@ -974,26 +1164,31 @@ class Bench:
             f"numpy {np.__version__}"
         )
         L.append(
-            f"Arrays of {fmt_size(a.size)} on {fs_type(self.work)} ({self.work.parent}); "
-            f"raw copies on tmpfs. Medians of {a.repeat} runs "
-            f"({a.write_repeat} for writes; warm and tmpfs dd {WARM_RUNS} per run). "
-            "MB/s = 10^6 B/s of uncompressed data. "
-            f"Mount options: {a.mount_opts or '(defaults)'}. "
+            (
+                f"Groups only (--only-group), on {fs_type(Path(a.data_dir))} ({a.data_dir}). "
+                if a.only_group
+                else f"Arrays of {fmt_size(a.size)} on {fs_type(self.work)} ({self.work.parent}); "
+                f"raw copies on tmpfs. Medians of {a.repeat} runs "
+                f"({a.write_repeat} for writes; warm and tmpfs dd {WARM_RUNS} per run). "
+                "MB/s = 10^6 B/s of uncompressed data. "
+            )
+            + f"Mount options: {a.mount_opts or '(defaults)'}. "
             f"Run took {getattr(self, 'elapsed', 0):.0f} s."
         )
         L.append("")
-        L.append("## Arrays")
-        L.append("")
-        L.append("| array | shape | chunks | shards | size | stored | ratio |")
-        L.append("|---|---|---|---|---|---|---|")
-        for c in self.configs:
-            L.append(
-                f"| {c.name} | {c.shape[0]}x{c.shape[1]} | {c.chunks[0]}x{c.chunks[1]} "
-                f"({fmt_size(c.chunks[0] * c.chunks[1] * np.dtype(c.dtype).itemsize)}) | "
-                f"{f'{c.shards[0]}x{c.shards[1]}' if c.shards else '-'} | {fmt_size(c.nbytes)} | "
-                f"{fmt_size(c.stored)} | {c.nbytes / max(1, c.stored):.2f}x |"
-            )
-        L.append("")
+        if not a.only_group:
+            L.append("## Arrays")
+            L.append("")
+            L.append("| array | shape | chunks | shards | size | stored | ratio |")
+            L.append("|---|---|---|---|---|---|---|")
+            for c in self.configs:
+                L.append(
+                    f"| {c.name} | {c.shape[0]}x{c.shape[1]} | {c.chunks[0]}x{c.chunks[1]} "
+                    f"({fmt_size(c.chunks[0] * c.chunks[1] * np.dtype(c.dtype).itemsize)}) | "
+                    f"{f'{c.shards[0]}x{c.shards[1]}' if c.shards else '-'} | {fmt_size(c.nbytes)} | "
+                    f"{fmt_size(c.stored)} | {c.nbytes / max(1, c.stored):.2f}x |"
+                )
+            L.append("")
 
         def mbps(cfg: Config, key: str) -> float | None:
             t = median(res.rows.get(cfg.name, {}).get(key, []))
@@ -1026,32 +1221,33 @@ class Bench:
             xs = res.rows.get(cfg.name, {}).get(key, [])
             return fmt_size(max(xs)) if xs else "n/a"
 
-        L.append("## Reads (MB/s; zarrfs ratio to TensorStore, warm to tmpfs dd)")
-        L.append("")
-        L.append(
-            f"Targets: cold dd >= {T_COLD:.1f}x TensorStore; warm dd >= {T_WARM:.1f}x tmpfs; "
-            f"random 4 KiB >= {T_RAND:,}/s (after one full pass; ratio to the same preads "
-            "of the raw file on tmpfs). memmap sum: no target, ratio to TensorStore."
-        )
-        L.append("")
-        L.append(
-            "| array | TensorStore | zarr-python | tmpfs dd | zarrfs cold dd | "
-            "zarrfs warm dd | zarrfs memmap sum | zarrfs random 4 KiB/s | daemon peak RSS |"
-        )
-        L.append("|---|---|---|---|---|---|---|---|---|")
-        for c in self.configs:
-            ts_ = mbps(c, "ts_read")
-            tmp = mbps(c, "tmpfs_dd")
-            rand = median(res.rows.get(c.name, {}).get("zfs_rand", []))
-            trand = median(res.rows.get(c.name, {}).get("tmpfs_rand", []))
+        if not a.only_group:
+            L.append("## Reads (MB/s; zarrfs ratio to TensorStore, warm to tmpfs dd)")
+            L.append("")
             L.append(
-                f"| {c.name} | {cell(ts_)} | {cell(mbps(c, 'zarr_read'), ts_)} | "
-                f"{cell(tmp)} | {cell(mbps(c, 'zfs_cold'), ts_, T_COLD)} | "
-                f"{cell(mbps(c, 'zfs_warm'), tmp, T_WARM)} | "
-                f"{cell(mbps(c, 'zfs_memmap'), ts_)} | {cell_abs(rand, trand, T_RAND)} | "
-                f"{peak(c, 'zfs_rss')} |"
+                f"Targets: cold dd >= {T_COLD:.1f}x TensorStore; warm dd >= {T_WARM:.1f}x tmpfs; "
+                f"random 4 KiB >= {T_RAND:,}/s (after one full pass; ratio to the same preads "
+                "of the raw file on tmpfs). memmap sum: no target, ratio to TensorStore."
             )
-        L.append("")
+            L.append("")
+            L.append(
+                "| array | TensorStore | zarr-python | tmpfs dd | zarrfs cold dd | "
+                "zarrfs warm dd | zarrfs memmap sum | zarrfs random 4 KiB/s | daemon peak RSS |"
+            )
+            L.append("|---|---|---|---|---|---|---|---|---|")
+            for c in self.configs:
+                ts_ = mbps(c, "ts_read")
+                tmp = mbps(c, "tmpfs_dd")
+                rand = median(res.rows.get(c.name, {}).get("zfs_rand", []))
+                trand = median(res.rows.get(c.name, {}).get("tmpfs_rand", []))
+                L.append(
+                    f"| {c.name} | {cell(ts_)} | {cell(mbps(c, 'zarr_read'), ts_)} | "
+                    f"{cell(tmp)} | {cell(mbps(c, 'zfs_cold'), ts_, T_COLD)} | "
+                    f"{cell(mbps(c, 'zfs_warm'), tmp, T_WARM)} | "
+                    f"{cell(mbps(c, 'zfs_memmap'), ts_)} | {cell_abs(rand, trand, T_RAND)} | "
+                    f"{peak(c, 'zfs_rss')} |"
+                )
+            L.append("")
         if not a.skip_writes:
             L.append("## Writes (MB/s; whole array into a fresh copy of the array)")
             L.append("")
@@ -1113,6 +1309,32 @@ class Bench:
                     f"{fmt_size(row['rchar'])} | {row['rchar'] / row['expected']:.2f}x | "
                     f"{row['rchar'] / sh['shard_stored']:.4f}x | {row['syscr']} | "
                     f"{'ok' if ok else 'MISS'} |"
+                )
+            L.append("")
+        if res.groups:
+            L.append(f"## Groups: mount and `ls` of {a.group_arrays:,} small arrays")
+            L.append("")
+            L.append(
+                f"A group of {a.group_arrays:,} arrays of 16 float32 (one chunk each) with "
+                "consolidated metadata (v2 `.zmetadata`, v3 inline in the root zarr.json), store "
+                "files in the page cache. Each run is a fresh mount: `zarrfs mount` without `-f` "
+                "until it returns (the daemon serves), then `ls` of the root, then `ls -l` (no target: "
+                "it adds two getxattr round trips per entry, for SELinux and ACLs). Medians of "
+                f"{GROUP_RUNS} runs. Targets: mount < {T_GROUP_MOUNT:g} s, ls < {T_GROUP_LS:g} s."
+            )
+            L.append("")
+            L.append("| group | stored | zarrfs mount | ls root | ls -l root | daemon peak RSS | |")
+            L.append("|---|---|---|---|---|---|---|")
+            for key, g in res.groups.items():
+                tm, tl, tll = median(g["mount"]), median(g["ls"]), median(g["ls_l"])
+                ok = "MISS" if tm is None or tl is None or tm >= T_GROUP_MOUNT or tl >= T_GROUP_LS else "ok"
+                ok = "n/a" if tm is None and tl is None else ok
+                L.append(
+                    f"| {key}, {a.group_arrays:,} arrays | {fmt_size(g['stored'])} | "
+                    f"{'n/a' if tm is None else f'{tm:.3f} s'} | {'n/a' if tl is None else f'{tl:.3f} s'} | "
+                    f"{'n/a' if tll is None else f'{tll:.3f} s'} | "
+                    f"{fmt_size(max(g['rss'])) if g['rss'] else 'n/a'} | "
+                    f"{ok} (mount < {T_GROUP_MOUNT:g} s, ls < {T_GROUP_LS:g} s) |"
                 )
             L.append("")
         pr = res.profile
@@ -1232,6 +1454,17 @@ def main() -> None:
     p.add_argument("--skip-zarrfs", action="store_true", help="baselines only")
     p.add_argument("--skip-writes", action="store_true")
     p.add_argument("--skip-big", action="store_true", help="no memory and sharding figures")
+    p.add_argument("--skip-group", action="store_true", help="no group mount/ls figures")
+    p.add_argument(
+        "--only-group",
+        action="store_true",
+        help="only the group figures: mount and ls of a group of --group-arrays small arrays",
+    )
+    p.add_argument("--group-arrays", type=int, default=10000, help="arrays in the group (default 10000)")
+    p.add_argument(
+        "--data-dir",
+        help="where the groups are cached between runs (default zarrfs-bench-data beside the work dir)",
+    )
     p.add_argument(
         "--profile", action="store_true", help="also run one cold read with the daemon under py-spy"
     )
@@ -1252,6 +1485,8 @@ def main() -> None:
     a.big = a.big or (256 * MiB if a.quick else 2 * GiB)
     a.shard_size = min(a.shard_size, a.big // 2)
     a.codecs = [c.strip() for c in a.codecs.split(",") if c.strip()]
+    if a.only_group:
+        a.skip_writes = a.skip_big = True
     if not a.skip_zarrfs:
         r = subprocess.run([a.zarrfs, "--help"], capture_output=True, text=True)
         if r.returncode != 0:

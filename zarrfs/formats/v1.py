@@ -20,6 +20,7 @@ from .description import (
     parse_shape,
     require,
 )
+from .dtypes import DataType
 from .v2 import BUFFER_CODEC_PREFIX, parse_dtype, parse_order, parse_v2_fill_value, transpose_for
 
 METADATA_KEY = "meta"
@@ -45,12 +46,17 @@ def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> A
         data_type=data_type,
         chunk_shape=chunk_shape,
         chunk_key_encoding=ChunkKeyEncoding("v2", "."),
-        fill_value=parse_v2_fill_value(require(doc, "fill_value"), data_type),
+        fill_value=_fill_value(require(doc, "fill_value"), data_type),
         codecs=tuple(codecs),
         attributes=parse_attributes(attrs, ATTRIBUTES_KEY),
         zarr_format=1,
     )
 
+
+
+def _fill_value(value: object, data_type: DataType) -> bytes:
+    """As v2's forms; null (undefined by the spec) reads as zero bits, datetimes included."""
+    return bytes(data_type.itemsize) if value is None else parse_v2_fill_value(value, data_type)
 
 
 def _compressor(name: object, options: object) -> list[CodecSpec]:

@@ -134,8 +134,11 @@ def _list_or_none(value: object, member: str) -> list[Any]:
 
 def parse_v2_fill_value(value: object, data_type: DataType) -> bytes:
     """v2's fill forms: numbers and the float words, base64 for bytes and records, text for
-    unicode. null is undefined in the spec; zarr-python reads such chunks as zeros."""
+    unicode. null is undefined in the spec; zarr-python reads such chunks as zeros (NaT for
+    datetimes), and so does zarrfs."""
     if value is None:
+        if data_type.kind == "datetime":  # zarr-python reads these as NaT, not as zero
+            return parse_fill_value("NaT", data_type)
         return bytes(data_type.itemsize)
     if data_type.kind == "complex" and isinstance(value, int | float) and not isinstance(value, bool):
         value = [value, 0]
