@@ -14,6 +14,7 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
 from zarrfs.views.array_dir import Layout
+from zarrfs.views.ome import ome_spacings
 
 
 def open_tree(path: Path) -> Tree:
@@ -116,3 +117,16 @@ def test_opening_many_arrays_costs_no_chunk_sized_memory(tmp_path: Path) -> None
     assert data is not None
     assert np.isnan(np.frombuffer(bytes(tree.file(data).read(0, 16)), "<f4")).all()
     tree.close()
+
+
+def test_ome_spacings_are_taken_only_when_they_fit() -> None:
+    datasets = [{"path": "s0", "coordinateTransformations": [{"type": "scale", "scale": [1, 0.5, 0.25]}]},
+                {"path": "s1", "coordinateTransformations": [{"type": "scale", "scale": [2, 0, 1]}]}]
+    v04 = {"multiscales": [{"datasets": datasets}]}
+    assert ome_spacings(v04, "s0", 3) == [1.0, 0.5, 0.25]
+    assert ome_spacings({"ome": v04}, "s0", 3) == [1.0, 0.5, 0.25]  # OME-Zarr 0.5
+    assert ome_spacings(v04, "s0", 2) is None  # not one per axis
+    assert ome_spacings(v04, "s1", 3) is None  # zero
+    assert ome_spacings(v04, "s9", 3) is None
+    for odd in ({"ome": "x"}, {"multiscales": "x"}, {"multiscales": [{"datasets": [1]}]}, {}):
+        assert ome_spacings(odd, "s0", 3) is None

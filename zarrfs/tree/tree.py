@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..array import Shared, ZarrArray
 from ..errors import ZarrfsError
@@ -24,6 +23,7 @@ from ..store import Store
 from ..views import BytesFile, FileView, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.files import StoredFile
+from ..views.ome import ome_spacings
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, InodeTable, Ref, inode_of
 
 log = logging.getLogger(__name__)
@@ -141,12 +141,7 @@ class Tree:
         except ZarrfsError as e:
             log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
             return OpenedArray(None, str(e))
-        spacings = self._spacings(node)
-        if spacings is not None and not (len(spacings) == description.rank
-                                         and all(0 < v < float("inf") for v in spacings)):
-            log.warning("array %s: ignoring OME-Zarr scale %s: not one positive number per axis",
-                        node.path, spacings)
-            spacings = None
+        spacings = self._spacings(node, description.rank)
         directory = ArrayDirectory(array, self.layout, spacings=spacings,
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
@@ -155,24 +150,12 @@ class Tree:
         with self._lock:
             return [o.directory.array for o in self._arrays.values() if o.directory is not None]
 
-    def _spacings(self, node: NodeMetadata) -> list[float] | None:
-        """Voxel sizes from the OME-Zarr multiscales metadata of the parent group, if any."""
+    def _spacings(self, node: NodeMetadata, rank: int) -> list[float] | None:
+        """Voxel sizes from the OME-Zarr metadata of the parent group (none that do not fit)."""
         parent, _, name = node.path.rpartition("/")
-        if parent not in self._nodes or not name:
-            return None
-        attrs: Mapping[str, Any] = self._nodes[parent].attributes
-        multiscales = attrs.get("multiscales", attrs.get("ome", {}).get("multiscales"))
-        if not isinstance(multiscales, list):
-            return None
-        for scale in multiscales:
-            for dataset in scale.get("datasets", []) if isinstance(scale, Mapping) else []:
-                if isinstance(dataset, Mapping) and dataset.get("path") == name:
-                    for step in dataset.get("coordinateTransformations", []):
-                        if isinstance(step, Mapping) and step.get("type") == "scale":
-                            values = step.get("scale")
-                            if isinstance(values, list) and all(isinstance(v, int | float) for v in values):
-                                return [float(v) for v in values]
-        return None
+        with self._lock:
+            group = self._nodes.get(parent) if name else None
+        return None if group is None else ome_spacings(group.attributes, name, rank)
 
     # -- files and attributes ----------------------------------------------------------------
 
