@@ -7,8 +7,6 @@ name, and fsspec finds it by it).
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +18,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.reliability import faulty_fs  # noqa: E402
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, reset_moto  # noqa: E402
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -32,18 +30,7 @@ def _register_faulty() -> None:
 def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
     """A fresh moto S3 server with an empty bucket; stopped at the end whatever happens."""
     pytest.importorskip("moto.server")
-    import boto3
-
     for name, value in S3_ENV.items():
         monkeypatch.setenv(name, value)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = S3Server(free_port())
-    server.start()
-    try:
-        client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
-        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
-            client.create_bucket(Bucket=server.bucket)
+    with running(S3Server(free_port())) as server:
         yield server
-    finally:
-        server.stop()
-        reset_moto()

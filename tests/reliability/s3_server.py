@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 S3_ENV = {
@@ -107,3 +109,20 @@ def reset_moto() -> None:
     from moto.moto_api._internal.models import moto_api_backend
 
     moto_api_backend.reset()
+
+
+@contextlib.contextmanager
+def running(server: S3Server) -> Iterator[S3Server]:
+    """Start `server` with an empty bucket; stop it and forget moto's state at the end."""
+    import boto3
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server.start()
+    try:
+        client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
+            client.create_bucket(Bucket=server.bucket)
+        yield server
+    finally:
+        server.stop()
+        reset_moto()

@@ -10,8 +10,6 @@ has arrays."""
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
 import shutil
 import stat
@@ -26,7 +24,7 @@ import numpy as np
 import pytest
 from mounting import mounted, without_views
 
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, reset_moto
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -133,17 +131,8 @@ def logged_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggedS3Server]:
     pytest.importorskip("moto.server")
     for name, value in S3_ENV.items():
         monkeypatch.setenv(name, value)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = LoggedS3Server(free_port())
-    server.start()
-    try:
-        client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
-        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
-            client.create_bucket(Bucket=server.bucket)
+    with running(LoggedS3Server(free_port())) as server:
         yield server
-    finally:
-        server.stop()
-        reset_moto()
 
 
 def write_group(path: Path, zarr_format: int) -> dict[str, np.ndarray]:
