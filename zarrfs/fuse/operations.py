@@ -150,7 +150,13 @@ class ZarrOperations(pyfuse3.Operations):
 
     @boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        return await self._in_thread(self._attributes, self._node(inode), inode)
+        node = self._node(inode)
+        if node.is_dir:
+            # No I/O: answered at once. The daemon stats its own root once (_announce); a
+            # SIGKILL while that request waits on a worker thread would leave the daemon
+            # stuck in the kernel, waiting for an answer it can no longer give.
+            return self._attributes(node, inode)
+        return await self._in_thread(self._attributes, node, inode)
 
     @boundary
     async def setattr(
