@@ -21,7 +21,8 @@ from .array.chunk_io import partial_read_sharding
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import StoreError, ZarrfsError
 from .formats import ArrayDescription, NodeMetadata, children_of, discover
-from .store import TEMP_PREFIX, Store, temporary_owner_alive
+from .formats.nodes import join_path
+from .store import TEMP_PREFIX, Store, one_line, temporary_owner_alive
 
 # Metadata files any array directory may hold, besides those its node lists.
 METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zmetadata", "meta", "attrs"})
@@ -65,7 +66,7 @@ class _Array:
                 return _check_shard(sharding, data)
             self.pipeline.decode(data)
         except Exception as e:
-            return _one_line(e)
+            return one_line(e)
         return None
 
 
@@ -84,7 +85,7 @@ def check(store: Store, *, jobs: int | None = None, progress: bool | None = None
         report.arrays += 1
         opened = _open(node)
         if isinstance(opened, str):
-            report.problems.append(Problem(_join(path, node.files[0]), f"cannot open: {opened}"))
+            report.problems.append(Problem(join_path(path, node.files[0]), f"cannot open: {opened}"))
         else:
             arrays[path] = opened
     chunks = _classify(store, arrays, report)
@@ -200,7 +201,7 @@ def _check_shard(sharding: ShardingCodec, shard: bytes) -> str | None:
     try:
         index = sharding.decode_index(view[span.offset : span.end], len(shard))
     except Exception as e:
-        text = _one_line(e)
+        text = one_line(e)
         return text if text.startswith("shard index") else f"shard index: {text}"
     bad: list[str] = []
     for inner in sharding.inner_positions():
@@ -210,7 +211,7 @@ def _check_shard(sharding: ShardingCodec, shard: bytes) -> str | None:
         try:
             sharding.decode_inner(view[where.offset : where.end])
         except Exception as e:
-            bad.append(f"inner chunk {list(inner)}: {_one_line(e)}")
+            bad.append(f"inner chunk {list(inner)}: {one_line(e)}")
     if not bad:
         return None
     return bad[0] + (f" (and {len(bad) - 1} more inner chunks)" if len(bad) > 1 else "")
@@ -223,7 +224,7 @@ def _listing(store: Store) -> list[tuple[str, int]]:
     except FileNotFoundError:
         return []
     except Exception as e:
-        raise StoreError(store.root, _one_line(e)) from None
+        raise StoreError(store.root, one_line(e)) from None
     skip = len(store.root) + 1
     keys = []
     for path, info in found.items():
@@ -242,9 +243,3 @@ def _owner(key: str, arrays: dict[str, _Array]) -> _Array | None:
     return arrays.get("")
 
 
-def _join(*parts: str) -> str:
-    return "/".join(p for p in parts if p)
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__

@@ -225,10 +225,10 @@ class Store:
                     return None
                 raise StoreError(key, f"not found: {e}") from None
             except _NOT_RETRIED as e:
-                raise StoreError(key, _one_line(e)) from None
+                raise StoreError(key, one_line(e)) from None
             except _TRANSIENT as e:
                 if time.monotonic() + delay > deadline:
-                    raise StoreError(key, _one_line(e)) from None
+                    raise StoreError(key, one_line(e)) from None
                 log.warning("store key %r: %s; retrying", key, e)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, self.retry.max_delay)
@@ -266,7 +266,8 @@ def _fsync_directory(directory: str) -> bool:
     return True
 
 
-def _one_line(error: BaseException) -> str:
+def one_line(error: BaseException) -> str:
+    """An error's text on one line (what logs and one-line messages show)."""
     return " ".join(str(error).split()) or type(error).__name__
 
 

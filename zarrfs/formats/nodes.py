@@ -71,28 +71,29 @@ class NodeMetadata:
         raise MetadataError(name, "missing")
 
 
-def _join(*parts: str) -> str:
+def join_path(*parts: str) -> str:
+    """Store path parts joined with '/', empty parts (the root) left out."""
     return "/".join(p for p in parts if p)
 
 
 def discover(get: Get, path: str) -> NodeMetadata | None:
     """What is stored at `path`, or None when nothing Zarr is there. Reads as little as it can:
     one read for a v3 node, and for a v2 group with consolidated metadata one more."""
-    raw = get(_join(path, v3.METADATA_KEY))
+    raw = get(join_path(path, v3.METADATA_KEY))
     if raw is not None:
         return _v3_node(path, raw)
-    consolidated = get(_join(path, v2.CONSOLIDATED_KEY))
+    consolidated = get(join_path(path, v2.CONSOLIDATED_KEY))
     if consolidated is not None:
         node = _v2_consolidated_group(path, consolidated)
         if node is not None:
             return node
     for key, kind in ((v2.METADATA_KEY, "array"), (v2.GROUP_KEY, "group")):
-        raw = get(_join(path, key))
+        raw = get(join_path(path, key))
         if raw is not None:
             return _v2_node(get, path, kind, key, raw, consolidated)
-    raw = get(_join(path, v1.METADATA_KEY))
+    raw = get(join_path(path, v1.METADATA_KEY))
     if raw is not None:
-        attrs = get(_join(path, v1.ATTRIBUTES_KEY))
+        attrs = get(join_path(path, v1.ATTRIBUTES_KEY))
         files = (v1.METADATA_KEY, *((v1.ATTRIBUTES_KEY,) if attrs is not None else ()))
         stored = {v1.METADATA_KEY: raw, **({v1.ATTRIBUTES_KEY: attrs} if attrs is not None else {})}
         return NodeMetadata(path, "array", 1, files, {}, stored)
@@ -121,7 +122,7 @@ def _v3_consolidated(doc: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]] 
 def _v2_node(
     get: Get, path: str, kind: str, key: str, raw: bytes, consolidated: bytes | None
 ) -> NodeMetadata:
-    attrs_raw = get(_join(path, v2.ATTRIBUTES_KEY))
+    attrs_raw = get(join_path(path, v2.ATTRIBUTES_KEY))
     stored = {key: raw}
     files = [key]
     if attrs_raw is not None:
@@ -171,7 +172,7 @@ def consolidated_children(node: NodeMetadata) -> dict[str, NodeMetadata] | None:
     for name, documents in node.consolidated.items():
         if "/" in name:
             continue
-        child = _from_documents(_join(node.path, name), documents, node.zarr_format)
+        child = _from_documents(join_path(node.path, name), documents, node.zarr_format)
         if child is not None:
             children[name] = NodeMetadata(child.path, child.kind, child.zarr_format, child.files,
                                           child.documents, {},
@@ -205,11 +206,11 @@ def children_of(node: NodeMetadata, get: Get, list_dirs: ListDirs,
         if name.startswith("."):
             continue
         try:
-            child = discover(get, _join(node.path, name))
+            child = discover(get, join_path(node.path, name))
         except MetadataError as e:
-            log.warning("%s: skipped: %s", _join(node.path, name), e)
+            log.warning("%s: skipped: %s", join_path(node.path, name), e)
             if skipped is not None:
-                skipped[_join(node.path, name)] = str(e)
+                skipped[join_path(node.path, name)] = str(e)
             continue
         if child is not None:
             found[name] = child

@@ -19,6 +19,7 @@ from ..array import Shared, ZarrArray
 from ..errors import ZarrfsError
 from ..formats import NodeMetadata, children_of
 from ..formats.edit import resized_consolidated
+from ..formats.nodes import join_path
 from ..store import Store
 from ..views import BytesFile, FileView, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
@@ -43,9 +44,6 @@ class Stale:
     inodes: list[int] = dataclasses.field(default_factory=list)
     entries: list[tuple[int, str]] = dataclasses.field(default_factory=list)
 
-
-def _join(*parts: str) -> str:
-    return "/".join(p for p in parts if p)
 
 
 class Tree:
@@ -186,7 +184,7 @@ class Tree:
             return BytesFile(known)
         size = self._metadata_size(path, name)
         if size is None:
-            raise FileNotFoundError(_join(path, name))
+            raise FileNotFoundError(join_path(path, name))
         return StoredFile(size, lambda: self._metadata_bytes(path, name))
 
     def _metadata_size(self, path: str, name: str) -> int | None:
@@ -198,7 +196,7 @@ class Tree:
                 return len(self._nodes[path].raw[name])
             if key in self._metadata_sizes:
                 return self._metadata_sizes[key]
-        size = self.store.size(_join(path, name))
+        size = self.store.size(join_path(path, name))
         with self._lock:
             self._metadata_sizes[key] = size
         return size
@@ -213,7 +211,7 @@ class Tree:
         with self._lock:
             known = self._nodes[path].raw.get(name, self._metadata_files.get(key))
         if known is None:
-            known = self.store.get(_join(path, name)) or b""
+            known = self.store.get(join_path(path, name)) or b""
             with self._lock:
                 self._metadata_files[key] = known
         return known
@@ -264,7 +262,7 @@ class Tree:
             new = resized_consolidated(stored, node.zarr_format, relative, shape)
             if new is None:
                 continue
-            self.store.put(_join(ancestor, name), new)
+            self.store.put(join_path(ancestor, name), new)
             with self._lock:
                 self._nodes[ancestor] = dataclasses.replace(node, raw={**node.raw, name: new})
                 self._metadata_files.pop((ancestor, name), None)
