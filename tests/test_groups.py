@@ -113,7 +113,7 @@ def _info_lines(source: Path) -> dict[str, str]:
     lines: dict[str, str] = {}
     for line in done.stdout.splitlines():
         match = re.match(r"\s*(/\S*?):?(\s|$)", line)
-        if match and not match.group(1).startswith(str(source)):  # a header naming the source
+        if match and not Path(match.group(1)).is_relative_to(source):  # a header naming the source
             assert match.group(1) not in lines, f"{match.group(1)} listed twice:\n{done.stdout}"
             lines[match.group(1)] = line
     return lines

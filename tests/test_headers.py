@@ -210,11 +210,11 @@ def test_nrrd_none_beyond_16_dimensions() -> None:
 
 @pytest.mark.parametrize("make", [nrrd_header, mhd_header])
 def test_bad_spacings_and_file_names_are_refused(make: Any) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="spacings must be 2 positive finite numbers"):
         make(np.dtype("u1"), (2, 3), False, spacings=[1.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="spacings must be 2 positive finite numbers"):
         make(np.dtype("u1"), (2, 3), False, spacings=[1.0, 0.0])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="data file name must be non-empty without whitespace"):
         make(np.dtype("u1"), (2, 3), False, data_file="my data")
 
 

@@ -71,7 +71,8 @@ def test_names_outside_the_grid_do_not_exist(array_path: Path, mount_array: Any,
     path = mount.path / "chunks" / name
     if name in ("..", "c/../data"):
         # The kernel resolves "..": it must land back inside the mount, never outside.
-        assert os.path.realpath(path).startswith(str(mount.path))
+        # (is_relative_to, not a string prefix, which a sibling such as "mnt2" would also match)
+        assert Path(os.path.realpath(path)).is_relative_to(os.path.realpath(mount.path))
         return
     with pytest.raises((FileNotFoundError, NotADirectoryError)):
         path.stat()

@@ -43,3 +43,12 @@ class ReadOnlyError(ZarrfsError, PermissionError):
 
 class ResizeError(ZarrfsError, ValueError):
     """A size or shape an array cannot take (a partial row, rank 0, too large): EINVAL."""
+
+
+class ConflictError(ZarrfsError):
+    """A conditional write found the stored object changed since it was read (another writer
+    got there first): re-read, merge and retry. Not an OSError, so it is never retried blindly."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(f"store key {key!r} changed since it was read")

@@ -88,8 +88,7 @@ def test_zarrfs_reads_foreign_array(writer: str, case: Case, scratch: Path) -> N
             if other != writer and _supports(case, other):
                 seen, _ = read(path)
                 assert_same_bits(array.read(whole), seen, f"zarrfs vs {other}")
-        if not is_default_dot(case.doc):  # see test_zarrfs_counts_dot_separated_keys
-            assert array.stored_chunk_count() == len(stored_keys(path))
+        assert array.stored_chunk_count() == len(stored_keys(path))
     finally:
         array.close()
 

@@ -8,11 +8,13 @@ raise; a crash is then reported against the case instead of taking the test run 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
@@ -22,6 +24,7 @@ from zarrfs.array import ZarrArray
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import MetadataError
 from zarrfs.formats.v3 import parse_metadata
+from zarrfs.grid import Box
 from zarrfs.store import Store
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +32,7 @@ REPO = HERE.parents[1]
 CORPUS = HERE / "corpus"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((CORPUS / "expected.json").read_text())
 METADATA_CASES = sorted(c for c, e in EXPECTED.items() if e["kind"] in ("metadata", "ok"))
+OK_CASES = sorted(c for c, e in EXPECTED.items() if e["kind"] == "ok")
 CHUNK_CASES = sorted(c for c, e in EXPECTED.items() if e["kind"] == "chunk")
 # What one decode of a 64-byte chunk may allocate (Python-visible); bombs claim gigabytes.
 MAX_PEAK = 16 << 20
@@ -80,6 +84,37 @@ def test_array_open_refuses_metadata_naming_the_member(case: str) -> None:
         ZarrArray.open(store, threads=1).close()
 
     check_metadata_outcome(case, attempt)
+
+
+def fill_bits(document: dict[str, Any]) -> bytes:
+    """The raw bits (native order) the document's fill value stands for."""
+    dtype = np.dtype(document["data_type"])
+    fill = document["fill_value"]
+    if isinstance(fill, str) and fill.startswith("0x"):
+        return int(fill, 16).to_bytes(dtype.itemsize, "little")
+    return np.array(float(fill) if isinstance(fill, str) else fill, dtype=dtype).tobytes()
+
+
+@pytest.mark.parametrize("case", OK_CASES)
+def test_valid_metadata_opens_and_reads_as_its_fill_value(case: str) -> None:
+    """The positive control of the metadata cases: the valid ones are not just "not refused"
+    but open as what they say, and (storing no chunk) read as their fill value throughout."""
+    document = json.loads((CORPUS / case / "zarr.json").read_bytes())
+    meta = parse_metadata((CORPUS / case / "zarr.json").read_bytes())
+    assert meta.shape == tuple(document["shape"])
+    assert meta.data_type.name == document["data_type"]
+    assert meta.chunk_shape == tuple(document["chunk_grid"]["configuration"]["chunk_shape"])
+    assert [c.name for c in meta.codecs] == [c["name"] for c in document["codecs"]]
+    assert meta.fill_value == fill_bits(document)
+    store = Store(LocalFileSystem(), str(CORPUS / case), read_only=True)
+    array = ZarrArray.open(store, threads=1)
+    try:
+        assert array.shape == meta.shape
+        got = np.asarray(array.read(Box((0,) * len(meta.shape), meta.shape)))
+    finally:
+        array.close()
+    assert got.shape == meta.shape
+    assert got.tobytes() == meta.fill_value * math.prod(meta.shape)
 
 
 # -- chunks, in child processes ---------------------------------------------------------------
@@ -206,6 +241,8 @@ def test_every_case_directory_is_listed() -> None:
         if path.is_dir()
     }
     assert on_disk == set(EXPECTED)
+    # The valid documents are the metadata tests' positive controls: there must be some.
+    assert len(OK_CASES) >= 5, OK_CASES
     for case in CHUNK_CASES:
         keys = chunk_keys(case)
         assert set(EXPECTED[case]["bad_keys"]) <= set(keys), case

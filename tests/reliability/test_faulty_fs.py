@@ -235,19 +235,20 @@ def test_probability_is_seeded(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "rule",
+    ("rule", "problem"),
     [
-        {"action": "explode"},
-        {"methods": ["open"]},
-        {"action": "short", "methods": ["pipe_file"], "keep_bytes": 1},
-        {"action": "short", "methods": ["cat_file"]},
-        {"exception": "KeyError"},
-        {"errno": "ENOTANERRNO"},
-        {"colour": "red"},
+        ({"action": "explode"}, "unknown action 'explode'"),
+        ({"methods": ["open"]}, "methods must be among"),
+        ({"action": "short", "methods": ["pipe_file"], "keep_bytes": 1}, "short data applies to"),
+        ({"action": "short", "methods": ["cat_file"]}, "give exactly one of keep_bytes and drop_bytes"),
+        ({"exception": "KeyError"}, "unknown exception 'KeyError'"),
+        ({"errno": "ENOTANERRNO"}, "unknown errno 'ENOTANERRNO'"),
+        ({"colour": "red"}, r"unknown members \['colour'\]"),
     ],
 )
-def test_bad_rules_are_refused(rule: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
+def test_bad_rules_are_refused(rule: dict[str, Any], problem: str) -> None:
+    # (the message, so that the rule is refused for its own problem, not any ValueError)
+    with pytest.raises(ValueError, match=problem):
         FaultyFileSystem(fs=LocalFileSystem(), rules=[rule])
 
 

@@ -5,7 +5,11 @@
 * The shard index decoder: any bytes or entries either decode or raise CodecError; a decoded
   index never points outside the shard and has no overlapping entries.
 * Codec chains (zstd, gzip, crc32c, sharding) given mutated chunks: CodecError or a chunk of the
-  right shape, never anything else.
+  right shape, never anything else; behind a checksum, never wrong values.
+
+A parser that refused everything would pass "parses or raises" checks, so each group also has
+positive controls: valid documents, harmless mutations of them and real shards and chunks must
+be accepted with the right values, and the fuzz tests count what they accepted.
 
 blosc is left out on purpose: a mutated blosc header can crash the process (see the corpus
 case chunks/blosc_cbytes_beyond_buffer), which would take the test run down with it.
@@ -17,11 +21,13 @@ import itertools
 import json
 import math
 import os
+from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zarrfs.codecs import EMPTY, ChunkSpec, CodecError, Pipeline, ShardingCodec
@@ -142,9 +148,10 @@ def doc(**changes: Any) -> dict[str, Any]:
     return base
 
 
-VALID_DOCS = [
-    doc(),
-    doc(
+# Valid documents and the fill value each must parse to (raw bits, little-endian).
+VALID: list[tuple[dict[str, Any], bytes]] = [
+    (doc(), np.int16(0).tobytes()),
+    (doc(
         data_type="float32",
         fill_value="NaN",
         codecs=[
@@ -153,14 +160,14 @@ VALID_DOCS = [
             {"name": "zstd", "configuration": {"level": 3, "checksum": True}},
             {"name": "crc32c"},
         ],
-    ),
-    doc(
+    ), (0x7FC00000).to_bytes(4, "little")),
+    (doc(
         data_type="bool",
         fill_value=False,
         chunk_key_encoding={"name": "v2", "configuration": {"separator": "."}},
         codecs=[{"name": "bytes"}, {"name": "gzip", "configuration": {"level": 5}}],
-    ),
-    doc(
+    ), b"\0"),
+    (doc(
         data_type="complex64",
         fill_value=[1.0, "-Infinity"],
         codecs=[
@@ -176,8 +183,8 @@ VALID_DOCS = [
                 },
             },
         ],
-    ),
-    doc(
+    ), np.array([1.0, -np.inf], dtype="<f4").tobytes()),
+    (doc(
         shape=[16, 16],
         chunk_grid={"name": "regular", "configuration": {"chunk_shape": [8, 8]}},
         data_type="uint64",
@@ -193,46 +200,150 @@ VALID_DOCS = [
                 },
             }
         ],
-    ),
-    doc(
+    ), b"\xff" * 8),
+    (doc(
         shape=[],
         chunk_grid={"name": "regular", "configuration": {"chunk_shape": []}},
         dimension_names=[],
         data_type="bfloat16",
         fill_value="0x7fc0",
-    ),
+    ), (0x7FC0).to_bytes(2, "little")),
 ]
+VALID_DOCS = [document for document, _ in VALID]
 
 
-def open_fully(raw: bytes | str) -> None:
-    """Parse and build the pipeline; on success check the metadata survives a round trip."""
+def without(member: str, **changes: Any) -> dict[str, Any]:
+    document = doc(**changes)
+    del document[member]
+    return document
+
+
+# Changes to the first valid document that keep it valid: each must be accepted, with the
+# values checked by `check_parsed`, so a parser that refuses too much fails here.
+HARMLESS: dict[str, tuple[dict[str, Any], bytes]] = {
+    "nested attributes": (
+        doc(attributes={"nested": {"list": [None, True, 1.5, "x", {"deep": []}]}, "": 0}),
+        np.int16(0).tobytes(),
+    ),
+    "no attributes": (without("attributes"), np.int16(0).tobytes()),
+    "no dimension names": (without("dimension_names"), np.int16(0).tobytes()),
+    "a null dimension name": (doc(dimension_names=[None, "x"]), np.int16(0).tobytes()),
+    "negative fill": (doc(fill_value=-7), np.int16(-7).tobytes()),
+    "integral float fill": (doc(fill_value=3.0), np.int16(3).tobytes()),
+    "largest fill": (doc(fill_value=32767), np.int16(32767).tobytes()),
+    "big endian": (
+        doc(codecs=[{"name": "bytes", "configuration": {"endian": "big"}}]),
+        np.int16(0).tobytes(),
+    ),
+    "chunks not dividing the shape": (
+        doc(chunk_grid={"name": "regular", "configuration": {"chunk_shape": [3, 5]}}),
+        np.int16(0).tobytes(),
+    ),
+    "chunks larger than the shape": (
+        doc(chunk_grid={"name": "regular", "configuration": {"chunk_shape": [20, 30]}}),
+        np.int16(0).tobytes(),
+    ),
+    "dot separator": (
+        doc(chunk_key_encoding={"name": "default", "configuration": {"separator": "."}}),
+        np.int16(0).tobytes(),
+    ),
+    "zero length": (doc(shape=[0, 12]), np.int16(0).tobytes()),
+    "extension that need not be understood": (
+        {**doc(), "my_extension": {"must_understand": False, "x": [1]}},
+        np.int16(0).tobytes(),
+    ),
+    "empty storage transformers": (doc(storage_transformers=[]), np.int16(0).tobytes()),
+    "gzip level 9": (
+        doc(codecs=[BYTES, {"name": "gzip", "configuration": {"level": 9}}]),
+        np.int16(0).tobytes(),
+    ),
+    "float NaN payload in hex": (doc(data_type="float32", fill_value="0x7f800001"),
+                                 (0x7F800001).to_bytes(4, "little")),
+    "float fill word": (doc(data_type="float64", fill_value="-Infinity"),
+                        np.float64(-np.inf).tobytes()),
+}
+
+
+def open_fully(raw: bytes | str) -> bool:
+    """Parse and build the pipeline; on success check the metadata survives a round trip.
+    Whether the document was accepted."""
     try:
         meta = parse_metadata(raw)
         Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
     except MetadataError as e:
         assert isinstance(e.member, str), f"MetadataError without a member: {e!r}"
-        return
+        return False
     again = parse_metadata(json.dumps(meta.to_json()))
     assert json.dumps(again.to_json(), sort_keys=True) == json.dumps(meta.to_json(), sort_keys=True)
     assert again.fill_value == meta.fill_value
+    return True
 
 
-def test_valid_documents_parse() -> None:
-    for valid in VALID_DOCS:
-        meta = parse_metadata(json.dumps(valid))
-        Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
+def check_parsed(document: dict[str, Any], fill: bytes) -> None:
+    """`document` is accepted, and parses to what it says."""
+    raw = json.dumps(document)
+    assert open_fully(raw), f"refused a valid document: {raw}"
+    meta = parse_metadata(raw)
+    assert meta.shape == tuple(document["shape"])
+    assert meta.chunk_shape == tuple(document["chunk_grid"]["configuration"]["chunk_shape"])
+    assert meta.data_type.name == document["data_type"]
+    assert meta.fill_value == fill, (meta.fill_value, fill)
+    assert [c.name for c in meta.codecs] == [c["name"] for c in document["codecs"]]
+    encoding = document["chunk_key_encoding"]
+    assert meta.chunk_key_encoding.name == encoding["name"]
+    assert meta.chunk_key_encoding.separator == encoding["configuration"]["separator"]
+    names = document.get("dimension_names")
+    assert meta.dimension_names == (None if names is None else tuple(names))
+    assert dict(meta.attributes) == document.get("attributes", {})
+
+
+@pytest.mark.parametrize("which", range(len(VALID)))
+def test_valid_documents_parse(which: int) -> None:
+    check_parsed(*VALID[which])
+
+
+@pytest.mark.parametrize("name", sorted(HARMLESS))
+def test_harmless_changes_to_a_valid_document_are_accepted(name: str) -> None:
+    check_parsed(*HARMLESS[name])
+
+
+def is_valid_document(value: Any) -> bool:
+    return any(value == valid for valid in VALID_DOCS)
+
+
+def examples(*values: Any) -> Callable[[Any], Any]:
+    """`@example(v)` for each value: cases hypothesis always tries first."""
+
+    def apply(test: Any) -> Any:
+        for value in values:
+            test = example(value)(test)
+        return test
+
+    return apply
+
+
+# The positive controls of the fuzz tests below: the valid documents themselves, which each
+# test is given first and must accept.
 
 
 @FUZZ
 @given(st.binary(max_size=200))
+@examples(*(json.dumps(valid).encode() for valid in VALID_DOCS))
 def test_parse_metadata_random_bytes(raw: bytes) -> None:
-    open_fully(raw)
+    accepted = open_fully(raw)
+    try:
+        valid = is_valid_document(json.loads(raw))
+    except ValueError:  # not JSON (UnicodeDecodeError is a ValueError)
+        valid = False
+    assert accepted or not valid, f"refused a valid document: {raw!r}"
 
 
 @FUZZ
 @given(JSON)
+@examples(*VALID_DOCS)
 def test_parse_metadata_random_json(value: Any) -> None:
-    open_fully(json.dumps(value))
+    accepted = open_fully(json.dumps(value))
+    assert accepted or not is_valid_document(value), f"refused a valid document: {value!r}"
 
 
 @FUZZ
@@ -244,8 +355,12 @@ def test_parse_metadata_random_json(value: Any) -> None:
         max_size=12,
     )
 )
+@examples(*({k: v for k, v in valid.items() if k not in ("zarr_format", "node_type")}
+            for valid in VALID_DOCS))
 def test_parse_metadata_random_members(members: dict[str, Any]) -> None:
-    open_fully(json.dumps({"zarr_format": 3, "node_type": "array", **members}))
+    document = {"zarr_format": 3, "node_type": "array", **members}
+    accepted = open_fully(json.dumps(document))
+    assert accepted or not is_valid_document(document), f"refused a valid document: {document!r}"
 
 
 def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -260,13 +375,38 @@ def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
-def mutate(document: Any, data: st.DataObject) -> Any:
+# JSON without NaN or infinities, for values that must leave a document valid wherever it is
+# (strict JSON has no such numbers, and a parser may fairly refuse them).
+FINITE_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children,
+                                                                      max_size=4),
+    max_leaves=16,
+)
+
+
+def mutate(document: Any, data: st.DataObject) -> tuple[Any, bool]:
+    """`document` changed in one place; and whether the change keeps a valid document valid
+    (set an attribute, or add an extension member that need not be understood)."""
+    action = data.draw(
+        st.sampled_from(["replace", "delete", "insert", "special", "attribute", "extension"]),
+        label="action",
+    )
+    if action == "attribute" and isinstance(document.get("attributes"), dict):
+        key = data.draw(st.text(max_size=6), label="attribute")
+        document["attributes"][key] = data.draw(FINITE_JSON, label="attribute value")
+        return document, True
+    if action == "extension":
+        name = "x-" + data.draw(st.text(max_size=6), label="extension")
+        config = data.draw(st.dictionaries(st.text(max_size=6), FINITE_JSON, max_size=3))
+        document[name] = {**config, "must_understand": False}
+        return document, True
     target = data.draw(st.sampled_from(paths(document)[1:]), label="path")
     parent = document
     for step in target[:-1]:
         parent = parent[step]
     last = target[-1]
-    action = data.draw(st.sampled_from(["replace", "delete", "insert", "special"]), label="action")
     if action == "delete":
         del parent[last]
     elif action == "insert":
@@ -278,20 +418,33 @@ def mutate(document: Any, data: st.DataObject) -> Any:
         parent[last] = data.draw(SPECIAL_SCALARS | st.sampled_from(SPECIAL_INTS), label="special")
     else:
         parent[last] = data.draw(JSON, label="value")
-    return document
+    return document, False
 
 
-@FUZZ
-@given(st.sampled_from(range(len(VALID_DOCS))), st.integers(1, 3), st.data())
-def test_parse_metadata_mutated_valid_documents(
-    which: int, count: int, data: st.DataObject
-) -> None:
-    document = json.loads(json.dumps(VALID_DOCS[which]))
-    for _ in range(count):
-        if not paths(document)[1:]:
-            break
-        document = mutate(document, data)
-    open_fully(json.dumps(document))
+def test_parse_metadata_mutated_valid_documents() -> None:
+    outcomes: Counter[str] = Counter()
+
+    @FUZZ
+    @given(st.sampled_from(range(len(VALID_DOCS))), st.integers(1, 3), st.data())
+    def run(which: int, count: int, data: st.DataObject) -> None:
+        document = json.loads(json.dumps(VALID_DOCS[which]))
+        harmless = True
+        for _ in range(count):
+            if not paths(document)[1:]:
+                break
+            document, kept_valid = mutate(document, data)
+            harmless = harmless and kept_valid
+        accepted = open_fully(json.dumps(document))
+        assert accepted or not harmless, f"refused a harmless change: {document!r}"
+        outcomes["cases"] += 1
+        outcomes["harmless"] += harmless
+        outcomes["accepted"] += accepted
+
+    run()
+    # About a fifth are only harmless changes and more are accepted; a parser that refuses
+    # everything (or a strategy that stopped making valid documents) fails here.
+    assert outcomes["harmless"] >= 10, outcomes
+    assert outcomes["accepted"] >= outcomes["cases"] // 10, outcomes
 
 
 # -- the shard index --------------------------------------------------------------------------
@@ -322,11 +475,13 @@ def sharding_codecs(draw: st.DrawFn) -> ShardingCodec:
     return codec
 
 
-def check_index(codec: ShardingCodec, raw: bytes, shard_nbytes: int | None) -> None:
+def check_index(codec: ShardingCodec, raw: bytes, shard_nbytes: int | None) -> bool:
+    """Decode an index; if accepted, check its entries lie inside the shard and do not overlap.
+    Whether it was accepted."""
     try:
         index = codec.decode_index(raw, shard_nbytes)
     except CodecError:
-        return
+        return False
     low = codec.index_nbytes if codec.index_at_start else 0
     high = None
     if shard_nbytes is not None:
@@ -344,6 +499,35 @@ def check_index(codec: ShardingCodec, raw: bytes, shard_nbytes: int | None) -> N
     spans.sort(key=lambda s: s.offset)
     for a, b in itertools.pairwise(spans):
         assert a.end <= b.offset, (a, b)
+    return True
+
+
+@FUZZ
+@given(sharding_codecs(), st.data())
+def test_real_shards_decode(codec: ShardingCodec, data: st.DataObject) -> None:
+    """The positive control of the shard tests: a shard the codec wrote (some inner chunks
+    left empty) has an index that decodes, pointing at each stored inner chunk, and decodes
+    to what was written."""
+    shape = codec.chunk.shape
+    flat = data.draw(st.lists(st.integers(0, 3), min_size=math.prod(shape),
+                              max_size=math.prod(shape)), label="values")
+    values = np.array(flat, dtype=np.uint8).reshape(shape)  # 0 is the fill value
+    shard = bytes(codec.encode(values))
+    span = codec.index_span(len(shard))
+    raw = shard[span.offset : span.end]
+    assert check_index(codec, raw, len(shard)), "refused the index of a real shard"
+    assert check_index(codec, raw, None), "refused the index of a real shard (size unknown)"
+    index = codec.decode_index(raw, len(shard))
+    for position in codec.inner_positions():
+        part = values[tuple(slice(i * c, (i + 1) * c)
+                            for i, c in zip(position, codec.inner_shape, strict=True))]
+        found = index.span(position)
+        assert (found is None) == (not part.any()), (position, found)
+        if found is not None:
+            inner = codec.decode_inner(shard[found.offset : found.end])
+            assert np.array_equal(inner, part), position
+    decoded = codec.decode(shard)
+    assert decoded.shape == shape and np.array_equal(decoded, values)
 
 
 @FUZZ
@@ -358,18 +542,27 @@ def test_shard_index_random_bytes(
         check_index(codec, padded, shard_nbytes)
 
 
-@FUZZ
-@given(
-    sharding_codecs(), st.data(), st.none() | st.integers(0, 2000) | st.sampled_from([2**62, 2**64])
-)
-def test_shard_index_random_entries(
-    codec: ShardingCodec, data: st.DataObject, shard_nbytes: int | None
-) -> None:
-    count = math.prod(codec.chunks_per_shard)
-    flat = data.draw(st.lists(U64, min_size=2 * count, max_size=2 * count), label="entries")
-    entries = np.array(flat, dtype=np.uint64).reshape((*codec.chunks_per_shard, 2))
-    raw = bytes(codec.index.encode(entries))
-    check_index(codec, raw, shard_nbytes)
+def test_shard_index_random_entries() -> None:
+    outcomes: Counter[str] = Counter()
+
+    @FUZZ
+    @given(
+        sharding_codecs(),
+        st.data(),
+        st.none() | st.integers(0, 2000) | st.sampled_from([2**62, 2**64]),
+    )
+    def run(codec: ShardingCodec, data: st.DataObject, shard_nbytes: int | None) -> None:
+        count = math.prod(codec.chunks_per_shard)
+        flat = data.draw(st.lists(U64, min_size=2 * count, max_size=2 * count), label="entries")
+        entries = np.array(flat, dtype=np.uint64).reshape((*codec.chunks_per_shard, 2))
+        raw = bytes(codec.index.encode(entries))
+        outcomes["cases"] += 1
+        outcomes["accepted"] += check_index(codec, raw, shard_nbytes)
+
+    run()
+    # Small offsets and sizes make some indexes valid (about one in six); a decoder that
+    # refuses everything fails here.
+    assert outcomes["accepted"] >= outcomes["cases"] // 20, outcomes
 
 
 @FUZZ
@@ -403,11 +596,54 @@ CHAINS = {
 }
 
 
+# Chains where every stored byte that matters is under a checksum (gzip's CRC-32 of the data,
+# crc32c, zstd's content checksum; the shard's index under crc32c, its chunks gzip): a
+# mutated chunk they accept must decode to the original values.
+CHECKSUMMED = {"zstd+checksum", "gzip", "crc32c", "crc32c+zstd", "sharding"}
+ORIGINAL = np.arange(64, dtype=np.int32).reshape(8, 8) % 7
+
+
 def chain(name: str) -> tuple[Pipeline, bytes]:
     spec = ChunkSpec((8, 8), DATA_TYPES["int32"], b"\0" * 4)
     pipeline = Pipeline.build(parse_codec_list(CHAINS[name], "codecs"), spec)
-    good = bytes(pipeline.encode(np.arange(64, dtype=np.int32).reshape(8, 8) % 7))
+    good = bytes(pipeline.encode(ORIGINAL))
     return pipeline, good
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_codec_chain_decodes_its_own_chunk(name: str) -> None:
+    """The positive control of the mutation test: the chunk unmutated decodes, exactly."""
+    pipeline, good = chain(name)
+    chunk = pipeline.decode(good)
+    assert chunk.dtype == np.int32 and np.array_equal(chunk, ORIGINAL)
+
+
+def _gzip_header_changed(good: bytes) -> bytes:
+    # The header's MTIME (bytes 4-7), XFL (8) and OS (9) bytes are not under the CRC.
+    assert good[:3] == b"\x1f\x8b\x08", good[:10]
+    return good[:4] + b"\x12\x34\x56\x78\x02\x03" + good[10:]
+
+
+def _shard_padded(good: bytes) -> bytes:
+    # Inner chunks are found through the index, so bytes between them and the index (at the
+    # end) are unused space, which a shard may have.
+    index_nbytes = 16 * 4 + 4  # 2 x 2 inner chunks, offset and size each, then crc32c
+    return good[:-index_nbytes] + b"\0" * 13 + good[-index_nbytes:]
+
+
+HARMLESS_CHUNK_CHANGES = {
+    "gzip": _gzip_header_changed,
+    "sharding": _shard_padded,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HARMLESS_CHUNK_CHANGES))
+def test_codec_chain_accepts_harmless_changes(name: str) -> None:
+    pipeline, good = chain(name)
+    changed = HARMLESS_CHUNK_CHANGES[name](good)
+    assert changed != good
+    chunk = pipeline.decode(changed)
+    assert chunk.dtype == np.int32 and np.array_equal(chunk, ORIGINAL)
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
@@ -430,5 +666,9 @@ def test_codec_chain_mutated_chunks(name: str, data: st.DataObject) -> None:
     try:
         chunk = pipeline.decode(bytes(buffer))
     except CodecError:
+        # (A mutation may leave the bytes as they were: that chunk must still decode.)
+        assert bytes(buffer) != good, "refused the unchanged chunk"
         return
     assert chunk.shape == (8, 8) and chunk.dtype == np.int32
+    if name in CHECKSUMMED or bytes(buffer) == good:
+        assert np.array_equal(chunk, ORIGINAL), "accepted a corrupt chunk, with wrong values"

@@ -134,8 +134,9 @@ def test_refused_chunk_is_eio_and_the_rest_reads(mounted: tuple[Path, Path, Path
     with pytest.raises(OSError) as caught:
         read_rows(mountpoint, 8, 16)
     assert caught.value.errno == errno.EIO
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as caught_chunk:
         (mountpoint / "chunks" / "c" / "1" / "1").read_bytes()
+    assert caught_chunk.value.errno == errno.EIO
     assert read_counters(str(counters))["faults"].get("refuse-c11", 0) >= 1
     # The chunk file of a healthy chunk reads.
     chunk = np.frombuffer((mountpoint / "chunks" / "c" / "0" / "1").read_bytes(), dtype="<i4")

@@ -28,19 +28,27 @@ CacheKey = tuple[int, Index]
 
 @dataclass
 class Entry:
-    """A decoded read chunk in the cache."""
+    """A read chunk in the cache: what the store held at generation `base` (when `loaded`)
+    with this mount's writes on top."""
 
     data: np.ndarray
     nbytes: int  # what it costs the cache (0 for the shared fill chunk)
     version: int = 0  # bumped by every write
     saved_version: int = 0  # the version known to be in the store
-    written: np.ndarray | None = None  # which elements were written before the chunk was read
-    unwritten: int = 0  # how many elements of `written` are still False
-    flushing: bool = False  # a write-back holds `data`; writers copy before changing it
+    loaded: bool = True  # `data` holds the stored chunk; else only what was written
+    base: str | None = None  # generation of the stored object `data` was read from or saved as
+    written: np.ndarray | None = None  # elements written and not yet saved (to merge them again)
+    unwritten: int = 0  # while not loaded: how many elements were never written
+    lent: bool = False  # `data` is referenced outside the lock: writers copy before changing it
 
     @property
     def dirty(self) -> bool:
         return self.version != self.saved_version
+
+    @property
+    def complete(self) -> bool:
+        """Every element is known: the stored chunk was read, or all of it was written."""
+        return self.loaded or self.unwritten == 0
 
 
 class ChunkCache:
@@ -64,7 +72,7 @@ class ChunkCache:
                 return
             for key in list(self.entries):
                 entry = self.entries[key]
-                if entry.dirty or entry.flushing:
+                if entry.dirty:
                     continue
                 del self.entries[key]
                 self.total_bytes -= entry.nbytes
@@ -99,7 +107,8 @@ class ChunkCache:
 
 
 COUNTER_NAMES = ("requests", "errors", "cache_hits", "cache_misses", "bytes_fetched", "bytes_stored",
-                 "chunks_decoded", "chunks_encoded", "decode_seconds", "encode_seconds")
+                 "chunks_decoded", "chunks_encoded", "decode_seconds", "encode_seconds",
+                 "write_conflicts", "rechecks", "chunks_changed_outside")
 
 
 class Counters:

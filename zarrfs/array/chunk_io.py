@@ -1,6 +1,10 @@
 """Moving one chunk between the store and memory: plain chunks whole, sharded arrays one
 inner chunk at a time through the shard index (cached), shards rebuilt on write-back keeping
-the encoded bytes of the inner chunks that did not change."""
+the encoded bytes of the inner chunks that did not change.
+
+Every fetch reports the generation of the stored object it read, and every put is a
+compare-and-swap against a generation (`zarrfs.store`): the write-back above merges again and
+retries when another writer got there first."""
 
 from __future__ import annotations
 
@@ -9,17 +13,18 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
 from ..errors import ChunkError
 from ..grid import Index
-from ..store import ByteRange, Store
+from ..store import ByteRange, Expect, Store
 from .cache import ChunkCache, Counters
 
 log = logging.getLogger(__name__)
+MAX_SHARD_RETRIES = 20
 
 
 @dataclass
@@ -30,6 +35,24 @@ class Stats:
     bytes_fetched: int = 0
     chunks_written: int = 0
     chunks_deleted: int = 0
+
+
+@dataclass
+class Fetched:
+    """A read chunk as decoded (None: not stored, all fill) and the generation of the stored
+    object it came from."""
+
+    data: np.ndarray | None
+    generation: str | None
+
+
+@dataclass
+class StoredShard:
+    """A shard as stored when a write-back starts: its generation and encoded inner chunks."""
+
+    generation: str | None
+    inner: dict[Index, BytesLike] = field(default_factory=dict)
+    known: bool = True  # False: not read (every inner chunk is replaced)
 
 
 class PlainChunkIO:
@@ -47,23 +70,33 @@ class PlainChunkIO:
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
 
-    def fetch(self, key: str, chunk: Index, inner: Index | None) -> np.ndarray | None:
-        data = self.store.get(key)
-        if data is None:
-            return None
-        self.count_fetch(len(data))
-        return self.timed_decode(self.pipeline.decode, data)
+    def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
+        found = self.store.read(key)
+        if found is None:
+            return Fetched(None, None)
+        self.count_fetch(len(found.data))
+        return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
 
-    def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray]) -> None:
+    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+        """What a write-back must build on: nothing for plain chunks (each is written whole)."""
+        return None
+
+    def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
+        raise NotImplementedError("plain chunks are not read for a write-back")
+
+    def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
+            expect: Expect) -> str | None:
+        """Store a chunk if the stored object is still `expect`; its new generation."""
         (data,) = arrays.values()
         if is_fill(data, self.fill_value):
-            self.store.delete(key)
+            self.store.delete(key, expect=expect)
             self.stats.chunks_deleted += 1
-        else:
-            encoded = self.timed_encode(self.pipeline.encode, data)
-            self.store.put(key, encoded, sync_directory=False)
-            self.counters.add(bytes_stored=len(encoded))
-            self.stats.chunks_written += 1
+            return None
+        encoded = self.timed_encode(self.pipeline.encode, data)
+        generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
+        self.counters.add(bytes_stored=len(encoded))
+        self.stats.chunks_written += 1
+        return generation
 
     def count_fetch(self, nbytes: int) -> None:
         with self._lock:
@@ -93,108 +126,125 @@ class ShardedChunkIO(PlainChunkIO):
         self.sharding = sharding
         self.cache = cache
         self.owner = owner
-        # Striped locks: one index fetch per shard at a time, in constant memory.
-        self._index_locks = [threading.Lock() for _ in range(64)]
-        # A partial read that saw a shard rewrite start or end while it read retries.
-        self._rewrites_running = 0
-        self._rewrite_generation = 0
+        # Striped locks: one index fetch per shard at a time, in constant memory. Where the
+        # store reports no generations, they also keep a read from straddling a rewrite.
+        self._shard_locks = [threading.Lock() for _ in range(64)]
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         per = self.sharding.chunks_per_shard
         return (tuple(u // p for u, p in zip(unit, per, strict=True)),
                 tuple(u % p for u, p in zip(unit, per, strict=True)))
 
-    def fetch(self, key: str, chunk: Index, inner: Index | None) -> np.ndarray | None:
+    def _shard_lock(self, chunk: Index) -> threading.Lock:
+        return self._shard_locks[hash(chunk) % len(self._shard_locks)]
+
+    def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         assert inner is not None
-        while True:
-            generation = self._rewrite_generation
-            if self._rewrites_running:
-                time.sleep(0.001)  # a write-back is replacing a shard
-                continue
-            index = self._shard_index(chunk, key)
-            span = None if index is None else index.span(inner)
-            if span is None:
-                data = None
-            else:
-                data = self.store.get(key, ByteRange(span.offset, span.nbytes))
-                if data is None or len(data) != span.nbytes:
-                    raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
-                self.count_fetch(len(data))
-            if self._rewrite_generation == generation and not self._rewrites_running:
-                break  # no write-back replaced the shard while we read it
-        return None if data is None else self.timed_decode(self.sharding.decode_inner, data)
+        for _ in range(MAX_SHARD_RETRIES):
+            found = None
+            with self._shard_lock(chunk):
+                index, generation = self._shard_index(chunk, key)
+                span = None if index is None else index.span(inner)
+                if span is None:
+                    return Fetched(None, generation)
+                if generation is None:  # no generations: read before a rewrite can begin
+                    found = self.store.read(key, ByteRange(span.offset, span.nbytes))
+            if generation is not None:
+                found = self.store.read(key, ByteRange(span.offset, span.nbytes))
+                if found is not None and found.generation != generation:
+                    self.cache.forget_index((self.owner, chunk), index_cost)  # rewritten meanwhile
+                    continue
+            if found is None or len(found.data) != span.nbytes:
+                raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
+            self.count_fetch(len(found.data))
+            return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
+        raise CodecError(f"shard kept changing while inner chunk {inner} was read")
 
-    def _shard_index(self, chunk: Index, key: str) -> ShardIndex | None:
-        with self._index_locks[hash(chunk) % len(self._index_locks)]:
-            with self.cache.lock:
-                cached = self.cache.indexes.get((self.owner, chunk), False)
-                if cached is not False:
-                    self.cache.indexes.move_to_end((self.owner, chunk))
-                    return cached  # type: ignore[no-any-return]
-            index = self._fetch_index(key)
-            self.cache.remember_index((self.owner, chunk), index, index_cost)
-            return index
+    def _shard_index(self, chunk: Index, key: str) -> tuple[ShardIndex | None, str | None]:
+        """The shard's index and generation, cached (the shard's lock is held)."""
+        with self.cache.lock:
+            cached = self.cache.indexes.get((self.owner, chunk))
+            if cached is not None:
+                self.cache.indexes.move_to_end((self.owner, chunk))
+                return cached  # type: ignore[no-any-return]
+        found = self._fetch_index(key)
+        self.cache.remember_index((self.owner, chunk), found, index_cost)
+        return found
 
-    def _fetch_index(self, key: str) -> ShardIndex | None:
+    def _fetch_index(self, key: str) -> tuple[ShardIndex | None, str | None]:
         """Read and check a shard's index: its size first, so entries can be bounded by it."""
-        shard_nbytes = self.store.size(key)
-        if shard_nbytes is None:
-            return None
-        if shard_nbytes < self.sharding.index_nbytes:
-            raise CodecError(f"shard of {shard_nbytes} bytes is shorter than its index")
-        span = self.sharding.index_span(shard_nbytes)
-        raw = self.store.get(key, ByteRange(span.offset, span.nbytes))
-        if raw is None:
-            return None  # deleted between the two calls
-        self.count_fetch(len(raw))
-        return self.sharding.decode_index(raw, shard_nbytes)
+        for _ in range(MAX_SHARD_RETRIES):
+            described = self.store.stat(key)
+            if described is None:
+                return None, None
+            shard_nbytes, generation = described
+            if shard_nbytes < self.sharding.index_nbytes:
+                raise CodecError(f"shard of {shard_nbytes} bytes is shorter than its index")
+            span = self.sharding.index_span(shard_nbytes)
+            found = self.store.read(key, ByteRange(span.offset, span.nbytes))
+            if found is None:
+                return None, None  # deleted meanwhile
+            if found.generation is not None and found.generation != generation:
+                continue  # replaced between the two calls
+            self.count_fetch(len(found.data))
+            return self.sharding.decode_index(found.data, shard_nbytes), found.generation
+        raise CodecError("shard kept changing while its index was read")
 
-    def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray]) -> None:
-        sharding = self.sharding
-        # A shard whose every inner chunk is new need not be read first.
-        whole = len(arrays) == math.prod(sharding.chunks_per_shard)
-        encoded = {} if whole else self._stored_inner_chunks(key)
-        shard_origin = tuple(c * p for c, p in zip(chunk, sharding.chunks_per_shard, strict=True))
+    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+        """The stored shard a write-back keeps the other inner chunks of. Not read when every
+        inner chunk is new (then it is replaced whatever it holds)."""
+        if whole and units == math.prod(self.sharding.chunks_per_shard):
+            return StoredShard(None, known=False)
+        found = self.store.read(key)
+        if found is None:
+            return StoredShard(None)
+        self.count_fetch(len(found.data))
+        return StoredShard(found.generation, self._inner_chunks(key, found.data))
+
+    def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
+        inner = self.location(unit)[1]
+        assert inner is not None
+        encoded = stored.inner.get(inner)
+        return None if encoded is None else self.timed_decode(self.sharding.decode_inner, encoded)
+
+    def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
+            expect: Expect) -> str | None:
+        assert stored is not None
+        encoded = dict(stored.inner)
         for unit, data in arrays.items():
-            inner = tuple(u - o for u, o in zip(unit, shard_origin, strict=True))
-            new = None if is_fill(data, self.fill_value) else self.timed_encode(sharding.inner.encode, data)
-            if new is None:
+            inner = self.location(unit)[1]
+            assert inner is not None
+            if is_fill(data, self.fill_value):
                 encoded.pop(inner, None)
             else:
-                encoded[inner] = new
-        with self.cache.lock:
-            self._rewrites_running += 1
-            self._rewrite_generation += 1
-        try:
-            self._replace_shard(key, chunk, encoded)
-        except BaseException:
-            self.cache.forget_index((self.owner, chunk), index_cost)
-            raise
-        finally:
-            with self.cache.lock:
-                self._rewrites_running -= 1
-                self._rewrite_generation += 1
+                encoded[inner] = self.timed_encode(self.sharding.inner.encode, data)
+        with self._shard_lock(chunk):
+            try:
+                return self._replace_shard(key, chunk, encoded, expect)
+            except BaseException:
+                self.cache.forget_index((self.owner, chunk), index_cost)
+                raise
 
-    def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike]) -> None:
+    def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike],
+                       expect: Expect) -> str | None:
         index: ShardIndex | None = None
+        generation = None
         if encoded:
             shard = self.sharding.assemble(encoded)
-            self.store.put(key, shard, sync_directory=False)
+            generation = self.store.put(key, shard, sync_directory=False, expect=expect)
             self.counters.add(bytes_stored=len(shard))
             span = self.sharding.index_span(len(shard))
             index = self.sharding.decode_index(shard[span.offset : span.end], len(shard))
             self.stats.chunks_written += 1
         else:
-            self.store.delete(key)
+            self.store.delete(key, expect=expect)
             self.stats.chunks_deleted += 1
-        self.cache.remember_index((self.owner, chunk), index, index_cost)
+        self.cache.remember_index((self.owner, chunk), (index, generation), index_cost)
+        return generation
 
-    def _stored_inner_chunks(self, key: str) -> dict[Index, BytesLike]:
+    def _inner_chunks(self, key: str, shard: bytes) -> dict[Index, BytesLike]:
         """The encoded bytes of every inner chunk a stored shard holds."""
         sharding = self.sharding
-        shard = self.store.get(key)
-        if shard is None:
-            return {}
         try:
             if len(shard) < sharding.index_nbytes:
                 raise CodecError("shard is shorter than its index")
@@ -211,8 +261,9 @@ class ShardedChunkIO(PlainChunkIO):
         return found
 
 
-def index_cost(index: ShardIndex | None) -> int:
-    return 64 + (0 if index is None else index.entries.nbytes)
+def index_cost(cached: tuple[ShardIndex | None, str | None]) -> int:
+    index = cached[0]
+    return 128 + (0 if index is None else index.entries.nbytes)
 
 
 def partial_read_sharding(pipeline: Pipeline) -> ShardingCodec | None:

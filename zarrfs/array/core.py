@@ -29,7 +29,7 @@ from ..store import Store
 from . import resize as resizing
 from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
-from .chunk_io import PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
+from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
 
 log = logging.getLogger(__name__)
 
@@ -147,13 +147,21 @@ class ZarrArray:
         if len(pieces) == 1:
             # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
             selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)
-            view: np.ndarray = self._wait(pieces[0].cell, futures).data[selection]
+            view: np.ndarray = self._lend(pieces[0].cell, futures)[selection]
             view.flags.writeable = False  # a view of the cache: writes must go through write()
             return view
         out = np.empty(box.shape, dtype=self.data_type.storage)
         for piece in pieces:
-            out[piece.in_box] = self._wait(piece.cell, futures).data[piece.in_cell]
+            out[piece.in_box] = self._lend(piece.cell, futures)[piece.in_cell]
         return out
+
+    def _lend(self, unit: Index, futures: dict[Index, Future[Entry]]) -> np.ndarray:
+        """A read chunk's data for a reader to use outside the lock: writers leave it as it is
+        (they copy first), so a reader never sees half of a write."""
+        entry = self._wait(unit, futures)
+        with self._lock:
+            entry.lent = True
+            return entry.data
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
@@ -164,7 +172,7 @@ class ZarrArray:
         with self._lock:
             for unit in units:
                 entry = self.cache.entries.get(self._key(unit))
-                if entry is not None and entry.written is None:
+                if entry is not None and entry.complete:
                     continue
                 future = self._loading.get(unit)
                 if future is None:
@@ -181,7 +189,7 @@ class ZarrArray:
         while True:
             with self._lock:
                 entry = self.cache.entries.get(self._key(unit))
-                if entry is not None and entry.written is None:
+                if entry is not None and entry.complete:
                     self.cache.entries.move_to_end(self._key(unit))
                     return entry
             # Another thread may finish the load in between: then nothing is started.
@@ -192,50 +200,57 @@ class ZarrArray:
     def _load(self, unit: Index) -> Entry:
         """Decode a read chunk from the store into the cache (worker thread)."""
         try:
-            stored = self._fetch_decoded(unit)
+            fetched = self.fetch(unit)
             with self._lock:
-                entry = self._install(unit, stored)
+                entry = self._install(unit, fetched)
         finally:
             with self._lock:
                 self._loading.pop(unit, None)
         self.cache.evict()
         return entry
 
-    def _install(self, unit: Index, stored: np.ndarray | None) -> Entry:
+    def _install(self, unit: Index, fetched: Fetched) -> Entry:
         """Put a freshly decoded chunk in the cache, merging writes made meanwhile."""
         entry = self.cache.entries.get(self._key(unit))
-        if entry is not None and entry.written is None:
+        if entry is not None and entry.complete:
             return entry  # a writer replaced the whole chunk while we read it
+        stored = fetched.data
         if entry is None:
             data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
             # A missing chunk shares the fill chunk; its entry still costs a little.
-            entry = Entry(data, ENTRY_OVERHEAD if stored is None else data.nbytes)
+            entry = Entry(data, ENTRY_OVERHEAD if stored is None else data.nbytes, base=fetched.generation)
             self.cache.entries[self._key(unit)] = entry
             self.cache.total_bytes += entry.nbytes
             return entry
-        # Merge: elements the writers set win over what the store holds.
-        assert entry.written is not None
-        merged = self.read_chunk.fill_array() if stored is None else np.array(stored, order="C")
-        np.copyto(merged, entry.data, where=entry.written)
-        entry.written = None
-        self._replace_data(entry, merged)
+        self.merge_stored(entry, fetched)
         return entry
 
-    def _fetch_decoded(self, unit: Index) -> np.ndarray | None:
-        """A read chunk's decoded contents, or None when it is not stored (all fill)."""
+    def merge_stored(self, entry: Entry, fetched: Fetched) -> None:
+        """Rebase an entry on a stored version: the elements this mount wrote and has not
+        saved win over what the store holds."""
+        stored = fetched.data
+        merged = self.read_chunk.fill_array() if stored is None else np.array(stored, order="C")
+        if entry.written is not None:
+            np.copyto(merged, entry.data, where=entry.written)
+        entry.loaded = True
+        entry.base = fetched.generation
+        self._replace_data(entry, merged)
+
+    def fetch(self, unit: Index) -> Fetched:
+        """A read chunk as stored now: decoded (None: not stored, all fill) and its generation."""
         chunk, inner = self.io.location(unit)
         key = self.chunk_key(chunk)
         try:
-            data = self.io.fetch(key, chunk, inner)
+            fetched = self.io.fetch(key, chunk, inner)
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
-        if data is not None and self._is_edge(unit):
+        if fetched.data is not None and self._is_edge(unit):
             # Outside the array a chunk holds the fill value, whatever a writer left there
             # (v1 and v2 leave it undefined).
-            data = np.array(data, order="C")
-            self._clear_overhang(unit, data)
-        return data
+            fetched.data = np.array(fetched.data, order="C")
+            self._clear_overhang(unit, fetched.data)
+        return fetched
 
     def _is_edge(self, unit: Index) -> bool:
         return any((u + 1) * c > s for u, c, s in zip(unit, self.read_chunk_shape, self.shape, strict=True))
@@ -258,13 +273,12 @@ class ZarrArray:
                 if pending is None:
                     entry = self.cache.entries.get(self._key(unit))
                     if entry is None:
-                        entry = self._new_entry(unit, piece.covers_cell)
+                        entry = self._new_entry(unit)
                     self.cache.entries.move_to_end(self._key(unit))
-                    if entry.flushing or not entry.data.flags.writeable:
+                    if entry.lent or not entry.data.flags.writeable:
                         self._replace_data(entry, np.array(entry.data, order="C"))
                     entry.data[in_cell] = values
-                    if entry.written is not None:
-                        self._mark_written(entry, in_cell)
+                    self._mark_written(entry, in_cell)
                     self._clear_overhang(unit, entry.data)
                     if not entry.dirty:
                         self._count_dirty(entry.nbytes)
@@ -274,19 +288,21 @@ class ZarrArray:
         self.cache.evict()
 
     def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> None:
-        """Record written elements; once all are written the stored chunk is never needed."""
-        assert entry.written is not None
-        region = entry.written[in_cell]
-        entry.unwritten -= region.size - int(np.count_nonzero(region))
+        """Record written elements: to merge them with the stored chunk when it is read, and
+        again if another writer changes it before they are saved."""
+        if entry.written is None:
+            entry.written = np.zeros(self.read_chunk_shape, dtype=bool)
+            self._replace_data(entry, entry.data)  # counts the mask
+        selection: tuple[Any, ...] = (*in_cell, Ellipsis)  # a view, also at rank 0
+        region = entry.written[selection]
+        if not entry.loaded:  # once all are written the stored chunk is never needed
+            entry.unwritten -= region.size - int(np.count_nonzero(region))
         region[...] = True
-        if entry.unwritten == 0:
-            entry.written = None
-            self._replace_data(entry, entry.data)
 
-    def _new_entry(self, unit: Index, covered: bool) -> Entry:
-        """A chunk about to be written without reading it: fill value plus a written-mask."""
-        written = None if covered else np.zeros(self.read_chunk_shape, dtype=bool)
-        entry = Entry(self._fill_chunk, 0, written=written, unwritten=math.prod(self.read_chunk_shape))
+    def _new_entry(self, unit: Index) -> Entry:
+        """A chunk about to be written without reading it: the fill value, and no elements
+        known until they are written."""
+        entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(self.read_chunk_shape))
         self.cache.entries[self._key(unit)] = entry
         self._replace_data(entry, self.read_chunk.fill_array())
         return entry
@@ -302,8 +318,13 @@ class ZarrArray:
     def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
         """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
         entry.data = data
-        entry.flushing = False
-        nbytes = data.nbytes + (0 if entry.written is None else entry.written.nbytes)
+        entry.lent = False
+        self._recount(entry)
+
+    def _recount(self, entry: Entry) -> None:
+        """What an entry costs the cache: its data and its written-mask."""
+        held = ENTRY_OVERHEAD if entry.data is self._fill_chunk else entry.data.nbytes
+        nbytes = held + (0 if entry.written is None else entry.written.nbytes)
         self.cache.total_bytes += nbytes - entry.nbytes
         if entry.dirty:
             self._count_dirty(nbytes - entry.nbytes)

@@ -1,6 +1,10 @@
 """Writing dirty chunks back: grouped by stored object, in parallel, one directory fsync per
 flush. On failure the data stays dirty for a retry, and a write is applied whole or not at
-all: when the store is failing it is refused only once dirty data would exceed the cache."""
+all: when the store is failing it is refused only once dirty data would exceed the cache.
+
+Each stored object is written as a compare-and-swap (`_write_back`), so two mounts (or
+another writer) that change different elements of one chunk, or different inner chunks of one
+shard, never lose each other's updates."""
 
 from __future__ import annotations
 
@@ -8,18 +12,22 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ChunkError
+from ..errors import ChunkError, ConflictError
 from ..grid import Index
+from ..store import ANY, Expect
 from .cache import Entry
+from .chunk_io import Fetched, StoredShard
 
 if TYPE_CHECKING:
     from .core import ZarrArray
 
 log = logging.getLogger(__name__)
+MAX_ATTEMPTS = 50
 
 
 def flush(array: ZarrArray) -> None:
@@ -70,21 +78,109 @@ def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
         _write_back(array, chunk, units)
 
 
+@dataclass
+class _Snapshot:
+    """What one attempt of a write-back sends: each unit's data, version and written-mask
+    (taken from the entry, so writes made meanwhile start a new one)."""
+
+    entries: dict[Index, Entry]
+    arrays: dict[Index, np.ndarray]
+    versions: dict[Index, int]
+    masks: dict[Index, np.ndarray | None]
+
+
 def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
+    """Store one chunk or shard as a compare-and-swap on the stored object: if another writer
+    replaced it since it was read, read it again, apply this mount's unsaved writes on top and
+    try again."""
+    key = array.chunk_key(chunk)
+    for _ in range(MAX_ATTEMPTS):
+        for unit in units:
+            if not array.cache.entries[array._key(unit)].complete:
+                array._wait(unit, {})  # merge with what is stored before encoding
+        stored = array.io.stored_for_write(key, len(units), _all_new(array, units))
+        if stored is not None:
+            _rebase(array, units, stored)
+        snapshot = _take(array, units)
+        expect = _expected(snapshot, stored)
+        try:
+            generation = array.io.put(key, chunk, snapshot.arrays, stored, expect)
+        except ConflictError:
+            _give_back(array, snapshot)
+            array.shared.counters.add(write_conflicts=1)
+            log.info("chunk %r was changed by another writer; merging and retrying", array.store.path(key))
+            if stored is None:
+                _refetch(array, units)
+            continue
+        except BaseException:
+            _give_back(array, snapshot)
+            raise
+        _settle(array, snapshot, generation)
+        return
+    raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
+
+
+def _all_new(array: ZarrArray, units: list[Index]) -> bool:
+    """Whether every unit was written whole without being read (the stored one is not needed)."""
+    with array._lock:
+        return all(not (e := array.cache.entries[array._key(u)]).loaded and e.unwritten == 0 for u in units)
+
+
+def _rebase(array: ZarrArray, units: list[Index], stored: StoredShard) -> None:
+    """Units read from an older version of the shard than the one about to be rewritten."""
     for unit in units:
-        if array.cache.entries[array._key(unit)].written is not None:
-            array._wait(unit, {})  # merge with what is stored before encoding
+        entry = array.cache.entries[array._key(unit)]
+        if entry.loaded and entry.base != stored.generation:
+            fetched = Fetched(array.io.decode_stored(stored, unit), stored.generation)
+            with array._lock:
+                array.merge_stored(entry, fetched)
+
+
+def _refetch(array: ZarrArray, units: list[Index]) -> None:
+    for unit in units:
+        fetched = array.fetch(unit)
+        with array._lock:
+            array.merge_stored(array.cache.entries[array._key(unit)], fetched)
+
+
+def _take(array: ZarrArray, units: list[Index]) -> _Snapshot:
     with array._lock:
-        snapshot: dict[Index, Entry] = {unit: array.cache.entries[array._key(unit)] for unit in units}
-        versions = {unit: entry.version for unit, entry in snapshot.items()}
-        arrays: dict[Index, np.ndarray] = {unit: entry.data for unit, entry in snapshot.items()}
-        for entry in snapshot.values():
-            entry.flushing = True
-    array.io.put(array.chunk_key(chunk), chunk, arrays)
+        entries = {unit: array.cache.entries[array._key(unit)] for unit in units}
+        snapshot = _Snapshot(entries, {u: e.data for u, e in entries.items()},
+                             {u: e.version for u, e in entries.items()},
+                             {u: e.written for u, e in entries.items()})
+        for entry in entries.values():
+            entry.written = None
+            array._recount(entry)
+            entry.lent = True
+    return snapshot
+
+
+def _expected(snapshot: _Snapshot, stored: StoredShard | None) -> Expect:
+    """The generation the put must find: the shard just read, or the one a plain chunk was
+    read at. A chunk written whole without being read replaces whatever is there."""
+    if stored is not None:
+        return stored.generation if stored.known else ANY
+    (entry,) = snapshot.entries.values()
+    return entry.base if entry.loaded else ANY
+
+
+def _give_back(array: ZarrArray, snapshot: _Snapshot) -> None:
+    """A failed attempt: the masks taken return to their entries, with writes made since."""
     with array._lock:
-        for unit, entry in snapshot.items():
-            if entry.data is arrays[unit]:
-                entry.flushing = False
-            if entry.version == versions[unit]:  # else written meanwhile: still dirty
+        for unit, entry in snapshot.entries.items():
+            taken = snapshot.masks[unit]
+            if taken is None or taken is entry.written:
+                continue
+            entry.written = taken if entry.written is None else (taken | entry.written)
+            array._recount(entry)
+
+
+def _settle(array: ZarrArray, snapshot: _Snapshot, generation: str | None) -> None:
+    with array._lock:
+        for unit, entry in snapshot.entries.items():
+            entry.loaded = True
+            entry.base = generation
+            if entry.version == snapshot.versions[unit]:  # else written meanwhile: still dirty
                 array._count_dirty(-entry.nbytes)
-            entry.saved_version = versions[unit]
+            entry.saved_version = snapshot.versions[unit]

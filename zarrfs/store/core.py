@@ -1,10 +1,15 @@
-"""A thin key/value layer over fsspec: get (whole or a byte range), put, delete, list.
+"""A thin key/value layer over fsspec: get (whole or a byte range), put, delete, list, and a
+generation per object (for revalidation and compare-and-swap).
 
 Methods are synchronous and thread-safe; the fuse layer calls them from worker threads so
 the event loop never blocks on I/O. A missing key is a return value (None), never an
 exception; any other failure is a `StoreError` naming the key. A put replaces the object
-atomically: local files are written to a temporary file, fsynced and renamed over the key,
-so a reader never sees half a chunk.
+atomically (local files: `local.write_atomically`), so a reader never sees half a chunk.
+
+Compare-and-swap: `put` and `delete` take `expect`, the generation the caller read (None: the
+key must not exist), and raise `ConflictError` when the object is no longer that one. Local
+stores and S3 honour it (`conditional`); on other stores it is ignored and concurrent writers
+are not coordinated.
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import ReadOnlyError, StoreError
+from ..errors import ConflictError, ReadOnlyError, StoreError
+from . import local, remote
+from .local import TEMP_PREFIX, Versioned, temporary_owner_alive
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,9 +57,14 @@ _NOT_RETRIED: tuple[type[BaseException], ...] = (
     PermissionError, IsADirectoryError, NotADirectoryError, *_PERMANENT
 )
 
-# Temporary files of atomic local puts. Chunk keys never start with a dot, so these are
-# never taken for chunks; the pid lets a later mount remove those of dead processes.
-TEMP_PREFIX = ".zarrfs-tmp-"
+# Passed as `expect` to put or delete: write whatever is stored now.
+class _Any:
+    def __repr__(self) -> str:
+        return "ANY"
+
+
+ANY: Final = _Any()
+Expect = str | None | _Any
 
 
 @dataclass(frozen=True)
@@ -91,7 +103,8 @@ class Store:
         self.fs = fs
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
-        self.read_only = read_only or (self.is_local and not _local_writable(self.root))
+        self.is_s3 = remote.is_s3(fs)
+        self.read_only = read_only or (self.is_local and not local.writable(self.root))
         # Local failures are not transient; remote ones often are.
         self.retry = RetryPolicy(deadline_seconds=0) if self.is_local else (retry or RetryPolicy())
 
@@ -118,17 +131,49 @@ class Store:
 
     # -- reads -------------------------------------------------------------------------------
 
+    @property
+    def conditional(self) -> bool:
+        """Whether puts and deletes honour `expect` (compare-and-swap)."""
+        return self.is_local or self.is_s3
+
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
-        path = self.path(key)
-        if self.is_local and not isinstance(byte_range, SuffixRange):
-            # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-            return self._call(key, lambda: _local_read(path, byte_range))
-        if byte_range is None:
-            return self._call(key, lambda: self.fs.cat_file(path))
         if isinstance(byte_range, SuffixRange):
             return self._get_suffix(key, byte_range.length)
+        if self.is_local or self.is_s3:
+            found = self.read(key, byte_range)
+            return None if found is None else found.data
+        path = self.path(key)
+        if byte_range is None:
+            return self._call(key, lambda: self.fs.cat_file(path))
         start, end = byte_range.start, byte_range.start + byte_range.length
         return self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
+
+    def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
+        """The bytes and the generation they were read at, in one request where the store can
+        (local files, S3); elsewhere the generation is None."""
+        path = self.path(key)
+        start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
+        if self.is_local:
+            # Plain system calls: fsspec's buffered file objects cost as much as decoding.
+            return self._call(key, lambda: local.read(path, start, length))
+        if self.is_s3:
+            return self._call(key, lambda: remote.s3_read(self.fs, path, start, length))
+        data = self.get(key, byte_range)
+        return None if data is None else Versioned(data, None)
+
+    def generation(self, key: str) -> str | None:
+        """Which version of `key` is stored now (None: none)."""
+        described = self.stat(key)
+        return None if described is None else described[1]
+
+    def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
+        """The generations of many keys: one stat each locally, one listing remotely."""
+        wanted = list(keys)
+        if self.is_local or len(wanted) <= 4:
+            return {key: self.generation(key) for key in wanted}
+        listed = self._call("", lambda: self.fs.find(self.root, detail=True)) or {}
+        by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
+        return {key: by_key.get(key) for key in wanted}
 
     def _get_suffix(self, key: str, length: int) -> bytes | None:
         size = self.size(key)
@@ -138,8 +183,17 @@ class Store:
         return self._call(key, lambda: self.fs.cat_file(self.path(key), start=start, end=size))
 
     def size(self, key: str) -> int | None:
-        info = self._call(key, lambda: self.fs.info(self.path(key)))
-        return None if info is None else int(info["size"])
+        described = self.stat(key)
+        return None if described is None else described[0]
+
+    def stat(self, key: str) -> tuple[int, str | None] | None:
+        """The size and generation of `key` (None: not stored)."""
+        path = self.path(key)
+        if self.is_local:
+            status = self._call(key, lambda: os.stat(path))
+            return None if status is None else (status.st_size, local.generation_of(status))
+        info = self._call(key, lambda: self.fs.info(path))
+        return None if info is None else (int(info["size"]), remote.info_generation(info))
 
     def exists(self, key: str) -> bool:
         return self.size(key) is not None
@@ -148,11 +202,14 @@ class Store:
         """Keys below `prefix` (a directory-like prefix such as "c/1"), in no set order."""
         base = self.path(prefix)
         found = self._call(prefix, lambda: self.fs.find(base))
-        skip = len(self.root) + 1
         for path in found or []:
-            key = path[skip:] if path.startswith(self.root + "/") else path
+            key = self._key_of(path)
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
+
+    def _key_of(self, path: str) -> str:
+        path = path.rstrip("/")
+        return path[len(self.root) + 1 :] if path.startswith(self.root + "/") else path
 
     def list_dirs(self, prefix: str = "") -> tuple[str, ...]:
         """The names of the directories (common prefixes) directly below `prefix`."""
@@ -166,27 +223,54 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, key: str, data: bytes | bytearray | memoryview, *, sync_directory: bool = True) -> None:
-        """Replace `key` atomically. A local put is durable when it returns, unless
-        `sync_directory` is False: then `sync_directories` must follow (a batch of puts to one
-        directory then costs one directory fsync, not one each)."""
+    def put(self, key: str, data: bytes | bytearray | memoryview, *, sync_directory: bool = True,
+            expect: Expect = ANY) -> str | None:
+        """Replace `key` atomically; its new generation (None where the store cannot tell).
+        A local put is durable when it returns, unless `sync_directory` is False: then
+        `sync_directories` must follow (a batch of puts to one directory then costs one
+        directory fsync, not one each). ConflictError when `expect` no longer holds."""
         self._check_writable(key)
+        path = self.path(key)
+        put: Callable[[], str | None]
         if self.is_local:
-            path = self.path(key)
-            self._call(key, lambda: _atomic_local_write(path, data, sync_directory), missing_ok=False)
+            put = functools.partial(self._local_put, key, data, sync_directory, expect)
+        elif self.is_s3 and not isinstance(expect, _Any):
+            put = functools.partial(remote.s3_put, self.fs, path, bytes(data), expect)
         else:
-            self._call(key, lambda: self.fs.pipe_file(self.path(key), bytes(data)), missing_ok=False)
+            put = functools.partial(_put_anyway, self.fs, path, bytes(data))
+        return self._call(key, put, missing_ok=False)
 
-    def delete(self, key: str) -> None:
+    def delete(self, key: str, *, expect: Expect = ANY) -> None:
         self._check_writable(key)
-        self._call(key, lambda: self._remove(key))
+        if self.is_local and not isinstance(expect, _Any):
+            self._call(key, lambda: self._local_delete(key, expect))
+        elif self.is_s3 and not isinstance(expect, _Any):
+            self._call(key, lambda: remote.s3_delete(self.fs, self.path(key), expect))
+        else:
+            self._call(key, lambda: self._remove(key))
+
+    def _local_put(self, key: str, data: bytes | bytearray | memoryview, sync_directory: bool,
+                   expect: Expect) -> str:
+        path = self.path(key)
+        if isinstance(expect, _Any):
+            return local.write_atomically(path, data, sync_directory)
+        try:
+            return local.replace_if(path, data, sync_directory, expect)
+        except ConflictError:
+            raise ConflictError(key) from None
+
+    def _local_delete(self, key: str, expect: str | None) -> bool:
+        try:
+            return local.delete_if(self.path(key), expect)
+        except ConflictError:
+            raise ConflictError(key) from None
 
     def sync_directories(self, keys: Iterable[str]) -> None:
         """Make the puts and deletes of `keys` durable (local stores: fsync their directories)."""
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
-            self._call(directory, functools.partial(_fsync_directory, directory))
+            self._call(directory, functools.partial(local.fsync_directory, directory))
 
     def _remove(self, key: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
@@ -234,79 +318,11 @@ class Store:
                 delay = min(delay * 2, self.retry.max_delay)
 
 
-def _atomic_local_write(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> bool:
-    directory, name = os.path.split(path)
-    os.makedirs(directory, exist_ok=True)
-    temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            view = memoryview(data).cast("B")
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    if sync_directory:
-        _fsync_directory(directory)
-    return True
-
-
-def _fsync_directory(directory: str) -> bool:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return True
+def _put_anyway(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> str | None:
+    fs.pipe_file(path, data)
+    return None
 
 
 def one_line(error: BaseException) -> str:
     """An error's text on one line (what logs and one-line messages show)."""
     return " ".join(str(error).split()) or type(error).__name__
-
-
-def _local_read(path: str, byte_range: ByteRange | None) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        if byte_range is not None:
-            return os.pread(fd, byte_range.length, byte_range.start)
-        size = os.fstat(fd).st_size
-        data = os.pread(fd, size, 0)
-        while len(data) < size:  # a short read of a regular file: keep going
-            more = os.pread(fd, size - len(data), len(data))
-            if not more:
-                break
-            data += more
-        return data
-    finally:
-        os.close(fd)
-
-
-def _local_writable(path: str) -> bool:
-    """Whether we may write at `path` or, if it does not exist yet, create it."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return os.access(path, os.W_OK)
-
-
-def temporary_owner_alive(temp_name: str) -> bool:
-    """Whether the process that is writing a temporary file of an atomic put still runs."""
-    pid_text = temp_name[len(TEMP_PREFIX) :].split("-", 1)[0]
-    if not (pid_text.isascii() and pid_text.isdigit()):
-        return False
-    pid = int(pid_text)
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -1,0 +1,194 @@
+"""Local files: reads that know which version of a file they read, atomic replacement, and
+compare-and-swap between processes (and machines, on a network filesystem).
+
+A put writes a temporary file, fsyncs it and renames it over the key, so a reader never sees
+half an object. A generation names one version of a file: its inode (every put makes a new
+one), size and modification time (set to the nanosecond by our puts).
+
+Compare-and-swap needs no lock files: a conditional replace or delete takes `flock` on the
+file it expects (and checks that this is still the file at the key, since a writer may have
+renamed another over it while it waited), compares the generation, then renames or unlinks;
+a write that expects no file links its temporary file to the key, which fails if one exists.
+Readers never wait. flock and link are atomic on NFS too, so the protocol holds between
+machines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import time
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from ..errors import ConflictError
+
+TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
+
+
+class Versioned(NamedTuple):
+    """Bytes read from the store and the generation of the object they came from (None when
+    the store cannot tell)."""
+
+    data: bytes
+    generation: str | None
+
+
+def generation_of(status: os.stat_result) -> str:
+    return f"{status.st_ino}-{status.st_size}-{status.st_mtime_ns}"
+
+
+def generation(path: str) -> str | None:
+    try:
+        return generation_of(os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
+def read(path: str, start: int | None = None, length: int | None = None) -> Versioned:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        status = os.fstat(fd)
+        if start is not None and length is not None:
+            return Versioned(os.pread(fd, length, start), generation_of(status))
+        size = status.st_size
+        data = os.pread(fd, size, 0)
+        while len(data) < size:  # a short read of a regular file: keep going
+            more = os.pread(fd, size - len(data), len(data))
+            if not more:
+                break
+            data += more
+        return Versioned(data, generation_of(status))
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> str:
+    """Replace `path` with `data` (durable when it returns, but for the directory entry when
+    `sync_directory` is False); the new generation."""
+    temp, new = _write_temporary(path, data)
+    try:
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    if sync_directory:
+        fsync_directory(os.path.dirname(path))
+    return new
+
+
+def replace_if(path: str, data: bytes | bytearray | memoryview, sync_directory: bool,
+               expect: str | None) -> str:
+    """`write_atomically` if `path` is still generation `expect` (None: absent), else
+    ConflictError."""
+    if expect is None:
+        return _create(path, data, sync_directory)
+    with _holding(path, expect):
+        return write_atomically(path, data, sync_directory)
+
+
+def delete_if(path: str, expect: str | None) -> bool:
+    if expect is None:
+        if os.path.lexists(path):
+            raise ConflictError(os.path.basename(path))
+        return True
+    with _holding(path, expect):
+        os.unlink(path)
+    return True
+
+
+@contextlib.contextmanager
+def _holding(path: str, expect: str) -> Iterator[None]:
+    """Exclusive among writers of `path` while it is generation `expect`."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise ConflictError(os.path.basename(path)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                raise ConflictError(os.path.basename(path)) from None
+            if current.st_ino != os.fstat(fd).st_ino:
+                continue  # replaced while we waited: lock the new file
+            if generation_of(current) != expect:
+                raise ConflictError(os.path.basename(path))
+            yield
+            return
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _create(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> str:
+    temp, new = _write_temporary(path, data)
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        raise ConflictError(os.path.basename(path)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+    if sync_directory:
+        fsync_directory(os.path.dirname(path))
+    return new
+
+
+def _write_temporary(path: str, data: bytes | bytearray | memoryview) -> tuple[str, str]:
+    """A durable temporary file beside `path` holding `data`, and its generation."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory, exist_ok=True)
+    temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data).cast("B")
+            while view:
+                view = view[os.write(fd, view) :]
+            now = time.time_ns()
+            os.utime(fd, ns=(now, now))  # file systems stamp at clock-tick resolution
+            os.fsync(fd)
+            return temp, generation_of(os.fstat(fd))
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def fsync_directory(directory: str) -> bool:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
+
+
+def writable(path: str) -> bool:
+    """Whether we may write at `path` or, if it does not exist yet, create it."""
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    return os.access(path, os.W_OK)
+
+
+def temporary_owner_alive(temp_name: str) -> bool:
+    """Whether the process that is writing a temporary file of an atomic put still runs."""
+    pid_text = temp_name[len(TEMP_PREFIX) :].split("-", 1)[0]
+    if not (pid_text.isascii() and pid_text.isdigit()):
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

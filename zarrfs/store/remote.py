@@ -1,0 +1,103 @@
+"""Remote stores through fsspec: S3 reads that return the object's ETag with its bytes, and
+S3's conditional writes (If-Match / If-None-Match), which make a write-back a
+compare-and-swap. Other filesystems have neither: their generation comes from `info`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+from fsspec.asyn import sync
+
+from ..errors import ConflictError
+from .local import Versioned
+
+_CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
+
+
+def is_s3(fs: fsspec.AbstractFileSystem) -> bool:
+    return hasattr(fs, "_call_s3") and "s3" in fs.protocol
+
+
+def info_generation(info: Mapping[str, Any]) -> str:
+    """A generation from what `info` or a listing says of an object."""
+    tag = info.get("ETag") or info.get("etag") or info.get("generation") or info.get("md5Hash")
+    if tag:
+        return str(tag)
+    return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"
+
+
+def s3_read(fs: Any, path: str, start: int | None = None, length: int | None = None) -> Versioned:
+    """One GET: the bytes and the ETag of the version they came from."""
+    bucket, key, _ = fs.split_path(path)
+    extra: dict[str, str] = {}
+    if start is not None and length is not None:
+        if length <= 0:
+            return Versioned(b"", s3_generation(fs, path))
+        extra["Range"] = f"bytes={start}-{start + length - 1}"
+
+    async def get() -> tuple[bytes, str]:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra, **fs.req_kw)
+        async with response["Body"] as body:
+            return await body.read(), str(response["ETag"])
+
+    try:
+        data, etag = sync(fs.loop, get)
+    except OSError as e:
+        if _error_code(e) == "InvalidRange":  # a range past the end: nothing there
+            return Versioned(b"", s3_generation(fs, path))
+        raise
+    return Versioned(data, etag)
+
+
+def s3_generation(fs: Any, path: str) -> str | None:
+    try:
+        return info_generation(fs.info(path))
+    except FileNotFoundError:
+        return None
+
+
+def s3_put(fs: Any, path: str, data: bytes, expect: str | None) -> str:
+    """Store `data` only if the object is still generation `expect` (None: absent)."""
+    bucket, key, _ = fs.split_path(path)
+    condition = {"IfNoneMatch": "*"} if expect is None else {"IfMatch": expect}
+    try:
+        response = sync(fs.loop, fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data,
+                        **condition, **fs.req_kw)
+    except (OSError, ValueError) as e:
+        if _error_code(e) in _CONFLICT_CODES:
+            raise ConflictError(key) from None
+        raise
+    fs.invalidate_cache(path)
+    return str(response["ETag"])
+
+
+def s3_delete(fs: Any, path: str, expect: str | None) -> None:
+    bucket, key, _ = fs.split_path(path)
+    if expect is None:
+        if s3_generation(fs, path) is not None:
+            raise ConflictError(key)
+        return
+    try:
+        sync(fs.loop, fs._call_s3, "delete_object", Bucket=bucket, Key=key, IfMatch=expect, **fs.req_kw)
+    except FileNotFoundError:
+        raise ConflictError(key) from None
+    except (OSError, ValueError) as e:
+        if _error_code(e) in _CONFLICT_CODES:
+            raise ConflictError(key) from None
+        raise
+    fs.invalidate_cache(path)
+
+
+def _error_code(error: BaseException) -> str | None:
+    """The S3 error code behind an exception s3fs translated (it keeps the original as the
+    cause)."""
+    seen: BaseException | None = error
+    while seen is not None:
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            return str(code) if code else None
+        seen = seen.__cause__ or seen.__context__
+    return None
