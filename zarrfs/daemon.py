@@ -109,7 +109,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only)
         layout = Layout(options.byteorder, options.fortran_order, options.views)
-        tree = open_tree(store, shared, layout)
+        tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()
         ready(_public(f"cannot mount {source}: {e}"))  # a store error may quote the URL
@@ -147,12 +147,15 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     return status
 
 
-def open_tree(store: Store, shared: Shared, layout: Layout) -> Tree:
+def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:
     """The tree of what `store` holds. An array at the root must open, or the mount fails."""
     root = discover(store.get, "")
     if root is None:
         raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
-    tree = Tree(store, root, shared, layout)
+    tree = Tree(store, root, shared, layout, rechecks=rechecks)
+    if not store.read_only and not store.conditional:
+        log.warning("%s cannot write conditionally: writers other than this mount are not "
+                    "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))
     if root.kind == "array":
         opened = tree.open_array("")
         if opened.problem is not None:

@@ -46,6 +46,9 @@ class MountOptions:
     # Header files beside `data` for legacy tools, and the element order of `data`.
     views: frozenset[str] = VIEW_NAMES
     fortran_order: bool = False
+    # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
+    # also every N seconds while it is open (N), or never (None).
+    recheck: float | None = 0.0
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     kernel_options: frozenset[str] = frozenset()
 
@@ -113,6 +116,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "endian": ("byteorder", _parse_endian), "log": ("log_file", str),
         "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
         "views": ("views", _parse_views), "order": ("fortran_order", _parse_order),
+        "recheck": ("recheck", _parse_recheck),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -159,6 +163,16 @@ def _parse_views(text: str) -> frozenset[str]:
     if not names <= VIEW_NAMES:
         raise ValueError(text)
     return names
+
+
+def _parse_recheck(text: str) -> float | None:
+    """`open` (0), `never` (None), or seconds (> 0) between rechecks of open files."""
+    if text in ("open", "never"):
+        return 0.0 if text == "open" else None
+    seconds = float(text)
+    if not 0 < seconds < 1e9:
+        raise ValueError(text)
+    return seconds
 
 
 def _parse_order(text: str) -> bool:

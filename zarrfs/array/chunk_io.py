@@ -77,6 +77,9 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
 
+    def forget_index(self, chunk: Index) -> None:
+        """Plain chunks have no index."""
+
     def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
@@ -134,6 +137,9 @@ class ShardedChunkIO(PlainChunkIO):
         per = self.sharding.chunks_per_shard
         return (tuple(u // p for u, p in zip(unit, per, strict=True)),
                 tuple(u % p for u, p in zip(unit, per, strict=True)))
+
+    def forget_index(self, chunk: Index) -> None:
+        self.cache.forget_index((self.owner, chunk), index_cost)
 
     def _shard_lock(self, chunk: Index) -> threading.Lock:
         return self._shard_locks[hash(chunk) % len(self._shard_locks)]

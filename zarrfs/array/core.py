@@ -30,6 +30,7 @@ from . import resize as resizing
 from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
 from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
+from .recheck import Changes, Seen, recheck
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class ZarrArray:
             description.chunk_shape, description.data_type, description.fill_value))
         self.sharding = partial_read_sharding(self.pipeline)
         self.stats = Stats()
+        self.seen = Seen()
         self.io: PlainChunkIO
         if self.sharding is None:
             self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
@@ -250,6 +252,7 @@ class ZarrArray:
             # (v1 and v2 leave it undefined).
             fetched.data = np.array(fetched.data, order="C")
             self._clear_overhang(unit, fetched.data)
+        self.seen.note(chunk, fetched.generation)
         return fetched
 
     def _is_edge(self, unit: Index) -> bool:
@@ -329,6 +332,15 @@ class ZarrArray:
         if entry.dirty:
             self._count_dirty(nbytes - entry.nbytes)
         entry.nbytes = nbytes
+
+    def recheck(self, chunks: Iterable[Index] | None = None) -> Changes:
+        """What other writers changed (zarrfs.array.recheck); stale cached chunks are dropped."""
+        return recheck(self, chunks)
+
+    def adopt_shape(self, shape: tuple[int, ...], raw_metadata: bytes) -> None:
+        """Another writer resized the array: take its shape (nothing stored changes)."""
+        with self._flush_lock_for_resize:
+            resizing.adopt(self, shape, raw_metadata)
 
     def resize(self, shape: tuple[int, ...]) -> None:
         """Give the array a new shape (zarrfs.array.resize); ResizeError when it cannot."""

@@ -40,6 +40,18 @@ def resize(array: ZarrArray, shape: tuple[int, ...]) -> None:
     stored = array.raw_metadata or array.store.get(key) or b""  # (opened from consolidated metadata)
     raw = resized_document(stored, array.metadata.zarr_format, shape)
     array.store.put(key, raw)
+    _take_shape(array, shape, raw)
+
+
+def adopt(array: ZarrArray, shape: tuple[int, ...], raw: bytes) -> None:
+    """Take the shape another writer gave the array. Writes made under the old shape are
+    stored first; cached edge chunks are read again (their overhang changed)."""
+    array.flush()
+    array.cache.drop_owner(array.owner)
+    _take_shape(array, shape, raw)
+
+
+def _take_shape(array: ZarrArray, shape: tuple[int, ...], raw: bytes) -> None:
     array.raw_metadata = raw
     array.metadata = dataclasses.replace(array.metadata, shape=shape)
     array.shape = shape

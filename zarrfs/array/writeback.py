@@ -177,6 +177,7 @@ def _give_back(array: ZarrArray, snapshot: _Snapshot) -> None:
 
 
 def _settle(array: ZarrArray, snapshot: _Snapshot, generation: str | None) -> None:
+    array.seen.note(array.io.location(next(iter(snapshot.entries)))[0], generation)
     with array._lock:
         for unit, entry in snapshot.entries.items():
             entry.loaded = True

@@ -7,14 +7,12 @@ Errors become errno values in exactly one place (`boundary.errno_for`).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import logging
 import os
 import signal
 import stat
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -29,7 +27,7 @@ from ..views import FileView
 from ..views.files import FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
-from .kernel import invalidate_attributes
+from .freshness import Freshness
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,6 +47,7 @@ class _Handle:
     node: Ref
     view: FileView
     writable: bool
+    page_cached: bool  # (not direct_io)
     wrote: bool = False
     last_end: int = -1
     prefetched_to: int = 0
@@ -68,12 +67,7 @@ class ZarrOperations(pyfuse3.Operations):
         self.prefetch_bytes = min(PREFETCH_BYTES, tree.shared.cache.capacity // 4)
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
-        self._mtime_ns = time.time_ns()
-        # Coherence between the two views of the same bytes. Chunk files are direct_io: no page
-        # cache, every read answered here, always current (an edge chunk's overhang too, which
-        # reads back as the fill value whatever was written there). `data` keeps its page
-        # cache; a write through a chunk file changes the mtime and marks `data`'s attributes
-        # stale, so the kernel drops its pages at the next read.
+        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()))
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -85,6 +79,8 @@ class ZarrOperations(pyfuse3.Operations):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._watch_signals)
             nursery.start_soon(self._announce, mountpoint, on_serving)
+            if self.options.recheck:
+                nursery.start_soon(self.fresh.recheck_open_files, self.options.recheck)
             await pyfuse3.main(min_tasks=2, max_tasks=64)
             nursery.cancel_scope.cancel()
 
@@ -130,7 +126,7 @@ class ZarrOperations(pyfuse3.Operations):
         attrs.st_blksize = BLOCK_HINT
         attrs.st_uid = self.options.file_uid
         attrs.st_gid = self.options.file_gid
-        attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self._mtime_ns
+        attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self.fresh.mtime_ns
         attrs.entry_timeout = attrs.attr_timeout = ATTRIBUTE_TIMEOUT
         return attrs
 
@@ -189,8 +185,8 @@ class ZarrOperations(pyfuse3.Operations):
                         view.size, size, e)
             raise
         finally:
-            await self._invalidate_stale()
-        self._mtime_ns = time.time_ns()
+            await self.fresh.invalidate_stale()
+        self.fresh.touch()
 
     # -- extended attributes ---------------------------------------------------------------
 
@@ -265,13 +261,17 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EROFS)
         if writable and not view.writable:
             raise pyfuse3.FUSEError(errno.EACCES)
+        changed = self.options.recheck is not None and await self.fresh.recheck(node)
+        if changed:
+            view = await self._in_thread(self.tree.file, node)  # (a chunk file may be gone)
         if flags & os.O_TRUNC and view.size:
             await self._resize(node, view, 0)
         fh = self._next_fh
         self._next_fh += 1
-        self._handles[fh] = _Handle(node, view, writable)
         direct_io = self.options.direct_io or view.direct_io
-        return pyfuse3.FileInfo(fh=fh, keep_cache=not view.direct_io, direct_io=direct_io)
+        self._handles[fh] = _Handle(node, view, writable, page_cached=not direct_io)
+        keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
+        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
 
     def _handle(self, fh: int) -> _Handle:
         handle = self._handles.get(fh)
@@ -311,23 +311,10 @@ class ZarrOperations(pyfuse3.Operations):
             written = await self._in_thread(handle.view.write, offset, buf)
         finally:
             if handle.view.size != size:  # grown by a write past the end
-                await self._invalidate_stale()
+                await self.fresh.invalidate_stale()
         handle.wrote = True
-        self._mtime_ns = time.time_ns()
-        for inode in self.tree.sharing_bytes(handle.node):
-            await trio.to_thread.run_sync(invalidate_attributes, inode)
+        await self.fresh.after_write(handle.node)
         return written
-
-    async def _invalidate_stale(self) -> None:
-        """After a resize: sizes the kernel caches, and chunk files that are gone. Entry
-        invalidation is queued by libfuse (it waits on nothing); attribute invalidation
-        never waits on pages (see invalidate_attributes)."""
-        stale = self.tree.take_stale()
-        for parent, name in stale.entries:
-            with contextlib.suppress(OSError):
-                pyfuse3.invalidate_entry_async(parent, name.encode())
-        for inode in stale.inodes:
-            await trio.to_thread.run_sync(invalidate_attributes, inode)
 
     @boundary
     async def flush(self, fh: int) -> None:

@@ -132,6 +132,11 @@ class Store:
     # -- reads -------------------------------------------------------------------------------
 
     @property
+    def versioned(self) -> bool:
+        """Whether reads report the generation of what they read."""
+        return self.is_local or self.is_s3
+
+    @property
     def conditional(self) -> bool:
         """Whether puts and deletes honour `expect` (compare-and-swap)."""
         return self.is_local or self.is_s3
@@ -139,7 +144,7 @@ class Store:
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
             return self._get_suffix(key, byte_range.length)
-        if self.is_local or self.is_s3:
+        if self.versioned:
             found = self.read(key, byte_range)
             return None if found is None else found.data
         path = self.path(key)

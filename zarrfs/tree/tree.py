@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..array import Shared, ZarrArray
 from ..errors import ZarrfsError
-from ..formats import NodeMetadata, children_of
+from ..formats import NodeMetadata, children_of, discover
 from ..formats.edit import resized_consolidated
 from ..formats.nodes import join_path
 from ..store import Store
@@ -47,8 +47,11 @@ class Stale:
 
 
 class Tree:
-    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout) -> None:
+    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
+                 rechecks: bool = False) -> None:
+        """`rechecks`: other writers may change the store while it is mounted."""
         self.store = store
+        self.rechecks = rechecks
         self.shared = shared
         self.layout = layout
         self.root = Ref("", GROUP if root.kind == "group" else ARRAY)
@@ -59,6 +62,7 @@ class Tree:
         self._arrays: dict[str, OpenedArray] = {}
         self._metadata_files: dict[tuple[str, str], bytes] = {}
         self._metadata_sizes: dict[tuple[str, str], int | None] = {}
+        self._metadata_generations: dict[str, str | None] = {}  # of arrays' metadata documents
         self._stale = Stale()
 
     def inode(self, ref: Ref) -> int:
@@ -139,6 +143,8 @@ class Tree:
         except ZarrfsError as e:
             log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
             return OpenedArray(None, str(e))
+        if self.rechecks:
+            self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
         spacings = self._spacings(node, description.rank)
         directory = ArrayDirectory(array, self.layout, spacings=spacings,
                                    on_resize=lambda shape: self._resized(node.path, shape))
@@ -232,19 +238,67 @@ class Tree:
         found = (self.inodes.known(other) for other in others if other != ref)
         return [number for number in found if number is not None]
 
+    # -- other writers ---------------------------------------------------------------------
+
+    def recheck(self, ref: Ref) -> bool:
+        """Whether another writer changed what the file `ref` shows since it was last looked
+        at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
+        the kernel caches of the array's files is queued as stale (`take_stale`)."""
+        if ref.role not in (DATA, HEADER, CHUNK):
+            return False
+        opened = self.open_array(ref.path).directory
+        if opened is None:
+            return False
+        reshaped = self._recheck_shape(ref.path, opened)
+        chunks = None
+        if ref.role == CHUNK:
+            found = opened.names.resolve(ref.parts)
+            chunks = [] if found is None or found[1] is None else [found[1]]
+        return bool(opened.array.recheck(chunks)) or reshaped
+
+    def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:
+        node = self._node(path)
+        generation = self.store.generation(join_path(path, node.files[0]))
+        with self._lock:
+            if self._metadata_generations.get(path) == generation:
+                return False
+            self._metadata_generations[path] = generation
+        fresh = discover(self.store.get, path)
+        try:
+            description = fresh.describe() if fresh is not None and fresh.kind == "array" else None
+        except ZarrfsError as e:
+            log.warning("array %s: its metadata changed and cannot be read (%s); showing the old", path, e)
+            return False
+        array = opened.array
+        if fresh is None or description is None or description.shape == array.shape:
+            return False
+        if dataclasses.replace(description, shape=array.shape) != array.metadata:
+            log.warning("array %s: its metadata changed beyond its shape; remount to see it", path)
+            return False
+        log.info("array %s was resized to %s by another writer", path, list(description.shape))
+        array.adopt_shape(description.shape, fresh.raw.get(fresh.files[0], b""))
+        self._show_new_metadata(path, opened)
+        return True
+
     # -- resizing ----------------------------------------------------------------------------
 
     def _resized(self, path: str, shape: tuple[int, ...]) -> None:
         """Keep the metadata shown in step with an array resized through `data`."""
         opened = self.open_array(path).directory
         assert opened is not None
+        if self.rechecks:
+            node = self._node(path)
+            self._metadata_generations[path] = self.store.generation(join_path(path, node.files[0]))
+        self._update_consolidated(path, shape)
+        self._show_new_metadata(path, opened)
+
+    def _show_new_metadata(self, path: str, opened: ArrayDirectory) -> None:
         with self._lock:
             node = self._nodes[path]
             raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
             self._nodes[path] = dataclasses.replace(node, raw=raw, documents={})
             self._metadata_files.pop((path, node.files[0]), None)
             self._metadata_sizes.pop((path, node.files[0]), None)
-        self._update_consolidated(path, shape)
         self._queue_stale(path, opened)
 
     def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:

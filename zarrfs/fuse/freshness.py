@@ -1,0 +1,96 @@
+"""Keeping what the kernel caches of a mount's files true: to the other files that show the
+same bytes (coherence within the mount) and to the store (close-to-open with other writers).
+
+Chunk files are direct_io: no page cache, every read is answered by the daemon, always
+current. `data` (and data.npy) keep their page cache. After a write through another file that
+shows the same bytes, their pages are dropped at once if one of them is open
+(`kernel.drop_pages`), or else when they are next opened: opened without keep_cache, the kernel
+drops them in the opener's context. After another writer changed the store, a file opened (or,
+with recheck=SECONDS, kept open) shows the change the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+import pyfuse3
+import trio
+
+from ..tree import CHUNK, Ref, Tree
+from .kernel import drop_pages, invalidate_attributes
+
+
+class OpenFile(Protocol):
+    node: Ref
+    page_cached: bool
+
+
+class Freshness:
+    def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
+                 open_files: Callable[[], Iterable[OpenFile]]) -> None:
+        self.tree = tree
+        self._in_thread = in_thread
+        self._open_files = open_files
+        self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
+        self._behind: set[int] = set()  # inodes whose cached pages may be stale
+
+    def touch(self) -> None:
+        self.mtime_ns = time.time_ns()
+
+    def may_keep_pages(self, inode: int) -> bool:
+        """At open: whether the kernel may keep what it caches of the file's pages."""
+        behind = inode in self._behind
+        self._behind.discard(inode)
+        return not behind
+
+    async def after_write(self, node: Ref) -> None:
+        """A write to `node` returned: the files showing the same bytes must show it too."""
+        self.touch()
+        open_with_pages = {self.tree.inode(f.node) for f in self._open_files() if f.page_cached}
+        for inode in self.tree.sharing_bytes(node):
+            await trio.to_thread.run_sync(invalidate_attributes, inode)
+            if inode in open_with_pages:
+                await trio.to_thread.run_sync(drop_pages, inode)
+            else:
+                self._behind.add(inode)
+
+    async def recheck(self, node: Ref) -> bool:
+        """Close-to-open: whether another writer changed what `node` shows. The kernel is told
+        of a new size; the caller opens without the stale pages."""
+        changed: bool = await self._in_thread(self.tree.recheck, node)
+        if changed:
+            self.touch()
+            await self.invalidate_stale()
+        return changed
+
+    async def recheck_open_files(self, seconds: float) -> None:
+        """`recheck=SECONDS`: open files follow other writers. A changed file gets a new mtime
+        and stale attributes, so the kernel drops its pages at the next read."""
+        while True:
+            await trio.sleep(seconds)
+            nodes = {f.node for f in self._open_files()}
+            arrays_checked: set[str] = set()
+            for node in nodes:
+                if node.role != CHUNK:  # one look at the whole array serves all its files
+                    if node.path in arrays_checked:
+                        continue
+                    arrays_checked.add(node.path)
+                if await self.recheck(node):
+                    files = self._open_files()
+                    showing = {self.tree.inode(f.node) for f in files if f.node.path == node.path}
+                    for inode in showing:
+                        await trio.to_thread.run_sync(invalidate_attributes, inode)
+
+    async def invalidate_stale(self) -> None:
+        """After a resize: sizes the kernel caches, and chunk files that are gone. Entry
+        invalidation is queued by libfuse (it waits on nothing); attribute invalidation
+        never waits on pages (see invalidate_attributes)."""
+        stale = self.tree.take_stale()
+        for parent, name in stale.entries:
+            with contextlib.suppress(OSError):
+                pyfuse3.invalidate_entry_async(parent, name.encode())
+        for inode in stale.inodes:
+            await trio.to_thread.run_sync(invalidate_attributes, inode)
