@@ -25,6 +25,7 @@ from collections.abc import Callable
 import pyfuse3
 import trio
 
+from . import watchdog
 from .array import Shared
 from .errors import MetadataError, ZarrfsError
 from .formats import discover
@@ -132,6 +133,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         if not operations.read_only:
             _remove_temporaries(store)
 
+    guard = _start_watchdog(mountpoint)
     status = 0
     try:
         trio.run(operations.serve, mountpoint, on_serving)
@@ -144,7 +146,20 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         tree.close()
         shared.close()
         log.info("unmounted %s", mountpoint)
+        if guard is not None:
+            guard.terminate()
+            guard.wait()
     return status
+
+
+def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:
+    device = _mount_device(mountpoint)
+    guard = watchdog.start(os.getpid(), device.split(":")[-1]) if device else None
+    if guard is None:
+        log.warning("no watchdog (fusectl is not mounted on %s): should the daemon be killed "
+                    "while it drops cached pages, the mount may hang until aborted there",
+                    watchdog.CONNECTIONS)
+    return guard
 
 
 def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:

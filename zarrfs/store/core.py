@@ -243,32 +243,32 @@ class Store:
             put = functools.partial(remote.s3_put, self.fs, path, bytes(data), expect)
         else:
             put = functools.partial(_put_anyway, self.fs, path, bytes(data))
-        return self._call(key, put, missing_ok=False)
+        try:
+            return self._call(key, put, missing_ok=False)
+        except ConflictError:
+            raise ConflictError(key) from None  # named by the store's key, whatever the store
 
     def delete(self, key: str, *, expect: Expect = ANY) -> None:
         self._check_writable(key)
-        if self.is_local and not isinstance(expect, _Any):
-            self._call(key, lambda: self._local_delete(key, expect))
-        elif self.is_s3 and not isinstance(expect, _Any):
-            self._call(key, lambda: remote.s3_delete(self.fs, self.path(key), expect))
-        else:
-            self._call(key, lambda: self._remove(key))
+        try:
+            if self.is_local and not isinstance(expect, _Any):
+                self._call(key, lambda: self._local_delete(key, expect))
+            elif self.is_s3 and not isinstance(expect, _Any):
+                self._call(key, lambda: remote.s3_delete(self.fs, self.path(key), expect))
+            else:
+                self._call(key, lambda: self._remove(key))
+        except ConflictError:
+            raise ConflictError(key) from None
 
     def _local_put(self, key: str, data: bytes | bytearray | memoryview, sync_directory: bool,
                    expect: Expect) -> str:
         path = self.path(key)
         if isinstance(expect, _Any):
             return local.write_atomically(path, data, sync_directory)
-        try:
-            return local.replace_if(path, data, sync_directory, expect)
-        except ConflictError:
-            raise ConflictError(key) from None
+        return local.replace_if(path, data, sync_directory, expect)
 
     def _local_delete(self, key: str, expect: str | None) -> bool:
-        try:
-            return local.delete_if(self.path(key), expect)
-        except ConflictError:
-            raise ConflictError(key) from None
+        return local.delete_if(self.path(key), expect)
 
     def sync_directories(self, keys: Iterable[str]) -> None:
         """Make the puts and deletes of `keys` durable (local stores: fsync their directories)."""

@@ -65,6 +65,8 @@ def s3_put(fs: Any, path: str, data: bytes, expect: str | None) -> str:
     try:
         response = sync(fs.loop, fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data,
                         **condition, **fs.req_kw)
+    except FileNotFoundError:
+        raise ConflictError(key) from None  # If-Match on an object deleted meanwhile
     except (OSError, ValueError) as e:
         if _error_code(e) in _CONFLICT_CODES:
             raise ConflictError(key) from None
