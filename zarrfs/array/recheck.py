@@ -68,12 +68,13 @@ def recheck(array: ZarrArray, chunks: Iterable[Index] | None = None) -> Changes:
             changes.chunks.add(chunk)
             array.seen.note(chunk, current[key])
     if changes.chunks:
-        _forget(array, changes.chunks)
+        forget(array, changes.chunks)
     array.shared.counters.add(rechecks=1, chunks_changed_outside=len(changes.chunks))
     return changes
 
 
-def _forget(array: ZarrArray, chunks: set[Index]) -> None:
+def forget(array: ZarrArray, chunks: set[Index]) -> None:
+    """Drop the clean cached data of stored objects that another writer changed."""
     cache = array.cache
     with array._lock:
         for owner, unit in [k for k in cache.entries if k[0] == array.owner]:

@@ -22,6 +22,7 @@ from ..grid import Index
 from ..store import ANY, Expect
 from .cache import Entry
 from .chunk_io import Fetched, StoredShard
+from .recheck import forget
 
 if TYPE_CHECKING:
     from .core import ZarrArray
@@ -99,7 +100,9 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
             if not array.cache.entries[array._key(unit)].complete:
                 array._wait(unit, {})  # merge with what is stored before encoding
         stored = array.io.stored_for_write(key, len(units), _all_new(array, units))
-        if stored is not None:
+        if stored is not None and stored.known:
+            if array.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
+                forget(array, {chunk})  # changed outside: cached inner chunks may be stale
             _rebase(array, units, stored)
         snapshot = _take(array, units)
         expect = _expected(snapshot, stored)
