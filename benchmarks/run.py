@@ -51,6 +51,7 @@ MB = 1e6
 
 # Targets printed beside the ratios.
 T_COLD = 1.0  # cold dd read >= 1.0x TensorStore
+T_RECHECK = 0.95  # cold dd with recheck=open >= 0.95x the same with recheck=never
 T_WARM = 1.0  # warm dd read >= 1.0x tmpfs dd
 T_RAND = 15000  # random 4 KiB preads per second
 T_WRITE = 0.5  # dd write + fsync >= 0.5x TensorStore write
@@ -860,6 +861,10 @@ class Bench:
         self.res.add(cfg.name, "zfs_rss", m.peak_rss)
         if r["mismatches"]:
             raise RuntimeError(f"{r['mismatches']} of {r['n']} random 4 KiB reads differ from the array")
+        # What close-to-open costs: the same cold read with the store trusted until unmount.
+        never = ",".join(x for x in (self.args.mount_opts, "recheck=never") if x)
+        with self.mount(cfg.path, never) as m:
+            self.res.add(cfg.name, "zfs_cold_never", dd(m.mp / "data", "/dev/null", expect=cfg.nbytes))
 
     def zarrfs_memmap(self, cfg: Config, expected_sum: float) -> None:
         warm_files(cfg.path)
@@ -1247,6 +1252,17 @@ class Bench:
                     f"{cell(mbps(c, 'zfs_memmap'), ts_)} | {cell_abs(rand, trand, T_RAND)} | "
                     f"{peak(c, 'zfs_rss')} |"
                 )
+            L.append("")
+        if not a.only_group:
+            L.append("## Close-to-open: what `recheck=open` (the default) costs a cold read")
+            L.append("")
+            L.append(f"Target: cold dd with recheck=open >= {T_RECHECK:.2f}x the same with recheck=never.")
+            L.append("")
+            L.append("| array | zarrfs cold dd, recheck=never | zarrfs cold dd, recheck=open |")
+            L.append("|---|---|---|")
+            for c in self.configs:
+                never = mbps(c, "zfs_cold_never")
+                L.append(f"| {c.name} | {cell(never)} | {cell(mbps(c, 'zfs_cold'), never, T_RECHECK)} |")
             L.append("")
         if not a.skip_writes:
             L.append("## Writes (MB/s; whole array into a fresh copy of the array)")
