@@ -9,6 +9,8 @@ shard, never lose each other's updates."""
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -95,7 +97,9 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
     replaced it since it was read, read it again, apply this mount's unsaved writes on top and
     try again."""
     key = array.chunk_key(chunk)
-    for _ in range(MAX_ATTEMPTS):
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:  # two writers that keep colliding must not stay in step
+            time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
         for unit in units:
             if not array.cache.entries[array._key(unit)].complete:
                 array._wait(unit, {})  # merge with what is stored before encoding

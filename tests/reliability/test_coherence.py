@@ -1,0 +1,672 @@
+"""Coherence within one mount: the views of the same bytes agree once a write has returned.
+
+An array directory shows its elements three times: `data` (the whole array, flat C order,
+little-endian, served with the kernel's page cache), `data.npy` (an .npy header, then the bytes
+of `data`; page cache too) and `chunks/c/I/J` (one file per chunk, direct_io). The promise:
+after a write() to any of them returns, a read() of any file of the mount showing the same
+bytes returns the new bytes, through an fd opened before the write (its pages warm in the
+kernel's cache) or after it; and no read mixes two versions of one chunk.
+
+The array: uint32, 2048 x 1024, chunks of 64 x 128 (32 KiB each, zstd; 32 x 8 chunks, 8 MiB),
+created with zarr-python, mounted read-write with cache=2M, so chunks are written back,
+evicted and reloaded all the time. A row of `data` is 4096 bytes, one page; `data.npy`'s
+pages straddle two rows (its header is 128 bytes).
+
+test_write_then_read_across_views (the main test): one process runs 1,000 rounds. Each
+round picks a chunk, a few of its "round rows" (rows r with r % 4 == 0) and a run of its
+columns, reads them through `data` and `data.npy` (which caches their pages, and checks the
+previous round's values are there), writes a value pattern unique to the round and the element
+(round << 11 | element) with one pwrite per row through one view, and reads the elements back
+with one pread per view through the other views:
+
+* chunk file -> `data` and `data.npy`; `data` -> chunk file and `data.npy`; `data.npy` ->
+  `data` and chunk file (one round in ten);
+* "before": the reads use fds opened before the round (long-lived, pages warm); "after": fresh
+  opens after the write returned (the long-lived ones stay open); "closed": the long-lived fds
+  of `data` and `data.npy` are closed before the write and the reads open fresh ones (the pages
+  the kernel keeps of a closed file must be dropped at the next open).
+
+Meanwhile three background processes write `data` in the other rows (r % 4 == 1, 2, 3, one
+process each): half of their writes in the chunk the round is using at that moment, so the
+chunk the round writes is being written by others too. Each reads its write back at once
+through `data`, and now and then through the chunk file and `data.npy`, and counts mismatches.
+
+A read that shows none of the round's values is stale, one that shows some of them and some
+older values is torn, one that shows a value no write ever put there is corrupt; all three
+must be 0, as must the background processes' mismatches. After unmounting, zarr-python must
+read every row as its writer left it (no lost update).
+
+test_whole_chunk_rewrites_are_never_torn: one process rewrites a whole chunk (chunk (3, 7), the
+last of its row band, so `data.npy`'s page boundaries split its rows) through its chunk file,
+all elements = k for k = 1, 2, ...; another reads it 2,000 times through `data` (the chunk's
+64 rows in one pread, long-lived fd or fresh open, or one row of it), `data.npy` (the same
+rows) and the chunk file (all of it, or a range starting and ending inside a row). Every read
+must be uniform.
+
+Soak: ZARRFS_SOAK_ROUNDS=N runs each test N times (each run a fresh array and mount). Seeds:
+ZARRFS_SEED=S repeats a run. The figures (rounds, reads checked, stale, torn, background
+writes checked) are printed at the end of each test and, when ZARRFS_STATS names a file,
+appended to it as one JSON line per test.
+
+    ZARRFS_SOAK_ROUNDS=20 .venv/bin/pytest tests/reliability/test_coherence.py
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import random
+import shutil
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mounting import Mount, abort_connection, fuse_connection, kernel_stacks, mounted
+
+from tests.reliability.figures import report_figures
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
+    reason="needs FUSE (/dev/fuse and fusermount3)",
+)
+
+SOAK_RUNS = max(1, int(os.environ.get("ZARRFS_SOAK_ROUNDS", "1") or 1))
+ROUNDS = 1000
+TORN_READS = 2000
+WORKERS = 3
+SHAPE = (2048, 1024)
+CHUNKS = (64, 128)
+GRID = (SHAPE[0] // CHUNKS[0], SHAPE[1] // CHUNKS[1])
+CACHE = "2M"
+ITEM = 4
+ROUND_ROWS = CHUNKS[0] // 4  # round rows per chunk: local rows 0, 4, ..., 60
+INITIAL_MARK = 0x8000_0000  # initial values have the top bit; written values never do
+ELEMENT_BITS = 11  # round values: round << 11 | element (element < ROUND_ROWS * CHUNKS[1])
+TORN_CHUNK = (3, 7)
+TIMEOUT = 240.0  # seconds a run may take before it counts as hung
+BASE_SEED = int(os.environ.get("ZARRFS_SEED", time.time_ns() % (1 << 32)))
+
+TOTALS: Counter[str] = Counter()
+
+
+def initial(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    return (INITIAL_MARK | (rows * SHAPE[1] + cols)).astype(np.uint32)
+
+
+def round_value(round_id: int, k: np.ndarray, local_cols: np.ndarray) -> np.ndarray:
+    """What round `round_id` writes in round row k (local row 4k) and local column c of a chunk."""
+    return ((round_id << ELEMENT_BITS) | (k * CHUNKS[1] + local_cols)).astype(np.uint32)
+
+
+def background_value(worker: int, gen: int) -> int:
+    return (worker + 1) << 28 | gen
+
+
+# -- where elements are in each view ----------------------------------------------------------
+
+
+def chunk_name(i: int, j: int) -> str:
+    return f"chunks/c/{i}/{j}"
+
+
+def npy_header_length(mountpoint: str) -> int:
+    with open(os.path.join(mountpoint, "data.npy"), "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        if major == 1:
+            np.lib.format.read_array_header_1_0(f)
+        else:
+            np.lib.format.read_array_header_2_0(f)
+        return f.tell()
+
+
+@dataclass(frozen=True)
+class View:
+    """A file of the mount and where element (row, col) of the array is in it."""
+
+    name: str  # "data", "data.npy" or "chunks/c/I/J"
+    header: int = 0
+    chunk: tuple[int, int] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "chunk" if self.chunk else ("npy" if self.header else "data")
+
+    def positions(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        if self.chunk is None:
+            return rows * SHAPE[1] + cols
+        i, j = self.chunk
+        return (rows - i * CHUNKS[0]) * CHUNKS[1] + (cols - j * CHUNKS[1])
+
+    def read(self, fd: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The elements at (rows, cols), with one pread of the span holding them all."""
+        where = self.positions(rows, cols)
+        first, last = int(where.min()), int(where.max()) + 1
+        raw = os.pread(fd, (last - first) * ITEM, self.header + first * ITEM)
+        assert len(raw) == (last - first) * ITEM, f"{self.name}: short read of {len(raw)} bytes"
+        return np.frombuffer(raw, "<u4")[where - first]
+
+    def write_run(self, fd: int, row: int, c0: int, values: np.ndarray) -> None:
+        """One pwrite of a run of columns [c0, c0 + len(values)) of one row."""
+        offset = self.header + int(self.positions(np.array([row]), np.array([c0]))[0]) * ITEM
+        payload = values.astype("<u4").tobytes()
+        written = os.pwrite(fd, payload, offset)
+        assert written == len(payload), f"{self.name}: short write of {written} bytes"
+
+
+# -- running processes under a deadline -------------------------------------------------------
+
+
+def spawn() -> Any:
+    return mp.get_context("spawn")
+
+
+def child(target: Callable[..., dict[str, Any]], name: str, results: Any, *args: Any) -> None:
+    """A child process: run `target` and put (name, result) or (name, traceback) on the queue."""
+    try:
+        results.put((name, target(*args), None))
+    except BaseException:
+        results.put((name, None, traceback.format_exc()))
+
+
+def collect(mount: Mount, processes: list[Any], results: Any, names: set[str],
+            timeout: float) -> dict[str, dict[str, Any]]:
+    """Every child's result; a child that failed fails the test with its traceback; children
+    still running after `timeout` seconds (a hang) fail it with kernel stacks, after the
+    connection is aborted so that nothing stays stuck."""
+    found: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(found) + len(errors) < len(names) and time.monotonic() < deadline:
+        try:
+            name, result, error = results.get(timeout=1.0)
+        except queue.Empty:
+            dead = [p for p in processes if p.exitcode not in (None, 0)]
+            if dead:  # killed by a signal before it could report
+                errors.append(f"{dead[0].name} died with exit code {dead[0].exitcode}")
+                break
+            continue
+        if error is not None:
+            errors.append(f"{name}:\n{error}")
+            break  # the others may wait for it at a barrier: they are killed below
+        else:
+            found[name] = result
+    if len(found) + len(errors) < len(names) and not errors:
+        pids = [mount.process.pid] + [p.pid for p in processes if p.is_alive()]
+        stacks = kernel_stacks(pids)
+        abort_connection(fuse_connection(mount.path), mount.path)
+        for p in processes:
+            p.kill()
+            p.join(10)
+        raise AssertionError(f"processes {sorted(names - set(found))} still running {timeout:.0f} s "
+                             f"after the start (a hang?); kernel stacks:\n{stacks}\n"
+                             f"{mount.log()[-3000:]}")
+    for p in processes:
+        p.join(None if not errors else 5)
+        if p.is_alive():
+            p.kill()
+            p.join(10)
+    assert not errors, errors[0][-4000:] + "\n" + mount.log()[-2000:]
+    return found
+
+
+# -- the rounds ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RoundsResult:
+    counts: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+
+
+class Rounds:
+    """Write-then-read rounds across the views, in the round rows (r % 4 == 0)."""
+
+    def __init__(self, mountpoint: str, seed: int, first_round: int, count: int,
+                 current: Any) -> None:
+        self.mp = mountpoint
+        self.rng = random.Random(seed)
+        self.first_round = first_round
+        self.count = count
+        self.current = current
+        self.header = npy_header_length(mountpoint)
+        self.data = View("data")
+        self.npy = View("data.npy", self.header)
+        rows = np.arange(0, SHAPE[0], 4)
+        self.model = initial(rows[:, None], np.arange(SHAPE[1])[None, :])  # row q is row 4q
+        self.long: dict[str, int] = {}
+        self.result = RoundsResult()
+
+    def path(self, view: View) -> str:
+        return os.path.join(self.mp, view.name)
+
+    def long_fd(self, view: View) -> int:
+        if view.name not in self.long:
+            self.long[view.name] = os.open(self.path(view), os.O_RDWR)
+        return self.long[view.name]
+
+    def close_long(self, *views: View) -> None:
+        for view in views:
+            fd = self.long.pop(view.name, None)
+            if fd is not None:
+                os.close(fd)
+
+    def check(self, got: np.ndarray, new: np.ndarray, round_id: int, k: np.ndarray,
+              local: np.ndarray, rows: np.ndarray, cols: np.ndarray, what: str) -> None:
+        """Classify one read: right, stale (no new value), torn (new and old values mixed) or
+        corrupt (a value no write put there)."""
+        counts = self.result.counts
+        counts["reads_checked"] += 1
+        counts["elements_checked"] += got.size
+        is_new = got == new
+        if is_new.all():
+            return
+        older_round = ((got >> ELEMENT_BITS) < round_id) & (got < INITIAL_MARK) & (
+            (got & ((1 << ELEMENT_BITS) - 1)) == (k * CHUNKS[1] + local))
+        plausible = is_new | older_round | (got == initial(rows, cols))
+        if not plausible.all():
+            verdict = "corrupt"
+        elif not is_new.any():
+            verdict = "stale"
+        else:
+            verdict = "torn"
+        counts[verdict] += 1
+        counts[f"{verdict}: {what.split(' [')[0]}"] += 1
+        if len(self.result.examples) < 8:
+            bad = int(np.flatnonzero(~is_new)[0])
+            self.result.examples.append(
+                f"{verdict} read, {what}: {int((~is_new).sum())} of {got.size} elements not "
+                f"the expected ones, the first at ({int(rows[bad])}, {int(cols[bad])}): "
+                f"{int(got[bad]):#010x} instead of {int(new[bad]):#010x}")
+
+    def run(self) -> dict[str, Any]:
+        for n in range(self.count):
+            self.one_round(self.first_round + n)
+        self.close_long(*[View(name) for name in list(self.long)])
+        return {"counts": dict(self.result.counts), "examples": self.result.examples,
+                "model": self.model}
+
+    def one_round(self, round_id: int) -> None:
+        rng = self.rng
+        i, j = rng.randrange(GRID[0]), rng.randrange(GRID[1])
+        self.current[0], self.current[1] = i, j
+        chunk = View(chunk_name(i, j), chunk=(i, j))
+        k0 = rng.randrange(ROUND_ROWS)
+        k1 = rng.randint(k0 + 1, min(ROUND_ROWS, k0 + 4))
+        if rng.random() < 0.3:
+            c0, c1 = 0, CHUNKS[1]
+        else:
+            c0 = rng.randrange(CHUNKS[1])
+            c1 = rng.randint(c0 + 1, CHUNKS[1])
+        direction = rng.choices(["chunk", "data", "npy"], [0.45, 0.45, 0.1])[0]
+        fds = rng.choice(["before", "after", "closed"])
+        k = np.repeat(np.arange(k0, k1), c1 - c0)
+        local = np.tile(np.arange(c0, c1), k1 - k0)
+        rows = i * CHUNKS[0] + 4 * k
+        cols = j * CHUNKS[1] + local
+        new = round_value(round_id, k, local)
+        old = self.model[rows // 4, cols]
+        name = f"round {round_id}, chunk ({i}, {j}) rows {sorted(set(rows.tolist()))} " \
+               f"cols [{j * CHUNKS[1] + c0}, {j * CHUNKS[1] + c1})"
+        counts = self.result.counts
+
+        # Warm the page cache of the page-cached views (and check the last round's values).
+        for view in (self.data, self.npy):
+            got = view.read(self.long_fd(view), rows, cols)
+            self.check(got, old, round_id - 1, k, local, rows, cols,
+                       f"{view.kind} read before the write [{name}]")
+        if fds == "closed":
+            self.close_long(self.data, self.npy)
+
+        # The write: one pwrite per row, through one view.
+        through = {"chunk": chunk, "data": self.data, "npy": self.npy}[direction]
+        fresh_writer = fds != "before" or (direction == "chunk" and rng.random() < 0.5)
+        fd = os.open(self.path(through), os.O_RDWR) if fresh_writer else self.long_fd(through)
+        try:
+            for kk in range(k0, k1):
+                through.write_run(fd, i * CHUNKS[0] + 4 * kk, j * CHUNKS[1] + c0,
+                                  new[(kk - k0) * (c1 - c0):(kk - k0 + 1) * (c1 - c0)])
+        finally:
+            if fresh_writer:
+                os.close(fd)  # (a close after a write flushes: the chunk is written back)
+        self.model[rows // 4, cols] = new
+        counts[f"writes through {direction}"] += 1
+        counts[f"rounds {fds}"] += 1
+        counts["rounds"] += 1
+
+        # The reads, through the other views.
+        others = [v for v in (chunk, self.data, self.npy) if v is not through]
+        for view in others:
+            if fds == "before":
+                got = view.read(self.long_fd(view), rows, cols)
+            else:
+                fresh = os.open(self.path(view), os.O_RDONLY)
+                try:
+                    got = view.read(fresh, rows, cols)
+                finally:
+                    os.close(fresh)
+            self.check(got, new, round_id, k, local, rows, cols,
+                       f"{view.kind} read after writing through {direction}, fds {fds} [{name}]")
+        if fds == "closed":  # open them again for the next round
+            self.long_fd(self.data)
+            self.long_fd(self.npy)
+
+
+def rounds_main(mountpoint: str, seed: int, first_round: int, count: int, barrier: Any,
+                stop: Any, current: Any) -> dict[str, Any]:
+    try:
+        rounds = Rounds(mountpoint, seed, first_round, count, current)
+        rounds.long_fd(rounds.data)
+        rounds.long_fd(rounds.npy)
+        barrier.wait()
+        return rounds.run()
+    finally:
+        stop.set()
+
+
+# -- the background writers ---------------------------------------------------------------------
+
+
+def background_main(mountpoint: str, worker: int, seed: int, barrier: Any, stop: Any,
+                    current: Any) -> dict[str, Any]:
+    """Write runs of this worker's rows (r % 4 == worker + 1) through `data` until `stop`, half
+    of them in the chunk the rounds are using; read each back."""
+    rng = random.Random(seed)
+    rows_owned = np.arange(worker + 1, SHAPE[0], 4)
+    model = initial(rows_owned[:, None], np.arange(SHAPE[1])[None, :])
+    header = npy_header_length(mountpoint)
+    data, npy = View("data"), View("data.npy", header)
+    counts: Counter[str] = Counter()
+    examples: list[str] = []
+    fd = os.open(os.path.join(mountpoint, "data"), os.O_RDWR)
+
+    def expect(got: np.ndarray, wanted: np.ndarray, what: str) -> None:
+        counts["read_backs"] += 1
+        if not np.array_equal(got, wanted):
+            counts["mismatches"] += 1
+            if len(examples) < 5:
+                bad = int(np.flatnonzero(got != wanted)[0])
+                examples.append(f"worker {worker}: {what}: {int((got != wanted).sum())} elements "
+                                f"wrong, the first {int(got[bad]):#010x} instead of "
+                                f"{int(wanted[bad]):#010x}")
+
+    barrier.wait()
+    gen = 0
+    try:
+        while not stop.is_set():
+            gen += 1
+            if rng.random() < 0.5:  # in the chunk the rounds are using now
+                i, j = int(current[0]), int(current[1])
+                row = i * CHUNKS[0] + 4 * rng.randrange(ROUND_ROWS) + worker + 1
+                c0 = j * CHUNKS[1] + rng.randrange(CHUNKS[1])
+                c1 = rng.randint(c0 + 1, (j + 1) * CHUNKS[1])
+            else:
+                row = int(rng.choice(rows_owned))
+                c0 = rng.randrange(SHAPE[1])
+                c1 = rng.randint(c0 + 1, min(SHAPE[1], c0 + 600))
+            q = row // 4
+            values = np.full(c1 - c0, background_value(worker, gen), np.uint32)
+            data.write_run(fd, row, c0, values)
+            model[q, c0:c1] = values
+            counts["writes"] += 1
+            rows, cols = np.full(c1 - c0, row), np.arange(c0, c1)
+            expect(data.read(fd, rows, cols), values, f"data row {row} [{c0}, {c1}) read back")
+            if gen % 4 == 0:  # through the other views
+                j = c0 // CHUNKS[1]
+                end = min(c1, (j + 1) * CHUNKS[1])
+                chunk = View(chunk_name(row // CHUNKS[0], j), chunk=(row // CHUNKS[0], j))
+                for view in (chunk, npy):
+                    other = os.open(os.path.join(mountpoint, view.name), os.O_RDONLY)
+                    try:
+                        got = view.read(other, rows[: end - c0], cols[: end - c0])
+                    finally:
+                        os.close(other)
+                    expect(got, values[: end - c0], f"{view.name} row {row} [{c0}, {end}) "
+                           f"right after writing it through data")
+            if gen % 64 == 0:  # now and then: write back, and close and open again
+                os.fsync(fd)
+                os.close(fd)
+                fd = os.open(os.path.join(mountpoint, "data"), os.O_RDWR)
+    finally:
+        os.close(fd)
+    return {"counts": dict(counts), "examples": examples, "model": model}
+
+
+# -- the array --------------------------------------------------------------------------------
+
+
+def create_array(root: Path) -> None:
+    import zarr
+
+    array = zarr.create_array(store=str(root), shape=SHAPE, chunks=CHUNKS, dtype="<u4",
+                              fill_value=0, compressors=zarr.codecs.ZstdCodec(level=1))
+    rows = np.arange(SHAPE[0])[:, None]
+    array[...] = initial(rows, np.arange(SHAPE[1])[None, :])
+
+
+def zarr_read(root: Path) -> np.ndarray:
+    import zarr
+
+    return np.asarray(zarr.open_array(str(root), mode="r")[...])
+
+
+def report(request: pytest.FixtureRequest, record: dict[str, Any], line: str) -> None:
+    report_figures(request.config, line, record)
+
+
+# -- the tests ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _totals(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    if SOAK_RUNS > 1 and TOTALS:
+        report(request, {"test": "coherence-totals", "runs": SOAK_RUNS, **TOTALS},
+               f"coherence totals over {SOAK_RUNS} runs: {TOTALS['rounds']} rounds, "
+               f"{TOTALS['reads_checked']} reads checked, {TOTALS['stale']} stale, "
+               f"{TOTALS['torn']} torn, {TOTALS['corrupt']} corrupt; background: "
+               f"{TOTALS['background_writes']} writes, {TOTALS['background_read_backs']} read "
+               f"backs, {TOTALS['background_mismatches']} mismatches; torn-read test: "
+               f"{TOTALS['chunk_rewrites']} rewrites, {TOTALS['uniform_reads']} reads, "
+               f"{TOTALS['non_uniform']} non-uniform")
+
+
+@pytest.mark.parametrize("run", range(SOAK_RUNS))
+def test_write_then_read_across_views(tmp_path: Path, request: pytest.FixtureRequest,
+                                      run: int) -> None:
+    root = tmp_path / "array.zarr"
+    create_array(root)
+    seed = BASE_SEED * 1000 + run
+    context = spawn()
+    started = time.monotonic()
+    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
+        mp_path = str(mount.path)
+        barrier = context.Barrier(1 + WORKERS, timeout=120)
+        stop = context.Event()
+        current = context.RawArray("i", 2)
+        results = context.Queue()
+        processes = [context.Process(
+            target=child, name="rounds",
+            args=(rounds_main, "rounds", results, mp_path, seed, 1, ROUNDS, barrier, stop,
+                  current))]
+        processes += [context.Process(
+            target=child, name=f"background{w}",
+            args=(background_main, f"background{w}", results, mp_path, w, seed * 10 + w, barrier,
+                  stop, current)) for w in range(WORKERS)]
+        for p in processes:
+            p.start()
+        found = collect(mount, processes, results, {p.name for p in processes}, TIMEOUT)
+        os.stat(mount.data)  # the daemon still answers
+        assert mount.unmount() == 0, mount.log()[-3000:]
+    seconds = time.monotonic() - started
+
+    counts = Counter(found["rounds"]["counts"])
+    background: Counter[str] = Counter()
+    examples = list(found["rounds"]["examples"])
+    for w in range(WORKERS):
+        background.update(found[f"background{w}"]["counts"])
+        examples += found[f"background{w}"]["examples"]
+    figures = {
+        "rounds": counts["rounds"], "reads_checked": counts["reads_checked"],
+        "stale": counts["stale"], "torn": counts["torn"], "corrupt": counts["corrupt"],
+        "background_writes": background["writes"],
+        "background_read_backs": background["read_backs"],
+        "background_mismatches": background["mismatches"],
+    }
+    TOTALS.update(figures)
+    report(request, {"test": "coherence", "run": run, "seed": seed, **figures,
+                     "detail": dict(counts), "seconds": round(seconds, 1)},
+           f"coherence run {run} (seed {seed}): {counts['rounds']} rounds "
+           f"({counts['writes through chunk']} written through a chunk file, "
+           f"{counts['writes through data']} through data, {counts['writes through npy']} "
+           f"through data.npy; fds {counts['rounds before']} before / {counts['rounds after']} "
+           f"after / {counts['rounds closed']} closed), {counts['reads_checked']} reads checked: "
+           f"{counts['stale']} stale, {counts['torn']} torn, {counts['corrupt']} corrupt; "
+           f"background: {background['writes']} writes, {background['read_backs']} read backs, "
+           f"{background['mismatches']} mismatches; {seconds:.0f} s")
+
+    assert counts["rounds"] == ROUNDS
+    bad = {name: n for name, n in counts.items() if name.split(":")[0] in ("stale", "torn", "corrupt")}
+    assert not bad and background["mismatches"] == 0, (
+        f"seed {seed}: {bad}, {background['mismatches']} background mismatches:\n"
+        + "\n".join(examples))
+
+    # No lost update: the store holds every row as its writer left it.
+    stored = zarr_read(root)
+    assert np.array_equal(stored[0::4], found["rounds"]["model"]), "the rounds' rows lost updates"
+    for w in range(WORKERS):
+        assert np.array_equal(stored[w + 1::4], found[f"background{w}"]["model"]), (
+            f"background writer {w}'s rows lost updates")
+
+
+# -- torn reads ---------------------------------------------------------------------------------
+
+
+def rewriter_main(mountpoint: str, barrier: Any, stop: Any) -> dict[str, Any]:
+    """Rewrite the whole of TORN_CHUNK through its chunk file, all elements = k, k = 1, 2, ..."""
+    fd = os.open(os.path.join(mountpoint, chunk_name(*TORN_CHUNK)), os.O_RDWR)
+    size = CHUNKS[0] * CHUNKS[1]
+    try:
+        assert os.pwrite(fd, np.zeros(size, "<u4").tobytes(), 0) == size * ITEM
+        barrier.wait()
+        k = 0
+        while not stop.is_set():
+            k += 1
+            assert os.pwrite(fd, np.full(size, k, "<u4").tobytes(), 0) == size * ITEM
+            if k % 200 == 0:
+                os.fsync(fd)  # written back: the chunk is saved and may be evicted and reloaded
+    finally:
+        os.close(fd)
+    return {"rewrites": k}
+
+
+def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
+                        stop: Any) -> dict[str, Any]:
+    rng = random.Random(seed)
+    i, j = TORN_CHUNK
+    header = npy_header_length(mountpoint)
+    chunk = View(chunk_name(i, j), chunk=(i, j))
+    data, npy = View("data"), View("data.npy", header)
+    band = np.arange(i * CHUNKS[0], (i + 1) * CHUNKS[0])
+    all_rows = np.repeat(band, CHUNKS[1])
+    all_cols = np.tile(np.arange(j * CHUNKS[1], (j + 1) * CHUNKS[1]), CHUNKS[0])
+    long = {v.name: os.open(os.path.join(mountpoint, v.name), os.O_RDONLY)
+            for v in (chunk, data, npy)}
+    counts: Counter[str] = Counter()
+    examples: list[str] = []
+    seen: set[int] = set()
+
+    def one_read(kind: str) -> np.ndarray:
+        if kind == "chunk part":  # elements [a, b) of the chunk file, starting and ending mid-row
+            a = rng.randrange(1, CHUNKS[1]) + CHUNKS[1] * rng.randrange(CHUNKS[0] - 2)
+            b = rng.randrange(a + CHUNKS[1], CHUNKS[0] * CHUNKS[1])
+            raw = os.pread(long[chunk.name], (b - a) * ITEM, a * ITEM)
+            return np.frombuffer(raw, "<u4")
+        if kind == "data one row":
+            r = rng.randrange(CHUNKS[0])
+            return data.read(long[data.name], all_rows[r * CHUNKS[1]:(r + 1) * CHUNKS[1]],
+                             all_cols[r * CHUNKS[1]:(r + 1) * CHUNKS[1]])
+        view = {"chunk": chunk, "data": data, "data fresh": data, "npy": npy}[kind]
+        if kind == "data fresh":
+            fd = os.open(os.path.join(mountpoint, view.name), os.O_RDONLY)
+            try:
+                return view.read(fd, all_rows, all_cols)
+            finally:
+                os.close(fd)
+        return view.read(long[view.name], all_rows, all_cols)
+
+    kinds = ["data", "data fresh", "data one row", "npy", "chunk", "chunk part"]
+    barrier.wait()
+    try:
+        for n in range(reads):
+            kind = kinds[n % len(kinds)]
+            got = one_read(kind)
+            counts["reads"] += 1
+            counts[f"reads {kind}"] += 1
+            values = np.unique(got)
+            seen.update(values.tolist()[:2])
+            if len(values) != 1:
+                counts["non_uniform"] += 1
+                counts[f"non_uniform {kind}"] += 1
+                if len(examples) < 8:
+                    versions, number = np.unique(got, return_counts=True)
+                    examples.append(f"read {n} through {kind}: {len(versions)} versions in one "
+                                    f"read: " + ", ".join(f"{int(v)} x{int(c)}"
+                                                          for v, c in zip(versions, number,
+                                                                          strict=True)))
+    finally:
+        stop.set()
+        for fd in long.values():
+            os.close(fd)
+    return {"counts": dict(counts), "examples": examples, "versions_seen": len(seen)}
+
+
+@pytest.mark.parametrize("run", range(SOAK_RUNS))
+def test_whole_chunk_rewrites_are_never_torn(tmp_path: Path, request: pytest.FixtureRequest,
+                                             run: int) -> None:
+    root = tmp_path / "array.zarr"
+    create_array(root)
+    seed = BASE_SEED * 1000 + run
+    context = spawn()
+    started = time.monotonic()
+    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
+        mp_path = str(mount.path)
+        barrier = context.Barrier(2, timeout=120)
+        stop = context.Event()
+        results = context.Queue()
+        processes = [
+            context.Process(target=child, name="rewriter",
+                            args=(rewriter_main, "rewriter", results, mp_path, barrier, stop)),
+            context.Process(target=child, name="reader",
+                            args=(uniform_reader_main, "reader", results, mp_path, seed,
+                                  TORN_READS, barrier, stop)),
+        ]
+        for p in processes:
+            p.start()
+        found = collect(mount, processes, results, {"rewriter", "reader"}, TIMEOUT)
+        assert mount.unmount() == 0, mount.log()[-3000:]
+    seconds = time.monotonic() - started
+    counts = Counter(found["reader"]["counts"])
+    rewrites = found["rewriter"]["rewrites"]
+    figures = {"chunk_rewrites": rewrites, "uniform_reads": counts["reads"],
+               "non_uniform": counts["non_uniform"]}
+    TOTALS.update(figures)
+    report(request, {"test": "coherence-torn", "run": run, "seed": seed, **figures,
+                     "versions_seen": found["reader"]["versions_seen"], "detail": dict(counts),
+                     "seconds": round(seconds, 1)},
+           f"torn reads run {run} (seed {seed}): {rewrites} whole-chunk rewrites while "
+           f"{counts['reads']} reads ran ({found['reader']['versions_seen']} versions seen): "
+           f"{counts['non_uniform']} non-uniform "
+           f"({ {k: v for k, v in counts.items() if k.startswith('non_uniform ')} }); "
+           f"{seconds:.0f} s")
+    assert counts["reads"] == TORN_READS
+    assert counts["non_uniform"] == 0, (
+        f"seed {seed}: {counts['non_uniform']} of {TORN_READS} reads mixed versions of one chunk:\n"
+        + "\n".join(found["reader"]["examples"]))
+    assert found["reader"]["versions_seen"] > 1, "the reads never saw the chunk change"
