@@ -64,6 +64,7 @@ class Freshness:
         if changed:
             self.touch()
             await self.invalidate_stale()
+            self._behind.update(self.tree.sharing_bytes(node))  # seen through one file, stale in all
         return changed
 
     async def recheck_open_files(self, seconds: float) -> None:

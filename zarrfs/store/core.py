@@ -57,6 +57,9 @@ _NOT_RETRIED: tuple[type[BaseException], ...] = (
     PermissionError, IsADirectoryError, NotADirectoryError, *_PERMANENT
 )
 
+LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}  # filesystems that cache listings
+
+
 # Passed as `expect` to put or delete: write whatever is stored now.
 class _Any:
     def __repr__(self) -> str:
@@ -113,8 +116,12 @@ class Store:
         cls, url: str, storage_options: Mapping[str, Any] | None = None, *, read_only: bool = False
     ) -> Store:
         """A store for a local path or any fsspec URL."""
+        options = dict(storage_options or {})
+        if fsspec.utils.get_protocol(url) in LISTING_CACHES:
+            # Generations must be the store's, not a listing cached when the mount began.
+            options.setdefault("use_listings_cache", False)
         try:
-            fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
+            fs, root = fsspec.core.url_to_fs(url, **options)
         except (ValueError, ImportError, OSError) as e:
             raise StoreError(url, f"cannot open: {e}") from None
         return cls(fs, root, read_only=read_only)
@@ -176,6 +183,7 @@ class Store:
         wanted = list(keys)
         if self.is_local or len(wanted) <= 4:
             return {key: self.generation(key) for key in wanted}
+        self.fs.invalidate_cache(self.root)
         listed = self._call("", lambda: self.fs.find(self.root, detail=True)) or {}
         by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}
@@ -197,6 +205,7 @@ class Store:
         if self.is_local:
             status = self._call(key, lambda: os.stat(path))
             return None if status is None else (status.st_size, local.generation_of(status))
+        self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
         info = self._call(key, lambda: self.fs.info(path))
         return None if info is None else (int(info["size"]), remote.info_generation(info))
 

@@ -277,6 +277,7 @@ class Tree:
             return False
         log.info("array %s was resized to %s by another writer", path, list(description.shape))
         array.adopt_shape(description.shape, fresh.raw.get(fresh.files[0], b""))
+        opened.reshaped()
         self._show_new_metadata(path, opened)
         return True
 
@@ -326,6 +327,7 @@ class Tree:
                 self._stale.inodes.append(number)
 
     def _queue_stale(self, path: str, opened: ArrayDirectory) -> None:
+        """What the kernel caches of a reshaped array: sizes, and names that are gone."""
         with self._lock:
             for number, ref in self.inodes.refs_below(path):
                 if ref.role in (DATA, HEADER, METADATA):

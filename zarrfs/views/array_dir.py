@@ -103,6 +103,10 @@ class ArrayDirectory:
         """`shape` in the order of `data` (reversed when it is in Fortran order)."""
         real = shape[::-1] if self.layout.fortran else shape
         self.array.resize(real)
-        self.names = ChunkNames(self.array.metadata.chunk_key_encoding, self.array.grid_shape)
+        self.reshaped()
         if self._on_resize is not None:
             self._on_resize(real)
+
+    def reshaped(self) -> None:
+        """The array has a new shape (resized here or by another writer): new chunk names."""
+        self.names = ChunkNames(self.array.metadata.chunk_key_encoding, self.array.grid_shape)
