@@ -19,31 +19,41 @@ previous round's values are there), writes a value pattern unique to the round a
 (round << 11 | element) with one pwrite per row through one view, and reads the elements back
 with one pread per view through the other views:
 
-* chunk file -> `data` and `data.npy`; `data` -> chunk file and `data.npy`; `data.npy` ->
-  `data` and chunk file (one round in ten);
+* half the rounds write through the chunk file and read through `data` and `data.npy`, half
+  write through `data` and read through the chunk file and `data.npy`;
 * "before": the reads use fds opened before the round (long-lived, pages warm); "after": fresh
   opens after the write returned (the long-lived ones stay open); "closed": the long-lived fds
   of `data` and `data.npy` are closed before the write and the reads open fresh ones (the pages
   the kernel keeps of a closed file must be dropped at the next open).
 
 Meanwhile three background processes write `data` in the other rows (r % 4 == 1, 2, 3, one
-process each): half of their writes in the chunk the round is using at that moment, so the
-chunk the round writes is being written by others too. Each reads its write back at once
-through `data`, and now and then through the chunk file and `data.npy`, and counts mismatches.
+process each), two writes each per round (the rounds hand out tokens, so the background keeps
+pace instead of starving the rounds): half of them in the chunk the round is using at that
+moment, so the chunk the round writes is being written by others too. Each reads its write
+back at once through `data`, and every fourth also through the chunk file and `data.npy`
+(fresh opens), and counts mismatches.
 
 A read that shows none of the round's values is stale, one that shows some of them and some
 older values is torn, one that shows a value no write ever put there is corrupt; all three
 must be 0, as must the background processes' mismatches. After unmounting, zarr-python must
 read every row as its writer left it (no lost update).
 
-test_whole_chunk_rewrites_are_never_torn: one process rewrites a whole chunk (chunk (3, 7), the
-last of its row band, so `data.npy`'s page boundaries split its rows) through its chunk file,
-all elements = k for k = 1, 2, ...; another reads it 2,000 times through `data` (the chunk's
-64 rows in one pread, long-lived fd or fresh open, or one row of it), `data.npy` (the same
-rows) and the chunk file (all of it, or a range starting and ending inside a row). Every read
-must be uniform.
+Torn reads: one process rewrites a whole chunk (chunk (3, 7), the last of its row band, so
+`data.npy`'s page boundaries split its rows) through its chunk file, one pwrite of 32 KiB,
+all elements = k for k = 1, 2, ...; another reads it 2,000 times; every read must be uniform.
 
-Soak: ZARRFS_SOAK_ROUNDS=N runs each test N times (each run a fresh array and mount). Seeds:
+* test_whole_chunk_rewrites_are_never_torn: reads the daemon answers in one reply: the chunk
+  file (all of it, or a range starting and ending mid-row), one row of the chunk through
+  `data` (within one page), one page of `data.npy` (the chunk's elements of two rows);
+* test_whole_chunk_rewrites_are_never_torn_in_reads_of_many_pages: one pread of the chunk's
+  64 rows (64 pages) through `data` (long-lived fd or fresh open) and `data.npy`.
+
+test_writes_through_data_and_data_npy_at_once: two processes write 16 bytes at a time, one
+through `data`, one through `data.npy` (other elements, other pages), 300 writes each; both
+must finish within HANG_TIMEOUT seconds (they take about one).
+
+Soak: ZARRFS_SOAK_ROUNDS=N runs the main test and the torn-read tests N times each (each run
+a fresh array and mount; the data/data.npy writers test runs once). Seeds:
 ZARRFS_SEED=S repeats a run. The figures (rounds, reads checked, stale, torn, background
 writes checked) are printed at the end of each test and, when ZARRFS_STATS names a file,
 appended to it as one JSON line per test.
@@ -81,6 +91,7 @@ SOAK_RUNS = max(1, int(os.environ.get("ZARRFS_SOAK_ROUNDS", "1") or 1))
 ROUNDS = 1000
 TORN_READS = 2000
 WORKERS = 3
+BACKGROUND_PER_ROUND = 2  # writes each background process may make per round
 SHAPE = (2048, 1024)
 CHUNKS = (64, 128)
 GRID = (SHAPE[0] // CHUNKS[0], SHAPE[1] // CHUNKS[1])
@@ -94,6 +105,10 @@ TIMEOUT = 240.0  # seconds a run may take before it counts as hung
 BASE_SEED = int(os.environ.get("ZARRFS_SEED", time.time_ns() % (1 << 32)))
 
 TOTALS: Counter[str] = Counter()
+
+
+PAGE = 4096
+PAGED_KINDS = {"data", "data fresh", "npy"}  # whole-chunk reads of many pages
 
 
 def initial(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -229,12 +244,13 @@ class Rounds:
     """Write-then-read rounds across the views, in the round rows (r % 4 == 0)."""
 
     def __init__(self, mountpoint: str, seed: int, first_round: int, count: int,
-                 current: Any) -> None:
+                 current: Any, tokens: Any = None) -> None:
         self.mp = mountpoint
         self.rng = random.Random(seed)
         self.first_round = first_round
         self.count = count
         self.current = current
+        self.tokens = tokens
         self.header = npy_header_length(mountpoint)
         self.data = View("data")
         self.npy = View("data.npy", self.header)
@@ -296,6 +312,8 @@ class Rounds:
         rng = self.rng
         i, j = rng.randrange(GRID[0]), rng.randrange(GRID[1])
         self.current[0], self.current[1] = i, j
+        for _ in range(WORKERS * BACKGROUND_PER_ROUND if self.tokens is not None else 0):
+            self.tokens.release()  # the background writers' writes during this round
         chunk = View(chunk_name(i, j), chunk=(i, j))
         k0 = rng.randrange(ROUND_ROWS)
         k1 = rng.randint(k0 + 1, min(ROUND_ROWS, k0 + 4))
@@ -359,9 +377,9 @@ class Rounds:
 
 
 def rounds_main(mountpoint: str, seed: int, first_round: int, count: int, barrier: Any,
-                stop: Any, current: Any) -> dict[str, Any]:
+                stop: Any, current: Any, tokens: Any) -> dict[str, Any]:
     try:
-        rounds = Rounds(mountpoint, seed, first_round, count, current)
+        rounds = Rounds(mountpoint, seed, first_round, count, current, tokens)
         rounds.long_fd(rounds.data)
         rounds.long_fd(rounds.npy)
         barrier.wait()
@@ -374,9 +392,11 @@ def rounds_main(mountpoint: str, seed: int, first_round: int, count: int, barrie
 
 
 def background_main(mountpoint: str, worker: int, seed: int, barrier: Any, stop: Any,
-                    current: Any) -> dict[str, Any]:
+                    current: Any, tokens: Any) -> dict[str, Any]:
     """Write runs of this worker's rows (r % 4 == worker + 1) through `data` until `stop`, half
-    of them in the chunk the rounds are using; read each back."""
+    of them in the chunk the rounds are using; read each back. Each write takes a token the
+    rounds hand out (BACKGROUND_PER_ROUND per process and round), so that the background
+    keeps pace with the rounds instead of taking the CPU from them."""
     rng = random.Random(seed)
     rows_owned = np.arange(worker + 1, SHAPE[0], 4)
     model = initial(rows_owned[:, None], np.arange(SHAPE[1])[None, :])
@@ -400,6 +420,8 @@ def background_main(mountpoint: str, worker: int, seed: int, barrier: Any, stop:
     gen = 0
     try:
         while not stop.is_set():
+            if not tokens.acquire(timeout=0.1):
+                continue
             gen += 1
             if rng.random() < 0.5:  # in the chunk the rounds are using now
                 i, j = int(current[0]), int(current[1])
@@ -472,9 +494,12 @@ def _totals(request: pytest.FixtureRequest) -> Iterator[None]:
                f"{TOTALS['reads_checked']} reads checked, {TOTALS['stale']} stale, "
                f"{TOTALS['torn']} torn, {TOTALS['corrupt']} corrupt; background: "
                f"{TOTALS['background_writes']} writes, {TOTALS['background_read_backs']} read "
-               f"backs, {TOTALS['background_mismatches']} mismatches; torn-read test: "
-               f"{TOTALS['chunk_rewrites']} rewrites, {TOTALS['uniform_reads']} reads, "
-               f"{TOTALS['non_uniform']} non-uniform")
+               f"backs, {TOTALS['background_mismatches']} mismatches; torn reads (one reply): "
+               f"{TOTALS['torn chunk_rewrites']} rewrites, {TOTALS['torn uniform_reads']} reads, "
+               f"{TOTALS['torn non_uniform']} non-uniform; torn reads (many pages): "
+               f"{TOTALS['torn-pages chunk_rewrites']} rewrites, "
+               f"{TOTALS['torn-pages uniform_reads']} reads, "
+               f"{TOTALS['torn-pages non_uniform']} non-uniform")
 
 
 @pytest.mark.parametrize("run", range(SOAK_RUNS))
@@ -490,15 +515,16 @@ def test_write_then_read_across_views(tmp_path: Path, request: pytest.FixtureReq
         barrier = context.Barrier(1 + WORKERS, timeout=120)
         stop = context.Event()
         current = context.RawArray("i", 2)
+        tokens = context.Semaphore(0)
         results = context.Queue()
         processes = [context.Process(
             target=child, name="rounds",
             args=(rounds_main, "rounds", results, mp_path, seed, 1, ROUNDS, barrier, stop,
-                  current))]
+                  current, tokens))]
         processes += [context.Process(
             target=child, name=f"background{w}",
             args=(background_main, f"background{w}", results, mp_path, w, seed * 10 + w, barrier,
-                  stop, current)) for w in range(WORKERS)]
+                  stop, current, tokens)) for w in range(WORKERS)]
         for p in processes:
             p.start()
         found = collect(mount, processes, results, {p.name for p in processes}, TIMEOUT)
@@ -524,8 +550,9 @@ def test_write_then_read_across_views(tmp_path: Path, request: pytest.FixtureReq
                      "detail": dict(counts), "seconds": round(seconds, 1)},
            f"coherence run {run} (seed {seed}): {counts['rounds']} rounds "
            f"({counts['writes through chunk']} written through a chunk file, "
-           f"{counts['writes through data']} through data; fds {counts['rounds before']} before / {counts['rounds after']} "
-           f"after / {counts['rounds closed']} closed), {counts['reads_checked']} reads checked: "
+           f"{counts['writes through data']} through data; fds {counts['rounds before']} before / "
+           f"{counts['rounds after']} after / {counts['rounds closed']} closed), "
+           f"{counts['reads_checked']} reads checked: "
            f"{counts['stale']} stale, {counts['torn']} torn, {counts['corrupt']} corrupt; "
            f"background: {background['writes']} writes, {background['read_backs']} read backs, "
            f"{background['mismatches']} mismatches; {seconds:.0f} s")
@@ -565,8 +592,10 @@ def rewriter_main(mountpoint: str, barrier: Any, stop: Any) -> dict[str, Any]:
     return {"rewrites": k}
 
 
-def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
+def uniform_reader_main(mountpoint: str, seed: int, reads: int, kinds: list[str], barrier: Any,
                         stop: Any) -> dict[str, Any]:
+    """Read TORN_CHUNK `reads` times, in turn through each kind of read; count the reads that
+    are not uniform (all elements equal)."""
     rng = random.Random(seed)
     i, j = TORN_CHUNK
     header = npy_header_length(mountpoint)
@@ -587,10 +616,19 @@ def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
             b = rng.randrange(a + CHUNKS[1], CHUNKS[0] * CHUNKS[1])
             raw = os.pread(long[chunk.name], (b - a) * ITEM, a * ITEM)
             return np.frombuffer(raw, "<u4")
-        if kind == "data one row":
+        if kind == "data one row":  # the chunk's 128 elements of one row: within one page
             r = rng.randrange(CHUNKS[0])
-            return data.read(long[data.name], all_rows[r * CHUNKS[1]:(r + 1) * CHUNKS[1]],
-                             all_cols[r * CHUNKS[1]:(r + 1) * CHUNKS[1]])
+            part = slice(r * CHUNKS[1], (r + 1) * CHUNKS[1])
+            return data.read(long[data.name], all_rows[part], all_cols[part])
+        if kind == "npy one page":
+            # One page of data.npy, from the last 32 elements of row r - 1 of the array to the
+            # first 992 of row r: the chunk's elements of both rows (a page the daemon answers
+            # from two regions of the chunk).
+            r = i * CHUNKS[0] + 1 + rng.randrange(CHUNKS[0] - 1)
+            first = (r - 1) * SHAPE[1] + SHAPE[1] - 32
+            assert (header + first * ITEM) % 4096 == 0
+            raw = np.frombuffer(os.pread(long[npy.name], 4096, header + first * ITEM), "<u4")
+            return np.concatenate([raw[:32], raw[32 + j * CHUNKS[1]: 32 + SHAPE[1] - 32]])
         view = {"chunk": chunk, "data": data, "data fresh": data, "npy": npy}[kind]
         if kind == "data fresh":
             fd = os.open(os.path.join(mountpoint, view.name), os.O_RDONLY)
@@ -600,7 +638,9 @@ def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
                 os.close(fd)
         return view.read(long[view.name], all_rows, all_cols)
 
-    kinds = ["data", "data fresh", "data one row", "npy", "chunk", "chunk part"]
+    # The page of the file each element of a whole-chunk read lies in.
+    pages = {kind: (view.header + view.positions(all_rows, all_cols) * ITEM) // PAGE
+             for kind, view in (("data", data), ("data fresh", data), ("npy", npy))}
     barrier.wait()
     try:
         for n in range(reads):
@@ -610,15 +650,21 @@ def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
             counts[f"reads {kind}"] += 1
             values = np.unique(got)
             seen.update(values.tolist()[:2])
+            if kind in PAGED_KINDS and len(values) != 1:
+                # A read of many pages overlapping a rewrite may see it partly (the kernel
+                # fills the pages from several replies, as a local file system may too); each
+                # page is one reply, so each page must be one version.
+                counts["multi_version"] += 1
+                values = max((np.unique(got[pages[kind] == p]) for p in np.unique(pages[kind])), key=len)
             if len(values) != 1:
                 counts["non_uniform"] += 1
                 counts[f"non_uniform {kind}"] += 1
                 if len(examples) < 8:
                     versions, number = np.unique(got, return_counts=True)
                     examples.append(f"read {n} through {kind}: {len(versions)} versions in one "
-                                    f"read: " + ", ".join(f"{int(v)} x{int(c)}"
-                                                          for v, c in zip(versions, number,
-                                                                          strict=True)))
+                                    f"read of {got.size} elements: " + ", ".join(
+                                        f"{int(v)} x{int(c)}"
+                                        for v, c in zip(versions, number, strict=True)))
     finally:
         stop.set()
         for fd in long.values():
@@ -626,9 +672,9 @@ def uniform_reader_main(mountpoint: str, seed: int, reads: int, barrier: Any,
     return {"counts": dict(counts), "examples": examples, "versions_seen": len(seen)}
 
 
-@pytest.mark.parametrize("run", range(SOAK_RUNS))
-def test_whole_chunk_rewrites_are_never_torn(tmp_path: Path, request: pytest.FixtureRequest,
-                                             run: int) -> None:
+def run_torn(tmp_path: Path, request: pytest.FixtureRequest, run: int, test: str,
+             kinds: list[str]) -> None:
+    """The rewriter and a reader of TORN_CHUNK through `kinds`; no read may be torn."""
     root = tmp_path / "array.zarr"
     create_array(root)
     seed = BASE_SEED * 1000 + run
@@ -644,7 +690,7 @@ def test_whole_chunk_rewrites_are_never_torn(tmp_path: Path, request: pytest.Fix
                             args=(rewriter_main, "rewriter", results, mp_path, barrier, stop)),
             context.Process(target=child, name="reader",
                             args=(uniform_reader_main, "reader", results, mp_path, seed,
-                                  TORN_READS, barrier, stop)),
+                                  TORN_READS, kinds, barrier, stop)),
         ]
         for p in processes:
             p.start()
@@ -654,18 +700,104 @@ def test_whole_chunk_rewrites_are_never_torn(tmp_path: Path, request: pytest.Fix
     counts = Counter(found["reader"]["counts"])
     rewrites = found["rewriter"]["rewrites"]
     figures = {"chunk_rewrites": rewrites, "uniform_reads": counts["reads"],
-               "non_uniform": counts["non_uniform"]}
-    TOTALS.update(figures)
-    report(request, {"test": "coherence-torn", "run": run, "seed": seed, **figures,
+               "non_uniform": counts["non_uniform"], "multi_version_reads": counts["multi_version"]}
+    TOTALS.update({f"{test} {name}": value for name, value in figures.items()})
+    by_kind = {kind: f"{counts[f'non_uniform {kind}']}/{counts[f'reads {kind}']}" for kind in kinds}
+    report(request, {"test": f"coherence-{test}", "run": run, "seed": seed, **figures,
                      "versions_seen": found["reader"]["versions_seen"], "detail": dict(counts),
                      "seconds": round(seconds, 1)},
-           f"torn reads run {run} (seed {seed}): {rewrites} whole-chunk rewrites while "
+           f"{test} run {run} (seed {seed}): {rewrites} whole-chunk rewrites while "
            f"{counts['reads']} reads ran ({found['reader']['versions_seen']} versions seen): "
-           f"{counts['non_uniform']} non-uniform "
-           f"({ {k: v for k, v in counts.items() if k.startswith('non_uniform ')} }); "
+           f"{counts['non_uniform']} non-uniform (non-uniform/reads by kind: {by_kind}); "
+           f"{counts['multi_version']} reads of many pages saw a rewrite partly; "
            f"{seconds:.0f} s")
     assert counts["reads"] == TORN_READS
     assert counts["non_uniform"] == 0, (
         f"seed {seed}: {counts['non_uniform']} of {TORN_READS} reads mixed versions of one chunk:\n"
         + "\n".join(found["reader"]["examples"]))
     assert found["reader"]["versions_seen"] > 1, "the reads never saw the chunk change"
+
+
+@pytest.mark.parametrize("run", range(SOAK_RUNS))
+def test_whole_chunk_rewrites_are_never_torn(tmp_path: Path, request: pytest.FixtureRequest,
+                                             run: int) -> None:
+    """Reads the daemon answers in one reply: the chunk file (direct_io; all of it, or a range
+    starting and ending mid-row, which the daemon reads as three regions of the chunk), one
+    row of the chunk through `data` (within one page) and one page of `data.npy` (holding
+    the chunk's elements of two rows)."""
+    run_torn(tmp_path, request, run, "torn",
+             ["chunk", "chunk part", "data one row", "npy one page"])
+
+
+@pytest.mark.parametrize("run", range(SOAK_RUNS))
+def test_whole_chunk_rewrites_are_never_torn_in_reads_of_many_pages(
+        tmp_path: Path, request: pytest.FixtureRequest, run: int) -> None:
+    """One pread of the chunk's 64 rows (64 pages, 256 KiB) through `data` (long-lived fd or
+    fresh open) and through `data.npy`: the kernel fills those pages from several requests,
+    and keeps the ones it has, so a read overlapping a rewrite may see it partly (counted and
+    reported); every page of it is one reply, hence one version of the chunk (asserted)."""
+    run_torn(tmp_path, request, run, "torn-pages", ["data", "data fresh", "npy"])
+
+
+# -- writes through `data` and `data.npy` at once ----------------------------------------------
+
+HANG_TIMEOUT = 15.0
+CROSS_WRITES = 300
+
+
+def cross_writer_main(mountpoint: str, through: str, row: int, barrier: Any) -> dict[str, Any]:
+    """Write 4 elements of `row` through `through` (data or data.npy) CROSS_WRITES times, then
+    read the last write back through the other view. (Not each write: a read would bring the
+    page into the cache, and the hang needs writes into pages the kernel does not have.)"""
+    header = npy_header_length(mountpoint)
+    views = {"data": View("data"), "data.npy": View("data.npy", header)}
+    mine, other = views[through], views["data.npy" if through == "data" else "data"]
+    fd = os.open(os.path.join(mountpoint, mine.name), os.O_RDWR)
+    reader = os.open(os.path.join(mountpoint, other.name), os.O_RDONLY)
+    rows, cols = np.full(4, row), np.arange(4)
+    mismatches = 0
+    barrier.wait()
+    try:
+        for n in range(CROSS_WRITES):
+            values = np.full(4, row << 16 | n, np.uint32)
+            mine.write_run(fd, row, 0, values)
+        mismatches += int(not np.array_equal(other.read(reader, rows, cols), values))
+    finally:
+        os.close(fd)
+        os.close(reader)
+    return {"writes": CROSS_WRITES, "mismatches": mismatches}
+
+
+def test_writes_through_data_and_data_npy_at_once(tmp_path: Path,
+                                                  request: pytest.FixtureRequest) -> None:
+    """Two processes write at once, one through `data` (elements 0-3 of row 0), the other
+    through `data.npy` (elements 0-3 of row 2: other elements, another page), 16 bytes a
+    write, 300 writes each. Both must finish (within HANG_TIMEOUT s; they take about one), and
+    read their last write back through the other view."""
+    root = tmp_path / "array.zarr"
+    create_array(root)
+    context = spawn()
+    started = time.monotonic()
+    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
+        barrier = context.Barrier(2, timeout=120)
+        results = context.Queue()
+        processes = [
+            context.Process(target=child, name=through,
+                            args=(cross_writer_main, through, results, str(mount.path), through,
+                                  row, barrier))
+            for through, row in (("data", 0), ("data.npy", 2))
+        ]
+        for p in processes:
+            p.start()
+        found: dict[str, dict[str, Any]] = {}
+        try:
+            found = collect(mount, processes, results, {"data", "data.npy"}, HANG_TIMEOUT)
+        finally:
+            seconds = time.monotonic() - started
+            report(request, {"test": "coherence-cross-writes", "finished": bool(found),
+                             **{f"{name} {k}": v for name, got in found.items()
+                                for k, v in got.items()}, "seconds": round(seconds, 1)},
+                   f"writes through data and data.npy at once: "
+                   f"{'finished: ' + str(found) if found else 'HUNG'} after {seconds:.0f} s")
+        assert mount.unmount() == 0, mount.log()[-3000:]
+    assert found["data"]["mismatches"] == found["data.npy"]["mismatches"] == 0, found

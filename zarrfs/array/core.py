@@ -143,18 +143,28 @@ class ZarrArray:
         """The elements of `box` (array coordinates, edge chunks' overhang allowed).
 
         May be a read-only view into the cache when the box lies in one chunk."""
-        pieces = list(cells_of(box, self.read_chunk_shape))
-        futures = self._start_loads(piece.cell for piece in pieces)
-        self.shared.counters.add(cache_hits=len(pieces) - len(futures), cache_misses=len(futures))
+        return self.read_boxes([box])[0]
+
+    def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
+        """The elements of each box, all taken from one version of every chunk they touch:
+        a reply made of several boxes never mixes two versions of a chunk."""
+        pieces = [list(cells_of(box, self.read_chunk_shape)) for box in boxes]
+        units = list(dict.fromkeys(piece.cell for found in pieces for piece in found))
+        futures = self._start_loads(units)
+        self.shared.counters.add(cache_hits=len(units) - len(futures), cache_misses=len(futures))
+        lent = {unit: self._lend(unit, futures) for unit in units}
+        return [self._assemble(box, found, lent) for box, found in zip(boxes, pieces, strict=True)]
+
+    def _assemble(self, box: Box, pieces: list[Piece], lent: dict[Index, np.ndarray]) -> np.ndarray:
         if len(pieces) == 1:
             # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
             selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)
-            view: np.ndarray = self._lend(pieces[0].cell, futures)[selection]
+            view: np.ndarray = lent[pieces[0].cell][selection]
             view.flags.writeable = False  # a view of the cache: writes must go through write()
             return view
         out = np.empty(box.shape, dtype=self.data_type.storage)
         for piece in pieces:
-            out[piece.in_box] = self._lend(piece.cell, futures)[piece.in_cell]
+            out[piece.in_box] = lent[piece.cell][piece.in_cell]
         return out
 
     def _lend(self, unit: Index, futures: dict[Index, Future[Entry]]) -> np.ndarray:

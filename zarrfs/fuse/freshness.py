@@ -26,12 +26,15 @@ from .kernel import drop_pages, invalidate_attributes
 class OpenFile(Protocol):
     node: Ref
     page_cached: bool
+    writable: bool
 
 
 class Freshness:
     def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
-                 open_files: Callable[[], Iterable[OpenFile]]) -> None:
+                 open_files: Callable[[], Iterable[OpenFile]],
+                 nursery: Callable[[], trio.Nursery]) -> None:
         self.tree = tree
+        self._nursery = nursery
         self._in_thread = in_thread
         self._open_files = open_files
         self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
@@ -46,16 +49,24 @@ class Freshness:
         self._behind.discard(inode)
         return not behind
 
-    async def after_write(self, node: Ref) -> None:
-        """A write to `node` returned: the files showing the same bytes must show it too."""
+    async def after_write(self, node: Ref, through_pages: bool) -> None:
+        """A write to `node` is done (it returns when this does): the files showing the same
+        bytes must show it too. `through_pages`: the write came through the page cache, so
+        the kernel holds the pages it wrote locked until it is answered."""
         self.touch()
-        open_with_pages = {self.tree.inode(f.node) for f in self._open_files() if f.page_cached}
+        files = list(self._open_files())
+        open_with_pages = {self.tree.inode(f.node) for f in files if f.page_cached}
+        written_with_pages = {self.tree.inode(f.node) for f in files if f.page_cached and f.writable}
         for inode in self.tree.sharing_bytes(node):
             await trio.to_thread.run_sync(invalidate_attributes, inode)
-            if inode in open_with_pages:
-                await trio.to_thread.run_sync(drop_pages, inode)
-            else:
+            if inode not in open_with_pages:
                 self._behind.add(inode)
+            elif through_pages and inode in written_with_pages:
+                # Its writer may be waiting, with its own pages locked, to drop ours: waiting
+                # here for its pages would deadlock. Drop them once this write is answered.
+                self._nursery().start_soon(trio.to_thread.run_sync, drop_pages, inode)
+            else:
+                await trio.to_thread.run_sync(drop_pages, inode)
 
     async def recheck(self, node: Ref) -> bool:
         """Close-to-open: whether another writer changed what `node` shows. The kernel is told
@@ -95,3 +106,32 @@ class Freshness:
                 pyfuse3.invalidate_entry_async(parent, name.encode())
         for inode in stale.inodes:
             await trio.to_thread.run_sync(invalidate_attributes, inode)
+
+
+class WriteOrder:
+    """Reads of a file wait for the writes to the same bytes that reached the daemon before
+    them. A page the kernel has written through may be dropped (drop_pages) while the write
+    is in flight and read again at once; answered from before the write, that read would
+    leave the old bytes cached after the write returned. pyfuse3 starts handlers in the
+    order the kernel sent the requests, so `begin` and `wait_for` must run before a
+    handler's first await."""
+
+    def __init__(self) -> None:
+        self._writes: dict[int, list[tuple[int, int, trio.Event]]] = {}
+
+    def begin(self, inode: int, start: int, end: int) -> tuple[int, int, trio.Event]:
+        write = (start, end, trio.Event())
+        self._writes.setdefault(inode, []).append(write)
+        return write
+
+    def end(self, inode: int, write: tuple[int, int, trio.Event]) -> None:
+        writes = self._writes[inode]
+        writes.remove(write)
+        if not writes:
+            del self._writes[inode]
+        write[2].set()
+
+    async def wait_for(self, inode: int, start: int, end: int) -> None:
+        earlier = [done for s, e, done in self._writes.get(inode, ()) if s < end and start < e]
+        for done in earlier:
+            await done.wait()

@@ -27,7 +27,7 @@ from ..views import FileView
 from ..views.files import FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
-from .freshness import Freshness
+from .freshness import Freshness, WriteOrder
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,6 +45,7 @@ SEQUENTIAL_SLACK = 4 << 20
 @dataclass
 class _Handle:
     node: Ref
+    inode: int
     view: FileView
     writable: bool
     page_cached: bool  # (not direct_io)
@@ -67,7 +68,9 @@ class ZarrOperations(pyfuse3.Operations):
         self.prefetch_bytes = min(PREFETCH_BYTES, tree.shared.cache.capacity // 4)
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
-        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()))
+        self._nursery: trio.Nursery | None = None
+        self.order = WriteOrder()
+        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()), self._serving)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -77,6 +80,7 @@ class ZarrOperations(pyfuse3.Operations):
         `on_serving` runs (in a thread) once the kernel has finished its handshake with us and
         the mount answers, which is when kernel settings such as readahead stick."""
         async with trio.open_nursery() as nursery:
+            self._nursery = nursery
             nursery.start_soon(self._watch_signals)
             nursery.start_soon(self._announce, mountpoint, on_serving)
             if self.options.recheck:
@@ -96,6 +100,10 @@ class ZarrOperations(pyfuse3.Operations):
             async for signum in signals:
                 log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
                 pyfuse3.terminate()
+
+    def _serving(self) -> trio.Nursery:
+        assert self._nursery is not None, "requests are answered only while serving"
+        return self._nursery
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
@@ -269,7 +277,7 @@ class ZarrOperations(pyfuse3.Operations):
         fh = self._next_fh
         self._next_fh += 1
         direct_io = self.options.direct_io or view.direct_io
-        self._handles[fh] = _Handle(node, view, writable, page_cached=not direct_io)
+        self._handles[fh] = _Handle(node, inode, view, writable, page_cached=not direct_io)
         keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
 
@@ -283,6 +291,7 @@ class ZarrOperations(pyfuse3.Operations):
     async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:  # type: ignore[override]
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
+        await self.order.wait_for(handle.inode, offset, offset + size)
         if not handle.view.prefetches:
             return handle.view.read(offset, size)
         return await self._in_thread(self._read_and_prefetch, handle, offset, size)
@@ -307,13 +316,15 @@ class ZarrOperations(pyfuse3.Operations):
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
         size = handle.view.size
+        write = self.order.begin(handle.inode, offset, offset + len(buf))
         try:
             written = await self._in_thread(handle.view.write, offset, buf)
         finally:
+            self.order.end(handle.inode, write)
             if handle.view.size != size:  # grown by a write past the end
                 await self.fresh.invalidate_stale()
         handle.wrote = True
-        await self.fresh.after_write(handle.node)
+        await self.fresh.after_write(handle.node, through_pages=handle.page_cached)
         return written
 
     @boundary

@@ -41,7 +41,9 @@ class RegionArray(Protocol):
     @property
     def read_only(self) -> bool: ...
 
-    def read(self, box: Box) -> np.ndarray: ...
+    def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
+        """Each box's elements, from one version of every chunk they touch."""
+
     def write(self, box: Box, values: np.ndarray) -> None: ...
     def resize(self, shape: tuple[int, ...]) -> None: ...
     def prefetch(self, box: Box) -> None: ...
@@ -188,8 +190,7 @@ class RegionFile:
         size = max(0, min(size, self.size - offset))
         if size == 0:
             return b""
-        boxes = self.boxes(offset, size)
-        parts = [self._to_file_order(self.array.read(box)) for box in boxes]
+        parts = [self._to_file_order(part) for part in self.array.read_boxes(self.boxes(offset, size))]
         skip = offset % self.itemsize
         # As bytes: some element types (bfloat16) export no buffer format, and concatenating
         # non-native arrays would swap them back to native order.

@@ -36,9 +36,8 @@ class FortranOrder:
     def read_only(self) -> bool:
         return self.array.read_only
 
-    def read(self, box: Box) -> np.ndarray:
-        values: np.ndarray = self.array.read(_reversed(box)).transpose()
-        return values
+    def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
+        return [values.transpose() for values in self.array.read_boxes([_reversed(b) for b in boxes])]
 
     def write(self, box: Box, values: np.ndarray) -> None:
         self.array.write(_reversed(box), values.transpose())
