@@ -101,8 +101,10 @@ def test_s3_mount_reads_writes_and_survives_an_outage(s3_server: S3Server, tmp_p
     expected = VALUES.copy()
 
     # direct_io: every read reaches the daemon (no kernel page cache), so "cached" below means
-    # the daemon's chunk cache, which holds 8 chunks.
-    options = [f"endpoint_url={s3_server.endpoint_url}", f"cache={8 * CHUNK_BYTES}", "direct_io"]
+    # the daemon's chunk cache, which holds 8 chunks and the written-mask of the one written
+    # (a dirty chunk also keeps which elements were written, to merge them with other writers').
+    options = [f"endpoint_url={s3_server.endpoint_url}", f"cache={8 * CHUNK_BYTES + CHUNK * CHUNK}",
+               "direct_io"]
     with mounted(f"s3://{s3_server.bucket}/array", tmp_path / "mnt", options) as mount:
         data = np.frombuffer(mount.data.read_bytes(), "<f4").reshape(SHAPE)
         assert np.array_equal(data, VALUES)

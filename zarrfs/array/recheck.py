@@ -59,7 +59,7 @@ def recheck(array: ZarrArray, chunks: Iterable[Index] | None = None) -> Changes:
     their clean cached data is dropped."""
     expected = array.seen.snapshot(chunks)
     keys = {array.chunk_key(chunk): chunk for chunk in expected}
-    current = array.store.generations(keys)
+    current = array.store.without_retries().generations(keys)
     changes = Changes(uncertain=chunks is None and array.seen.overflowed)
     for key, chunk in keys.items():
         if not array.store.versioned and expected[chunk] is None:

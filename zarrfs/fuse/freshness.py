@@ -12,6 +12,7 @@ with recheck=SECONDS, kept open) shows the change the same way.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -19,8 +20,12 @@ from typing import Any, Protocol
 import pyfuse3
 import trio
 
+from ..errors import ZarrfsError
 from ..tree import CHUNK, Ref, Tree
 from .kernel import drop_pages, invalidate_attributes
+
+log = logging.getLogger(__name__)
+OUTAGE_SECONDS = 10.0
 
 
 class OpenFile(Protocol):
@@ -39,6 +44,7 @@ class Freshness:
         self._open_files = open_files
         self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
         self._behind: set[int] = set()  # inodes whose cached pages may be stale
+        self._store_down_until = 0.0  # no rechecks until then: the store was not answering
 
     def touch(self) -> None:
         self.mtime_ns = time.time_ns()
@@ -71,7 +77,17 @@ class Freshness:
     async def recheck(self, node: Ref) -> bool:
         """Close-to-open: whether another writer changed what `node` shows. The kernel is told
         of a new size; the caller opens without the stale pages."""
-        changed: bool = await self._in_thread(self.tree.recheck, node)
+        if time.monotonic() < self._store_down_until:
+            return False
+        try:
+            changed: bool = await self._in_thread(self.tree.recheck, node)
+        except (OSError, ZarrfsError) as e:
+            # The store cannot be asked (an outage): serve what is cached, and do not make
+            # every open wait for the store to fail again for a while.
+            log.warning("could not check %s for changes by other writers (%s); serving what is "
+                        "cached, not asking again for %.0f s", node.describe(), e, OUTAGE_SECONDS)
+            self._store_down_until = time.monotonic() + OUTAGE_SECONDS
+            return False
         if changed:
             self.touch()
             await self.invalidate_stale()

@@ -133,6 +133,10 @@ class Store:
         child = Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
         return child
 
+    def without_retries(self) -> Store:
+        """The same store, failing at the first fault (a check that may be skipped)."""
+        return Store(self.fs, self.root, read_only=self.read_only, retry=RetryPolicy(deadline_seconds=0))
+
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
 

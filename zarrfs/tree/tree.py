@@ -258,7 +258,7 @@ class Tree:
 
     def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:
         node = self._node(path)
-        generation = self.store.generation(join_path(path, node.files[0]))
+        generation = self.store.without_retries().generation(join_path(path, node.files[0]))
         with self._lock:
             if self._metadata_generations.get(path) == generation:
                 return False
