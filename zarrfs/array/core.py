@@ -303,6 +303,8 @@ class ZarrArray:
     def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> None:
         """Record written elements: to merge them with the stored chunk when it is read, and
         again if another writer changes it before they are saved."""
+        if not entry.loaded and entry.unwritten == 0:
+            return  # all of it is this mount's: stored whatever the store holds, no mask
         if entry.written is None:
             entry.written = np.zeros(self.read_chunk_shape, dtype=bool)
             self._replace_data(entry, entry.data)  # counts the mask
@@ -311,6 +313,9 @@ class ZarrArray:
         if not entry.loaded:  # once all are written the stored chunk is never needed
             entry.unwritten -= region.size - int(np.count_nonzero(region))
         region[...] = True
+        if not entry.loaded and entry.unwritten == 0:
+            entry.written = None
+            self._recount(entry)
 
     def _new_entry(self, unit: Index) -> Entry:
         """A chunk about to be written without reading it: the fill value, and no elements
