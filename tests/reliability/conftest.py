@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.reliability import faulty_fs  # noqa: E402
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
+from tests.reliability.s3_server import S3Server, free_port, serving  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -29,8 +29,4 @@ def _register_faulty() -> None:
 @pytest.fixture
 def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
     """A fresh moto S3 server with an empty bucket; stopped at the end whatever happens."""
-    pytest.importorskip("moto.server")
-    for name, value in S3_ENV.items():
-        monkeypatch.setenv(name, value)
-    with running(S3Server(free_port())) as server:
-        yield server
+    yield from serving(S3Server(free_port()), monkeypatch)

@@ -8,6 +8,7 @@ import socket
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -126,3 +127,17 @@ def running(server: S3Server) -> Iterator[S3Server]:
     finally:
         server.stop()
         reset_moto()
+
+
+ServerT = TypeVar("ServerT", bound=S3Server)
+
+
+def serving(server: ServerT, monkeypatch: Any) -> Iterator[ServerT]:
+    """The body of a fixture: S3 credentials in the environment, then `server` running."""
+    import pytest
+
+    pytest.importorskip("moto.server")
+    for name, value in S3_ENV.items():
+        monkeypatch.setenv(name, value)
+    with running(server) as started:
+        yield started

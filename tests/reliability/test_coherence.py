@@ -478,6 +478,29 @@ def zarr_read(root: Path) -> np.ndarray:
     return np.asarray(zarr.open_array(str(root), mode="r")[...])
 
 
+def run_children(tmp_path: Path, start: Callable[[Any, str, Any], tuple[list[Any], list[Any]]],
+                 ) -> tuple[dict[str, Any], float]:
+    """Mount a fresh array and run to the end the child processes `start(context, mountpoint,
+    results)` makes (with the objects they share, which must live as long as they run:
+    Process.start drops its arguments, and a semaphore collected before a spawned child
+    unpickles it is gone); what each found, and the seconds it all took. The daemon must
+    still answer afterwards and unmount cleanly."""
+    root = tmp_path / "array.zarr"
+    create_array(root)
+    context = spawn()
+    started = time.monotonic()
+    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
+        results = context.Queue()
+        processes, shared = start(context, str(mount.path), results)
+        for p in processes:
+            p.start()
+        found = collect(mount, processes, results, {p.name for p in processes}, TIMEOUT)
+        os.stat(mount.data)  # the daemon still answers
+        assert mount.unmount() == 0, mount.log()[-3000:]
+    del shared
+    return found, time.monotonic() - started
+
+
 def report(request: pytest.FixtureRequest, record: dict[str, Any], line: str) -> None:
     report_figures(request.config, line, record)
 
@@ -505,18 +528,13 @@ def _totals(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.mark.parametrize("run", range(SOAK_RUNS))
 def test_write_then_read_across_views(tmp_path: Path, request: pytest.FixtureRequest,
                                       run: int) -> None:
-    root = tmp_path / "array.zarr"
-    create_array(root)
     seed = BASE_SEED * 1000 + run
-    context = spawn()
-    started = time.monotonic()
-    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
-        mp_path = str(mount.path)
+
+    def start(context: Any, mp_path: str, results: Any) -> tuple[list[Any], list[Any]]:
         barrier = context.Barrier(1 + WORKERS, timeout=120)
         stop = context.Event()
         current = context.RawArray("i", 2)
         tokens = context.Semaphore(0)
-        results = context.Queue()
         processes = [context.Process(
             target=child, name="rounds",
             args=(rounds_main, "rounds", results, mp_path, seed, 1, ROUNDS, barrier, stop,
@@ -525,12 +543,10 @@ def test_write_then_read_across_views(tmp_path: Path, request: pytest.FixtureReq
             target=child, name=f"background{w}",
             args=(background_main, f"background{w}", results, mp_path, w, seed * 10 + w, barrier,
                   stop, current, tokens)) for w in range(WORKERS)]
-        for p in processes:
-            p.start()
-        found = collect(mount, processes, results, {p.name for p in processes}, TIMEOUT)
-        os.stat(mount.data)  # the daemon still answers
-        assert mount.unmount() == 0, mount.log()[-3000:]
-    seconds = time.monotonic() - started
+        return processes, [barrier, stop, current, tokens]
+
+    found, seconds = run_children(tmp_path, start)
+    root = tmp_path / "array.zarr"
 
     counts = Counter(found["rounds"]["counts"])
     background: Counter[str] = Counter()
@@ -675,28 +691,20 @@ def uniform_reader_main(mountpoint: str, seed: int, reads: int, kinds: list[str]
 def run_torn(tmp_path: Path, request: pytest.FixtureRequest, run: int, test: str,
              kinds: list[str]) -> None:
     """The rewriter and a reader of TORN_CHUNK through `kinds`; no read may be torn."""
-    root = tmp_path / "array.zarr"
-    create_array(root)
     seed = BASE_SEED * 1000 + run
-    context = spawn()
-    started = time.monotonic()
-    with mounted(root, tmp_path / "mnt", [f"cache={CACHE}"]) as mount:
-        mp_path = str(mount.path)
+
+    def start(context: Any, mp_path: str, results: Any) -> tuple[list[Any], list[Any]]:
         barrier = context.Barrier(2, timeout=120)
         stop = context.Event()
-        results = context.Queue()
-        processes = [
+        return [
             context.Process(target=child, name="rewriter",
                             args=(rewriter_main, "rewriter", results, mp_path, barrier, stop)),
             context.Process(target=child, name="reader",
                             args=(uniform_reader_main, "reader", results, mp_path, seed,
                                   TORN_READS, kinds, barrier, stop)),
-        ]
-        for p in processes:
-            p.start()
-        found = collect(mount, processes, results, {"rewriter", "reader"}, TIMEOUT)
-        assert mount.unmount() == 0, mount.log()[-3000:]
-    seconds = time.monotonic() - started
+        ], [barrier, stop]
+
+    found, seconds = run_children(tmp_path, start)
     counts = Counter(found["reader"]["counts"])
     rewrites = found["rewriter"]["rewrites"]
     figures = {"chunk_rewrites": rewrites, "uniform_reads": counts["reads"],

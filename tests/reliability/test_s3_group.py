@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from mounting import mounted, without_views
 
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.reliability.s3_server import S3Server, free_port, serving
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -128,11 +128,7 @@ class LoggedS3Server(S3Server):
 
 @pytest.fixture
 def logged_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggedS3Server]:
-    pytest.importorskip("moto.server")
-    for name, value in S3_ENV.items():
-        monkeypatch.setenv(name, value)
-    with running(LoggedS3Server(free_port())) as server:
-        yield server
+    yield from serving(LoggedS3Server(free_port()), monkeypatch)
 
 
 def write_group(path: Path, zarr_format: int) -> dict[str, np.ndarray]:

@@ -335,6 +335,19 @@ def lost(store: np.ndarray, expected: np.ndarray) -> int:
     return int(np.count_nonzero(store != expected))
 
 
+@contextlib.contextmanager
+def two_writers(source: str, options: list[str], tmp_path: Path) -> Iterator[tuple[Writer, Writer]]:
+    """Two mounts of `source`, each with `data` open for writing; both unmounted at the end."""
+    with mounted(source, tmp_path / "a", options) as mount_a, \
+            mounted(source, tmp_path / "b", options) as mount_b:
+        a, b = Writer("A", mount_a).open(), Writer("B", mount_b).open()
+        try:
+            yield a, b
+        finally:
+            a.close()
+            b.close()
+
+
 # -- the tests -----------------------------------------------------------------------------------
 
 
@@ -343,31 +356,26 @@ def test_two_mounts_write_one_chunk(target: Target, tmp_path: Path, monkeypatch:
     expected = INITIAL.copy()
     gate = make_gate(target, monkeypatch)
     gated_rounds = 0
-    with mounted(target.source, tmp_path / "a", target.mount_options) as mount_a, \
-            mounted(target.source, tmp_path / "b", target.mount_options) as mount_b:
-        a, b = Writer("A", mount_a).open(), Writer("B", mount_b).open()
-        try:
-            for r in range(ROUNDS):
-                a.read_all()
-                b.read_all()
-                writes_a = values(1, r, a_elements(r))
-                writes_b = values(2, r, b_elements(r, target.sharded))
-                a.write(writes_a)
-                b.write(writes_b)
-                if target.sharded and r % 2 == 1:
-                    gated_rounds += 1
-                    both_through_gate(target, gate, a, b)
-                else:
-                    a.fsync()
-                    b.fsync()
-                for where, value in {**writes_a, **writes_b}.items():
-                    expected[where] = value
-            seen_a, seen_b = a.read_all(), b.read_all()
-            conflicts_a = int(a.stats()["write_conflicts"])
-            conflicts_b = int(b.stats()["write_conflicts"])
-        finally:
-            a.close()
-            b.close()
+    with two_writers(target.source, target.mount_options, tmp_path) as (a, b):
+        mount_a, mount_b = a.mount, b.mount
+        for r in range(ROUNDS):
+            a.read_all()
+            b.read_all()
+            writes_a = values(1, r, a_elements(r))
+            writes_b = values(2, r, b_elements(r, target.sharded))
+            a.write(writes_a)
+            b.write(writes_b)
+            if target.sharded and r % 2 == 1:
+                gated_rounds += 1
+                both_through_gate(target, gate, a, b)
+            else:
+                a.fsync()
+                b.fsync()
+            for where, value in {**writes_a, **writes_b}.items():
+                expected[where] = value
+        seen_a, seen_b = a.read_all(), b.read_all()
+        conflicts_a = int(a.stats()["write_conflicts"])
+        conflicts_b = int(b.stats()["write_conflicts"])
     assert mount_a.process.returncode == 0, mount_a.log()
     assert mount_b.process.returncode == 0, mount_b.log()
     stored = target.read()
@@ -454,42 +462,37 @@ def test_sigkill_of_one_mount_loses_nothing_acknowledged(target: Target, tmp_pat
     expected = INITIAL.copy()
     uncertain: dict[tuple[int, int], int] = {}  # B's interrupted write: old or new value
     gate = make_gate(target, monkeypatch)
-    with mounted(target.source, tmp_path / "a", target.mount_options) as mount_a, \
-            mounted(target.source, tmp_path / "b", target.mount_options) as mount_b:
-        a, b = Writer("A", mount_a).open(), Writer("B", mount_b).open()
-        try:
-            for r in range(ROUNDS):
-                a.read_all()
-                writes_a = values(1, r, a_elements(r))
-                a.write(writes_a)
-                a.fsync()
-                for where, value in writes_a.items():
-                    expected[where] = value
-                if r < KILL_AT:
-                    if r == KILL_AT - 1:
-                        # Before B's write: every close in a forked child (the stats command)
-                        # makes the kernel send FLUSH for B's open file, a write-back.
-                        conflicts_b = int(b.stats()["write_conflicts"])
-                    b.read_all()
-                    writes_b = values(2, r, b_elements(r, target.sharded))
-                    b.write(writes_b)
-                    if r < KILL_AT - 1:
-                        b.fsync()
-                        for where, value in writes_b.items():
-                            expected[where] = value
-                        continue
-                    with gate.closed():
-                        join = in_thread(b.fsync)
-                        gate.wait_held(1)  # B has read the object and waits to put it
-                        mount_b.process.send_signal(signal.SIGKILL)
-                        mount_b.process.wait(timeout=20)
-                    with contextlib.suppress(OSError):
-                        join()  # the dead mount fails the fsync
-                    uncertain = writes_b
-            conflicts_a = int(a.stats()["write_conflicts"])
-        finally:
-            a.close()
-            b.close()
+    with two_writers(target.source, target.mount_options, tmp_path) as (a, b):
+        mount_a, mount_b = a.mount, b.mount
+        for r in range(ROUNDS):
+            a.read_all()
+            writes_a = values(1, r, a_elements(r))
+            a.write(writes_a)
+            a.fsync()
+            for where, value in writes_a.items():
+                expected[where] = value
+            if r < KILL_AT:
+                if r == KILL_AT - 1:
+                    # Before B's write: every close in a forked child (the stats command)
+                    # makes the kernel send FLUSH for B's open file, a write-back.
+                    conflicts_b = int(b.stats()["write_conflicts"])
+                b.read_all()
+                writes_b = values(2, r, b_elements(r, target.sharded))
+                b.write(writes_b)
+                if r < KILL_AT - 1:
+                    b.fsync()
+                    for where, value in writes_b.items():
+                        expected[where] = value
+                    continue
+                with gate.closed():
+                    join = in_thread(b.fsync)
+                    gate.wait_held(1)  # B has read the object and waits to put it
+                    mount_b.process.send_signal(signal.SIGKILL)
+                    mount_b.process.wait(timeout=20)
+                with contextlib.suppress(OSError):
+                    join()  # the dead mount fails the fsync
+                uncertain = writes_b
+        conflicts_a = int(a.stats()["write_conflicts"])
     assert mount_a.process.returncode == 0, mount_a.log()
     assert mount_b.process.returncode == -signal.SIGKILL
     stored = target.read()
@@ -521,26 +524,21 @@ def test_write_back_over_a_chunk_the_other_mount_deleted(kind: str, tmp_path: Pa
     expected = INITIAL.copy()
     expected[:8, :8] = -1
     expected[5, 3] = 2_000_000
-    with mounted(made.source, tmp_path / "a", made.mount_options) as mount_a, \
-            mounted(made.source, tmp_path / "b", made.mount_options) as mount_b:
-        a, b = Writer("A", mount_a).open(), Writer("B", mount_b).open()
+    with two_writers(made.source, made.mount_options, tmp_path) as (a, b):
+        mount_b = b.mount
+        a.read_all()
+        b.read_all()
+        a.write({(i, j): -1 for i in range(8) for j in range(8)})
+        a.fsync()
+        b.write({(5, 3): 2_000_000})
+        fsync_error = None
         try:
-            a.read_all()
-            b.read_all()
-            a.write({(i, j): -1 for i in range(8) for j in range(8)})
-            a.fsync()
-            b.write({(5, 3): 2_000_000})
-            fsync_error = None
-            try:
-                b.fsync()
-            except OSError as e:
-                fsync_error = e
-        finally:
-            a.close()
-            b.close()
-            if fsync_error is not None:  # it would retry its final write-back for a minute
-                log = mount_b.log()
-                mount_b.process.kill()
+            b.fsync()
+        except OSError as e:
+            fsync_error = e
+        if fsync_error is not None:  # it would retry its final write-back for a minute
+            log = mount_b.log()
+            mount_b.process.kill()
     stored = made.read()
     figures_line(request, "write over a chunk the other mount deleted",
                  {"fsync_error": str(fsync_error), "lost_updates": lost(stored, expected),

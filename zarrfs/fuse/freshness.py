@@ -30,6 +30,7 @@ OUTAGE_SECONDS = 10.0
 
 class OpenFile(Protocol):
     node: Ref
+    inode: int
     page_cached: bool
     writable: bool
 
@@ -61,8 +62,8 @@ class Freshness:
         the kernel holds the pages it wrote locked until it is answered."""
         self.touch()
         files = list(self._open_files())
-        open_with_pages = {self.tree.inode(f.node) for f in files if f.page_cached}
-        written_with_pages = {self.tree.inode(f.node) for f in files if f.page_cached and f.writable}
+        open_with_pages = {f.inode for f in files if f.page_cached}
+        written_with_pages = {f.inode for f in files if f.page_cached and f.writable}
         for inode in self.tree.sharing_bytes(node):
             await trio.to_thread.run_sync(invalidate_attributes, inode)
             if inode not in open_with_pages:
@@ -107,8 +108,7 @@ class Freshness:
                         continue
                     arrays_checked.add(node.path)
                 if await self.recheck(node):
-                    files = self._open_files()
-                    showing = {self.tree.inode(f.node) for f in files if f.node.path == node.path}
+                    showing = {f.inode for f in self._open_files() if f.node.path == node.path}
                     for inode in showing:
                         await trio.to_thread.run_sync(invalidate_attributes, inode)
 
