@@ -61,6 +61,12 @@ def cells_of(box: Box, cell_shape: Sequence[int]) -> Iterator[Piece]:
         yield Piece(cell, tuple(in_cell), tuple(in_box), covers)
 
 
+def extent_inside(cell: Sequence[int], cell_shape: Sequence[int], shape: Sequence[int]) -> Index:
+    """How much of a grid cell lies inside an array of `shape`, along each axis (an edge
+    cell's overhang is the rest)."""
+    return tuple(max(0, min(c, n - i * c)) for i, c, n in zip(cell, cell_shape, shape, strict=True))
+
+
 def flat_boxes(shape: Sequence[int], first: int, last: int) -> list[Box]:
     """Split the C-order element range [first, last) of an array of `shape` into boxes.
 

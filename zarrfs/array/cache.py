@@ -64,6 +64,9 @@ class ChunkCache:
         self.indexes: OrderedDict[CacheKey, Any] = OrderedDict()
         self.index_bytes = 0
         self.index_budget = max(capacity // 8, 1 << 20)
+        # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit.
+        self.reserved_bytes = 0
+        self.reserve_limit = capacity // 4
 
     def evict(self) -> None:
         """Drop least recently used clean entries until the cache fits its limit."""
@@ -78,6 +81,22 @@ class ChunkCache:
                 self.total_bytes -= entry.nbytes
                 if self.total_bytes <= self.capacity:
                     return
+
+    def reserve(self, nbytes: int) -> bool:
+        """Count a buffer held outside the cache against its limit (evicting to make room);
+        False when such buffers already hold their share of it."""
+        with self.lock:
+            if self.reserved_bytes + nbytes > self.reserve_limit:
+                return False
+            self.reserved_bytes += nbytes
+            self.total_bytes += nbytes
+        self.evict()
+        return True
+
+    def release(self, nbytes: int) -> None:
+        with self.lock:
+            self.reserved_bytes -= nbytes
+            self.total_bytes -= nbytes
 
     def remember_index(self, key: CacheKey, index: Any, cost: Callable[[Any], int]) -> None:
         with self.lock:

@@ -13,7 +13,9 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -70,6 +72,10 @@ class PlainChunkIO:
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
 
+    def units_of(self, chunk: Index) -> list[Index]:
+        """The read chunks a stored object holds."""
+        return [chunk]
+
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         found = self.store.read(key)
         if found is None:
@@ -124,8 +130,9 @@ class ShardedChunkIO(PlainChunkIO):
     """Each stored object is a shard; the unit read and cached is the inner chunk."""
 
     def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
-                 owner: int, stats: Stats, counters: Counters) -> None:
+                 owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
         super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
+        self.encoders = encoders
         self.sharding = sharding
         self.cache = cache
         self.owner = owner
@@ -137,6 +144,11 @@ class ShardedChunkIO(PlainChunkIO):
         per = self.sharding.chunks_per_shard
         return (tuple(u // p for u, p in zip(unit, per, strict=True)),
                 tuple(u % p for u, p in zip(unit, per, strict=True)))
+
+    def units_of(self, chunk: Index) -> list[Index]:
+        per = self.sharding.chunks_per_shard
+        return [tuple(c * p + i for c, p, i in zip(chunk, per, inner, strict=True))
+                for inner in self.sharding.inner_positions()]
 
     def forget_index(self, chunk: Index) -> None:
         self.cache.forget_index((self.owner, chunk), index_cost)
@@ -217,13 +229,19 @@ class ShardedChunkIO(PlainChunkIO):
             expect: Expect) -> str | None:
         assert stored is not None
         encoded = dict(stored.inner)
+        changed: dict[Index, np.ndarray] = {}
         for unit, data in arrays.items():
             inner = self.location(unit)[1]
             assert inner is not None
             if is_fill(data, self.fill_value):
                 encoded.pop(inner, None)
             else:
-                encoded[inner] = self.timed_encode(self.sharding.inner.encode, data)
+                changed[inner] = data
+        # On the loader threads, so a shard's inner chunks are encoded on every core (this
+        # runs on a writer thread; loaders never wait for writers).
+        encode = partial(self.timed_encode, self.sharding.inner.encode)
+        encodings = self.encoders.map(encode, changed.values())
+        encoded.update(zip(changed, encodings, strict=True))
         with self._shard_lock(chunk):
             try:
                 return self._replace_shard(key, chunk, encoded, expect)

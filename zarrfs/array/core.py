@@ -24,13 +24,14 @@ import numpy as np
 from ..codecs import ChunkSpec, CodecError, Pipeline
 from ..errors import ChunkError, ReadOnlyError
 from ..formats import ArrayDescription
-from ..grid import Box, Index, Piece, cells_of
+from ..grid import Box, Index, Piece, cells_of, extent_inside
 from ..store import Store
 from . import resize as resizing
 from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
 from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
 from .recheck import Changes, Seen, recheck
+from .streaming import Stream
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class ZarrArray:
                                    self.shared.counters)
         else:
             self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.cache, self.owner, self.stats,
-                                     self.shared.counters)
+                                     self.shared.counters, self.shared.loaders)
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else self.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
         # Every missing chunk reads as this one: one element seen through zero strides, so an
@@ -78,8 +79,10 @@ class ZarrArray:
         self._fill_chunk = np.broadcast_to(self._fill_element.reshape((1,) * len(self.read_chunk_shape)),
                                            self.read_chunk_shape)
         self._loading: dict[Index, Future[Entry]] = {}
+        self.mutations = 0  # bumped (under the lock) after any element changes: see .streaming
         self._dirty_bytes = 0
         self._flush_lock = threading.Lock()
+        self.early = writeback.Early()
         self._flush_lock_for_resize = threading.Lock()  # one resize at a time
         # Only as many shard rebuilds at once as half the cache holds (each holds the old
         # shard, its new inner chunks and the new shard).
@@ -121,10 +124,6 @@ class ZarrArray:
     @property
     def read_only(self) -> bool:
         return self.store.read_only
-
-    @property
-    def cache_bytes(self) -> int:
-        return self.cache.capacity
 
     @property
     def extended_shape(self) -> Index:
@@ -178,6 +177,11 @@ class ZarrArray:
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
         self._start_loads(piece.cell for piece in cells_of(box, self.read_chunk_shape))
+
+    def stream(self, box: Box) -> Stream | None:
+        """Start filling a buffer with the elements of `box` (zarrfs.array.streaming); None
+        when readers' buffers already hold their share of the cache."""
+        return Stream.start(self, box)
 
     def _start_loads(self, units: Iterable[Index]) -> dict[Index, Future[Entry]]:
         started: dict[Index, Future[Entry]] = {}
@@ -257,16 +261,14 @@ class ZarrArray:
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
-        if fetched.data is not None and self._is_edge(unit):
+        edge = extent_inside(unit, self.read_chunk_shape, self.shape) != self.read_chunk_shape
+        if fetched.data is not None and edge:
             # Outside the array a chunk holds the fill value, whatever a writer left there
             # (v1 and v2 leave it undefined).
             fetched.data = np.array(fetched.data, order="C")
             self._clear_overhang(unit, fetched.data)
         self.seen.note(chunk, fetched.generation)
         return fetched
-
-    def _is_edge(self, unit: Index) -> bool:
-        return any((u + 1) * c > s for u, c, s in zip(unit, self.read_chunk_shape, self.shape, strict=True))
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -275,10 +277,13 @@ class ZarrArray:
         if self.read_only:
             raise ReadOnlyError("the array is read-only")
         writeback.make_room(self)
-        for piece in cells_of(box, self.read_chunk_shape):
-            self._write_piece(piece, values[piece.in_box])
+        whole = [piece.cell for piece in cells_of(box, self.read_chunk_shape)
+                 if self._write_piece(piece, values[piece.in_box])]
+        if whole:
+            writeback.store_early(self, whole)
 
-    def _write_piece(self, piece: Piece, values: np.ndarray) -> None:
+    def _write_piece(self, piece: Piece, values: np.ndarray) -> bool:
+        """Whether the write made the chunk whole: all of it written, none of it read."""
         unit, in_cell = piece.cell, piece.in_cell
         while True:
             with self._lock:
@@ -291,20 +296,23 @@ class ZarrArray:
                     if entry.lent or not entry.data.flags.writeable:
                         self._replace_data(entry, np.array(entry.data, order="C"))
                     entry.data[in_cell] = values
-                    self._mark_written(entry, in_cell)
+                    became_whole = self._mark_written(entry, in_cell)
                     self._clear_overhang(unit, entry.data)
                     if not entry.dirty:
                         self._count_dirty(entry.nbytes)
                     entry.version += 1
+                    self.mutations += 1
                     break
             pending.result()  # let a load in flight finish first, then write into its result
         self.cache.evict()
+        return became_whole
 
-    def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> None:
+    def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> bool:
         """Record written elements: to merge them with the stored chunk when it is read, and
-        again if another writer changes it before they are saved."""
+        again if another writer changes it before they are saved. Whether this write made
+        the chunk whole."""
         if not entry.loaded and entry.unwritten == 0:
-            return  # all of it is this mount's: stored whatever the store holds, no mask
+            return False  # all of it is this mount's: stored whatever the store holds, no mask
         if entry.written is None:
             entry.written = np.zeros(self.read_chunk_shape, dtype=bool)
             self._replace_data(entry, entry.data)  # counts the mask
@@ -313,30 +321,34 @@ class ZarrArray:
         if not entry.loaded:  # once all are written the stored chunk is never needed
             entry.unwritten -= region.size - int(np.count_nonzero(region))
         region[...] = True
-        if not entry.loaded and entry.unwritten == 0:
-            entry.written = None
-            self._recount(entry)
+        if entry.loaded or entry.unwritten:
+            return False
+        entry.written = None
+        self._recount(entry)
+        return True
 
     def _new_entry(self, unit: Index) -> Entry:
-        """A chunk about to be written without reading it: the fill value, and no elements
-        known until they are written."""
-        entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(self.read_chunk_shape))
+        """A chunk about to be written without reading it: no elements known until they are
+        written (the others are never used: merged from the store first). The overhang is
+        not counted, as no write reaches it."""
+        inside = math.prod(extent_inside(unit, self.read_chunk_shape, self.shape))
+        entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=inside)
         self.cache.entries[self._key(unit)] = entry
-        self._replace_data(entry, self.read_chunk.fill_array())
+        self._replace_data(entry, np.empty(self.read_chunk_shape, dtype=self.data_type.storage))
         return entry
 
     def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:
         """Elements of an edge chunk outside the array hold the fill value."""
-        fill = self._fill_element[0]
-        for d, (u, c, s) in enumerate(zip(unit, self.read_chunk_shape, self.shape, strict=True)):
-            inside = s - u * c
-            if inside < c:
-                data[(slice(None),) * d + (slice(max(inside, 0), None),)] = fill
+        inside = extent_inside(unit, self.read_chunk_shape, self.shape)
+        for d, (extent, c) in enumerate(zip(inside, self.read_chunk_shape, strict=True)):
+            if extent < c:
+                data[(slice(None),) * d + (slice(extent, None),)] = self._fill_element[0]
 
     def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
         """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
         entry.data = data
         entry.lent = False
+        self.mutations += 1
         self._recount(entry)
 
     def _recount(self, entry: Entry) -> None:
@@ -377,10 +389,6 @@ class ZarrArray:
         self.cache.dirty_bytes += delta
 
     # -- information -------------------------------------------------------------------------
-
-    @property
-    def cached_bytes(self) -> int:
-        return self.cache.total_bytes
 
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""

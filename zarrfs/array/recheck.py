@@ -82,5 +82,6 @@ def forget(array: ZarrArray, chunks: set[Index]) -> None:
             if not entry.dirty and array.io.location(unit)[0] in chunks:
                 del cache.entries[(owner, unit)]
                 cache.total_bytes -= entry.nbytes
+        array.mutations += 1  # streams of what the store held are stale too
     for chunk in chunks:
         array.io.forget_index(chunk)

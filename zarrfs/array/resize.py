@@ -56,6 +56,8 @@ def _take_shape(array: ZarrArray, shape: tuple[int, ...], raw: bytes) -> None:
     array.metadata = dataclasses.replace(array.metadata, shape=shape)
     array.shape = shape
     array.grid_shape = array.metadata.grid_shape
+    with array._lock:
+        array.mutations += 1
 
 
 def _check(array: ZarrArray, shape: tuple[int, ...]) -> None:

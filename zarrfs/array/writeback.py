@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -33,15 +34,32 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 50
 
 
-def flush(array: ZarrArray) -> None:
-    """Write every dirty chunk of an array to the store. On failure the data stays dirty."""
+class Early:
+    """Chunks (or shards) being stored ahead of a flush, as soon as this mount wrote them
+    whole: their encoding overlaps the writes that follow, and a flush finds them done."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[Index, Future[None]] = {}
+        self.unsynced: set[Index] = set()  # stored early; their directory entries not yet synced
+        self._locks = [threading.Lock() for _ in range(64)]  # one write-back of a chunk at a time
+
+    def lock(self, chunk: Index) -> threading.Lock:
+        return self._locks[hash(chunk) % len(self._locks)]
+
+
+def flush(array: ZarrArray, *, complete_only: bool = False) -> None:
+    """Write every dirty chunk of an array to the store (with `complete_only`, those that need
+    no stored chunk merged in first). On failure the data stays dirty."""
     with array._flush_lock:
+        for early in list(array.early.jobs.values()):
+            early.result()
         with array._lock:
             groups: defaultdict[Index, list[Index]] = defaultdict(list)
             for (owner, unit), entry in array.cache.entries.items():
-                if owner == array.owner and entry.dirty:
+                if owner == array.owner and entry.dirty and (entry.complete or not complete_only):
                     groups[array.io.location(unit)[0]].append(unit)
-        jobs: dict[Index, Future[None]] = {
+            stored_early = set(array.early.unsynced)
+        jobs: dict[Index, Future[bool]] = {
             chunk: array.shared.writers.submit(_flush_chunk, array, chunk, units)
             for chunk, units in groups.items()
         }
@@ -54,20 +72,26 @@ def flush(array: ZarrArray) -> None:
                 failure = failure or e
         if failure is None:
             try:
-                array.store.sync_directories(array.chunk_key(chunk) for chunk in jobs)
+                array.store.sync_directories(array.chunk_key(chunk) for chunk in set(jobs) | stored_early)
             except OSError as e:
                 failure = e
         if failure is not None:
             raise failure
+        with array._lock:
+            array.early.unsynced -= stored_early
     array.cache.evict()
 
+
 def make_room(array: ZarrArray) -> None:
-    """Write back before dirty data fills the cache (every array of the mount shares it)."""
+    """Write back before dirty data fills the cache (every array of the mount shares it):
+    first what needs nothing read, then the rest."""
     if array.cache.dirty_bytes <= array.cache.capacity // 2:
         return
-    flushes: list[Callable[[], None]] = [array.flush] + [
+    flushes: list[Callable[[], None]] = [lambda: flush(array, complete_only=True), array.flush] + [
         a.flush for a in array.shared.dirty_arrays() if a is not array]
     for flush_one in flushes:
+        if array.cache.dirty_bytes <= array.cache.capacity // 2:
+            return
         try:
             flush_one()
         except (OSError, ChunkError):
@@ -76,9 +100,39 @@ def make_room(array: ZarrArray) -> None:
             log.warning("write-back failed; keeping %d dirty bytes for a retry", array.cache.dirty_bytes)
 
 
-def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
-    with array._write_slots:
-        _write_back(array, chunk, units)
+def store_early(array: ZarrArray, units: list[Index]) -> None:
+    """Start storing the chunks (or shards) of `units` that this mount has written whole."""
+    with array._lock:
+        for chunk in {array.io.location(unit)[0] for unit in units}:
+            if chunk not in array.early.jobs and all(
+                (e := array.cache.entries.get(array._key(u))) is not None and e.dirty and not e.loaded
+                and not e.unwritten for u in array.io.units_of(chunk)
+            ):
+                array.early.jobs[chunk] = array.shared.writers.submit(_store_early, array, chunk)
+
+
+def _store_early(array: ZarrArray, chunk: Index) -> None:
+    try:
+        if _flush_chunk(array, chunk, array.io.units_of(chunk)):
+            with array._lock:
+                array.early.unsynced.add(chunk)
+    except Exception as e:  # the data stays dirty: the next flush stores it or reports why not
+        log.warning("storing %r ahead of a flush failed: %s", array.store.path(array.chunk_key(chunk)), e)
+    finally:
+        with array._lock:
+            array.early.jobs.pop(chunk, None)
+
+
+def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> bool:
+    """Store those of `units` still dirty once no other write-back of the chunk is running;
+    whether there were any."""
+    with array.early.lock(chunk), array._write_slots:
+        with array._lock:
+            entries = array.cache.entries
+            units = [u for u in units if (e := entries.get(array._key(u))) is not None and e.dirty]
+        if units:
+            _write_back(array, chunk, units)
+        return bool(units)
 
 
 @dataclass
@@ -187,8 +241,11 @@ def _settle(array: ZarrArray, snapshot: _Snapshot, generation: str | None) -> No
     array.seen.note(array.io.location(next(iter(snapshot.entries)))[0], generation)
     with array._lock:
         for unit, entry in snapshot.entries.items():
-            entry.loaded = True
+            saved = entry.version == snapshot.versions[unit]  # else written meanwhile: still dirty
+            # A chunk written whole stays wholly this mount's while writes to it are unsaved:
+            # they have no written-mask, so it must not be merged with a stored version.
+            entry.loaded = entry.loaded or saved or bool(entry.unwritten)
             entry.base = generation
-            if entry.version == snapshot.versions[unit]:  # else written meanwhile: still dirty
+            if saved:
                 array._count_dirty(-entry.nbytes)
             entry.saved_version = snapshot.versions[unit]

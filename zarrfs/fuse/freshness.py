@@ -38,8 +38,10 @@ class OpenFile(Protocol):
 class Freshness:
     def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
                  open_files: Callable[[], Iterable[OpenFile]],
-                 nursery: Callable[[], trio.Nursery]) -> None:
+                 nursery: Callable[[], trio.Nursery], writing: Callable[[int], bool]) -> None:
+        """`writing(inode)`: whether a write to that file is in flight."""
         self.tree = tree
+        self._writing = writing
         self._nursery = nursery
         self._in_thread = in_thread
         self._open_files = open_files
@@ -68,9 +70,10 @@ class Freshness:
             await trio.to_thread.run_sync(invalidate_attributes, inode)
             if inode not in open_with_pages:
                 self._behind.add(inode)
-            elif through_pages and inode in written_with_pages:
+            elif through_pages and inode in written_with_pages and self._writing(inode):
                 # Its writer may be waiting, with its own pages locked, to drop ours: waiting
-                # here for its pages would deadlock. Drop them once this write is answered.
+                # here for its pages would deadlock. Drop them once this write is answered
+                # (only then: meanwhile a reader of that file could see its old pages).
                 self._nursery().start_soon(trio.to_thread.run_sync, drop_pages, inode)
             else:
                 await trio.to_thread.run_sync(drop_pages, inode)
@@ -146,6 +149,9 @@ class WriteOrder:
         if not writes:
             del self._writes[inode]
         write[2].set()
+
+    def writing(self, inode: int) -> bool:
+        return inode in self._writes
 
     async def wait_for(self, inode: int, start: int, end: int) -> None:
         earlier = [done for s, e, done in self._writes.get(inode, ()) if s < end and start < e]

@@ -25,6 +25,7 @@ from ..options import MountOptions
 from ..tree import Ref, Tree
 from ..views import FileView
 from ..views.files import FixedBytesError
+from ..views.readahead import Readahead
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
 from .freshness import Freshness, WriteOrder
@@ -36,10 +37,6 @@ T = TypeVar("T")
 STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
-PREFETCH_BYTES = 32 << 20
-# A read counts as sequential when it starts near where the previous one ended; the kernel's
-# readahead sends several requests at once, so they arrive slightly out of order.
-SEQUENTIAL_SLACK = 4 << 20
 
 
 @dataclass
@@ -49,9 +46,8 @@ class _Handle:
     view: FileView
     writable: bool
     page_cached: bool  # (not direct_io)
+    readahead: Readahead | None  # None: a small file, read at once
     wrote: bool = False
-    last_end: int = -1
-    prefetched_to: int = 0
 
 
 class ZarrOperations(pyfuse3.Operations):
@@ -65,12 +61,12 @@ class ZarrOperations(pyfuse3.Operations):
         self.options = options
         self.read_only = options.read_only or read_only
         self.limiter = trio.CapacityLimiter(8)
-        self.prefetch_bytes = min(PREFETCH_BYTES, tree.shared.cache.capacity // 4)
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
-        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()), self._serving)
+        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()), self._serving,
+                               self.order.writing)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -277,7 +273,8 @@ class ZarrOperations(pyfuse3.Operations):
         fh = self._next_fh
         self._next_fh += 1
         direct_io = self.options.direct_io or view.direct_io
-        self._handles[fh] = _Handle(node, inode, view, writable, page_cached=not direct_io)
+        self._handles[fh] = _Handle(node, inode, view, writable, page_cached=not direct_io,
+                                    readahead=view.readahead())
         keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
 
@@ -292,21 +289,13 @@ class ZarrOperations(pyfuse3.Operations):
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
         await self.order.wait_for(handle.inode, offset, offset + size)
-        if not handle.view.prefetches:
+        if handle.readahead is None:
             return handle.view.read(offset, size)
-        return await self._in_thread(self._read_and_prefetch, handle, offset, size)
-
-    def _read_and_prefetch(self, handle: _Handle, offset: int, size: int) -> bytes | memoryview:
-        data = handle.view.read(offset, size)
-        end = offset + size
-        sequential = abs(offset - handle.last_end) <= SEQUENTIAL_SLACK
-        running_low = handle.prefetched_to - end < self.prefetch_bytes // 2
-        if sequential and running_low:
-            start = max(handle.prefetched_to, end)
-            handle.view.prefetch(start, end + self.prefetch_bytes - start)
-            handle.prefetched_to = end + self.prefetch_bytes
-        handle.last_end = end
-        return data
+        # Bytes decoded ahead are answered here, without a trip to a worker thread.
+        ready = handle.readahead.ready(offset, size)
+        if ready is not None:
+            return ready
+        return await self._in_thread(handle.readahead.read, offset, size)
 
     @boundary
     async def write(self, fh: int, offset: int, buf: bytes) -> int:
@@ -317,14 +306,16 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EBADF)
         size = handle.view.size
         write = self.order.begin(handle.inode, offset, offset + len(buf))
-        try:
-            written = await self._in_thread(handle.view.write, offset, buf)
+        try:  # (in flight until the other views are told: see Freshness.after_write)
+            try:
+                written = await self._in_thread(handle.view.write, offset, buf)
+            finally:
+                if handle.view.size != size:  # grown by a write past the end
+                    await self.fresh.invalidate_stale()
+            handle.wrote = True
+            await self.fresh.after_write(handle.node, through_pages=handle.page_cached)
         finally:
             self.order.end(handle.inode, write)
-            if handle.view.size != size:  # grown by a write past the end
-                await self.fresh.invalidate_stale()
-        handle.wrote = True
-        await self.fresh.after_write(handle.node, through_pages=handle.page_cached)
         return written
 
     @boundary
@@ -340,6 +331,8 @@ class ZarrOperations(pyfuse3.Operations):
     @boundary
     async def release(self, fh: int) -> None:
         handle = self._handles.pop(fh, None)
+        if handle is not None and handle.readahead is not None:
+            handle.readahead.close()
         if handle is not None and handle.wrote:
             # Pages written through a shared mapping can arrive after the last close.
             await self._in_thread(handle.view.flush)

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType
 from ..grid import Box, Index, cells_of, flat_boxes
+from .readahead import Readahead
+
+if TYPE_CHECKING:
+    from ..array.streaming import Stream
 
 
 class FixedBytesError(ZarrfsError, PermissionError):
@@ -41,8 +45,15 @@ class RegionArray(Protocol):
     @property
     def read_only(self) -> bool: ...
 
+    @property
+    def read_chunk_shape(self) -> Index:
+        """The unit read and cached (the inner chunk of a shard)."""
+
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """Each box's elements, from one version of every chunk they touch."""
+
+    def stream(self, box: Box) -> Stream | None:
+        """A buffer being filled with the elements of `box` in C order (None: no room)."""
 
     def write(self, box: Box, values: np.ndarray) -> None: ...
     def resize(self, shape: tuple[int, ...]) -> None: ...
@@ -68,9 +79,8 @@ class FileView(Protocol):
         """Served without the page cache: always current, even when another view of the
         same bytes was written (chunk files)."""
 
-    @property
-    def prefetches(self) -> bool:
-        """Worth reading ahead of a sequential reader (decoding is the slow part)."""
+    def readahead(self) -> Readahead | None:
+        """What reads ahead for one open file, or None: small, read at once."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...
@@ -90,7 +100,6 @@ class StoredFile:
 
     writable = False
     direct_io = True
-    prefetches = False
     resizable = False
 
     def __init__(self, size: int, load: Callable[[], bytes]) -> None:
@@ -99,6 +108,9 @@ class StoredFile:
 
     def read(self, offset: int, size: int) -> bytes:
         return self._load()[offset : offset + size]
+
+    def readahead(self) -> None:
+        return None
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         raise PermissionError("read-only file")
@@ -126,8 +138,6 @@ class RegionFile:
 
     `data` is the whole array; a chunk file is the region of one chunk of the grid (edge
     chunks include their overhang, which holds the fill value)."""
-
-    prefetches = True
 
     def __init__(self, array: RegionArray, region: Box | None, byteorder: str = "little", *,
                  direct_io: bool = False, resizer: Callable[[tuple[int, ...]], None] | None = None) -> None:
@@ -226,6 +236,28 @@ class RegionFile:
         size = max(0, min(size, self.size - offset))
         for box in self.boxes(offset, size):
             self.array.prefetch(box)
+
+    def readahead(self) -> Readahead:
+        return Readahead(self, self)
+
+    @property
+    def row_bytes(self) -> int:
+        """The bytes of one index of the first axis."""
+        return math.prod(self.region.shape[1:]) * self.itemsize
+
+    def slab_rows(self) -> int | None:
+        """Rows per row of read chunks, when this file is the whole array in its own byte
+        order (so a run of such rows is a stream's buffer as it is); else None."""
+        shape = self.array.shape
+        if self._region is not None or self._convert or not shape or not self.row_bytes:
+            return None
+        return self.array.read_chunk_shape[0]
+
+    def stream_rows(self, first: int, stop: int) -> Stream | None:
+        """Start filling a buffer with rows [first, stop) of the array (clipped to it)."""
+        shape = self.array.shape
+        return self.array.stream(Box((min(first, shape[0]), *(0,) * (len(shape) - 1)),
+                                     (min(stop, shape[0]), *shape[1:])))
 
     def flush(self) -> None:
         self.array.flush()

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .files import FileTooLargeError, FixedBytesError, RegionFile
+from .readahead import Readahead
 
 Header = Callable[[], bytes | None]
 
 
 class NpyFile:
-    prefetches = True
     direct_io = False
     resizable = False
 
@@ -58,6 +58,9 @@ class NpyFile:
     def prefetch(self, offset: int, size: int) -> None:
         header = len(self.header())
         self.data.prefetch(max(offset - header, 0), size)
+
+    def readahead(self) -> Readahead:
+        return Readahead(self, self.data, lambda: len(self.header()))
 
     def flush(self) -> None:
         self.data.flush()

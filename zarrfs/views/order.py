@@ -33,6 +33,10 @@ class FortranOrder:
         return self.array.chunk_shape[::-1]
 
     @property
+    def read_chunk_shape(self) -> Index:
+        return self.array.read_chunk_shape[::-1]
+
+    @property
     def read_only(self) -> bool:
         return self.array.read_only
 
@@ -47,6 +51,10 @@ class FortranOrder:
 
     def prefetch(self, box: Box) -> None:
         self.array.prefetch(_reversed(box))
+
+    def stream(self, box: Box) -> None:
+        """No slabs: the array's buffers are in the other order (reads go through the cache)."""
+        return None
 
     def flush(self) -> None:
         self.array.flush()

@@ -1,0 +1,151 @@
+"""Storing chunks ahead of a flush (zarrfs.array.writeback.store_early), without FUSE: a chunk
+or shard this mount wrote whole is encoded and stored while the writer goes on, nothing is
+read to do it, a failure leaves the data for the flush, and the flush still makes it durable."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zarrfs.array import ZarrArray
+from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.grid import Box
+from zarrfs.store import Store
+
+SHAPE = (64, 96)
+CHUNKS = (16, 32)
+INNER = (16, 16)
+ZSTD = {"name": "zstd", "configuration": {"level": 1}}
+BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+
+
+def _array(path: Path, sharded: bool = False) -> ZarrArray:
+    codecs: list[Any] = [BYTES, ZSTD]
+    if sharded:
+        codecs = [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": list(INNER), "codecs": codecs,
+            "index_codecs": [BYTES, {"name": "crc32c"}]}}]
+    doc = {
+        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
+    }
+    return ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2)
+
+
+def _settled(array: ZarrArray) -> None:
+    deadline = time.monotonic() + 10
+    while array.early.jobs:
+        assert time.monotonic() < deadline, "early write-backs did not finish"
+        time.sleep(0.01)
+
+
+def _stored(path: Path) -> set[str]:
+    return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and p.name != "zarr.json"}
+
+
+def _values(box: Box, seed: int = 1) -> np.ndarray:
+    return (np.arange(box.size, dtype="<u2") * 3 + seed).reshape(box.shape)
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
+def test_chunks_written_whole_are_stored_without_a_flush(tmp_path: Path, sharded: bool) -> None:
+    array = _array(tmp_path, sharded)
+    try:
+        first_row = Box((0, 0), (CHUNKS[0], SHAPE[1]))  # every chunk (shard) of row 0, whole
+        array.write(first_row, _values(first_row))
+        half = Box((CHUNKS[0], 0), (CHUNKS[0] + 4, SHAPE[1]))  # part of row 1
+        array.write(half, _values(half))
+        _settled(array)
+        assert _stored(tmp_path) == {f"c/0/{j}" for j in range(SHAPE[1] // CHUNKS[1])}
+        assert array.stats.bytes_fetched == 0, "storing a whole chunk read the stored one"
+        assert array.early.unsynced == {(0, j) for j in range(SHAPE[1] // CHUNKS[1])}
+        array.flush()
+        assert not array.early.unsynced, "the flush did not sync what was stored early"
+    finally:
+        array.close()
+    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    try:
+        got = reopened.read(Box((0, 0), (CHUNKS[0] + 4, SHAPE[1])))
+        assert np.array_equal(got[: CHUNKS[0]], _values(first_row))
+        assert np.array_equal(got[CHUNKS[0]:], _values(half))
+    finally:
+        reopened.close()
+
+
+def test_a_shard_is_stored_early_only_once_all_of_it_is_written(tmp_path: Path) -> None:
+    array = _array(tmp_path, sharded=True)
+    try:
+        left = Box((0, 0), (CHUNKS[0], INNER[1]))  # one of the two inner chunks of shard (0, 0)
+        array.write(left, _values(left))
+        _settled(array)
+        assert _stored(tmp_path) == set()
+        right = Box((0, INNER[1]), (CHUNKS[0], CHUNKS[1]))
+        array.write(right, _values(right, 7))
+        _settled(array)
+        assert _stored(tmp_path) == {"c/0/0"}
+        array.flush()
+    finally:
+        array.close()
+
+
+def test_a_failed_early_write_is_kept_for_the_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    array = _array(tmp_path)
+    put = array.store.put
+    failures = []
+
+    def failing_put(key: str, data: Any, **kwargs: Any) -> Any:
+        if not failures:
+            failures.append(key)
+            raise OSError(28, "No space left on device")
+        return put(key, data, **kwargs)
+
+    monkeypatch.setattr(array.store, "put", failing_put)
+    try:
+        box = Box((0, 0), CHUNKS)
+        with caplog.at_level(logging.WARNING):
+            array.write(box, _values(box))
+            _settled(array)
+        assert failures == ["c/0/0"] and _stored(tmp_path) == set()
+        assert "ahead of a flush failed" in caplog.text and "No space left" in caplog.text
+        assert array.dirty_bytes > 0, "the data of a failed early write was dropped"
+        array.flush()
+        assert _stored(tmp_path) == {"c/0/0"}
+    finally:
+        array.close()
+    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    try:
+        assert np.array_equal(reopened.read(Box((0, 0), CHUNKS)), _values(Box((0, 0), CHUNKS)))
+    finally:
+        reopened.close()
+
+
+def test_an_edge_chunk_is_whole_once_its_part_inside_the_array_is_written(tmp_path: Path) -> None:
+    doc = {
+        "zarr_format": 3, "node_type": "array", "shape": [20, 40], "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 32]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 5, "codecs": [BYTES, ZSTD],
+    }
+    array = ZarrArray.create(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
+    try:
+        corner = Box((16, 32), (20, 40))  # all of chunk (1, 1) that lies inside the array
+        array.write(corner, _values(corner))
+        _settled(array)
+        assert _stored(tmp_path) == {"c/1/1"}
+        assert array.stats.bytes_fetched == 0
+        array.flush()
+    finally:
+        array.close()
+    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    try:
+        assert np.array_equal(reopened.read(corner), _values(corner))
+        stored = reopened.fetch((1, 1)).data
+        assert stored is not None and (stored[4:, :] == 5).all() and (stored[:, 8:] == 5).all()
+    finally:
+        reopened.close()

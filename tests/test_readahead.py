@@ -1,0 +1,223 @@
+"""Reading ahead of a sequential reader (zarrfs.views.readahead, zarrfs.array.streaming),
+without FUSE: slabs decoded ahead are served as they are, never once anything changed, give
+their share of the cache back when closed, and stay within it however many readers stream."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from zarrfs.array import ZarrArray
+from zarrfs.errors import ChunkError
+from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.grid import Box
+from zarrfs.store import Store
+from zarrfs.views import readahead
+from zarrfs.views.files import RegionFile
+from zarrfs.views.headers import npy_header
+from zarrfs.views.npy import NpyFile
+from zarrfs.views.readahead import Readahead
+
+SHAPE = (256, 192)
+CHUNKS = (32, 64)
+ROW = SHAPE[1] * 2  # bytes per row of uint16
+SLAB = CHUNKS[0] * ROW  # one row of chunks per slab (SLAB_BYTES is patched down to it)
+VALUES = np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE) * 7
+
+
+@pytest.fixture(autouse=True)
+def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readahead, "SLAB_BYTES", SLAB)
+
+
+def _create(path: Path, cache_bytes: int = 64 << 20) -> ZarrArray:
+    doc = {
+        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                   {"name": "zstd", "configuration": {"level": 1}}],
+    }
+    array = ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2)
+    array.write(Box((0, 0), SHAPE), VALUES)
+    array.flush()
+    array.close()
+    return ZarrArray.open(Store.open(str(path)), cache_bytes=cache_bytes, threads=2)
+
+
+@pytest.fixture
+def array(tmp_path: Path) -> Any:
+    opened = _create(tmp_path)
+    yield opened
+    opened.close()
+
+
+def _slab(reader: Readahead, index: int) -> Any:
+    stream = reader._slabs[index]
+    assert stream.wait(), "the slab did not finish"
+    return stream
+
+
+def _expected(offset: int, size: int, values: np.ndarray = VALUES) -> bytes:
+    return values.tobytes()[offset : offset + size]
+
+
+def test_a_sequential_reader_is_answered_from_slabs_decoded_once(array: ZarrArray) -> None:
+    reader = RegionFile(array, None).readahead()
+    got = bytearray(reader.read(0, 4096))
+    _slab(reader, 1)
+    position, answered_at_once = len(got), 0
+    while position < VALUES.nbytes:
+        ready = reader.ready(position, 5000)
+        answered_at_once += ready is not None
+        piece = ready if ready is not None else reader.read(position, 5000)
+        got += bytes(piece)
+        position += len(piece)
+    reader.close()
+    assert bytes(got) == VALUES.tobytes()
+    assert answered_at_once > VALUES.nbytes // 5000 // 2, "slabs ahead did not answer at once"
+    chunks = (SHAPE[0] // CHUNKS[0]) * (SHAPE[1] // CHUNKS[1])
+    assert array.stats.loads == chunks, "a chunk was decoded more than once"
+
+
+@pytest.mark.parametrize("through", ["data", "data.npy", "chunk file", "array"])
+def test_a_write_through_any_view_makes_slabs_stale(array: ZarrArray, through: str) -> None:
+    data = RegionFile(array, None)
+    reader = data.readahead()
+    reader.read(0, 4096)
+    _slab(reader, 1)
+    assert reader.ready(SLAB, 4096) is not None
+    new = np.full((2, SHAPE[1]), 9, dtype="<u2")
+    row = CHUNKS[0] + 3  # inside slab 1
+    if through == "data":
+        RegionFile(array, None).write(row * ROW, new.tobytes())
+    elif through == "data.npy":
+        header = npy_header(np.dtype("<u2"), SHAPE, False)
+        assert header is not None
+        NpyFile(RegionFile(array, None), lambda: header).write(len(header) + row * ROW, new.tobytes())
+    elif through == "chunk file":
+        chunk = RegionFile(array, Box((CHUNKS[0], 0), (2 * CHUNKS[0], CHUNKS[1])), direct_io=True)
+        chunk.write(3 * CHUNKS[1] * 2, new[:, : CHUNKS[1]].tobytes())
+        new[:, CHUNKS[1]:] = VALUES[row : row + 2, CHUNKS[1]:]
+    else:
+        array.write(Box((row, 0), (row + 2, SHAPE[1])), new)
+    expected = VALUES.copy()
+    expected[row : row + 2] = new
+    assert reader.ready(SLAB, 4096) is None, "a slab made before the write answered after it"
+    assert bytes(reader.read(row * ROW, 2 * ROW)) == _expected(row * ROW, 2 * ROW, expected)
+    reader.close()
+
+
+def test_npy_reader_reads_header_and_body_through_slabs(array: ZarrArray) -> None:
+    header = npy_header(np.dtype("<u2"), SHAPE, False)
+    assert header is not None
+    npy = NpyFile(RegionFile(array, None), lambda: header)
+    reader = npy.readahead()
+    whole = header + VALUES.tobytes()
+    position, got = 0, bytearray()
+    while position < len(whole):
+        piece = reader.ready(position, 4096) or reader.read(position, 4096)
+        got += bytes(piece)
+        position += len(piece)
+    reader.close()
+    assert bytes(got) == whole
+
+
+def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    fetch = array.fetch
+
+    def slow_fetch(unit: Any) -> Any:
+        time.sleep(0.02)
+        return fetch(unit)
+
+    monkeypatch.setattr(array, "fetch", slow_fetch)
+    reader = RegionFile(array, None).readahead()
+    reader.read(0, 4096)  # waits for slab 0; slabs 1 and 2 are in progress
+    streams = list(reader._slabs.values())
+    assert array.cache.reserved_bytes == 3 * SLAB
+    reader.close()
+    for stream in streams:
+        stream.wait()
+    per_slab = SHAPE[1] // CHUNKS[1]
+    assert array.stats.loads < 3 * per_slab, "closing did not stop the decoding ahead"
+    assert array.cache.reserved_bytes == 0
+    assert not streams[-1].current, "a cancelled slab was offered"
+
+
+def test_buffers_ahead_stay_within_their_share_of_the_cache(tmp_path: Path) -> None:
+    array = _create(tmp_path, cache_bytes=8 * SLAB)  # room for 2 slabs ahead, in all
+    try:
+        readers = [RegionFile(array, None).readahead() for _ in range(6)]
+        highest = 0
+        for position in range(0, VALUES.nbytes, 8192):
+            for reader in readers:
+                piece = reader.ready(position, 8192) or reader.read(position, 8192)
+                assert bytes(piece) == _expected(position, 8192)
+                highest = max(highest, array.cache.reserved_bytes)
+                assert array.cache.total_bytes <= array.cache.capacity
+        assert 0 < highest <= array.cache.reserve_limit
+        for reader in readers:
+            reader.close()
+    finally:
+        array.close()
+
+
+def test_a_corrupt_chunk_fails_only_its_own_rows(tmp_path: Path) -> None:
+    array = _create(tmp_path)
+    (tmp_path / "c" / "1" / "2").write_bytes(b"not zstd")
+    try:
+        reader = RegionFile(array, None).readahead()
+        assert bytes(reader.read(0, 4096)) == _expected(0, 4096)
+        with pytest.raises(ChunkError):
+            reader.read(SLAB, 4096)
+        assert bytes(reader.read(2 * SLAB, 4096)) == _expected(2 * SLAB, 4096)
+        reader.close()
+    finally:
+        array.close()
+
+
+def test_readers_on_threads_see_one_version_of_every_write(array: ZarrArray) -> None:
+    """Writers set whole rows to one value while readers stream: within each chunk, every row
+    a reader gets is as stored or as one write left it, never half of a write."""
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def write() -> None:
+        value = 1
+        while not stop.is_set():
+            row = (value * 37) % SHAPE[0]
+            array.write(Box((row, 0), (row + 1, SHAPE[1])), np.full((1, SHAPE[1]), value, "<u2"))
+            value += 1
+
+    def stream() -> None:
+        for _ in range(5):
+            reader = RegionFile(array, None).readahead()
+            position, got = 0, bytearray()
+            while position < VALUES.nbytes:
+                piece = reader.ready(position, 6144) or reader.read(position, 6144)
+                got += bytes(piece)
+                position += len(piece)
+            reader.close()
+            rows = np.frombuffer(bytes(got), "<u2").reshape(SHAPE)
+            for index, row in enumerate(rows):
+                for start in range(0, SHAPE[1], CHUNKS[1]):
+                    part, stored = row[start : start + CHUNKS[1]], VALUES[index, start : start + CHUNKS[1]]
+                    if not (part == part[0]).all() and not (part == stored).all():
+                        failures.append(f"row {index} at {start} mixes two versions")
+
+    writer = threading.Thread(target=write)
+    readers = [threading.Thread(target=stream) for _ in range(2)]
+    writer.start()
+    for thread in readers:
+        thread.start()
+    for thread in readers:
+        thread.join()
+    stop.set()
+    writer.join()
+    assert not failures, failures[:5]

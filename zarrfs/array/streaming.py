@@ -1,0 +1,120 @@
+"""Streaming a region into a caller's buffer: one job per read chunk on the mount's loader
+threads, each decoding its chunk and copying its part straight into the buffer.
+
+A sequential reader would otherwise pay for assembling every reply from ~32 cached pieces
+on the request path. A stream takes chunks from the cache (with this mount's unsaved writes),
+and decodes the others into the cache as a load does.
+
+A stream is a snapshot: it is `current` while the array's `mutations` count is what it was
+when the stream began. Every change to an array's elements, cached or stored, bumps that count
+after the change is made, so a stream that overlapped a change is never used.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..grid import Box, Piece, cells_of
+
+if TYPE_CHECKING:
+    from .core import ZarrArray
+
+
+class Stream:
+    """A buffer (`out`, shaped like `box`) being filled with the array's elements of `box`.
+
+    The buffer counts against the cache limit from `start` until `close` (or, when jobs are
+    still writing into it then, until the last of them ends)."""
+
+    def __init__(self, array: ZarrArray, box: Box, nbytes: int) -> None:
+        self._array = array
+        self._nbytes = nbytes
+        self.out = np.empty(box.shape, dtype=array.data_type.storage)
+        self.stamp = array.mutations
+        self.error: BaseException | None = None
+        self._cancelled = False
+        self._held = True  # the reservation is not returned yet
+        self._finished = threading.Event()
+        self._lock = threading.Lock()
+        pieces = list(cells_of(box, array.read_chunk_shape))
+        self._left = len(pieces)
+        if not pieces:
+            self._finished.set()
+        for piece in pieces:
+            array.shared.loaders.submit(self._fill, piece)
+
+    @classmethod
+    def start(cls, array: ZarrArray, box: Box) -> Stream | None:
+        nbytes = box.size * array.data_type.storage.itemsize
+        if not array.cache.reserve(nbytes):
+            return None
+        return cls(array, box, nbytes)
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    @property
+    def current(self) -> bool:
+        """Finished without error, and no element of the array changed since it began."""
+        return self.done and self.error is None and self._array.mutations == self.stamp
+
+    def wait(self) -> bool:
+        """Wait until finished; whether the buffer is current."""
+        self._finished.wait()
+        return self.current
+
+    def close(self) -> None:
+        """Skip the chunks not yet started and give the buffer's share of the cache back."""
+        with self._lock:
+            self._cancelled = True
+            if not self._finished.is_set():
+                return  # the last job gives it back
+            release, self._held = self._held, False
+        if release:
+            self._array.cache.release(self._nbytes)
+
+    def _fill(self, piece: Piece) -> None:
+        try:
+            if not self._cancelled and self.error is None:
+                chunk = chunk_for_stream(self._array, piece.cell)
+                self.out[piece.in_box] = chunk[piece.in_cell]
+        except BaseException as e:  # reported through `error`: the reader falls back
+            self.error = e
+        with self._lock:
+            self._left -= 1
+            if self._left:
+                return
+            if self._cancelled and self.error is None:
+                self.error = CancelledStream()
+            self._finished.set()
+            release = self._cancelled and self._held
+            self._held = self._held and not release
+        if release:
+            self._array.cache.release(self._nbytes)
+
+
+class CancelledStream(Exception):
+    """The stream was cancelled before all of it was filled."""
+
+
+def chunk_for_stream(array: ZarrArray, unit: tuple[int, ...]) -> np.ndarray:
+    """A read chunk's elements, cached (with this mount's unsaved writes) or loaded into the
+    cache here. Never waits for another job: on a loader thread that could be one queued
+    behind this one."""
+    with array._lock:
+        entry = array.cache.entries.get(array._key(unit))
+        if entry is not None and entry.complete:
+            entry.lent = True
+            return entry.data
+    array.shared.counters.add(cache_misses=1)
+    fetched = array.fetch(unit)
+    with array._lock:
+        entry = array._install(unit, fetched)  # (or the entry a concurrent load installed)
+        entry.lent = True
+        data = entry.data
+    array.cache.evict()
+    return data

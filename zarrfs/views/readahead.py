@@ -1,0 +1,151 @@
+"""Reading ahead of one open file's sequential reader.
+
+A flat C-order file of the whole array (`data`, and `data.npy` after its header) is, slab by
+slab, a run of whole rows of the array: rows of read chunks. While a reader goes forward,
+the next slabs are decoded on the loader threads straight into buffers in file order
+(zarrfs.array.streaming), so a request inside a finished slab is answered with a slice of it,
+at once and without copying. A slab is used only while no element of the array changed since
+it began (any write, through any view, makes it stale).
+
+Files that are not such runs (chunk files, other byte orders, arrays whose rows of chunks
+are too large to hold) read ahead the old way: the chunks ahead are loaded into the cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..array.streaming import Stream
+    from .files import FileView, RegionFile
+
+SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
+MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
+SLABS_AHEAD = 2
+PREFETCH_BYTES = 32 << 20  # what the cache-filling way loads ahead
+# A read counts as sequential when it starts near where the previous one ended; the kernel's
+# readahead sends several requests at once, so they arrive slightly out of order.
+SEQUENTIAL_SLACK = 4 << 20
+
+
+class Readahead:
+    """The reading ahead of one open file: `ready` answers from finished slabs without
+    blocking, `read` waits for a slab in progress or reads through the cache."""
+
+    def __init__(self, view: FileView, data: RegionFile, skip: Callable[[], int] = lambda: 0,
+                 prefetch_bytes: int = PREFETCH_BYTES) -> None:
+        self._view = view  # what the reader sees
+        self._data = data  # the flat file of the array inside it, after `skip()` bytes
+        self._skip = skip
+        self._prefetch_bytes = prefetch_bytes
+        self._lock = threading.Lock()
+        self._slabs: dict[int, Stream] = {}
+        self._last_end = 0
+        self._prefetched_to = 0
+
+    def ready(self, offset: int, size: int) -> bytes | memoryview | None:
+        """The bytes, when finished, current slabs hold all of them (never blocks)."""
+        found = self._slabs_for(offset, size)
+        if not found or not all(stream.current for stream, _, _ in found):
+            return None
+        self._advance(offset, size)
+        return _join(found)
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        """The bytes, from slabs (waiting for them to finish) or read through the cache."""
+        sequential = self._advance(offset, size)
+        found = self._slabs_for(offset, size)
+        if found and all(stream.wait() for stream, _, _ in found):
+            return _join(found)
+        data = self._view.read(offset, size)
+        if sequential and not self._slabs:
+            self._prefetch(offset + size)
+        return data
+
+    def close(self) -> None:
+        with self._lock:
+            slabs, self._slabs = list(self._slabs.values()), {}
+        for stream in slabs:
+            stream.close()
+
+    # -- slabs -----------------------------------------------------------------------------
+
+    def _rows_per_slab(self) -> int | None:
+        rows = self._data.slab_rows()
+        if rows is None:
+            return None
+        row_bytes = self._data.row_bytes
+        chunk_rows = max(1, SLAB_BYTES // (rows * row_bytes))
+        if rows * row_bytes > MAX_SLAB_BYTES:
+            return None
+        return rows * chunk_rows
+
+    def _slabs_for(self, offset: int, size: int) -> list[tuple[Stream, int, int]]:
+        """The slabs holding bytes [offset, offset + size) of the view (clipped to its end),
+        with where the bytes lie in each; empty unless slabs hold all of them."""
+        rows = self._rows_per_slab()
+        skip = self._skip()
+        end = min(offset + size, self._data.size + skip)
+        if rows is None or offset < skip or end <= offset:
+            return []
+        slab_bytes = rows * self._data.row_bytes
+        found = []
+        with self._lock:
+            for index in range((offset - skip) // slab_bytes, (end - skip - 1) // slab_bytes + 1):
+                stream = self._slabs.get(index)
+                if stream is None:
+                    return []
+                base = skip + index * slab_bytes
+                found.append((stream, max(offset, base) - base, min(end, base + slab_bytes) - base))
+        return found
+
+    def _advance(self, offset: int, size: int) -> bool:
+        """Keep the slabs from the reader's up to SLABS_AHEAD beyond it, and no others;
+        whether the reader is sequential."""
+        sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK
+        self._last_end = offset + size
+        rows = self._rows_per_slab()
+        skip = self._skip()
+        if rows is None or offset < skip:
+            return sequential
+        slab_bytes = rows * self._data.row_bytes
+        first = (offset - skip) // slab_bytes
+        wanted = range(first, min(first + SLABS_AHEAD + 1, -(-self._data.size // slab_bytes))) \
+            if sequential else range(0)
+        with self._lock:
+            stale = [i for i, s in self._slabs.items() if i not in wanted or _stale(s)]
+            dropped = [self._slabs.pop(i) for i in stale]
+            for index in wanted:
+                if index not in self._slabs:
+                    stream = self._data.stream_rows(index * rows, (index + 1) * rows)
+                    if stream is None:
+                        break  # readers' buffers are full: read through the cache
+                    self._slabs[index] = stream
+        for stream in dropped:
+            stream.close()
+        return sequential
+
+    # -- the cache-filling way -------------------------------------------------------------
+
+    def _prefetch(self, end: int) -> None:
+        """Load the chunks ahead of the reader into the cache, when what is loaded ahead
+        runs low."""
+        if self._prefetched_to - end < self._prefetch_bytes // 2:
+            start = max(self._prefetched_to, end)
+            self._view.prefetch(start, end + self._prefetch_bytes - start)
+            self._prefetched_to = end + self._prefetch_bytes
+
+
+def _stale(stream: Stream) -> bool:
+    """Finished but not current: a write came after it began."""
+    return stream.done and not stream.current
+
+
+def _join(found: list[tuple[Stream, int, int]]) -> bytes | memoryview:
+    """The bytes of one slab as they are; of several (a request across a boundary) copied."""
+    parts = [stream.out.reshape(-1).view(np.uint8).data[start:stop] for stream, start, stop in found]
+    return parts[0] if len(parts) == 1 else b"".join(parts)
