@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -311,27 +312,55 @@ def test_region_reads_and_writes_match_a_numpy_model_rank0(config: Config,
 
 @SETTINGS
 @given(config=configs(), data=st.data())
-def test_unflushed_writes_are_visible_and_not_stored(config: Config, data: st.DataObject) -> None:
-    """Writes live in the cache until a flush (or cache pressure) writes them back; reads
-    see them at once, and a flush then stores them."""
+def test_unflushed_writes_are_visible_and_stored_only_when_whole(config: Config,
+                                                                  data: st.DataObject) -> None:
+    """Writes live in the cache until a flush (or cache pressure) writes them back, or until a
+    chunk (shard) is written whole, which is stored at once; reads see them at once, nothing
+    written in part is stored before the flush, and a flush then stores them all."""
     url, store = _fresh_store()
     array = ZarrArray.create(store, metadata_from_json(config.doc), cache_bytes=1 << 30,
                              threads=2)
     model = np.full(config.shape, config.fill, dtype=STORAGE[config.data_type])
+    covered = np.zeros(config.shape, dtype=bool)
+    versions = []  # the model and what was written of it, after each write
     try:
         for step in range(data.draw(st.integers(1, 4))):
             box = data.draw(boxes(config.shape), label=f"box {step}")
             new = values(config, box.shape, step, "random")
             array.write(box, new)
             model[box.slices()] = new
-        assert _stored_keys(store) == set()
+            covered[box.slices()] = True
+            versions.append((model.copy(), covered.copy()))
+        _wait_for_early_writes(array)
         whole = Box((0,) * len(config.shape), config.shape)
         assert_bits(array.read(whole), model, "before the flush")
+        stored = {key: index for index in _grid(config.shape, config.chunk_shape)
+                  if (key := config.key(index)) in _stored_keys(store)}
+        for key, index in stored.items():
+            region = Box(tuple(i * c for i, c in zip(index, config.chunk_shape, strict=True)),
+                         tuple(min((i + 1) * c, n) for i, c, n in
+                               zip(index, config.chunk_shape, config.shape, strict=True)))
+            early = ZarrArray.open(Store.open(url), threads=1)
+            try:
+                got = raw(early.read(region))
+            finally:
+                early.close()
+            # A chunk rewritten while it was being stored holds an earlier whole version.
+            assert any(was_covered[region.slices()].all() and np.array_equal(got, raw(was[region.slices()]))
+                       for was, was_covered in versions), f"{key} was stored before the flush, in part"
         array.flush()
         assert _stored_keys(store) == _expected_keys(config, model)
     finally:
         array.close()
         _forget(url)
+
+
+def _wait_for_early_writes(array: ZarrArray) -> None:
+    for _ in range(1000):
+        if not array.early.jobs:
+            return
+        time.sleep(0.01)
+    raise AssertionError("chunks stored ahead of a flush did not finish in 10 s")
 
 
 @pytest.mark.parametrize("rank", [

@@ -39,6 +39,7 @@ log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
+REMOTE_THREADS = 16  # loader threads for a remote store (requests in flight)
 MMAP_THRESHOLD = (4 << 20) + 4096  # buffers up to a 4 MiB chunk come from the heap
 M_ARENA_MAX = -8
 STAT_SECONDS = 10.0
@@ -107,9 +108,14 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
     _bound_malloc()
-    shared = Shared(options.cache_bytes, options.threads)
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only)
+    except ZarrfsError as e:
+        ready(_public(f"cannot mount {source}: {e}"))
+        return 1
+    # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
+    shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS))
+    try:
         layout = Layout(options.byteorder, options.fortran_order, options.views)
         tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
