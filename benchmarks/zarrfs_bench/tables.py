@@ -117,17 +117,29 @@ def config_table(r: Report, configs: list[Config], cols: list[Col], what: str = 
     r.table(["array"] + [col.header for col in cols], rows)
 
 
-def reads(r: Report) -> None:
-    if r.a.only_group:
-        return
-    r.section(
-        "Reads: whole array, cold (MB/s; ratio to TensorStore)",
-        f"Targets: zarrfs cold dd >= {T_COLD:.1f}x TensorStore, zarrfs memmap sum >= {T_MEMMAP:.1f}x "
-        "TensorStore, daemon peak RSS (over the mounts of this array: dd, memmap, recheck=never) "
-        "<= cache + 100 MiB. Every zarrfs figure is on a fresh mount. tmpfs: the raw bytes on "
-        "/dev/shm, the machine's limit (memmap sum: what numpy's sum alone costs).",
-    )
-    config_table(r, r.b.configs, [
+def per_array(
+    title: str, text: str, cols: list[Col], skip: str = "only_group", s3: bool = False
+) -> Callable[[Report], None]:
+    """A section with a row per array (the S3 array alone with `s3`), left out when the
+    option `skip` is set."""
+
+    def section(r: Report) -> None:
+        configs = ([r.b.s3_config] if r.b.s3_config else []) if s3 else r.b.configs
+        if getattr(r.a, skip) or not configs:
+            return
+        r.section(title, text)
+        config_table(r, configs, cols, "S3 " if s3 else "")
+
+    return section
+
+
+reads = per_array(
+    "Reads: whole array, cold (MB/s; ratio to TensorStore)",
+    f"Targets: zarrfs cold dd >= {T_COLD:.1f}x TensorStore, zarrfs memmap sum >= {T_MEMMAP:.1f}x "
+    "TensorStore, daemon peak RSS (over the mounts of this array: dd, memmap, recheck=never) "
+    "<= cache + 100 MiB. Every zarrfs figure is on a fresh mount. tmpfs: the raw bytes on "
+    "/dev/shm, the machine's limit (memmap sum: what numpy's sum alone costs).",
+    [
         Col("TensorStore", "ts_read"),
         Col("zarr-python", "zarr_read", "ts_read"),
         Col("tmpfs dd", "tmpfs_dd", "ts_read"),
@@ -135,76 +147,59 @@ def reads(r: Report) -> None:
         Col("tmpfs memmap sum", "tmpfs_memmap", "ts_read"),
         Col("zarrfs memmap sum", "zfs_memmap", "ts_read", T_MEMMAP, "memmap"),
         Col("daemon peak RSS", "zfs_rss", kind="rss", label="reads "),
-    ])
-
-
-def rereads(r: Report) -> None:
-    if r.a.only_group:
-        return
-    r.section(
-        "Re-reads: warm dd (page cache) and random 4 KiB preads",
-        f"On the mount of the cold dd, after it. Targets: warm dd >= {T_WARM:.1f}x tmpfs dd; "
-        f"random 4 KiB >= {T_RAND:,}/s (ratio to the same preads of the raw file on tmpfs).",
-    )
-    config_table(r, r.b.configs, [
+    ],
+)
+rereads = per_array(
+    "Re-reads: warm dd (page cache) and random 4 KiB preads",
+    f"On the mount of the cold dd, after it. Targets: warm dd >= {T_WARM:.1f}x tmpfs dd; "
+    f"random 4 KiB >= {T_RAND:,}/s (ratio to the same preads of the raw file on tmpfs).",
+    [
         Col("tmpfs dd", "tmpfs_dd"),
         Col("zarrfs warm dd", "zfs_warm", "tmpfs_dd", T_WARM, "warm"),
         Col("tmpfs random 4 KiB/s", "tmpfs_rand", kind="rate"),
         Col("zarrfs random 4 KiB/s", "zfs_rand", "tmpfs_rand", T_RAND, "rand", kind="rate"),
-    ])
-
-
-def recheck(r: Report) -> None:
-    if r.a.only_group:
-        return
-    r.section(
-        "Close-to-open: what `recheck=open` (the default) costs a cold read",
-        f"Target: cold dd with recheck=open >= {T_RECHECK:.2f}x the same with recheck=never.",
-    )
-    config_table(r, r.b.configs, [
+    ],
+)
+recheck = per_array(
+    "Close-to-open: what `recheck=open` (the default) costs a cold read",
+    f"Target: cold dd with recheck=open >= {T_RECHECK:.2f}x the same with recheck=never.",
+    [
         Col("zarrfs cold dd, recheck=never", "zfs_cold_never"),
         Col("zarrfs cold dd, recheck=open", "zfs_cold", "zfs_cold_never", T_RECHECK, "recheck"),
-    ])
-
-
-def writes(r: Report) -> None:
-    if r.a.skip_writes:
-        return
-    r.section(
-        "Writes (MB/s; whole array of other values into a fresh copy; ratio to TensorStore)",
-        f"Target: zarrfs `dd conv=notrunc,fsync` >= {T_WRITE:.1f}x TensorStore ({T_WRITE_AIM:.1f}x is "
-        "the aim); TensorStore's file driver fsyncs too, zarr-python does not; tmpfs: dd of the raw "
-        "bytes over a file on /dev/shm. \"incl. unmount\" adds the unmount until the daemon has "
-        "exited. Daemon peak RSS (sharded writes included) <= cache + 100 MiB.",
-    )
-    config_table(r, r.b.configs, [
+    ],
+)
+writes = per_array(
+    "Writes (MB/s; whole array of other values into a fresh copy; ratio to TensorStore)",
+    f"Target: zarrfs `dd conv=notrunc,fsync` >= {T_WRITE:.1f}x TensorStore ({T_WRITE_AIM:.1f}x is "
+    "the aim); TensorStore's file driver fsyncs too, zarr-python does not; tmpfs: dd of the raw "
+    "bytes over a file on /dev/shm. \"incl. unmount\" adds the unmount until the daemon has "
+    "exited. Daemon peak RSS (sharded writes included) <= cache + 100 MiB.",
+    [
         Col("TensorStore write", "ts_write"),
         Col("zarr-python write", "zarr_write", "ts_write"),
         Col("tmpfs dd write", "tmpfs_write", "ts_write"),
         Col("zarrfs dd write+fsync", "zfs_write", "ts_write", T_WRITE, "write"),
         Col("zarrfs incl. unmount", "zfs_write_close", "ts_write"),
         Col("daemon peak RSS", "zfs_write_rss", kind="rss", label="write "),
-    ])
-
-
-def s3(r: Report) -> None:
-    c = r.b.s3_config
-    if c is None:
-        return
-    r.section(
-        "S3 (MB/s; the whole array from a local moto S3 server; ratio to TensorStore)",
-        f"The array's files ({fmt_size(c.stored)}) uploaded to a moto server on 127.0.0.1 (the "
-        "test suite's, in a child process). TensorStore: the `s3` kvstore with that endpoint, no "
-        "cache pool; zarr-python: fsspec/s3fs with `endpoint_url`; zarrfs: cold `dd bs=1M` of "
-        "`data` on a fresh `zarrfs mount s3://... -o endpoint_url=...` each run. Targets: zarrfs "
-        f">= {T_S3:.1f}x TensorStore, daemon peak RSS <= cache + 100 MiB.",
-    )
-    config_table(r, [c], [
+    ],
+    skip="skip_writes",
+)
+s3 = per_array(
+    "S3 (MB/s; the whole array from a local moto S3 server; ratio to TensorStore)",
+    "The array's files uploaded to a moto server on 127.0.0.1 (the test suite's, in a child "
+    "process). TensorStore: the `s3` kvstore with that endpoint, no cache pool; zarr-python: "
+    "fsspec/s3fs with `endpoint_url`; zarrfs: cold `dd bs=1M` of `data` on a fresh "
+    f"`zarrfs mount s3://... -o endpoint_url=...` each run. Targets: zarrfs >= {T_S3:.1f}x "
+    "TensorStore, daemon peak RSS <= cache + 100 MiB.",
+    [
         Col("TensorStore s3", "s3_ts"),
         Col("zarr-python s3", "s3_zarr", "s3_ts"),
         Col("zarrfs cold dd", "s3_zfs", "s3_ts", T_S3, "s3"),
         Col("daemon peak RSS", "s3_rss", kind="rss"),
-    ], what="S3 ")
+    ],
+    skip="skip_s3",
+    s3=True,
+)
 
 
 def memory(r: Report) -> None:
