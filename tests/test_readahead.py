@@ -33,6 +33,7 @@ VALUES = np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE) * 7
 @pytest.fixture(autouse=True)
 def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(readahead, "SLAB_BYTES", SLAB)
+    monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)  # slabs after one read in order
 
 
 def _create(path: Path, cache_bytes: int = 64 << 20) -> ZarrArray:
@@ -83,6 +84,19 @@ def test_a_sequential_reader_is_answered_from_slabs_decoded_once(array: ZarrArra
     assert answered_at_once > VALUES.nbytes // 5000 // 2, "slabs ahead did not answer at once"
     chunks = (SHAPE[0] // CHUNKS[0]) * (SHAPE[1] // CHUNKS[1])
     assert array.stats.loads == chunks, "a chunk was decoded more than once"
+
+
+def test_a_reader_that_jumps_about_starts_no_slabs(array: ZarrArray,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(readahead, "STREAK_BYTES", 3 * 4096)
+    monkeypatch.setattr(readahead, "SEQUENTIAL_SLACK", 0)  # (the whole file is within 4 MiB)
+    reader = RegionFile(array, None).readahead()
+    for offset in (5 * SLAB, 2 * SLAB + 8192, 7 * SLAB, 7 * SLAB + 4096):  # never 3 pages in order
+        assert bytes(reader.read(offset, 4096)) == _expected(offset, 4096)
+        assert not reader._slabs, f"a read at {offset} started slabs"
+    reader.read(7 * SLAB + 8192, 4096)  # the third page in order
+    assert set(reader._slabs) == {7}
+    reader.close()
 
 
 @pytest.mark.parametrize("through", ["data", "data.npy", "chunk file", "array"])

@@ -67,6 +67,8 @@ class ChunkCache:
         # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit.
         self.reserved_bytes = 0
         self.reserve_limit = capacity // 4
+        # Written data not yet stored: the rest (whole shards of a sequential writer must fit).
+        self.dirty_limit = capacity - self.reserve_limit
 
     def evict(self) -> None:
         """Drop least recently used clean entries until the cache fits its limit."""
@@ -158,6 +160,9 @@ class Shared:
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
         self.writer_count = 4 * self.threads + 4
         self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
+        # Chunks stored ahead of a flush, at once: enough to keep every core encoding while
+        # others wait on fsync; more would only hold more encoded buffers.
+        self.early_slots = threading.BoundedSemaphore(2 * self.threads)
         self._ids = itertools.count(1)
         self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 

@@ -85,12 +85,12 @@ def flush(array: ZarrArray, *, complete_only: bool = False) -> None:
 def make_room(array: ZarrArray) -> None:
     """Write back before dirty data fills the cache (every array of the mount shares it):
     first what needs nothing read, then the rest."""
-    if array.cache.dirty_bytes <= array.cache.capacity // 2:
+    if array.cache.dirty_bytes <= array.cache.dirty_limit:
         return
     flushes: list[Callable[[], None]] = [lambda: flush(array, complete_only=True), array.flush] + [
         a.flush for a in array.shared.dirty_arrays() if a is not array]
     for flush_one in flushes:
-        if array.cache.dirty_bytes <= array.cache.capacity // 2:
+        if array.cache.dirty_bytes <= array.cache.dirty_limit:
             return
         try:
             flush_one()
@@ -113,7 +113,9 @@ def store_early(array: ZarrArray, units: list[Index]) -> None:
 
 def _store_early(array: ZarrArray, chunk: Index) -> None:
     try:
-        if _flush_chunk(array, chunk, array.io.units_of(chunk)):
+        with array.shared.early_slots:
+            stored = _flush_chunk(array, chunk, array.io.units_of(chunk))
+        if stored:
             with array._lock:
                 array.early.unsynced.add(chunk)
     except Exception as e:  # the data stays dirty: the next flush stores it or reports why not

@@ -30,6 +30,9 @@ PREFETCH_BYTES = 32 << 20  # what the cache-filling way loads ahead
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
+# Slabs start once this much was read in order: a random reader that happens to land near
+# its last read must not wait for a whole slab to be decoded.
+STREAK_BYTES = 1 << 20
 
 
 class Readahead:
@@ -45,6 +48,7 @@ class Readahead:
         self._lock = threading.Lock()
         self._slabs: dict[int, Stream] = {}
         self._last_end = 0
+        self._streak = 0  # bytes read in order, up to the last read
         self._prefetched_to = 0
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
@@ -107,6 +111,7 @@ class Readahead:
         """Keep the slabs from the reader's up to SLABS_AHEAD beyond it, and no others;
         whether the reader is sequential."""
         sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK
+        self._streak = (self._streak if sequential else 0) + size
         self._last_end = offset + size
         rows = self._rows_per_slab()
         skip = self._skip()
@@ -115,7 +120,7 @@ class Readahead:
         slab_bytes = rows * self._data.row_bytes
         first = (offset - skip) // slab_bytes
         wanted = range(first, min(first + SLABS_AHEAD + 1, -(-self._data.size // slab_bytes))) \
-            if sequential else range(0)
+            if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
         with self._lock:
             stale = [i for i, s in self._slabs.items() if i not in wanted or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
