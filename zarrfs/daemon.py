@@ -38,9 +38,11 @@ from .views.array_dir import Layout
 log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
-M_MMAP_THRESHOLD = -3  # glibc's mallopt parameters
+M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters
+M_MMAP_THRESHOLD = -3
 REMOTE_THREADS = 16  # loader threads for a remote store (requests in flight)
 MMAP_THRESHOLD = (4 << 20) + 4096  # buffers up to a 4 MiB chunk come from the heap
+TRIM_THRESHOLD = 16 << 20  # free heap kept for the next buffers (not faulted in again)
 M_ARENA_MAX = -8
 STAT_SECONDS = 10.0
 
@@ -197,6 +199,7 @@ def _bound_malloc() -> None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
         libc.mallopt(M_ARENA_MAX, 4)
     except (OSError, AttributeError) as e:  # not glibc: its defaults stand
         log.debug("mallopt unavailable: %s", e)
