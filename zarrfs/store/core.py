@@ -35,27 +35,28 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _client_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
-    """(worth retrying, not worth retrying): remote clients raise errors that are not OSErrors
-    (botocore's through s3fs, aiohttp's through the http filesystem)."""
+Errors = tuple[type[BaseException], ...]
+
+
+@functools.cache
+def _error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
+    """(worth retrying, not worth retrying). Remote clients raise errors that are not OSErrors
+    (botocore's through s3fs, aiohttp's through the http filesystem); they are imported only
+    for a remote store (a local mount does not carry them: ~15 MB)."""
     transient: list[type[BaseException]] = [OSError, TimeoutError]
-    permanent: list[type[BaseException]] = []
-    with contextlib.suppress(ImportError):
-        from botocore.exceptions import BotoCoreError, ConnectionError, HTTPClientError
+    permanent: list[type[BaseException]] = [PermissionError, IsADirectoryError, NotADirectoryError]
+    if remote_clients:
+        with contextlib.suppress(ImportError):
+            from botocore.exceptions import BotoCoreError, ConnectionError, HTTPClientError
 
-        transient += [ConnectionError, HTTPClientError]
-        permanent.append(BotoCoreError)  # bad parameters, missing credentials, ...
-    with contextlib.suppress(ImportError):
-        from aiohttp import ClientError
+            transient += [ConnectionError, HTTPClientError]
+            permanent.append(BotoCoreError)  # bad parameters, missing credentials, ...
+        with contextlib.suppress(ImportError):
+            from aiohttp import ClientError
 
-        transient.append(ClientError)
+            transient.append(ClientError)
     return tuple(transient), tuple(permanent)
 
-
-_TRANSIENT, _PERMANENT = _client_errors()
-_NOT_RETRIED: tuple[type[BaseException], ...] = (
-    PermissionError, IsADirectoryError, NotADirectoryError, *_PERMANENT
-)
 
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}  # filesystems that cache listings
 
@@ -110,6 +111,7 @@ class Store:
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
         # Local failures are not transient; remote ones often are.
         self.retry = RetryPolicy(deadline_seconds=0) if self.is_local else (retry or RetryPolicy())
+        self._errors = _error_kinds(not self.is_local)
 
     @classmethod
     def open(
@@ -326,9 +328,9 @@ class Store:
                 if missing_ok:
                     return None
                 raise StoreError(key, f"not found: {e}") from None
-            except _NOT_RETRIED as e:
+            except self._errors[1] as e:
                 raise StoreError(key, one_line(e)) from None
-            except _TRANSIENT as e:
+            except self._errors[0] as e:
                 if time.monotonic() + delay > deadline:
                     raise StoreError(key, one_line(e)) from None
                 log.warning("store key %r: %s; retrying", key, e)
