@@ -48,6 +48,8 @@ class Freshness:
         self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
         self._behind: set[int] = set()  # inodes whose cached pages may be stale
         self._store_down_until = 0.0  # no rechecks until then: the store was not answering
+        self.stopping = False
+        self._dropping = 0  # page drops in flight
 
     def touch(self) -> None:
         self.mtime_ns = time.time_ns()
@@ -74,9 +76,29 @@ class Freshness:
                 # Its writer may be waiting, with its own pages locked, to drop ours: waiting
                 # here for its pages would deadlock. Drop them once this write is answered
                 # (only then: meanwhile a reader of that file could see its old pages).
-                self._nursery().start_soon(trio.to_thread.run_sync, drop_pages, inode)
+                self._nursery().start_soon(self._drop_pages, inode)
             else:
-                await trio.to_thread.run_sync(drop_pages, inode)
+                await self._drop_pages(inode)
+
+    async def _drop_pages(self, inode: int) -> None:
+        """Drop the kernel's pages of a file. It waits for pages locked by requests in flight,
+        which are answered only while requests are read: once stopping, nothing is dropped
+        (the mount goes, and its pages with it)."""
+        if self.stopping:
+            return
+        self._dropping += 1
+        try:
+            await trio.to_thread.run_sync(drop_pages, inode)
+        finally:
+            self._dropping -= 1
+
+    async def stop_dropping(self, patience: float = 10.0) -> None:
+        """Before the daemon stops reading requests: no new page drops, and the ones in
+        flight finish (they may wait for requests still to be read)."""
+        self.stopping = True
+        with trio.move_on_after(patience):
+            while self._dropping:
+                await trio.sleep(0.01)
 
     async def recheck(self, node: Ref) -> bool:
         """Close-to-open: whether another writer changed what `node` shows. The kernel is told

@@ -95,6 +95,9 @@ class ZarrOperations(pyfuse3.Operations):
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async for signum in signals:
                 log.info("received %s: flushing and unmounting", signal.Signals(signum).name)
+                # A page drop in flight may wait for a request not yet read: let it finish
+                # while requests are still read, or the daemon could never exit.
+                await self.fresh.stop_dropping()
                 pyfuse3.terminate()
 
     def _serving(self) -> trio.Nursery:
