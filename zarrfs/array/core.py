@@ -279,6 +279,7 @@ class ZarrArray:
         writeback.make_room(self)
         whole = [piece.cell for piece in cells_of(box, self.read_chunk_shape)
                  if self._write_piece(piece, values[piece.in_box])]
+        self.cache.evict()
         if whole:
             writeback.store_early(self, whole)
 
@@ -304,7 +305,6 @@ class ZarrArray:
                     self.mutations += 1
                     break
             pending.result()  # let a load in flight finish first, then write into its result
-        self.cache.evict()
         return became_whole
 
     def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> bool:
@@ -339,6 +339,8 @@ class ZarrArray:
 
     def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:
         """Elements of an edge chunk outside the array hold the fill value."""
+        if all((u + 1) * c <= n for u, c, n in zip(unit, self.read_chunk_shape, self.shape, strict=True)):
+            return  # (not an edge chunk: the common case, on every write)
         inside = extent_inside(unit, self.read_chunk_shape, self.shape)
         for d, (extent, c) in enumerate(zip(inside, self.read_chunk_shape, strict=True)):
             if extent < c:
