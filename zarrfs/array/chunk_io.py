@@ -254,11 +254,13 @@ class ShardedChunkIO(PlainChunkIO):
         index: ShardIndex | None = None
         generation = None
         if encoded:
-            shard = self.sharding.assemble(encoded)
-            generation = self.store.put(key, shard, sync_directory=False, expect=expect)
-            self.counters.add(bytes_stored=len(shard))
-            span = self.sharding.index_span(len(shard))
-            index = self.sharding.decode_index(shard[span.offset : span.end], len(shard))
+            # Written from its pieces: the shard is never held twice (pieces and joined).
+            parts = self.sharding.shard_parts(encoded)
+            nbytes = sum(len(part) for part in parts)
+            generation = self.store.put(key, parts, sync_directory=False, expect=expect)
+            self.counters.add(bytes_stored=nbytes)
+            index_part = parts[0] if self.sharding.index_at_start else parts[-1]
+            index = self.sharding.decode_index(bytes(index_part), nbytes)
             self.stats.chunks_written += 1
         else:
             self.store.delete(key, expect=expect)

@@ -157,6 +157,10 @@ class ShardingCodec(ArrayBytesCodec):
 
     def assemble(self, encoded: Mapping[InnerIndex, BytesLike]) -> bytes:
         """A shard from encoded inner chunks, laid out in C order; absent ones are empty."""
+        return b"".join(self.shard_parts(encoded))
+
+    def shard_parts(self, encoded: Mapping[InnerIndex, BytesLike]) -> list[BytesLike]:
+        """The pieces of `assemble`'s shard in order, its index the first or the last."""
         entries = np.full((*self.chunks_per_shard, 2), EMPTY, dtype=np.uint64)
         position = self.index_nbytes if self.index_at_start else 0
         pieces: list[BytesLike] = []
@@ -168,8 +172,7 @@ class ShardingCodec(ArrayBytesCodec):
             pieces.append(data)
             position += len(data)
         index = self.index.encode(entries)
-        parts = [index, *pieces] if self.index_at_start else [*pieces, index]
-        return b"".join(parts)
+        return [index, *pieces] if self.index_at_start else [*pieces, index]
 
     # -- whole shards, as an ordinary array->bytes codec (nested sharding, opaque shards) ----
 

@@ -29,7 +29,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
 from . import local, remote
-from .local import TEMP_PREFIX, Versioned, temporary_owner_alive
+from .local import TEMP_PREFIX, Payload, Versioned, temporary_owner_alive
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -243,7 +243,7 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
-    def put(self, key: str, data: bytes | bytearray | memoryview, *, sync_directory: bool = True,
+    def put(self, key: str, data: Payload, *, sync_directory: bool = True,
             expect: Expect = ANY) -> str | None:
         """Replace `key` atomically; its new generation (None where the store cannot tell).
         A local put is durable when it returns, unless `sync_directory` is False: then
@@ -255,9 +255,9 @@ class Store:
         if self.is_local:
             put = functools.partial(self._local_put, key, data, sync_directory, expect)
         elif self.is_s3 and not isinstance(expect, _Any):
-            put = functools.partial(remote.s3_put, self.fs, path, bytes(data), expect)
+            put = functools.partial(remote.s3_put, self.fs, path, _joined(data), expect)
         else:
-            put = functools.partial(_put_anyway, self.fs, path, bytes(data))
+            put = functools.partial(_put_anyway, self.fs, path, _joined(data))
         try:
             return self._call(key, put, missing_ok=False)
         except ConflictError:
@@ -275,7 +275,7 @@ class Store:
         except ConflictError:
             raise ConflictError(key) from None
 
-    def _local_put(self, key: str, data: bytes | bytearray | memoryview, sync_directory: bool,
+    def _local_put(self, key: str, data: Payload, sync_directory: bool,
                    expect: Expect) -> str:
         path = self.path(key)
         if isinstance(expect, _Any):
@@ -336,6 +336,10 @@ class Store:
                 log.warning("store key %r: %s; retrying", key, e)
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, self.retry.max_delay)
+
+
+def _joined(data: Payload) -> bytes:
+    return bytes(data) if isinstance(data, bytes | bytearray | memoryview) else b"".join(data)
 
 
 def _put_anyway(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> str | None:

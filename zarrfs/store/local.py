@@ -20,12 +20,17 @@ import fcntl
 import os
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ..errors import ConflictError
 
 TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
+
+
+# What a put writes: bytes, or pieces written one after the other (a shard is written from its
+# encoded inner chunks as they are, not joined into a copy first).
+Payload = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
 
 
 class Versioned(NamedTuple):
@@ -65,7 +70,7 @@ def read(path: str, start: int | None = None, length: int | None = None) -> Vers
         os.close(fd)
 
 
-def write_atomically(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> str:
+def write_atomically(path: str, data: Payload, sync_directory: bool) -> str:
     """Replace `path` with `data` (durable when it returns, but for the directory entry when
     `sync_directory` is False); the new generation."""
     temp, new = _write_temporary(path, data)
@@ -80,7 +85,7 @@ def write_atomically(path: str, data: bytes | bytearray | memoryview, sync_direc
     return new
 
 
-def replace_if(path: str, data: bytes | bytearray | memoryview, sync_directory: bool,
+def replace_if(path: str, data: Payload, sync_directory: bool,
                expect: str | None) -> str:
     """`write_atomically` if `path` is still generation `expect` (None: absent), else
     ConflictError."""
@@ -124,7 +129,7 @@ def _holding(path: str, expect: str) -> Iterator[None]:
             os.close(fd)  # releases the lock
 
 
-def _create(path: str, data: bytes | bytearray | memoryview, sync_directory: bool) -> str:
+def _create(path: str, data: Payload, sync_directory: bool) -> str:
     temp, new = _write_temporary(path, data)
     try:
         os.link(temp, path)
@@ -138,7 +143,7 @@ def _create(path: str, data: bytes | bytearray | memoryview, sync_directory: boo
     return new
 
 
-def _write_temporary(path: str, data: bytes | bytearray | memoryview) -> tuple[str, str]:
+def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
     """A durable temporary file beside `path` holding `data`, and its generation."""
     directory, name = os.path.split(path)
     os.makedirs(directory, exist_ok=True)
@@ -146,9 +151,10 @@ def _write_temporary(path: str, data: bytes | bytearray | memoryview) -> tuple[s
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(data).cast("B")
-            while view:
-                view = view[os.write(fd, view) :]
+            for piece in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
+                view = memoryview(piece).cast("B")
+                while view:
+                    view = view[os.write(fd, view) :]
             now = time.time_ns()
             os.utime(fd, ns=(now, now))  # file systems stamp at clock-tick resolution
             os.fsync(fd)
