@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from .core import ZarrArray
 
 
+JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
+
+
 class Stream:
     """A buffer (`out`, shaped like `box`) being filled with the array's elements of `box`.
 
@@ -40,11 +43,14 @@ class Stream:
         self._finished = threading.Event()
         self._lock = threading.Lock()
         pieces = list(cells_of(box, array.read_chunk_shape))
-        self._left = len(pieces)
-        if not pieces:
+        # Small chunks go several to a job: a job costs more than decoding a 4 KiB chunk.
+        per_job = max(1, JOB_BYTES // max(1, array.read_chunk.nbytes))
+        jobs = [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
+        self._left = len(jobs)
+        if not jobs:
             self._finished.set()
-        for piece in pieces:
-            array.shared.loaders.submit(self._fill, piece)
+        for job in jobs:
+            array.shared.loaders.submit(self._fill, job)
 
     @classmethod
     def start(cls, array: ZarrArray, box: Box) -> Stream | None:
@@ -77,9 +83,11 @@ class Stream:
         if release:
             self._array.cache.release(self._nbytes)
 
-    def _fill(self, piece: Piece) -> None:
+    def _fill(self, pieces: list[Piece]) -> None:
         try:
-            if not self._cancelled and self.error is None:
+            for piece in pieces:
+                if self._cancelled or self.error is not None:
+                    break
                 chunk = chunk_for_stream(self._array, piece.cell)
                 self.out[piece.in_box] = chunk[piece.in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
