@@ -46,6 +46,12 @@ class Entry:
         return self.version != self.saved_version
 
     @property
+    def whole(self) -> bool:
+        """All of it was written by this mount, none of it read: it is stored whatever the
+        store holds, and needs no written-mask."""
+        return not self.loaded and self.unwritten == 0
+
+    @property
     def complete(self) -> bool:
         """Every element is known: the stored chunk was read, or all of it was written."""
         return self.loaded or self.unwritten == 0

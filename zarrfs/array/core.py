@@ -261,8 +261,7 @@ class ZarrArray:
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
-        edge = extent_inside(unit, self.read_chunk_shape, self.shape) != self.read_chunk_shape
-        if fetched.data is not None and edge:
+        if fetched.data is not None and self._is_edge(unit):
             # Outside the array a chunk holds the fill value, whatever a writer left there
             # (v1 and v2 leave it undefined).
             fetched.data = np.array(fetched.data, order="C")
@@ -311,8 +310,8 @@ class ZarrArray:
         """Record written elements: to merge them with the stored chunk when it is read, and
         again if another writer changes it before they are saved. Whether this write made
         the chunk whole."""
-        if not entry.loaded and entry.unwritten == 0:
-            return False  # all of it is this mount's: stored whatever the store holds, no mask
+        if entry.whole:
+            return False
         if entry.written is None:
             entry.written = np.zeros(self.read_chunk_shape, dtype=bool)
             self._replace_data(entry, entry.data)  # counts the mask
@@ -321,7 +320,7 @@ class ZarrArray:
         if not entry.loaded:  # once all are written the stored chunk is never needed
             entry.unwritten -= region.size - int(np.count_nonzero(region))
         region[...] = True
-        if entry.loaded or entry.unwritten:
+        if not entry.whole:
             return False
         entry.written = None
         self._recount(entry)
@@ -339,12 +338,15 @@ class ZarrArray:
 
     def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:
         """Elements of an edge chunk outside the array hold the fill value."""
-        if all((u + 1) * c <= n for u, c, n in zip(unit, self.read_chunk_shape, self.shape, strict=True)):
-            return  # (not an edge chunk: the common case, on every write)
+        if not self._is_edge(unit):
+            return
         inside = extent_inside(unit, self.read_chunk_shape, self.shape)
         for d, (extent, c) in enumerate(zip(inside, self.read_chunk_shape, strict=True)):
             if extent < c:
                 data[(slice(None),) * d + (slice(extent, None),)] = self._fill_element[0]
+
+    def _is_edge(self, unit: Index) -> bool:
+        return any((u + 1) * c > n for u, c, n in zip(unit, self.read_chunk_shape, self.shape, strict=True))
 
     def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
         """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""

@@ -105,8 +105,8 @@ def store_early(array: ZarrArray, units: list[Index]) -> None:
     with array._lock:
         for chunk in {array.io.location(unit)[0] for unit in units}:
             if chunk not in array.early.jobs and all(
-                (e := array.cache.entries.get(array._key(u))) is not None and e.dirty and not e.loaded
-                and not e.unwritten for u in array.io.units_of(chunk)
+                (e := array.cache.entries.get(array._key(u))) is not None and e.dirty and e.whole
+                for u in array.io.units_of(chunk)
             ):
                 array.early.jobs[chunk] = array.shared.writers.submit(_store_early, array, chunk)
 
@@ -186,7 +186,7 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
 def _all_new(array: ZarrArray, units: list[Index]) -> bool:
     """Whether every unit was written whole without being read (the stored one is not needed)."""
     with array._lock:
-        return all(not (e := array.cache.entries[array._key(u)]).loaded and e.unwritten == 0 for u in units)
+        return all(array.cache.entries[array._key(u)].whole for u in units)
 
 
 def _rebase(array: ZarrArray, units: list[Index], stored: StoredShard) -> None:
@@ -246,7 +246,7 @@ def _settle(array: ZarrArray, snapshot: _Snapshot, generation: str | None) -> No
             saved = entry.version == snapshot.versions[unit]  # else written meanwhile: still dirty
             # A chunk written whole stays wholly this mount's while writes to it are unsaved:
             # they have no written-mask, so it must not be merged with a stored version.
-            entry.loaded = entry.loaded or saved or bool(entry.unwritten)
+            entry.loaded = saved or not entry.whole
             entry.base = generation
             if saved:
                 array._count_dirty(-entry.nbytes)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -33,6 +33,13 @@ SEQUENTIAL_SLACK = 4 << 20
 # Slabs start once this much was read in order: a random reader that happens to land near
 # its last read must not wait for a whole slab to be decoded.
 STREAK_BYTES = 1 << 20
+
+
+class _Slabs(NamedTuple):
+    rows: int  # of the array per slab
+    nbytes: int  # per slab
+    skip: int  # bytes of the view before the array's (a header)
+    data_size: int  # bytes of the array's
 
 
 class Readahead:
@@ -53,16 +60,18 @@ class Readahead:
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, when finished, current slabs hold all of them (never blocks)."""
-        found = self._slabs_for(offset, size)
+        layout = self._layout()
+        found = self._slabs_for(layout, offset, size)
         if not found or not all(stream.current for stream, _, _ in found):
             return None
-        self._advance(offset, size)
+        self._advance(layout, offset, size)
         return _join(found)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         """The bytes, from slabs (waiting for them to finish) or read through the cache."""
-        sequential = self._advance(offset, size)
-        found = self._slabs_for(offset, size)
+        layout = self._layout()
+        sequential = self._advance(layout, offset, size)
+        found = self._slabs_for(layout, offset, size)
         if found and all(stream.wait() for stream, _, _ in found):
             return _join(found)
         data = self._view.read(offset, size)
@@ -78,25 +87,27 @@ class Readahead:
 
     # -- slabs -----------------------------------------------------------------------------
 
-    def _rows_per_slab(self) -> int | None:
+    def _layout(self) -> _Slabs | None:
+        """Where the slabs lie in the view now (once per request: the shape may change), or
+        None when this file has none."""
         rows = self._data.slab_rows()
         if rows is None:
             return None
         row_bytes = self._data.row_bytes
-        chunk_rows = max(1, SLAB_BYTES // (rows * row_bytes))
         if rows * row_bytes > MAX_SLAB_BYTES:
             return None
-        return rows * chunk_rows
+        rows *= max(1, SLAB_BYTES // (rows * row_bytes))
+        return _Slabs(rows, rows * row_bytes, self._skip(), self._data.size)
 
-    def _slabs_for(self, offset: int, size: int) -> list[tuple[Stream, int, int]]:
+    def _slabs_for(self, layout: _Slabs | None, offset: int, size: int) -> list[tuple[Stream, int, int]]:
         """The slabs holding bytes [offset, offset + size) of the view (clipped to its end),
         with where the bytes lie in each; empty unless slabs hold all of them."""
-        rows = self._rows_per_slab()
-        skip = self._skip()
-        end = min(offset + size, self._data.size + skip)
-        if rows is None or offset < skip or end <= offset:
+        if layout is None:
             return []
-        slab_bytes = rows * self._data.row_bytes
+        skip, slab_bytes = layout.skip, layout.nbytes
+        end = min(offset + size, layout.data_size + skip)
+        if offset < skip or end <= offset:
+            return []
         found = []
         with self._lock:
             for index in range((offset - skip) // slab_bytes, (end - skip - 1) // slab_bytes + 1):
@@ -107,26 +118,23 @@ class Readahead:
                 found.append((stream, max(offset, base) - base, min(end, base + slab_bytes) - base))
         return found
 
-    def _advance(self, offset: int, size: int) -> bool:
+    def _advance(self, layout: _Slabs | None, offset: int, size: int) -> bool:
         """Keep the slabs from the reader's up to SLABS_AHEAD beyond it, and no others;
         whether the reader is sequential."""
         sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK
         self._streak = (self._streak if sequential else 0) + size
         self._last_end = offset + size
-        rows = self._rows_per_slab()
-        skip = self._skip()
-        if rows is None or offset < skip:
+        if layout is None or offset < layout.skip:
             return sequential
-        slab_bytes = rows * self._data.row_bytes
-        first = (offset - skip) // slab_bytes
-        wanted = range(first, min(first + SLABS_AHEAD + 1, -(-self._data.size // slab_bytes))) \
+        first = (offset - layout.skip) // layout.nbytes
+        wanted = range(first, min(first + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
             if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
         with self._lock:
             stale = [i for i, s in self._slabs.items() if i not in wanted or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
             for index in wanted:
                 if index not in self._slabs:
-                    stream = self._data.stream_rows(index * rows, (index + 1) * rows)
+                    stream = self._data.stream_rows(index * layout.rows, (index + 1) * layout.rows)
                     if stream is None:
                         break  # readers' buffers are full: read through the cache
                     self._slabs[index] = stream
