@@ -8,8 +8,6 @@ it is ready when NOTIFY_SOCKET is set.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import logging
 import logging.handlers
@@ -30,6 +28,7 @@ from .array import Shared
 from .errors import MetadataError, ZarrfsError
 from .formats import discover
 from .fuse import ZarrOperations
+from .memory import Trimmer, bound_malloc
 from .options import MountOptions
 from .store import Store
 from .tree import Tree
@@ -38,12 +37,7 @@ from .views.array_dir import Layout
 log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
-M_TRIM_THRESHOLD = -1  # glibc's mallopt parameters
-M_MMAP_THRESHOLD = -3
 REMOTE_THREADS = 16  # loader threads for a remote store (requests in flight)
-MMAP_THRESHOLD = (4 << 20) + 4096  # buffers up to a 4 MiB chunk come from the heap
-TRIM_THRESHOLD = 16 << 20  # free heap kept for the next buffers (not faulted in again)
-M_ARENA_MAX = -8
 STAT_SECONDS = 10.0
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
@@ -109,7 +103,7 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
-    _bound_malloc()
+    trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only)
     except ZarrfsError as e:
@@ -143,10 +137,13 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
             _remove_temporaries(store)
 
     guard = _start_watchdog(mountpoint)
+    trimmer = Trimmer(trim, lambda: shared.counters.snapshot()["requests"]) if trim else None
     status = 0
     try:
         trio.run(operations.serve, mountpoint, on_serving)
     finally:
+        if trimmer is not None:
+            trimmer.stop()
         _notify_systemd_stopping()
         if not _final_flush(tree):
             status = 1
@@ -185,24 +182,6 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
         if opened.problem is not None:
             raise ZarrfsError(opened.problem)
     return tree
-
-
-def _bound_malloc() -> None:
-    """Keep freed buffers from staying resident without paying page faults for every chunk.
-    glibc raises its mmap threshold after large frees (so any buffer may come from the heap
-    and fragment it) and keeps an arena per thread: a sharded write with cache=256M peaked at
-    786 MB RSS. A fixed threshold and 4 arenas bound that; the threshold is above chunk sizes
-    (chunk buffers are reused from the heap, not mapped and faulted in afresh each time: a
-    128 KiB threshold cost a cold read 30% of its speed) and below shard and slab sizes
-    (measured peak RSS of a cold read at cache=256M: 128 KiB 325 MB, 4 MiB 332 MB, 32 MiB
-    396 MB). Call before any thread starts."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-        libc.mallopt(M_ARENA_MAX, 4)
-    except (OSError, AttributeError) as e:  # not glibc: its defaults stand
-        log.debug("mallopt unavailable: %s", e)
 
 
 def _final_flush(tree: Tree) -> bool:

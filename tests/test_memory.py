@@ -1,0 +1,108 @@
+"""Giving freed memory back (zarrfs.memory): the trimmer runs while the mount is busy and
+sleeps longer and longer while it is idle; a trim returns freed heap buffers to the system."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from zarrfs import memory
+from zarrfs.memory import Trimmer
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.activity = 0
+        self.trims = 0
+        self.lock = threading.Lock()
+
+    def trim(self) -> int:
+        with self.lock:
+            self.trims += 1
+        return 1
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_trims_follow_activity_and_stop_when_idle() -> None:
+    calls = _Calls()
+    trimmer = Trimmer(calls.trim, lambda: calls.activity, interval=0.01)
+    try:
+        time.sleep(0.2)
+        assert calls.trims == 0, "an idle mount was trimmed"
+        calls.activity += 1
+        assert _wait_for(lambda: calls.trims >= 1), "activity was not followed by a trim"
+        time.sleep(0.2)
+        settled = calls.trims
+        time.sleep(0.2)
+        assert calls.trims == settled == 1, "trims went on once the mount was idle"
+    finally:
+        trimmer.stop()
+
+
+def test_an_idle_trimmer_looks_less_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    looks: list[float] = []
+    calls = _Calls()
+
+    def activity() -> int:
+        looks.append(time.monotonic())
+        return calls.activity
+
+    monkeypatch.setattr(memory, "IDLE_SECONDS", 0.08)
+    trimmer = Trimmer(calls.trim, activity, interval=0.01)
+    time.sleep(0.6)
+    trimmer.stop()
+    gaps = [b - a for a, b in itertools.pairwise(looks)]
+    # Every 0.01 s that would be about 60 looks; backing off to 0.08 s, about 10.
+    assert 4 <= len(gaps) < 20, f"idle looks did not back off: {gaps}"
+    assert min(gaps[-2:]) >= 0.07, f"idle looks did not back off: {gaps}"
+
+
+def test_stop_returns_promptly_while_idle() -> None:
+    trimmer = Trimmer(lambda: 1, lambda: 0, interval=0.01)
+    time.sleep(0.3)  # backed off towards IDLE_SECONDS
+    started = time.monotonic()
+    trimmer.stop()
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_trim_returns_freed_buffers_to_the_system() -> None:
+    # In a child: the malloc settings are the process's own. Buffers of 1 MiB (chunk-sized,
+    # from the heap) with a small live buffer after each, so freeing them leaves holes that
+    # glibc keeps resident until trimmed.
+    script = textwrap.dedent("""
+        import numpy as np
+        from zarrfs.memory import bound_malloc
+        trim = bound_malloc()
+        assert trim is not None, "not glibc"
+        def rss():
+            return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) >> 10
+        big, small = [], []
+        for _ in range(200):
+            big.append(np.ones(1 << 20, dtype=np.uint8))
+            small.append(np.ones(64 << 10, dtype=np.uint8))
+        before = rss()
+        del big
+        freed = rss()
+        trim()
+        print(before, freed, rss())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    before, freed, trimmed = map(int, done.stdout.split())
+    assert freed > before - 50, f"glibc returned the holes without a trim ({before} -> {freed} MiB)"
+    assert trimmed < freed - 150, f"a trim did not return the freed buffers ({freed} -> {trimmed} MiB)"
