@@ -99,6 +99,27 @@ def test_a_reader_that_jumps_about_starts_no_slabs(array: ZarrArray,
     reader.close()
 
 
+def test_requests_out_of_order_inside_the_slabs_keep_them(array: ZarrArray,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel's readahead has several requests in flight; they may arrive further apart
+    # than the slack, one in the next slab before the last ones of the slab before.
+    monkeypatch.setattr(readahead, "SEQUENTIAL_SLACK", 0)
+    reader = RegionFile(array, None).readahead()
+    reader.read(0, 4096)
+    first = {index: _slab(reader, index) for index in (0, 1, 2)}
+    loads = array.stats.loads
+    ahead = SLAB + 8192
+    assert bytes(reader.read(ahead, 4096)) == _expected(ahead, 4096)
+    behind = SLAB - 4096
+    answered = reader.ready(behind, 4096)
+    assert answered is not None, "the slab behind was dropped"
+    assert bytes(answered) == _expected(behind, 4096)
+    assert all(reader._slabs[index] is stream for index, stream in first.items()), "a slab was restarted"
+    _slab(reader, 3)
+    assert array.stats.loads == loads + SHAPE[1] // CHUNKS[1], "only the next slab was decoded"
+    reader.close()
+
+
 @pytest.mark.parametrize("through", ["data", "data.npy", "chunk file", "array"])
 def test_a_write_through_any_view_makes_slabs_stale(array: ZarrArray, through: str) -> None:
     data = RegionFile(array, None)

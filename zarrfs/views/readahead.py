@@ -119,25 +119,29 @@ class Readahead:
         return found
 
     def _advance(self, layout: _Slabs | None, offset: int, size: int) -> bool:
-        """Keep the slabs from the reader's up to SLABS_AHEAD beyond it, and no others;
-        whether the reader is sequential."""
-        sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK
+        """Keep the slab behind the reader's, its own and up to SLABS_AHEAD beyond it, and no
+        others; whether the reader is sequential."""
+        index = None if layout is None or offset < layout.skip else (offset - layout.skip) // layout.nbytes
+        # Inside the slabs held counts as in order: the kernel's readahead has several
+        # requests in flight, and they may arrive further apart than the slack.
+        sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK or index in self._slabs
         self._streak = (self._streak if sequential else 0) + size
         self._last_end = offset + size
-        if layout is None or offset < layout.skip:
+        if layout is None or index is None:
             return sequential
-        first = (offset - layout.skip) // layout.nbytes
-        wanted = range(first, min(first + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
+        ahead = range(index, min(index + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
             if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
         with self._lock:
-            stale = [i for i, s in self._slabs.items() if i not in wanted or _stale(s)]
+            # (and one more ahead: a request from behind must not drop the slab last started)
+            kept = range(index - 1, index + SLABS_AHEAD + 2) if ahead else range(0)
+            stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
-            for index in wanted:
-                if index not in self._slabs:
-                    stream = self._data.stream_rows(index * layout.rows, (index + 1) * layout.rows)
+            for wanted in ahead:
+                if wanted not in self._slabs:
+                    stream = self._data.stream_rows(wanted * layout.rows, (wanted + 1) * layout.rows)
                     if stream is None:
                         break  # readers' buffers are full: read through the cache
-                    self._slabs[index] = stream
+                    self._slabs[wanted] = stream
         for stream in dropped:
             stream.close()
         return sequential
