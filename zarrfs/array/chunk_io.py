@@ -12,14 +12,14 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 
-from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
+from ..codecs import BytesLike, ByteSpan, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
 from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
@@ -27,6 +27,7 @@ from .cache import ChunkCache, Counters
 
 log = logging.getLogger(__name__)
 MAX_SHARD_RETRIES = 20
+RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other
 
 
 @dataclass
@@ -82,6 +83,10 @@ class PlainChunkIO:
             return Fetched(None, None)
         self.count_fetch(len(found.data))
         return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
+
+    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> list[Fetched]:
+        """Several read chunks of one stored object (a plain chunk is one)."""
+        return [self.fetch(key, chunk, inner) for inner in inners]
 
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
@@ -177,6 +182,47 @@ class ShardedChunkIO(PlainChunkIO):
             self.count_fetch(len(found.data))
             return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
         raise CodecError(f"shard kept changing while inner chunk {inner} was read")
+
+    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> list[Fetched]:
+        """Inner chunks of one shard, those lying next to each other in it read with one
+        request: a row of inner chunks is usually one stretch of the shard, and on a remote
+        store a request costs far more than its bytes."""
+        for _ in range(MAX_SHARD_RETRIES):
+            with self._shard_lock(chunk):
+                index, generation = self._shard_index(chunk, key)
+            if index is None or generation is None or len(inners) == 1:
+                # (no generations: each read under the lock, before a rewrite can begin)
+                return [self.fetch(key, chunk, inner) for inner in inners]
+            spans = {inner: index.span(inner) for inner in inners if inner is not None}
+            encoded = self._read_runs(key, spans, generation)
+            if encoded is not None:
+                return [Fetched(None if inner is None or spans[inner] is None else
+                                self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
+                        for inner in inners]
+            self.cache.forget_index((self.owner, chunk), index_cost)  # rewritten meanwhile
+        raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
+
+    def _read_runs(self, key: str, spans: dict[Index, ByteSpan | None],
+                   generation: str) -> dict[Index, BytesLike] | None:
+        """The encoded inner chunks, read a run of neighbours at a time; None when the shard
+        is no longer the one of `generation`."""
+        encoded: dict[Index, BytesLike] = {}
+        # Without a bytes codec an inner chunk decodes to a view of its bytes: give each its
+        # own, so a cached chunk never keeps the whole run alive.
+        private = not self.sharding.inner.bytes_codecs
+        for run in _runs(spans):
+            start, stop = run[0][1].offset, run[-1][1].end
+            found = self.store.read(key, ByteRange(start, stop - start))
+            if found is not None and found.generation != generation:
+                return None
+            if found is None or len(found.data) != stop - start:
+                raise CodecError(f"shard is truncated: inner chunk {run[-1][0]} lies past its end")
+            view = memoryview(found.data)
+            for inner, span in run:
+                self.count_fetch(span.nbytes)
+                piece = view[span.offset - start : span.end - start]
+                encoded[inner] = bytes(piece) if private else piece
+        return encoded
 
     def _shard_index(self, chunk: Index, key: str) -> tuple[ShardIndex | None, str | None]:
         """The shard's index and generation, cached (the shard's lock is held)."""
@@ -285,6 +331,19 @@ class ShardedChunkIO(PlainChunkIO):
             if where is not None:
                 found[inner] = view[where.offset : where.end]
         return found
+
+
+def _runs(spans: dict[Index, ByteSpan | None]) -> list[list[tuple[Index, ByteSpan]]]:
+    """The stored inner chunks in shard order, grouped into runs each lying right after the
+    one before (at most RUN_BYTES a run)."""
+    runs: list[list[tuple[Index, ByteSpan]]] = []
+    for inner, span in sorted(((i, s) for i, s in spans.items() if s is not None), key=lambda x: x[1].offset):
+        last = runs[-1] if runs else None
+        if last and last[-1][1].end == span.offset and span.end - last[0][1].offset <= RUN_BYTES:
+            last.append((inner, span))
+        else:
+            runs.append([(inner, span)])
+    return runs
 
 
 def index_cost(cached: tuple[ShardIndex | None, str | None]) -> int:

@@ -179,8 +179,7 @@ class ZarrArray:
         self._start_loads(piece.cell for piece in cells_of(box, self.read_chunk_shape))
 
     def stream(self, box: Box) -> Stream | None:
-        """Start filling a buffer with the elements of `box` (zarrfs.array.streaming); None
-        when readers' buffers already hold their share of the cache."""
+        """Start filling a buffer with `box` (zarrfs.array.streaming); None: no room for it."""
         return Stream.start(self, box)
 
     def _start_loads(self, units: Iterable[Index]) -> dict[Index, Future[Entry]]:
@@ -216,7 +215,7 @@ class ZarrArray:
     def _load(self, unit: Index) -> Entry:
         """Decode a read chunk from the store into the cache (worker thread)."""
         try:
-            fetched = self.fetch(unit)
+            (fetched,) = self.fetch([unit])
             with self._lock:
                 entry = self._install(unit, fetched)
         finally:
@@ -252,22 +251,23 @@ class ZarrArray:
         entry.base = fetched.generation
         self._replace_data(entry, merged)
 
-    def fetch(self, unit: Index) -> Fetched:
-        """A read chunk as stored now: decoded (None: not stored, all fill) and its generation."""
-        chunk, inner = self.io.location(unit)
+    def fetch(self, units: Sequence[Index]) -> list[Fetched]:
+        """Read chunks of one stored object (a chunk, or inner chunks of one shard, read
+        together) as stored now: decoded (None: not stored, all fill), and the generation."""
+        chunk = self.io.location(units[0])[0]
         key = self.chunk_key(chunk)
         try:
-            fetched = self.io.fetch(key, chunk, inner)
+            run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
-        if fetched.data is not None and self._is_edge(unit):
-            # Outside the array a chunk holds the fill value, whatever a writer left there
-            # (v1 and v2 leave it undefined).
-            fetched.data = np.array(fetched.data, order="C")
-            self._clear_overhang(unit, fetched.data)
-        self.seen.note(chunk, fetched.generation)
-        return fetched
+        for unit, fetched in zip(units, run, strict=True):
+            if fetched.data is not None and self._is_edge(unit):
+                # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
+                fetched.data = np.array(fetched.data, order="C")
+                self._clear_overhang(unit, fetched.data)
+        self.seen.note(chunk, run[0].generation)
+        return run
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Streaming a region into a caller's buffer: one job per read chunk on the mount's loader
-threads, each decoding its chunk and copying its part straight into the buffer.
+"""Streaming a region into a caller's buffer: jobs on the mount's loader threads, each
+decoding a few read chunks (inner chunks of one shard read with one request where they lie
+next to each other) and copying their parts straight into the buffer.
 
 A sequential reader would otherwise pay for assembling every reply from ~32 cached pieces
 on the request path. A stream takes chunks from the cache (with this mount's unsaved writes),
@@ -17,13 +18,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..grid import Box, Piece, cells_of
+from ..grid import Box, Index, Piece, cells_of
 
 if TYPE_CHECKING:
+    from .chunk_io import Fetched
     from .core import ZarrArray
 
 
 JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
+SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
 
 
 class Stream:
@@ -42,10 +45,7 @@ class Stream:
         self._held = True  # the reservation is not returned yet
         self._finished = threading.Event()
         self._lock = threading.Lock()
-        pieces = list(cells_of(box, array.read_chunk_shape))
-        # Small chunks go several to a job: a job costs more than decoding a 4 KiB chunk.
-        per_job = max(1, JOB_BYTES // max(1, array.read_chunk.nbytes))
-        jobs = [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
+        jobs = _jobs(array, box)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
@@ -85,11 +85,12 @@ class Stream:
 
     def _fill(self, pieces: list[Piece]) -> None:
         try:
-            for piece in pieces:
+            for run in _by_stored_object(self._array, pieces):
                 if self._cancelled or self.error is not None:
                     break
-                chunk = chunk_for_stream(self._array, piece.cell)
-                self.out[piece.in_box] = chunk[piece.in_cell]
+                chunks = chunks_for_stream(self._array, [piece.cell for piece in run])
+                for piece, chunk in zip(run, chunks, strict=True):
+                    self.out[piece.in_box] = chunk[piece.in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
             self.error = e
         with self._lock:
@@ -109,8 +110,31 @@ class CancelledStream(Exception):
     """The stream was cancelled before all of it was filled."""
 
 
-def chunk_for_stream(array: ZarrArray, unit: tuple[int, ...]) -> np.ndarray:
-    """A read chunk's elements: cached (with this mount's unsaved writes), or decoded here.
+def _jobs(array: ZarrArray, box: Box) -> list[list[Piece]]:
+    """The pieces of `box`, a job's worth at a time: small chunks several to a job (a job
+    costs more than decoding a 4 KiB chunk); the inner chunks of one shard together, so that
+    those lying next to each other are read with one request."""
+    pieces = list(cells_of(box, array.read_chunk_shape))
+    chunk_bytes = max(1, array.read_chunk.nbytes)
+    if array.sharding is None:
+        per_job = max(1, JOB_BYTES // chunk_bytes)
+        return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
+    per_job = max(1, SHARD_JOB_BYTES // chunk_bytes)
+    return [run[i : i + per_job] for run in _by_stored_object(array, pieces)
+            for i in range(0, len(run), per_job)]
+
+
+def _by_stored_object(array: ZarrArray, pieces: list[Piece]) -> list[list[Piece]]:
+    """Pieces grouped by the chunk or shard they are stored in (in the order first met)."""
+    found: dict[Index, list[Piece]] = {}
+    for piece in pieces:
+        found.setdefault(array.io.location(piece.cell)[0], []).append(piece)
+    return list(found.values())
+
+
+def chunks_for_stream(array: ZarrArray, units: list[Index]) -> list[np.ndarray]:
+    """Read chunks' elements (all of one stored object): cached (with this mount's unsaved
+    writes), or decoded here, those the cache does not hold read together.
 
     A chunk the cache does not hold is not put there: a stream reads its chunks once, in
     order, and the page cache keeps what the reader got. Decoding into a buffer freed at once
@@ -118,15 +142,28 @@ def chunk_for_stream(array: ZarrArray, unit: tuple[int, ...]) -> np.ndarray:
     for every byte streamed (a cold read 20-25% slower). A chunk partly written by this mount
     is merged into its entry, as a load does. Never waits for another job: on a loader thread
     that could be one queued behind this one."""
+    found: dict[Index, np.ndarray] = {}
+    partly_written: set[Index] = set()
     with array._lock:
-        entry = array.cache.entries.get(array._key(unit))
-        if entry is not None and entry.complete:
-            entry.lent = True
-            return entry.data
-    array.shared.counters.add(cache_misses=1)
-    fetched = array.fetch(unit)
-    if entry is None:
-        return array._fill_chunk if fetched.data is None else fetched.data
+        for unit in units:
+            entry = array.cache.entries.get(array._key(unit))
+            if entry is not None and entry.complete:
+                entry.lent = True
+                found[unit] = entry.data
+            elif entry is not None:
+                partly_written.add(unit)
+    missing = [unit for unit in units if unit not in found]
+    if missing:
+        array.shared.counters.add(cache_misses=len(missing))
+        for unit, fetched in zip(missing, array.fetch(missing), strict=True):
+            if unit in partly_written:
+                found[unit] = _merge(array, unit, fetched)
+            else:
+                found[unit] = array._fill_chunk if fetched.data is None else fetched.data
+    return [found[unit] for unit in units]
+
+
+def _merge(array: ZarrArray, unit: Index, fetched: Fetched) -> np.ndarray:
     with array._lock:
         entry = array._install(unit, fetched)  # (or the entry a concurrent load installed)
         entry.lent = True

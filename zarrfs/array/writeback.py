@@ -201,7 +201,7 @@ def _rebase(array: ZarrArray, units: list[Index], stored: StoredShard) -> None:
 
 def _refetch(array: ZarrArray, units: list[Index]) -> None:
     for unit in units:
-        fetched = array.fetch(unit)
+        (fetched,) = array.fetch([unit])
         with array._lock:
             array.merge_stored(array.cache.entries[array._key(unit)], fetched)
 
