@@ -26,8 +26,8 @@ from ..errors import ChunkError, ReadOnlyError
 from ..formats import ArrayDescription
 from ..grid import Box, Index, Piece, cells_of, extent_inside
 from ..store import Store
+from . import masks, writeback
 from . import resize as resizing
-from . import writeback
 from .cache import DEFAULT_CACHE_BYTES, ENTRY_OVERHEAD, Entry, Shared
 from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
 from .recheck import Changes, Seen, recheck
@@ -312,14 +312,12 @@ class ZarrArray:
         the chunk whole."""
         if entry.whole:
             return False
-        if entry.written is None:
-            entry.written = np.zeros(self.read_chunk_shape, dtype=bool)
-            self._replace_data(entry, entry.data)  # counts the mask
-        selection: tuple[Any, ...] = (*in_cell, Ellipsis)  # a view, also at rank 0
-        region = entry.written[selection]
+        mask, fresh = masks.mark(entry.written, in_cell, self.read_chunk_shape)
+        if mask is not entry.written:
+            entry.written = mask
+            self._recount(entry)
         if not entry.loaded:  # once all are written the stored chunk is never needed
-            entry.unwritten -= region.size - int(np.count_nonzero(region))
-        region[...] = True
+            entry.unwritten -= fresh
         if not entry.whole:
             return False
         entry.written = None
