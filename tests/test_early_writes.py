@@ -145,7 +145,7 @@ def test_an_edge_chunk_is_whole_once_its_part_inside_the_array_is_written(tmp_pa
     reopened = ZarrArray.open(Store.open(str(tmp_path)))
     try:
         assert np.array_equal(reopened.read(corner), _values(corner))
-        stored = reopened.fetch([(1, 1)])[0].data
+        stored = next(reopened.fetch([(1, 1)])).data
         assert stored is not None and (stored[4:, :] == 5).all() and (stored[:, 8:] == 5).all()
     finally:
         reopened.close()

@@ -12,7 +12,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from functools import partial
@@ -84,9 +84,10 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
 
-    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> list[Fetched]:
-        """Several read chunks of one stored object (a plain chunk is one)."""
-        return [self.fetch(key, chunk, inner) for inner in inners]
+    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
+        """Several read chunks of one stored object (a plain chunk is one), decoded one at a
+        time as they are taken."""
+        return (self.fetch(key, chunk, inner) for inner in inners)
 
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
@@ -183,22 +184,25 @@ class ShardedChunkIO(PlainChunkIO):
             return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
         raise CodecError(f"shard kept changing while inner chunk {inner} was read")
 
-    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> list[Fetched]:
+    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
         """Inner chunks of one shard, those lying next to each other in it read with one
-        request: a row of inner chunks is usually one stretch of the shard, and on a remote
-        store a request costs far more than its bytes."""
+        request (a row of inner chunks is usually one stretch of the shard, and on a remote
+        store a request costs far more than its bytes); decoded one at a time as taken."""
         for _ in range(MAX_SHARD_RETRIES):
             with self._shard_lock(chunk):
                 index, generation = self._shard_index(chunk, key)
             if index is None or generation is None or len(inners) == 1:
                 # (no generations: each read under the lock, before a rewrite can begin)
-                return [self.fetch(key, chunk, inner) for inner in inners]
+                yield from super().fetch_run(key, chunk, inners)
+                return
             spans = {inner: index.span(inner) for inner in inners if inner is not None}
             encoded = self._read_runs(key, spans, generation)
             if encoded is not None:
-                return [Fetched(None if inner is None or spans[inner] is None else
-                                self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
-                        for inner in inners]
+                for inner in inners:
+                    found = None if inner is None else encoded.get(inner)
+                    decoded = None if found is None else self.timed_decode(self.sharding.decode_inner, found)
+                    yield Fetched(decoded, generation)
+                return
             self.cache.forget_index((self.owner, chunk), index_cost)  # rewritten meanwhile
         raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
 

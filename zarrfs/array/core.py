@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -251,23 +251,23 @@ class ZarrArray:
         entry.base = fetched.generation
         self._replace_data(entry, merged)
 
-    def fetch(self, units: Sequence[Index]) -> list[Fetched]:
+    def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
         """Read chunks of one stored object (a chunk, or inner chunks of one shard, read
         together) as stored now: decoded (None: not stored, all fill), and the generation."""
         chunk = self.io.location(units[0])[0]
         key = self.chunk_key(chunk)
         try:
             run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
+            for unit, fetched in zip(units, run, strict=True):
+                if fetched.data is not None and self._is_edge(unit):
+                    # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
+                    fetched.data = np.array(fetched.data, order="C")
+                    self._clear_overhang(unit, fetched.data)
+                self.seen.note(chunk, fetched.generation)
+                yield fetched
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
-        for unit, fetched in zip(units, run, strict=True):
-            if fetched.data is not None and self._is_edge(unit):
-                # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
-                fetched.data = np.array(fetched.data, order="C")
-                self._clear_overhang(unit, fetched.data)
-        self.seen.note(chunk, run[0].generation)
-        return run
 
     # -- writing -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ after the change is made, so a stream that overlapped a change is never used.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,9 +89,9 @@ class Stream:
             for run in _by_stored_object(self._array, pieces):
                 if self._cancelled or self.error is not None:
                     break
-                chunks = chunks_for_stream(self._array, [piece.cell for piece in run])
-                for piece, chunk in zip(run, chunks, strict=True):
-                    self.out[piece.in_box] = chunk[piece.in_cell]
+                by_unit = {piece.cell: piece for piece in run}
+                for unit, chunk in chunks_for_stream(self._array, list(by_unit)):
+                    self.out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
             self.error = e
         with self._lock:
@@ -132,9 +133,10 @@ def _by_stored_object(array: ZarrArray, pieces: list[Piece]) -> list[list[Piece]
     return list(found.values())
 
 
-def chunks_for_stream(array: ZarrArray, units: list[Index]) -> list[np.ndarray]:
-    """Read chunks' elements (all of one stored object): cached (with this mount's unsaved
-    writes), or decoded here, those the cache does not hold read together.
+def chunks_for_stream(array: ZarrArray, units: list[Index]) -> Iterator[tuple[Index, np.ndarray]]:
+    """Read chunks' elements (all of one stored object), in no particular order: cached (with
+    this mount's unsaved writes), or decoded here, those the cache does not hold read together
+    and decoded one at a time (so a job holds one decoded chunk, whatever its size).
 
     A chunk the cache does not hold is not put there: a stream reads its chunks once, in
     order, and the page cache keeps what the reader got. Decoding into a buffer freed at once
@@ -142,25 +144,26 @@ def chunks_for_stream(array: ZarrArray, units: list[Index]) -> list[np.ndarray]:
     for every byte streamed (a cold read 20-25% slower). A chunk partly written by this mount
     is merged into its entry, as a load does. Never waits for another job: on a loader thread
     that could be one queued behind this one."""
-    found: dict[Index, np.ndarray] = {}
+    cached: list[tuple[Index, np.ndarray]] = []
     partly_written: set[Index] = set()
     with array._lock:
         for unit in units:
             entry = array.cache.entries.get(array._key(unit))
             if entry is not None and entry.complete:
                 entry.lent = True
-                found[unit] = entry.data
+                cached.append((unit, entry.data))
             elif entry is not None:
                 partly_written.add(unit)
-    missing = [unit for unit in units if unit not in found]
+    yield from cached
+    have = {unit for unit, _ in cached}
+    missing = [unit for unit in units if unit not in have]
     if missing:
         array.shared.counters.add(cache_misses=len(missing))
         for unit, fetched in zip(missing, array.fetch(missing), strict=True):
             if unit in partly_written:
-                found[unit] = _merge(array, unit, fetched)
+                yield unit, _merge(array, unit, fetched)
             else:
-                found[unit] = array._fill_chunk if fetched.data is None else fetched.data
-    return [found[unit] for unit in units]
+                yield unit, array._fill_chunk if fetched.data is None else fetched.data
 
 
 def _merge(array: ZarrArray, unit: Index, fetched: Fetched) -> np.ndarray:
