@@ -119,8 +119,9 @@ class Readahead:
         return found
 
     def _advance(self, layout: _Slabs | None, offset: int, size: int) -> bool:
-        """Keep the slab behind the reader's, its own and up to SLABS_AHEAD beyond it, and no
-        others; whether the reader is sequential."""
+        """Keep the slab behind the reader's, its own and the next SLABS_AHEAD (starting
+        those not started), one more ahead if started, and no others; whether the reader is
+        sequential."""
         index = None if layout is None or offset < layout.skip else (offset - layout.skip) // layout.nbytes
         # Inside the slabs held counts as in order: the kernel's readahead has several
         # requests in flight, and they may arrive further apart than the slack.
