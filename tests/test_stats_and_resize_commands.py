@@ -34,6 +34,9 @@ def test_stats_counters_move_with_reads_and_writes(tmp_path: Path, mount_array: 
     assert after["chunks_decoded"] >= 16 and after["bytes_fetched"] > 0
     assert after["chunks_encoded"] == 4 and after["bytes_stored"] > 0  # the first chunk row
     assert after["errors"] == 0 and after["decode_seconds"] > 0
+    # What the cache holds: the chunks read and written (stored by the close: none dirty).
+    assert 0 < after["cache_bytes"] <= after["cache_limit"]
+    assert after["dirty_bytes"] == 0 and after["readahead_bytes"] == 0
     text = zarrfs("stats", str(mount.path))
     assert text.returncode == 0 and "cache_misses:" in text.stdout
 

@@ -181,6 +181,14 @@ class Shared:
         self._arrays.pop(owner, None)
         self.cache.drop_owner(owner)
 
+    def stats(self) -> dict[str, float]:
+        """The counters, and what the cache holds now (`zarrfs stats`)."""
+        cache = self.cache
+        with cache.lock:
+            held = {"cache_bytes": cache.total_bytes, "dirty_bytes": cache.dirty_bytes,
+                    "readahead_bytes": cache.reserved_bytes, "cache_limit": cache.capacity}
+        return {**self.counters.snapshot(), **held}
+
     def dirty_arrays(self) -> list[Any]:
         return [a for a in list(self._arrays.values()) if a.dirty_bytes]
 

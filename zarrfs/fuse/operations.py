@@ -201,7 +201,7 @@ class ZarrOperations(pyfuse3.Operations):
     async def getxattr(self, inode: int, name: bytes, ctx: Any) -> bytes:
         text = name.decode("utf-8", "replace")
         if inode == pyfuse3.ROOT_INODE and text == STATS_XATTR:  # `zarrfs stats MOUNTPOINT`
-            return json.dumps(self.counters.snapshot()).encode()
+            return json.dumps(self.tree.shared.stats()).encode()
         # `ls -l` asks every entry for security.* and system.* attributes: answer without
         # opening arrays.
         node = self._node(inode)
