@@ -57,6 +57,17 @@ class Entry:
         return self.loaded or self.unwritten == 0
 
 
+class StripedLocks:
+    """One lock per chunk or shard at a time, in constant memory: a fixed set of locks, a
+    chunk's chosen by its hash (two chunks may share one, which only makes them wait)."""
+
+    def __init__(self, count: int = 64) -> None:
+        self._locks = [threading.Lock() for _ in range(count)]
+
+    def __call__(self, chunk: Index) -> threading.Lock:
+        return self._locks[hash(chunk) % len(self._locks)]
+
+
 class ChunkCache:
     """Decoded chunks of every array of a mount, under one lock and one byte limit."""
 

@@ -23,7 +23,7 @@ from ..codecs import BytesLike, ByteSpan, CodecError, Pipeline, ShardIndex, Shar
 from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
-from .cache import ChunkCache, Counters
+from .cache import ChunkCache, Counters, StripedLocks
 
 log = logging.getLogger(__name__)
 MAX_SHARD_RETRIES = 20
@@ -142,9 +142,9 @@ class ShardedChunkIO(PlainChunkIO):
         self.sharding = sharding
         self.cache = cache
         self.owner = owner
-        # Striped locks: one index fetch per shard at a time, in constant memory. Where the
-        # store reports no generations, they also keep a read from straddling a rewrite.
-        self._shard_locks = [threading.Lock() for _ in range(64)]
+        # One index fetch per shard at a time. Where the store reports no generations, the
+        # locks also keep a read from straddling a rewrite.
+        self._shard_lock = StripedLocks()
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         per = self.sharding.chunks_per_shard
@@ -158,9 +158,6 @@ class ShardedChunkIO(PlainChunkIO):
 
     def forget_index(self, chunk: Index) -> None:
         self.cache.forget_index((self.owner, chunk), index_cost)
-
-    def _shard_lock(self, chunk: Index) -> threading.Lock:
-        return self._shard_locks[hash(chunk) % len(self._shard_locks)]
 
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         assert inner is not None

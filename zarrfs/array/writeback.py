@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -23,7 +22,7 @@ import numpy as np
 from ..errors import ChunkError, ConflictError
 from ..grid import Index
 from ..store import ANY, Expect
-from .cache import Entry
+from .cache import Entry, StripedLocks
 from .chunk_io import Fetched, StoredShard
 from .recheck import forget
 
@@ -41,10 +40,7 @@ class Early:
     def __init__(self) -> None:
         self.jobs: dict[Index, Future[None]] = {}
         self.unsynced: set[Index] = set()  # stored early; their directory entries not yet synced
-        self._locks = [threading.Lock() for _ in range(64)]  # one write-back of a chunk at a time
-
-    def lock(self, chunk: Index) -> threading.Lock:
-        return self._locks[hash(chunk) % len(self._locks)]
+        self.lock = StripedLocks()  # one write-back of a chunk at a time
 
 
 def flush(array: ZarrArray, *, complete_only: bool = False) -> None:

@@ -339,7 +339,7 @@ class Store:
 
 
 def _joined(data: Payload) -> bytes:
-    return bytes(data) if isinstance(data, bytes | bytearray | memoryview) else b"".join(data)
+    return b"".join(local.pieces(data))
 
 
 def _put_anyway(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> str | None:

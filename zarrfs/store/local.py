@@ -33,6 +33,11 @@ TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
 Payload = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
 
 
+def pieces(data: Payload) -> Sequence[bytes | bytearray | memoryview]:
+    """A payload as the pieces written one after the other."""
+    return [data] if isinstance(data, bytes | bytearray | memoryview) else data
+
+
 class Versioned(NamedTuple):
     """Bytes read from the store and the generation of the object they came from (None when
     the store cannot tell)."""
@@ -151,7 +156,7 @@ def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            for piece in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
+            for piece in pieces(data):
                 view = memoryview(piece).cast("B")
                 while view:
                     view = view[os.write(fd, view) :]
