@@ -1,4 +1,5 @@
-"""Remote stores through fsspec: S3 reads that return the object's ETag with its bytes, and
+"""Remote stores through fsspec: S3 reads that return the object's ETag with its bytes (as
+presigned GETs where they can: zarrfs.store.presigned), and
 S3's conditional writes (If-Match / If-None-Match), which make a write-back a
 compare-and-swap. Other filesystems have neither: their generation comes from `info`."""
 
@@ -11,6 +12,7 @@ import fsspec
 from fsspec.asyn import sync
 
 from ..errors import ConflictError
+from . import presigned
 from .local import Versioned
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
@@ -38,6 +40,10 @@ def s3_read(fs: Any, path: str, start: int | None = None, length: int | None = N
         extra["Range"] = f"bytes={start}-{start + length - 1}"
 
     async def get() -> tuple[bytes, str]:
+        if presigned.usable(fs):
+            found = await presigned.get(fs, bucket, key, extra)
+            if found is not None:
+                return found
         response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra, **fs.req_kw)
         async with response["Body"] as body:
             return await body.read(), str(response["ETag"])
@@ -45,7 +51,7 @@ def s3_read(fs: Any, path: str, start: int | None = None, length: int | None = N
     try:
         data, etag = sync(fs.loop, get)
     except OSError as e:
-        if _error_code(e) == "InvalidRange":  # a range past the end: nothing there
+        if isinstance(e, presigned.RangePastEnd) or _error_code(e) == "InvalidRange":  # nothing there
             return Versioned(b"", s3_generation(fs, path))
         raise
     return Versioned(data, etag)
