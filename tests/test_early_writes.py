@@ -149,3 +149,40 @@ def test_an_edge_chunk_is_whole_once_its_part_inside_the_array_is_written(tmp_pa
         assert stored is not None and (stored[4:, :] == 5).all() and (stored[:, 8:] == 5).all()
     finally:
         reopened.close()
+
+
+def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new inner chunks of a shard being written back are made while the cache is full
+    of clean chunks: they make room first, and the room made goes back to the system."""
+    whole = Box((0, 0), SHAPE)
+    _array(tmp_path, sharded=True).close()
+    writer = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+    writer.write(whole, _values(whole))
+    writer.flush()
+    writer.close()
+    shard_bytes = CHUNKS[0] * CHUNKS[1] * 2
+    array = ZarrArray.open(Store.open(str(tmp_path)), threads=2, cache_bytes=6 * shard_bytes)
+    try:
+        others = Box((CHUNKS[0], 0), SHAPE)  # all but the first row of shards: more than fits
+        assert np.array_equal(array.read(others), _values(whole)[CHUNKS[0]:])
+        cache, seen, given_back = array.cache, [], []
+        cache.give_back = lambda: given_back.append(1)
+        put = array.store.put
+
+        def watched_put(key: str, data: Any, **kwargs: Any) -> Any:
+            with cache.lock:
+                seen.append(sum(entry.nbytes for entry in cache.entries.values()))
+            return put(key, data, **kwargs)
+
+        monkeypatch.setattr(array.store, "put", watched_put)
+        shard = Box((0, 0), CHUNKS)
+        array.write(shard, _values(shard, seed=7))
+        _settled(array)
+        assert len(seen) == 1 and seen[0] + shard_bytes <= cache.capacity
+        assert given_back
+        with cache.lock:  # the hold ended: the cache counts its entries and nothing else
+            assert cache.total_bytes == sum(e.nbytes for e in cache.entries.values()) + cache.reserved_bytes
+        assert np.array_equal(array.read(shard), _values(shard, seed=7))
+    finally:
+        array.close()

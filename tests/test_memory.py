@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from zarrfs import memory
+from zarrfs.array.cache import Counters
 from zarrfs.memory import Trimmer
 
 
@@ -106,3 +107,15 @@ def test_a_trim_returns_freed_buffers_to_the_system() -> None:
     before, freed, trimmed = map(int, done.stdout.split())
     assert freed > before - 50, f"glibc returned the holes without a trim ({before} -> {freed} MiB)"
     assert trimmed < freed - 150, f"a trim did not return the freed buffers ({freed} -> {trimmed} MiB)"
+
+
+def test_a_mounts_activity_grows_with_requests_and_with_chunks_coded_between_them() -> None:
+    """A flush encodes for a while with no request coming in: the trimmer must keep trimming."""
+    counters = Counters()
+    seen = [counters.activity()]
+    for work in ({"requests": 1}, {"chunks_encoded": 1}, {"chunks_decoded": 1}):
+        counters.add(**work)
+        seen.append(counters.activity())
+    counters.add(bytes_stored=4096, cache_hits=3)  # (bookkeeping, not work of its own)
+    assert seen == sorted(set(seen)) and len(seen) == 4
+    assert counters.activity() == seen[-1]

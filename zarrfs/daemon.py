@@ -137,7 +137,8 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
             _remove_temporaries(store)
 
     guard = _start_watchdog(mountpoint)
-    trimmer = Trimmer(trim, lambda: shared.counters.snapshot()["requests"]) if trim else None
+    shared.cache.give_back = trim
+    trimmer = Trimmer(trim, shared.counters.activity) if trim else None
     status = 0
     try:
         trio.run(operations.serve, mountpoint, on_serving)

@@ -26,7 +26,7 @@ ARENAS = 4
 # float32/blosc at cache=256M: peak RSS 375-377 MB untrimmed, 334-339 MB at 0.1 s and
 # 348 MB at 0.5 s, equally fast.
 TRIM_SECONDS = 0.1
-IDLE_SECONDS = 5.0  # the longest sleep of an idle daemon's trimmer
+IDLE_SECONDS = 1.0  # the longest sleep of an idle daemon's trimmer (and its lag once work begins)
 
 
 def bound_malloc() -> Callable[[], int] | None:

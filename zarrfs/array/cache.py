@@ -86,20 +86,25 @@ class ChunkCache:
         self.reserve_limit = capacity // 4
         # Written data not yet stored: the rest (whole shards of a sequential writer must fit).
         self.dirty_limit = capacity - self.reserve_limit
+        self.give_back: Callable[[], object] | None = None  # returns freed memory to the system
 
-    def evict(self) -> None:
-        """Drop least recently used clean entries until the cache fits its limit."""
+    def evict(self) -> int:
+        """Drop least recently used clean entries until the cache fits its limit; the bytes
+        dropped."""
+        dropped = 0
         with self.lock:
             if self.total_bytes <= self.capacity:
-                return
+                return 0
             for key in list(self.entries):
                 entry = self.entries[key]
                 if entry.dirty:
                     continue
                 del self.entries[key]
                 self.total_bytes -= entry.nbytes
+                dropped += entry.nbytes
                 if self.total_bytes <= self.capacity:
-                    return
+                    break
+        return dropped
 
     def reserve(self, nbytes: int) -> bool:
         """Count a buffer held outside the cache against its limit (evicting to make room);
@@ -116,6 +121,16 @@ class ChunkCache:
         with self.lock:
             self.reserved_bytes -= nbytes
             self.total_bytes -= nbytes
+
+    def hold(self, nbytes: int) -> None:
+        """Count buffers about to be made for a write-back against the limit, evicting to
+        make room (it cannot wait: what is written back is what frees the cache), and give
+        the memory dropped back at once: the buffers are made on other threads, whose malloc
+        arenas would not reuse it. `hold(-nbytes)` ends it."""
+        with self.lock:
+            self.total_bytes += nbytes
+        if nbytes > 0 and self.evict() and self.give_back is not None:
+            self.give_back()
 
     def remember_index(self, key: CacheKey, index: Any, cost: Callable[[Any], int]) -> None:
         with self.lock:
@@ -164,6 +179,12 @@ class Counters:
     def snapshot(self) -> dict[str, float]:
         with self._lock:
             return dict(self._values)
+
+    def activity(self) -> float:
+        """A number that grows whenever the mount works: requests, and chunks decoded or
+        encoded (a flush runs for a while with no request coming in)."""
+        with self._lock:
+            return sum(self._values[name] for name in ("requests", "chunks_decoded", "chunks_encoded"))
 
 
 class Shared:

@@ -284,17 +284,22 @@ class ShardedChunkIO(PlainChunkIO):
                 encoded.pop(inner, None)
             else:
                 changed[inner] = data
-        # On the loader threads, so a shard's inner chunks are encoded on every core (this
-        # runs on a writer thread; loaders never wait for writers).
-        encode = partial(self.timed_encode, self.sharding.inner.encode)
-        encodings = self.encoders.map(encode, changed.values())
-        encoded.update(zip(changed, encodings, strict=True))
-        with self._shard_lock(chunk):
-            try:
+        # The new pieces count against the cache until stored: a whole shard's worth of them
+        # (their decoded size, which they rarely exceed) on top of a full cache went past its
+        # bound. Encoded on the loader threads, on every core (this runs on a writer thread;
+        # loaders never wait for writers).
+        held = sum(data.nbytes for data in changed.values())
+        self.cache.hold(held)
+        try:
+            encode = partial(self.timed_encode, self.sharding.inner.encode)
+            encoded.update(zip(changed, self.encoders.map(encode, changed.values()), strict=True))
+            with self._shard_lock(chunk):
                 return self._replace_shard(key, chunk, encoded, expect)
-            except BaseException:
-                self.cache.forget_index((self.owner, chunk), index_cost)
-                raise
+        except BaseException:
+            self.cache.forget_index((self.owner, chunk), index_cost)
+            raise
+        finally:
+            self.cache.hold(-held)
 
     def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike],
                        expect: Expect) -> str | None:
