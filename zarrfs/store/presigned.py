@@ -15,6 +15,7 @@ refuses a certificate that botocore takes, that filesystem's GETs go back to bot
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import ssl
@@ -24,8 +25,10 @@ from typing import Any
 from fsspec.asyn import sync
 
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-_sessions: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # s3fs -> aiohttp
-_refused: weakref.WeakSet[Any] = weakref.WeakSet()  # s3fs instances whose TLS aiohttp refused
+# By identity: fsspec filesystems with the same options compare equal, and one must not use
+# (or close) another's session.
+_sessions: dict[int, Any] = {}  # id(s3fs instance) -> its aiohttp session
+_refused: set[int] = set()  # ids of s3fs instances whose TLS aiohttp refused
 
 
 class RangePastEnd(OSError):
@@ -34,7 +37,7 @@ class RangePastEnd(OSError):
 
 def usable(fs: Any) -> bool:
     """Whether a presigned GET means the same as `get_object` for this filesystem."""
-    if fs in _refused or fs.req_kw or fs.s3_additional_kwargs or fs.version_aware:
+    if id(fs) in _refused or fs.req_kw or fs.s3_additional_kwargs or fs.version_aware:
         return False
     if {"verify", "proxies"} & (set(fs.client_kwargs) | set(fs.config_kwargs)):
         return False
@@ -59,7 +62,7 @@ async def get(fs: Any, bucket: str, key: str, headers: dict[str, str]) -> tuple[
                 return None
             return await response.read(), response.headers["ETag"]
     except aiohttp.ClientSSLError:
-        _refused.add(fs)  # botocore's certificates are not the system's: leave TLS to it
+        _refused.add(id(fs))  # botocore's certificates are not the system's: leave TLS to it
         return None
 
 
@@ -68,17 +71,27 @@ def _session(fs: Any) -> Any:
     made on fsspec's event loop, closed with the instance or at exit."""
     import aiohttp
 
-    session = _sessions.get(fs)
+    session = _sessions.get(id(fs))
     if session is None:
         timeout = aiohttp.ClientTimeout(sock_connect=fs.connect_timeout, sock_read=fs.read_timeout)
         tls = ssl.create_default_context(cafile=os.environ.get("AWS_CA_BUNDLE") or None)
-        session = _sessions[fs] = aiohttp.ClientSession(
+        session = _sessions[id(fs)] = aiohttp.ClientSession(
             timeout=timeout, connector=aiohttp.TCPConnector(ssl=tls))
-        weakref.finalize(fs, _close, fs.loop, session)
+        weakref.finalize(fs, _close, id(fs), fs.loop, session)
     return session
 
 
-def _close(loop: Any, session: Any) -> None:
-    if loop is not None and loop.is_running() and not session.closed:
+def _close(key: int, loop: Any, session: Any) -> None:
+    _sessions.pop(key, None)
+    _refused.discard(key)
+    if loop is None or session.closed:
+        return
+    try:
+        on_loop = asyncio.get_running_loop() is loop
+    except RuntimeError:
+        on_loop = False
+    if on_loop:  # (collected inside a coroutine on the loop itself)
+        loop.create_task(session.close())
+    elif loop.is_running():
         with contextlib.suppress(Exception):
             sync(loop, session.close, timeout=1)
