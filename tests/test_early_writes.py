@@ -1,6 +1,7 @@
 """Storing chunks ahead of a flush (zarrfs.array.writeback.store_early), without FUSE: a chunk
 or shard this mount wrote whole is encoded and stored while the writer goes on, nothing is
-read to do it, a failure leaves the data for the flush, and the flush still makes it durable."""
+read to do it, a failure leaves the data for the flush, and the flush still makes it durable;
+a stored chunk's buffer goes to the next new chunk, never while anything still refers to it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ CHUNKS = (16, 32)
 INNER = (16, 16)
 ZSTD = {"name": "zstd", "configuration": {"level": 1}}
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+CHUNK_BYTES = CHUNKS[0] * CHUNKS[1] * 2
 
 
-def _array(path: Path, sharded: bool = False) -> ZarrArray:
+def _array(path: Path, sharded: bool = False, cache_bytes: int | None = None) -> ZarrArray:
     codecs: list[Any] = [BYTES, ZSTD]
     if sharded:
         codecs = [{"name": "sharding_indexed", "configuration": {
@@ -35,7 +37,8 @@ def _array(path: Path, sharded: bool = False) -> ZarrArray:
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
     }
-    return ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2)
+    return ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2,
+                            cache_bytes=cache_bytes)
 
 
 def _settled(array: ZarrArray) -> None:
@@ -184,5 +187,69 @@ def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
         with cache.lock:  # the hold ended: the cache counts its entries and nothing else
             assert cache.total_bytes == sum(e.nbytes for e in cache.entries.values()) + cache.reserved_bytes
         assert np.array_equal(array.read(shard), _values(shard, seed=7))
+    finally:
+        array.close()
+
+
+def test_a_stored_chunks_buffer_goes_to_the_next_new_chunk(tmp_path: Path) -> None:
+    """A sequential writer's chunks, once stored, give their memory to the chunks that follow
+    (past a quarter of the cache): the cache holds about what is being written."""
+    array = _array(tmp_path, cache_bytes=16 * CHUNK_BYTES)  # room for all 12 chunks
+    try:
+        for row in range(0, SHAPE[0], CHUNKS[0]):
+            band = Box((row, 0), (row + CHUNKS[0], SHAPE[1]))
+            array.write(band, _values(band, seed=row))
+            _settled(array)
+        with array.cache.lock:
+            held = len(array.cache.entries)
+        assert held <= 2 * (SHAPE[1] // CHUNKS[1])  # about two rows of chunks, not all four
+        for row in range(0, SHAPE[0], CHUNKS[0]):
+            band = Box((row, 0), (row + CHUNKS[0], SHAPE[1]))
+            assert np.array_equal(array.read(band), _values(band, seed=row))
+    finally:
+        array.close()
+
+
+def test_a_buffer_a_reader_still_holds_is_not_reused(tmp_path: Path) -> None:
+    array = _array(tmp_path, cache_bytes=16 * CHUNK_BYTES)
+    try:
+        first = Box((0, 0), CHUNKS)
+        array.write(first, _values(first, seed=1))
+        _settled(array)
+        held = array.read(first)  # a view into the cached chunk
+        assert not held.flags.owndata
+        rows = Box((CHUNKS[0], 0), (3 * CHUNKS[0], SHAPE[1]))  # six new chunks: past a quarter
+        array.write(rows, _values(rows, seed=2))
+        _settled(array)
+        assert np.array_equal(held, _values(first, seed=1))
+        del held
+        last = Box((3 * CHUNKS[0], 0), SHAPE)
+        array.write(last, _values(last, seed=3))  # now the first chunk's buffer may go
+        _settled(array)
+        for box, seed in ((first, 1), (rows, 2), (last, 3)):
+            assert np.array_equal(array.read(box), _values(box, seed=seed))
+    finally:
+        array.close()
+
+
+def test_a_reader_that_waited_for_a_chunk_whose_buffer_went_reads_it_again(tmp_path: Path) -> None:
+    from concurrent.futures import Future
+
+    array = _array(tmp_path, cache_bytes=8 * CHUNK_BYTES)
+    try:
+        row = Box((0, 0), (CHUNKS[0], SHAPE[1]))  # three chunks: past a quarter of the cache
+        array.write(row, _values(row, seed=1))
+        _settled(array)
+        unit = (0, 0)
+        waited = array._wait(unit, {})  # what a reader got before the buffer was taken
+        with array.cache.lock:
+            array.cache.reusable.appendleft(array._key(unit))  # the oldest stored chunk
+            taken = array.cache.buffer_for(array.read_chunk_shape, array.data_type.storage)
+        assert waited.retired
+        taken[...] = 0  # its new owner writes into it
+        done: Future[Any] = Future()
+        done.set_result(waited)
+        first = Box((0, 0), CHUNKS)
+        assert np.array_equal(array._lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
     finally:
         array.close()

@@ -139,9 +139,8 @@ class ZarrArray:
     # -- reading -----------------------------------------------------------------------------
 
     def read(self, box: Box) -> np.ndarray:
-        """The elements of `box` (array coordinates, edge chunks' overhang allowed).
-
-        May be a read-only view into the cache when the box lies in one chunk."""
+        """The elements of `box` (array coordinates, edge chunks' overhang allowed); a
+        read-only view into the cache when the box lies in one chunk."""
         return self.read_boxes([box])[0]
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
@@ -170,9 +169,12 @@ class ZarrArray:
         """A read chunk's data for a reader to use outside the lock: writers leave it as it is
         (they copy first), so a reader never sees half of a write."""
         entry = self._wait(unit, futures)
-        with self._lock:
-            entry.lent = True
-            return entry.data
+        while True:
+            with self._lock:
+                if not entry.retired:
+                    entry.lent = True
+                    return entry.data
+            entry = self._wait(unit, {})  # its buffer went to a new chunk: look again
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
@@ -331,7 +333,7 @@ class ZarrArray:
         inside = math.prod(extent_inside(unit, self.read_chunk_shape, self.shape))
         entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=inside)
         self.cache.entries[self._key(unit)] = entry
-        self._replace_data(entry, np.empty(self.read_chunk_shape, dtype=self.data_type.storage))
+        self._replace_data(entry, self.cache.buffer_for(self.read_chunk_shape, self.data_type.storage))
         return entry
 
     def _clear_overhang(self, unit: Index, data: np.ndarray) -> None:

@@ -246,4 +246,5 @@ def _settle(array: ZarrArray, snapshot: _Snapshot, generation: str | None) -> No
             entry.base = generation
             if saved:
                 array._count_dirty(-entry.nbytes)
+                array.cache.reusable.append(array._key(unit))
             entry.saved_version = snapshot.versions[unit]
