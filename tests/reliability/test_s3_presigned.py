@@ -119,3 +119,13 @@ def test_a_certificate_aiohttp_refuses_leaves_that_store_to_botocore(
         assert found is not None and found.data == CONTENT
     assert len(attempts) == 1  # the second read went to botocore at once
     assert calls == ["get_object", "get_object"]
+
+
+def test_a_ca_bundle_it_cannot_load_leaves_that_store_to_botocore(
+        s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Not a missing object: the chunk must not read as the fill value."""
+    store, calls = counted(s3_server, monkeypatch)
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "no-such-bundle.pem"))
+    found = store.read("k")
+    assert found is not None and found.data == CONTENT
+    assert calls == ["get_object"]

@@ -49,11 +49,14 @@ async def get(fs: Any, bucket: str, key: str, headers: dict[str, str]) -> tuple[
     FileNotFoundError (404) and RangePastEnd (416)."""
     import aiohttp
 
+    session = _session(fs)
+    if session is None:
+        return None
     await fs.set_session()
     client = await fs.get_s3(bucket)
     url = await client.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key})
     try:
-        async with _session(fs).get(url, headers=headers, allow_redirects=False) as response:
+        async with session.get(url, headers=headers, allow_redirects=False) as response:
             if response.status == 404:
                 raise FileNotFoundError(f"{bucket}/{key}")
             if response.status == 416:
@@ -68,13 +71,19 @@ async def get(fs: Any, bucket: str, key: str, headers: dict[str, str]) -> tuple[
 
 def _session(fs: Any) -> Any:
     """One aiohttp session per s3fs instance (its connections are kept open between GETs),
-    made on fsspec's event loop, closed with the instance or at exit."""
+    made on fsspec's event loop, closed with the instance or at exit; None when TLS cannot be
+    set up as botocore would (an AWS_CA_BUNDLE it cannot load: botocore says why)."""
     import aiohttp
 
     session = _sessions.get(id(fs))
     if session is None:
         timeout = aiohttp.ClientTimeout(sock_connect=fs.connect_timeout, sock_read=fs.read_timeout)
-        tls = ssl.create_default_context(cafile=os.environ.get("AWS_CA_BUNDLE") or None)
+        try:
+            tls = ssl.create_default_context(cafile=os.environ.get("AWS_CA_BUNDLE") or None)
+        except (OSError, ssl.SSLError):
+            _refused.add(id(fs))
+            weakref.finalize(fs, _refused.discard, id(fs))
+            return None
         session = _sessions[id(fs)] = aiohttp.ClientSession(
             timeout=timeout, connector=aiohttp.TCPConnector(ssl=tls))
         weakref.finalize(fs, _close, id(fs), fs.loop, session)
