@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from zarrfs.array import ZarrArray
+from zarrfs.array.chunk_io import ShardedChunkIO
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -251,5 +252,57 @@ def test_a_reader_that_waited_for_a_chunk_whose_buffer_went_reads_it_again(tmp_p
         done.set_result(waited)
         first = Box((0, 0), CHUNKS)
         assert np.array_equal(array._lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
+    finally:
+        array.close()
+
+
+def test_inner_chunks_written_whole_are_encoded_before_their_shard_is_whole(tmp_path: Path) -> None:
+    """Each inner chunk is encoded once: ahead, as soon as it is whole, and that encoding is
+    what the shard's write-back stores. One written again meanwhile is encoded again."""
+    array = _array(tmp_path, sharded=True)
+    try:
+        encoded = lambda: array.shared.counters.snapshot()["chunks_encoded"]  # noqa: E731
+        first, second = Box((0, 0), INNER), Box((0, INNER[1]), CHUNKS)  # the shard's two halves
+        array.write(first, _values(first, seed=1))
+        ((_, job, _),) = array.early.encoded.values()
+        job.result()
+        assert encoded() == 1 and not _stored(tmp_path)  # encoded, not stored: half a shard
+        array.write(second, _values(second, seed=2))
+        _settled(array)
+        assert encoded() == 2 and _stored(tmp_path) == {"c/0/0"}
+        assert not array.early.encoded and array.early.encoded_bytes == 0
+        with array.cache.lock:  # the encodings held against the cache were let go
+            assert array.cache.total_bytes == sum(e.nbytes for e in array.cache.entries.values())
+
+        other = Box((CHUNKS[0], 0), (CHUNKS[0] + INNER[0], INNER[1]))  # half of the next shard
+        array.write(other, _values(other, seed=3))
+        array.early.encoded[(1, 0)][1].result()
+        array.write(other, _values(other, seed=4))  # after its encoding: that one is stale
+        array.flush()
+        reopened = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+        try:
+            assert np.array_equal(reopened.read(other), _values(other, seed=4))
+            assert np.array_equal(reopened.read(Box((0, 0), CHUNKS)),
+                                  np.concatenate([_values(first, seed=1), _values(second, seed=2)], axis=1))
+        finally:
+            reopened.close()
+    finally:
+        array.close()
+
+
+def test_an_array_that_encodes_fast_is_not_encoded_ahead(tmp_path: Path) -> None:
+    """Fast codecs keep up at the shard's write-back; encoding ahead only competes with the
+    writer."""
+    array = _array(tmp_path, sharded=True)
+    try:
+        io = array.io
+        assert isinstance(io, ShardedChunkIO) and io.encodes_slowly  # nothing measured yet
+        io._encoding = (8 << 30, 1.0)  # as if 8 GiB had been encoded in a second
+        assert not io.encodes_slowly
+        half = Box((0, 0), INNER)
+        array.write(half, _values(half))
+        assert not array.early.encoded
+        array.flush()
+        assert np.array_equal(array.read(half), _values(half))
     finally:
         array.close()

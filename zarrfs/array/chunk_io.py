@@ -12,10 +12,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from .cache import ChunkCache, Counters, StripedLocks
 log = logging.getLogger(__name__)
 MAX_SHARD_RETRIES = 20
 RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other
+FAST_ENCODE_BYTES_PER_SECOND = 1 << 30  # a thread encoding this fast keeps up with requests
 
 
 @dataclass
@@ -69,6 +69,7 @@ class PlainChunkIO:
         self.stats = stats
         self.counters = counters
         self._lock = threading.Lock()
+        self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -100,8 +101,9 @@ class PlainChunkIO:
         raise NotImplementedError("plain chunks are not read for a write-back")
 
     def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
-            expect: Expect) -> str | None:
-        """Store a chunk if the stored object is still `expect`; its new generation."""
+            expect: Expect, ready: Mapping[Index, BytesLike | None] | None = None) -> str | None:
+        """Store a chunk if the stored object is still `expect`; its new generation. (`ready`:
+        see ShardedChunkIO.put; plain chunks are not encoded ahead.)"""
         (data,) = arrays.values()
         if is_fill(data, self.fill_value):
             self.store.delete(key, expect=expect)
@@ -128,8 +130,18 @@ class PlainChunkIO:
     def timed_encode(self, encode: Callable[[np.ndarray], BytesLike], data: np.ndarray) -> BytesLike:
         start = time.perf_counter()
         encoded = encode(data)
-        self.counters.add(chunks_encoded=1, encode_seconds=time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        self.counters.add(chunks_encoded=1, encode_seconds=seconds)
+        with self._lock:
+            self._encoding = (self._encoding[0] + data.nbytes, self._encoding[1] + seconds)
         return encoded
+
+    @property
+    def encodes_slowly(self) -> bool:
+        """Whether encoding this array's chunks costs more than a write request for their
+        bytes does (~1 ms per MiB), or nothing was encoded yet."""
+        nbytes, seconds = self._encoding
+        return nbytes < FAST_ENCODE_BYTES_PER_SECOND * seconds or not nbytes
 
 
 class ShardedChunkIO(PlainChunkIO):
@@ -273,14 +285,21 @@ class ShardedChunkIO(PlainChunkIO):
         return None if encoded is None else self.timed_decode(self.sharding.decode_inner, encoded)
 
     def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
-            expect: Expect) -> str | None:
+            expect: Expect, ready: Mapping[Index, BytesLike | None] | None = None) -> str | None:
+        """As PlainChunkIO.put; `ready` holds inner chunks already encoded (None: all fill)."""
         assert stored is not None
         encoded = dict(stored.inner)
         changed: dict[Index, np.ndarray] = {}
         for unit, data in arrays.items():
             inner = self.location(unit)[1]
             assert inner is not None
-            if is_fill(data, self.fill_value):
+            if ready and unit in ready:
+                done = ready[unit]
+                if done is None:
+                    encoded.pop(inner, None)
+                else:
+                    encoded[inner] = done
+            elif is_fill(data, self.fill_value):
                 encoded.pop(inner, None)
             else:
                 changed[inner] = data
@@ -291,8 +310,7 @@ class ShardedChunkIO(PlainChunkIO):
         held = sum(data.nbytes for data in changed.values())
         self.cache.hold(held)
         try:
-            encode = partial(self.timed_encode, self.sharding.inner.encode)
-            encoded.update(zip(changed, self.encoders.map(encode, changed.values()), strict=True))
+            encoded.update(zip(changed, self.encoders.map(self.encode_inner, changed.values()), strict=True))
             with self._shard_lock(chunk):
                 return self._replace_shard(key, chunk, encoded, expect)
         except BaseException:
@@ -300,6 +318,13 @@ class ShardedChunkIO(PlainChunkIO):
             raise
         finally:
             self.cache.hold(-held)
+
+    def encode_inner(self, data: np.ndarray) -> BytesLike:
+        return self.timed_encode(self.sharding.inner.encode, data)
+
+    def encode_ahead(self, data: np.ndarray) -> BytesLike | None:
+        """An inner chunk's encoding ahead of its shard's write-back (None: all fill)."""
+        return None if is_fill(data, self.fill_value) else self.encode_inner(data)
 
     def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike],
                        expect: Expect) -> str | None:

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..codecs import BytesLike
 from ..errors import ChunkError, ConflictError
 from ..grid import Index
 from ..store import ANY, Expect
 from .cache import Entry, StripedLocks
-from .chunk_io import Fetched, StoredShard
+from .chunk_io import Fetched, ShardedChunkIO, StoredShard
 from .recheck import forget
 
 if TYPE_CHECKING:
@@ -41,6 +42,10 @@ class Early:
         self.jobs: dict[Index, Future[None]] = {}
         self.unsynced: set[Index] = set()  # stored early; their directory entries not yet synced
         self.lock = StripedLocks()  # one write-back of a chunk at a time
+        # Inner chunks written whole, encoded before their shard is: the version encoded, the
+        # encoding (None: all fill) and the bytes it is counted as in the cache.
+        self.encoded: dict[Index, tuple[int, Future[BytesLike | None], int]] = {}
+        self.encoded_bytes = 0
 
 
 def flush(array: ZarrArray, *, complete_only: bool = False) -> None:
@@ -97,7 +102,8 @@ def make_room(array: ZarrArray) -> None:
 
 
 def store_early(array: ZarrArray, units: list[Index]) -> None:
-    """Start storing the chunks (or shards) of `units` that this mount has written whole."""
+    """Start storing the chunks (or shards) of `units` that this mount has written whole; of
+    a shard not yet whole, start encoding those of its inner chunks."""
     with array._lock:
         for chunk in {array.io.location(unit)[0] for unit in units}:
             if chunk not in array.early.jobs and all(
@@ -105,6 +111,45 @@ def store_early(array: ZarrArray, units: list[Index]) -> None:
                 for u in array.io.units_of(chunk)
             ):
                 array.early.jobs[chunk] = array.shared.writers.submit(_store_early, array, chunk)
+        if isinstance(array.io, ShardedChunkIO):
+            for unit in units:
+                if array.io.location(unit)[0] not in array.early.jobs:
+                    _encode_early(array, array.io, unit)
+
+
+def _encode_early(array: ZarrArray, io: ShardedChunkIO, unit: Index) -> None:
+    """Encode an inner chunk written whole on a loader thread now, not when its shard is
+    whole: a shard of many rows is whole only late in a sequential write, and slow encoders
+    (zstd) would idle until then. Fast ones (blosc) keep up at the shard's write-back, where
+    encoding ahead only competed with the writer (measured, every codec encoded ahead:
+    zstd shards +11%, blosc shards -10%).
+    Within a quarter of the cache (the encodings are held until the shard is written); the
+    chunk is lent, so a write to it meanwhile copies it first."""
+    entry = array.cache.entries.get(array._key(unit))
+    if entry is None or not entry.whole or unit in array.early.encoded or not io.encodes_slowly:
+        return
+    if array.early.encoded_bytes + entry.nbytes > array.cache.capacity // 4:
+        return
+    entry.lent = True
+    array.early.encoded_bytes += entry.nbytes
+    array.cache.total_bytes += entry.nbytes
+    job = array.shared.loaders.submit(io.encode_ahead, entry.data)
+    array.early.encoded[unit] = (entry.version, job, entry.nbytes)
+
+
+def _encoded_ahead(array: ZarrArray, snapshot: _Snapshot) -> dict[Index, BytesLike | None]:
+    """The encodings made ahead of the snapshot's inner chunks, of the versions it holds (the
+    others are dropped: written since). Waits for those still being made."""
+    with array._lock:
+        taken = {u: array.early.encoded.pop(u) for u in snapshot.versions if u in array.early.encoded}
+        held = sum(nbytes for _, _, nbytes in taken.values())
+        array.early.encoded_bytes -= held
+        array.cache.total_bytes -= held
+    ready: dict[Index, BytesLike | None] = {}
+    for unit, (version, job, _) in taken.items():
+        if version == snapshot.versions[unit] and job.exception() is None:
+            ready[unit] = job.result()
+    return ready
 
 
 def _store_early(array: ZarrArray, chunk: Index) -> None:
@@ -162,8 +207,9 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
             _rebase(array, units, stored)
         snapshot = _take(array, units)
         expect = _expected(snapshot, stored)
+        ready = _encoded_ahead(array, snapshot)
         try:
-            generation = array.io.put(key, chunk, snapshot.arrays, stored, expect)
+            generation = array.io.put(key, chunk, snapshot.arrays, stored, expect, ready)
         except ConflictError:
             _give_back(array, snapshot)
             array.shared.counters.add(write_conflicts=1)
