@@ -49,6 +49,12 @@ def _settled(array: ZarrArray) -> None:
         time.sleep(0.01)
 
 
+def _written(array: ZarrArray, box: Box, seed: int) -> None:
+    """Write `box` and wait until what it made whole is stored."""
+    array.write(box, _values(box, seed=seed))
+    _settled(array)
+
+
 def _stored(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and p.name != "zarr.json"}
 
@@ -181,8 +187,7 @@ def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
 
         monkeypatch.setattr(array.store, "put", watched_put)
         shard = Box((0, 0), CHUNKS)
-        array.write(shard, _values(shard, seed=7))
-        _settled(array)
+        _written(array, shard, 7)
         assert len(seen) == 1 and seen[0] + shard_bytes <= cache.capacity
         assert given_back
         with cache.lock:  # the hold ended: the cache counts its entries and nothing else
@@ -199,8 +204,7 @@ def test_a_stored_chunks_buffer_goes_to_the_next_new_chunk(tmp_path: Path) -> No
     try:
         for row in range(0, SHAPE[0], CHUNKS[0]):
             band = Box((row, 0), (row + CHUNKS[0], SHAPE[1]))
-            array.write(band, _values(band, seed=row))
-            _settled(array)
+            _written(array, band, row)
         with array.cache.lock:
             held = len(array.cache.entries)
         assert held <= 2 * (SHAPE[1] // CHUNKS[1])  # about two rows of chunks, not all four
@@ -215,18 +219,15 @@ def test_a_buffer_a_reader_still_holds_is_not_reused(tmp_path: Path) -> None:
     array = _array(tmp_path, cache_bytes=16 * CHUNK_BYTES)
     try:
         first = Box((0, 0), CHUNKS)
-        array.write(first, _values(first, seed=1))
-        _settled(array)
+        _written(array, first, 1)
         held = array.read(first)  # a view into the cached chunk
         assert not held.flags.owndata
         rows = Box((CHUNKS[0], 0), (3 * CHUNKS[0], SHAPE[1]))  # six new chunks: past a quarter
-        array.write(rows, _values(rows, seed=2))
-        _settled(array)
+        _written(array, rows, 2)
         assert np.array_equal(held, _values(first, seed=1))
         del held
         last = Box((3 * CHUNKS[0], 0), SHAPE)
-        array.write(last, _values(last, seed=3))  # now the first chunk's buffer may go
-        _settled(array)
+        _written(array, last, 3)  # now the first chunk's buffer may go
         for box, seed in ((first, 1), (rows, 2), (last, 3)):
             assert np.array_equal(array.read(box), _values(box, seed=seed))
     finally:
@@ -239,8 +240,7 @@ def test_a_reader_that_waited_for_a_chunk_whose_buffer_went_reads_it_again(tmp_p
     array = _array(tmp_path, cache_bytes=8 * CHUNK_BYTES)
     try:
         row = Box((0, 0), (CHUNKS[0], SHAPE[1]))  # three chunks: past a quarter of the cache
-        array.write(row, _values(row, seed=1))
-        _settled(array)
+        _written(array, row, 1)
         unit = (0, 0)
         waited = array._wait(unit, {})  # what a reader got before the buffer was taken
         with array.cache.lock:
@@ -267,8 +267,7 @@ def test_inner_chunks_written_whole_are_encoded_before_their_shard_is_whole(tmp_
         ((_, job, _),) = array.early.encoded.values()
         job.result()
         assert encoded() == 1 and not _stored(tmp_path)  # encoded, not stored: half a shard
-        array.write(second, _values(second, seed=2))
-        _settled(array)
+        _written(array, second, 2)
         assert encoded() == 2 and _stored(tmp_path) == {"c/0/0"}
         assert not array.early.encoded and array.early.encoded_bytes == 0
         with array.cache.lock:  # the encodings held against the cache were let go

@@ -156,14 +156,15 @@ class ChunkCache:
             self.reserved_bytes -= nbytes
             self.total_bytes -= nbytes
 
-    def hold(self, nbytes: int) -> None:
+    def hold(self, nbytes: int, *, give_back: bool = True) -> None:
         """Count buffers about to be made for a write-back against the limit, evicting to
         make room (it cannot wait: what is written back is what frees the cache), and give
         the memory dropped back at once: the buffers are made on other threads, whose malloc
-        arenas would not reuse it. `hold(-nbytes)` ends it."""
+        arenas would not reuse it (not on a request's path, where the trimmer's next round
+        does it: a trim takes up to milliseconds). `hold(-nbytes)` ends it."""
         with self.lock:
             self.total_bytes += nbytes
-        if nbytes > 0 and self.evict() and self.give_back is not None:
+        if nbytes > 0 and self.evict() and give_back and self.give_back is not None:
             self.give_back()
 
     def remember_index(self, key: CacheKey, index: Any, cost: Callable[[Any], int]) -> None:

@@ -104,6 +104,7 @@ def make_room(array: ZarrArray) -> None:
 def store_early(array: ZarrArray, units: list[Index]) -> None:
     """Start storing the chunks (or shards) of `units` that this mount has written whole; of
     a shard not yet whole, start encoding those of its inner chunks."""
+    held = 0
     with array._lock:
         for chunk in {array.io.location(unit)[0] for unit in units}:
             if chunk not in array.early.jobs and all(
@@ -112,44 +113,45 @@ def store_early(array: ZarrArray, units: list[Index]) -> None:
             ):
                 array.early.jobs[chunk] = array.shared.writers.submit(_store_early, array, chunk)
         if isinstance(array.io, ShardedChunkIO):
-            for unit in units:
-                if array.io.location(unit)[0] not in array.early.jobs:
-                    _encode_early(array, array.io, unit)
+            held = sum(_encode_early(array, array.io, unit) for unit in units
+                       if array.io.location(unit)[0] not in array.early.jobs)
+    if held:
+        array.cache.hold(held, give_back=False)  # (on the writer's request)
 
 
-def _encode_early(array: ZarrArray, io: ShardedChunkIO, unit: Index) -> None:
+def _encode_early(array: ZarrArray, io: ShardedChunkIO, unit: Index) -> int:
     """Encode an inner chunk written whole on a loader thread now, not when its shard is
     whole: a shard of many rows is whole only late in a sequential write, and slow encoders
     (zstd) would idle until then. Fast ones (blosc) keep up at the shard's write-back, where
     encoding ahead only competed with the writer (measured, every codec encoded ahead:
     zstd shards +11%, blosc shards -10%).
-    Within a quarter of the cache (the encodings are held until the shard is written); the
-    chunk is lent, so a write to it meanwhile copies it first."""
+    Within a quarter of the cache: the bytes to hold against it until the shard is written
+    (0: not encoded ahead). The chunk is lent, so a write to it meanwhile copies it first."""
     entry = array.cache.entries.get(array._key(unit))
     if entry is None or not entry.whole or unit in array.early.encoded or not io.encodes_slowly:
-        return
+        return 0
     if array.early.encoded_bytes + entry.nbytes > array.cache.capacity // 4:
-        return
+        return 0
     entry.lent = True
     array.early.encoded_bytes += entry.nbytes
-    array.cache.total_bytes += entry.nbytes
     job = array.shared.loaders.submit(io.encode_ahead, entry.data)
     array.early.encoded[unit] = (entry.version, job, entry.nbytes)
+    return entry.nbytes
 
 
-def _encoded_ahead(array: ZarrArray, snapshot: _Snapshot) -> dict[Index, BytesLike | None]:
+def _encoded_ahead(array: ZarrArray, snapshot: _Snapshot) -> tuple[dict[Index, BytesLike | None], int]:
     """The encodings made ahead of the snapshot's inner chunks, of the versions it holds (the
-    others are dropped: written since). Waits for those still being made."""
+    others are dropped: written since), and the bytes they are held as in the cache (to let
+    go once the shard is written). Waits for those still being made."""
     with array._lock:
         taken = {u: array.early.encoded.pop(u) for u in snapshot.versions if u in array.early.encoded}
         held = sum(nbytes for _, _, nbytes in taken.values())
         array.early.encoded_bytes -= held
-        array.cache.total_bytes -= held
     ready: dict[Index, BytesLike | None] = {}
     for unit, (version, job, _) in taken.items():
         if version == snapshot.versions[unit] and job.exception() is None:
             ready[unit] = job.result()
-    return ready
+    return ready, held
 
 
 def _store_early(array: ZarrArray, chunk: Index) -> None:
@@ -207,7 +209,7 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
             _rebase(array, units, stored)
         snapshot = _take(array, units)
         expect = _expected(snapshot, stored)
-        ready = _encoded_ahead(array, snapshot)
+        ready, held = _encoded_ahead(array, snapshot)
         try:
             generation = array.io.put(key, chunk, snapshot.arrays, stored, expect, ready)
         except ConflictError:
@@ -220,6 +222,9 @@ def _write_back(array: ZarrArray, chunk: Index, units: list[Index]) -> None:
         except BaseException:
             _give_back(array, snapshot)
             raise
+        finally:
+            if held:
+                array.cache.hold(-held)
         _settle(array, snapshot, generation)
         return
     raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
