@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,49 @@ def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
     assert array.stats.loads < 3 * per_slab, "closing did not stop the decoding ahead"
     assert array.cache.reserved_bytes == 0
     assert not streams[-1].current, "a cancelled slab was offered"
+
+
+def _read_through(reader: Readahead, held: list[Any] | None = None) -> list[Any]:
+    """Read the whole file in order (checking every byte); weak references to the buffers of
+    the slabs met, in order (each slab's once)."""
+    buffers: dict[int, Any] = {}
+    for position in range(0, VALUES.nbytes, 8192):
+        piece = reader.ready(position, 8192) or reader.read(position, 8192)
+        assert bytes(piece) == _expected(position, 8192)
+        if held is not None and position == 0:
+            held.append(piece)
+        for index, stream in list(reader._slabs.items()):
+            if index not in buffers and stream._buffer is not None:
+                buffers[index] = weakref.ref(stream._buffer)
+    return [buffers[index] for index in sorted(buffers)]
+
+
+def test_a_closed_slab_lends_its_buffer_to_a_slab_after_it(array: ZarrArray) -> None:
+    reader = RegionFile(array, None).readahead()
+    buffers = _read_through(reader)
+    reused = [i for i, ref in enumerate(buffers) if any(ref() is not None and ref() is earlier()
+                                                        for earlier in buffers[:i])]
+    assert reused, "every slab was given fresh memory"
+    reader.close()
+    assert array.cache.reserved_bytes == 0 and not array.cache.spare_slabs
+
+
+def test_the_buffer_of_a_slab_a_reply_still_holds_is_not_lent_again(array: ZarrArray) -> None:
+    reader = RegionFile(array, None).readahead()
+    held: list[Any] = []
+    buffers = _read_through(reader, held)
+    assert bytes(held[0]) == _expected(0, 8192), "the reply's bytes were overwritten"
+    assert all(ref() is not buffers[0]() for ref in buffers[1:]), "its buffer went to another slab"
+    reader.close()
+
+
+def test_a_slab_closed_while_a_reader_waits_for_it_is_read_again(array: ZarrArray) -> None:
+    reader = RegionFile(array, None).readahead()
+    reader.read(0, 4096)
+    _slab(reader, 1).close()  # as a reader's request that moved on would, meanwhile
+    assert reader._slabs[1].piece(0, 4096) is None
+    assert bytes(reader.read(SLAB, 4096)) == _expected(SLAB, 4096)
+    reader.close()
 
 
 def test_buffers_ahead_stay_within_their_share_of_the_cache(tmp_path: Path) -> None:

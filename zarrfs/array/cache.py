@@ -85,8 +85,10 @@ class ChunkCache:
         self.indexes: OrderedDict[CacheKey, Any] = OrderedDict()
         self.index_bytes = 0
         self.index_budget = max(capacity // 8, 1 << 20)
-        # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit.
+        # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit,
+        # with the spares closed slabs left for the next ones.
         self.reserved_bytes = 0
+        self.spare_slabs: list[np.ndarray] = []
         self.reserve_limit = capacity // 4
         # Written data not yet stored: the rest (whole shards of a sequential writer must fit).
         self.dirty_limit = capacity - self.reserve_limit
@@ -140,21 +142,44 @@ class ChunkCache:
                 return data
         return np.empty(shape, dtype=dtype)
 
-    def reserve(self, nbytes: int) -> bool:
-        """Count a buffer held outside the cache against its limit (evicting to make room);
-        False when such buffers already hold their share of it."""
+    def lend_slab(self, nbytes: int) -> np.ndarray | None:
+        """A flat buffer of `nbytes` for a reader's slab, counted against the limit (evicting
+        to make room): one a closed slab left, else fresh memory; None when readers' buffers
+        already hold their share of the limit.
+
+        Fresh slab memory comes as huge pages the kernel zeroes as they are first written:
+        8% of a cold read's CPU."""
         with self.lock:
+            for i, spare in enumerate(self.spare_slabs):
+                if spare.nbytes == nbytes:
+                    return self.spare_slabs.pop(i)
+            while self.spare_slabs and self.reserved_bytes + nbytes > self.reserve_limit:
+                self._forget_slab(self.spare_slabs.pop(0))
             if self.reserved_bytes + nbytes > self.reserve_limit:
-                return False
+                return None
             self.reserved_bytes += nbytes
             self.total_bytes += nbytes
         self.evict()
-        return True
+        return np.empty(nbytes, dtype=np.uint8)
 
-    def release(self, nbytes: int) -> None:
+    def take_back_slab(self, buffer: np.ndarray) -> None:
+        """A slab's buffer back from a closed stream: kept for the next slab while other
+        slabs are out and nothing refers to it any more (no reply being sent from it, which
+        CPython's reference count tells exactly); else freed, with the spares once no slab
+        is out."""
         with self.lock:
-            self.reserved_bytes -= nbytes
-            self.total_bytes -= nbytes
+            spare_bytes = sum(spare.nbytes for spare in self.spare_slabs)
+            others_out = self.reserved_bytes - spare_bytes > buffer.nbytes
+            if others_out and sys.getrefcount(buffer) <= 3:  # (the caller's, ours, the call's)
+                self.spare_slabs.append(buffer)
+                return
+            self._forget_slab(buffer)
+            while self.spare_slabs and not others_out:
+                self._forget_slab(self.spare_slabs.pop())
+
+    def _forget_slab(self, buffer: np.ndarray) -> None:
+        self.reserved_bytes -= buffer.nbytes
+        self.total_bytes -= buffer.nbytes
 
     def hold(self, nbytes: int, *, give_back: bool = True) -> None:
         """Count buffers about to be made for a write-back against the limit, evicting to

@@ -33,17 +33,17 @@ SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where t
 class Stream:
     """A buffer (`out`, shaped like `box`) being filled with the array's elements of `box`.
 
-    The buffer counts against the cache limit from `start` until `close` (or, when jobs are
-    still writing into it then, until the last of them ends)."""
+    The buffer is lent by the cache (ChunkCache.lend_slab) from `start` until `close` (or,
+    when jobs are still writing into it then, until the last of them ends). Once given back it
+    may be another slab's: readers take its bytes only through `piece`, which closing ends."""
 
-    def __init__(self, array: ZarrArray, box: Box, nbytes: int) -> None:
+    def __init__(self, array: ZarrArray, box: Box, buffer: np.ndarray) -> None:
         self._array = array
-        self._nbytes = nbytes
-        self.out = np.empty(box.shape, dtype=array.data_type.storage)
+        self._buffer: np.ndarray | None = buffer
+        self.out: np.ndarray | None = buffer.view(array.data_type.storage).reshape(box.shape)
         self.stamp = array.mutations
         self.error: BaseException | None = None
-        self._cancelled = False
-        self._held = True  # the reservation is not returned yet
+        self._closed = False
         self._finished = threading.Event()
         self._lock = threading.Lock()
         jobs = _jobs(array, box)
@@ -55,10 +55,9 @@ class Stream:
 
     @classmethod
     def start(cls, array: ZarrArray, box: Box) -> Stream | None:
-        nbytes = box.size * array.data_type.storage.itemsize
-        if not array.cache.reserve(nbytes):
-            return None
-        return cls(array, box, nbytes)
+        """A stream of `box`, or None when readers' buffers hold their share of the cache."""
+        buffer = array.cache.lend_slab(box.size * array.data_type.storage.itemsize)
+        return None if buffer is None else cls(array, box, buffer)
 
     @property
     def done(self) -> bool:
@@ -74,37 +73,49 @@ class Stream:
         self._finished.wait()
         return self.current
 
-    def close(self) -> None:
-        """Skip the chunks not yet started and give the buffer's share of the cache back."""
+    def piece(self, start: int, stop: int) -> memoryview | None:
+        """Bytes [start, stop) of the buffer as they are, or None once closed."""
         with self._lock:
-            self._cancelled = True
-            if not self._finished.is_set():
-                return  # the last job gives it back
-            release, self._held = self._held, False
-        if release:
-            self._array.cache.release(self._nbytes)
+            if self.out is None or self._closed:
+                return None
+            return self.out.reshape(-1).view(np.uint8).data[start:stop]
+
+    def close(self) -> None:
+        """Skip the chunks not yet started and give the buffer back."""
+        with self._lock:
+            self._closed = True
+            buffer = self._given_up() if self._finished.is_set() else None  # else the last job
+        if buffer is not None:
+            self._array.cache.take_back_slab(buffer)
+
+    def _given_up(self) -> np.ndarray | None:
+        """The buffer, no longer this stream's (with the lock held, once closed and finished)."""
+        buffer, self._buffer, self.out = self._buffer, None, None
+        return buffer
 
     def _fill(self, pieces: list[Piece]) -> None:
+        out = self.out
+        assert out is not None  # (given up only when every job has ended)
         try:
             for run in _by_stored_object(self._array, pieces):
-                if self._cancelled or self.error is not None:
+                if self._closed or self.error is not None:
                     break
                 by_unit = {piece.cell: piece for piece in run}
                 for unit, chunk in chunks_for_stream(self._array, list(by_unit)):
-                    self.out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
+                    out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
             self.error = e
+        del out
         with self._lock:
             self._left -= 1
             if self._left:
                 return
-            if self._cancelled and self.error is None:
+            if self._closed and self.error is None:
                 self.error = CancelledStream()
+            buffer = self._given_up() if self._closed else None
+            if buffer is not None:
+                self._array.cache.take_back_slab(buffer)
             self._finished.set()
-            release = self._cancelled and self._held
-            self._held = self._held and not release
-        if release:
-            self._array.cache.release(self._nbytes)
 
 
 class CancelledStream(Exception):

@@ -17,8 +17,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-
 if TYPE_CHECKING:
     from ..array.streaming import Stream
     from .files import FileView, RegionFile
@@ -65,15 +63,16 @@ class Readahead:
         if not found or not all(stream.current for stream, _, _ in found):
             return None
         self._advance(layout, offset, size)
-        return _join(found)
+        return _join(found)  # (None when a slab was closed meanwhile: `read` reads it)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         """The bytes, from slabs (waiting for them to finish) or read through the cache."""
         layout = self._layout()
         sequential = self._advance(layout, offset, size)
         found = self._slabs_for(layout, offset, size)
-        if found and all(stream.wait() for stream, _, _ in found):
-            return _join(found)
+        joined = _join(found) if found and all(stream.wait() for stream, _, _ in found) else None
+        if joined is not None:
+            return joined
         data = self._view.read(offset, size)
         if sequential and not self._slabs:
             self._prefetch(offset + size)
@@ -137,14 +136,15 @@ class Readahead:
             kept = range(index - 1, index + SLABS_AHEAD + 2) if ahead else range(0)
             stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
+        for closed in dropped:  # first: their buffers go to the slabs started next
+            closed.close()
+        with self._lock:
             for wanted in ahead:
                 if wanted not in self._slabs:
                     stream = self._data.stream_rows(wanted * layout.rows, (wanted + 1) * layout.rows)
                     if stream is None:
                         break  # readers' buffers are full: read through the cache
                     self._slabs[wanted] = stream
-        for stream in dropped:
-            stream.close()
         return sequential
 
     # -- the cache-filling way -------------------------------------------------------------
@@ -163,7 +163,10 @@ def _stale(stream: Stream) -> bool:
     return stream.done and not stream.current
 
 
-def _join(found: list[tuple[Stream, int, int]]) -> bytes | memoryview:
-    """The bytes of one slab as they are; of several (a request across a boundary) copied."""
-    parts = [stream.out.reshape(-1).view(np.uint8).data[start:stop] for stream, start, stop in found]
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+def _join(found: list[tuple[Stream, int, int]]) -> bytes | memoryview | None:
+    """The bytes of one slab as they are; of several (a request across a boundary) copied;
+    None when a slab was closed meanwhile."""
+    parts = [stream.piece(start, stop) for stream, start, stop in found]
+    if any(part is None for part in parts):
+        return None
+    return parts[0] if len(parts) == 1 else b"".join(part for part in parts if part is not None)
