@@ -9,6 +9,7 @@ import os
 import random
 import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +189,35 @@ def test_writes_are_seen_through_the_other_files(array_path: Path, mount_array: 
         f.write(np.array([888], DTYPE).tobytes())
     data_after = np.frombuffer(mount.data.read_bytes(), DTYPE).reshape(SHAPE)
     assert data_after[4, 41] == 888 and data_after.tobytes() != data_before
+
+
+def test_a_write_only_writer_is_seen_by_readers_holding_the_file_open(
+        array_path: Path, mount_array: Any) -> None:
+    """dd, cp and tofile open `data` write-only, and their writes skip the page cache (one
+    copy fewer): the pages other openers cached are dropped, so that a mapping shows the
+    write once it is answered, and read() at once."""
+    mount = mount_array(array_path)
+    page = mmap.PAGESIZE
+    new = [bytes([value]) * page for value in (0x5A, 0xA5)]
+    writer = os.open(mount.data, os.O_WRONLY)
+    reader = os.open(mount.data, os.O_RDONLY)
+    try:
+        old = os.pread(reader, 2 * page, 0)
+        with mmap.mmap(reader, 0, prot=mmap.PROT_READ) as mapped:
+            assert mapped[: 2 * page] == old  # cached after the writer's open, and mapped
+            os.pwrite(writer, new[1], page)
+            deadline = time.monotonic() + 10
+            while mapped[page : 2 * page] != new[1] and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert mapped[page : 2 * page] == new[1], "the mapping kept the page from before the write"
+        os.pread(reader, page, 0)  # cached again
+        os.pwrite(writer, new[0], 0)
+        assert os.pread(reader, 2 * page, 0) == new[0] + new[1]
+    finally:
+        os.close(reader)
+        os.close(writer)
+    assert mount.unmount() == 0
+    assert _tensorstore_read(array_path).tobytes()[: 2 * page] == new[0] + new[1]
 
 
 def test_close_returns_after_the_data_is_stored(array_path: Path, mount_array: Any) -> None:

@@ -60,10 +60,11 @@ class Freshness:
         self._behind.discard(inode)
         return not behind
 
-    async def after_write(self, node: Ref, through_pages: bool) -> None:
-        """A write to `node` is done (it returns when this does): the files showing the same
-        bytes must show it too. `through_pages`: the write came through the page cache, so
-        the kernel holds the pages it wrote locked until it is answered."""
+    async def after_write(self, node: Ref, written: int, through_pages: bool) -> None:
+        """A write to `node` (inode `written`) is done (it returns when this does): the files
+        showing the same bytes must show it too. `through_pages`: the write came through the
+        page cache, which it updated, and the kernel holds the pages it wrote locked until it
+        is answered."""
         self.touch()
         files = list(self._open_files())
         open_with_pages = {f.inode for f in files if f.page_cached}
@@ -79,6 +80,20 @@ class Freshness:
                 self._nursery().start_soon(self._drop_pages, inode)
             else:
                 await self._drop_pages(inode)
+        if not through_pages:
+            self._written_directly(written, open_with_pages)
+
+    def _written_directly(self, inode: int, open_with_pages: set[int]) -> None:
+        """A write skipped the page cache (chunk files; `data` opened write-only): what other
+        openers cached of the file is stale. The kernel marks its attributes stale with the
+        write; recent kernels drop its pages too, older ones do not. Its readers may
+        be waiting for this write (WriteOrder) with their pages locked, so they are dropped
+        once the write is answered; meanwhile a read() sees the new mtime and drops them
+        itself (auto_inval_data), a mapping only then."""
+        if inode in open_with_pages:
+            self._nursery().start_soon(self._drop_pages, inode)
+        else:
+            self._behind.add(inode)
 
     async def _drop_pages(self, inode: int) -> None:
         """Drop the kernel's pages of a file. It waits for pages locked by requests in flight,
