@@ -67,8 +67,9 @@ def join_opts(*parts: str) -> str:
     return ",".join(p for p in parts if p)
 
 
-def run_checked(cmd: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+def run_checked(cmd: list[str], timeout: float = 600,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited with {r.returncode}: {r.stderr.strip()[-800:]}")
     return r
