@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .arrays import Config
-from .common import MB, T_RSS_SLACK, fs_type, join_opts, log, median, parse_size, warm_files
+from .common import MB, T_RSS_SLACK, fs_type, join_opts, log, median, parse_size, settle, warm_files
 from .mounting import Mount, MountError
 
 
@@ -119,11 +119,13 @@ class Bench:
         return None
 
     def fresh_copy(self, cfg: Config, name: str) -> Path:
-        """A copy of the array's directory to write into, its files in the page cache."""
+        """A copy of the array's directory to write into, its files in the page cache and
+        on disk (see settle)."""
         dst = self.work / name
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(cfg.path, dst)
         warm_files(dst)
+        settle()
         return dst
 
     def cleanup(self) -> None:

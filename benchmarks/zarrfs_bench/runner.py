@@ -9,7 +9,7 @@ import numpy as np
 
 from . import big, groups, profiling, reads, s3, writes
 from .arrays import Config, build_big, build_configs
-from .common import log
+from .common import log, settle
 from .context import Bench
 
 
@@ -34,6 +34,7 @@ def run(b: Bench) -> None:
 def run_arrays(b: Bench) -> None:
     a = b.args
     b.configs = build_configs(a, b.work, b.shm)
+    settle()
     sums: dict[str, float] = {}
     data2: dict[str, np.ndarray] = {}
     for cfg in b.configs:
@@ -68,6 +69,7 @@ def run_arrays(b: Bench) -> None:
         b.zarrfs_try("profile", profiling.profile, b, pc)
     if not a.skip_big and b.zarrfs_ok:
         big_cfg = build_big(a, b.work)
+        settle()
         log("memory: streaming the big array")
         b.zarrfs_try("memory", big.memory, b, big_cfg)
         log("sharding: one inner chunk")
