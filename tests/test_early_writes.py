@@ -55,6 +55,12 @@ def _written(array: ZarrArray, box: Box, seed: int) -> None:
     _settled(array)
 
 
+def _assert_holds(array: ZarrArray, written: list[tuple[Box, int]]) -> None:
+    """Each box reads back the values `_written` put there with its seed."""
+    for box, seed in written:
+        assert np.array_equal(array.read(box), _values(box, seed=seed))
+
+
 def _stored(path: Path) -> set[str]:
     return {str(p.relative_to(path)) for p in path.rglob("*") if p.is_file() and p.name != "zarr.json"}
 
@@ -208,9 +214,8 @@ def test_a_stored_chunks_buffer_goes_to_the_next_new_chunk(tmp_path: Path) -> No
         with array.cache.lock:
             held = len(array.cache.entries)
         assert held <= 2 * (SHAPE[1] // CHUNKS[1])  # about two rows of chunks, not all four
-        for row in range(0, SHAPE[0], CHUNKS[0]):
-            band = Box((row, 0), (row + CHUNKS[0], SHAPE[1]))
-            assert np.array_equal(array.read(band), _values(band, seed=row))
+        _assert_holds(array, [(Box((row, 0), (row + CHUNKS[0], SHAPE[1])), row)
+                              for row in range(0, SHAPE[0], CHUNKS[0])])
     finally:
         array.close()
 
@@ -228,8 +233,7 @@ def test_a_buffer_a_reader_still_holds_is_not_reused(tmp_path: Path) -> None:
         del held
         last = Box((3 * CHUNKS[0], 0), SHAPE)
         _written(array, last, 3)  # now the first chunk's buffer may go
-        for box, seed in ((first, 1), (rows, 2), (last, 3)):
-            assert np.array_equal(array.read(box), _values(box, seed=seed))
+        _assert_holds(array, [(first, 1), (rows, 2), (last, 3)])
     finally:
         array.close()
 
