@@ -204,9 +204,9 @@ def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
 
 
 def test_a_stored_chunks_buffer_goes_to_the_next_new_chunk(tmp_path: Path) -> None:
-    """A sequential writer's chunks, once stored, give their memory to the chunks that follow
-    (past a quarter of the cache): the cache holds about what is being written."""
-    array = _array(tmp_path, cache_bytes=16 * CHUNK_BYTES)  # room for all 12 chunks
+    """A sequential writer's chunks, once stored, give their memory to the chunks that follow,
+    however much room the cache has: the cache holds about what is being written."""
+    array = _array(tmp_path, cache_bytes=64 * CHUNK_BYTES)  # room for all 12 chunks, 5 times
     try:
         for row in range(0, SHAPE[0], CHUNKS[0]):
             band = Box((row, 0), (row + CHUNKS[0], SHAPE[1]))

@@ -417,3 +417,18 @@ def test_changing_a_read_result_does_not_change_the_array(cached: str) -> None:
     finally:
         array.close()
         _forget(url)
+
+
+@pytest.mark.parametrize(("values", "fill", "expected"), [
+    (np.zeros(1000, np.uint16), 0, True),
+    (np.r_[np.zeros(999, np.uint16), 1].astype(np.uint16), 0, False),  # only the last differs
+    (np.r_[1, np.zeros(999, np.uint16)].astype(np.uint16), 0, False),  # only the first differs
+    (np.full(1000, -0.0, np.float32), 0.0, False),  # the bits, not the value
+    (np.full((10, 10), np.nan, np.float64), np.nan, True),
+    (np.zeros(0, np.int32), 7, True),
+])
+def test_a_chunk_is_all_fill_only_when_every_element_has_the_fill_bits(
+        values: np.ndarray, fill: Any, expected: bool) -> None:
+    from zarrfs.codecs.pipeline import is_fill
+
+    assert is_fill(values, np.array(fill, values.dtype).tobytes()) is expected
