@@ -6,6 +6,7 @@ a stored chunk's buffer goes to the next new chunk, never while anything still r
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -308,4 +309,43 @@ def test_an_array_that_encodes_fast_is_not_encoded_ahead(tmp_path: Path) -> None
         array.flush()
         assert np.array_equal(array.read(half), _values(half))
     finally:
+        array.close()
+
+
+def test_a_writer_past_the_dirty_limit_waits_for_the_shards_being_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the dirty limit, a writer first waits for the shards being stored already: what
+    they free is enough, and the next row's half-written shards are not stored half done, to
+    be read back and stored again."""
+    # A dirty limit of 3.4 shards: row 0 (3 shards) fits, not with half a shard more.
+    array = _array(tmp_path, sharded=True, cache_bytes=9 * CHUNK_BYTES // 2)
+    whole = Box((0, 0), SHAPE)
+    _written(array, whole, 1)
+    array.flush()  # every shard stored: a half-done one would have to be read back
+    put = array.store.put
+    stored: list[str] = []
+    release = threading.Event()
+
+    def slow_put(key: str, data: Any, **kwargs: Any) -> Any:
+        if key.startswith("c/0/"):
+            release.wait(10)  # row 0's shards are still being stored when the writer goes on
+        stored.append(key)
+        return put(key, data, **kwargs)
+
+    monkeypatch.setattr(array.store, "put", slow_put)
+    fetched = lambda: array.shared.counters.snapshot()["bytes_fetched"]  # noqa: E731
+    try:
+        before = fetched()
+        row0 = Box((0, 0), (CHUNKS[0], SHAPE[1]))
+        halves = [Box((r, 0), (r + CHUNKS[0], INNER[1])) for r in (CHUNKS[0], 2 * CHUNKS[0])]
+        array.write(row0, _values(row0, seed=2))  # whole shards: stored ahead, slowly
+        array.write(halves[0], _values(halves[0], seed=3))  # an inner chunk of row 1's first shard
+        threading.Timer(0.2, release.set).start()
+        array.write(halves[1], _values(halves[1], seed=4))  # past the dirty limit
+        assert sorted(stored) == ["c/0/0", "c/0/1", "c/0/2"], "a half-written shard was stored"
+        assert fetched() == before, "a stored shard was read back for a write"
+        array.flush()
+        _assert_holds(array, [(row0, 2), (halves[0], 3), (halves[1], 4)])
+    finally:
+        release.set()
         array.close()

@@ -85,11 +85,13 @@ def flush(array: ZarrArray, *, complete_only: bool = False) -> None:
 
 def make_room(array: ZarrArray) -> None:
     """Write back before dirty data fills the cache (every array of the mount shares it):
-    first what needs nothing read, then the rest."""
+    first wait for what is being stored already, then store what needs nothing read, then
+    the rest."""
     if array.cache.dirty_bytes <= array.cache.dirty_limit:
         return
-    flushes: list[Callable[[], None]] = [lambda: flush(array, complete_only=True), array.flush] + [
-        a.flush for a in array.shared.dirty_arrays() if a is not array]
+    flushes: list[Callable[[], None]] = [
+        lambda: _wait_for_early(array), lambda: flush(array, complete_only=True), array.flush,
+    ] + [a.flush for a in array.shared.dirty_arrays() if a is not array]
     for flush_one in flushes:
         if array.cache.dirty_bytes <= array.cache.dirty_limit:
             return
@@ -99,6 +101,15 @@ def make_room(array: ZarrArray) -> None:
             if array.cache.dirty_bytes > array.cache.capacity:
                 raise
             log.warning("write-back failed; keeping %d dirty bytes for a retry", array.cache.dirty_bytes)
+
+
+def _wait_for_early(array: ZarrArray) -> None:
+    """The chunks (shards) being stored ahead of a flush free the most for the least work:
+    flushing the next row of shards while they are stored writes those shards half done, to
+    be read back and written again whole (a sequential write of float32/zstd shards of 64 MiB
+    at cache=256M read 87 MB back and stored 130 MB for 87)."""
+    for job in list(array.early.jobs.values()):
+        job.result()  # (never raises: a failed early store leaves its data for the flush)
 
 
 def store_early(array: ZarrArray, units: list[Index]) -> None:
