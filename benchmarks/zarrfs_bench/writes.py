@@ -9,7 +9,7 @@ import time
 import numpy as np
 
 from .arrays import Config, ts_open
-from .common import WARM_RUNS, dd
+from .common import WARM_RUNS, dd, log
 from .context import Bench
 
 
@@ -47,6 +47,8 @@ def zarrfs_write(b: Bench, cfg: Config, data2: np.ndarray, verify: bool) -> None
             t = dd(cfg.raw2, m.mp / "data", "conv=notrunc,fsync", expect=cfg.nbytes)
             b.res.add(cfg.name, "zfs_write", t)
         b.res.add(cfg.name, "zfs_write_rss", m.peak_rss)
+        # Each run, not only the median: single runs here fall in two modes (see README).
+        log(f"  zarrfs write: {cfg.nbytes / t / 1e6:,.0f} MB/s, peak RSS {m.peak_rss / 2**20:.0f} MiB")
         b.res.add(cfg.name, "zfs_write_close", t + (m.unmount_seconds or 0))
         if not verify:
             return
