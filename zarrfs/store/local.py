@@ -151,10 +151,9 @@ def _create(path: str, data: Payload, sync_directory: bool) -> str:
 def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
     """A durable temporary file beside `path` holding `data`, and its generation."""
     directory, name = os.path.split(path)
-    os.makedirs(directory, exist_ok=True)
     temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = _create_file(temp)
         try:
             for piece in pieces(data):
                 view = memoryview(piece).cast("B")
@@ -170,6 +169,17 @@ def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _create_file(path: str) -> int:
+    """A new file, in a directory made first if there is none (chunk directories mostly exist:
+    os.makedirs would cost three system calls and an exception per chunk written)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, flags, 0o644)
 
 
 def fsync_directory(directory: str) -> bool:
