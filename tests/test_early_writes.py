@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -328,7 +329,7 @@ def test_a_writer_past_the_dirty_limit_waits_for_the_shards_being_stored(
 
     def slow_put(key: str, data: Any, **kwargs: Any) -> Any:
         if key.startswith("c/0/"):
-            release.wait(10)  # row 0's shards are still being stored when the writer goes on
+            release.wait(10)  # row 0's shards are being stored until the test lets them
         stored.append(key)
         return put(key, data, **kwargs)
 
@@ -338,11 +339,15 @@ def test_a_writer_past_the_dirty_limit_waits_for_the_shards_being_stored(
         before = fetched()
         row0 = Box((0, 0), (CHUNKS[0], SHAPE[1]))
         halves = [Box((r, 0), (r + CHUNKS[0], INNER[1])) for r in (CHUNKS[0], 2 * CHUNKS[0])]
-        array.write(row0, _values(row0, seed=2))  # whole shards: stored ahead, slowly
+        array.write(row0, _values(row0, seed=2))  # whole shards: stored ahead, held up
         array.write(halves[0], _values(halves[0], seed=3))  # an inner chunk of row 1's first shard
-        threading.Timer(0.2, release.set).start()
-        array.write(halves[1], _values(halves[1], seed=4))  # past the dirty limit
-        assert sorted(stored) == ["c/0/0", "c/0/1", "c/0/2"], "a half-written shard was stored"
+        with ThreadPoolExecutor(1) as pool:  # past the dirty limit: waits for row 0 to be stored
+            writer = pool.submit(array.write, halves[1], _values(halves[1], seed=4))
+            with pytest.raises(TimeoutError):
+                writer.result(timeout=0.3)
+            release.set()
+            writer.result(timeout=10)
+        assert not [key for key in stored if not key.startswith("c/0/")], "a half-written shard was stored"
         assert fetched() == before, "a stored shard was read back for a write"
         array.flush()
         _assert_holds(array, [(row0, 2), (halves[0], 3), (halves[1], 4)])
