@@ -354,3 +354,54 @@ def test_a_writer_past_the_dirty_limit_waits_for_the_shards_being_stored(
     finally:
         release.set()
         array.close()
+
+
+def test_shards_of_new_inner_chunks_are_stored_several_at_once_rebuilds_one_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard rebuilt around new inner chunks holds three shards' worth of memory while it is
+    stored, one written all new only one: with half the cache room for 1.3 rebuilds or 4 new
+    shards, rebuilds are stored one at a time, a row of new shards at once."""
+    array = _array(tmp_path, sharded=True, cache_bytes=8 * CHUNK_BYTES)
+    put = array.store.put
+    lock, release = threading.Lock(), threading.Event()
+    busy, most = [0], [0]
+
+    def held_put(key: str, data: Any, **kwargs: Any) -> Any:
+        with lock:
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+        release.wait(10)
+        with lock:
+            busy[0] -= 1
+        return put(key, data, **kwargs)
+
+    monkeypatch.setattr(array.store, "put", held_put)
+
+    def most_at_once(store: Any, expected: int) -> int:
+        """The most puts under way at once while `store` runs: each is held for 0.3 s, time
+        for more to start were they allowed to, and until `expected` have (at most 5 s)."""
+        most[0] = 0
+        release.clear()
+        with ThreadPoolExecutor(1) as pool:
+            done = pool.submit(store)
+            time.sleep(0.3)
+            deadline = time.monotonic() + 5
+            while most[0] < expected and time.monotonic() < deadline:
+                time.sleep(0.01)
+            release.set()
+            done.result(timeout=10)
+        return most[0]
+
+    try:
+        row0 = Box((0, 0), (CHUNKS[0], SHAPE[1]))  # 3 shards, every inner chunk new
+        assert most_at_once(lambda: _written(array, row0, 1), 3) == 3
+        row1 = Box((CHUNKS[0], 0), (2 * CHUNKS[0], SHAPE[1]))
+        _written(array, row1, 2)  # stored: rebuilding a shard of it reads it back
+        halves = [Box((CHUNKS[0], c), (2 * CHUNKS[0], c + INNER[1])) for c in range(0, SHAPE[1], CHUNKS[1])]
+        for half in halves:  # one inner chunk of each of row 1's 3 shards
+            array.write(half, _values(half, seed=3))
+        assert most_at_once(array.flush, 1) == 1
+        _assert_holds(array, [(row0, 1)] + [(half, 3) for half in halves])
+    finally:
+        release.set()
+        array.close()

@@ -84,12 +84,9 @@ class ZarrArray:
         self._flush_lock = threading.Lock()
         self.early = writeback.Early()
         self._flush_lock_for_resize = threading.Lock()  # one resize at a time
-        # Only as many shard rebuilds at once as half the cache holds (each holds the old
-        # shard, its new inner chunks and the new shard).
-        writers = self.shared.writer_count
-        rebuild_cost = 3 * math.prod(description.chunk_shape) * description.data_type.itemsize
-        slots = max(1, min(writers, self.cache.capacity // 2 // rebuild_cost)) if self.sharding else writers
-        self._write_slots = threading.BoundedSemaphore(slots)
+        shard_bytes = math.prod(description.chunk_shape) * description.data_type.itemsize
+        self.write_slots = writeback.WriteSlots(self.shared.writer_count, self.cache.capacity,
+                                                shard_bytes if self.sharding else None)
 
     @classmethod
     def open(cls, store: Store, **options: Any) -> ZarrArray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -179,16 +180,39 @@ def _store_early(array: ZarrArray, chunk: Index) -> None:
             array.early.jobs.pop(chunk, None)
 
 
+class WriteSlots:
+    """How many write-backs of an array run at once: one per writer thread for plain chunks;
+    for shards, as many as half the cache holds. A shard rebuilt around new inner chunks holds
+    the stored shard, the new inner chunks and the new shard; one whose inner chunks are all
+    new (a sequential writer's) is not read, and holds a third of that. Measured at
+    cache=256M, a row of shards stored one at a time, then at once: uint16/zstd/sharded (4
+    shards of 32 MiB) 396-398 -> 426-430 MB/s, float32/blosc/sharded (2 of 64 MiB) 686 -> 722."""
+
+    def __init__(self, writers: int, capacity: int, shard_bytes: int | None) -> None:
+        def fitting(cost: int) -> threading.BoundedSemaphore:
+            return threading.BoundedSemaphore(max(1, min(writers, capacity // 2 // cost)))
+
+        self.rebuilds = self.whole = threading.BoundedSemaphore(writers)
+        if shard_bytes is not None:
+            self.rebuilds, self.whole = fitting(3 * shard_bytes), fitting(shard_bytes)
+
+    def __call__(self, whole: bool) -> threading.BoundedSemaphore:
+        return self.whole if whole else self.rebuilds
+
+
 def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> bool:
     """Store those of `units` still dirty once no other write-back of the chunk is running;
     whether there were any."""
-    with array.early.lock(chunk), array._write_slots:
+    with array.early.lock(chunk):
         with array._lock:
             entries = array.cache.entries
             units = [u for u in units if (e := entries.get(array._key(u))) is not None and e.dirty]
-        if units:
+        if not units:
+            return False
+        whole = len(units) == len(array.io.units_of(chunk)) and _all_new(array, units)
+        with array.write_slots(whole):
             _write_back(array, chunk, units)
-        return bool(units)
+        return True
 
 
 @dataclass
