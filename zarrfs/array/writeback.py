@@ -8,12 +8,13 @@ shard, never lose each other's updates."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -182,22 +183,33 @@ def _store_early(array: ZarrArray, chunk: Index) -> None:
 
 class WriteSlots:
     """How many write-backs of an array run at once: one per writer thread for plain chunks;
-    for shards, as many as half the cache holds. A shard rebuilt around new inner chunks holds
-    the stored shard, the new inner chunks and the new shard; one whose inner chunks are all
-    new (a sequential writer's) is not read, and holds a third of that. Measured at
-    cache=256M, a row of shards stored one at a time, then at once: uint16/zstd/sharded (4
-    shards of 32 MiB) 396-398 -> 426-430 MB/s, float32/blosc/sharded (2 of 64 MiB) 686 -> 722."""
+    for shards, as many as half the cache holds (at least one of each kind). A shard rebuilt
+    around new inner chunks holds the stored shard, the new inner chunks and the new shard;
+    one whose inner chunks are all new (a sequential writer's) is not read, and holds a third
+    of that. Measured at cache=256M, a row of shards stored one at a time, then at once:
+    uint16/zstd/sharded (4 shards of 32 MiB) 396-398 -> 426-430 MB/s, float32/blosc/sharded
+    (2 of 64 MiB) 686 -> 722."""
+
+    REBUILD = 3  # what a rebuild holds, in shards
 
     def __init__(self, writers: int, capacity: int, shard_bytes: int | None) -> None:
-        def fitting(cost: int) -> threading.BoundedSemaphore:
-            return threading.BoundedSemaphore(max(1, min(writers, capacity // 2 // cost)))
+        self._sharded = shard_bytes is not None
+        fitting = writers if shard_bytes is None else capacity // 2 // shard_bytes
+        self._free = min(writers, max(self.REBUILD, fitting))  # in shards (plain: in chunks)
+        self._changed = threading.Condition()
 
-        self.rebuilds = self.whole = threading.BoundedSemaphore(writers)
-        if shard_bytes is not None:
-            self.rebuilds, self.whole = fitting(3 * shard_bytes), fitting(shard_bytes)
-
-    def __call__(self, whole: bool) -> threading.BoundedSemaphore:
-        return self.whole if whole else self.rebuilds
+    @contextlib.contextmanager
+    def __call__(self, whole: bool) -> Iterator[None]:
+        cost = self.REBUILD if self._sharded and not whole else 1
+        with self._changed:
+            self._changed.wait_for(lambda: self._free >= cost)
+            self._free -= cost
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._free += cost
+                self._changed.notify_all()
 
 
 def _flush_chunk(array: ZarrArray, chunk: Index, units: list[Index]) -> bool:
