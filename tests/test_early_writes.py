@@ -356,11 +356,11 @@ def test_a_writer_past_the_dirty_limit_waits_for_the_shards_being_stored(
         array.close()
 
 
-def test_shards_of_new_inner_chunks_are_stored_several_at_once_rebuilds_one_at_a_time(
+def test_shard_write_backs_share_half_the_cache_a_rebuild_counting_three_shards(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A shard rebuilt around new inner chunks holds three shards' worth of memory while it is
-    stored, one written all new only one: with half the cache room for 1.3 rebuilds or 4 new
-    shards, rebuilds are stored one at a time, a row of new shards at once."""
+    stored, one written all new only one. With half the cache room for 4 shards: a row of 3
+    new shards is stored at once, rebuilds one at a time, and beside a rebuild one new shard."""
     array = _array(tmp_path, sharded=True, cache_bytes=8 * CHUNK_BYTES)
     put = array.store.put
     lock, release = threading.Lock(), threading.Event()
@@ -401,7 +401,19 @@ def test_shards_of_new_inner_chunks_are_stored_several_at_once_rebuilds_one_at_a
         for half in halves:  # one inner chunk of each of row 1's 3 shards
             array.write(half, _values(half, seed=3))
         assert most_at_once(array.flush, 1) == 1
-        _assert_holds(array, [(row0, 1)] + [(half, 3) for half in halves])
+
+        def rebuild_and_new_row() -> None:
+            array.write(halves[0], _values(halves[0], seed=4))
+            with ThreadPoolExecutor(1) as pool:
+                rebuild = pool.submit(array.flush)
+                deadline = time.monotonic() + 5
+                while busy[0] < 1 and time.monotonic() < deadline:  # its put is under way
+                    time.sleep(0.01)
+                _written(array, row0, 5)
+                rebuild.result(timeout=10)
+
+        assert most_at_once(rebuild_and_new_row, 2) == 2
+        _assert_holds(array, [(row0, 5), (halves[0], 4)] + [(half, 3) for half in halves[1:]])
     finally:
         release.set()
         array.close()
