@@ -54,8 +54,7 @@ def flush(array: ZarrArray, *, complete_only: bool = False) -> None:
     """Write every dirty chunk of an array to the store (with `complete_only`, those that need
     no stored chunk merged in first). On failure the data stays dirty."""
     with array._flush_lock:
-        for early in list(array.early.jobs.values()):
-            early.result()
+        _wait_for_early(array)
         with array._lock:
             groups: defaultdict[Index, list[Index]] = defaultdict(list)
             for (owner, unit), entry in array.cache.entries.items():
