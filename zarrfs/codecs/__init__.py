@@ -1,5 +1,6 @@
 """Codecs by name, and the pipeline that chains them."""
 
+from ..formats.description import CodecSpec
 from .base import (
     ArrayArrayCodec,
     ArrayBytesCodec,
@@ -11,10 +12,17 @@ from .base import (
 from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
-from .numcodecs_adapter import registry as numcodecs_registry
+from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
+from .numcodecs_adapter import from_spec as numcodecs_from_spec
 from .pipeline import REGISTRY, Pipeline, is_fill
 from .sharding import EMPTY, ByteSpan, ShardIndex, ShardingCodec
 from .transpose import TransposeCodec
+from .zstd import ZstdCodec
+
+
+def _from_numcodecs(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytesCodec:
+    return ZstdCodec.in_place_of(numcodecs_from_spec(spec, chunk))
+
 
 REGISTRY.update(
     {
@@ -23,7 +31,7 @@ REGISTRY.update(
         "sharding_indexed": ShardingCodec.from_spec,
         "gzip": GzipCodec.from_spec,
         "crc32c": Crc32cCodec.from_spec,
-        **numcodecs_registry(),
+        **dict.fromkeys(NUMCODECS_NAMES, _from_numcodecs),
     }
 )
 

@@ -1,0 +1,87 @@
+"""The `zstd` codec: v3's core codec, and numcodecs' `zstd` of v2 and v1 arrays.
+
+It runs on python-zstandard, which keeps its compression and decompression contexts for the
+next chunk. numcodecs makes both afresh for every chunk, which costs about as long as
+decoding a 4 KiB chunk (measured here, 4 KiB of float32: decoded in 15.6 us by numcodecs
+and 5.5 us here, encoded in 22.8 and 12.0 us). The frames are numcodecs' (decoded size in
+the header, content checksum when asked), so TensorStore and zarr-python read them.
+
+A frame that does not declare its size, or several frames, go to numcodecs' decoder, as all
+zstd data did before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import numcodecs
+import zstandard
+
+from .base import ArrayArrayCodec, BytesBytesCodec, BytesLike, CodecError, check_limit
+from .numcodecs_adapter import NumcodecsBytesCodec, zstd_frame_content_size
+
+
+class ZstdCodec(BytesBytesCodec):
+    def __init__(self, level: int, checksum: bool) -> None:
+        self.level = level
+        self.checksum = checksum
+        self._general = NumcodecsBytesCodec(numcodecs.Zstd(level=level, checksum=checksum), None)
+
+    @classmethod
+    def in_place_of(cls, codec: ArrayArrayCodec | BytesBytesCodec) -> ArrayArrayCodec | BytesBytesCodec:
+        """numcodecs' zstd, however an array names it (parsed and checked by the adapter), as
+        this codec; any other codec as it is."""
+        if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.Zstd):
+            return cls(codec.codec.level, codec.codec.checksum)
+        return codec
+
+    def encode(self, data: BytesLike) -> BytesLike:
+        with _compressor(self.level, self.checksum) as compressor:
+            try:
+                return compressor.compress(data)
+            except zstandard.ZstdError as e:
+                raise CodecError(f"zstd: cannot encode: {e}") from None
+
+    def decode(self, data: BytesLike, exact_size: int | None, limit: int) -> BytesLike:
+        declared = zstd_frame_content_size(data)
+        if declared is None:
+            return self._general.decode(data, exact_size, limit)
+        if exact_size is not None and declared != exact_size:
+            raise CodecError(f"zstd: holds {declared} bytes, expected {exact_size}")
+        check_limit(declared, None, limit)
+        try:
+            out = _decompressor().decompress(data, allow_extra_data=False)
+        except zstandard.ZstdError:
+            return self._general.decode(data, exact_size, limit)  # more frames, or a bad one
+        check_limit(len(out), exact_size, limit)
+        return out
+
+
+_contexts = threading.local()  # a decompressor per thread: ~100 KB each, and no options
+# Compressors (~1.4 MB each at level 1) are kept only as many as encode at once, per options.
+_idle_compressors: dict[tuple[int, bool], list[zstandard.ZstdCompressor]] = {}
+_idle_lock = threading.Lock()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    found: zstandard.ZstdDecompressor | None = getattr(_contexts, "decompressor", None)
+    if found is None:
+        found = _contexts.decompressor = zstandard.ZstdDecompressor()
+    return found
+
+
+@contextlib.contextmanager
+def _compressor(level: int, checksum: bool) -> Iterator[zstandard.ZstdCompressor]:
+    options = (level, checksum)
+    with _idle_lock:
+        idle = _idle_compressors.setdefault(options, [])
+        compressor = idle.pop() if idle else None
+    if compressor is None:
+        compressor = zstandard.ZstdCompressor(level=level, write_checksum=checksum, write_content_size=True)
+    try:
+        yield compressor
+    finally:
+        with _idle_lock:
+            idle.append(compressor)
