@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite: mounting arrays for real, in a temporary directory."""
+"""Fixtures shared by the whole suite: mounting arrays for real, in a temporary directory;
+the threads that decode streams."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from mounting import Mount, mounted
+
+from zarrfs.array import streaming
 
 MountFactory = Callable[..., Mount]
 
@@ -27,3 +30,11 @@ def mount_array(tmp_path: Path) -> Iterator[MountFactory]:
             )
 
         yield mount
+
+
+@pytest.fixture(params=["loaders", "small-chunk lane"])
+def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Streams decoded by the loader threads, then by the one-thread lane for small chunks
+    (zarrfs.array.streaming.SMALL_CHUNK_BYTES decides which, by the chunks' size)."""
+    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 0 if request.param == "loaders" else 1 << 40)
+    return str(request.param)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zarrfs.array import ZarrArray
+from zarrfs.array import ZarrArray, streaming
 from zarrfs.errors import ChunkError
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
@@ -23,6 +23,8 @@ from zarrfs.views.files import RegionFile
 from zarrfs.views.headers import npy_header
 from zarrfs.views.npy import NpyFile
 from zarrfs.views.readahead import Readahead
+
+pytestmark = pytest.mark.usefixtures("stream_threads")
 
 SHAPE = (256, 192)
 CHUNKS = (32, 64)
@@ -300,3 +302,44 @@ def test_readers_on_threads_see_one_version_of_every_write(array: ZarrArray) -> 
     stop.set()
     writer.join()
     assert not failures, failures[:5]
+
+
+@pytest.mark.parametrize("chunk_bytes", [4096, 32 << 10])
+def test_streams_of_chunks_smaller_than_32_kib_are_decoded_by_one_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int) -> None:
+    """Its share of the interpreter lock is all a small chunk's decoding needs; a second
+    thread at it only hands the lock back and forth."""
+    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 32 << 10)
+    chunks = (chunk_bytes // (CHUNKS[1] * 2), CHUNKS[1])
+    values = np.arange(2 * chunks[0] * 4 * chunks[1], dtype="<u2").reshape(2 * chunks[0], 4 * chunks[1])
+    doc = {
+        "zarr_format": 3, "node_type": "array", "shape": list(values.shape), "data_type": "uint16",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    created = ZarrArray.create(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
+    created.write(Box((0, 0), values.shape), values)
+    created.flush()
+    created.close()
+    array = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+    threads: set[str] = set()
+    real = streaming.chunks_for_stream
+
+    def noting_the_thread(*args: Any) -> Any:
+        threads.add(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(streaming, "chunks_for_stream", noting_the_thread)
+    monkeypatch.setattr(streaming, "JOB_BYTES", 1)  # a job per chunk: 8 jobs
+    try:
+        stream = array.stream(Box((0, 0), values.shape))
+        assert stream is not None and stream.wait(), "the stream failed"
+        assert stream.out is not None and np.array_equal(stream.out, values)
+        stream.close()
+    finally:
+        array.close()
+    if chunk_bytes < 32 << 10:
+        assert threads == {"zarrfs-decode-small_0"}
+    else:
+        assert threads and all(name.startswith("zarrfs-decode_") for name in threads)

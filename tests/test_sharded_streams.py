@@ -16,6 +16,8 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.usefixtures("stream_threads")
+
 SHAPE = (128, 192)
 SHARD = (64, 96)
 INNER = (32, 48)  # 2 x 2 inner chunks a shard; a row of inner chunks spans 2 shards

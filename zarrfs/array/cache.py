@@ -257,6 +257,8 @@ class Shared:
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
         self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
+        # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
+        self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
         self.writer_count = 4 * self.threads + 4
         self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
@@ -288,4 +290,5 @@ class Shared:
 
     def close(self) -> None:
         self.loaders.shutdown(wait=True)
+        self.small_chunk_lane.shutdown(wait=True)
         self.writers.shutdown(wait=True)
