@@ -46,6 +46,7 @@ def parse_args(doc: str | None) -> argparse.Namespace:
                    help="the array read from S3 (default uint16/zstd/plain, else the first built)")
     p.add_argument("--skip-big", action="store_true", help="no memory and sharding figures")
     p.add_argument("--skip-group", action="store_true", help="no group mount/ls figures")
+    p.add_argument("--skip-small", action="store_true", help="no small-chunk figures")
     p.add_argument("--only-group", action="store_true",
                    help="only the group figures: mount and ls of a group of --group-arrays small arrays")
     p.add_argument("--group-arrays", type=int, default=10000, help="arrays in the group (default 10000)")
@@ -73,7 +74,7 @@ def parse_args(doc: str | None) -> argparse.Namespace:
     except argparse.ArgumentTypeError as e:
         p.error(f"--cache: {e}")
     if a.only_group:
-        a.skip_writes = a.skip_big = a.skip_s3 = True
+        a.skip_writes = a.skip_big = a.skip_s3 = a.skip_small = True
     return a
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -24,6 +25,7 @@ class Results:
     shard: dict[str, Any] = field(default_factory=dict)
     profile: dict[str, Any] = field(default_factory=dict)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # "v2"/"v3" -> figures
+    small: dict[str, dict[str, Any]] = field(default_factory=dict)  # array -> figures
 
     def add(self, cfg: str, key: str, value: Any) -> None:
         self.rows.setdefault(cfg, {}).setdefault(key, []).append(value)
@@ -60,7 +62,8 @@ class Bench:
             base = Path("/var/tmp")
         self.work = Path(tempfile.mkdtemp(prefix="zarrfs-bench-", dir=base))
         args.data_dir = args.data_dir or str(base / "zarrfs-bench-data")  # kept: cached groups
-        self.shm = Path(tempfile.mkdtemp(prefix="zarrfs-bench-", dir="/dev/shm"))
+        _remove_stale_shm()
+        self.shm = Path(tempfile.mkdtemp(prefix=f"{SHM_PREFIX}{os.getpid()}-", dir="/dev/shm"))
         self.mnt = self.work / "mnt"
         self.mnt.mkdir()
         # Daemon output, kept after the run (the work directory is not); one file a run.
@@ -137,3 +140,17 @@ class Bench:
             return
         shutil.rmtree(self.shm, ignore_errors=True)
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+SHM_PREFIX = "zarrfs-bench-"
+
+
+def _remove_stale_shm() -> None:
+    """Raw copies left on /dev/shm by runs that were killed (SIGKILL leaves no time to
+    clean up): up to 1 GiB of the machine's memory each. A copy is stale once the process
+    named in it is gone."""
+    for leftover in Path("/dev/shm").glob(f"{SHM_PREFIX}*-*"):
+        pid = leftover.name[len(SHM_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            log(f"removing {leftover}, left by a run that was killed")
+            shutil.rmtree(leftover, ignore_errors=True)

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from . import big, groups, profiling, reads, s3, writes
+from . import big, groups, profiling, reads, s3, small, writes
 from .arrays import Config, build_big, build_configs
 from .common import log, settle
 from .context import Bench
@@ -63,6 +63,8 @@ def run_arrays(b: Bench) -> None:
             s3.s3_reads(b, b.s3_config)
         except Exception as e:
             b.res.err(f"{b.s3_config.name} on S3", e)
+    if not a.skip_small and b.zarrfs_ok:
+        b.zarrfs_try("small chunks", small.small_chunks, b)
     if a.profile and b.configs:
         pc = pick(b.configs, a.profile_config)
         log(f"profile: cold read of {pc.name} under py-spy")
