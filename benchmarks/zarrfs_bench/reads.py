@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from .arrays import Config, ts_open
-from .common import WARM_RUNS, dd, run_checked, warm_files
+from .common import WARM_RUNS, dd, log, run_checked, warm_files
 from .context import Bench
 from .workers import worker
 
@@ -22,7 +22,9 @@ def baseline_reads(b: Bench, cfg: Config, expected_sum: float) -> None:
     warm_files(cfg.path)
     t0 = time.perf_counter()
     out = ts_open(cfg.path).read().result()
-    b.res.add(cfg.name, "ts_read", time.perf_counter() - t0)
+    ts_seconds = time.perf_counter() - t0
+    b.res.add(cfg.name, "ts_read", ts_seconds)
+    log(f"  TensorStore read: {cfg.nbytes / ts_seconds / 1e6:,.0f} MB/s")
     assert out.nbytes == cfg.nbytes
     del out
     warm_files(cfg.path)
@@ -55,7 +57,9 @@ def zarrfs_reads(b: Bench, cfg: Config, rep: int) -> None:
         size = int(run_checked(["stat", "-c", "%s", str(data)], timeout=30).stdout)
         if size != cfg.nbytes:
             raise RuntimeError(f"{data} is {size} bytes, expected {cfg.nbytes}")
-        b.res.add(cfg.name, "zfs_cold", dd(data, "/dev/null", expect=cfg.nbytes))
+        cold = dd(data, "/dev/null", expect=cfg.nbytes)
+        b.res.add(cfg.name, "zfs_cold", cold)
+        log(f"  zarrfs cold dd: {cfg.nbytes / cold / 1e6:,.0f} MB/s")  # (each run: see writes)
         for _ in range(WARM_RUNS):
             b.res.add(cfg.name, "zfs_warm", dd(data, "/dev/null", expect=cfg.nbytes))
         r = worker("pread", str(data), str(cfg.raw), str(b.args.random_reads), str(rep), timeout=120)
