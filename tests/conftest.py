@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mounting import Mount, mounted
 
-from zarrfs.array import streaming
+from zarrfs.array import chunk_io, streaming
 
 MountFactory = Callable[..., Mount]
 
@@ -35,6 +35,9 @@ def mount_array(tmp_path: Path) -> Iterator[MountFactory]:
 @pytest.fixture(params=["loaders", "small-chunk lane"])
 def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Streams decoded by the loader threads, then by the one-thread lane for small chunks
-    (zarrfs.array.streaming.SMALL_CHUNK_BYTES decides which, by the chunks' size)."""
-    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 0 if request.param == "loaders" else 1 << 40)
+    that decode cheaply (zarrfs.array.streaming.SMALL_CHUNK_BYTES, chunk_io's measure)."""
+    lane = request.param == "small-chunk lane"
+    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 1 << 40 if lane else 0)
+    monkeypatch.setattr(chunk_io, "MEASURED_DECODES", 0)
+    monkeypatch.setattr(chunk_io, "CHEAP_DECODE_SECONDS", 1e9)
     return str(request.param)

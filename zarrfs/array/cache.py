@@ -289,6 +289,6 @@ class Shared:
         return [a for a in list(self._arrays.values()) if a.dirty_bytes]
 
     def close(self) -> None:
+        self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
         self.loaders.shutdown(wait=True)
-        self.small_chunk_lane.shutdown(wait=True)
         self.writers.shutdown(wait=True)

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 MAX_SHARD_RETRIES = 20
 RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other
 FAST_ENCODE_BYTES_PER_SECOND = 1 << 30  # a thread encoding this fast keeps up with requests
+CHEAP_DECODE_SECONDS = 30e-6  # less than reading a chunk around its decoder costs (streaming)
+MEASURED_DECODES = 16  # before an array's chunks are known to decode slowly
 
 
 @dataclass
@@ -70,6 +72,7 @@ class PlainChunkIO:
         self.counters = counters
         self._lock = threading.Lock()
         self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
+        self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -86,8 +89,7 @@ class PlainChunkIO:
         return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
-        """Several read chunks of one stored object (a plain chunk is one), decoded one at a
-        time as they are taken."""
+        """Read chunks of one stored object (a plain chunk is one), decoded one at a time."""
         return (self.fetch(key, chunk, inner) for inner in inners)
 
     def forget_index(self, chunk: Index) -> None:
@@ -122,8 +124,10 @@ class PlainChunkIO:
         self.counters.add(bytes_fetched=nbytes)
 
     def timed_decode(self, decode: Callable[[BytesLike], np.ndarray], data: BytesLike) -> np.ndarray:
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()  # (CPU: not the lock's wait)
         decoded = decode(data)
+        count, cpu = self._decoding  # (unlocked: threads may drop a count; it is an estimate)
+        self._decoding = (count + 1, cpu + time.thread_time() - cpu_start)
         self.counters.add(chunks_decoded=1, decode_seconds=time.perf_counter() - start)
         return decoded
 
@@ -135,6 +139,12 @@ class PlainChunkIO:
         with self._lock:
             self._encoding = (self._encoding[0] + data.nbytes, self._encoding[1] + seconds)
         return encoded
+
+    @property
+    def decodes_cheaply(self) -> bool:
+        """Whether the chunks decoded so far took little CPU (yes until MEASURED_DECODES were)."""
+        count, seconds = self._decoding
+        return count < MEASURED_DECODES or seconds < CHEAP_DECODE_SECONDS * count
 
     @property
     def encodes_slowly(self) -> bool:

@@ -27,11 +27,14 @@ if TYPE_CHECKING:
 
 
 JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
-# Chunks smaller than this, read from a local store, are decoded by one thread at a time.
-# Each costs ~30 us of Python and system calls, which hold the interpreter lock; two threads
-# at it hand the lock back and forth at every call. Measured, cold dd of float32 arrays (zstd)
-# with one loader against two: 4 KiB chunks 100-142 against 73-104 MB/s, 16 KiB 290-408
-# against 269-328, with a third less CPU; 64 KiB chunks 419-527 against 489-594.
+# Chunks smaller than this that decode cheaply (chunk_io.CHEAP_DECODE_SECONDS), read from a
+# local store, are decoded by one thread at a time. Each costs ~30 us of Python and system
+# calls, which hold the interpreter lock; two threads at it hand the lock back and forth at
+# every call. Measured, cold dd of float32 arrays with one loader against two: 4 KiB zstd
+# chunks 100-142 against 73-104 MB/s, with a third less CPU; 16 KiB zstd 290-408 against
+# 269-328, 16 KiB blosc 254-321 against 229-292. Not when decoding is most of the work:
+# 16 KiB gzip chunks (54 us to decode) 167-202 against 242-321, 64 KiB zstd 419-527 against
+# 489-594. Small chunks count as cheap until measured: most codecs decode them so.
 SMALL_CHUNK_BYTES = 32 << 10
 SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
 
@@ -57,10 +60,13 @@ class Stream:
         if not jobs:
             self._finished.set()
         # (Loads from a remote store wait on the network: they want every loader.)
-        small = array.read_chunk.nbytes < SMALL_CHUNK_BYTES and array.store.is_local
-        threads = array.shared.small_chunk_lane if small else array.shared.loaders
+        small = array.read_chunk.nbytes < SMALL_CHUNK_BYTES and array.store.is_local \
+            and array.io.decodes_cheaply
         for job in jobs:
-            threads.submit(self._fill, job)
+            if small:
+                array.shared.small_chunk_lane.submit(self._fill_small, job)
+            else:
+                array.shared.loaders.submit(self._fill, job)
 
     @classmethod
     def start(cls, array: ZarrArray, box: Box) -> Stream | None:
@@ -101,6 +107,13 @@ class Stream:
         """The buffer, no longer this stream's (with the lock held, once closed and finished)."""
         buffer, self._buffer, self.out = self._buffer, None, None
         return buffer
+
+    def _fill_small(self, pieces: list[Piece]) -> None:
+        """On the small-chunk lane; on the loaders once the chunks turn out to decode slowly."""
+        if self._array.io.decodes_cheaply:
+            self._fill(pieces)
+        else:
+            self._array.shared.loaders.submit(self._fill, pieces)
 
     def _fill(self, pieces: list[Piece]) -> None:
         out = self.out
