@@ -60,8 +60,7 @@ class Stream:
         if not jobs:
             self._finished.set()
         # (Loads from a remote store wait on the network: they want every loader.)
-        small = array.read_chunk.nbytes < SMALL_CHUNK_BYTES and array.store.is_local \
-            and array.io.decodes_cheaply
+        small = array.read_chunk.nbytes < SMALL_CHUNK_BYTES and array.store.is_local
         for job in jobs:
             if small:
                 array.shared.small_chunk_lane.submit(self._fill_small, job)
@@ -109,7 +108,8 @@ class Stream:
         return buffer
 
     def _fill_small(self, pieces: list[Piece]) -> None:
-        """On the small-chunk lane; on the loaders once the chunks turn out to decode slowly."""
+        """On the small-chunk lane; on the loaders while the chunks decode slowly (the one
+        place that decides: the cost is measured as jobs run)."""
         if self._array.io.decodes_cheaply:
             self._fill(pieces)
         else:
