@@ -166,8 +166,8 @@ def _run_mount(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    storage = MountOptions.parse(args.options).storage_options
-    store = Store.open(args.source, storage, read_only=True)
+    options = MountOptions.parse(args.options)
+    store = Store.open(args.source, options.storage_options, read_only=True, settings=options.source)
     tree = describe_tree(store)
     if tree is not None:
         print("\n".join(tree))
@@ -226,8 +226,9 @@ def codec_text(spec: CodecSpec) -> str:
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check
 
-    storage = MountOptions.parse(args.options).storage_options
-    report = check(Store.open(args.source, storage, read_only=True), jobs=args.jobs)
+    options = MountOptions.parse(args.options)
+    store = Store.open(args.source, options.storage_options, read_only=True, settings=options.source)
+    report = check(store, jobs=args.jobs)
     for problem in report.problems:
         print(f"{args.source.rstrip('/')}/{problem.key}: {problem.text}")
     verdict = "sound" if report.sound else _count(len(report.problems), "problem")

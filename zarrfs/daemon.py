@@ -105,7 +105,8 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
     trim = bound_malloc()
     try:
-        store = Store.open(source, options.storage_options, read_only=options.read_only)
+        store = Store.open(source, options.storage_options, read_only=options.read_only,
+                           settings=options.source)
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1

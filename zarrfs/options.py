@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ZarrfsError
+from .store.sources import SourceSettings
 
 
 class OptionError(ZarrfsError, ValueError):
@@ -51,6 +52,12 @@ class MountOptions:
     recheck: float | None = 0.0
     storage_options: Mapping[str, Any] = field(default_factory=dict)
     kernel_options: frozenset[str] = frozenset()
+    # The longest a request waits on the store, retries included (None: 30 s for a remote
+    # store, no bound for local files), and what a reference set or Icechunk source needs.
+    timeout: float | None = None
+    ref: str | None = None
+    fo: str | None = None
+    references_allow: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -64,6 +71,12 @@ class MountOptions:
         if "endpoint_url" in storage:
             storage.setdefault("client_kwargs", {})["endpoint_url"] = storage.pop("endpoint_url")
         return cls(**values, storage_options=storage, kernel_options=frozenset(kernel))
+
+    @property
+    def source(self) -> SourceSettings:
+        """What the store layer needs to open the source."""
+        return SourceSettings(timeout=self.timeout, ref=self.ref, fo=self.fo,
+                              references_allow=self.references_allow)
 
     @property
     def file_uid(self) -> int:
@@ -116,7 +129,9 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "endian": ("byteorder", _parse_endian), "log": ("log_file", str),
         "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
         "views": ("views", _parse_views), "order": ("fortran_order", _parse_order),
-        "recheck": ("recheck", _parse_recheck),
+        "recheck": ("recheck", _parse_recheck), "timeout": ("timeout", _parse_seconds),
+        "ref": ("ref", _parse_name), "fo": ("fo", _parse_name),
+        "references_allow": ("references_allow", _parse_prefixes),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -153,6 +168,28 @@ def _parse_positive(text: str) -> int:
     if value < 1:
         raise ValueError(text)
     return value
+
+
+def _parse_seconds(text: str) -> float:
+    seconds = float(text)
+    if not 0 < seconds < 1e6:
+        raise ValueError(text)
+    return seconds
+
+
+def _parse_name(text: str) -> str:
+    if not text:
+        raise ValueError(text)
+    return text
+
+
+def _parse_prefixes(text: str) -> tuple[str, ...]:
+    """`PREFIX:PREFIX` (colon-separated: -o splits on commas). A URL's own colon stays with
+    it: `s3://other/x:/data` is `s3://other/x` and `/data`."""
+    parts = re.split(r":(?!//)", text)
+    if not all(parts):
+        raise ValueError(text)
+    return tuple(parts)
 
 
 def _parse_views(text: str) -> frozenset[str]:

@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
-import random
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -28,37 +25,13 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import local, remote
+from . import deadline, local, remote
+from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, temporary_owner_alive
+from .sources import SourceSettings, is_read_only, open_filesystem
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-Errors = tuple[type[BaseException], ...]
-
-
-@functools.cache
-def _error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
-    """(worth retrying, not worth retrying). Remote clients raise errors that are not OSErrors
-    (botocore's through s3fs, aiohttp's through the http filesystem); they are imported only
-    for a remote store (a local mount does not carry them: ~15 MB)."""
-    transient: list[type[BaseException]] = [OSError, TimeoutError]
-    permanent: list[type[BaseException]] = [PermissionError, IsADirectoryError, NotADirectoryError]
-    if remote_clients:
-        with contextlib.suppress(ImportError):
-            from botocore.exceptions import BotoCoreError, ConnectionError, HTTPClientError
-
-            transient += [ConnectionError, HTTPClientError]
-            permanent.append(BotoCoreError)  # bad parameters, missing credentials, ...
-        with contextlib.suppress(ImportError):
-            from aiohttp import ClientError
-
-            transient.append(ClientError)
-    return tuple(transient), tuple(permanent)
-
-
-LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}  # filesystems that cache listings
+__all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -86,15 +59,6 @@ class SuffixRange:
     length: int
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a transient failure of a remote store is retried before it is reported."""
-
-    deadline_seconds: float = 10.0
-    first_delay: float = 0.05
-    max_delay: float = 2.0
-
-
 class Store:
     def __init__(
         self,
@@ -109,35 +73,38 @@ class Store:
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
-        # Local failures are not transient; remote ones often are.
-        self.retry = RetryPolicy(deadline_seconds=0) if self.is_local else (retry or RetryPolicy())
-        self._errors = _error_kinds(not self.is_local)
+        # Local failures are not transient, and a system call cannot be abandoned: local
+        # operations get one attempt and no deadline. Remote ones get both.
+        self.bounded = not self.is_local
+        self.retry = RetryPolicy(retries=False) if self.is_local else (retry or RetryPolicy())
+        self._errors = deadline.error_kinds(not self.is_local)
 
     @classmethod
-    def open(
-        cls, url: str, storage_options: Mapping[str, Any] | None = None, *, read_only: bool = False
-    ) -> Store:
-        """A store for a local path or any fsspec URL."""
-        options = dict(storage_options or {})
-        if fsspec.utils.get_protocol(url) in LISTING_CACHES:
-            # Generations must be the store's, not a listing cached when the mount began.
-            options.setdefault("use_listings_cache", False)
+    def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
+             read_only: bool = False, settings: SourceSettings | None = None) -> Store:
+        """A store for a local path, an fsspec URL, a reference set or an Icechunk
+        repository (see `sources`)."""
+        settings = settings or SourceSettings()
         try:
-            fs, root = fsspec.core.url_to_fs(url, **options)
+            fs, root = open_filesystem(url, storage_options or {}, settings)
         except (ValueError, ImportError, OSError) as e:
-            raise StoreError(url, f"cannot open: {e}") from None
-        return cls(fs, root, read_only=read_only)
+            raise StoreError(url, f"cannot open: {one_line(e)}") from None
+        timeout = settings.timeout_for(fs)
+        retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
+        return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry)
 
     def child(self, path: str) -> Store:
         """The same store rooted at `path` below this one (an array inside a group)."""
         if not path:
             return self
-        child = Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
-        return child
+        return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
 
-    def without_retries(self) -> Store:
-        """The same store, failing at the first fault (a check that may be skipped)."""
-        return Store(self.fs, self.root, read_only=self.read_only, retry=RetryPolicy(deadline_seconds=0))
+    def without_retries(self, within: float | None = None) -> Store:
+        """The same store, failing at the first fault or after `within` seconds (at most the
+        store's own deadline): a check that may be skipped."""
+        seconds = self.retry.deadline_seconds if within is None else min(within, self.retry.deadline_seconds)
+        return Store(self.fs, self.root, read_only=self.read_only,
+                     retry=RetryPolicy(deadline_seconds=seconds, retries=False))
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -162,9 +129,9 @@ class Store:
             return None if found is None else found.data
         path = self.path(key)
         if byte_range is None:
-            return self._call(key, lambda: self.fs.cat_file(path))
+            return self._call(key, lambda s: self._fs(s, "cat_file", path))
         start, end = byte_range.start, byte_range.start + byte_range.length
-        return self._call(key, lambda: self.fs.cat_file(path, start=start, end=end))
+        return self._call(key, lambda s: self._fs(s, "cat_file", path, start=start, end=end))
 
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
@@ -173,9 +140,9 @@ class Store:
         start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
         if self.is_local:
             # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-            return self._call(key, lambda: local.read(path, start, length))
+            return self._call(key, lambda s: local.read(path, start, length))
         if self.is_s3:
-            return self._call(key, lambda: remote.s3_read(self.fs, path, start, length))
+            return self._call(key, lambda s: remote.s3_read(self.fs, s, path, start, length))
         data = self.get(key, byte_range)
         return None if data is None else Versioned(data, None)
 
@@ -190,7 +157,7 @@ class Store:
         if self.is_local or len(wanted) <= 4:
             return {key: self.generation(key) for key in wanted}
         self.fs.invalidate_cache(self.root)
-        listed = self._call("", lambda: self.fs.find(self.root, detail=True)) or {}
+        listed = self._call("", lambda s: self._fs(s, "find", self.root, detail=True)) or {}
         by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}
 
@@ -199,7 +166,7 @@ class Store:
         if size is None:
             return None
         start = max(0, size - length)
-        return self._call(key, lambda: self.fs.cat_file(self.path(key), start=start, end=size))
+        return self._call(key, lambda s: self._fs(s, "cat_file", self.path(key), start=start, end=size))
 
     def size(self, key: str) -> int | None:
         described = self.stat(key)
@@ -209,10 +176,10 @@ class Store:
         """The size and generation of `key` (None: not stored)."""
         path = self.path(key)
         if self.is_local:
-            status = self._call(key, lambda: os.stat(path))
+            status = self._call(key, lambda s: os.stat(path))
             return None if status is None else (status.st_size, local.generation_of(status))
         self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
-        info = self._call(key, lambda: self.fs.info(path))
+        info = self._call(key, lambda s: self._fs(s, "info", path))
         return None if info is None else (int(info["size"]), remote.info_generation(info))
 
     def exists(self, key: str) -> bool:
@@ -221,7 +188,7 @@ class Store:
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys below `prefix` (a directory-like prefix such as "c/1"), in no set order."""
         base = self.path(prefix)
-        found = self._call(prefix, lambda: self.fs.find(base))
+        found = self._call(prefix, lambda s: self._fs(s, "find", base))
         for path in found or []:
             key = self._key_of(path)
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
@@ -235,9 +202,9 @@ class Store:
         """The names of the directories (common prefixes) directly below `prefix`."""
         base = self.path(prefix)
         if self.is_local:
-            found = self._call(prefix, lambda: [e.name for e in os.scandir(base) if e.is_dir()])
+            found = self._call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()])
             return tuple(sorted(found or []))
-        entries = self._call(prefix, lambda: self.fs.ls(base, detail=True))
+        entries = self._call(prefix, lambda s: self._fs(s, "ls", base, detail=True))
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))
 
@@ -251,13 +218,13 @@ class Store:
         directory fsync, not one each). ConflictError when `expect` no longer holds."""
         self._check_writable(key)
         path = self.path(key)
-        put: Callable[[], str | None]
+        put: Callable[[float | None], str | None]
         if self.is_local:
             put = functools.partial(self._local_put, key, data, sync_directory, expect)
         elif self.is_s3 and not isinstance(expect, _Any):
-            put = functools.partial(remote.s3_put, self.fs, path, _joined(data), expect)
+            put = functools.partial(remote.s3_put, self.fs, path=path, data=_joined(data), expect=expect)
         else:
-            put = functools.partial(_put_anyway, self.fs, path, _joined(data))
+            put = functools.partial(self._put_anyway, path=path, data=_joined(data))
         try:
             return self._call(key, put, missing_ok=False)
         except ConflictError:
@@ -267,16 +234,16 @@ class Store:
         self._check_writable(key)
         try:
             if self.is_local and not isinstance(expect, _Any):
-                self._call(key, lambda: self._local_delete(key, expect))
+                self._call(key, lambda s: self._local_delete(key, expect))
             elif self.is_s3 and not isinstance(expect, _Any):
-                self._call(key, lambda: remote.s3_delete(self.fs, self.path(key), expect))
+                self._call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect))
             else:
-                self._call(key, lambda: self._remove(key))
+                self._call(key, lambda s: self._remove(s, key))
         except ConflictError:
             raise ConflictError(key) from None
 
-    def _local_put(self, key: str, data: Payload, sync_directory: bool,
-                   expect: Expect) -> str:
+    def _local_put(self, key: str, data: Payload, sync_directory: bool, expect: Expect,
+                   seconds: float | None) -> str:
         path = self.path(key)
         if isinstance(expect, _Any):
             return local.write_atomically(path, data, sync_directory)
@@ -290,11 +257,15 @@ class Store:
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
-            self._call(directory, functools.partial(local.fsync_directory, directory))
+            self._call(directory, functools.partial(_fsync_directory, directory))
 
-    def _remove(self, key: str) -> bool:
+    def _put_anyway(self, seconds: float | None, path: str, data: bytes) -> str | None:
+        self._fs(seconds, "pipe_file", path, data)
+        return None
+
+    def _remove(self, seconds: float | None, key: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
-            self.fs.rm_file(self.path(key))
+            self._fs(seconds, "rm_file", self.path(key))
         return True
 
     def _check_writable(self, key: str) -> None:
@@ -314,39 +285,23 @@ class Store:
                         removed += 1
         return removed
 
-    # -- errors and retries ------------------------------------------------------------------
+    # -- errors and deadlines ------------------------------------------------------------
 
-    def _call(self, key: str, operation: Callable[[], T], *, missing_ok: bool = True) -> T | None:
-        """Run one store operation: None for a missing key (when reading), retries for
-        transient faults until the deadline, StoreError for the rest."""
-        deadline = time.monotonic() + self.retry.deadline_seconds
-        delay = self.retry.first_delay
-        while True:
-            try:
-                return operation()
-            except FileNotFoundError as e:
-                if missing_ok:
-                    return None
-                raise StoreError(key, f"not found: {e}") from None
-            except self._errors[1] as e:
-                raise StoreError(key, one_line(e)) from None
-            except self._errors[0] as e:
-                if time.monotonic() + delay > deadline:
-                    raise StoreError(key, one_line(e)) from None
-                log.warning("store key %r: %s; retrying", key, e)
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, self.retry.max_delay)
+    def _call(self, key: str, operation: Callable[[float | None], T], *,
+              missing_ok: bool = True) -> T | None:
+        """Run one store operation under the store's deadline (see `deadline.run`):
+        `operation` is given the seconds its attempt may take."""
+        return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
+                            missing_ok=missing_ok)
+
+    def _fs(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
+        return deadline.call(self.fs, seconds, method, *args, **kwargs)
+
+
+def _fsync_directory(directory: str, seconds: float | None) -> None:
+    local.fsync_directory(directory)
 
 
 def _joined(data: Payload) -> bytes:
     return b"".join(local.pieces(data))
 
-
-def _put_anyway(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> str | None:
-    fs.pipe_file(path, data)
-    return None
-
-
-def one_line(error: BaseException) -> str:
-    """An error's text on one line (what logs and one-line messages show)."""
-    return " ".join(str(error).split()) or type(error).__name__

@@ -5,14 +5,15 @@ compare-and-swap. Other filesystems have neither: their generation comes from `i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 import fsspec
-from fsspec.asyn import sync
 
 from ..errors import ConflictError
 from . import presigned
+from .deadline import call, on_loop
 from .local import Versioned
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
@@ -30,13 +31,14 @@ def info_generation(info: Mapping[str, Any]) -> str:
     return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"
 
 
-def s3_read(fs: Any, path: str, start: int | None = None, length: int | None = None) -> Versioned:
-    """One GET: the bytes and the ETag of the version they came from."""
+def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
+            length: int | None = None) -> Versioned:
+    """One GET: the bytes and the ETag of the version they came from, within `seconds`."""
     bucket, key, _ = fs.split_path(path)
     extra: dict[str, str] = {}
     if start is not None and length is not None:
         if length <= 0:
-            return Versioned(b"", s3_generation(fs, path))
+            return Versioned(b"", s3_generation(fs, seconds, path))
         extra["Range"] = f"bytes={start}-{start + length - 1}"
 
     async def get() -> tuple[bytes, str]:
@@ -49,28 +51,28 @@ def s3_read(fs: Any, path: str, start: int | None = None, length: int | None = N
             return await body.read(), str(response["ETag"])
 
     try:
-        data, etag = sync(fs.loop, get)
+        data, etag = on_loop(fs, seconds, get)
     except OSError as e:
         if isinstance(e, presigned.RangePastEnd) or _error_code(e) == "InvalidRange":  # nothing there
-            return Versioned(b"", s3_generation(fs, path))
+            return Versioned(b"", s3_generation(fs, seconds, path))
         raise
     return Versioned(data, etag)
 
 
-def s3_generation(fs: Any, path: str) -> str | None:
+def s3_generation(fs: Any, seconds: float | None, path: str) -> str | None:
     try:
-        return info_generation(fs.info(path))
+        return info_generation(call(fs, seconds, "info", path))
     except FileNotFoundError:
         return None
 
 
-def s3_put(fs: Any, path: str, data: bytes, expect: str | None) -> str:
+def s3_put(fs: Any, seconds: float | None, path: str, data: bytes, expect: str | None) -> str:
     """Store `data` only if the object is still generation `expect` (None: absent)."""
     bucket, key, _ = fs.split_path(path)
     condition = {"IfNoneMatch": "*"} if expect is None else {"IfMatch": expect}
     try:
-        response = sync(fs.loop, fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data,
-                        **condition, **fs.req_kw)
+        response = on_loop(fs, seconds, functools.partial(
+            fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data, **condition, **fs.req_kw))
     except FileNotFoundError:
         raise ConflictError(key) from None  # If-Match on an object deleted meanwhile
     except (OSError, ValueError) as e:
@@ -81,14 +83,15 @@ def s3_put(fs: Any, path: str, data: bytes, expect: str | None) -> str:
     return str(response["ETag"])
 
 
-def s3_delete(fs: Any, path: str, expect: str | None) -> None:
+def s3_delete(fs: Any, seconds: float | None, path: str, expect: str | None) -> None:
     bucket, key, _ = fs.split_path(path)
     if expect is None:
-        if s3_generation(fs, path) is not None:
+        if s3_generation(fs, seconds, path) is not None:
             raise ConflictError(key)
         return
     try:
-        sync(fs.loop, fs._call_s3, "delete_object", Bucket=bucket, Key=key, IfMatch=expect, **fs.req_kw)
+        on_loop(fs, seconds, functools.partial(fs._call_s3, "delete_object", Bucket=bucket, Key=key,
+                                              IfMatch=expect, **fs.req_kw))
     except FileNotFoundError:
         raise ConflictError(key) from None
     except (OSError, ValueError) as e:

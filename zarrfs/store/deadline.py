@@ -1,0 +1,105 @@
+"""Every store operation under a deadline: transient faults retried while time is left, each
+attempt given what is left, and an asynchronous filesystem's request cancelled on its own
+event loop when the time is up (so a store that accepts connections and never answers costs
+a caller `deadline_seconds`, never more)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import fsspec
+from fsspec.asyn import sync
+
+from ..errors import StoreError
+from .sources import DEFAULT_REMOTE_TIMEOUT
+
+log = logging.getLogger("zarrfs.store")
+T = TypeVar("T")
+Errors = tuple[type[BaseException], ...]
+# An attempt: called with the seconds it may take (None: unbounded, local files).
+Attempt = Callable[[float | None], T]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long one operation of a remote store may take, its retries of transient faults
+    included, before it fails with StoreError (NFS's `soft` mount: a deadline, never a hang).
+    Every attempt is given what is left of the deadline; `retries=False` makes one attempt."""
+
+    deadline_seconds: float = DEFAULT_REMOTE_TIMEOUT
+    first_delay: float = 0.05
+    max_delay: float = 2.0
+    retries: bool = True
+
+
+@functools.cache
+def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
+    """(worth retrying, not worth retrying). Remote clients raise errors that are not OSErrors
+    (botocore's through s3fs, aiohttp's through the http filesystem); they are imported only
+    for a remote store (a local mount does not carry them: ~15 MB)."""
+    transient: list[type[BaseException]] = [OSError, TimeoutError]
+    permanent: list[type[BaseException]] = [PermissionError, IsADirectoryError, NotADirectoryError]
+    if remote_clients:
+        with contextlib.suppress(ImportError):
+            from botocore.exceptions import BotoCoreError, ConnectionError, HTTPClientError
+
+            transient += [ConnectionError, HTTPClientError]
+            permanent.append(BotoCoreError)  # bad parameters, missing credentials, ...
+        with contextlib.suppress(ImportError):
+            from aiohttp import ClientError
+
+            transient.append(ClientError)
+    return tuple(transient), tuple(permanent)
+
+
+def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors, Errors], *,
+        bounded: bool, missing_ok: bool = True) -> T | None:
+    """One store operation: None for a missing key (when reading), retries of transient
+    faults while the deadline allows, StoreError naming `key` for the rest."""
+    deadline = time.monotonic() + policy.deadline_seconds
+    delay = policy.first_delay
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return attempt(max(left, 0.01) if bounded else None)
+        except FileNotFoundError as e:
+            if missing_ok:
+                return None
+            raise StoreError(key, f"not found: {e}") from None
+        except errors[1] as e:
+            raise StoreError(key, one_line(e)) from None
+        except errors[0] as e:
+            if not policy.retries or time.monotonic() + delay > deadline:
+                if isinstance(e, TimeoutError) and bounded:
+                    raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
+                raise StoreError(key, one_line(e)) from None
+            log.warning("store key %r: %s; retrying", key, one_line(e))
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, policy.max_delay)
+
+
+def call(fs: fsspec.AbstractFileSystem, seconds: float | None, method: str, *args: Any,
+         **kwargs: Any) -> Any:
+    """`fs.method(*args, **kwargs)`, abandoned after `seconds`: an asynchronous filesystem's
+    coroutine is cancelled on its loop (TimeoutError), not left holding a thread."""
+    if seconds is not None and getattr(fs, "async_impl", False) and getattr(fs, "loop", None):
+        return sync(fs.loop, getattr(fs, "_" + method), *args, timeout=seconds, **kwargs)
+    return getattr(fs, method)(*args, **kwargs)
+
+
+def on_loop(fs: Any, seconds: float | None, coroutine_function: Callable[..., Any], *args: Any) -> Any:
+    """A coroutine of `fs`'s own (an S3 request built by hand) run on its loop, cancelled after
+    `seconds`."""
+    return sync(fs.loop, coroutine_function, *args, timeout=seconds)
+
+
+def one_line(error: BaseException) -> str:
+    """An error's text on one line (what logs and one-line messages show)."""
+    return " ".join(str(error).split()) or type(error).__name__
