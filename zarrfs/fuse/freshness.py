@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -38,9 +39,13 @@ class OpenFile(Protocol):
 class Freshness:
     def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
                  open_files: Callable[[], Iterable[OpenFile]],
-                 nursery: Callable[[], trio.Nursery], writing: Callable[[int], bool]) -> None:
-        """`writing(inode)`: whether a write to that file is in flight."""
+                 nursery: Callable[[], trio.Nursery], writing: Callable[[int], bool], *,
+                 recheck_bound: float | None = None) -> None:
+        """`writing(inode)`: whether a write to that file is in flight. `recheck_bound`: the
+        longest an open waits for the store to say whether the file changed (None: no bound,
+        a local store); past it the open serves what the mount has."""
         self.tree = tree
+        self._recheck_bound = recheck_bound
         self._writing = writing
         self._nursery = nursery
         self._in_thread = in_thread
@@ -48,6 +53,7 @@ class Freshness:
         self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
         self._behind: set[int] = set()  # inodes whose cached pages may be stale
         self._store_down_until = 0.0  # no rechecks until then: the store was not answering
+        self._store_down = False  # (said once in the log per outage)
         self.stopping = False
         self._dropping = 0  # page drops in flight
 
@@ -120,20 +126,33 @@ class Freshness:
         of a new size; the caller opens without the stale pages."""
         if time.monotonic() < self._store_down_until:
             return False
+        changed: bool | None = None
         try:
-            changed: bool = await self._in_thread(self.tree.recheck, node)
+            with trio.move_on_after(self._recheck_bound if self._recheck_bound is not None else math.inf):
+                changed = await self._in_thread(self.tree.recheck, node)
         except (OSError, ZarrfsError) as e:
-            # The store cannot be asked (an outage): serve what is cached, and do not make
-            # every open wait for the store to fail again for a while.
-            log.warning("could not check %s for changes by other writers (%s); serving what is "
-                        "cached, not asking again for %.0f s", node.describe(), e, OUTAGE_SECONDS)
-            self._store_down_until = time.monotonic() + OUTAGE_SECONDS
+            self._outage(node, str(e))
             return False
+        if changed is None:
+            self._outage(node, f"no answer within {self._recheck_bound:g} s")
+            return False
+        if self._store_down:
+            self._store_down = False
+            log.warning("the store answers again")
         if changed:
             self.touch()
             await self.invalidate_stale()
             self._behind.update(self.tree.sharing_bytes(node))  # seen through one file, stale in all
         return changed
+
+    def _outage(self, node: Ref, problem: str) -> None:
+        """The store cannot be asked: serve what is cached, and do not make every open wait
+        for the store to fail again for a while."""
+        if not self._store_down:
+            log.warning("could not check %s for changes by other writers (%s): the store is not "
+                        "answering; serving what the mount has until it does", node.describe(), problem)
+        self._store_down = True
+        self._store_down_until = time.monotonic() + OUTAGE_SECONDS
 
     async def recheck_open_files(self, seconds: float) -> None:
         """`recheck=SECONDS`: open files follow other writers. A changed file gets a new mtime

@@ -3,6 +3,11 @@
 Requests are answered from `views`; anything that decodes, encodes, copies large buffers or
 touches the store runs in a worker thread under a limiter, so the trio loop keeps serving.
 Errors become errno values in exactly one place (`boundary.errno_for`).
+
+Over a remote store every wait has a deadline (`timeout`, NFS's `soft` mount): a request
+whose worker has not answered by then fails with EIO and its worker is abandoned (its own
+store calls end at the same deadline). Flushes are the exception: each store call they make
+is bounded, but a flush of much data to a slow, answering store may take longer than one.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any, TypeVar
 import pyfuse3
 import trio
 
-from ..errors import ResizeError
+from ..errors import ResizeError, StoreError
 from ..options import MountOptions
 from ..tree import Ref, Tree
 from ..views import FileView
@@ -37,6 +42,12 @@ T = TypeVar("T")
 STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
+LOCAL_WORKERS = 8  # requests in worker threads at once: CPU work on a local store
+# Over a remote store a request may sit on a worker until the store's deadline: enough
+# workers that requests stalled on the network leave room for reads of cached bytes.
+REMOTE_WORKERS = 48
+READDIR_BATCH = 32
+RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
 
 @dataclass
@@ -54,19 +65,24 @@ class ZarrOperations(pyfuse3.Operations):
     supports_dot_lookup = False
     enable_writeback_cache = False
 
-    def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool) -> None:
+    def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool,
+                 timeout: float | None = None) -> None:
+        """`timeout`: the store's deadline, the longest a request waits (None: no bound, a
+        local store)."""
         super().__init__()
         self.tree = tree
         self.counters = tree.shared.counters
         self.options = options
         self.read_only = options.read_only or read_only
-        self.limiter = trio.CapacityLimiter(8)
+        self.timeout = timeout
+        self.limiter = trio.CapacityLimiter(LOCAL_WORKERS if timeout is None else REMOTE_WORKERS)
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
+        recheck_bound = None if timeout is None else min(RECHECK_SECONDS, timeout)
         self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()), self._serving,
-                               self.order.writing)
+                               self.order.writing, recheck_bound=recheck_bound)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -105,7 +121,21 @@ class ZarrOperations(pyfuse3.Operations):
         return self._nursery
 
     async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
+        """`function(*args)` in a worker; over a remote store, abandoned with EIO (StoreError)
+        when it has not answered within the store's deadline."""
+        if self.timeout is None:
+            return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
+        with trio.move_on_after(self.timeout):
+            return await trio.to_thread.run_sync(function, *args, limiter=self.limiter,
+                                                 abandon_on_cancel=True)
+        self.counters.add(timeouts=1)
+        raise StoreError(getattr(function, "__qualname__", "request"),
+                         f"no answer from the store within {self.timeout:g} s")
+
+    async def _flushing(self, function: Callable[[], None]) -> None:
+        """A flush in a worker: each store call it makes has the store's deadline, the whole
+        flush none (much dirty data on a slow store that answers may take longer)."""
+        await trio.to_thread.run_sync(function, limiter=self.limiter)
 
     # -- names and attributes --------------------------------------------------------------
 
@@ -205,14 +235,16 @@ class ZarrOperations(pyfuse3.Operations):
         # `ls -l` asks every entry for security.* and system.* attributes: answer without
         # opening arrays.
         node = self._node(inode)
-        found = self.tree.xattrs(node).get(text) if text.startswith(XATTR_PREFIX) else None
+        if not text.startswith(XATTR_PREFIX):
+            raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
+        found = (await self._in_thread(self.tree.xattrs, node)).get(text)  # (may open the array)
         if found is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         return found
 
     @boundary
     async def listxattr(self, inode: int, ctx: Any) -> Sequence[bytes]:
-        return [name.encode() for name in self.tree.xattrs(self._node(inode))]
+        return [name.encode() for name in await self._in_thread(self.tree.xattrs, self._node(inode))]
 
     @boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -241,15 +273,30 @@ class ZarrOperations(pyfuse3.Operations):
     @boundary
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         directory = self._node(fh)
-        names = await self._in_thread(self.tree.names, directory)
-        for position in range(start_id, len(names)):
-            name = names[position]
-            child = self.tree.lookup(directory, name)
-            if child is None:
-                continue
-            if not pyfuse3.readdir_reply(token, name.encode(), self._attributes(child), position + 1):
-                break
-            self.tree.inodes.remember(child)  # the kernel now holds a lookup of it
+        start = start_id
+        while True:
+            # In batches about the size of what the kernel's buffer takes.
+            entries, start = await self._in_thread(self._entries, directory, start, READDIR_BATCH)
+            for position, name, child, attributes in entries:
+                if not pyfuse3.readdir_reply(token, name.encode(), attributes, position + 1):
+                    return
+                self.tree.inodes.remember(child)  # the kernel now holds a lookup of it
+            if start < 0:
+                return
+
+    def _entries(self, directory: Ref, start: int, most: int
+                 ) -> tuple[list[tuple[int, str, Ref, pyfuse3.EntryAttributes]], int]:
+        """Up to `most` entries of a directory from position `start` with their attributes
+        (looking a child up may read the store: this runs in a worker), and the position to
+        go on from (-1: the end)."""
+        names = self.tree.names(directory)
+        end = min(len(names), start + most)
+        entries = []
+        for position in range(start, end):
+            child = self.tree.lookup(directory, names[position])
+            if child is not None:
+                entries.append((position, names[position], child, self._attributes(child)))
+        return entries, (end if end < len(names) else -1)
 
     @boundary
     async def releasedir(self, fh: int) -> None:
@@ -327,11 +374,11 @@ class ZarrOperations(pyfuse3.Operations):
     async def flush(self, fh: int) -> None:
         handle = self._handle(fh)
         if handle.wrote:
-            await self._in_thread(handle.view.flush)
+            await self._flushing(handle.view.flush)
 
     @boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._in_thread(self._handle(fh).view.flush)
+        await self._flushing(self._handle(fh).view.flush)
 
     @boundary
     async def release(self, fh: int) -> None:
@@ -340,7 +387,7 @@ class ZarrOperations(pyfuse3.Operations):
             handle.readahead.close()
         if handle is not None and handle.wrote:
             # Pages written through a shared mapping can arrive after the last close.
-            await self._in_thread(handle.view.flush)
+            await self._flushing(handle.view.flush)
 
     # -- everything that would change the tree ---------------------------------------------
 
@@ -357,5 +404,5 @@ class ZarrOperations(pyfuse3.Operations):
         if mode & os.W_OK:
             if self.read_only:
                 raise pyfuse3.FUSEError(errno.EROFS)
-            return node.is_dir or self.tree.file(node).writable
+            return node.is_dir or (await self._in_thread(self.tree.file, node)).writable
         return True

@@ -1,0 +1,181 @@
+"""A mount of S3 through a network partition: the S3 server (moto) is real and keeps running,
+but the proxy between it and the mount accepts connections and swallows every byte, as a
+partition does (a refused connection fails fast; this one would wait forever).
+
+With `-o timeout=T`: stat, ls and reads of cached bytes answer at once; an open waits at most
+2 s to learn whether other writers changed the file, then serves what the mount has; a read
+of bytes the mount does not have fails with EIO within T, without holding up the reads it
+can answer; a write is accepted into the cache and its fsync fails with EIO within T, the
+data kept dirty; once the network heals, the next fsync stores it and uncached reads work,
+without a remount."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mounting import Mount, mounted
+
+from tests.netproxy import TcpProxy, proxied
+from tests.reliability.s3_server import S3Server
+
+zarr = pytest.importorskip("zarr")
+
+TIMEOUT = 4.0  # -o timeout= of these mounts
+RECHECK_BOUND = 2.0  # what an open may wait for the store (zarrfs.fuse.operations.RECHECK_SECONDS)
+SLACK = 1.5  # scheduling on a busy 2-core machine
+AT_ONCE = 0.5
+SHAPE = (128, 256)
+CHUNKS = (32, 32)
+VALUES = {name: np.arange(SHAPE[0] * SHAPE[1], dtype="<f4").reshape(SHAPE) * sign
+          for name, sign in (("cached", 1), ("uncached", -1))}
+
+
+def storage_options(server: S3Server) -> dict[str, Any]:
+    return {"endpoint_url": server.endpoint_url, "key": "testing", "secret": "testing"}
+
+
+@pytest.fixture
+def partitioned(s3_server: S3Server, tmp_path: Path) -> Iterator[tuple[Mount, TcpProxy, S3Server]]:
+    """A group of two arrays in S3, mounted through a proxy; the first array read whole."""
+    group = zarr.open_group(f"s3://{s3_server.bucket}/group", mode="w",
+                            storage_options=storage_options(s3_server))
+    for name, values in VALUES.items():
+        group.create_array(name, shape=SHAPE, chunks=CHUNKS, dtype="<f4", fill_value=0)[...] = values
+    with proxied(s3_server.port) as proxy:
+        # direct_io: every read reaches the daemon, so "cached" means the daemon's chunk cache.
+        options = [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", "direct_io"]
+        with mounted(f"s3://{s3_server.bucket}/group", tmp_path / "mnt", options) as mount:
+            cached = read_array(mount, "cached")
+            assert np.array_equal(cached, VALUES["cached"])
+            assert sorted(os.listdir(mount.path / "uncached")) == sorted(os.listdir(mount.path / "cached"))
+            yield mount, proxy, s3_server
+
+
+def read_array(mount: Mount, name: str) -> np.ndarray:
+    return np.frombuffer((mount.path / name / "data").read_bytes(), "<f4").reshape(SHAPE)
+
+
+def timed(action: Callable[[], Any]) -> tuple[Any, float]:
+    began = time.monotonic()
+    try:
+        result: Any = action()
+    except OSError as e:
+        result = e
+    return result, time.monotonic() - began
+
+
+def pread(path: Path, size: int, offset: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+
+
+def assert_eio(result: Any) -> None:
+    assert isinstance(result, OSError) and result.errno == errno.EIO, result
+
+
+def test_a_partition_degrades_to_cached_data_and_bounded_eio(
+        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+    mount, proxy, _ = partitioned
+    cached, uncached = mount.path / "cached" / "data", mount.path / "uncached" / "data"
+    proxy.swallow()
+
+    # The first open asks the store whether another writer changed the array, and gives up
+    # after the recheck bound; the bytes come from the cache.
+    first, took = timed(lambda: pread(cached, 4096, 0))
+    assert first == VALUES["cached"].tobytes()[:4096]
+    assert took < RECHECK_BOUND + SLACK
+    # The next opens do not wait again while the store stays silent.
+    for offset in (0, 65536, SHAPE[0] * SHAPE[1] * 4 - 4096):
+        again, took = timed(lambda offset=offset: pread(cached, 4096, offset))
+        assert again == VALUES["cached"].tobytes()[offset : offset + 4096]
+        assert took < AT_ONCE
+    for action in (lambda: os.stat(cached), lambda: os.listdir(mount.path),
+                   lambda: os.listdir(mount.path / "cached"), lambda: (mount.path / "cached" / "zarr.json").read_bytes()):
+        result, took = timed(action)
+        assert not isinstance(result, OSError), result
+        assert took < AT_ONCE
+
+    # Bytes the mount does not have: EIO within the timeout, not a hang.
+    missing, took = timed(lambda: pread(uncached, 4096, 0))
+    assert_eio(missing)
+    assert took < TIMEOUT + SLACK
+    assert "no answer" in mount.log()
+
+
+def test_a_read_waiting_on_the_store_holds_up_no_other(
+        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+    mount, proxy, _ = partitioned
+    cached, uncached = mount.path / "cached" / "data", mount.path / "uncached" / "data"
+    pread(cached, 4096, 0)  # (opened once before the partition: no recheck to wait for below)
+    fd = os.open(uncached, os.O_RDONLY)  # (the open's own wait is the other test's business)
+    proxy.swallow()
+    outcome: list[Any] = []
+    waiting = threading.Thread(target=lambda: outcome.append(timed(lambda: os.pread(fd, 1 << 20, 0))))
+    waiting.start()
+    try:
+        time.sleep(0.3)  # (let the uncached read reach the daemon first; not a synchronization)
+        served = []
+        for offset in range(0, 16 * 4096, 4096):
+            data, took = timed(lambda offset=offset: pread(cached, 4096, offset))
+            served.append((data == VALUES["cached"].tobytes()[offset : offset + 4096], took))
+        assert waiting.is_alive(), "the uncached read ended before the cached ones were asked"
+    finally:
+        waiting.join(TIMEOUT + 10)
+        os.close(fd)
+    assert all(ok for ok, _ in served)
+    assert max(took for _, took in served) < RECHECK_BOUND + SLACK
+    assert sorted(took for _, took in served)[len(served) // 2] < AT_ONCE
+    result, took = outcome[0]
+    assert_eio(result)
+    assert took < TIMEOUT + SLACK
+
+
+def test_a_write_during_a_partition_is_kept_and_stored_once_it_heals(
+        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+    mount, proxy, server = partitioned
+    cached, uncached = mount.path / "cached" / "data", mount.path / "uncached" / "data"
+    row = np.full(SHAPE[1], 7.25, dtype="<f4")
+    fd = os.open(cached, os.O_WRONLY)
+    try:
+        proxy.swallow()
+        written, took = timed(lambda: os.pwrite(fd, row.tobytes(), 5 * SHAPE[1] * 4))
+        assert written == row.nbytes
+        assert took < RECHECK_BOUND + SLACK
+        failed, took = timed(lambda: os.fsync(fd))
+        assert_eio(failed)
+        assert took < TIMEOUT + SLACK
+        # Still dirty, and still what the mount shows.
+        assert pread(cached, row.nbytes, 5 * SHAPE[1] * 4) == row.tobytes()
+        assert mount_stats_dirty(mount) > 0
+
+        proxy.heal()
+        stored, took = timed(lambda: os.fsync(fd))
+        assert stored is None, stored
+    finally:
+        os.close(fd)
+    expected = VALUES["cached"].copy()
+    expected[5] = row
+    # Read from S3 directly, not through the proxy or the mount.
+    on_s3 = zarr.open_array(f"s3://{server.bucket}/group/cached", mode="r",
+                            storage_options=storage_options(server))
+    assert np.array_equal(np.asarray(on_s3[...]), expected)
+    # Uncached reads work again without a remount.
+    assert np.array_equal(read_array(mount, "uncached"), VALUES["uncached"])
+
+
+def mount_stats_dirty(mount: Mount) -> int:
+    import json
+
+    stats = json.loads(os.getxattr(mount.path, "user.zarrfs.stats"))
+    return int(stats["dirty_bytes"])
