@@ -341,8 +341,8 @@ class ZarrOperations(pyfuse3.Operations):
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
         await self.order.wait_for(handle.inode, offset, offset + size)
-        if handle.readahead is None:
-            return handle.view.read(offset, size)
+        if handle.readahead is None:  # a small file, whose bytes may still be in the store
+            return await self._in_thread(handle.view.read, offset, size)
         # Bytes decoded ahead are answered here, without a trip to a worker thread.
         ready = handle.readahead.ready(offset, size)
         if ready is not None:
