@@ -29,12 +29,14 @@ class ChunkError(ZarrfsError):
 
 
 class StoreError(ZarrfsError, OSError):
-    """The store failed to read, write, delete or list a key."""
+    """The store failed to read, write, delete or list a key. `errno` is the cause's, where
+    the cause was a system error (a full disk: ENOSPC)."""
 
-    def __init__(self, key: str, problem: str) -> None:
+    def __init__(self, key: str, problem: str, errno: int | None = None) -> None:
         self.key = key
         self.problem = problem
         super().__init__(f"store key {key!r}: {problem}")
+        self.errno = errno
 
 
 class ReadOnlyError(ZarrfsError, PermissionError):

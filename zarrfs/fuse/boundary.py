@@ -28,6 +28,9 @@ class Served(Protocol):
 
 
 S = TypeVar("S", bound=Served)
+# What the store's own system errors mean to the writer as they are: a full disk or quota
+# is not an I/O error to retry, and a file the mounter may not read is not one either.
+PASSED_THROUGH = {errno.ENOSPC, errno.EDQUOT, errno.EACCES}
 
 
 def errno_for(error: BaseException) -> int:
@@ -36,6 +39,8 @@ def errno_for(error: BaseException) -> int:
         return errno.EROFS
     if isinstance(error, FileTooLargeError):
         return errno.EFBIG
+    if isinstance(error, StoreError) and error.errno in PASSED_THROUGH:
+        return error.errno
     if isinstance(error, ChunkError | StoreError | MetadataError):
         return errno.EIO
     if isinstance(error, ResizeError):

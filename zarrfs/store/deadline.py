@@ -74,12 +74,12 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
                 return None
             raise StoreError(key, f"not found: {e}") from None
         except errors[1] as e:
-            raise StoreError(key, one_line(e)) from None
+            raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
         except errors[0] as e:
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
                     raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
-                raise StoreError(key, one_line(e)) from None
+                raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
             log.warning("store key %r: %s; retrying", key, one_line(e))
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, policy.max_delay)
