@@ -43,6 +43,16 @@ class Mount:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def wait_for_log(self, text: str, timeout: float = 10.0) -> str:
+        """The log once it holds `text` (the daemon writes some lines just after the mount
+        appears); AssertionError if it does not within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in the log within {timeout:g} s:\n{log}")
+            time.sleep(0.02)
+        return log
+
     def unmount(self, timeout: float = 60.0) -> int:
         """Unmount and wait for the daemon to finish writing back; its exit status."""
         if is_mounted(self.path):

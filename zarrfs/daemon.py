@@ -134,6 +134,9 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         _set_readahead(mountpoint, options.readahead_kb)
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")
+        if operations.read_only and not options.read_only:
+            log.warning("%s cannot be written (a read-only source, or no permission to write "
+                        "there): mounted read-only", _public(source))
         ready(None)
         if not operations.read_only:
             _remove_temporaries(store)

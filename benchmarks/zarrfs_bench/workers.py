@@ -70,6 +70,11 @@ def worker_main(argv: list[str]) -> None:
         out = pread(argv[1], argv[2], int(argv[3]), int(argv[4]))
     elif kind == "read_page":
         out = read_page(argv[1], int(argv[2]), int(argv[3]), argv[4] == "1")
+    elif kind == "proxy":
+        from .latency import serve_proxy
+
+        serve_proxy(int(argv[1]), float(argv[2]))
+        return
     elif kind == "s3_server":
         from .s3 import serve
 

@@ -55,6 +55,7 @@ def partitioned(s3_server: S3Server, tmp_path: Path) -> Iterator[tuple[Mount, Tc
         with mounted(f"s3://{s3_server.bucket}/group", tmp_path / "mnt", options) as mount:
             cached = read_array(mount, "cached")
             assert np.array_equal(cached, VALUES["cached"])
+            assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
             assert sorted(os.listdir(mount.path / "uncached")) == sorted(os.listdir(mount.path / "cached"))
             yield mount, proxy, s3_server
 

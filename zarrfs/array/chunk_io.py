@@ -18,15 +18,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codecs import BytesLike, ByteSpan, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
+from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
 from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
-from .cache import ChunkCache, Counters, StripedLocks
+from .cache import ChunkCache, Counters
+from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 log = logging.getLogger(__name__)
-MAX_SHARD_RETRIES = 20
-RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other
 FAST_ENCODE_BYTES_PER_SECOND = 1 << 30  # a thread encoding this fast keeps up with requests
 CHEAP_DECODE_SECONDS = 30e-6  # less than reading a chunk around its decoder costs (streaming)
 MEASURED_DECODES = 16  # before an array's chunks are known to decode slowly
@@ -95,6 +94,10 @@ class PlainChunkIO:
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
 
+    def read_ahead(self, key: str, chunk: Index) -> None:
+        """A sequential reader is heading into this stored object (plain chunks: read as
+        needed, each with one request)."""
+
     def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
@@ -155,7 +158,8 @@ class PlainChunkIO:
 
 
 class ShardedChunkIO(PlainChunkIO):
-    """Each stored object is a shard; the unit read and cached is the inner chunk."""
+    """Each stored object is a shard; the unit read and cached is the inner chunk (read
+    through a ShardReader: zarrfs.array.shard_reads)."""
 
     def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
                  owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
@@ -164,9 +168,8 @@ class ShardedChunkIO(PlainChunkIO):
         self.sharding = sharding
         self.cache = cache
         self.owner = owner
-        # One index fetch per shard at a time. Where the store reports no generations, the
-        # locks also keep a read from straddling a rewrite.
-        self._shard_lock = StripedLocks()
+        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch)
+        self._shard_lock = self.reader.lock
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         per = self.sharding.chunks_per_shard
@@ -179,24 +182,30 @@ class ShardedChunkIO(PlainChunkIO):
                 for inner in self.sharding.inner_positions()]
 
     def forget_index(self, chunk: Index) -> None:
-        self.cache.forget_index((self.owner, chunk), index_cost)
+        self.reader.forget(chunk)
+
+    def read_ahead(self, key: str, chunk: Index) -> None:
+        self.reader.read_ahead(key, chunk)
 
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         assert inner is not None
         for _ in range(MAX_SHARD_RETRIES):
             found = None
             with self._shard_lock(chunk):
-                index, generation = self._shard_index(chunk, key)
+                if self.reader.wants_whole(1):
+                    self.reader.fetch_whole(key, chunk)
+                index, generation = self.reader.index(chunk, key)
                 span = None if index is None else index.span(inner)
                 if span is None:
                     return Fetched(None, generation)
                 if generation is None:  # no generations: read before a rewrite can begin
                     found = self.store.read(key, ByteRange(span.offset, span.nbytes))
             if generation is not None:
-                found = self.store.read(key, ByteRange(span.offset, span.nbytes))
-                if found is not None and found.generation != generation:
-                    self.cache.forget_index((self.owner, chunk), index_cost)  # rewritten meanwhile
+                encoded = self.reader.read_inner(key, chunk, {inner: span}, generation)
+                if encoded is None:
+                    self.reader.forget(chunk)  # rewritten meanwhile
                     continue
+                return Fetched(self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
             if found is None or len(found.data) != span.nbytes:
                 raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
             self.count_fetch(len(found.data))
@@ -204,78 +213,28 @@ class ShardedChunkIO(PlainChunkIO):
         raise CodecError(f"shard kept changing while inner chunk {inner} was read")
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
-        """Inner chunks of one shard, those lying next to each other in it read with one
-        request (a row of inner chunks is usually one stretch of the shard, and on a remote
-        store a request costs far more than its bytes); decoded one at a time as taken."""
+        """Inner chunks of one shard, read with as few requests as the store wants (see
+        ShardReader.read_inner; on a remote store the whole shard when the read needs most
+        of it); decoded one at a time as taken."""
         for _ in range(MAX_SHARD_RETRIES):
             with self._shard_lock(chunk):
-                index, generation = self._shard_index(chunk, key)
+                if self.reader.wants_whole(len(inners)):
+                    self.reader.fetch_whole(key, chunk)
+                index, generation = self.reader.index(chunk, key)
             if index is None or generation is None or len(inners) == 1:
                 # (no generations: each read under the lock, before a rewrite can begin)
                 yield from super().fetch_run(key, chunk, inners)
                 return
             spans = {inner: index.span(inner) for inner in inners if inner is not None}
-            encoded = self._read_runs(key, spans, generation)
+            encoded = self.reader.read_inner(key, chunk, spans, generation)
             if encoded is not None:
                 for inner in inners:
                     found = None if inner is None else encoded.get(inner)
                     decoded = None if found is None else self.timed_decode(self.sharding.decode_inner, found)
                     yield Fetched(decoded, generation)
                 return
-            self.cache.forget_index((self.owner, chunk), index_cost)  # rewritten meanwhile
+            self.reader.forget(chunk)  # rewritten meanwhile
         raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
-
-    def _read_runs(self, key: str, spans: dict[Index, ByteSpan | None],
-                   generation: str) -> dict[Index, BytesLike] | None:
-        """The encoded inner chunks, read a run of neighbours at a time; None when the shard
-        is no longer the one of `generation`."""
-        encoded: dict[Index, BytesLike] = {}
-        # Without a bytes codec an inner chunk decodes to a view of its bytes: give each its
-        # own, so a cached chunk never keeps the whole run alive.
-        private = not self.sharding.inner.bytes_codecs
-        for run in _runs(spans):
-            start, stop = run[0][1].offset, run[-1][1].end
-            found = self.store.read(key, ByteRange(start, stop - start))
-            if found is not None and found.generation != generation:
-                return None
-            if found is None or len(found.data) != stop - start:
-                raise CodecError(f"shard is truncated: inner chunk {run[-1][0]} lies past its end")
-            view = memoryview(found.data)
-            for inner, span in run:
-                self.count_fetch(span.nbytes)
-                piece = view[span.offset - start : span.end - start]
-                encoded[inner] = bytes(piece) if private else piece
-        return encoded
-
-    def _shard_index(self, chunk: Index, key: str) -> tuple[ShardIndex | None, str | None]:
-        """The shard's index and generation, cached (the shard's lock is held)."""
-        with self.cache.lock:
-            cached = self.cache.indexes.get((self.owner, chunk))
-            if cached is not None:
-                self.cache.indexes.move_to_end((self.owner, chunk))
-                return cached  # type: ignore[no-any-return]
-        found = self._fetch_index(key)
-        self.cache.remember_index((self.owner, chunk), found, index_cost)
-        return found
-
-    def _fetch_index(self, key: str) -> tuple[ShardIndex | None, str | None]:
-        """Read and check a shard's index: its size first, so entries can be bounded by it."""
-        for _ in range(MAX_SHARD_RETRIES):
-            described = self.store.stat(key)
-            if described is None:
-                return None, None
-            shard_nbytes, generation = described
-            if shard_nbytes < self.sharding.index_nbytes:
-                raise CodecError(f"shard of {shard_nbytes} bytes is shorter than its index")
-            span = self.sharding.index_span(shard_nbytes)
-            found = self.store.read(key, ByteRange(span.offset, span.nbytes))
-            if found is None:
-                return None, None  # deleted meanwhile
-            if found.generation is not None and found.generation != generation:
-                continue  # replaced between the two calls
-            self.count_fetch(len(found.data))
-            return self.sharding.decode_index(found.data, shard_nbytes), found.generation
-        raise CodecError("shard kept changing while its index was read")
 
     def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
         """The stored shard a write-back keeps the other inner chunks of. Not read when every
@@ -324,7 +283,7 @@ class ShardedChunkIO(PlainChunkIO):
             with self._shard_lock(chunk):
                 return self._replace_shard(key, chunk, encoded, expect)
         except BaseException:
-            self.cache.forget_index((self.owner, chunk), index_cost)
+            self.reader.forget(chunk)
             raise
         finally:
             self.cache.hold(-held)
@@ -352,7 +311,7 @@ class ShardedChunkIO(PlainChunkIO):
         else:
             self.store.delete(key, expect=expect)
             self.stats.chunks_deleted += 1
-        self.cache.remember_index((self.owner, chunk), (index, generation), index_cost)
+        self.reader.remember(chunk, index, generation)
         return generation
 
     def _inner_chunks(self, key: str, shard: bytes) -> dict[Index, BytesLike]:
@@ -372,24 +331,6 @@ class ShardedChunkIO(PlainChunkIO):
             if where is not None:
                 found[inner] = view[where.offset : where.end]
         return found
-
-
-def _runs(spans: dict[Index, ByteSpan | None]) -> list[list[tuple[Index, ByteSpan]]]:
-    """The stored inner chunks in shard order, grouped into runs each lying right after the
-    one before (at most RUN_BYTES a run)."""
-    runs: list[list[tuple[Index, ByteSpan]]] = []
-    for inner, span in sorted(((i, s) for i, s in spans.items() if s is not None), key=lambda x: x[1].offset):
-        last = runs[-1] if runs else None
-        if last and last[-1][1].end == span.offset and span.end - last[0][1].offset <= RUN_BYTES:
-            last.append((inner, span))
-        else:
-            runs.append([(inner, span)])
-    return runs
-
-
-def index_cost(cached: tuple[ShardIndex | None, str | None]) -> int:
-    index = cached[0]
-    return 128 + (0 if index is None else index.entries.nbytes)
 
 
 def partial_read_sharding(pipeline: Pipeline) -> ShardingCodec | None:

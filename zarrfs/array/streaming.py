@@ -192,6 +192,8 @@ def chunks_for_stream(array: ZarrArray, units: list[Index]) -> Iterator[tuple[In
     missing = [unit for unit in units if unit not in have]
     if missing:
         array.shared.counters.add(cache_misses=len(missing))
+        chunk = array.io.location(missing[0])[0]
+        array.io.read_ahead(array.chunk_key(chunk), chunk)  # (remote shards: fetched whole)
         for unit, fetched in zip(missing, array.fetch(missing), strict=True):
             if unit in partly_written:
                 yield unit, _merge(array, unit, fetched)

@@ -1,8 +1,9 @@
 """Zarr v3, v2 and v1 metadata -> one format-neutral `ArrayDescription`; node discovery."""
 
+from .children import GroupChildren, children_of
 from .description import ArrayDescription, ChunkKeyEncoding, CodecSpec, is_index_text
 from .dtypes import CORE_TYPES, DataType, fill_value_to_json, parse_user_fill_value
-from .nodes import NodeMetadata, children_of, consolidated_children, discover
+from .nodes import NodeMetadata, consolidated_children, discover
 
 __all__ = [
     "CORE_TYPES",
@@ -10,6 +11,7 @@ __all__ = [
     "ChunkKeyEncoding",
     "CodecSpec",
     "DataType",
+    "GroupChildren",
     "NodeMetadata",
     "children_of",
     "consolidated_children",

@@ -1,16 +1,15 @@
 """Node discovery: what sits at a store path (a group or an array, which format), and the
-children of a group, from consolidated metadata when there is some, else by listing.
+children of a group known from its consolidated metadata.
 
 Consolidated metadata (v2 `.zmetadata`, v3 `consolidated_metadata` inline in a group's
 `zarr.json`) holds the documents of every descendant, so a whole hierarchy is known from one
-read. Without it, a group's children are found by listing its directory and probing each.
+read. Without it, `children` finds a group's children (by listing, OME-Zarr metadata, name).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,9 +17,7 @@ from ..errors import MetadataError
 from . import v1, v2, v3
 from .description import ArrayDescription, load_json_object
 
-log = logging.getLogger(__name__)
 Get = Callable[[str], bytes | None]  # a store's get: bytes of a key, None when missing
-ListDirs = Callable[[str], Sequence[str]]  # a store's directory names below a prefix
 
 
 @dataclass(frozen=True)
@@ -76,21 +73,55 @@ def join_path(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
-def discover(get: Get, path: str) -> NodeMetadata | None:
+ALL_FORMATS = (3, 2, 1)
+
+
+def discover(get: Get, path: str, formats: Collection[int] = ALL_FORMATS, *,
+             consolidated_first: bool = True) -> NodeMetadata | None:
     """What is stored at `path`, or None when nothing Zarr is there. Reads as little as it can:
-    one read for a v3 node, and for a v2 group with consolidated metadata one more."""
-    raw = get(join_path(path, v3.METADATA_KEY))
-    if raw is not None:
-        return _v3_node(path, raw)
-    consolidated = get(join_path(path, v2.CONSOLIDATED_KEY))
+    one read for a v3 node, and for a v2 group with consolidated metadata one more. Only the
+    Zarr versions in `formats` are looked for (a v3 group's children are v3: one read each).
+    `consolidated_first`: v2 `.zmetadata` is looked for before `.zarray` (roots usually have
+    one; children seldom: without, a v2 array costs two reads, a miss three)."""
+    if 3 in formats:
+        raw = get(join_path(path, v3.METADATA_KEY))
+        if raw is not None:
+            return _v3_node(path, raw)
+    if 2 in formats:
+        found = _discover_v2(get, path, consolidated_first)
+        if found is not None:
+            return found
+    if 1 in formats:
+        return _discover_v1(get, path)
+    return None
+
+
+def child_formats(parent: NodeMetadata) -> tuple[int, ...]:
+    """The Zarr versions a group's children can have: its own (v1 has no groups; v2 groups
+    held v1 arrays, as zarr-python 2 could read them)."""
+    return (3,) if parent.zarr_format == 3 else (2, 1)
+
+
+def _discover_v2(get: Get, path: str, consolidated_first: bool) -> NodeMetadata | None:
+    consolidated = get(join_path(path, v2.CONSOLIDATED_KEY)) if consolidated_first else None
     if consolidated is not None:
         node = _v2_consolidated_group(path, consolidated)
         if node is not None:
             return node
     for key, kind in ((v2.METADATA_KEY, "array"), (v2.GROUP_KEY, "group")):
         raw = get(join_path(path, key))
-        if raw is not None:
-            return _v2_node(get, path, kind, key, raw, consolidated)
+        if raw is None:
+            continue
+        if kind == "group" and not consolidated_first:
+            consolidated = get(join_path(path, v2.CONSOLIDATED_KEY))
+            node = None if consolidated is None else _v2_consolidated_group(path, consolidated)
+            if node is not None:
+                return node
+        return _v2_node(get, path, kind, key, raw, consolidated)
+    return None
+
+
+def _discover_v1(get: Get, path: str) -> NodeMetadata | None:
     raw = get(join_path(path, v1.METADATA_KEY))
     if raw is not None:
         attrs = get(join_path(path, v1.ATTRIBUTES_KEY))
@@ -192,26 +223,3 @@ def _from_documents(path: str, documents: Mapping[str, Any], zarr_format: int) -
             files = tuple(name for name in (key, v2.ATTRIBUTES_KEY) if name in documents)
             return NodeMetadata(path, kind, 2, files, dict(documents))
     return None
-
-
-def children_of(node: NodeMetadata, get: Get, list_dirs: ListDirs,
-                skipped: dict[str, str] | None = None) -> dict[str, NodeMetadata]:
-    """A group's children: from its consolidated metadata, else by listing and probing.
-    A child whose metadata cannot be read is logged, and put in `skipped` with the reason."""
-    known = consolidated_children(node)
-    if known is not None:
-        return known
-    found = {}
-    for name in list_dirs(node.path):
-        if name.startswith("."):
-            continue
-        try:
-            child = discover(get, join_path(node.path, name))
-        except MetadataError as e:
-            log.warning("%s: skipped: %s", join_path(node.path, name), e)
-            if skipped is not None:
-                skipped[join_path(node.path, name)] = str(e)
-            continue
-        if child is not None:
-            found[name] = child
-    return found

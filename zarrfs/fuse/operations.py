@@ -2,12 +2,8 @@
 
 Requests are answered from `views`; anything that decodes, encodes, copies large buffers or
 touches the store runs in a worker thread under a limiter, so the trio loop keeps serving.
-Errors become errno values in exactly one place (`boundary.errno_for`).
-
-Over a remote store every wait has a deadline (`timeout`, NFS's `soft` mount): a request
-whose worker has not answered by then fails with EIO and its worker is abandoned (its own
-store calls end at the same deadline). Flushes are the exception: each store call they make
-is bounded, but a flush of much data to a slow, answering store may take longer than one.
+Errors become errno values in exactly one place (`boundary.errno_for`). Over a remote store
+every wait has a deadline (`workers`).
 """
 
 from __future__ import annotations
@@ -20,12 +16,12 @@ import signal
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import pyfuse3
 import trio
 
-from ..errors import ResizeError, StoreError
+from ..errors import ResizeError
 from ..options import MountOptions
 from ..tree import Ref, Tree
 from ..views import FileView
@@ -34,18 +30,14 @@ from ..views.readahead import Readahead
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
 from .freshness import Freshness, WriteOrder
+from .workers import Workers
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # The mount's counters, read by `zarrfs stats` (not listed: `getfattr -d` shows the array's).
 STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
-LOCAL_WORKERS = 8  # requests in worker threads at once: CPU work on a local store
-# Over a remote store a request may sit on a worker until the store's deadline: enough
-# workers that requests stalled on the network leave room for reads of cached bytes.
-REMOTE_WORKERS = 48
 READDIR_BATCH = 32
 RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
@@ -74,14 +66,13 @@ class ZarrOperations(pyfuse3.Operations):
         self.counters = tree.shared.counters
         self.options = options
         self.read_only = options.read_only or read_only
-        self.timeout = timeout
-        self.limiter = trio.CapacityLimiter(LOCAL_WORKERS if timeout is None else REMOTE_WORKERS)
+        self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1))
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
         recheck_bound = None if timeout is None else min(RECHECK_SECONDS, timeout)
-        self.fresh = Freshness(tree, self._in_thread, lambda: list(self._handles.values()), self._serving,
+        self.fresh = Freshness(tree, self.workers.run, lambda: list(self._handles.values()), self._serving,
                                self.order.writing, recheck_bound=recheck_bound)
 
     # -- serving ---------------------------------------------------------------------------
@@ -119,23 +110,6 @@ class ZarrOperations(pyfuse3.Operations):
     def _serving(self) -> trio.Nursery:
         assert self._nursery is not None, "requests are answered only while serving"
         return self._nursery
-
-    async def _in_thread(self, function: Callable[..., T], *args: Any) -> T:
-        """`function(*args)` in a worker; over a remote store, abandoned with EIO (StoreError)
-        when it has not answered within the store's deadline."""
-        if self.timeout is None:
-            return await trio.to_thread.run_sync(function, *args, limiter=self.limiter)
-        with trio.move_on_after(self.timeout):
-            return await trio.to_thread.run_sync(function, *args, limiter=self.limiter,
-                                                 abandon_on_cancel=True)
-        self.counters.add(timeouts=1)
-        raise StoreError(getattr(function, "__qualname__", "request"),
-                         f"no answer from the store within {self.timeout:g} s")
-
-    async def _flushing(self, function: Callable[[], None]) -> None:
-        """A flush in a worker: each store call it makes has the store's deadline, the whole
-        flush none (much dirty data on a slow store that answers may take longer)."""
-        await trio.to_thread.run_sync(function, limiter=self.limiter)
 
     # -- names and attributes --------------------------------------------------------------
 
@@ -179,7 +153,7 @@ class ZarrOperations(pyfuse3.Operations):
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
         # Looking into a group may list the store, and opening an array reads its metadata.
-        return await self._in_thread(self._lookup, parent, name.decode("utf-8", "replace"))
+        return await self.workers.run(self._lookup, parent, name.decode("utf-8", "replace"))
 
     @boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
@@ -189,7 +163,7 @@ class ZarrOperations(pyfuse3.Operations):
             # SIGKILL while that request waits on a worker thread would leave the daemon
             # stuck in the kernel, waiting for an answer it can no longer give.
             return self._attributes(node, inode)
-        return await self._in_thread(self._attributes, node, inode)
+        return await self.workers.run(self._attributes, node, inode)
 
     @boundary
     async def setattr(
@@ -207,16 +181,16 @@ class ZarrOperations(pyfuse3.Operations):
         if changes_owner:
             raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_size:
-            view = await self._in_thread(self.tree.file, node)
+            view = await self.workers.run(self.tree.file, node)
             if attr.st_size != view.size:
                 await self._resize(node, view, attr.st_size)
-        return await self._in_thread(self._attributes, node, inode)
+        return await self.workers.run(self._attributes, node, inode)
 
     async def _resize(self, node: Ref, view: FileView, size: int) -> None:
         """truncate/ftruncate/O_TRUNC: `data` changes the array's first dimension; every
         other file has the array's size."""
         try:
-            await self._in_thread(view.resize, size)
+            await self.workers.run(view.resize, size)
         except (ResizeError, FixedBytesError) as e:
             log.warning("refused to change the size of %s from %d to %d bytes: %s", node.describe(),
                         view.size, size, e)
@@ -237,14 +211,14 @@ class ZarrOperations(pyfuse3.Operations):
         node = self._node(inode)
         if not text.startswith(XATTR_PREFIX):
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
-        found = (await self._in_thread(self.tree.xattrs, node)).get(text)  # (may open the array)
+        found = (await self.workers.run(self.tree.xattrs, node)).get(text)  # (may open the array)
         if found is None:
             raise pyfuse3.FUSEError(pyfuse3.ENOATTR)
         return found
 
     @boundary
     async def listxattr(self, inode: int, ctx: Any) -> Sequence[bytes]:
-        return [name.encode() for name in await self._in_thread(self.tree.xattrs, self._node(inode))]
+        return [name.encode() for name in await self.workers.run(self.tree.xattrs, self._node(inode))]
 
     @boundary
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
@@ -276,7 +250,7 @@ class ZarrOperations(pyfuse3.Operations):
         start = start_id
         while True:
             # In batches about the size of what the kernel's buffer takes.
-            entries, start = await self._in_thread(self._entries, directory, start, READDIR_BATCH)
+            entries, start = await self.workers.run(self._entries, directory, start, READDIR_BATCH)
             for position, name, child, attributes in entries:
                 if not pyfuse3.readdir_reply(token, name.encode(), attributes, position + 1):
                     return
@@ -309,7 +283,7 @@ class ZarrOperations(pyfuse3.Operations):
         node = self._node(inode)
         if node.is_dir:
             raise pyfuse3.FUSEError(errno.EISDIR)
-        view = await self._in_thread(self.tree.file, node)
+        view = await self.workers.run(self.tree.file, node)
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable and self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
@@ -317,7 +291,7 @@ class ZarrOperations(pyfuse3.Operations):
             raise pyfuse3.FUSEError(errno.EACCES)
         changed = self.options.recheck is not None and await self.fresh.recheck(node)
         if changed:
-            view = await self._in_thread(self.tree.file, node)  # (a chunk file may be gone)
+            view = await self.workers.run(self.tree.file, node)  # (a chunk file may be gone)
         if flags & os.O_TRUNC and view.size:
             await self._resize(node, view, 0)
         fh = self._next_fh
@@ -342,12 +316,12 @@ class ZarrOperations(pyfuse3.Operations):
         handle = self._handle(fh)
         await self.order.wait_for(handle.inode, offset, offset + size)
         if handle.readahead is None:  # a small file, whose bytes may still be in the store
-            return await self._in_thread(handle.view.read, offset, size)
+            return await self.workers.run(handle.view.read, offset, size)
         # Bytes decoded ahead are answered here, without a trip to a worker thread.
         ready = handle.readahead.ready(offset, size)
         if ready is not None:
             return ready
-        return await self._in_thread(handle.readahead.read, offset, size)
+        return await self.workers.run(handle.readahead.read, offset, size)
 
     @boundary
     async def write(self, fh: int, offset: int, buf: bytes) -> int:
@@ -360,7 +334,7 @@ class ZarrOperations(pyfuse3.Operations):
         write = self.order.begin(handle.inode, offset, offset + len(buf))
         try:  # (in flight until the other views are told: see Freshness.after_write)
             try:
-                written = await self._in_thread(handle.view.write, offset, buf)
+                written = await self.workers.run(handle.view.write, offset, buf)
             finally:
                 if handle.view.size != size:  # grown by a write past the end
                     await self.fresh.invalidate_stale()
@@ -374,11 +348,11 @@ class ZarrOperations(pyfuse3.Operations):
     async def flush(self, fh: int) -> None:
         handle = self._handle(fh)
         if handle.wrote:
-            await self._flushing(handle.view.flush)
+            await self.workers.flush(handle.view.flush)
 
     @boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._flushing(self._handle(fh).view.flush)
+        await self.workers.flush(self._handle(fh).view.flush)
 
     @boundary
     async def release(self, fh: int) -> None:
@@ -387,7 +361,7 @@ class ZarrOperations(pyfuse3.Operations):
             handle.readahead.close()
         if handle is not None and handle.wrote:
             # Pages written through a shared mapping can arrive after the last close.
-            await self._flushing(handle.view.flush)
+            await self.workers.flush(handle.view.flush)
 
     # -- everything that would change the tree ---------------------------------------------
 
@@ -404,5 +378,5 @@ class ZarrOperations(pyfuse3.Operations):
         if mode & os.W_OK:
             if self.read_only:
                 raise pyfuse3.FUSEError(errno.EROFS)
-            return node.is_dir or (await self._in_thread(self.tree.file, node)).writable
+            return node.is_dir or (await self.workers.run(self.tree.file, node)).writable
         return True

@@ -8,7 +8,7 @@ atomically (local files: `local.write_atomically`), so a reader never sees half 
 
 Compare-and-swap: `put` and `delete` take `expect`, the generation the caller read (None: the
 key must not exist), and raise `ConflictError` when the object is no longer that one. Local
-stores and S3 honour it (`conditional`); on other stores it is ignored and concurrent writers
+stores, S3 and GCS honour it (`conditional`); on other stores it is ignored and concurrent writers
 are not coordinated.
 """
 
@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -25,7 +26,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, local, remote
+from . import deadline, gcs, local, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, temporary_owner_alive
 from .sources import SourceSettings, is_read_only, open_filesystem
@@ -72,6 +73,9 @@ class Store:
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
+        self.is_gcs = gcs.is_gcs(fs)
+        # (Icechunk: each read comes with the snapshot its key last changed in)
+        self.reads_generations = bool(getattr(fs, "reads_report_generations", False))
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
         # Local failures are not transient, and a system call cannot be abandoned: local
         # operations get one attempt and no deadline. Remote ones get both.
@@ -114,12 +118,12 @@ class Store:
     @property
     def versioned(self) -> bool:
         """Whether reads report the generation of what they read."""
-        return self.is_local or self.is_s3
+        return self.is_local or self.is_s3 or self.is_gcs or self.reads_generations
 
     @property
     def conditional(self) -> bool:
         """Whether puts and deletes honour `expect` (compare-and-swap)."""
-        return self.is_local or self.is_s3
+        return self.is_local or self.is_s3 or self.is_gcs
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
@@ -143,8 +147,23 @@ class Store:
             return self._call(key, lambda s: local.read(path, start, length))
         if self.is_s3:
             return self._call(key, lambda s: remote.s3_read(self.fs, s, path, start, length))
+        if self.is_gcs:
+            return self._call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length))
+        if self.reads_generations:
+            return self._call(key, lambda s: self._fs(s, "cat_versioned", path, start, length))
         data = self.get(key, byte_range)
         return None if data is None else Versioned(data, None)
+
+    def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
+        """Byte ranges of one object, each with the generation it was read at (None: `key`
+        is not stored). Each range is one request under the store's deadline; on a remote
+        store they are all in flight at once (each waits a round trip, not for the others)."""
+        if self.is_local or len(ranges) <= 1:
+            found = [self.read(key, byte_range) for byte_range in ranges]
+        else:
+            with ThreadPoolExecutor(len(ranges), thread_name_prefix="ranges") as requests:
+                found = list(requests.map(functools.partial(self.read, key), ranges))
+        return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
     def generation(self, key: str) -> str | None:
         """Which version of `key` is stored now (None: none)."""
@@ -223,6 +242,8 @@ class Store:
             put = functools.partial(self._local_put, key, data, sync_directory, expect)
         elif self.is_s3 and not isinstance(expect, _Any):
             put = functools.partial(remote.s3_put, self.fs, path=path, data=_joined(data), expect=expect)
+        elif self.is_gcs and not isinstance(expect, _Any):
+            put = functools.partial(gcs.gcs_put, self.fs, path=path, data=_joined(data), expect=expect)
         else:
             put = functools.partial(self._put_anyway, path=path, data=_joined(data))
         try:
@@ -237,6 +258,8 @@ class Store:
                 self._call(key, lambda s: self._local_delete(key, expect))
             elif self.is_s3 and not isinstance(expect, _Any):
                 self._call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect))
+            elif self.is_gcs and not isinstance(expect, _Any):
+                self._call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect))
             else:
                 self._call(key, lambda s: self._remove(s, key))
         except ConflictError:

@@ -76,6 +76,8 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
         except errors[1] as e:
             raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
         except errors[0] as e:
+            if _refused(e):
+                raise StoreError(key, one_line(e)) from None
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
                     raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
@@ -83,6 +85,13 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
             log.warning("store key %r: %s; retrying", key, one_line(e))
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, policy.max_delay)
+
+
+def _refused(error: BaseException) -> bool:
+    """An HTTP answer that another try would not change (403 Forbidden, 400, 405...): only a
+    timeout (408) and throttling (429) among the 4xx are worth retrying."""
+    status = getattr(error, "status", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
 
 
 def call(fs: fsspec.AbstractFileSystem, seconds: float | None, method: str, *args: Any,

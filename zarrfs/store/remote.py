@@ -24,8 +24,9 @@ def is_s3(fs: fsspec.AbstractFileSystem) -> bool:
 
 
 def info_generation(info: Mapping[str, Any]) -> str:
-    """A generation from what `info` or a listing says of an object."""
-    tag = info.get("ETag") or info.get("etag") or info.get("generation") or info.get("md5Hash")
+    """A generation from what `info` or a listing says of an object (GCS's `generation`
+    first: its reads and conditional writes speak generations, not etags)."""
+    tag = info.get("generation") or info.get("ETag") or info.get("etag") or info.get("md5Hash")
     if tag:
         return str(tag)
     return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"

@@ -10,6 +10,7 @@ makes to them has a deadline, as it has for S3 or HTTP.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,12 @@ def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
     endpoint = client.pop("endpoint_url", None)
     if endpoint is not None:
         options.setdefault("endpoint_url", endpoint)
+    if options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST"):
+        # gcsfs >= 2026.10 (when imported after this) asks the endpoint for the bucket's type
+        # over gRPC before its operations; an emulator or a JSON-only endpoint never answers,
+        # which costs 60 s per operation (a failed answer is not cached). zarrfs reads and
+        # writes through the JSON API only. The user's own setting wins.
+        os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
     if options.pop("anon", False):
         options.setdefault("token", "anon")
     return options

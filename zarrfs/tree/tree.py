@@ -1,9 +1,10 @@
 """The node tree a mount serves: group directories, array directories and their files.
 
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
-without it, by listing its directory when it is first looked into. Arrays are opened on first
-use; one that cannot be opened (or whose elements have no fixed size) is shown with its
-metadata files only, and the log says why once. After a resize, what the kernel may cache of
+without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
+metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
+opened on first use; one that cannot be opened (or whose elements have no fixed size) is shown
+with its metadata files only, and the log says why once. After a resize, what the kernel may cache of
 the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
@@ -12,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..array import Shared, ZarrArray
 from ..errors import ZarrfsError
-from ..formats import NodeMetadata, children_of, discover
+from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.edit import resized_consolidated
 from ..formats.nodes import join_path
+from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import BytesFile, FileView, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
@@ -58,7 +61,7 @@ class Tree:
         self.inodes = InodeTable(self.root)
         self._lock = threading.RLock()
         self._nodes: dict[str, NodeMetadata] = {"": root}
-        self._children: dict[str, dict[str, NodeMetadata]] = {}
+        self._children: dict[str, GroupChildren] = {}
         self._arrays: dict[str, OpenedArray] = {}
         self._metadata_files: dict[tuple[str, str], bytes] = {}
         self._metadata_sizes: dict[tuple[str, str], int | None] = {}
@@ -88,7 +91,7 @@ class Tree:
             stored = self._metadata_size(directory.path, name) is not None
             return Ref(directory.path, METADATA, (name,)) if stored else None
         if directory.role == GROUP:
-            child = self._group_children(directory.path).get(name)
+            child = self._group_child(directory.path, name)
             if child is None:
                 return None
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
@@ -114,16 +117,34 @@ class Tree:
             return self._nodes[path]
 
     def _group_children(self, path: str) -> dict[str, NodeMetadata]:
+        return self._remembered(self._children_of(path).all())
+
+    def _group_child(self, path: str, name: str) -> NodeMetadata | None:
+        child = self._children_of(path).find(name)
+        return None if child is None else self._remembered({name: child})[name]
+
+    def _remembered(self, children: dict[str, NodeMetadata]) -> dict[str, NodeMetadata]:
+        with self._lock:
+            self._nodes.update({c.path: c for c in children.values() if c.path not in self._nodes})
+        return children
+
+    def _children_of(self, path: str) -> GroupChildren:
         with self._lock:
             known = self._children.get(path)
-        if known is not None:
+            if known is None:
+                declared = declared_below(path, self._attributes)
+                known = self._children[path] = GroupChildren(self._nodes[path], self.store.get,
+                                                             self._list_dirs, declared=declared)
             return known
-        children = children_of(self._node(path), self.store.get, self.store.list_dirs)
+
+    def _list_dirs(self, path: str) -> Sequence[str]:
+        """One attempt: where a store cannot list (HTTP), what is known is shown at once."""
+        return self.store.without_retries().list_dirs(path)
+
+    def _attributes(self, path: str) -> Mapping[str, Any] | None:
         with self._lock:
-            self._children[path] = children
-            for child in children.values():
-                self._nodes.setdefault(child.path, child)
-        return children
+            node = self._nodes.get(path)
+        return None if node is None else node.attributes
 
     # -- arrays ------------------------------------------------------------------------------
 
