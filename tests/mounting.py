@@ -13,9 +13,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ZARRFS = shutil.which("zarrfs", path=os.path.dirname(sys.executable)) or "zarrfs"
 MOUNT_TIMEOUT = 20.0
@@ -78,6 +79,25 @@ class Mount:
         if is_mounted(self.path):
             _fusermount_unmount(self.path)
         return status
+
+
+def timed(action: Callable[[], Any]) -> tuple[Any, float]:
+    """What `action` returned, or the OSError it raised; and how long it took."""
+    began = time.monotonic()
+    try:
+        result: Any = action()
+    except OSError as e:
+        result = e
+    return result, time.monotonic() - began
+
+
+def pread(path: Path, size: int, offset: int) -> bytes:
+    """`size` bytes at `offset` of a file opened for this read alone."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
 
 
 def _fusermount_unmount(path: Path) -> None:

@@ -15,13 +15,13 @@ import errno
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from mounting import Mount, mounted
+from mounting import Mount, mounted, pread, timed
 
 from tests.netproxy import TcpProxy, proxied
 from tests.reliability.s3_server import S3Server
@@ -62,23 +62,6 @@ def partitioned(s3_server: S3Server, tmp_path: Path) -> Iterator[tuple[Mount, Tc
 
 def read_array(mount: Mount, name: str) -> np.ndarray:
     return np.frombuffer((mount.path / name / "data").read_bytes(), "<f4").reshape(SHAPE)
-
-
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
-    began = time.monotonic()
-    try:
-        result: Any = action()
-    except OSError as e:
-        result = e
-    return result, time.monotonic() - began
-
-
-def pread(path: Path, size: int, offset: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
 
 
 def assert_eio(result: Any) -> None:

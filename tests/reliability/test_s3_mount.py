@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import Mount, mounted
+from mounting import Mount, mounted, pread, timed
 
 from tests.reliability.s3_server import S3Server
 from zarrfs.store import RetryPolicy
@@ -73,23 +73,6 @@ def read_tensorstore(server: S3Server) -> np.ndarray:
 def read_chunk(mount: Mount, i: int, j: int) -> np.ndarray:
     raw = mount.chunk(f"c/{i}/{j}").read_bytes()
     return np.frombuffer(raw, "<f4").reshape(CHUNK, CHUNK)
-
-
-def pread(path: Path, size: int, offset: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
-
-
-def timed(action: Callable[[], Any]) -> tuple[Any, float]:
-    began = time.monotonic()
-    try:
-        result: Any = action()
-    except OSError as e:
-        result = e
-    return result, time.monotonic() - began
 
 
 def test_s3_mount_reads_writes_and_survives_an_outage(s3_server: S3Server, tmp_path: Path) -> None:
