@@ -16,7 +16,7 @@ from icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from mounting import ZARRFS
 
 from zarrfs.store import icechunk as icechunk_store
-from zarrfs.store.sources import SourceSettings
+from zarrfs.store.settings import SourceSettings
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:

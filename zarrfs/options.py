@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ZarrfsError
-from .store.sources import SourceSettings
+from .store.settings import SourceSettings
 
 
 class OptionError(ZarrfsError, ValueError):

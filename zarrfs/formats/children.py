@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import MetadataError, ZarrfsError
-from . import v3
 from .nodes import ALL_FORMATS, Get, NodeMetadata, child_formats, consolidated_children, discover, join_path
 from .ome_children import declared_below
+from .v3 import METADATA_KEY
 
 log = logging.getLogger(__name__)
 ListDirs = Callable[[str], Sequence[str]]  # a store's directory names below a prefix
@@ -36,7 +36,7 @@ def could_be_node(name: str) -> bool:
     """Whether looking `name` up in a group is worth a request: not hidden (metadata files,
     `.git`, `.Trash`, editors' `.name.swp`), not reserved (v3: `__` prefixes, `zarr.json`), not
     a temporary (`name~`, `#name#`, `name.swp`)."""
-    if not name or "/" in name or name == v3.METADATA_KEY:
+    if not name or "/" in name or name == METADATA_KEY:
         return False
     if name.startswith((".", "__", "#")):
         return False

@@ -29,7 +29,8 @@ from ..errors import ConflictError, ReadOnlyError, StoreError
 from . import deadline, gcs, local, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, temporary_owner_alive
-from .sources import SourceSettings, is_read_only, open_filesystem
+from .settings import SourceSettings
+from .sources import is_read_only, open_filesystem
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]

@@ -18,7 +18,7 @@ import fsspec
 from fsspec.asyn import sync
 
 from ..errors import StoreError
-from .sources import DEFAULT_REMOTE_TIMEOUT
+from .settings import DEFAULT_REMOTE_TIMEOUT
 
 log = logging.getLogger("zarrfs.store")
 T = TypeVar("T")

@@ -35,7 +35,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from .local import Versioned
-from .sources import SourceSettings
+from .settings import SourceSettings
 
 PROTOCOL = "icechunk"
 DEFAULT_BRANCH = "main"

@@ -34,7 +34,7 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 from fsspec.utils import get_protocol
 
-from .sources import SourceSettings
+from .settings import SourceSettings
 
 T = TypeVar("T")
 JSON_SUFFIXES = (".json", ".json.gz")

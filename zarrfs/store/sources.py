@@ -12,41 +12,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import fsspec
 
-DEFAULT_REMOTE_TIMEOUT = 30.0
+from .settings import SourceSettings
+
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}
 GCS = {"gs", "gcs"}
 # Sources that are never written through: a write mount of them falls back to read-only.
 READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
-
-
-@dataclass(frozen=True)
-class SourceSettings:
-    """What a source needs beyond fsspec's storage options."""
-
-    # The longest one store operation may take, retries included (None: 30 s for remote
-    # stores; local files are not bounded).
-    timeout: float | None = None
-    # Icechunk: the branch, tag or snapshot id to mount (None: the branch `main`).
-    ref: str | None = None
-    # `reference://` sources: the reference file or directory.
-    fo: str | None = None
-    # Reference sets: where referenced bytes may come from besides the reference set's own
-    # directory (local) or bucket/host (remote).
-    references_allow: tuple[str, ...] = ()
-
-    def timeout_for(self, fs: fsspec.AbstractFileSystem) -> float | None:
-        """The bound on one operation of `fs`: none for local files (a system call cannot be
-        abandoned, and a local disk is not a network)."""
-        if _is_local(fs):
-            return None
-        return DEFAULT_REMOTE_TIMEOUT if self.timeout is None else self.timeout
 
 
 def open_filesystem(url: str, storage_options: Mapping[str, Any],
@@ -56,13 +33,14 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     protocol = fsspec.utils.get_protocol(url)
     options = dict(storage_options)
     if protocol == "icechunk":
-        from . import icechunk
+        from .icechunk import open_filesystem as open_repository  # (its client: only when asked)
 
-        return icechunk.open_filesystem(url, options, settings)
-    from . import references
+        return open_repository(url, options, settings)
+    from .references import is_reference_source
+    from .references import open_filesystem as open_references
 
-    if protocol == "reference" or references.is_reference_source(url, options):
-        return references.open_filesystem(url, options, settings)
+    if protocol == "reference" or is_reference_source(url, options):
+        return open_references(url, options, settings)
     if protocol in LISTING_CACHES:
         options.setdefault("use_listings_cache", False)
     if protocol in GCS:
@@ -92,9 +70,3 @@ def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
 def is_read_only(fs: fsspec.AbstractFileSystem) -> bool:
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
     return bool(protocols & READ_ONLY_PROTOCOLS)
-
-
-def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
-    from fsspec.implementations.local import LocalFileSystem
-
-    return isinstance(fs, LocalFileSystem)

@@ -1,0 +1,39 @@
+"""What opening a source takes beyond fsspec's storage options (a leaf module: the store's
+other modules and the sources they open all read it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import fsspec
+
+DEFAULT_REMOTE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class SourceSettings:
+    """What a source needs beyond fsspec's storage options."""
+
+    # The longest one store operation may take, retries included (None: 30 s for remote
+    # stores; local files are not bounded).
+    timeout: float | None = None
+    # Icechunk: the branch, tag or snapshot id to mount (None: the branch `main`).
+    ref: str | None = None
+    # `reference://` sources: the reference file or directory.
+    fo: str | None = None
+    # Reference sets: where referenced bytes may come from besides the reference set's own
+    # directory (local) or bucket/host (remote).
+    references_allow: tuple[str, ...] = ()
+
+    def timeout_for(self, fs: fsspec.AbstractFileSystem) -> float | None:
+        """The bound on one operation of `fs`: none for local files (a system call cannot be
+        abandoned, and a local disk is not a network)."""
+        if _is_local(fs):
+            return None
+        return DEFAULT_REMOTE_TIMEOUT if self.timeout is None else self.timeout
+
+
+def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
