@@ -11,7 +11,6 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import pyfuse3
 
-from ..array.cache import Counters
 from ..errors import ChunkError, MetadataError, ReadOnlyError, ResizeError, StoreError, ZarrfsError
 from ..options import MountOptions
 from ..views import FileTooLargeError
@@ -22,9 +21,16 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+class Counters(Protocol):
+    def add(self, **amounts: float) -> None: ...
+
+
 class Served(Protocol):
-    options: MountOptions
-    counters: Counters
+    @property
+    def options(self) -> MountOptions: ...
+
+    @property
+    def counters(self) -> Counters: ...
 
 
 S = TypeVar("S", bound=Served)
