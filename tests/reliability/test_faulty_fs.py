@@ -27,7 +27,7 @@ from tests.reliability.faulty_fs import (
     read_counters,
     write_config,
 )
-from zarrfs.array import ZarrArray
+from zarrfs.array import ZarrArray, shard_reads
 from zarrfs.codecs import CodecError
 from zarrfs.errors import ChunkError, StoreError
 from zarrfs.formats.v3 import parse_metadata
@@ -441,13 +441,24 @@ def test_short_read_of_an_inner_chunk_is_a_clear_error(
 
 
 def test_short_size_report_misplaces_the_index_read(
-    sharded: tuple[FaultyFileSystem, ZarrArray],
+    sharded: tuple[FaultyFileSystem, ZarrArray], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A shard read in parts: its index is found from the size the store reports.
+    monkeypatch.setattr(shard_reads, "SMALL_SHARD_BYTES", 0)
+    monkeypatch.setattr(shard_reads, "WHOLE_FRACTION", 2.0)
     fs, array = sharded
     fs.set_rules([{"methods": ["info"], "pattern": "*/c/1/1", "action": "short", "drop_bytes": 3}])
     with pytest.raises(ChunkError) as caught:
         array.read(Box((8, 8), (16, 16)))
     assert caught.value.key == "c/1/1"
+
+
+def test_a_shard_read_whole_needs_no_size_report(
+    sharded: tuple[FaultyFileSystem, ZarrArray],
+) -> None:
+    fs, array = sharded
+    fs.set_rules([{"methods": ["info"], "pattern": "*/c/1/1", "action": "short", "drop_bytes": 3}])
+    assert np.array_equal(array.read(Box((8, 8), (16, 16))), VALUES[8:16, 8:16])
 
 
 def test_short_read_of_a_whole_chunk_is_a_clear_error(

@@ -128,15 +128,17 @@ def read_rows(path: Path, first: int, last: int) -> np.ndarray:
     return np.frombuffer(raw, dtype="<i4").reshape(last - first, 16)
 
 
-def test_refused_chunk_is_eio_and_the_rest_reads(mounted: tuple[Path, Path, Path]) -> None:
+def test_refused_chunk_fails_with_the_stores_errno_and_the_rest_reads(
+        mounted: tuple[Path, Path, Path]) -> None:
+    # The store refuses one chunk with EACCES: the reader is told so (not EIO).
     mountpoint, config, counters = mounted
     assert np.array_equal(read_rows(mountpoint, 0, 8), VALUES[:8])
     with pytest.raises(OSError) as caught:
         read_rows(mountpoint, 8, 16)
-    assert caught.value.errno == errno.EIO
+    assert caught.value.errno == errno.EACCES
     with pytest.raises(OSError) as caught_chunk:
         (mountpoint / "chunks" / "c" / "1" / "1").read_bytes()
-    assert caught_chunk.value.errno == errno.EIO
+    assert caught_chunk.value.errno == errno.EACCES
     assert read_counters(str(counters))["faults"].get("refuse-c11", 0) >= 1
     # The chunk file of a healthy chunk reads.
     chunk = np.frombuffer((mountpoint / "chunks" / "c" / "0" / "1").read_bytes(), dtype="<i4")
