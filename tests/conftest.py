@@ -1,8 +1,9 @@
 """Fixtures shared by the whole suite: mounting arrays for real, in a temporary directory;
-the threads that decode streams."""
+the threads that decode streams; the fast tier (marker `fast`); skips fail under CI."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -41,3 +42,72 @@ def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(chunk_io, "MEASURED_DECODES", 0)
     monkeypatch.setattr(chunk_io, "CHEAP_DECODE_SECONDS", 1e9)
     return str(request.param)
+
+
+# -- the fast tier, and no skips under CI ---------------------------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+# `bash scripts/test --fast` (`pytest -m fast`): unit tests of every layer, whole modules, plus
+# one real mount per main path, by test function name (every parametrization of it). Keep it
+# under two minutes on two cores, all of scripts/test included.
+FAST_MODULES = {
+    "test_headers.py", "test_zstd_codec.py", "test_masks.py", "test_tree.py",
+    "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py",
+    "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
+    "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
+}
+FAST_TESTS = {
+    "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
+    "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},
+    "test_store_cas.py": {"test_conditional_put", "test_conditional_delete",
+                          "test_local_cas_leaves_no_files_behind"},
+    "test_groups.py": {"test_write_through_a_nested_group_mount", "test_nested_groups_with_sharded_arrays"},
+    "test_resize.py": {"test_partial_rows_are_refused", "test_chunk_files_keep_their_size"},
+    "test_views_mount.py": {"test_fortran_order_chunk_files_and_data"},
+    "test_recheck.py": {"test_a_change_noticed_through_one_file_shows_in_the_others"},
+    "test_http.py": {"test_ome_zarr_plate_without_listings"},
+    "test_references.py": {"test_references_outside_the_set_are_refused",
+                           "test_inline_chunks_base64_and_text"},
+    "test_icechunk.py": {"test_a_group_mounts_with_its_plain_and_sharded_arrays"},
+    "test_commands.py": {"test_info_describes_a_zarr_python_array",
+                         "test_create_refuses_bad_input_in_one_line"},
+    "test_check_import.py": {"test_check_finds_damage_inside_groups", "test_import_keeps_metadata_options"},
+    "test_workspace.py": {"test_setfattr_replaces_attributes_of_arrays_and_groups",
+                          "test_rm_r_deletes_plain_and_sharded_arrays_and_group_trees"},
+    "test_geo_views.py": {"test_xarray_grid_in_gdal"},
+    "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
+        name = getattr(item, "originalname", item.name)
+        if module in FAST_MODULES or name in FAST_TESTS.get(module, ()):
+            item.add_marker(pytest.mark.fast)
+
+
+# Under CI a skip is a failure: a missing /dev/fuse or a declared test dependency that did not
+# install must not pass as a green run of fewer tests.
+STRICT = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    _fail_if_skipped(outcome.get_result())  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    outcome = yield
+    _fail_if_skipped(outcome.get_result())  # type: ignore[attr-defined]
+
+
+def _fail_if_skipped(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if not STRICT or not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = f"skipped under CI, which must run everything: {reason}"

@@ -81,8 +81,10 @@ def _read_nrrd(path: Path, fortran: bool) -> tuple[np.ndarray, dict[str, Any]]:
     """The data in the array's own axis order (pynrrd's index_order="C" reverses the header's
     fastest-first axes); fields as read, plus `axis spacings` in the array's axis order."""
     data, fields = nrrd.read(str(path), index_order="F" if fortran else "C")
-    if "spacings" in fields:
-        spacings = [float(v) for v in fields["spacings"]]
+    if "spacings" in fields or "space directions" in fields:  # (directions: placed with an origin)
+        given = fields.get("spacings")
+        given = np.linalg.norm(fields["space directions"], axis=1) if given is None else given
+        spacings = [float(v) for v in given]
         fields["axis spacings"] = spacings if fortran else spacings[::-1]
     return data, fields
 

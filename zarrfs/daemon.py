@@ -37,7 +37,7 @@ from .views.array_dir import Layout
 log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
-REMOTE_THREADS = 16  # loader threads for a remote store (requests in flight)
+REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 ms cold dd: 16 < 32 > 48)
 STAT_SECONDS = 10.0
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason

@@ -14,12 +14,18 @@ import pytest
 from fsspec.asyn import sync
 
 from tests.reliability.s3_server import S3Server
-from zarrfs.store import ByteRange, RetryPolicy, Store, presigned
+from zarrfs.store import ByteRange, RetryPolicy, Store, objstore, presigned
 
 s3fs = pytest.importorskip("s3fs")
 aiohttp = pytest.importorskip("aiohttp")
 
 CONTENT = b"0123456789" * 100
+
+
+@pytest.fixture(autouse=True)
+def without_obstore(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The presigned path is the one tested here (obstore, tried before it: test_remote_reads)."""
+    monkeypatch.setattr(objstore, "usable", lambda fs: False)
 
 
 def counted(server: S3Server, monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Store, list[str]]:

@@ -80,6 +80,25 @@ class GroupChildren:
                 return self._known.get(name)
             return self._probe(name)
 
+    def add(self, child: NodeMetadata) -> None:
+        """A child this mount created (or moved here)."""
+        with self._lock:
+            self._known[child.name] = child
+            self._misses.pop(child.name, None)
+
+    def remove(self, name: str) -> None:
+        """A child this mount deleted (or moved away)."""
+        with self._lock:
+            self._known.pop(name, None)
+
+    def forget(self) -> None:
+        """Learn the children again at the next `all` or `find` (another writer changed them)."""
+        with self._lock:
+            self._known = {}
+            self._misses.clear()
+            self._complete = False
+            self._relist_at = None
+
     def _learn(self) -> None:
         listed = self._listed()
         for name in listed:

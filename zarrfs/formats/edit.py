@@ -3,12 +3,12 @@ consolidated metadata of the groups above it. Everything else in the documents i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from . import v1, v2, v3
 from .description import load_json_object
+from .documents import ConsolidatedNodes, dump
 
 METADATA_KEYS = {3: v3.METADATA_KEY, 2: v2.METADATA_KEY, 1: v1.METADATA_KEY}
 
@@ -37,8 +37,13 @@ def resized_consolidated(raw: bytes, zarr_format: int, relative: str, shape: Seq
     return _dump(doc, zarr_format)
 
 
+def resize_listed(nodes: ConsolidatedNodes, relative: str, zarr_format: int, shape: Sequence[int]) -> None:
+    """The change (`documents.edit_consolidated`) that gives a listed array a new shape."""
+    files = nodes.get(relative, {})
+    key = METADATA_KEYS[zarr_format]
+    if isinstance(files.get(key), dict):
+        files[key] = {**files[key], "shape": list(shape)}
+
+
 def _dump(doc: Any, zarr_format: int) -> bytes:
-    # As zarr-python writes them: v2 sorted with 4 spaces, v3 in order with 2.
-    if zarr_format == 3:
-        return json.dumps(doc, indent=2).encode()
-    return json.dumps(doc, indent=4, sort_keys=True, ensure_ascii=True).encode()
+    return dump(doc, zarr_format)

@@ -29,6 +29,7 @@ from ..views.files import FixedBytesError
 from ..views.readahead import Readahead
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
+from .changes import ChangeOperations, Removals
 from .freshness import Freshness, WriteOrder
 from .workers import Workers
 
@@ -53,7 +54,7 @@ class _Handle:
     wrote: bool = False
 
 
-class ZarrOperations(pyfuse3.Operations):
+class ZarrOperations(ChangeOperations, pyfuse3.Operations):
     supports_dot_lookup = False
     enable_writeback_cache = False
 
@@ -67,6 +68,7 @@ class ZarrOperations(pyfuse3.Operations):
         self.options = options
         self.read_only = options.read_only or read_only
         self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1))
+        self.removals = Removals()
         self._handles: dict[int, _Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
@@ -239,12 +241,6 @@ class ZarrOperations(pyfuse3.Operations):
     # -- directories -----------------------------------------------------------------------
 
     @boundary
-    async def opendir(self, inode: int, ctx: Any) -> int:
-        if not self._node(inode).is_dir:
-            raise pyfuse3.FUSEError(errno.ENOTDIR)
-        return inode
-
-    @boundary
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         directory = self._node(fh)
         start = start_id
@@ -271,10 +267,6 @@ class ZarrOperations(pyfuse3.Operations):
             if child is not None:
                 entries.append((position, names[position], child, self._attributes(child)))
         return entries, (end if end < len(names) else -1)
-
-    @boundary
-    async def releasedir(self, fh: int) -> None:
-        return None
 
     # -- files -----------------------------------------------------------------------------
 
@@ -368,9 +360,8 @@ class ZarrOperations(pyfuse3.Operations):
     async def _refuse(self, *args: Any) -> Any:
         raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
 
-    # Names and extended attributes are fixed by the array: every change is refused.
-    mkdir = mknod = create = unlink = rmdir = rename = symlink = link = _refuse  # type: ignore[assignment]
-    setxattr = removexattr = _refuse  # type: ignore[assignment]
+    # Groups and arrays are made, deleted and moved as directories (`changes`), never as these.
+    mknod = create = symlink = link = _refuse  # type: ignore[assignment]
 
     @boundary
     async def access(self, inode: int, mode: int, ctx: Any) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -308,6 +309,52 @@ class Store:
                         os.unlink(os.path.join(directory, name))
                         removed += 1
         return removed
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every key below `prefix` (a node: its chunks, shards and metadata); how many
+        there were (locally: the directory is removed). Object stores: one listing, then one
+        bulk request per 1000 keys on S3, one delete per key elsewhere."""
+        self._check_writable(prefix)
+        if self.is_local:
+            path = self.path(prefix)
+            count = sum(len(files) for _, _, files in os.walk(path))
+            self._call(prefix, lambda s: shutil.rmtree(path))
+            return count
+        self.fs.invalidate_cache(self.path(prefix))
+        keys = [key for key in self.list(prefix) if key != prefix]
+        if self.is_s3:
+            for start in range(0, len(keys), 1000):
+                paths = [self.path(key) for key in keys[start : start + 1000]]
+                self._call(prefix, lambda s, paths=paths: self._fs(s, "rm", paths))  # type: ignore[misc]
+        else:
+            with ThreadPoolExecutor(16, thread_name_prefix="delete") as requests:
+                list(requests.map(self.delete, keys))
+        self.fs.invalidate_cache(self.path(prefix))
+        return len(keys)
+
+    def move_prefix(self, old: str, new: str) -> int:
+        """Move every key below `old` to below `new` (which must hold nothing); how many were
+        moved. Locally one rename; on object stores a copy of each key (server-side where the
+        store can), then `delete_prefix(old)`."""
+        self._check_writable(new)
+        if self.is_local:
+            source, target = self.path(old), self.path(new)
+            self._call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True))
+            self._call(new, lambda s: os.rename(source, target), missing_ok=False)
+            return 1
+        self.fs.invalidate_cache(self.path(old))
+        keys = [key for key in self.list(old) if key != old]
+
+        def copy(key: str) -> None:
+            target = new + key[len(old):]
+            self._call(key, lambda s: self._fs(s, "cp_file", self.path(key), self.path(target)),
+                       missing_ok=False)
+
+        with ThreadPoolExecutor(16, thread_name_prefix="copy") as requests:
+            list(requests.map(copy, keys))
+        self.delete_prefix(old)
+        self.fs.invalidate_cache(self.path(new))
+        return len(keys)
 
     # -- errors and deadlines ------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import Any
 import fsspec
 
 from ..errors import ConflictError
-from . import presigned
+from . import objstore, presigned
 from .deadline import call, on_loop
 from .local import Versioned
 
@@ -43,6 +43,10 @@ def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
         extra["Range"] = f"bytes={start}-{start + length - 1}"
 
     async def get() -> tuple[bytes, str]:
+        if objstore.usable(fs):
+            fast = await objstore.get(fs, bucket, key, start, length)
+            if fast is not None:
+                return fast
         if presigned.usable(fs):
             found = await presigned.get(fs, bucket, key, extra)
             if found is not None:

@@ -1,7 +1,8 @@
 """The node tree a mount serves: names and inodes (`inodes`), groups, arrays and files (`tree`)."""
 
+from .edits import Stale
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, ROOT_INODE, Ref
-from .tree import Stale, Tree
+from .tree import Tree
 
 __all__ = ["ARRAY", "CHUNK", "CHUNKS", "DATA", "GROUP", "HEADER", "METADATA", "ROOT_INODE", "Ref",
            "Stale", "Tree"]

@@ -13,22 +13,26 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..array import Shared, ZarrArray
 from ..errors import ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
-from ..formats.edit import resized_consolidated
+from ..formats.description import ArrayDescription
+from ..formats.documents import node_documents
+from ..formats.edit import resize_listed
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import BytesFile, FileView, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.files import StoredFile
-from ..views.ome import ome_spacings
+from ..views.placement import Placement
+from .edits import Edits, Stale
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, InodeTable, Ref, inode_of
+from .placement import Siblings, find_placement
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +41,6 @@ log = logging.getLogger(__name__)
 class OpenedArray:
     directory: ArrayDirectory | None
     problem: str | None
-
-
-@dataclass
-class Stale:
-    """What the kernel may hold that a change made wrong: attributes and page cache of
-    inodes, and names in directories (parent inode, name)."""
-
-    inodes: list[int] = dataclasses.field(default_factory=list)
-    entries: list[tuple[int, str]] = dataclasses.field(default_factory=list)
-
 
 
 class Tree:
@@ -67,6 +61,7 @@ class Tree:
         self._metadata_sizes: dict[tuple[str, str], int | None] = {}
         self._metadata_generations: dict[str, str | None] = {}  # of arrays' metadata documents
         self._stale = Stale()
+        self.edits = Edits(self)
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -117,10 +112,10 @@ class Tree:
             return self._nodes[path]
 
     def _group_children(self, path: str) -> dict[str, NodeMetadata]:
-        return self._remembered(self._children_of(path).all())
+        return self._remembered(self.children_of(path).all())
 
     def _group_child(self, path: str, name: str) -> NodeMetadata | None:
-        child = self._children_of(path).find(name)
+        child = self.children_of(path).find(name)
         return None if child is None else self._remembered({name: child})[name]
 
     def _remembered(self, children: dict[str, NodeMetadata]) -> dict[str, NodeMetadata]:
@@ -128,7 +123,7 @@ class Tree:
             self._nodes.update({c.path: c for c in children.values() if c.path not in self._nodes})
         return children
 
-    def _children_of(self, path: str) -> GroupChildren:
+    def children_of(self, path: str) -> GroupChildren:
         with self._lock:
             known = self._children.get(path)
             if known is None:
@@ -166,8 +161,7 @@ class Tree:
             return OpenedArray(None, str(e))
         if self.rechecks:
             self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
-        spacings = self._spacings(node, description.rank)
-        directory = ArrayDirectory(array, self.layout, spacings=spacings,
+        directory = ArrayDirectory(array, self.layout, placement=self._placement(node, description),
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
 
@@ -175,12 +169,19 @@ class Tree:
         with self._lock:
             return [o.directory.array for o in self._arrays.values() if o.directory is not None]
 
-    def _spacings(self, node: NodeMetadata, rank: int) -> list[float] | None:
-        """Voxel sizes from the OME-Zarr metadata of the parent group (none that do not fit)."""
+    def _placement(self, node: NodeMetadata, description: ArrayDescription) -> Callable[[], Placement]:
+        """Where the array's elements are, found when a header first needs it: OME-Zarr
+        metadata of the parent group, CF attributes, coordinate arrays beside it."""
         parent, _, name = node.path.rpartition("/")
-        with self._lock:
-            group = self._nodes.get(parent) if name else None
-        return None if group is None else ome_spacings(group.attributes, name, rank)
+        siblings = Siblings(lambda child: self._group_child(parent, child),
+                            lambda child: self.open_array(join_path(parent, child)).directory)
+
+        def find() -> Placement:
+            with self._lock:
+                group = self._nodes.get(parent) if name else None
+            return find_placement(node, description, group, siblings if name else None)
+
+        return find
 
     # -- files and attributes ----------------------------------------------------------------
 
@@ -318,7 +319,8 @@ class Tree:
         with self._lock:
             node = self._nodes[path]
             raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
-            self._nodes[path] = dataclasses.replace(node, raw=raw, documents={})
+            documents = {**node.documents, **node_documents({node.files[0]: raw[node.files[0]]})}
+            self._nodes[path] = dataclasses.replace(node, raw=raw, documents=documents)
             self._metadata_files.pop((path, node.files[0]), None)
             self._metadata_sizes.pop((path, node.files[0]), None)
         self._queue_stale(path, opened)
@@ -326,26 +328,9 @@ class Tree:
     def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:
         """zarr-python trusts consolidated metadata: the groups above that list the array get
         its new shape too."""
-        ancestor = path
-        while ancestor:
-            ancestor = ancestor.rpartition("/")[0]
-            node = self._node(ancestor)
-            name = ".zmetadata" if node.zarr_format == 2 else "zarr.json"
-            if node.consolidated is None or name not in node.files:
-                continue  # (a subgroup known from its parent's consolidated metadata)
-            relative = path[len(ancestor) + 1 :] if ancestor else path
-            stored = self._metadata_bytes(ancestor, name)
-            new = resized_consolidated(stored, node.zarr_format, relative, shape)
-            if new is None:
-                continue
-            self.store.put(join_path(ancestor, name), new)
-            with self._lock:
-                self._nodes[ancestor] = dataclasses.replace(node, raw={**node.raw, name: new})
-                self._metadata_files.pop((ancestor, name), None)
-                self._metadata_sizes.pop((ancestor, name), None)
-            number = self.inodes.known(Ref(ancestor, METADATA, (name,)))
-            if number is not None:
-                self._stale.inodes.append(number)
+        zarr_format = self._node(path).zarr_format
+        self.edits.update_consolidated(path, lambda nodes, relative: resize_listed(
+            nodes, relative, zarr_format, shape))
 
     def _queue_stale(self, path: str, opened: ArrayDirectory) -> None:
         """What the kernel caches of a reshaped array: sizes, and names that are gone."""
@@ -356,6 +341,49 @@ class Tree:
                 elif ref.role in (CHUNK, CHUNKS) and ref.parts and opened.names.resolve(ref.parts) is None:
                     parent = Ref(path, CHUNKS, ref.parts[:-1])
                     self._stale.entries.append((self.inode(parent), ref.parts[-1]))
+
+    # -- changes made through the mount (`edits`) -------------------------------------------
+
+    def node(self, path: str) -> NodeMetadata | None:
+        with self._lock:
+            return self._nodes.get(path)
+
+    def replace_node(self, node: NodeMetadata) -> None:
+        """Show a node's new metadata (its files' sizes change: the kernel is told)."""
+        with self._lock:
+            self._nodes[node.path] = node
+            for name in node.files:
+                self._metadata_files.pop((node.path, name), None)
+                self._metadata_sizes.pop((node.path, name), None)
+            known = self.inodes.refs_below(node.path)
+            self._stale.inodes += [n for n, r in known if r.role in (METADATA, GROUP, ARRAY)]
+
+    def adopt_attributes(self, path: str, attributes: Mapping[str, Any], raw: bytes | None) -> None:
+        """An opened array's new attributes (and v3 metadata document, kept for a resize)."""
+        opened = self._arrays.get(path)
+        array = None if opened is None or opened.directory is None else opened.directory.array
+        if array is not None:
+            array.metadata = dataclasses.replace(array.metadata, attributes=dict(attributes))
+            array.raw_metadata = raw if raw is not None else array.raw_metadata
+
+    def forget_below(self, path: str, *, flush: bool) -> None:
+        """Forget the node at `path` and everything below (deleted or moved): opened arrays
+        are flushed first if `flush`, else what they hold unwritten is dropped."""
+        with self._lock:
+            below = [p for p in self._nodes if p == path or p.startswith(path + "/")]
+            arrays = [self._arrays.pop(p) for p in below if p in self._arrays]
+            for p in below:
+                self._nodes.pop(p, None)
+                self._children.pop(p, None)
+                self._metadata_generations.pop(p, None)
+            for cache in (self._metadata_files, self._metadata_sizes):
+                for key in [k for k in cache if k[0] in below]:
+                    del cache[key]
+        for opened in arrays:
+            if opened.directory is not None:
+                if flush:
+                    opened.directory.array.flush()
+                opened.directory.array.close()
 
     def take_stale(self) -> Stale:
         with self._lock:

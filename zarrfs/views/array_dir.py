@@ -4,7 +4,8 @@ attributes; resizing through `data`. Pure: no FUSE, no store of its own (the arr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from .chunks import ChunkNames
 from .files import BytesFile, FileView, RegionArray, RegionFile
 from .npy import NpyFile
 from .order import FortranOrder
+from .placement import NOWHERE, Placement
 from .xattrs import array_attributes
 
 DATA_NAME, CHUNKS_NAME = "data", "chunks"
@@ -30,13 +32,16 @@ class Layout:
 
 
 class ArrayDirectory:
-    def __init__(self, array: Any, layout: Layout, *, spacings: Sequence[float] | None = None,
+    def __init__(self, array: Any, layout: Layout, *, placement: Callable[[], Placement] | None = None,
                  on_resize: Callable[[tuple[int, ...]], None] | None = None) -> None:
-        """`array` is a zarrfs.array.ZarrArray; `on_resize` gets its new shape after a resize
-        through `data` (the tree updates what it keeps of the metadata)."""
+        """`array` is a zarrfs.array.ZarrArray; `placement` says where its elements are, asked
+        once, when a header is first made (it may read coordinate arrays); `on_resize` gets its
+        new shape after a resize through `data` (the tree updates what it keeps of the metadata)."""
         self.array = array
         self.layout = layout
-        self.spacings = spacings
+        self._find_placement = placement
+        self._placement: Placement | None = None
+        self._placement_lock = threading.Lock()
         self._on_resize = on_resize
         self.view: RegionArray = FortranOrder(array) if layout.fortran else array
         self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
@@ -70,12 +75,20 @@ class ArrayDirectory:
             if kind == "npy":
                 made = headers.npy_header(dtype, shape, fortran)
             elif kind == "vrt":
-                made = headers.vrt_header(dtype, shape, fortran)
+                made = headers.vrt_header(dtype, shape, fortran, placement=self.placement)
             else:
                 make = headers.nrrd_header if kind == "nrrd" else headers.mhd_header
-                made = make(dtype, shape, fortran, self.spacings)
+                made = make(dtype, shape, fortran, placement=self.placement)
             self._header_cache = {key: made, **{k: v for k, v in self._header_cache.items() if k[1] == shape}}
         return self._header_cache[key]
+
+    @property
+    def placement(self) -> Placement:
+        """Where the elements are (found once; header threads may ask at the same time)."""
+        with self._placement_lock:
+            if self._placement is None:
+                self._placement = self._find_placement() if self._find_placement else NOWHERE
+            return self._placement
 
     def header_file(self, kind: str) -> FileView:
         if kind == "npy":

@@ -4,6 +4,8 @@ Each function returns the bytes of a small header describing `data` (dtype in th
 order, shape in C axis order, `fortran` when `data` is laid out in Fortran order), or None when
 the format cannot describe that element type or rank.  `.npy` is a prefix (header + data form one
 file); NRRD, MetaImage and VRT are detached headers naming `data_file`, relative to themselves.
+Where the elements are and what they mean (spacing, origin, geotransform, CRS, no-data value,
+packing, band names, units) comes from a `Placement`; the empty one adds nothing.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import io
 import math
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
 import numpy as np
 from numpy.lib import format as npy_format
+
+from .placement import NOWHERE, Placement
 
 __all__ = ["mhd_header", "npy_header", "nrrd_header", "vrt_header"]
 
@@ -68,15 +72,21 @@ def npy_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool) -> b
 
 
 def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
-                spacings: Sequence[float] | None = None, data_file: str = "data") -> bytes | None:
-    """A detached NRRD0004 header for `data`; axes are listed fastest first."""
+                spacings: Sequence[float] | None = None, data_file: str = "data", *,
+                placement: Placement = NOWHERE) -> bytes | None:
+    """A detached NRRD0004 header for `data`; axes are listed fastest first. With an origin
+    (or an axis whose coordinates decrease) the axes are placed in a space of their own
+    dimension (`space directions`, `space origin`), which NRRD allows instead of `spacings`."""
     name = _NRRD_TYPES.get(_scalar_key(dtype))
     if name is None or not 1 <= len(shape) <= _NRRD_MAX_DIM or not _positive(shape):
         return None
     _check_file_name(data_file)
     lines = ["NRRD0004", "# zarrfs: header for the flat raw data file", f"type: {name}",
              f"dimension: {len(shape)}", "sizes: " + _fastest_first(shape, fortran)]
-    if spacings is not None:
+    spacings = placement.spacing if spacings is None else spacings
+    if _has_origin(placement) or any(placement.flipped or ()):
+        lines += _nrrd_space(placement, spacings, shape, fortran)
+    elif spacings is not None:
         lines.append("spacings: " + _fastest_first(_checked_spacings(spacings, shape), fortran))
     if dtype.itemsize > 1:
         lines.append("endian: " + ("little" if _is_little(dtype) else "big"))
@@ -85,7 +95,8 @@ def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
 
 
 def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
-               spacings: Sequence[float] | None = None, data_file: str = "data") -> bytes | None:
+               spacings: Sequence[float] | None = None, data_file: str = "data", *,
+               placement: Placement = NOWHERE) -> bytes | None:
     """A MetaImage (.mhd) header for `data`; DimSize is fastest first."""
     name = _MET_TYPES.get(_scalar_key(dtype))
     if name is None or not shape or not _positive(shape):
@@ -95,6 +106,12 @@ def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
     lines = ["ObjectType = Image", f"NDims = {len(shape)}", "BinaryData = True",
              f"BinaryDataByteOrderMSB = {msb}", "CompressedData = False",
              "DimSize = " + _fastest_first(shape, fortran)]
+    spacings = placement.spacing if spacings is None else spacings
+    if placement.origin is not None and _has_origin(placement):
+        lines.append("Offset = " + _fastest_first(_checked_origin(placement.origin, shape), fortran))
+    if any(placement.flipped or ()):
+        lines.append("TransformMatrix = " + " ".join(" ".join(map(_number, row))
+                                                     for row in _directions(placement, shape, fortran)))
     if spacings is not None:
         lines.append("ElementSpacing = " + _fastest_first(_checked_spacings(spacings, shape), fortran))
     # MetaIO stops reading at ElementDataFile, so it has to be the last line.
@@ -103,8 +120,10 @@ def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
 
 
 def vrt_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
-               data_file: str = "data") -> bytes | None:
-    """A GDAL VRT over `data`: rank 2 is one band of shape[0] lines, rank 3 is shape[0] bands."""
+               data_file: str = "data", *, placement: Placement = NOWHERE) -> bytes | None:
+    """A GDAL VRT over `data`: rank 2 is one band of shape[0] lines, rank 3 is shape[0] bands,
+    georeferenced, with no-data value, packing, band names and units, as far as `placement`
+    knows them."""
     name = _GDAL_TYPES.get(_scalar_key(dtype))
     if name is None or len(shape) not in (2, 3) or not _positive(shape):
         return None
@@ -117,10 +136,13 @@ def vrt_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
     if max(lines, pixels, bands, pixel_step, line_step) > _INT32_MAX:
         return None
     order = "LSB" if _is_little(dtype) else "MSB"
-    out = [f'<VRTDataset rasterXSize="{pixels}" rasterYSize="{lines}">']
+    out = [f'<VRTDataset rasterXSize="{pixels}" rasterYSize="{lines}">', *_vrt_georeferencing(placement)]
+    names = placement.band_names if placement.band_names and len(placement.band_names) == bands else None
     for band in range(bands):
         out += [
             f'  <VRTRasterBand dataType="{name}" band="{band + 1}" subClass="VRTRawRasterBand">',
+            *([f"    <Description>{escape(names[band])}</Description>"] if names else []),
+            *_vrt_band_values(placement),
             f'    <SourceFilename relativeToVRT="1">{escape(data_file)}</SourceFilename>',
             f"    <ImageOffset>{band * band_step}</ImageOffset>",
             f"    <PixelOffset>{pixel_step}</PixelOffset>",
@@ -130,6 +152,68 @@ def vrt_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
         ]
     out.append("</VRTDataset>")
     return ("\n".join(out) + "\n").encode()
+
+
+def _vrt_georeferencing(placement: Placement) -> list[str]:
+    out = []
+    if placement.crs is not None:
+        out.append(f"  <SRS>{escape(placement.crs)}</SRS>")
+    if placement.geotransform is not None:
+        out.append(f"  <GeoTransform>{', '.join(map(_number, placement.geotransform))}</GeoTransform>")
+    return out
+
+
+def _vrt_band_values(placement: Placement) -> list[str]:
+    out = []
+    if placement.nodata is not None:
+        out.append(f"    <NoDataValue>{_number(placement.nodata)}</NoDataValue>")
+    if placement.units is not None:
+        out.append(f"    <UnitType>{escape(placement.units)}</UnitType>")
+    if placement.offset is not None:
+        out.append(f"    <Offset>{_number(placement.offset)}</Offset>")
+    if placement.scale is not None:
+        out.append(f"    <Scale>{_number(placement.scale)}</Scale>")
+    if placement.units is not None:
+        units = escape(placement.units, {'"': "&quot;"})
+        out.append(f'    <Metadata><MDI key="units">{units}</MDI></Metadata>')
+    return out
+
+
+def _has_origin(placement: Placement) -> bool:
+    """An origin other than the readers' default (zero: the header as without one)."""
+    return placement.origin is not None and any(v != 0 for v in placement.origin)
+
+
+def _nrrd_space(placement: Placement, spacings: Sequence[float] | None, shape: tuple[int, ...],
+                fortran: bool) -> list[str]:
+    """The axes as vectors of a space with one dimension per axis, scaled and signed."""
+    steps = _checked_spacings(spacings, shape) if spacings is not None else [1.0] * len(shape)
+    rows = _directions(placement, shape, fortran)
+    ordered = steps if fortran else steps[::-1]
+    vectors = [_nrrd_vector(v * step for v in row) for row, step in zip(rows, ordered, strict=True)]
+    origin = _checked_origin(placement.origin or [0.0] * len(shape), shape)
+    return [f"space dimension: {len(shape)}", "space directions: " + " ".join(vectors),
+            "space origin: " + _nrrd_vector(origin if fortran else origin[::-1])]
+
+
+def _nrrd_vector(values: Iterable[float]) -> str:
+    return "(" + ",".join(_number(v) for v in values) + ")"
+
+
+def _directions(placement: Placement, shape: tuple[int, ...], fortran: bool) -> list[list[float]]:
+    """Unit direction of each axis (fastest first): -1 along an axis whose coordinates decrease."""
+    flipped = list(placement.flipped or [False] * len(shape))
+    if len(flipped) != len(shape):
+        raise ValueError(f"flipped must have {len(shape)} entries, got {flipped}")
+    signs = [-1.0 if f else 1.0 for f in (flipped if fortran else flipped[::-1])]
+    return [[sign if i == j else 0.0 for j in range(len(shape))] for i, sign in enumerate(signs)]
+
+
+def _checked_origin(origin: Sequence[float], shape: tuple[int, ...]) -> list[float]:
+    values = [float(v) for v in origin]
+    if len(values) != len(shape) or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"origin must be {len(shape)} finite numbers, got {list(origin)}")
+    return values
 
 
 def _scalar_key(dtype: np.dtype[Any]) -> tuple[str, int]:

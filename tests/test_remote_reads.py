@@ -1,0 +1,106 @@
+"""S3 reads through obstore (zarrfs.store.objstore) against a moto server: what they read and
+the generation they report, that neither botocore nor the presigned aiohttp path is asked,
+that a server that never answers costs a read the store's deadline and no more, and that a
+mount of a plain and a sharded array on S3 reads the values zarr-python wrote."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import s3fs
+import zarr
+from mounting import mounted
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.netproxy import proxied  # noqa: E402
+from tests.reliability.s3_server import S3Server, free_port, serving  # noqa: E402
+from zarrfs.errors import StoreError  # noqa: E402
+from zarrfs.store import ByteRange, RetryPolicy, Store, objstore, presigned  # noqa: E402
+
+CONTENT = bytes(range(256)) * 40
+
+
+@pytest.fixture
+def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    yield from serving(S3Server(free_port()), monkeypatch)
+
+
+def spied_store(server: S3Server, monkeypatch: pytest.MonkeyPatch, endpoint: str | None = None,
+                deadline: float = 10.0) -> tuple[Store, list[str]]:
+    """A store on the server holding CONTENT at "k", and the other paths its reads took."""
+    options = server.s3fs_options()
+    if endpoint is not None:
+        options["client_kwargs"]["endpoint_url"] = endpoint
+    fs = s3fs.S3FileSystem(**options)
+    store = Store(fs, f"{server.bucket}/p", retry=RetryPolicy(deadline_seconds=deadline))
+    Store(s3fs.S3FileSystem(**server.s3fs_options()), f"{server.bucket}/p").put("k", CONTENT)
+    others: list[str] = []
+    call_s3, presigned_get = fs._call_s3, presigned.get
+
+    async def botocore_spy(method: str, *args: Any, **kwargs: Any) -> Any:
+        others.append(method)
+        return await call_s3(method, *args, **kwargs)
+
+    async def presigned_spy(*args: Any, **kwargs: Any) -> Any:
+        others.append("presigned")
+        return await presigned_get(*args, **kwargs)
+
+    monkeypatch.setattr(fs, "_call_s3", botocore_spy)
+    monkeypatch.setattr(presigned, "get", presigned_spy)
+    return store, others
+
+
+def test_reads_go_through_obstore_with_the_objects_etag(s3_server: S3Server,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    store, others = spied_store(s3_server, monkeypatch)
+    assert objstore.usable(store.fs)
+    whole = store.read("k")
+    assert whole is not None and whole.data == CONTENT
+    assert store.read("k", ByteRange(100, 1000)) == (CONTENT[100:1100], whole.generation)
+    assert store.read("k", ByteRange(len(CONTENT) - 10, 100)) == (CONTENT[-10:], whole.generation)
+    assert store.read("absent") is None
+    assert others == []
+    assert whole.generation == store.generation("k")  # the ETag a compare-and-swap expects
+    # A range starting past the end reads nothing (obstore refuses it: the presigned path
+    # answers), and obstore still serves the next read.
+    assert store.get("k", ByteRange(len(CONTENT) + 10, 5)) == b""
+    others.clear()
+    assert store.read("k", ByteRange(0, 10)) == (CONTENT[:10], whole.generation)
+    assert others == []
+
+
+def test_a_server_that_never_answers_costs_the_deadline(s3_server: S3Server,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    with proxied(s3_server.port) as proxy:
+        store, _ = spied_store(s3_server, monkeypatch, endpoint=proxy.url, deadline=2.0)
+        assert store.read("k") is not None  # (obstore's client is made, a connection open)
+        proxy.swallow()
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.read("k")
+        assert time.monotonic() - started < 2.0 + 2.0
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
+def test_a_mount_on_s3_reads_what_zarr_python_wrote(s3_server: S3Server, tmp_path: Path,
+                                                     sharded: bool) -> None:
+    values = np.random.default_rng(7).integers(0, 1000, (256, 384), dtype="<u2")
+    zarr.create_array(
+        store=f"s3://{s3_server.bucket}/a", shape=values.shape, dtype="<u2",
+        chunks=(32, 64), shards=(128, 128) if sharded else None,
+        compressors=zarr.codecs.ZstdCodec(level=1),
+        storage_options={"endpoint_url": s3_server.endpoint_url, "key": "testing", "secret": "testing"},
+    )[...] = values
+    with mounted(f"s3://{s3_server.bucket}/a", tmp_path / "mnt",
+                 [f"endpoint_url={s3_server.endpoint_url}"]) as mount:
+        read = np.frombuffer(mount.data.read_bytes(), "<u2").reshape(values.shape)
+    assert np.array_equal(read, values)

@@ -1,0 +1,187 @@
+"""The requests that change the tree: `mkdir` (a group), `rm -r` and `rmdir` (delete a group
+or array), `mv` (move one), `setfattr -n user.zarr.attributes` (replace its attributes). They
+are translated here; the tree's `edits` make the change.
+
+`rm -r DIR` unlinks every file below DIR, removes its subdirectories, then DIR. The files of
+an array or group (metadata, `data`, headers, chunk files) cannot be deleted one by one, so an
+unlink of one is accepted only while a directory of that node is open (as `rm -r` holds it while
+it empties it) and changes nothing: the node is marked, and the `rmdir` of its directory that
+follows within `MARK_SECONDS` deletes the whole node. `rm MNT/a/data` alone is EPERM; `rmdir`
+of an unmarked array is ENOTEMPTY; of a group, it succeeds once the group has no children.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import pyfuse3
+
+from ..options import MountOptions
+from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, Ref, Tree
+from ..tree.edits import EditRefused
+from ..views.xattrs import PREFIX as XATTR_PREFIX
+from .boundary import Counters, boundary
+from .freshness import Freshness
+from .workers import Workers
+
+T = TypeVar("T")
+ATTRIBUTES_XATTR = XATTR_PREFIX + "attributes"
+MARK_SECONDS = 30.0  # how long an accepted unlink waits for the rmdir of its directory
+NODE_FILES = (METADATA, DATA, HEADER, CHUNK)
+
+
+class Removals:
+    """Which node directories are open (`opendir`), and which nodes `rm -r` is emptying."""
+
+    def __init__(self) -> None:
+        self._open: Counter[int] = Counter()
+        self._paths: dict[int, str] = {}
+        self._marked: dict[str, float] = {}
+
+    def opened(self, inode: int, path: str) -> None:
+        self._open[inode] += 1
+        self._paths[inode] = path
+
+    def released(self, inode: int) -> None:
+        self._open[inode] -= 1
+        if self._open[inode] <= 0:
+            del self._open[inode]
+            self._paths.pop(inode, None)
+
+    def is_open(self, path: str) -> bool:
+        return path in self._paths.values()
+
+    def mark(self, path: str) -> None:
+        self._marked[path] = time.monotonic() + MARK_SECONDS
+
+    def take_mark(self, path: str) -> bool:
+        return self._marked.pop(path, 0.0) > time.monotonic()
+
+
+class ChangeOperations:
+    """The handlers of `ZarrOperations` that change the tree (a mixin: `ZarrOperations` sets
+    the attributes declared here)."""
+
+    tree: Tree
+    options: MountOptions
+    counters: Counters
+    workers: Workers
+    fresh: Freshness
+    read_only: bool
+    removals: Removals
+
+    def _node(self, inode: int) -> Ref:
+        raise NotImplementedError
+
+    def _lookup(self, parent: Ref, name: str) -> pyfuse3.EntryAttributes:
+        raise NotImplementedError
+
+    # -- open directories (what `rm -r` holds) ---------------------------------------------
+
+    @boundary
+    async def opendir(self, inode: int, ctx: Any) -> int:
+        node = self._node(inode)
+        if not node.is_dir:
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        self.removals.opened(inode, node.path)
+        return inode
+
+    @boundary
+    async def releasedir(self, fh: int) -> None:
+        self.removals.released(fh)
+
+    # -- changes -----------------------------------------------------------------------------
+
+    @boundary
+    async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
+        parent = self._writable_group(parent_inode)
+        text = name.decode("utf-8", "replace")
+        await self._edit(self.tree.edits.create_group, parent.path, text)
+        return await self.workers.run(self._lookup, parent, text)
+
+    @boundary
+    async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        child = await self._child(parent_inode, name)
+        if child.role not in NODE_FILES or not self.removals.is_open(child.path):
+            raise pyfuse3.FUSEError(errno.EPERM)
+        self.removals.mark(child.path)  # (deleted with its directory: see the module)
+
+    @boundary
+    async def rmdir(self, parent_inode: int, name: bytes, ctx: Any) -> None:
+        child = await self._child(parent_inode, name)
+        if child.role == CHUNKS:
+            if not self.removals.is_open(child.path):
+                raise pyfuse3.FUSEError(errno.EPERM)
+            self.removals.mark(child.path)
+            return
+        if child.role not in (GROUP, ARRAY):
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        if child.role == ARRAY and not self.removals.take_mark(child.path):
+            raise pyfuse3.FUSEError(errno.ENOTEMPTY)
+        await self._edit(self.tree.edits.delete, child.path, child.role == ARRAY)
+
+    @boundary
+    async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
+                     flags: int, ctx: Any) -> None:
+        child = await self._child(parent_inode_old, name_old)
+        parent = self._writable_group(parent_inode_new)
+        if child.role not in (GROUP, ARRAY):
+            raise pyfuse3.FUSEError(errno.EPERM)
+        if flags & ~pyfuse3.RENAME_NOREPLACE:
+            raise pyfuse3.FUSEError(errno.EINVAL)
+        await self._edit(self.tree.edits.move, child.path, parent.path, name_new.decode("utf-8", "replace"))
+        # The kernel keeps the moved entry's old inode, which names the old path: look it up again.
+        pyfuse3.invalidate_entry_async(parent_inode_new, name_new)
+
+    @boundary
+    async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any) -> None:
+        node = self._node(inode)
+        if self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        if name.decode("utf-8", "replace") != ATTRIBUTES_XATTR or node.role not in (GROUP, ARRAY):
+            raise pyfuse3.FUSEError(errno.EPERM)
+        try:
+            attributes = json.loads(value)
+        except (UnicodeDecodeError, ValueError):
+            raise pyfuse3.FUSEError(errno.EINVAL) from None
+        if not isinstance(attributes, dict):
+            raise pyfuse3.FUSEError(errno.EINVAL)
+        await self._edit(self.tree.edits.set_attributes, node.path, attributes)
+
+    @boundary
+    async def removexattr(self, inode: int, name: bytes, ctx: Any) -> None:
+        raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _edit(self, change: Callable[..., T], *args: Any) -> T:
+        try:
+            return await self.workers.run(change, *args)
+        except EditRefused as e:
+            raise pyfuse3.FUSEError(e.errno) from None
+        finally:
+            await self.fresh.invalidate_stale()
+            self.fresh.touch()
+
+    async def _child(self, parent_inode: int, name: bytes) -> Ref:
+        """The node `name` names in a directory of a writable mount."""
+        parent = self._node(parent_inode)
+        if self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        child = await self.workers.run(self.tree.lookup, parent, name.decode("utf-8", "replace"))
+        if child is None:
+            raise pyfuse3.FUSEError(errno.ENOENT)
+        return child
+
+    def _writable_group(self, inode: int) -> Ref:
+        node = self._node(inode)
+        if self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
+        if node.role != GROUP:
+            raise pyfuse3.FUSEError(errno.EPERM)
+        return node

@@ -1,0 +1,102 @@
+"""Finding where an array's elements are (`views.placement.Placement`), once per array, when a
+header first needs it: OME-Zarr transformations from the parent group, CF attributes of the
+array, and the CF/xarray coordinate arrays beside it (1-D arrays named as the array's
+dimensions, read whole, at most `MAX_COORDINATE_ELEMENTS` each) and its `grid_mapping`
+variable. A failure here costs the array its placement (logged), never the array."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ..formats import NodeMetadata
+from ..formats.description import ArrayDescription
+from ..grid import Box
+from ..views.array_dir import ArrayDirectory
+from ..views.ome import ome_placement
+from ..views.placement import NOWHERE, Coordinate, Placement, cf_placement
+
+log = logging.getLogger(__name__)
+
+MAX_COORDINATE_ELEMENTS = 1_000_000
+
+
+@dataclass(frozen=True)
+class Siblings:
+    """The nodes of the array's group, by name (None: no such child), and opening one."""
+
+    node: Callable[[str], NodeMetadata | None]
+    open: Callable[[str], ArrayDirectory | None]
+
+
+def find_placement(node: NodeMetadata, description: ArrayDescription,
+                   group: NodeMetadata | None, siblings: Siblings | None) -> Placement:
+    try:
+        return _placement(node, description, group, siblings)
+    except Exception as e:  # a coordinate array that cannot be read, odd metadata: no placement
+        log.warning("array %s: its coordinates and placement cannot be read (%s: %s); headers without",
+                    node.path or "/", type(e).__name__, e)
+        return NOWHERE
+
+
+def _placement(node: NodeMetadata, description: ArrayDescription,
+               group: NodeMetadata | None, siblings: Siblings | None) -> Placement:
+    attributes = description.attributes
+    coordinates = [_coordinate(siblings, name, length, node.name)
+                   for name, length in zip(description.dimension_names or [None] * description.rank,
+                                           description.shape, strict=True)]
+    grid_mapping = _grid_mapping(siblings, attributes.get("grid_mapping"))
+    found = cf_placement(attributes, description.data_type.storage, coordinates,
+                         grid_mapping=grid_mapping, stored_fill=_stored_fill(node, description))
+    ome = ome_placement(group.attributes, node.name, description.rank) if group is not None else None
+    if ome is not None:
+        found = replace(found, spacing=ome.spacing, origin=ome.origin, flipped=None)
+    return found
+
+
+def _coordinate(siblings: Siblings | None, name: str | None, length: int, own_name: str) -> Coordinate | None:
+    """The dimension's coordinate array: 1-D, named and dimensioned as the dimension, as long
+    as the array's axis (a coordinate array is not its own coordinate)."""
+    if siblings is None or not name or name == own_name or "/" in name or siblings.node(name) is None:
+        return None
+    opened = siblings.open(name)
+    if opened is None:
+        return None
+    meta = opened.array.metadata
+    if meta.shape != (length,) or meta.dimension_names != (name,) or length > MAX_COORDINATE_ELEMENTS:
+        return None
+    values = np.array(opened.array.read(Box((0,), (length,))))
+    return Coordinate(name, values, meta.attributes)
+
+
+def _grid_mapping(siblings: Siblings | None, reference: object) -> Mapping[str, Any] | None:
+    """The attributes of the CF grid-mapping variable (`grid_mapping: "crs"`, or the extended
+    form `"crs: x y"`, whose first name is taken)."""
+    if siblings is None or not isinstance(reference, str) or not reference.split():
+        return None
+    name = reference.split()[0].rstrip(":")
+    found = siblings.node(name) if name and "/" not in name else None
+    return None if found is None else found.attributes
+
+
+def _stored_fill(node: NodeMetadata, description: ArrayDescription) -> object:
+    """The format's fill value when it means "no data": xarray keeps a v2 variable's
+    `_FillValue` as the array's `fill_value` (null when there is none); a NaN fill value
+    means missing anywhere."""
+    if node.zarr_format == 2 and "_ARRAY_DIMENSIONS" in description.attributes:
+        document = node.documents.get(".zarray")
+        if document is None and ".zarray" in node.raw:
+            document = json.loads(node.raw[".zarray"])
+        if isinstance(document, Mapping) and document.get("fill_value") is not None:
+            return document["fill_value"]
+    storage = description.data_type.storage
+    fill = description.fill_value
+    if storage.kind == "f" and len(fill) == storage.itemsize and math.isnan(np.frombuffer(fill, storage)[0]):
+        return "NaN"
+    return None
