@@ -120,7 +120,8 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         ready(_public(f"cannot mount {source}: {e}"))  # a store error may quote the URL
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only,
-                                timeout=store.retry.deadline_seconds if store.bounded else None)
+                                timeout=store.retry.deadline_seconds if store.bounded else None,
+                                room=store.statvfs)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
         pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))

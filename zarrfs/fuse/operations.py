@@ -40,6 +40,7 @@ STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
 READDIR_BATCH = 32
+REMOTE_ROOM = 1 << 50  # what `df` shows free on a remote store: 1 PiB
 RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
 
@@ -59,11 +60,14 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
     enable_writeback_cache = False
 
     def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool,
-                 timeout: float | None = None) -> None:
+                 timeout: float | None = None,
+                 room: Callable[[], os.statvfs_result | None] = lambda: None) -> None:
         """`timeout`: the store's deadline, the longest a request waits (None: no bound, a
-        local store)."""
+        local store). `room`: what the store's own filesystem has room for (None: a remote
+        store, shown as REMOTE_ROOM free, as s3fs-fuse and gcsfuse do)."""
         super().__init__()
         self.tree = tree
+        self._room = room
         self.counters = tree.shared.counters
         self.options = options
         self.read_only = options.read_only or read_only
@@ -231,11 +235,16 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
         stats = pyfuse3.StatvfsData()
         stats.f_bsize = stats.f_frsize = 4096
-        stats.f_blocks = -(-self.tree.total_bytes() // 4096)
-        stats.f_bfree = stats.f_bavail = 0
-        stats.f_files = 0
-        stats.f_ffree = stats.f_favail = 0
         stats.f_namemax = 255
+        room = await self.workers.run(self._room)
+        if room is None:
+            stats.f_blocks = stats.f_bfree = stats.f_bavail = REMOTE_ROOM // 4096
+            stats.f_files = stats.f_ffree = stats.f_favail = REMOTE_ROOM // 4096
+            return stats
+        stats.f_blocks = room.f_blocks * room.f_frsize // 4096
+        stats.f_bfree = room.f_bfree * room.f_frsize // 4096
+        stats.f_bavail = 0 if self.read_only else room.f_bavail * room.f_frsize // 4096
+        stats.f_files, stats.f_ffree, stats.f_favail = room.f_files, room.f_ffree, room.f_favail
         return stats
 
     # -- directories -----------------------------------------------------------------------

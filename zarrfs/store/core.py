@@ -297,6 +297,11 @@ class Store:
         if self.read_only:
             raise ReadOnlyError(f"store is read-only; cannot write {key!r}")
 
+    def statvfs(self) -> os.statvfs_result | None:
+        """What the filesystem holding a local store has room for (None: a remote store,
+        which has no such limit to report)."""
+        return os.statvfs(self.root) if self.is_local else None
+
     def remove_stale_temporaries(self) -> int:
         """Delete temporary files left by atomic puts of processes that have died."""
         if not self.is_local or self.read_only:

@@ -390,10 +390,6 @@ class Tree:
             stale, self._stale = self._stale, Stale()
         return stale
 
-    def total_bytes(self) -> int:
-        opened = self.open_array("").directory if self.root.role == ARRAY else None
-        return opened.data.size if opened else 0
-
     def close(self) -> None:
         for array in self.opened_arrays():
             array.close()
