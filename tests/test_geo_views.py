@@ -242,3 +242,38 @@ def test_arrays_without_placement_keep_their_headers(tmp_path: Path, mount_array
                 assert not (path / name).exists()
             else:
                 assert (path / name).read_bytes()[: len(header)] == header, (path, name)
+
+
+def _geozarr_array(path: Path, attributes: dict[str, Any], group_attributes: dict[str, Any]) -> np.ndarray:
+    group = zarr.open_group(str(path), mode="w", zarr_format=3, attributes=group_attributes)
+    values = np.arange(30 * 40, dtype="<f4").reshape(30, 40)
+    array = group.create_array("band", shape=values.shape, chunks=(16, 16), dtype="<f4",
+                               dimension_names=["y", "x"], attributes=attributes)
+    array[...] = values
+    return values
+
+
+@pytest.mark.parametrize("registration", ["pixel", "node"])
+def test_geozarr_spatial_and_proj_conventions(tmp_path: Path, mount_array: Any, registration: str) -> None:
+    transform = [10.0, 0.0, 500000.0, 0.0, -10.0, 5000000.0]
+    values = _geozarr_array(tmp_path / "g.zarr", {
+        "spatial:dimensions": ["y", "x"], "spatial:transform": transform,
+        "spatial:registration": registration}, {"proj:code": "EPSG:32633"})
+    mount = mount_array(tmp_path / "g.zarr")
+    info = gdalinfo(mount.path / "band" / "data.vrt")
+    shift = 5.0 if registration == "node" else 0.0  # (node: the transform gives cell centres)
+    assert info["geoTransform"] == [500000.0 - shift, 10.0, 0.0, 5000000.0 + shift, 0.0, -10.0]
+    assert '"EPSG",32633' in info["coordinateSystem"]["wkt"].replace(" ", "")
+    tiff, pixels = geotiff_of(mount.path / "band" / "data.vrt", tmp_path)
+    assert tiff["geoTransform"] == info["geoTransform"]
+    assert np.array_equal(pixels, values)
+
+
+def test_geozarr_transform_over_other_axes_is_not_used(tmp_path: Path, mount_array: Any) -> None:
+    # spatial:dimensions names the axes in another order than the array's last two (y, x).
+    _geozarr_array(tmp_path / "g.zarr", {
+        "spatial:dimensions": ["x", "y"], "spatial:transform": [10, 0, 0, 0, -10, 0],
+        "proj:wkt2": UTM33}, {})
+    mount = mount_array(tmp_path / "g.zarr")
+    info = gdalinfo(mount.path / "band" / "data.vrt")
+    assert "geoTransform" not in info

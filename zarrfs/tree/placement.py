@@ -19,6 +19,7 @@ from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
 from ..grid import Box
 from ..views.array_dir import ArrayDirectory
+from ..views.geozarr import geozarr_georeference
 from ..views.ome import ome_placement
 from ..views.placement import NOWHERE, Coordinate, Placement, cf_placement
 
@@ -54,6 +55,11 @@ def _placement(node: NodeMetadata, description: ArrayDescription,
     grid_mapping = _grid_mapping(siblings, attributes.get("grid_mapping"))
     found = cf_placement(attributes, description.data_type.storage, coordinates,
                          grid_mapping=grid_mapping, stored_fill=_stored_fill(node, description))
+    geo = geozarr_georeference(attributes, group.attributes if group is not None else {},
+                               description.dimension_names)
+    if geo is not None and description.rank in (2, 3):  # (stated: it wins over what is derived)
+        found = replace(found, geotransform=geo.geotransform or found.geotransform,
+                        crs=geo.crs or found.crs)
     ome = ome_placement(group.attributes, node.name, description.rank) if group is not None else None
     if ome is not None:
         found = replace(found, spacing=ome.spacing, origin=ome.origin, flipped=None)
