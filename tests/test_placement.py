@@ -108,7 +108,7 @@ def test_cf_times_in_their_calendars() -> None:
     assert iso_times([59], "days since 2000-01-01", "all_leap") == ["2000-02-29T00:00:00"]
     assert iso_times([59], "days since 2000-01-01", "360_day") == ["2000-02-30T00:00:00"]
     assert iso_times([-1], "hours since 2000-01-01T00:00:00Z", "gregorian") == ["1999-12-31T23:00:00"]
-    assert iso_times([1], "days since 2000-01-01", "julian") is None  # not counted here
+    assert iso_times([1], "days since 2000-01-01", "martian") is None  # not a calendar CF knows
     assert iso_times([1], "furlongs since 2000-01-01", None) is None
     assert iso_times([1], "days since 2000-01-01 +05:00", None) is None  # time zones are not guessed
 
@@ -182,3 +182,14 @@ def test_itk_origin_spacing_and_flips(tmp_path: Path, fortran: bool) -> None:
 @pytest.mark.parametrize("make", [mhd_header, nrrd_header, vrt_header])
 def test_no_placement_is_the_old_header(make: Any) -> None:
     assert make(F4, (3, 4), False) == make(F4, (3, 4), False, placement=NOWHERE)
+
+
+def test_julian_times_count_every_fourth_year_as_leap() -> None:
+    from zarrfs.views.cf_time import iso_times
+
+    # 1900 is a leap year in the Julian calendar, not in the Gregorian.
+    assert iso_times([0, 58, 59, 60, 366.5], "days since 1900-01-01", "julian") == [
+        "1900-01-01T00:00:00", "1900-02-28T00:00:00", "1900-02-29T00:00:00", "1900-03-01T00:00:00",
+        "1901-01-01T12:00:00"]
+    assert iso_times([59], "days since 1900-01-01", "standard") == ["1900-03-01T00:00:00"]
+    assert iso_times([1], "hours since 2000-12-31 23:00", "julian") == ["2001-01-01T00:00:00"]

@@ -1,7 +1,9 @@
 """CF time coordinates ("hours since 2000-01-01", with a `calendar`) as ISO 8601 text, for band
 names. Pure. The real-world calendars go through numpy's datetime64 (proleptic Gregorian);
-the fixed-length-year model calendars (noleap, all_leap, 360_day) are counted by hand, so no
-cftime is needed; any other calendar (julian, ...) is left undecoded (None)."""
+the fixed-length-year model calendars (noleap, all_leap, 360_day) and the Julian calendar are
+counted by hand, so no cftime is needed; any other calendar is left undecoded (None). (The CF
+"standard" calendar is Julian before 1582-10-15; dates that early are shown proleptic
+Gregorian.)"""
 
 from __future__ import annotations
 
@@ -55,6 +57,8 @@ def iso_times(values: Sequence[float], units: str, calendar: str | None) -> list
         return _gregorian(date, clock, seconds)
     if name in _FIXED_MONTHS:
         return _fixed_year(date, clock, seconds, _FIXED_MONTHS[name])
+    if name == "julian":
+        return _julian(date, clock, seconds)
     return None
 
 
@@ -84,3 +88,25 @@ def _fixed_text(total: int, months: tuple[int, ...], before: list[int]) -> str:
     day = day_of_year - before[month] + 1
     hour, rest = divmod(second, 3600)
     return f"{year:04d}-{month + 1:02d}-{day:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _julian(date: tuple[int, int, int], clock: float, seconds: list[float]) -> list[str] | None:
+    """Through the Julian Day Number: every fourth year a leap year, 1900 included."""
+    year, month, day = date
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    shift = (14 - month) // 12
+    y, m = year + 4800 - shift, month + 12 * shift - 3
+    origin = (day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083) * 86400 + clock
+    return [_julian_text(round(origin + s)) for s in seconds]
+
+
+def _julian_text(total: int) -> str:
+    number, second = divmod(total, 86400)
+    c = number + 32082
+    d = (4 * c + 3) // 1461
+    e = c - 1461 * d // 4
+    m = (5 * e + 2) // 153
+    day, month, year = e - (153 * m + 2) // 5 + 1, m + 3 - 12 * (m // 10), d - 4800 + m // 10
+    hour, rest = divmod(second, 3600)
+    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{rest // 60:02d}:{rest % 60:02d}"
