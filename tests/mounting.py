@@ -202,3 +202,20 @@ def without_views(names: list[str] | set[str]) -> list[str]:
     """A directory listing less the header views beside `data` (which depend on the data type
     and rank, and have tests of their own); any other `data.*` name is kept, so it fails."""
     return sorted(name for name in names if name not in VIEW_FILES)
+
+
+# -- waiting for an event --------------------------------------------------------------------
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "the condition",
+               poll: float = 0.005) -> Any:
+    """Poll `predicate` until it returns something true, and return that; AssertionError
+    naming `what` if it has not within `timeout` seconds. For waiting on an event a test cannot
+    be told of directly (a daemon's work, another thread reaching a point), instead of
+    sleeping for a guessed time."""
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout:g} s")
+        time.sleep(poll)
+    return result

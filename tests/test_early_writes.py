@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from mounting import wait_until
 
 from zarrfs.array import ZarrArray
 from zarrfs.array.chunk_io import ShardedChunkIO
@@ -45,10 +46,7 @@ def _array(path: Path, sharded: bool = False, cache_bytes: int | None = None) ->
 
 
 def _settled(array: ZarrArray) -> None:
-    deadline = time.monotonic() + 10
-    while array.early.jobs:
-        assert time.monotonic() < deadline, "early write-backs did not finish"
-        time.sleep(0.01)
+    wait_until(lambda: not array.early.jobs, what="early write-backs finishing")
 
 
 def _written(array: ZarrArray, box: Box, seed: int) -> None:
@@ -378,17 +376,20 @@ def test_shard_write_backs_share_half_the_cache_a_rebuild_counting_three_shards(
     monkeypatch.setattr(array.store, "put", held_put)
 
     def most_at_once(store: Any, expected: int) -> int:
-        """The most puts under way at once while `store` runs: each is held for 0.3 s, time
-        for more to start were they allowed to, and until `expected` have (at most 5 s)."""
+        """The most puts under way at once while `store` runs: each is held until `expected`
+        have started, and 0.3 s more, time for more to start were they allowed to."""
         most[0] = 0
         release.clear()
         with ThreadPoolExecutor(1) as pool:
             done = pool.submit(store)
-            time.sleep(0.3)
-            deadline = time.monotonic() + 5
-            while most[0] < expected and time.monotonic() < deadline:
-                time.sleep(0.01)
-            release.set()
+            try:
+                wait_until(lambda: most[0] >= expected or done.done(), timeout=5,
+                           what=f"{expected} puts under way at once")
+                # Not a synchronization: nothing tells of a put that is not started, so the
+                # puts beyond the limit are given this long to show up, were they allowed to.
+                time.sleep(0.3)
+            finally:
+                release.set()
             done.result(timeout=10)
         return most[0]
 
@@ -406,9 +407,7 @@ def test_shard_write_backs_share_half_the_cache_a_rebuild_counting_three_shards(
             array.write(halves[0], _values(halves[0], seed=4))
             with ThreadPoolExecutor(1) as pool:
                 rebuild = pool.submit(array.flush)
-                deadline = time.monotonic() + 5
-                while busy[0] < 1 and time.monotonic() < deadline:  # its put is under way
-                    time.sleep(0.01)
+                wait_until(lambda: busy[0] >= 1, timeout=5, what="the rebuild's put under way")
                 _written(array, row0, 5)
                 rebuild.result(timeout=10)
 

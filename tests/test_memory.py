@@ -9,9 +9,9 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable
 
 import pytest
+from mounting import wait_until
 
 from zarrfs import memory
 from zarrfs.array.cache import Counters
@@ -19,9 +19,12 @@ from zarrfs.memory import Trimmer
 
 
 class _Calls:
+    """A trim function and an activity counter for a Trimmer, counting how often it looks."""
+
     def __init__(self) -> None:
         self.activity = 0
         self.trims = 0
+        self.looks = 0
         self.lock = threading.Lock()
 
     def trim(self) -> int:
@@ -29,27 +32,28 @@ class _Calls:
             self.trims += 1
         return 1
 
+    def seen_activity(self) -> int:
+        with self.lock:
+            self.looks += 1
+        return self.activity
 
-def _wait_for(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return False
+    def looked(self, times: int) -> None:
+        """Wait until the trimmer has looked at the activity `times` more times."""
+        with self.lock:
+            target = self.looks + times
+        wait_until(lambda: self.looks >= target, what=f"the trimmer looking {times} times")
 
 
 def test_trims_follow_activity_and_stop_when_idle() -> None:
     calls = _Calls()
-    trimmer = Trimmer(calls.trim, lambda: calls.activity, interval=0.01)
+    trimmer = Trimmer(calls.trim, calls.seen_activity, interval=0.01)
     try:
-        time.sleep(0.2)
+        calls.looked(4)
         assert calls.trims == 0, "an idle mount was trimmed"
         calls.activity += 1
-        assert _wait_for(lambda: calls.trims >= 1), "activity was not followed by a trim"
-        time.sleep(0.2)
+        wait_until(lambda: calls.trims >= 1, what="a trim after activity")
         settled = calls.trims
-        time.sleep(0.2)
+        calls.looked(4)
         assert calls.trims == settled == 1, "trims went on once the mount was idle"
     finally:
         trimmer.stop()
@@ -65,7 +69,7 @@ def test_an_idle_trimmer_looks_less_often(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(memory, "IDLE_SECONDS", 0.08)
     trimmer = Trimmer(calls.trim, activity, interval=0.01)
-    time.sleep(0.6)
+    time.sleep(0.6)  # not a synchronization: the test counts the looks in this much time
     trimmer.stop()
     gaps = [b - a for a, b in itertools.pairwise(looks)]
     # Every 0.01 s that would be about 60 looks; backing off to 0.08 s, about 10.
@@ -73,9 +77,13 @@ def test_an_idle_trimmer_looks_less_often(monkeypatch: pytest.MonkeyPatch) -> No
     assert min(gaps[-2:]) >= 0.07, f"idle looks did not back off: {gaps}"
 
 
-def test_stop_returns_promptly_while_idle() -> None:
-    trimmer = Trimmer(lambda: 1, lambda: 0, interval=0.01)
-    time.sleep(0.3)  # backed off towards IDLE_SECONDS
+def test_stop_returns_promptly_while_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Backed off 7 times from 0.01 s, an idle trimmer waits 1.28 s before its next look:
+    # a stop that waited for that look would take longer than the bound below.
+    monkeypatch.setattr(memory, "IDLE_SECONDS", 2.0)
+    calls = _Calls()
+    trimmer = Trimmer(calls.trim, calls.seen_activity, interval=0.01)
+    calls.looked(7)
     started = time.monotonic()
     trimmer.stop()
     assert time.monotonic() - started < 1.0

@@ -5,7 +5,6 @@ their share of the cache back when closed, and stay within it however many reade
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from pathlib import Path
 from typing import Any
@@ -169,17 +168,20 @@ def test_npy_reader_reads_header_and_body_through_slabs(array: ZarrArray) -> Non
 def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     fetch = array.fetch
+    closed = threading.Event()
 
-    def slow_fetch(unit: Any) -> Any:
-        time.sleep(0.02)
-        return fetch(unit)
+    def fetch_held_after_slab_0(units: list[Any]) -> Any:
+        if units[0][0] > 0:  # a chunk row after the first (one row of chunks per slab)
+            closed.wait(10)
+        return fetch(units)
 
-    monkeypatch.setattr(array, "fetch", slow_fetch)
+    monkeypatch.setattr(array, "fetch", fetch_held_after_slab_0)
     reader = RegionFile(array, None).readahead()
-    reader.read(0, 4096)  # waits for slab 0; slabs 1 and 2 are in progress
+    reader.read(0, 4096)  # waits for slab 0; slabs 1 and 2 are in progress, held
     streams = list(reader._slabs.values())
     assert array.cache.reserved_bytes == 3 * SLAB
     reader.close()
+    closed.set()
     for stream in streams:
         stream.wait()
     per_slab = SHAPE[1] // CHUNKS[1]

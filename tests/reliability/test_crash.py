@@ -474,7 +474,7 @@ def test_sigkill_mid_storm_keeps_every_chunk_whole_and_every_fsynced_write(
         hang = None
         try:
             wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
-            time.sleep(rng.uniform(0.0, 0.5))
+            time.sleep(rng.uniform(0.0, 0.5))  # not a synchronization: a random crash point
             hang = stop_daemon(mount, connection, signal.SIGKILL)
         finally:
             stuck = finish_workers(workers, connection, mountpoint)
@@ -526,7 +526,7 @@ def test_sigterm_mid_storm_stores_every_write_that_returned(round_: int, tmp_pat
         hang = None
         try:
             wait_for_writes([log for _, log in workers], at_least=rng.randrange(1, 40))
-            time.sleep(rng.uniform(0.0, 0.5))
+            time.sleep(rng.uniform(0.0, 0.5))  # not a synchronization: a random crash point
             hang = stop_daemon(mount, connection, signal.SIGTERM)
         finally:
             stuck = finish_workers(workers, connection, mount.path)

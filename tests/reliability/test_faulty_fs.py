@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
+from mounting import wait_until
 
 from tests.reliability.faulty_fs import (
     CONFIG_ENV,
@@ -167,7 +168,7 @@ def test_hang_ends_early_when_its_rule_is_removed(store: tuple[FaultyFileSystem,
     reader = threading.Thread(target=lambda: result.append(s.get("a/key")))
     began = time.monotonic()
     reader.start()
-    time.sleep(0.2)
+    wait_until(lambda: fs.faults["stall"] == 1, what="the read hanging on the rule")
     fs.clear_rules()
     reader.join(timeout=5)
     assert not reader.is_alive()

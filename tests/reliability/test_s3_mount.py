@@ -131,7 +131,7 @@ def test_s3_mount_reads_writes_and_survives_an_outage(s3_server: S3Server, tmp_p
             # While both wait for the store, the daemon answers all it can without it.
             slow = []
             for round_ in range(3):
-                time.sleep(1.0)
+                time.sleep(1.0)  # not a synchronization: the rounds probe 3 s of the outage
                 checks: dict[str, Callable[[], Any]] = {
                     "statfs": lambda: os.statvfs(mount.path),
                     "lookup of a new name": lambda r=round_: os.stat(mount.chunk(f"c/3/{r}")),

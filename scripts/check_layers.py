@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Check the layering of the zarrfs package: no import cycles, each layer imports only what
+the rules below allow, no file over 400 lines (docs/development.md, "The layering check").
+
+Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
+and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
+pkg); importing a package imports its `__init__`.
+
+Violations print one a line. Those listed in the allowlist (scripts/layers-known.txt: lines
+exactly as printed here; # comments) are the ones the code had when the check came in: they
+are only counted, as a reminder. A cycle is known when all its modules are in one known
+cycle, so a cycle that shrinks or splits stays known. Exit status 1 if any violation is new.
+
+    python scripts/check_layers.py                  # the check CI runs
+    python scripts/check_layers.py --all            # every violation, known or not: the
+                                                    #   allowlist, once they are all wanted
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_LINES = 400
+
+# A layer (the first name under the package) -> the only other layers it may import; -> the
+# layers it must not import.
+ONLY: dict[str, set[str]] = {"fuse": {"tree", "views", "options", "errors"}}
+NEVER: dict[str, set[str]] = {
+    "views": {"fuse", "tree", "cli", "daemon"},
+    "array": {"views", "tree", "fuse", "cli"},
+    "codecs": {"array", "views", "tree", "fuse", "store", "cli"},
+    "store": {"array", "views", "tree", "fuse", "codecs", "formats", "cli"},
+    "formats": {"array", "views", "tree", "fuse", "store", "cli"},
+}
+
+
+def modules_of(root: Path) -> dict[str, Path]:
+    """Module name -> file, for every .py file of the package at `root`."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that module `name` (at `path`) imports, anywhere in it."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(_known_prefix(alias.name, modules) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            for alias in node.names:
+                named = f"{base}.{alias.name}"
+                found.add(named if named in modules else _known_prefix(base, modules))
+    found.discard("")
+    found.discard(name)
+    return found
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    base = ".".join(parts[: len(parts) - node.level + 1])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _known_prefix(dotted: str, modules: dict[str, Path]) -> str:
+    """The longest prefix of `dotted` that is one of the package's modules ("" if none)."""
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        if (candidate := ".".join(parts[:end])) in modules:
+            return candidate
+    return ""
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
+
+
+def layer_of(module: str) -> str:
+    """The layer (first name under the package) a module belongs to; "" for the package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def layer_violations(graph: dict[str, set[str]]) -> Iterator[str]:
+    for module in sorted(graph):
+        layer = layer_of(module)
+        for target in sorted(graph[module]):
+            other = layer_of(target)
+            if other == layer:
+                continue
+            if layer in ONLY and other not in ONLY[layer]:
+                allowed = ", ".join(sorted(ONLY[layer]))
+                yield f"layer: {module} imports {target} ({layer}/ may import only {allowed})"
+            elif other in NEVER.get(layer, set()):
+                yield f"layer: {module} imports {target} ({layer}/ must not import {other})"
+
+
+def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator[str]:
+    for path in sorted(modules.values()):
+        if len(path.read_text().splitlines()) > max_lines:
+            shown = path.relative_to(root.parent).as_posix()
+            yield f"long file: {shown} (over {max_lines} lines)"
+
+
+def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
+    modules = modules_of(root)
+    graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
+    found = [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
+    found += layer_violations(graph)
+    found += long_files(modules, root, max_lines)
+    return found
+
+
+def read_known(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def is_known(violation: str, known: Iterable[str]) -> bool:
+    if violation.startswith("cycle: "):
+        members = set(violation.removeprefix("cycle: ").split(" <-> "))
+        return any(line.startswith("cycle: ")
+                   and members <= set(line.removeprefix("cycle: ").split(" <-> "))
+                   for line in known)
+    return violation in known
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", type=Path, default=REPO / "zarrfs", help="the package directory")
+    parser.add_argument("--known", type=Path, default=REPO / "scripts" / "layers-known.txt",
+                        help="the allowlist of violations that exist already")
+    parser.add_argument("--max-lines", type=int, default=MAX_LINES)
+    parser.add_argument("--all", action="store_true", help="print every violation, known or not")
+    args = parser.parse_args(argv)
+
+    found = violations(args.root, args.max_lines)
+    if args.all:
+        print("\n".join(found))
+        return 1 if found else 0
+    known = read_known(args.known)
+    new = [v for v in found if not is_known(v, known)]
+    gone = [line for line in known if not any(is_known(v, [line]) for v in found)]
+    for violation in new:
+        print(violation)
+    if gone:
+        print(f"check_layers: {len(gone)} known violations are gone; remove them from "
+              f"{args.known}:", *(f"  {line}" for line in gone), sep="\n")
+    print(f"check_layers: {len(found) - len(new)} known violations remain ({args.known}), "
+          f"{len(new)} new")
+    return 1 if new else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

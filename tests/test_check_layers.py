@@ -1,0 +1,130 @@
+"""The layering check (scripts/check_layers.py), run as CI runs it on small package trees:
+import cycles, layer violations and long files fail it, allowlisted ones are only counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_layers.py"
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    """A package `zarrfs` under `root` with these files (path -> source); every directory
+    gets an __init__.py."""
+    package = root / "zarrfs"
+    for name, source in {"__init__.py": "", **files}.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in [path.parent, *path.parent.parents]:
+            if parent == root:
+                break
+            (parent / "__init__.py").touch()
+        path.write_text(source)
+    return package
+
+
+def _summary(root: Path, known: int, new: int) -> str:
+    return f"check_layers: {known} known violations remain ({root / 'known.txt'}), {new} new"
+
+
+def _check(package: Path, known: list[str] | None = None) -> tuple[int, list[str]]:
+    allowlist = package.parent / "known.txt"
+    allowlist.write_text("".join(f"{line}\n" for line in ["# a comment", *(known or [])]))
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(package),
+                           "--known", str(allowlist)], capture_output=True, text=True, timeout=60)
+    assert not done.stderr, done.stderr
+    return done.returncode, done.stdout.splitlines()
+
+
+CLEAN = {
+    "errors.py": "class ZarrfsError(Exception): ...\n",
+    "store/core.py": "from ..errors import ZarrfsError\n",
+    "codecs/base.py": "from zarrfs.formats import description\n",
+    "formats/description.py": "import json\n",
+    "array/core.py": "from ..codecs import base\nfrom ..store.core import ZarrfsError\n",
+    "views/files.py": "from zarrfs.array import core\n",
+    "fuse/operations.py": "from .. import errors, options\nfrom ..views.files import x\n",
+    "options.py": "",
+}
+
+
+def test_a_clean_tree_passes(tmp_path: Path) -> None:
+    status, out = _check(_package(tmp_path, CLEAN))
+    assert (status, out) == (0, [_summary(tmp_path, 0, 0)])
+
+
+def test_a_cycle_is_reported_once_with_all_its_modules(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "formats/v3.py": "from . import nodes\n",
+                                  "formats/nodes.py": "def f():\n    from .children import c\n",
+                                  "formats/children.py": ("from typing import TYPE_CHECKING\n"
+                                                          "if TYPE_CHECKING:\n"
+                                                          "    from zarrfs.formats.v3 import M\n")})
+    status, out = _check(package)
+    assert status == 1
+    assert out[0] == "cycle: zarrfs.formats.children <-> zarrfs.formats.nodes <-> zarrfs.formats.v3"
+    assert out[1:] == [_summary(tmp_path, 0, 1)]
+
+
+def test_importing_a_package_imports_its_init(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "store/__init__.py": "from .remote import Remote\n",
+                                  "store/remote.py": "import zarrfs.store\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[0] == "cycle: zarrfs.store <-> zarrfs.store.remote"
+
+
+def test_layer_violations_name_the_import_and_the_rule(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "fuse/operations.py": "from ..array.core import ZarrArray\n",
+                                  "store/local.py": "def f():\n    from zarrfs.codecs import base\n",
+                                  "views/files.py": "from ..tree import nodes\n",
+                                  "tree/nodes.py": ""})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "layer: zarrfs.fuse.operations imports zarrfs.array.core "
+        "(fuse/ may import only errors, options, tree, views)",
+        "layer: zarrfs.store.local imports zarrfs.codecs.base (store/ must not import codecs)",
+        "layer: zarrfs.views.files imports zarrfs.tree.nodes (views/ must not import tree)",
+    ]
+
+
+def test_a_file_over_400_lines_is_reported(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN, "tree/big.py": "x = 1\n" * 401,
+                                  "tree/fits.py": "x = 1\n" * 400})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == ["long file: zarrfs/tree/big.py (over 400 lines)"]
+
+
+def test_allowlisted_violations_are_only_counted(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "views/files.py": "from .readahead import R\n",
+                                  "views/readahead.py": "from .files import F\n",
+                                  "tree/big.py": "x = 1\n" * 401})
+    known = ["cycle: zarrfs.views.files <-> zarrfs.views.readahead",
+             "long file: zarrfs/tree/big.py (over 400 lines)"]
+    status, out = _check(package, known)
+    assert (status, out) == (0, [_summary(tmp_path, 2, 0)])
+
+
+def test_a_new_violation_fails_beside_known_ones_and_fixed_ones_are_pointed_out(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "cli.py": "from . import info\n",
+                                  "info.py": "from . import cli\n",
+                                  "codecs/base.py": "from ..store import core\n"})
+    known = ["cycle: zarrfs.cli <-> zarrfs.info <-> zarrfs.daemon",  # shrank: still known
+             "long file: zarrfs/tree/big.py (over 400 lines)"]  # fixed
+    status, out = _check(package, known)
+    assert status == 1
+    assert out == [
+        "layer: zarrfs.codecs.base imports zarrfs.store.core (codecs/ must not import store)",
+        f"check_layers: 1 known violations are gone; remove them from {tmp_path / 'known.txt'}:",
+        "  long file: zarrfs/tree/big.py (over 400 lines)",
+        _summary(tmp_path, 1, 1),
+    ]
+
