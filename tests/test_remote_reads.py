@@ -104,3 +104,34 @@ def test_a_mount_on_s3_reads_what_zarr_python_wrote(s3_server: S3Server, tmp_pat
                  [f"endpoint_url={s3_server.endpoint_url}"]) as mount:
         read = np.frombuffer(mount.data.read_bytes(), "<u2").reshape(values.shape)
     assert np.array_equal(read, values)
+
+
+def test_many_objects_and_ranges_are_read_in_one_batch(s3_server: S3Server,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    store, others = spied_store(s3_server, monkeypatch)
+    store.put("other", b"second object")
+    generations = [store.generation("k"), store.generation("other")]
+    others.clear()
+    found = store.read_many(["k", "absent", "other"])
+    assert found == [(CONTENT, generations[0]), None, (b"second object", generations[1])]
+    ranges = [ByteRange(0, 10), ByteRange(5000, 20), ByteRange(len(CONTENT) - 5, 100)]
+    assert store.read_ranges("k", ranges) == [
+        (CONTENT[:10], generations[0]), (CONTENT[5000:5020], generations[0]), (CONTENT[-5:], generations[0])]
+    assert store.read_ranges("absent", ranges) is None
+    assert others == []  # (all through obstore)
+    past_end = store.read_ranges("k", [ByteRange(0, 3), ByteRange(len(CONTENT) + 10, 5)])
+    assert past_end == [(CONTENT[:3], generations[0]), (b"", generations[0])]
+
+
+def test_a_batch_that_gets_no_answer_costs_the_deadline(s3_server: S3Server,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    with proxied(s3_server.port) as proxy:
+        store, _ = spied_store(s3_server, monkeypatch, endpoint=proxy.url, deadline=2.0)
+        assert store.read_many(["k", "k"]) is not None
+        proxy.swallow()
+        for read in (lambda: store.read_many(["k", "k", "k"]),
+                     lambda: store.read_ranges("k", [ByteRange(0, 5), ByteRange(100, 5)])):
+            started = time.monotonic()
+            with pytest.raises(StoreError):
+                read()
+            assert time.monotonic() - started < 2.0 + 2.0

@@ -190,3 +190,19 @@ def test_reads_equal_a_plain_read_of_the_local_copy(server: S3Server, tmp_path: 
         finally:
             array.close()
 
+
+
+def test_shards_below_are_fetched_early_and_once(server: S3Server, proxy: TcpProxy,
+                                                 mount_array: MountFactory) -> None:
+    """A sequential reader's next row of shards is fetched while it reads the row before
+    (ShardReader.read_early): each shard is still fetched once, read whole."""
+    shape, shards = (2048, 1024), (256, 512)  # 8 rows of 2 shards, 256 KiB each
+    values = np.random.default_rng(3).integers(0, 60000, shape, dtype="<u2")
+    write_sharded(server, "rows", values, shards)
+    mount = mount_array(f"s3://{server.bucket}/rows", [f"endpoint_url={proxy.url}"])
+    before = proxy.requests
+    data = np.frombuffer(mount.data.read_bytes(), "<u2").reshape(shape)
+    sent = proxy.requests - before
+    assert np.array_equal(data, values)
+    count = (shape[0] // shards[0]) * (shape[1] // shards[1])
+    assert count <= sent <= count + 1, sent  # (one request besides the shards, as before)

@@ -131,7 +131,7 @@ def _add_creation_options(create: argparse.ArgumentParser) -> None:
                         help="store options, as for mount (endpoint_url=, anon, profile=)")
     create.add_argument("--shape", required=True, type=_int_list)
     create.add_argument("--dtype", required=True, choices=sorted(DATA_TYPES), metavar="DTYPE")
-    create.add_argument("--chunks", required=True, type=_int_list, help="chunk (inner chunk) shape")
+    create.add_argument("--chunks", type=_int_list, help="chunk (inner chunk) shape (default: about 1 MiB)")
     create.add_argument("--shards", type=_int_list, help="shard shape: chunks are then inner chunks")
     create.add_argument("--codec", default="zstd:3", help="zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
     create.add_argument("--fill-value", default="0")
@@ -297,10 +297,15 @@ def _run_create(args: argparse.Namespace) -> int:
 
 
 def creation_metadata(args: argparse.Namespace) -> ArrayDescription:
+    from .formats.creation import auto_chunks
     from .formats.v3 import metadata_from_json
 
     data_type = DATA_TYPES[args.dtype]
     rank = len(args.shape)
+    if args.chunks is None:  # (import always gives them)
+        if args.shards:
+            raise ZarrfsError("--shards needs --chunks")
+        args.chunks = auto_chunks(args.shape, data_type.itemsize)
     for name, shape in (("--chunks", args.chunks), ("--shards", args.shards)):
         if shape is not None and len(shape) != rank:
             raise ZarrfsError(f"{name} needs {rank} numbers, like --shape")

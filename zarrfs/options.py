@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ZarrfsError
+from .formats.creation import check_codec
 from .store.settings import SourceSettings
 
 
@@ -58,6 +59,10 @@ class MountOptions:
     ref: str | None = None
     fo: str | None = None
     references_allow: tuple[str, ...] = ()
+    # Arrays made by writing NAME.npy into a group: their codec (`zstd`, `zstd:LEVEL`, `gzip`,
+    # `blosc`, `none`) and chunk shape (None: about 1 MiB, `formats.creation.auto_chunks`).
+    new_codec: str = "zstd"
+    new_chunks: tuple[int, ...] | None = None
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -132,6 +137,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "recheck": ("recheck", _parse_recheck), "timeout": ("timeout", _parse_seconds),
         "ref": ("ref", _parse_name), "fo": ("fo", _parse_name),
         "references_allow": ("references_allow", _parse_prefixes),
+        "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -190,6 +196,14 @@ def _parse_prefixes(text: str) -> tuple[str, ...]:
     if not all(parts):
         raise ValueError(text)
     return tuple(parts)
+
+
+def _parse_chunks(text: str) -> tuple[int, ...]:
+    """`256:256` (colon-separated: -o itself splits on commas)."""
+    chunks = tuple(int(part) for part in text.split(":"))
+    if min(chunks) < 1:
+        raise ValueError(text)
+    return chunks
 
 
 def _parse_views(text: str) -> frozenset[str]:

@@ -8,6 +8,7 @@ retries when another writer got there first."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
@@ -19,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
-from ..errors import ChunkError
+from ..errors import ChunkError, StoreError
 from ..grid import Index
-from ..store import ByteRange, Expect, Store
+from ..store import ByteRange, Expect, Store, Versioned
 from .cache import ChunkCache, Counters
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
@@ -72,6 +73,7 @@ class PlainChunkIO:
         self._lock = threading.Lock()
         self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
+        self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -81,7 +83,11 @@ class PlainChunkIO:
         return [chunk]
 
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
-        found = self.store.read(key)
+        with self._lock:
+            parked = key in self._parked
+            found = self._parked.pop(key, None)
+        if not parked:
+            found = self.store.read(key)
         if found is None:
             return Fetched(None, None)
         self.count_fetch(len(found.data))
@@ -97,6 +103,27 @@ class PlainChunkIO:
     def read_ahead(self, key: str, chunk: Index) -> None:
         """A sequential reader is heading into this stored object (plain chunks: read as
         needed, each with one request)."""
+
+    def read_early(self, key: str, chunk: Index) -> None:
+        """A sequential reader will reach this stored object after the ones it reads now
+        (plain chunks: read as needed)."""
+
+    def read_together(self, keys: Sequence[str]) -> None:
+        """A stream's job is about to read these chunks one after another: on S3, fetch them
+        first all at once (one wait on the event loop for the lot, not one each; a fault is
+        left to `fetch`, which reports it), held until `fetch` takes them or `let_go`."""
+        if not self.store.is_s3 or len(keys) <= 1:
+            return
+        with contextlib.suppress(StoreError):
+            found = self.store.read_many(keys)
+            with self._lock:
+                self._parked.update(zip(keys, found, strict=True))
+
+    def let_go(self, keys: Sequence[str]) -> None:
+        """Forget what `read_together` fetched of `keys` and `fetch` did not take."""
+        with self._lock:
+            for key in keys:
+                self._parked.pop(key, None)
 
     def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
@@ -186,6 +213,9 @@ class ShardedChunkIO(PlainChunkIO):
 
     def read_ahead(self, key: str, chunk: Index) -> None:
         self.reader.read_ahead(key, chunk)
+
+    def read_early(self, key: str, chunk: Index) -> None:
+        self.reader.read_early(key, chunk, self.encoders.submit)
 
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         assert inner is not None

@@ -6,8 +6,12 @@ costs a round trip whatever its size, stretches whose gaps are small are merged
 
 On a remote store a shard a sequential reader is heading into, most of which one read needs,
 or that is small, is fetched whole with one GET: the index comes from the same bytes (no request of its
-own), and the encoded shard is held until its inner chunks were taken (at most a quarter of
-the cache, counted in it), so the rows of inner chunks a reader reaches next cost nothing."""
+own), and the encoded shard is held until its inner chunks were taken (at most half of the
+cache, counted in it), so the rows of inner chunks a reader reaches next cost nothing. The
+shards such a reader reaches after the ones it reads now are fetched early, in the background,
+while the held ones leave room for them: their transfer overlaps the decoding of the current
+row of shards instead of following it (as a reader that asks for every shard at once has them
+all in flight)."""
 
 from __future__ import annotations
 
@@ -29,6 +33,9 @@ RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next t
 WHOLE_SHARD_BYTES = 64 << 20  # shards (decoded) up to this may be fetched whole, remotely
 WHOLE_FRACTION = 0.5  # of a shard's inner chunks one read needs: then it is fetched whole
 SMALL_SHARD_BYTES = 4 << 20  # shards (decoded) up to this are fetched whole at first touch
+# Of the cache, what held shards may take: room for two rows of shards, the one being read and
+# the one fetched early (a quarter of cache=256M held one row of 8 MiB shards and a little).
+HELD_FRACTION = 0.5
 CachedIndex = tuple[ShardIndex | None, str | None]
 
 
@@ -58,6 +65,8 @@ class ShardReader:
         self._held: OrderedDict[Index, HeldShard] = OrderedDict()
         self._held_lock = threading.Lock()
         self._held_bytes = 0
+        self._early: dict[Index, int] = {}  # shards being fetched early -> the bytes expected
+        self._last_whole = sharding.chunk.nbytes  # the size of the last shard fetched whole
 
     # -- the index ---------------------------------------------------------------------------
 
@@ -133,6 +142,7 @@ class ShardReader:
         span = self.sharding.index_span(len(shard))
         index = self.sharding.decode_index(shard[span.offset : span.end], len(shard))
         self.count_fetch(len(shard))
+        self._last_whole = len(shard)
         stored = {inner for inner in self.sharding.inner_positions() if index.span(inner) is not None}
         if stored and len(shard) <= self._held_budget():
             self._hold(chunk, HeldShard(shard, found.generation, stored))
@@ -147,11 +157,33 @@ class ShardReader:
         with self.lock(chunk), contextlib.suppress(CodecError):
             self.fetch_whole(key, chunk)
 
+    def read_early(self, key: str, chunk: Index, submit: Callable[..., object]) -> None:
+        """A sequential reader will reach this shard after the ones it reads now: on a remote
+        store, have it fetched whole (`submit` runs the fetch in the background), when the
+        held shards, and those being fetched early, leave room for it without letting go
+        of one not yet read."""
+        if not self.remote or not self._small_enough() or self.cached_index(chunk) is not None:
+            return
+        with self._held_lock:
+            expected = self._last_whole
+            after = self._held_bytes + sum(self._early.values()) + expected
+            if chunk in self._early or after > self._held_budget():
+                return
+            self._early[chunk] = expected
+        submit(self._fetch_early, key, chunk)
+
+    def _fetch_early(self, key: str, chunk: Index) -> None:
+        try:
+            self.read_ahead(key, chunk)
+        finally:
+            with self._held_lock:
+                del self._early[chunk]
+
     def _small_enough(self) -> bool:
         return self.sharding.chunk.nbytes <= min(WHOLE_SHARD_BYTES, self._held_budget())
 
     def _held_budget(self) -> int:
-        return self.cache.capacity // 4
+        return int(self.cache.capacity * HELD_FRACTION)
 
     def _hold(self, chunk: Index, held: HeldShard) -> None:
         with self._held_lock:

@@ -37,6 +37,12 @@ JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
 # 489-594. Small chunks count as cheap until measured: most codecs decode them so.
 SMALL_CHUNK_BYTES = 32 << 10
 SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
+# On S3, the chunks of a job are fetched together: a GET waited for on the event loop costs
+# a loader ~0.3 ms of Python besides the request (fsspec's sync, the thread hops); four at a
+# time, ~0.1 ms each. Measured, 512 GETs of 512 KiB chunks from 32 threads: 0.52 s of CPU
+# one at a time, 0.39 s four at a time. At most S3_JOB_CHUNKS in flight a job.
+S3_JOB_BYTES = 2 << 20
+S3_JOB_CHUNKS = 16
 
 
 class Stream:
@@ -118,7 +124,10 @@ class Stream:
     def _fill(self, pieces: list[Piece]) -> None:
         out = self.out
         assert out is not None  # (given up only when every job has ended)
+        together = _fetched_together(self._array, pieces)
         try:
+            if together:
+                self._array.io.read_together(together)
             for run in _by_stored_object(self._array, pieces):
                 if self._closed or self.error is not None:
                     break
@@ -127,6 +136,8 @@ class Stream:
                     out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
             self.error = e
+        finally:
+            self._array.io.let_go(together)
         del out
         with self._lock:
             self._left -= 1
@@ -152,10 +163,23 @@ def _jobs(array: ZarrArray, box: Box) -> list[list[Piece]]:
     chunk_bytes = max(1, array.read_chunk.nbytes)
     if array.sharding is None:
         per_job = max(1, JOB_BYTES // chunk_bytes)
+        if array.store.is_s3:
+            per_job = min(S3_JOB_CHUNKS, max(1, S3_JOB_BYTES // chunk_bytes))
         return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
     per_job = max(1, SHARD_JOB_BYTES // chunk_bytes)
     return [run[i : i + per_job] for run in _by_stored_object(array, pieces)
             for i in range(0, len(run), per_job)]
+
+
+def _fetched_together(array: ZarrArray, pieces: list[Piece]) -> list[str]:
+    """The keys of a job's plain chunks the cache does not hold, which S3 fetches all at once
+    (see S3_JOB_BYTES)."""
+    if array.sharding is not None or not array.store.is_s3 or len(pieces) <= 1:
+        return []
+    with array.cache.lock:
+        entries = [array.cache.entries.get((array.owner, piece.cell)) for piece in pieces]
+    return [array.chunk_key(piece.cell) for piece, entry in zip(pieces, entries, strict=True)
+            if entry is None or not entry.complete]
 
 
 def _by_stored_object(array: ZarrArray, pieces: list[Piece]) -> list[list[Piece]]:
@@ -194,6 +218,10 @@ def chunks_for_stream(array: ZarrArray, units: list[Index]) -> Iterator[tuple[In
         array.shared.counters.add(cache_misses=len(missing))
         chunk = array.io.location(missing[0])[0]
         array.io.read_ahead(array.chunk_key(chunk), chunk)  # (remote shards: fetched whole)
+        if array.sharding is not None and chunk and chunk[0] + 1 < array.grid_shape[0]:
+            # (a stream goes down the first axis: the shard below is next)
+            below = (chunk[0] + 1, *chunk[1:])
+            array.io.read_early(array.chunk_key(below), below)
         for unit, fetched in zip(missing, array.fetch(missing), strict=True):
             if unit in partly_written:
                 yield unit, _merge(array, unit, fetched)

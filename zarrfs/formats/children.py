@@ -91,6 +91,19 @@ class GroupChildren:
         with self._lock:
             self._known.pop(name, None)
 
+    def known(self) -> dict[str, NodeMetadata]:
+        """The children known now, learning nothing."""
+        with self._lock:
+            return dict(self._known)
+
+    @property
+    def from_consolidated(self) -> bool:
+        return self.node.consolidated is not None
+
+    def discovered(self, name: str) -> NodeMetadata | None:
+        """What is stored at child `name` now, asked of the store (no lock held)."""
+        return self._discovered(name, child_formats(self.node))
+
     def forget(self) -> None:
         """Learn the children again at the next `all` or `find` (another writer changed them)."""
         with self._lock:

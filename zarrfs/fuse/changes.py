@@ -1,6 +1,9 @@
 """The requests that change the tree: `mkdir` (a group), `rm -r` and `rmdir` (delete a group
 or array), `mv` (move one), `setfattr -n user.zarr.attributes` (replace its attributes). They
-are translated here; the tree's `edits` make the change.
+are translated here; the tree's `edits` make the change. `create` of `NAME.npy` in a group
+makes the array NAME from the .npy stream written (`tree.uploads`). With `recheck=open`,
+`opendir` of a group and a lookup that misses ask the store what other writers added to or
+deleted from it (`tree.group_recheck`, at most once a second per group, bounded).
 
 `rm -r DIR` unlinks every file below DIR, removes its subdirectories, then DIR. The files of
 an array or group (metadata, `data`, headers, chunk files) cannot be deleted one by one, so an
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import json
+import stat
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -81,6 +85,13 @@ class ChangeOperations:
     def _lookup(self, parent: Ref, name: str) -> pyfuse3.EntryAttributes:
         raise NotImplementedError
 
+    def _attributes(self, node: Ref, inode: int | None = None) -> pyfuse3.EntryAttributes:
+        raise NotImplementedError
+
+    def _open_new(self, node: Ref, inode: int) -> pyfuse3.FileInfo:
+        """A handle on a file just made, open for writing."""
+        raise NotImplementedError
+
     # -- open directories (what `rm -r` holds) ---------------------------------------------
 
     @boundary
@@ -89,7 +100,33 @@ class ChangeOperations:
         if not node.is_dir:
             raise pyfuse3.FUSEError(errno.ENOTDIR)
         self.removals.opened(inode, node.path)
+        await self.recheck_group(node)  # (`ls`: other writers' new and deleted nodes)
         return inode
+
+    async def look_up(self, parent: Ref, name: str) -> pyfuse3.EntryAttributes:
+        try:
+            return await self.workers.run(self._lookup, parent, name)
+        except pyfuse3.FUSEError as e:  # another writer may have made it since: ask (bounded)
+            if e.errno != errno.ENOENT or name.startswith(".") or not await self.recheck_group(parent):
+                raise
+        return await self.workers.run(self._lookup, parent, name)
+
+    async def upload_closed(self, upload: Ref, *, released: bool = True) -> None:
+        """A `NAME.npy` written was closed: after its last opener, only the array NAME remains
+        (`released` False: a flush, which close(2) waits for, unlike the release)."""
+        self.tree.upload_closed(upload, released=released)
+        await self.fresh.invalidate_stale()
+
+    async def recheck_group(self, group: Ref) -> bool:
+        """`recheck=open`: what another writer added to or deleted from a group, at most once
+        a second per group, within the recheck bound (`tree.group_recheck`); whether it changed."""
+        if self.options.recheck is None or group.role != GROUP or not self.tree.groups.due(group.path):
+            return False
+        changed = await self.fresh.ask_store(group, lambda: self.tree.groups.recheck(group.path))
+        if changed:
+            await self.fresh.invalidate_stale()
+            self.fresh.touch()
+        return changed
 
     @boundary
     async def releasedir(self, fh: int) -> None:
@@ -103,6 +140,31 @@ class ChangeOperations:
         text = name.decode("utf-8", "replace")
         await self._edit(self.tree.edits.create_group, parent.path, text)
         return await self.workers.run(self._lookup, parent, text)
+
+    @boundary
+    async def create(self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any
+                     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
+        """`NAME.npy` in a group: the array NAME, made from the .npy stream written (`tree.uploads`)."""
+        ref = await self._new_npy(parent_inode, name, mode, openers=1)
+        attributes = await self.workers.run(self._remembered, ref)
+        return self._open_new(ref, attributes.st_ino), attributes
+
+    @boundary
+    async def mknod(self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: Any
+                    ) -> pyfuse3.EntryAttributes:
+        ref = await self._new_npy(parent_inode, name, mode, openers=0)
+        return await self.workers.run(self._remembered, ref)
+
+    async def _new_npy(self, parent_inode: int, name: bytes, mode: int, openers: int) -> Ref:
+        parent = self._writable_group(parent_inode)
+        if not stat.S_ISREG(mode):
+            raise pyfuse3.FUSEError(errno.EPERM)
+        return await self._edit(self.tree.begin_upload, parent.path, name.decode("utf-8", "replace"), openers)
+
+    def _remembered(self, ref: Ref) -> pyfuse3.EntryAttributes:
+        attributes = self._attributes(ref)
+        self.tree.inodes.remember(ref)
+        return attributes
 
     @boundary
     async def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:

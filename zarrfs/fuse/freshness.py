@@ -145,6 +145,22 @@ class Freshness:
             self._behind.update(self.tree.sharing_bytes(node))  # seen through one file, stale in all
         return changed
 
+    async def ask_store(self, node: Ref, question: Callable[[], bool]) -> bool:
+        """`question()` in a worker as a recheck is asked (another writer's nodes in a
+        group): within the recheck bound, not while the store is down; False without an answer."""
+        if time.monotonic() < self._store_down_until:
+            return False
+        answer: bool | None = None
+        try:
+            with trio.move_on_after(self._recheck_bound if self._recheck_bound is not None else math.inf):
+                answer = await self._in_thread(question)
+        except (OSError, ZarrfsError) as e:
+            self._outage(node, str(e))
+            return False
+        if answer is None:
+            self._outage(node, f"no answer within {self._recheck_bound:g} s")
+        return bool(answer)
+
     def _outage(self, node: Ref, problem: str) -> None:
         """The store cannot be asked: serve what is cached, and do not make every open wait
         for the store to fail again for a while."""

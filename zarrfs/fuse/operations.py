@@ -23,7 +23,8 @@ import trio
 
 from ..errors import ResizeError
 from ..options import MountOptions
-from ..tree import Ref, Tree
+from ..tree import UPLOAD, Ref, Tree
+from ..tree.edits import EditRefused
 from ..views import FileView
 from ..views.files import FixedBytesError
 from ..views.readahead import Readahead
@@ -67,6 +68,7 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         store, shown as REMOTE_ROOM free, as s3fs-fuse and gcsfuse do)."""
         super().__init__()
         self.tree = tree
+        tree.new_arrays.codec, tree.new_arrays.chunks = options.new_codec, options.new_chunks
         self._room = room
         self.counters = tree.shared.counters
         self.options = options
@@ -157,9 +159,8 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
 
     @boundary
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
-        parent = self._node(parent_inode)
         # Looking into a group may list the store, and opening an array reads its metadata.
-        return await self.workers.run(self._lookup, parent, name.decode("utf-8", "replace"))
+        return await self.look_up(self._node(parent_inode), name.decode("utf-8", "replace"))
 
     @boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
@@ -184,7 +185,7 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
         if (fields.update_size or changes_owner) and self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
-        if changes_owner:
+        if changes_owner and node.role != UPLOAD:  # (cp -p of NAME.npy: accepted, ignored)
             raise pyfuse3.FUSEError(errno.EPERM)
         if fields.update_size:
             view = await self.workers.run(self.tree.file, node)
@@ -285,6 +286,8 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         if node.is_dir:
             raise pyfuse3.FUSEError(errno.EISDIR)
         view = await self.workers.run(self.tree.file, node)
+        if node.role == UPLOAD:
+            self.tree.uploads.opened(node.path, node.parts[0])
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable and self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
@@ -304,6 +307,12 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
                                     readahead=view.readahead())
         keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
+
+    def _open_new(self, node: Ref, inode: int) -> pyfuse3.FileInfo:
+        fh, self._next_fh = self._next_fh, self._next_fh + 1
+        view = self.tree.file(node)
+        self._handles[fh] = _Handle(node, inode, view, True, page_cached=False, readahead=None)
+        return pyfuse3.FileInfo(fh=fh, direct_io=True)
 
     def _handle(self, fh: int) -> _Handle:
         handle = self._handles.get(fh)
@@ -336,6 +345,8 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         try:  # (in flight until the other views are told: see Freshness.after_write)
             try:
                 written = await self.workers.run(handle.view.write, offset, buf)
+            except EditRefused as e:  # (a .npy stream whose header makes no array)
+                raise pyfuse3.FUSEError(e.errno) from None
             finally:
                 if handle.view.size != size:  # grown by a write past the end
                     await self.fresh.invalidate_stale()
@@ -350,6 +361,8 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         handle = self._handle(fh)
         if handle.wrote:
             await self.workers.flush(handle.view.flush)
+        if handle.node.role == UPLOAD:
+            await self.upload_closed(handle.node, released=False)
 
     @boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -360,17 +373,22 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         handle = self._handles.pop(fh, None)
         if handle is not None and handle.readahead is not None:
             handle.readahead.close()
-        if handle is not None and handle.wrote:
-            # Pages written through a shared mapping can arrive after the last close.
-            await self.workers.flush(handle.view.flush)
+        try:
+            if handle is not None and handle.wrote:
+                # Pages written through a shared mapping can arrive after the last close.
+                await self.workers.flush(handle.view.flush)
+        finally:
+            if handle is not None and handle.node.role == UPLOAD:
+                await self.upload_closed(handle.node)
 
     # -- everything that would change the tree ---------------------------------------------
 
     async def _refuse(self, *args: Any) -> Any:
         raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
 
-    # Groups and arrays are made, deleted and moved as directories (`changes`), never as these.
-    mknod = create = symlink = link = _refuse  # type: ignore[assignment]
+    # Groups and arrays are made, deleted and moved as directories (`changes`), arrays also by
+    # writing NAME.npy (`create`), never as these.
+    symlink = link = _refuse  # type: ignore[assignment]
 
     @boundary
     async def access(self, inode: int, mode: int, ctx: Any) -> bool:

@@ -159,13 +159,26 @@ class Store:
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
         is not stored). Each range is one request under the store's deadline; on a remote
-        store they are all in flight at once (each waits a round trip, not for the others)."""
+        store they are all in flight at once (each waits a round trip, not for the others):
+        on S3 as one batch of requests on fsspec's loop, elsewhere a thread each."""
+        if self.is_s3 and len(ranges) > 1:
+            path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
+            return self._call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs))
         if self.is_local or len(ranges) <= 1:
             found = [self.read(key, byte_range) for byte_range in ranges]
         else:
             with ThreadPoolExecutor(len(ranges), thread_name_prefix="ranges") as requests:
                 found = list(requests.map(functools.partial(self.read, key), ranges))
         return None if any(piece is None for piece in found) else [p for p in found if p is not None]
+
+    def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+        """Whole objects as `read` (None: not stored); on S3 all in flight at once, one batch
+        under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
+        if not self.is_s3 or len(keys) <= 1:
+            return [self.read(key) for key in keys]
+        paths = [self.path(key) for key in keys]
+        found = self._call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False)
+        return found or []  # (missing objects are None in the list)
 
     def generation(self, key: str) -> str | None:
         """Which version of `key` is stored now (None: none)."""

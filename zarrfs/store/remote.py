@@ -5,8 +5,9 @@ compare-and-swap. Other filesystems have neither: their generation comes from `i
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fsspec
@@ -35,33 +36,74 @@ def info_generation(info: Mapping[str, Any]) -> str:
 def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
             length: int | None = None) -> Versioned:
     """One GET: the bytes and the ETag of the version they came from, within `seconds`."""
+    return s3_read_ranges(fs, seconds, path, [(start, length)])[0]
+
+
+def s3_read_ranges(fs: Any, seconds: float | None, path: str,
+                   ranges: Sequence[tuple[int | None, int | None]]) -> list[Versioned]:
+    """A GET for each (start, length) of one object (None, None: all of it), all in flight
+    at once on fsspec's loop (the caller waits once, not a thread a range), within
+    `seconds` together: the bytes and the ETag of the version each came from."""
     bucket, key, _ = fs.split_path(path)
+
+    async def get_all() -> list[tuple[bytes, str] | BaseException | None]:
+        gets = [_get(fs, bucket, key, start, length) for start, length in ranges]
+        return list(await asyncio.gather(*gets, return_exceptions=True))
+
+    found = on_loop(fs, seconds, get_all)
+    read = []
+    for (_, length), answer in zip(ranges, found, strict=True):
+        if isinstance(answer, BaseException):
+            past_end = isinstance(answer, presigned.RangePastEnd) or _error_code(answer) == "InvalidRange"
+            if not isinstance(answer, OSError) or not past_end:
+                raise answer
+            answer = None  # nothing there
+        if answer is None or (length is not None and length <= 0):
+            read.append(Versioned(b"", s3_generation(fs, seconds, path)))
+        else:
+            read.append(Versioned(*answer))
+    return read
+
+
+def s3_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> list[Versioned | None]:
+    """Whole objects (None: not stored), all in flight at once on fsspec's loop (the caller
+    waits once, not once a GET), within `seconds` together."""
+
+    async def get_all() -> list[tuple[bytes, str] | BaseException | None]:
+        located = [fs.split_path(path) for path in paths]
+        gets = [_get(fs, bucket, key, None, None) for bucket, key, _ in located]
+        return list(await asyncio.gather(*gets, return_exceptions=True))
+
+    read: list[Versioned | None] = []
+    for answer in on_loop(fs, seconds, get_all):
+        if isinstance(answer, FileNotFoundError) or answer is None:  # (None: only empty ranges)
+            read.append(None)
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            read.append(Versioned(*answer))
+    return read
+
+
+async def _get(fs: Any, bucket: str, key: str, start: int | None,
+               length: int | None) -> tuple[bytes, str] | None:
+    """The bytes and ETag of one GET (None: an empty range)."""
     extra: dict[str, str] = {}
     if start is not None and length is not None:
         if length <= 0:
-            return Versioned(b"", s3_generation(fs, seconds, path))
+            return None
         extra["Range"] = f"bytes={start}-{start + length - 1}"
-
-    async def get() -> tuple[bytes, str]:
-        if objstore.usable(fs):
-            fast = await objstore.get(fs, bucket, key, start, length)
-            if fast is not None:
-                return fast
-        if presigned.usable(fs):
-            found = await presigned.get(fs, bucket, key, extra)
-            if found is not None:
-                return found
-        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra, **fs.req_kw)
-        async with response["Body"] as body:
-            return await body.read(), str(response["ETag"])
-
-    try:
-        data, etag = on_loop(fs, seconds, get)
-    except OSError as e:
-        if isinstance(e, presigned.RangePastEnd) or _error_code(e) == "InvalidRange":  # nothing there
-            return Versioned(b"", s3_generation(fs, seconds, path))
-        raise
-    return Versioned(data, etag)
+    if objstore.usable(fs):
+        fast = await objstore.get(fs, bucket, key, start, length)
+        if fast is not None:
+            return fast
+    if presigned.usable(fs):
+        found = await presigned.get(fs, bucket, key, extra)
+        if found is not None:
+            return found
+    response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra, **fs.req_kw)
+    async with response["Body"] as body:
+        return await body.read(), str(response["ETag"])
 
 
 def s3_generation(fs: Any, seconds: float | None, path: str) -> str | None:

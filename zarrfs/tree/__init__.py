@@ -1,8 +1,20 @@
 """The node tree a mount serves: names and inodes (`inodes`), groups, arrays and files (`tree`)."""
 
 from .edits import Stale
-from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, ROOT_INODE, Ref
+from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, ROOT_INODE, UPLOAD, Ref
 from .tree import Tree
 
-__all__ = ["ARRAY", "CHUNK", "CHUNKS", "DATA", "GROUP", "HEADER", "METADATA", "ROOT_INODE", "Ref",
-           "Stale", "Tree"]
+__all__ = [
+           "ARRAY",
+           "CHUNK",
+           "CHUNKS",
+           "DATA",
+           "GROUP",
+           "HEADER",
+           "METADATA",
+           "ROOT_INODE",
+           "UPLOAD",
+           "Ref",
+           "Stale",
+           "Tree",
+]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ConflictError, ZarrfsError
+from ..errors import ConflictError, MetadataError, ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.documents import (
     CONSOLIDATED_FILES,
@@ -95,10 +95,19 @@ class Edits:
     # -- new groups --------------------------------------------------------------------------
 
     def create_group(self, parent_path: str, name: str) -> NodeMetadata:
+        return self.create_node(parent_path, name, new_group)
+
+    def create_node(self, parent_path: str, name: str,
+                    files_for: Callable[[int], dict[str, bytes]]) -> NodeMetadata:
+        """A new group or array: `files_for(the parent's zarr_format)` are its metadata files
+        (MetadataError, when the format cannot hold it, is EINVAL; nothing is stored)."""
         parent = self._group(parent_path)
         self._check_free(parent, name)
         path = join_path(parent_path, name)
-        files = new_group(parent.zarr_format)
+        try:
+            files = files_for(parent.zarr_format)
+        except MetadataError as e:
+            raise EditRefused(errno.EINVAL, f"{path}: {e}") from None
         for key, raw in files.items():
             try:
                 self.store.put(join_path(path, key), raw, expect=None if self.store.conditional else ANY)

@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 
 GROUP, ARRAY, METADATA, DATA, HEADER, CHUNKS, CHUNK = (
     "group", "array", "metadata", "data", "header", "chunks", "chunk")
+UPLOAD = "upload"  # a .npy file being written into a group (`uploads`)
 ROOT_INODE = 1
 
 

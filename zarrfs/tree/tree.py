@@ -11,6 +11,7 @@ the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -26,13 +27,17 @@ from ..formats.edit import resize_listed
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
-from ..views import BytesFile, FileView, group_attributes
+from ..views import FileView, RegionArray, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.files import StoredFile
+from ..views.npy import NpyHeader
 from ..views.placement import Placement
-from .edits import Edits, Stale
-from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, InodeTable, Ref, inode_of
+from .edits import EditRefused, Edits, Stale
+from .group_recheck import GroupRecheck
+from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
+from .metadata_files import MetadataFiles
+from .new_arrays import NewArrays, array_name
 from .placement import Siblings, find_placement
+from .uploads import Uploads
 
 log = logging.getLogger(__name__)
 
@@ -57,11 +62,13 @@ class Tree:
         self._nodes: dict[str, NodeMetadata] = {"": root}
         self._children: dict[str, GroupChildren] = {}
         self._arrays: dict[str, OpenedArray] = {}
-        self._metadata_files: dict[tuple[str, str], bytes] = {}
-        self._metadata_sizes: dict[tuple[str, str], int | None] = {}
+        self.metadata = MetadataFiles(store, lambda path: self._node(path).raw)
         self._metadata_generations: dict[str, str | None] = {}  # of arrays' metadata documents
         self._stale = Stale()
         self.edits = Edits(self)
+        self.uploads = Uploads()
+        self.groups = GroupRecheck(self)
+        self.new_arrays = NewArrays()
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -73,9 +80,9 @@ class Tree:
         if directory.role == CHUNKS:
             opened = self.open_array(directory.path).directory
             return opened.names.names(directory.parts) if opened else []
-        files = self._stored_files(directory.path)
+        files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
-            return [*files, *self._group_children(directory.path)]
+            return [*files, *self._group_children(directory.path), *self.uploads.names(directory.path)]
         opened = self.open_array(directory.path).directory
         return [*files, *(opened.entries() if opened else ())]
 
@@ -83,8 +90,10 @@ class Tree:
         if directory.role == CHUNKS:
             return self._chunk_ref(directory, name)
         if name in self._node(directory.path).files:
-            stored = self._metadata_size(directory.path, name) is not None
+            stored = self.metadata.size(directory.path, name) is not None
             return Ref(directory.path, METADATA, (name,)) if stored else None
+        if directory.role == GROUP and self.uploads.find(directory.path, name) is not None:
+            return Ref(directory.path, UPLOAD, (name,))
         if directory.role == GROUP:
             child = self._group_child(directory.path, name)
             if child is None:
@@ -187,7 +196,12 @@ class Tree:
 
     def file(self, ref: Ref) -> FileView:
         if ref.role == METADATA:
-            return self._metadata_file(ref.path, ref.parts[0])
+            return self.metadata.file(ref.path, ref.parts[0])
+        if ref.role == UPLOAD:
+            upload = self.uploads.find(ref.path, ref.parts[0])
+            if upload is None:
+                raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
+            return upload
         opened = self.open_array(ref.path).directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
@@ -202,47 +216,6 @@ class Tree:
         if found is None or found[1] is None:
             raise FileNotFoundError(ref.describe())  # gone with a resize
         return opened.chunk_file(found[1])
-
-    def _metadata_file(self, path: str, name: str) -> FileView:
-        """A metadata file as stored. Its size is asked of the store without reading it, so
-        listing a group known from consolidated metadata reads nothing more."""
-        with self._lock:
-            known = self._nodes[path].raw.get(name, self._metadata_files.get((path, name)))
-        if known is not None:
-            return BytesFile(known)
-        size = self._metadata_size(path, name)
-        if size is None:
-            raise FileNotFoundError(join_path(path, name))
-        return StoredFile(size, lambda: self._metadata_bytes(path, name))
-
-    def _metadata_size(self, path: str, name: str) -> int | None:
-        """The stored size of a metadata file, or None when it is not stored (consolidated
-        metadata lists an empty .zattrs for arrays that have none)."""
-        key = (path, name)
-        with self._lock:
-            if name in self._nodes[path].raw:
-                return len(self._nodes[path].raw[name])
-            if key in self._metadata_sizes:
-                return self._metadata_sizes[key]
-        size = self.store.size(join_path(path, name))
-        with self._lock:
-            self._metadata_sizes[key] = size
-        return size
-
-    def _stored_files(self, path: str) -> list[str]:
-        return [name for name in self._node(path).files if self._metadata_size(path, name) is not None]
-
-    def _metadata_bytes(self, path: str, name: str) -> bytes:
-        """A metadata file as stored: read once (consolidated metadata has the documents,
-        not the bytes), then kept."""
-        key = (path, name)
-        with self._lock:
-            known = self._nodes[path].raw.get(name, self._metadata_files.get(key))
-        if known is None:
-            known = self.store.get(join_path(path, name)) or b""
-            with self._lock:
-                self._metadata_files[key] = known
-        return known
 
     def xattrs(self, ref: Ref) -> dict[str, bytes]:
         if ref.role not in (GROUP, ARRAY, DATA):
@@ -321,8 +294,7 @@ class Tree:
             raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
             documents = {**node.documents, **node_documents({node.files[0]: raw[node.files[0]]})}
             self._nodes[path] = dataclasses.replace(node, raw=raw, documents=documents)
-            self._metadata_files.pop((path, node.files[0]), None)
-            self._metadata_sizes.pop((path, node.files[0]), None)
+            self.metadata.forget(path, node.files[:1])
         self._queue_stale(path, opened)
 
     def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:
@@ -352,9 +324,7 @@ class Tree:
         """Show a node's new metadata (its files' sizes change: the kernel is told)."""
         with self._lock:
             self._nodes[node.path] = node
-            for name in node.files:
-                self._metadata_files.pop((node.path, name), None)
-                self._metadata_sizes.pop((node.path, name), None)
+            self.metadata.forget(node.path, node.files)
             known = self.inodes.refs_below(node.path)
             self._stale.inodes += [n for n, r in known if r.role in (METADATA, GROUP, ARRAY)]
 
@@ -376,14 +346,48 @@ class Tree:
                 self._nodes.pop(p, None)
                 self._children.pop(p, None)
                 self._metadata_generations.pop(p, None)
-            for cache in (self._metadata_files, self._metadata_sizes):
-                for key in [k for k in cache if k[0] in below]:
-                    del cache[key]
+            self.metadata.forget_paths(below)
         for opened in arrays:
             if opened.directory is not None:
                 if flush:
                     opened.directory.array.flush()
                 opened.directory.array.close()
+
+    # -- arrays made by writing .npy files, and other writers' nodes --------------------------
+
+    def begin_upload(self, group: str, file_name: str, openers: int = 1) -> Ref:
+        name = array_name(file_name)
+        if self._group_child(group, name) is not None:
+            raise EditRefused(errno.EEXIST, f"{join_path(group, name)} exists")
+        self.uploads.begin(group, file_name, lambda header: self._array_from(group, name, header), openers)
+        return Ref(group, UPLOAD, (file_name,))
+
+    def _array_from(self, group: str, name: str, header: NpyHeader) -> RegionArray:
+        child = self.edits.create_node(group, name, lambda f: self.new_arrays.files(f, header))
+        self._remembered({name: child})
+        opened = self.open_array(join_path(group, name))
+        if opened.directory is None:
+            raise EditRefused(errno.EIO, f"{name}: made, but cannot be opened: {opened.problem}")
+        return opened.directory.array  # type: ignore[no-any-return]
+
+    def upload_closed(self, ref: Ref, *, released: bool = True) -> None:
+        """An opener of a .npy file closed it; after the last, the name is gone (the array stays)."""
+        if self.uploads.closed(ref.path, ref.parts[0], released=released):
+            self.child_gone(ref.path, ref.parts[0])
+
+    def replace_group(self, node: NodeMetadata) -> None:
+        """A group's metadata read again: its children are learnt from it again."""
+        self.replace_node(node)
+        with self._lock:
+            self._children.pop(node.path, None)
+
+    def child_gone(self, parent: str, name: str) -> None:
+        """Another writer deleted `name` (or a .npy file written was closed): forgotten, and
+        what the kernel holds of it stale."""
+        self.children_of(parent).remove(name)
+        self.forget_below(join_path(parent, name), flush=False)
+        with self._lock:
+            self._stale.entries.append((self.inode(Ref(parent, GROUP)), name))
 
     def take_stale(self) -> Stale:
         with self._lock:
