@@ -207,6 +207,11 @@ def _final_flush(tree: Tree) -> bool:
             log.warning("write-back failed (%s); retrying in %.1f s", e, delay)
             time.sleep(delay)
             delay = min(delay * 2, 10.0)
+        except Exception:
+            # A bug, not a store fault: say so, and still close the session, the tree and the
+            # watchdog (the caller does, once this returns).
+            log.exception("write-back failed; %d dirty bytes not written", tree.shared.cache.dirty_bytes)
+            return False
 
 
 def _remove_temporaries(store: Store) -> None:

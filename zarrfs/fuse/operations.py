@@ -32,6 +32,7 @@ from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
 from .changes import ChangeOperations, Removals
 from .freshness import Freshness, WriteOrder
+from .room import statvfs_data
 from .workers import Workers
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,6 @@ STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
 READDIR_BATCH = 32
-REMOTE_ROOM = 1 << 50  # what `df` shows free on a remote store: 1 PiB
 RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
 
@@ -65,7 +65,7 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
                  room: Callable[[], os.statvfs_result | None] = lambda: None) -> None:
         """`timeout`: the store's deadline, the longest a request waits (None: no bound, a
         local store). `room`: what the store's own filesystem has room for (None: a remote
-        store, shown as REMOTE_ROOM free, as s3fs-fuse and gcsfuse do)."""
+        store: see `room`)."""
         super().__init__()
         self.tree = tree
         tree.new_arrays.codec, tree.new_arrays.chunks = options.new_codec, options.new_chunks
@@ -234,19 +234,7 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
 
     @boundary
     async def statfs(self, ctx: Any) -> pyfuse3.StatvfsData:
-        stats = pyfuse3.StatvfsData()
-        stats.f_bsize = stats.f_frsize = 4096
-        stats.f_namemax = 255
-        room = await self.workers.run(self._room)
-        if room is None:
-            stats.f_blocks = stats.f_bfree = stats.f_bavail = REMOTE_ROOM // 4096
-            stats.f_files = stats.f_ffree = stats.f_favail = REMOTE_ROOM // 4096
-            return stats
-        stats.f_blocks = room.f_blocks * room.f_frsize // 4096
-        stats.f_bfree = room.f_bfree * room.f_frsize // 4096
-        stats.f_bavail = 0 if self.read_only else room.f_bavail * room.f_frsize // 4096
-        stats.f_files, stats.f_ffree, stats.f_favail = room.f_files, room.f_ffree, room.f_favail
-        return stats
+        return statvfs_data(await self.workers.run(self._room), self.read_only)
 
     # -- directories -----------------------------------------------------------------------
 
