@@ -186,3 +186,23 @@ def test_zarrfs_create_chooses_chunks_by_the_same_rule(tmp_path: Path) -> None:
                    check=True, capture_output=True)
     document = json.loads((tmp_path / "c.zarr" / "zarr.json").read_text())
     assert tuple(document["chunk_grid"]["configuration"]["chunk_shape"]) == auto_chunks((5000, 3000), 2)
+
+
+@pytest.mark.parametrize("zarr_format", [3, 2])
+def test_two_mounts_making_arrays_in_one_group_keep_both(tmp_path: Path, mount_array: MountFactory,
+                                                         zarr_format: int) -> None:
+    # Each array's creation rewrites the consolidated metadata above it as a compare-and-swap:
+    # the mount that loses a race re-reads and adds its array to the winner's document.
+    store = tmp_path / "g.zarr"
+    _group(store, zarr_format)
+    first, second = mount_array(store, ["rw"]), mount_array(store, ["rw"])
+    made = {}
+    for index in range(4):
+        for label, mount in (("one", first), ("two", second)):
+            name = f"{label}{index}"
+            made[name] = _values("<i4", (5 + index, 3)) + index
+            np.save(mount.path / "s" / f"{name}.npy", made[name])
+    group = _consolidated(store)
+    for name, expected in made.items():
+        stored = group[f"s/{name}"]
+        assert isinstance(stored, zarr.Array) and np.array_equal(stored[...], expected), name
