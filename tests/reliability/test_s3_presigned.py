@@ -32,7 +32,7 @@ def counted(server: S3Server, monkeypatch: pytest.MonkeyPatch, **options: Any) -
     """A store on the server holding CONTENT at "k", and the botocore operations it calls."""
     fs = s3fs.S3FileSystem(**server.s3fs_options(), **options)
     fs.retries = 1
-    store = Store(fs, f"{server.bucket}/p", retry=RetryPolicy(deadline_seconds=1.0, first_delay=0.05))
+    store = Store(fs, f"{server.bucket}/p", retry=RetryPolicy(deadline_seconds=10.0, first_delay=0.05))
     store.put("k", CONTENT)
     calls: list[str] = []
     original = fs._call_s3
