@@ -24,8 +24,10 @@ from .description import (
     require,
 )
 from .dtypes import CORE_TYPES, DataType, parse_fill_value
+from .format import Format
 
 METADATA_KEY = "zarr.json"
+FORMAT = Format(3, METADATA_KEY, METADATA_KEY, METADATA_KEY, METADATA_KEY, (3,))
 _KNOWN_MEMBERS = {
     "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
     "fill_value", "codecs", "dimension_names", "attributes", "storage_transformers",
