@@ -61,7 +61,7 @@ def array(tmp_path: Path) -> Any:
 
 
 def _slab(reader: Readahead, index: int) -> Any:
-    stream = reader._slabs[index]
+    stream = reader.slabs()[index]
     assert stream.wait(), "the slab did not finish"
     return stream
 
@@ -95,9 +95,9 @@ def test_a_reader_that_jumps_about_starts_no_slabs(array: ZarrArray,
     reader = RegionFile(array, None).readahead()
     for offset in (5 * SLAB, 2 * SLAB + 8192, 7 * SLAB, 7 * SLAB + 4096):  # never 3 pages in order
         assert bytes(reader.read(offset, 4096)) == _expected(offset, 4096)
-        assert not reader._slabs, f"a read at {offset} started slabs"
+        assert not reader.slabs(), f"a read at {offset} started slabs"
     reader.read(7 * SLAB + 8192, 4096)  # the third page in order
-    assert set(reader._slabs) == {7}
+    assert set(reader.slabs()) == {7}
     reader.close()
 
 
@@ -116,7 +116,7 @@ def test_requests_out_of_order_inside_the_slabs_keep_them(array: ZarrArray,
     answered = reader.ready(behind, 4096)
     assert answered is not None, "the slab behind was dropped"
     assert bytes(answered) == _expected(behind, 4096)
-    assert all(reader._slabs[index] is stream for index, stream in first.items()), "a slab was restarted"
+    assert all(reader.slabs()[index] is stream for index, stream in first.items()), "a slab was restarted"
     _slab(reader, 3)
     assert array.stats.loads == loads + SHAPE[1] // CHUNKS[1], "only the next slab was decoded"
     reader.close()
@@ -178,7 +178,7 @@ def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
     monkeypatch.setattr(array, "fetch", fetch_held_after_slab_0)
     reader = RegionFile(array, None).readahead()
     reader.read(0, 4096)  # waits for slab 0; slabs 1 and 2 are in progress, held
-    streams = list(reader._slabs.values())
+    streams = list(reader.slabs().values())
     assert array.cache.reserved_bytes == 3 * SLAB
     reader.close()
     closed.set()
@@ -199,7 +199,7 @@ def _read_through(reader: Readahead, held: list[Any] | None = None) -> list[Any]
         assert bytes(piece) == _expected(position, 8192)
         if held is not None and position == 0:
             held.append(piece)
-        for index, stream in list(reader._slabs.items()):
+        for index, stream in list(reader.slabs().items()):
             if index not in buffers and stream._buffer is not None:
                 buffers[index] = weakref.ref(stream._buffer)
     return [buffers[index] for index in sorted(buffers)]
@@ -228,7 +228,7 @@ def test_a_slab_closed_while_a_reader_waits_for_it_is_read_again(array: ZarrArra
     reader = RegionFile(array, None).readahead()
     reader.read(0, 4096)
     _slab(reader, 1).close()  # as a reader's request that moved on would, meanwhile
-    assert reader._slabs[1].piece(0, 4096) is None
+    assert reader.slabs()[1].piece(0, 4096) is None
     assert bytes(reader.read(SLAB, 4096)) == _expected(SLAB, 4096)
     reader.close()
 

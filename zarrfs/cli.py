@@ -1,4 +1,5 @@
-"""The `zarrfs` and `mount.zarrfs` commands.
+"""The `zarrfs` and `mount.zarrfs` commands: arguments in, lines out; the work is done by
+`zarrfs.commands`.
 
     zarrfs mount SOURCE MOUNTPOINT [-o OPTIONS] [-f]
     zarrfs SOURCE MOUNTPOINT -o OPTIONS          (the form mount.fuse3 uses for fuse.zarrfs)
@@ -14,21 +15,14 @@ Errors are one line on stderr and a non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
-import math
+import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from . import __version__
-from .array import ZarrArray
-from .codecs import ShardingCodec
+from . import __version__, commands
 from .errors import ZarrfsError
-from .formats import ArrayDescription, ChunkKeyEncoding, CodecSpec, fill_value_to_json, parse_user_fill_value
-from .formats.dtypes import DATA_TYPES
-from .formats.v3 import METADATA_KEY
-from .info import describe_tree
 from .options import MountOptions
-from .store import Store
 
 COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats")
 
@@ -130,7 +124,7 @@ def _add_creation_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("-o", dest="options", action="append", default=[],
                         help="store options, as for mount (endpoint_url=, anon, profile=)")
     create.add_argument("--shape", required=True, type=_int_list)
-    create.add_argument("--dtype", required=True, choices=sorted(DATA_TYPES), metavar="DTYPE")
+    create.add_argument("--dtype", required=True, choices=commands.DATA_TYPE_NAMES, metavar="DTYPE")
     create.add_argument("--chunks", type=_int_list, help="chunk (inner chunk) shape (default: about 1 MiB)")
     create.add_argument("--shards", type=_int_list, help="shard shape: chunks are then inner chunks")
     create.add_argument("--codec", default="zstd:3", help="zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
@@ -152,83 +146,21 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-# -- mount -----------------------------------------------------------------------------------
+# -- the commands (`commands` does the work) ----------------------------------------------
 
 
 def _run_mount(args: argparse.Namespace) -> int:
-    from .daemon import mount  # imports pyfuse3 and trio: only for this command
-
     options = MountOptions.parse(args.options)
-    return mount(args.source, args.mountpoint, options, foreground=args.foreground)
-
-
-# -- info ------------------------------------------------------------------------------------
+    return commands.mount(args.source, args.mountpoint, options, foreground=args.foreground)
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    options = MountOptions.parse(args.options)
-    store = Store.open(args.source, options.storage_options, read_only=True, settings=options.source)
-    tree = describe_tree(store)
-    if tree is not None:
-        print("\n".join(tree))
-        return 0
-    array = ZarrArray.open(store)
-    try:
-        for name, value in describe(array):
-            print(f"{name + ':':<19} {value}")
-    finally:
-        array.close()
+    print("\n".join(commands.info(args.source, MountOptions.parse(args.options))))
     return 0
 
 
-def describe(array: ZarrArray) -> list[tuple[str, str]]:
-    meta = array.metadata
-    sharding = array.pipeline.array_to_bytes
-    sharded = isinstance(sharding, ShardingCodec)
-    rows = [
-        ("zarr format", str(meta.zarr_format)),
-        ("shape", dims(meta.shape)),
-        ("data type", meta.data_type.name),
-        ("chunk shape", dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
-    ]
-    if isinstance(sharding, ShardingCodec):
-        rows.append(("inner chunk shape", dims(sharding.inner_shape)))
-    rows += [
-        ("codecs", " -> ".join(codec_text(c) for c in meta.codecs)),
-        ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
-        ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
-        ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
-        ("flat view element", meta.data_type.storage.newbyteorder("<").str),
-        ("flat view size", f"{meta.nbytes} bytes"),
-        ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
-    ]
-    return rows
-
-
-def dims(shape: Sequence[int]) -> str:
-    return " x ".join(map(str, shape)) if shape else "() (scalar)"
-
-
-def codec_text(spec: CodecSpec) -> str:
-    config = spec.configuration
-    if spec.name == "sharding_indexed":
-        inner = " -> ".join(codec_text(CodecSpec(c["name"], c.get("configuration", {}), ""))
-                            for c in config.get("codecs", []))
-        return f"sharding_indexed(index at {config.get('index_location', 'end')}; {inner})"
-    if not config:
-        return spec.name
-    return f"{spec.name}(" + ", ".join(f"{k}={v}" for k, v in config.items()) + ")"
-
-
-# -- check and import -------------------------------------------------------------------------
-
-
 def _run_check(args: argparse.Namespace) -> int:
-    from .check import check
-
-    options = MountOptions.parse(args.options)
-    store = Store.open(args.source, options.storage_options, read_only=True, settings=options.source)
-    report = check(store, jobs=args.jobs)
+    report = commands.check(args.source, MountOptions.parse(args.options), jobs=args.jobs)
     for problem in report.problems:
         print(f"{args.source.rstrip('/')}/{problem.key}: {problem.text}")
     verdict = "sound" if report.sound else _count(len(report.problems), "problem")
@@ -242,38 +174,23 @@ def _count(n: int, thing: str) -> str:
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    from .importer import import_raw
-
-    metadata = creation_metadata(args)
-    storage = MountOptions.parse(args.options).storage_options
-    stored = import_raw(args.raw, args.source, storage, metadata, order=args.order, endian=args.endian,
-                        jobs=args.jobs)
-    print(f"imported {args.raw} into {args.source}: {dims(metadata.shape)} {metadata.data_type.name}, "
-          f"{stored} chunks stored")
+    metadata, stored = commands.import_raw(args.raw, args.source, MountOptions.parse(args.options),
+                                           _new_array(args), order=args.order, endian=args.endian,
+                                           jobs=args.jobs)
+    print(f"imported {args.raw} into {args.source}: {commands.dims(metadata.shape)} "
+          f"{metadata.data_type.name}, {stored} chunks stored")
     return 0
 
 
-# -- resize and stats ------------------------------------------------------------------------
-
-
 def _run_resize(args: argparse.Namespace) -> int:
-    from .resize import resize_offline
-
-    storage = MountOptions.parse(args.options).storage_options
-    groups = resize_offline(args.source, storage, tuple(args.shape))
+    groups = commands.resize(args.source, MountOptions.parse(args.options), tuple(args.shape))
     also = f" (and the consolidated metadata of {', '.join(groups)})" if groups else ""
-    print(f"resized {args.source} to {dims(args.shape)}{also}")
+    print(f"resized {args.source} to {commands.dims(args.shape)}{also}")
     return 0
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    import json
-    import os
-
-    try:
-        counters = json.loads(os.getxattr(args.mountpoint, "user.zarrfs.stats"))
-    except OSError as e:
-        raise ZarrfsError(f"{args.mountpoint}: not a zarrfs mount ({e.strerror})") from None
+    counters = commands.stats(args.mountpoint)
     if args.json:
         print(json.dumps(counters))
     else:
@@ -283,84 +200,15 @@ def _run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- create ----------------------------------------------------------------------------------
-
-
 def _run_create(args: argparse.Namespace) -> int:
-    metadata = creation_metadata(args)
-    store = Store.open(args.source, MountOptions.parse(args.options).storage_options)
-    if store.exists(METADATA_KEY):
-        raise ZarrfsError(f"{args.source} already holds an array or group (zarr.json exists)")
-    ZarrArray.create(store, metadata).close()
-    print(f"created {args.source}: {dims(metadata.shape)} {metadata.data_type.name}")
+    metadata = commands.create(args.source, MountOptions.parse(args.options), _new_array(args))
+    print(f"created {args.source}: {commands.dims(metadata.shape)} {metadata.data_type.name}")
     return 0
 
 
-def creation_metadata(args: argparse.Namespace) -> ArrayDescription:
-    from .formats.creation import auto_chunks
-    from .formats.v3 import metadata_from_json
-
-    data_type = DATA_TYPES[args.dtype]
-    rank = len(args.shape)
-    if args.chunks is None:  # (import always gives them)
-        if args.shards:
-            raise ZarrfsError("--shards needs --chunks")
-        args.chunks = auto_chunks(args.shape, data_type.itemsize)
-    for name, shape in (("--chunks", args.chunks), ("--shards", args.shards)):
-        if shape is not None and len(shape) != rank:
-            raise ZarrfsError(f"{name} needs {rank} numbers, like --shape")
-    inner = [_bytes_codec(data_type.itemsize), *_compressor(args.codec, data_type.itemsize)]
-    codecs: list[dict[str, Any]] = inner
-    if args.shards:
-        codecs = [{
-            "name": "sharding_indexed",
-            "configuration": {
-                "chunk_shape": list(args.chunks),
-                "codecs": inner,
-                "index_codecs": [_bytes_codec(8), {"name": "crc32c"}],
-                "index_location": "end",
-            },
-        }]
-    fill_bits = parse_user_fill_value(args.fill_value, data_type)
-    doc = {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": list(args.shape),
-        "data_type": data_type.name,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(args.shards or args.chunks)}},
-        "chunk_key_encoding": ChunkKeyEncoding("default", args.key_separator).to_json(),
-        "fill_value": fill_value_to_json(fill_bits, data_type),
-        "codecs": codecs,
-        "attributes": {},
-    }
-    if args.dimension_names is not None:
-        doc["dimension_names"] = args.dimension_names
-    return metadata_from_json(doc)
-
-
-def _bytes_codec(itemsize: int) -> dict[str, Any]:
-    if itemsize == 1:
-        return {"name": "bytes"}
-    return {"name": "bytes", "configuration": {"endian": "little"}}
-
-
-def _compressor(text: str, itemsize: int) -> list[dict[str, Any]]:
-    name, _, rest = text.partition(":")
-    try:
-        if name == "none":
-            return []
-        if name == "zstd":
-            return [{"name": "zstd", "configuration": {"level": int(rest or 3), "checksum": False}}]
-        if name == "gzip":
-            return [{"name": "gzip", "configuration": {"level": int(rest or 6)}}]
-        if name == "blosc":
-            cname, _, level = rest.partition(":")
-            return [{"name": "blosc", "configuration": {
-                "cname": cname or "lz4", "clevel": int(level or 5), "shuffle": "shuffle",
-                "typesize": itemsize, "blocksize": 0}}]
-    except ValueError:
-        pass
-    raise ZarrfsError(f"--codec {text!r}: expected zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
+def _new_array(args: argparse.Namespace) -> commands.NewArray:
+    return commands.NewArray(tuple(args.shape), args.dtype, args.chunks, args.shards, args.codec,
+                             args.fill_value, args.dimension_names, args.key_separator)
 
 
 if __name__ == "__main__":

@@ -109,11 +109,3 @@ def unravel(position: int, shape: Sequence[int]) -> Index:
         position, r = divmod(position, n)
         coords.append(r)
     return tuple(reversed(coords))
-
-
-def ravel(index: Sequence[int], shape: Sequence[int]) -> int:
-    """The C-order position of `index` in a grid of `shape` (Python ints: no overflow)."""
-    position = 0
-    for i, n in zip(index, shape, strict=True):
-        position = position * n + i
-    return position

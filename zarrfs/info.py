@@ -1,10 +1,14 @@
-"""`zarrfs info` on a group: one line per node of the hierarchy."""
+"""`zarrfs info`: one line per node of a group's hierarchy, or the rows describing an array."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
+from .array import ZarrArray
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import ZarrfsError
-from .formats import NodeMetadata, children_of, discover
+from .formats import CodecSpec, NodeMetadata, children_of, discover, fill_value_to_json
 from .store import Store
 
 
@@ -29,8 +33,6 @@ def _walk(store: Store, node: NodeMetadata, lines: list[str]) -> None:
 
 
 def describe_array(node: NodeMetadata) -> str:
-    from .cli import codec_text, dims
-
     try:
         meta = node.describe()
         pipeline = Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
@@ -41,3 +43,43 @@ def describe_array(node: NodeMetadata) -> str:
         chunks = f"shards {dims(meta.chunk_shape)} of chunks {dims(pipeline.array_to_bytes.inner_shape)}"
     codecs = " -> ".join(codec_text(c) for c in meta.codecs)
     return f"shape {dims(meta.shape)}, {meta.data_type.name}, {chunks}, codecs {codecs}"
+
+
+def describe(array: ZarrArray) -> list[tuple[str, str]]:
+    """An opened array, row by row (name, value)."""
+    meta = array.metadata
+    sharding = array.pipeline.array_to_bytes
+    sharded = isinstance(sharding, ShardingCodec)
+    rows = [
+        ("zarr format", str(meta.zarr_format)),
+        ("shape", dims(meta.shape)),
+        ("data type", meta.data_type.name),
+        ("chunk shape", dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
+    ]
+    if isinstance(sharding, ShardingCodec):
+        rows.append(("inner chunk shape", dims(sharding.inner_shape)))
+    rows += [
+        ("codecs", " -> ".join(codec_text(c) for c in meta.codecs)),
+        ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
+        ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
+        ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
+        ("flat view element", meta.data_type.storage.newbyteorder("<").str),
+        ("flat view size", f"{meta.nbytes} bytes"),
+        ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
+    ]
+    return rows
+
+
+def dims(shape: Sequence[int]) -> str:
+    return " x ".join(map(str, shape)) if shape else "() (scalar)"
+
+
+def codec_text(spec: CodecSpec) -> str:
+    config = spec.configuration
+    if spec.name == "sharding_indexed":
+        inner = " -> ".join(codec_text(CodecSpec(c["name"], c.get("configuration", {}), ""))
+                            for c in config.get("codecs", []))
+        return f"sharding_indexed(index at {config.get('index_location', 'end')}; {inner})"
+    if not config:
+        return spec.name
+    return f"{spec.name}(" + ", ".join(f"{k}={v}" for k, v in config.items()) + ")"

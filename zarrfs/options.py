@@ -11,6 +11,7 @@ from typing import Any
 from .errors import ZarrfsError
 from .formats.creation import check_codec
 from .store.settings import SourceSettings
+from .views.header_registry import VIEW_KINDS
 
 
 class OptionError(ZarrfsError, ValueError):
@@ -26,7 +27,6 @@ _KERNEL = {"nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime
            "norelatime", "sync", "async", "dirsync"}
 _CREDENTIALS = {"key", "secret", "token", "password", "aws_access_key_id",
                 "aws_secret_access_key", "aws_session_token"}
-VIEW_NAMES = frozenset({"npy", "nrrd", "mhd", "vrt"})
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
@@ -46,7 +46,7 @@ class MountOptions:
     direct_io: bool = False
     threads: int | None = None
     # Header files beside `data` for legacy tools, and the element order of `data`.
-    views: frozenset[str] = VIEW_NAMES
+    views: frozenset[str] = VIEW_KINDS
     fortran_order: bool = False
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
@@ -211,7 +211,7 @@ def _parse_views(text: str) -> frozenset[str]:
     if text == "none":
         return frozenset()
     names = frozenset(text.split(":"))
-    if not names <= VIEW_NAMES:
+    if not names <= VIEW_KINDS:
         raise ValueError(text)
     return names
 

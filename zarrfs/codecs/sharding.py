@@ -58,9 +58,6 @@ class ShardIndex:
         offset, nbytes = (int(v) for v in self.entries[inner])
         return None if offset == EMPTY else ByteSpan(offset, nbytes)
 
-    def is_empty(self) -> bool:
-        return bool((self.entries[..., 0] == EMPTY).all())
-
 
 class ShardingCodec(ArrayBytesCodec):
     def __init__(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MetadataError
-from .dtypes import DataType
+from .dtypes import DataType, fill_value_to_json
 
 MAX_RANK = 32
 # A flat view must fit an off_t; anything near it is a mistake, not an array.
@@ -94,9 +94,31 @@ class ArrayDescription:
 
     def to_json(self) -> dict[str, Any]:
         """The Zarr v3 document of a description whose codecs are v3 codecs."""
-        from .v3 import description_to_json
-
         return description_to_json(self)
+
+
+def description_to_json(description: ArrayDescription) -> dict[str, Any]:
+    """The Zarr v3 array document (here, not in v3.py, which reads documents into descriptions)."""
+    doc: dict[str, Any] = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(description.shape),
+        "data_type": description.data_type.name,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(description.chunk_shape)}},
+        "chunk_key_encoding": description.chunk_key_encoding.to_json(),
+        "fill_value": fill_value_to_json(description.fill_value, description.data_type),
+        "codecs": [_codec_to_json(c) for c in description.codecs],
+        "attributes": dict(description.attributes),
+    }
+    if description.dimension_names is not None:
+        doc["dimension_names"] = list(description.dimension_names)
+    return doc
+
+
+def _codec_to_json(spec: CodecSpec) -> dict[str, Any]:
+    if not spec.configuration:
+        return {"name": spec.name}
+    return {"name": spec.name, "configuration": dict(spec.configuration)}
 
 
 def require(doc: Mapping[str, Any], member: str) -> Any:

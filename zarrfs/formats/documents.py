@@ -17,12 +17,13 @@ from typing import Any
 from ..errors import MetadataError
 from . import v1, v2, v3
 from .description import load_json_object
+from .registry import FORMATS
 
 ConsolidatedNodes = dict[str, dict[str, Any]]
 # The names the formats give their own keys: never a child's name.
 RESERVED_NAMES = frozenset({v3.METADATA_KEY, v2.METADATA_KEY, v2.GROUP_KEY, v2.ATTRIBUTES_KEY,
                             v2.CONSOLIDATED_KEY, v1.METADATA_KEY, v1.ATTRIBUTES_KEY, "c", "chunks", "data"})
-CONSOLIDATED_FILES = {3: v3.METADATA_KEY, 2: v2.CONSOLIDATED_KEY}
+CONSOLIDATED_FILES = {number: f.consolidated_file for number, f in FORMATS.items() if f.consolidated_file}
 
 
 def valid_child_name(name: str) -> bool:
@@ -32,7 +33,7 @@ def valid_child_name(name: str) -> bool:
 
 def attributes_file(zarr_format: int) -> str:
     """The file that holds a node's attributes (v3: its zarr.json)."""
-    return {3: v3.METADATA_KEY, 2: v2.ATTRIBUTES_KEY, 1: v1.ATTRIBUTES_KEY}[zarr_format]
+    return FORMATS[zarr_format].attributes_file
 
 
 def with_attributes(stored: bytes | None, zarr_format: int, attributes: Mapping[str, Any]) -> bytes:

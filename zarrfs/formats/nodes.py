@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import MetadataError
 from . import v1, v2, v3
 from .description import ArrayDescription, load_json_object
+from .registry import FORMATS
 
 Get = Callable[[str], bytes | None]  # a store's get: bytes of a key, None when missing
 
@@ -99,7 +100,7 @@ def discover(get: Get, path: str, formats: Collection[int] = ALL_FORMATS, *,
 def child_formats(parent: NodeMetadata) -> tuple[int, ...]:
     """The Zarr versions a group's children can have: its own (v1 has no groups; v2 groups
     held v1 arrays, as zarr-python 2 could read them)."""
-    return (3,) if parent.zarr_format == 3 else (2, 1)
+    return FORMATS[parent.zarr_format].child_formats
 
 
 def _discover_v2(get: Get, path: str, consolidated_first: bool) -> NodeMetadata | None:

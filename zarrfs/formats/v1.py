@@ -21,10 +21,12 @@ from .description import (
     require,
 )
 from .dtypes import DataType
+from .format import Format
 from .v2 import BUFFER_CODEC_PREFIX, parse_dtype, parse_order, parse_v2_fill_value, transpose_for
 
 METADATA_KEY = "meta"
 ATTRIBUTES_KEY = "attrs"
+FORMAT = Format(1, METADATA_KEY, ATTRIBUTES_KEY, None, None, ())  # (v1 has no groups)
 
 
 def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> ArrayDescription:

@@ -25,11 +25,13 @@ from .description import (
     require,
 )
 from .dtypes import DataType, parse_fill_value
+from .format import Format
 
 METADATA_KEY = ".zarray"
 ATTRIBUTES_KEY = ".zattrs"
 GROUP_KEY = ".zgroup"
 CONSOLIDATED_KEY = ".zmetadata"
+FORMAT = Format(2, METADATA_KEY, ATTRIBUTES_KEY, GROUP_KEY, CONSOLIDATED_KEY, (2, 1))
 # Filters and compressors run on the serialized bytes (see zarrfs.codecs.numcodecs_adapter).
 BUFFER_CODEC_PREFIX = "numcodecs-buffer."
 

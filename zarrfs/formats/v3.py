@@ -23,9 +23,11 @@ from .description import (
     parse_shape,
     require,
 )
-from .dtypes import CORE_TYPES, DataType, fill_value_to_json, parse_fill_value
+from .dtypes import CORE_TYPES, DataType, parse_fill_value
+from .format import Format
 
 METADATA_KEY = "zarr.json"
+FORMAT = Format(3, METADATA_KEY, METADATA_KEY, METADATA_KEY, METADATA_KEY, (3,))
 _KNOWN_MEMBERS = {
     "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
     "fill_value", "codecs", "dimension_names", "attributes", "storage_transformers",
@@ -59,30 +61,6 @@ def metadata_from_json(doc: Mapping[str, Any]) -> ArrayDescription:
         attributes=parse_attributes(doc.get("attributes", {})),
         zarr_format=3,
     )
-
-
-def description_to_json(description: ArrayDescription) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "zarr_format": 3,
-        "node_type": "array",
-        "shape": list(description.shape),
-        "data_type": description.data_type.name,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(description.chunk_shape)}},
-        "chunk_key_encoding": description.chunk_key_encoding.to_json(),
-        "fill_value": fill_value_to_json(description.fill_value, description.data_type),
-        "codecs": [_codec_to_json(c) for c in description.codecs],
-        "attributes": dict(description.attributes),
-    }
-    if description.dimension_names is not None:
-        doc["dimension_names"] = list(description.dimension_names)
-    return doc
-
-
-def _codec_to_json(spec: CodecSpec) -> dict[str, Any]:
-    if not spec.configuration:
-        return {"name": spec.name}
-    return {"name": spec.name, "configuration": dict(spec.configuration)}
-
 
 
 def _check_extensions(doc: Mapping[str, Any]) -> None:

@@ -21,9 +21,7 @@ from typing import Any, Protocol
 from ..errors import ConflictError, MetadataError, ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.documents import (
-    CONSOLIDATED_FILES,
     ConsolidatedNodes,
-    attributes_file,
     drop_subtree,
     edit_consolidated,
     new_group,
@@ -33,7 +31,7 @@ from ..formats.documents import (
     with_attributes,
 )
 from ..formats.nodes import child_formats, join_path
-from ..formats.v2 import CONSOLIDATED_KEY
+from ..formats.registry import consolidated_file, format_of, misplaced
 from ..store import ANY, Store
 
 log = logging.getLogger(__name__)
@@ -80,7 +78,8 @@ class Edits:
 
     def set_attributes(self, path: str, attributes: Mapping[str, Any]) -> None:
         node = self._existing(path)
-        name = attributes_file(node.zarr_format)
+        kept_in = format_of(node)
+        name = kept_in.attributes_file
         new = self.rewrite(join_path(path, name),
                            lambda stored: _attributes_document(stored, node, attributes))
         assert new is not None
@@ -88,7 +87,7 @@ class Edits:
         files = node.files if name in node.files else (*node.files, name)
         self.nodes.replace_node(dataclasses.replace(node, files=files, documents=documents,
                                                     raw={**node.raw, name: new}))
-        self.nodes.adopt_attributes(path, attributes, new if node.zarr_format == 3 else None)
+        self.nodes.adopt_attributes(path, attributes, new if kept_in.attributes_in_metadata else None)
         self.update_consolidated(path, lambda nodes, relative: set_attributes(
             nodes, relative, node.zarr_format, attributes), including_itself=True)
 
@@ -130,7 +129,7 @@ class Edits:
             raise EditRefused(errno.ENOTEMPTY, f"group {path} is not empty")
         self.nodes.forget_below(path, flush=False)
         for name in node.files:  # first: nobody opens a half-deleted node
-            if name != CONSOLIDATED_KEY:
+            if name != format_of(node).consolidated_apart:
                 self.store.delete(join_path(path, name))
         removed = self.store.delete_prefix(path)
         self._parent_children(path).remove(node.name)
@@ -145,9 +144,9 @@ class Edits:
         new_path = join_path(parent_path, name)
         if not path or new_path.startswith(path + "/"):
             raise EditRefused(errno.EINVAL, f"cannot move {path or '/'} into itself")
-        if node.zarr_format not in child_formats(parent):
-            raise EditRefused(errno.EINVAL, f"a Zarr v{node.zarr_format} node cannot be in a "
-                                            f"v{parent.zarr_format} group")
+        problem = misplaced(node, parent)
+        if problem is not None:
+            raise EditRefused(errno.EINVAL, problem)
         self._check_free(parent, name)
         self.nodes.forget_below(path, flush=True)
         moved: ConsolidatedNodes = {}
@@ -176,10 +175,8 @@ class Edits:
             ancestors.append("")
         for ancestor in ancestors:
             node = self.nodes.node(ancestor)
-            if node is None or node.kind != "group" or node.zarr_format not in CONSOLIDATED_FILES:
-                continue
-            name = CONSOLIDATED_FILES[node.zarr_format]
-            if name not in node.files or (node.zarr_format == 3 and node.consolidated is None):
+            name = None if node is None else consolidated_file(node)
+            if node is None or name is None:
                 continue  # (a group with none: nothing to read)
             relative = path[len(ancestor) + 1 :] if ancestor else path
             edit = _consolidated_edit(node.zarr_format, change, relative)

@@ -19,8 +19,8 @@ from typing import Protocol
 
 from ..errors import ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, consolidated_children, discover
-from ..formats.documents import CONSOLIDATED_FILES
 from ..formats.nodes import join_path
+from ..formats.registry import format_of
 from ..store import Store
 
 log = logging.getLogger(__name__)
@@ -73,13 +73,15 @@ class GroupRecheck:
         path: str | None = node.path
         while path is not None:
             found = self.groups.node(path)
-            if found is not None and CONSOLIDATED_FILES.get(found.zarr_format) in found.raw:
+            if found is not None and format_of(found).consolidated_file in found.raw:
                 return found
             path = None if not path else path.rpartition("/")[0]
         return None
 
     def _recheck_consolidated(self, owner: NodeMetadata, path: str) -> bool:
-        key = join_path(owner.path, CONSOLIDATED_FILES[owner.zarr_format])
+        name = format_of(owner).consolidated_file
+        assert name is not None  # (`_consolidated_owner` found it)
+        key = join_path(owner.path, name)
         generation = self.groups.store.without_retries().generation(key)
         with self._lock:
             if owner.path in self._generations and self._generations[owner.path] == generation:
@@ -90,7 +92,6 @@ class GroupRecheck:
                          (owner.zarr_format,), consolidated_first=True)
         if fresh is None or fresh.consolidated is None:
             return False  # (deleted, or no longer consolidated: a remount tells)
-        name = CONSOLIDATED_FILES[owner.zarr_format]
         if first and fresh.raw.get(name) == owner.raw.get(name):
             return False
         log.info("group %s: its consolidated metadata changed", owner.path or "/")

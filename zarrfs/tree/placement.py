@@ -6,7 +6,6 @@ variable. A failure here costs the array its placement (logged), never the array
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Mapping
@@ -17,6 +16,7 @@ import numpy as np
 
 from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
+from ..formats.registry import xarray_fill_value
 from ..grid import Box
 from ..views.array_dir import ArrayDirectory
 from ..views.geozarr import geozarr_georeference
@@ -95,12 +95,9 @@ def _stored_fill(node: NodeMetadata, description: ArrayDescription) -> object:
     """The format's fill value when it means "no data": xarray keeps a v2 variable's
     `_FillValue` as the array's `fill_value` (null when there is none); a NaN fill value
     means missing anywhere."""
-    if node.zarr_format == 2 and "_ARRAY_DIMENSIONS" in description.attributes:
-        document = node.documents.get(".zarray")
-        if document is None and ".zarray" in node.raw:
-            document = json.loads(node.raw[".zarray"])
-        if isinstance(document, Mapping) and document.get("fill_value") is not None:
-            return document["fill_value"]
+    stated = xarray_fill_value(node, description.attributes)
+    if stated is not None:
+        return stated
     storage = description.data_type.storage
     fill = description.fill_value
     if storage.kind == "f" and len(fill) == storage.itemsize and math.isnan(np.frombuffer(fill, storage)[0]):

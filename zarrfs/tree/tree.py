@@ -29,6 +29,7 @@ from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
+from ..views.header_registry import SHARING_DATA
 from ..views.npy import NpyHeader
 from ..views.placement import Placement
 from .edits import EditRefused, Edits, Stale
@@ -226,10 +227,10 @@ class Tree:
 
     def sharing_bytes(self, ref: Ref) -> list[int]:
         """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's
-        bytes are also in `data` and `data.npy`), so a write to `ref` must make them stale."""
+        bytes are also in `data` and headers such as `data.npy`), so a write to `ref` must make them stale."""
         if ref.role not in (CHUNK, DATA, HEADER):
             return []
-        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in ("data.npy",))]
+        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA)]
         found = (self.inodes.known(other) for other in others if other != ref)
         return [number for number in found if number is not None]
 

@@ -1,25 +1,24 @@
 """What an array directory holds besides its metadata files: `data`, the header files for
-legacy tools (`data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`) and `chunks/`; their extended
-attributes; resizing through `data`. Pure: no FUSE, no store of its own (the array has one)."""
+legacy tools (`header_registry`: `data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`) and
+`chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE, no store of
+its own (the array has one)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..grid import Box, Index
-from . import headers
 from .chunks import ChunkNames
 from .files import BytesFile, FileView, RegionArray, RegionFile
-from .npy import NpyFile
+from .header_registry import HEADER_VIEWS, VIEW_KINDS
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .xattrs import array_attributes
 
 DATA_NAME, CHUNKS_NAME = "data", "chunks"
-HEADER_NAMES = {"npy": "data.npy", "nrrd": "data.nhdr", "mhd": "data.mhd", "vrt": "data.vrt"}
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class Layout:
 
     byteorder: str = "little"
     fortran: bool = False
-    views: frozenset[str] = field(default_factory=lambda: frozenset(HEADER_NAMES))
+    views: frozenset[str] = VIEW_KINDS
 
 
 class ArrayDirectory:
@@ -51,12 +50,12 @@ class ArrayDirectory:
     # -- names -------------------------------------------------------------------------------
 
     def entries(self) -> list[str]:
-        found = [name for kind, name in HEADER_NAMES.items() if self.header(kind) is not None]
+        found = [view.file_name for kind, view in HEADER_VIEWS.items() if self.header(kind) is not None]
         return [DATA_NAME, *found, CHUNKS_NAME]
 
     def header_kind(self, name: str) -> str | None:
-        for kind, file_name in HEADER_NAMES.items():
-            if file_name == name and self.header(kind) is not None:
+        for kind, view in HEADER_VIEWS.items():
+            if view.file_name == name and self.header(kind) is not None:
                 return kind
         return None
 
@@ -70,15 +69,8 @@ class ArrayDirectory:
         shape = tuple(self.array.shape)
         key = (kind, shape)
         if key not in self._header_cache:
-            dtype, fortran = self.data.file_dtype, self.layout.fortran
-            made: bytes | None
-            if kind == "npy":
-                made = headers.npy_header(dtype, shape, fortran)
-            elif kind == "vrt":
-                made = headers.vrt_header(dtype, shape, fortran, placement=self.placement)
-            else:
-                make = headers.nrrd_header if kind == "nrrd" else headers.mhd_header
-                made = make(dtype, shape, fortran, placement=self.placement)
+            made = HEADER_VIEWS[kind].make(self.data.file_dtype, shape, self.layout.fortran,
+                                           lambda: self.placement)
             self._header_cache = {key: made, **{k: v for k, v in self._header_cache.items() if k[1] == shape}}
         return self._header_cache[key]
 
@@ -91,8 +83,9 @@ class ArrayDirectory:
             return self._placement
 
     def header_file(self, kind: str) -> FileView:
-        if kind == "npy":
-            return NpyFile(self.data, lambda: self.header("npy"))
+        with_data = HEADER_VIEWS[kind].with_data
+        if with_data is not None:
+            return with_data(self.data, lambda: self.header(kind))
         contents = self.header(kind)
         assert contents is not None
         return BytesFile(contents)

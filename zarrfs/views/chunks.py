@@ -59,10 +59,6 @@ class ChunkNames:
             return [self.literals[len(parts)]]
         return _Numbers(self.grid[len(parts) - depth])
 
-    def key_parts(self, index: Index) -> tuple[str, ...]:
-        key = self.encoding.key(index)
-        return tuple(key.split("/")) if self.nested else (key,)
-
 
 class _Numbers(Sequence[str]):
     """The names "0" .. str(count - 1), without building the list."""

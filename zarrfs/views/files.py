@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType
-from ..grid import Box, Index, cells_of, flat_boxes
+from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead
 
 if TYPE_CHECKING:
@@ -261,14 +261,6 @@ class RegionFile:
 
     def flush(self) -> None:
         self.array.flush()
-
-    def chunks_touched(self, offset: int, size: int) -> set[Index]:
-        """The chunk-grid cells whose contents bytes [offset, offset + size) belong to."""
-        return {
-            piece.cell
-            for box in self.boxes(offset, size)
-            for piece in cells_of(box, self.array.chunk_shape)
-        }
 
     def _to_file_order(self, values: np.ndarray) -> np.ndarray:
         if self._convert:

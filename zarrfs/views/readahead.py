@@ -9,17 +9,19 @@ it began (any write, through any view, makes it stale).
 
 Files that are not such runs (chunk files, other byte orders, arrays whose rows of chunks
 are too large to hold) read ahead the old way: the chunks ahead are loaded into the cache.
+
+`ready` is called on the event loop and `read` on worker threads, several at once: every
+field that changes is read and written under the one lock.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..array.streaming import Stream
-    from .files import FileView, RegionFile
 
 SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
 MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
@@ -40,11 +42,31 @@ class _Slabs(NamedTuple):
     data_size: int  # bytes of the array's
 
 
+class Reader(Protocol):
+    """What the reader sees (a `files.FileView`)."""
+
+    def read(self, offset: int, size: int) -> bytes | memoryview: ...
+    def prefetch(self, offset: int, size: int) -> None: ...
+
+
+class Rows(Protocol):
+    """The flat file of an array, as rows (a `files.RegionFile`)."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def row_bytes(self) -> int: ...
+
+    def slab_rows(self) -> int | None: ...
+    def stream_rows(self, first: int, stop: int) -> Stream | None: ...
+
+
 class Readahead:
     """The reading ahead of one open file: `ready` answers from finished slabs without
     blocking, `read` waits for a slab in progress or reads through the cache."""
 
-    def __init__(self, view: FileView, data: RegionFile, skip: Callable[[], int] = lambda: 0,
+    def __init__(self, view: Reader, data: Rows, skip: Callable[[], int] = lambda: 0,
                  prefetch_bytes: int = PREFETCH_BYTES) -> None:
         self._view = view  # what the reader sees
         self._data = data  # the flat file of the array inside it, after `skip()` bytes
@@ -74,9 +96,14 @@ class Readahead:
         if joined is not None:
             return joined
         data = self._view.read(offset, size)
-        if sequential and not self._slabs:
+        if sequential:
             self._prefetch(offset + size)
         return data
+
+    def slabs(self) -> dict[int, Stream]:
+        """The slabs held now, by index (a copy: for looking at, as the tests do)."""
+        with self._lock:
+            return dict(self._slabs)
 
     def close(self) -> None:
         with self._lock:
@@ -122,16 +149,16 @@ class Readahead:
         those not started), one more ahead if started, and no others; whether the reader is
         sequential."""
         index = None if layout is None or offset < layout.skip else (offset - layout.skip) // layout.nbytes
-        # Inside the slabs held counts as in order: the kernel's readahead has several
-        # requests in flight, and they may arrive further apart than the slack.
-        sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK or index in self._slabs
-        self._streak = (self._streak if sequential else 0) + size
-        self._last_end = offset + size
-        if layout is None or index is None:
-            return sequential
-        ahead = range(index, min(index + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
-            if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
         with self._lock:
+            # Inside the slabs held counts as in order: the kernel's readahead has several
+            # requests in flight, and they may arrive further apart than the slack.
+            sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK or index in self._slabs
+            self._streak = (self._streak if sequential else 0) + size
+            self._last_end = offset + size
+            if layout is None or index is None:
+                return sequential
+            ahead = range(index, min(index + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
+                if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
             # (and one more ahead: a request from behind must not drop the slab last started)
             kept = range(index - 1, index + SLABS_AHEAD + 2) if ahead else range(0)
             stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
@@ -151,11 +178,13 @@ class Readahead:
 
     def _prefetch(self, end: int) -> None:
         """Load the chunks ahead of the reader into the cache, when what is loaded ahead
-        runs low."""
-        if self._prefetched_to - end < self._prefetch_bytes // 2:
+        runs low (and no slabs are held: they read ahead instead)."""
+        with self._lock:
+            if self._slabs or self._prefetched_to - end >= self._prefetch_bytes // 2:
+                return
             start = max(self._prefetched_to, end)
-            self._view.prefetch(start, end + self._prefetch_bytes - start)
             self._prefetched_to = end + self._prefetch_bytes
+        self._view.prefetch(start, end + self._prefetch_bytes - start)
 
 
 def _stale(stream: Stream) -> bool:

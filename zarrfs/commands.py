@@ -1,0 +1,127 @@
+"""What the `zarrfs` commands do, as functions: the command line (`cli`) parses arguments,
+calls these and prints what they return. It knows no format, codec or store of its own:
+everything it needs of them is here.
+
+Heavy or optional imports (the daemon's pyfuse3 and trio, the checker, the importer) happen
+in the function that needs them, so `zarrfs info` starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .array import ZarrArray
+from .errors import ZarrfsError
+from .formats import CORE_TYPES, ArrayDescription
+from .formats.creation import auto_chunks, described_v3_array
+from .formats.registry import FORMATS
+from .info import describe, describe_tree, dims
+from .options import MountOptions
+from .store import Store
+
+if TYPE_CHECKING:
+    from .check import Report
+
+__all__ = ["DATA_TYPE_NAMES", "NewArray", "check", "create", "dims", "import_raw", "info",
+           "mount", "new_array_metadata", "resize", "stats"]
+
+DATA_TYPE_NAMES = tuple(sorted(CORE_TYPES))  # the data types `create` and `import` offer
+NEW_FORMAT = FORMATS[3]  # what `create` and `import` write
+
+
+@dataclass(frozen=True)
+class NewArray:
+    """An array to make, as the user described it (`--shape`, `--dtype`, ...)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    chunks: tuple[int, ...] | None = None  # None: about 1 MiB
+    shards: tuple[int, ...] | None = None
+    codec: str = "zstd:3"
+    fill_value: str = "0"
+    dimension_names: Sequence[str] | None = None
+    key_separator: str = "/"
+
+
+def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bool) -> int:
+    from .daemon import mount as run_daemon  # imports pyfuse3 and trio: only for this command
+
+    return run_daemon(source, mountpoint, options, foreground=foreground)
+
+
+def info(source: str, options: MountOptions) -> list[str]:
+    """The tree of the group at `source`, a line a node; or the array's rows ("name: value")."""
+    store = Store.open(source, options.storage_options, read_only=True, settings=options.source)
+    tree = describe_tree(store)
+    if tree is not None:
+        return tree
+    array = ZarrArray.open(store)
+    try:
+        return [f"{name + ':':<19} {value}" for name, value in describe(array)]
+    finally:
+        array.close()
+
+
+def new_array_metadata(new: NewArray) -> ArrayDescription:
+    """The description of the array `new` asks for (ZarrfsError: it asks for something wrong)."""
+    chunks = new.chunks
+    if chunks is None:
+        if new.shards:
+            raise ZarrfsError("--shards needs --chunks")
+        chunks = auto_chunks(new.shape, CORE_TYPES[new.dtype].itemsize)
+    for name, shape in (("--chunks", chunks), ("--shards", new.shards)):
+        if shape is not None and len(shape) != len(new.shape):
+            raise ZarrfsError(f"{name} needs {len(new.shape)} numbers, like --shape")
+    return described_v3_array(new.shape, new.dtype, chunks, shards=new.shards, codec=new.codec,
+                              fill_value=new.fill_value, dimension_names=new.dimension_names,
+                              key_separator=new.key_separator)
+
+
+def create(source: str, options: MountOptions, new: NewArray) -> ArrayDescription:
+    """A new, empty array at `source` (refused where an array or group is)."""
+    metadata = new_array_metadata(new)
+    store = Store.open(source, options.storage_options)
+    name = NEW_FORMAT.metadata_file
+    if store.exists(name):
+        raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
+    ZarrArray.create(store, metadata).close()
+    return metadata
+
+
+def check(source: str, options: MountOptions, *, jobs: int | None) -> Report:
+    from .check import check as check_store
+
+    store = Store.open(source, options.storage_options, read_only=True, settings=options.source)
+    return check_store(store, jobs=jobs)
+
+
+def import_raw(raw: str, dest: str, options: MountOptions, new: NewArray, *, order: str, endian: str,
+               jobs: int | None) -> tuple[ArrayDescription, int]:
+    """A new array at `dest` holding the elements of the file `raw` ("-": standard input);
+    its description and the number of chunks stored."""
+    from .importer import import_raw as import_file
+
+    metadata = new_array_metadata(new)
+    stored = import_file(raw, dest, options.storage_options, metadata, order=order, endian=endian, jobs=jobs)
+    return metadata, stored
+
+
+def resize(source: str, options: MountOptions, shape: tuple[int, ...]) -> list[str]:
+    """Resize the array at `source` (not mounted); the groups whose consolidated metadata
+    were updated too."""
+    from .resize import resize_offline
+
+    return resize_offline(source, options.storage_options, shape)
+
+
+def stats(mountpoint: str) -> dict[str, Any]:
+    """The counters of the zarrfs mounted at `mountpoint`."""
+    try:
+        counters: dict[str, Any] = json.loads(os.getxattr(mountpoint, "user.zarrfs.stats"))
+    except OSError as e:
+        raise ZarrfsError(f"{mountpoint}: not a zarrfs mount ({e.strerror})") from None
+    return counters

@@ -1,0 +1,54 @@
+"""The header files beside an array's `data`, for legacy tools, by view kind (the names of
+the `views=` mount option).
+
+A new header view is a module that makes its bytes and one line in `HEADER_VIEWS`: the mount
+option, the array directory and the tree read the names, makers and sharing from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import headers
+from .files import FileView, RegionFile
+from .npy import NpyFile
+from .placement import Placement
+
+# (file dtype, shape in file order, Fortran order, where the elements are: asked only when
+# the header needs it, as it may read coordinate arrays) -> the header's bytes, or None when
+# the format cannot describe the array.
+Maker = Callable[[np.dtype[Any], tuple[int, ...], bool, Callable[[], Placement]], "bytes | None"]
+# (`data`, the header's bytes now) -> the file holding the header then `data`'s bytes.
+WithData = Callable[[RegionFile, Callable[[], "bytes | None"]], FileView]
+
+
+@dataclass(frozen=True)
+class HeaderView:
+    file_name: str
+    make: Maker
+    # None: the file is its header alone; else the file also holds `data`'s bytes (so a
+    # write to one makes the other stale in the kernel's cache).
+    with_data: WithData | None = None
+
+    @property
+    def shares_data(self) -> bool:
+        return self.with_data is not None
+
+
+HEADER_VIEWS: dict[str, HeaderView] = {
+    "npy": HeaderView("data.npy", lambda dtype, shape, fortran, _: headers.npy_header(dtype, shape, fortran),
+                      NpyFile),
+    "nrrd": HeaderView("data.nhdr", lambda dtype, shape, fortran, where: headers.nrrd_header(
+        dtype, shape, fortran, placement=where())),
+    "mhd": HeaderView("data.mhd", lambda dtype, shape, fortran, where: headers.mhd_header(
+        dtype, shape, fortran, placement=where())),
+    "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
+        dtype, shape, fortran, placement=where())),
+}
+VIEW_KINDS = frozenset(HEADER_VIEWS)
+# The header files whose bytes are also `data`'s.
+SHARING_DATA = tuple(view.file_name for view in HEADER_VIEWS.values() if view.shares_data)
