@@ -93,19 +93,21 @@ class ChunkCache:
         self.give_back: Callable[[], object] | None = None  # returns freed memory to the system
         # Chunks this mount wrote and has stored, oldest first: their buffers go to new chunks.
         self.reusable: deque[CacheKey] = deque(maxlen=REUSABLE_KEYS)
-        self._owned: dict[int, set[Index]] = {}  # each array's units held: (owner -> units)
+        # Each array's units held, in the order they came in (a sequential writer's flush
+        # stores the oldest first): owner -> units (a dict as an ordered set).
+        self._owned: dict[int, dict[Index, None]] = {}
 
     # Entries by key (with the lock held): every change goes through `add` and `remove`, which
     # keep the index per array in step.
 
     def add(self, key: CacheKey, entry: Entry) -> None:
         self.entries[key] = entry
-        self._owned.setdefault(key[0], set()).add(key[1])
+        self._owned.setdefault(key[0], {})[key[1]] = None
         self.total_bytes += entry.nbytes
 
     def remove(self, key: CacheKey) -> Entry:
         entry = self.entries.pop(key)
-        self._owned[key[0]].discard(key[1])
+        self._owned[key[0]].pop(key[1], None)
         self.total_bytes -= entry.nbytes
         return entry
 
