@@ -246,16 +246,16 @@ def test_a_reader_that_waited_for_a_chunk_whose_buffer_went_reads_it_again(tmp_p
         row = Box((0, 0), (CHUNKS[0], SHAPE[1]))  # three chunks: past a quarter of the cache
         _written(array, row, 1)
         unit = (0, 0)
-        waited = array._wait(unit, {})  # what a reader got before the buffer was taken
+        waited = array.wait(unit)  # what a reader got before the buffer was taken
         with array.cache.lock:
-            array.cache.reusable.appendleft(array._key(unit))  # the oldest stored chunk
+            array.cache.reusable.appendleft((array.owner, unit))  # the oldest stored chunk
             taken = array.cache.buffer_for(array.read_chunk_shape, array.data_type.storage)
         assert waited.retired
         taken[...] = 0  # its new owner writes into it
         done: Future[Any] = Future()
         done.set_result(waited)
         first = Box((0, 0), CHUNKS)
-        assert np.array_equal(array._lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
+        assert np.array_equal(array.loader.lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
     finally:
         array.close()
 
@@ -300,7 +300,7 @@ def test_an_array_that_encodes_fast_is_not_encoded_ahead(tmp_path: Path) -> None
     try:
         io = array.io
         assert isinstance(io, ShardedChunkIO) and io.encodes_slowly  # nothing measured yet
-        io._encoding = (8 << 30, 1.0)  # as if 8 GiB had been encoded in a second
+        io.note_encoding(8 << 30, 1.0)  # as if 8 GiB had been encoded in a second
         assert not io.encodes_slowly
         half = Box((0, 0), INNER)
         array.write(half, _values(half))

@@ -167,7 +167,7 @@ def test_npy_reader_reads_header_and_body_through_slabs(array: ZarrArray) -> Non
 
 def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    fetch = array.fetch
+    fetch = array.loader.fetch
     closed = threading.Event()
 
     def fetch_held_after_slab_0(units: list[Any]) -> Any:
@@ -175,7 +175,7 @@ def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
             closed.wait(10)
         return fetch(units)
 
-    monkeypatch.setattr(array, "fetch", fetch_held_after_slab_0)
+    monkeypatch.setattr(array.loader, "fetch", fetch_held_after_slab_0)
     reader = RegionFile(array, None).readahead()
     reader.read(0, 4096)  # waits for slab 0; slabs 1 and 2 are in progress, held
     streams = list(reader.slabs().values())
@@ -200,8 +200,8 @@ def _read_through(reader: Readahead, held: list[Any] | None = None) -> list[Any]
         if held is not None and position == 0:
             held.append(piece)
         for index, stream in list(reader.slabs().items()):
-            if index not in buffers and stream._buffer is not None:
-                buffers[index] = weakref.ref(stream._buffer)
+            if index not in buffers and stream.buffer is not None:
+                buffers[index] = weakref.ref(stream.buffer)
     return [buffers[index] for index in sorted(buffers)]
 
 

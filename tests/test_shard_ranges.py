@@ -168,7 +168,7 @@ def test_missing_inner_chunks_and_shards_read_as_fill(server: S3Server, proxy: T
             before = proxy.requests
             for (i, j), found in zip(units, array.fetch(units), strict=True):
                 block = expected[i * INNER[0] : (i + 1) * INNER[0], j * INNER[1] : (j + 1) * INNER[1]]
-                data = array._fill_chunk if found.data is None else found.data
+                data = array.fill_chunk if found.data is None else found.data
                 assert np.array_equal(data, block), (i, j)
             assert proxy.requests - before <= 2  # the shard whole (or its absence, retried once)
     finally:

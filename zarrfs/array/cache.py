@@ -1,20 +1,18 @@
-"""What every array of a mount shares: one chunk cache bounded in bytes, one shard-index
-cache, and one set of worker threads. N arrays never mean N pools or N caches.
+"""The chunk cache every array of a mount shares, bounded in bytes, with its shard-index
+cache; the mount's counters.
 
-Entries are keyed by (array id, read-chunk index). The cache only does bookkeeping (costs,
-least-recently-used order, eviction of clean entries); the arrays decide what goes in.
+Entries are keyed by (array id, read-chunk index), and indexed per array, so one array's work
+(a flush, a recheck, a close) looks at its own entries only. The cache only does bookkeeping
+(costs, least-recently-used order, eviction of clean entries); each array's view of it
+(zarrfs.array.entries) decides what goes in, and is the one user of its lock and entries.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
 import sys
 import threading
-import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,6 +93,34 @@ class ChunkCache:
         self.give_back: Callable[[], object] | None = None  # returns freed memory to the system
         # Chunks this mount wrote and has stored, oldest first: their buffers go to new chunks.
         self.reusable: deque[CacheKey] = deque(maxlen=REUSABLE_KEYS)
+        # Each array's units held, in the order they came in (a sequential writer's flush
+        # stores the oldest first): owner -> units (a dict as an ordered set).
+        self._owned: dict[int, dict[Index, None]] = {}
+
+    # Entries by key (with the lock held): every change goes through `add` and `remove`, which
+    # keep the index per array in step.
+
+    def add(self, key: CacheKey, entry: Entry) -> None:
+        self.entries[key] = entry
+        self._owned.setdefault(key[0], {})[key[1]] = None
+        self.total_bytes += entry.nbytes
+
+    def remove(self, key: CacheKey) -> Entry:
+        entry = self.entries.pop(key)
+        self._owned[key[0]].pop(key[1], None)
+        self.total_bytes -= entry.nbytes
+        return entry
+
+    def units_of(self, owner: int) -> list[Index]:
+        """The read chunks of one array the cache holds (with the lock held)."""
+        return list(self._owned.get(owner, ()))
+
+    def forget_owner(self, owner: int, cost: Callable[[Any], int]) -> None:
+        """An array closed (its view dropped its entries): its shard indexes go too."""
+        with self.lock:
+            self._owned.pop(owner, None)
+            for key in [k for k in self.indexes if k[0] == owner]:
+                self.index_bytes -= cost(self.indexes.pop(key))
 
     def evict(self) -> int:
         """Drop least recently used clean entries until the cache fits its limit; the bytes
@@ -107,8 +133,7 @@ class ChunkCache:
                 entry = self.entries[key]
                 if entry.dirty:
                     continue
-                del self.entries[key]
-                self.total_bytes -= entry.nbytes
+                self.remove(key)
                 dropped += entry.nbytes
                 if self.total_bytes <= self.capacity:
                     break
@@ -138,11 +163,16 @@ class ChunkCache:
             else:
                 self.reusable.popleft()
                 assert entry is not None
-                del self.entries[key]
-                self.total_bytes -= entry.nbytes
+                self.remove(key)
                 entry.retired = True
                 return data
         return np.empty(shape, dtype=dtype)
+
+    def usage(self) -> dict[str, int]:
+        """What the cache holds now (`zarrfs stats`)."""
+        with self.lock:
+            return {"cache_bytes": self.total_bytes, "dirty_bytes": self.dirty_bytes,
+                    "readahead_bytes": self.reserved_bytes, "cache_limit": self.capacity}
 
     def lend_slab(self, nbytes: int) -> np.ndarray | None:
         """A flat buffer of `nbytes` for a reader's slab, counted against the limit (evicting
@@ -204,21 +234,18 @@ class ChunkCache:
                 _, dropped = self.indexes.popitem(last=False)
                 self.index_bytes -= cost(dropped)
 
+    def index_of(self, key: CacheKey) -> Any:
+        """A cached shard index (None: not cached), now the most recently used."""
+        with self.lock:
+            cached = self.indexes.get(key)
+            if cached is not None:
+                self.indexes.move_to_end(key)
+            return cached
+
     def forget_index(self, key: CacheKey, cost: Callable[[Any], int]) -> None:
         with self.lock:
             if key in self.indexes:
                 self.index_bytes -= cost(self.indexes.pop(key))
-
-    def drop_owner(self, owner: int) -> None:
-        """Forget every entry of an array being closed (its dirty data was flushed)."""
-        with self.lock:
-            for key in [k for k in self.entries if k[0] == owner]:
-                entry = self.entries.pop(key)
-                self.total_bytes -= entry.nbytes
-                if entry.dirty:
-                    self.dirty_bytes -= entry.nbytes
-            for key in [k for k in self.indexes if k[0] == owner]:
-                del self.indexes[key]
 
 
 COUNTER_NAMES = ("requests", "errors", "cache_hits", "cache_misses", "bytes_fetched", "bytes_stored",
@@ -247,48 +274,3 @@ class Counters:
         encoded (a flush runs for a while with no request coming in)."""
         with self._lock:
             return sum(self._values[name] for name in ("requests", "chunks_decoded", "chunks_encoded"))
-
-
-class Shared:
-    """The cache and worker threads of one mount (or of one array used on its own)."""
-
-    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> None:
-        self.cache = ChunkCache(cache_bytes)
-        self.counters = Counters()
-        self.threads = threads or os.cpu_count() or 2
-        self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
-        # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
-        self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
-        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
-        self.writer_count = 4 * self.threads + 4
-        self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
-        # Chunks stored ahead of a flush, at once: enough to keep every core encoding while
-        # others wait on fsync; more would only hold more encoded buffers.
-        self.early_slots = threading.BoundedSemaphore(2 * self.threads)
-        self._ids = itertools.count(1)
-        self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-
-    def register(self, array: Any) -> int:
-        owner = next(self._ids)
-        self._arrays[owner] = array
-        return owner
-
-    def unregister(self, owner: int) -> None:
-        self._arrays.pop(owner, None)
-        self.cache.drop_owner(owner)
-
-    def stats(self) -> dict[str, float]:
-        """The counters, and what the cache holds now (`zarrfs stats`)."""
-        cache = self.cache
-        with cache.lock:
-            held = {"cache_bytes": cache.total_bytes, "dirty_bytes": cache.dirty_bytes,
-                    "readahead_bytes": cache.reserved_bytes, "cache_limit": cache.capacity}
-        return {**self.counters.snapshot(), **held}
-
-    def dirty_arrays(self) -> list[Any]:
-        return [a for a in list(self._arrays.values()) if a.dirty_bytes]
-
-    def close(self) -> None:
-        self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
-        self.loaders.shutdown(wait=True)
-        self.writers.shutdown(wait=True)

@@ -129,9 +129,6 @@ class PlainChunkIO:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
 
-    def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
-        raise NotImplementedError("plain chunks are not read for a write-back")
-
     def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
             expect: Expect, ready: Mapping[Index, BytesLike | None] | None = None) -> str | None:
         """Store a chunk if the stored object is still `expect`; its new generation. (`ready`:
@@ -139,13 +136,21 @@ class PlainChunkIO:
         (data,) = arrays.values()
         if is_fill(data, self.fill_value):
             self.store.delete(key, expect=expect)
-            self.stats.chunks_deleted += 1
+            self.count_stored(deleted=True)
             return None
         encoded = self.timed_encode(self.pipeline.encode, data)
         generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
         self.counters.add(bytes_stored=len(encoded))
-        self.stats.chunks_written += 1
+        self.count_stored(deleted=False)
         return generation
+
+    def count_stored(self, *, deleted: bool) -> None:
+        """A stored object written or deleted (writer threads: under the lock)."""
+        with self._lock:
+            if deleted:
+                self.stats.chunks_deleted += 1
+            else:
+                self.stats.chunks_written += 1
 
     def count_fetch(self, nbytes: int) -> None:
         with self._lock:
@@ -166,9 +171,13 @@ class PlainChunkIO:
         encoded = encode(data)
         seconds = time.perf_counter() - start
         self.counters.add(chunks_encoded=1, encode_seconds=seconds)
-        with self._lock:
-            self._encoding = (self._encoding[0] + data.nbytes, self._encoding[1] + seconds)
+        self.note_encoding(data.nbytes, seconds)
         return encoded
+
+    def note_encoding(self, nbytes: int, seconds: float) -> None:
+        """`nbytes` were encoded in `seconds` (what `encodes_slowly` measures)."""
+        with self._lock:
+            self._encoding = (self._encoding[0] + nbytes, self._encoding[1] + seconds)
 
     @property
     def decodes_cheaply(self) -> bool:
@@ -337,10 +346,10 @@ class ShardedChunkIO(PlainChunkIO):
             self.counters.add(bytes_stored=nbytes)
             index_part = parts[0] if self.sharding.index_at_start else parts[-1]
             index = self.sharding.decode_index(bytes(index_part), nbytes)
-            self.stats.chunks_written += 1
+            self.count_stored(deleted=False)
         else:
             self.store.delete(key, expect=expect)
-            self.stats.chunks_deleted += 1
+            self.count_stored(deleted=True)
         self.reader.remember(chunk, index, generation)
         return generation
 

@@ -10,14 +10,15 @@ their write-back merges with what the other writer stored.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..grid import Index
-
-if TYPE_CHECKING:
-    from .core import ZarrArray
+from ..store import Store
+from .cache import Counters
+from .chunk_io import PlainChunkIO
+from .entries import ArrayCache
+from .geometry import Geometry
 
 SEEN_LIMIT = 1 << 17  # objects remembered per array; past it, a recheck cannot vouch for all
 
@@ -54,34 +55,39 @@ class Seen:
             return {c: self.generations[c] for c in chunks if c in self.generations}
 
 
-def recheck(array: ZarrArray, chunks: Iterable[Index] | None = None) -> Changes:
-    """Which of `chunks` (default: every object read or written) another writer changed;
-    their clean cached data is dropped."""
-    expected = array.seen.snapshot(chunks)
-    keys = {array.chunk_key(chunk): chunk for chunk in expected}
-    current = array.store.without_retries().generations(keys)
-    changes = Changes(uncertain=chunks is None and array.seen.overflowed)
-    for key, chunk in keys.items():
-        if not array.store.versioned and expected[chunk] is None:
-            array.seen.note(chunk, current[key])  # reads report no generation: start from now
-        elif current[key] != expected[chunk]:
-            changes.chunks.add(chunk)
-            array.seen.note(chunk, current[key])
-    if changes.chunks:
-        forget(array, changes.chunks)
-    array.shared.counters.add(rechecks=1, chunks_changed_outside=len(changes.chunks))
-    return changes
+class Rechecker:
+    """What an array has seen of the store (`seen`), and noticing what changed since."""
 
+    def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
+                 counters: Counters) -> None:
+        self.seen = Seen()
+        self.view = view
+        self.io = io
+        self.store = store
+        self.geometry = geometry
+        self.counters = counters
 
-def forget(array: ZarrArray, chunks: set[Index]) -> None:
-    """Drop the clean cached data of stored objects that another writer changed."""
-    cache = array.cache
-    with array._lock:
-        for owner, unit in [k for k in cache.entries if k[0] == array.owner]:
-            entry = cache.entries[(owner, unit)]
-            if not entry.dirty and array.io.location(unit)[0] in chunks:
-                del cache.entries[(owner, unit)]
-                cache.total_bytes -= entry.nbytes
-        array.mutations += 1  # streams of what the store held are stale too
-    for chunk in chunks:
-        array.io.forget_index(chunk)
+    def recheck(self, chunks: Iterable[Index] | None = None) -> Changes:
+        """Which of `chunks` (default: every object read or written) another writer changed;
+        their clean cached data is dropped."""
+        seen, geometry = self.seen, self.geometry()
+        expected = seen.snapshot(chunks)
+        keys = {geometry.chunk_key(chunk): chunk for chunk in expected}
+        current = self.store.without_retries().generations(keys)
+        changes = Changes(uncertain=chunks is None and seen.overflowed)
+        for key, chunk in keys.items():
+            if not self.store.versioned and expected[chunk] is None:
+                seen.note(chunk, current[key])  # reads report no generation: start from now
+            elif current[key] != expected[chunk]:
+                changes.chunks.add(chunk)
+                seen.note(chunk, current[key])
+        if changes.chunks:
+            self.forget(changes.chunks)
+        self.counters.add(rechecks=1, chunks_changed_outside=len(changes.chunks))
+        return changes
+
+    def forget(self, chunks: set[Index]) -> None:
+        """Drop the clean cached data of stored objects that another writer changed."""
+        self.view.drop_clean(lambda unit: self.io.location(unit)[0] in chunks)
+        for chunk in chunks:
+            self.io.forget_index(chunk)

@@ -5,96 +5,109 @@ chunk zarrfs writes holds the fill value outside the array. Shrinking first rese
 of the new edge chunks that falls outside the new shape to the fill value and deletes the
 chunks (and shards) wholly outside it, then rewrites the metadata, so growing again never
 shows old data, and a crash in between leaves the old shape with the cut region cleared.
+
+The metadata document is not this layer's: a `MetadataWriter` stores the new shape.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
 from ..errors import ReadOnlyError, ResizeError
 from ..formats.description import MAX_ARRAY_BYTES
-from ..formats.edit import METADATA_KEYS, resized_document
-from ..grid import Box, cells_of
-
-if TYPE_CHECKING:
-    from .core import ZarrArray
-
-
-def resize(array: ZarrArray, shape: tuple[int, ...]) -> None:
-    old = array.shape
-    _check(array, shape)
-    if shape == old:
-        return
-    array.flush()
-    if any(n < o for n, o in zip(shape, old, strict=True)):
-        _clear_cut_region(array, shape)
-        array.flush()
-        _delete_outside(array, shape)
-    # Cached chunks past the new edge may be gone from the store: read them afresh.
-    array.cache.drop_owner(array.owner)
-    key = METADATA_KEYS[array.metadata.zarr_format]
-    stored = array.raw_metadata or array.store.get(key) or b""  # (opened from consolidated metadata)
-    raw = resized_document(stored, array.metadata.zarr_format, shape)
-    array.store.put(key, raw)
-    _take_shape(array, shape, raw)
+from ..grid import Box, Index, cells_of
+from ..store import Store
+from .entries import ArrayCache
+from .geometry import Geometry
+from .writeback import WriteBack
 
 
-def adopt(array: ZarrArray, shape: tuple[int, ...], raw: bytes) -> None:
-    """Take the shape another writer gave the array. Writes made under the old shape are
-    stored first; cached edge chunks are read again (their overhang changed)."""
-    array.flush()
-    array.cache.drop_owner(array.owner)
-    _take_shape(array, shape, raw)
+class MetadataWriter(Protocol):
+    def __call__(self, shape: Index) -> bytes:
+        """Store the array's metadata document with a new shape; the document stored."""
 
 
-def _take_shape(array: ZarrArray, shape: tuple[int, ...], raw: bytes) -> None:
-    array.raw_metadata = raw
-    array.metadata = dataclasses.replace(array.metadata, shape=shape)
-    array.shape = shape
-    array.grid_shape = array.metadata.grid_shape
-    with array._lock:
-        array.mutations += 1
+class Resizer:
+    """One resize (or adoption of another writer's) at a time; the geometry is swapped in
+    with `take` once the store holds the new shape."""
 
+    def __init__(self, view: ArrayCache, writeback: WriteBack, store: Store, geometry: Callable[[], Geometry],
+                 take: Callable[[Geometry], None], write: Callable[[Box, np.ndarray], None],
+                 metadata_writer: MetadataWriter) -> None:
+        self.view = view
+        self.writeback = writeback
+        self.store = store
+        self.geometry = geometry
+        self.take = take
+        self.write = write
+        self.metadata_writer = metadata_writer
+        self._lock = threading.Lock()
 
-def _check(array: ZarrArray, shape: tuple[int, ...]) -> None:
-    if array.read_only:
-        raise ReadOnlyError("the array is read-only")
-    if not array.shape:
-        raise ResizeError("an array of rank 0 cannot be resized")
-    if len(shape) != len(array.shape) or any(n < 0 for n in shape):
-        raise ResizeError(f"shape {list(shape)} does not fit an array of rank {len(array.shape)}")
-    if math.prod(shape) * array.data_type.itemsize > MAX_ARRAY_BYTES:
-        raise ResizeError(f"shape {list(shape)} is too large to address")
+    def resize(self, shape: Index) -> None:
+        with self._lock:
+            old = self.geometry()
+            self._check(old, shape)
+            if shape == old.shape:
+                return
+            self.writeback.flush()
+            if any(n < o for n, o in zip(shape, old.shape, strict=True)):
+                self._clear_cut_region(old, shape)
+                self.writeback.flush()
+                self._delete_outside(old, shape)
+            # Cached chunks past the new edge may be gone from the store: read them afresh.
+            self.view.drop_all()
+            self._take_shape(shape, self.metadata_writer(shape))
 
+    def adopt(self, shape: Index, raw: bytes) -> None:
+        """Take the shape another writer gave the array. Writes made under the old shape are
+        stored first; cached edge chunks are read again (their overhang changed)."""
+        with self._lock:
+            self.writeback.flush()
+            self.view.drop_all()
+            self._take_shape(shape, raw)
 
-def _clear_cut_region(array: ZarrArray, shape: tuple[int, ...]) -> None:
-    """Set to the fill value what lies between the new and the old shape inside the chunks
-    that stay (the new edge chunks), one chunk-sized piece at a time."""
-    old, chunks = array.shape, array.chunk_shape
-    kept_end = [min(o, -(-n // c) * c) for n, o, c in zip(shape, old, chunks, strict=True)]
-    fill = np.frombuffer(array.metadata.fill_value, dtype=array.data_type.storage)[0]
-    for d, (new, end) in enumerate(zip(shape, kept_end, strict=True)):
-        if new >= end:
-            continue
-        start = tuple(new if e == d else 0 for e in range(len(shape)))
-        stop = tuple(end if e == d else kept_end[e] for e in range(len(shape)))
-        for piece in cells_of(Box(start, stop), array.read_chunk_shape):
-            region = Box(tuple(s.start + b for s, b in zip(piece.in_box, start, strict=True)),
-                         tuple(s.stop + b for s, b in zip(piece.in_box, start, strict=True)))
-            values = np.empty(region.shape, dtype=array.data_type.storage)
-            values[...] = fill
-            array.write(region, values)
+    def _take_shape(self, shape: Index, raw: bytes) -> None:
+        self.take(self.geometry().resized(shape, raw))
+        self.view.changed()
 
+    def _check(self, old: Geometry, shape: Index) -> None:
+        if self.store.read_only:
+            raise ReadOnlyError("the array is read-only")
+        if not old.shape:
+            raise ResizeError("an array of rank 0 cannot be resized")
+        if len(shape) != len(old.shape) or any(n < 0 for n in shape):
+            raise ResizeError(f"shape {list(shape)} does not fit an array of rank {len(old.shape)}")
+        if math.prod(shape) * old.description.data_type.itemsize > MAX_ARRAY_BYTES:
+            raise ResizeError(f"shape {list(shape)} is too large to address")
 
-def _delete_outside(array: ZarrArray, shape: tuple[int, ...]) -> None:
-    grid = [-(-n // c) for n, c in zip(shape, array.chunk_shape, strict=True)]
-    encoding = array.metadata.chunk_key_encoding
-    for key in list(array.store.list()):
-        index = encoding.parse(key, len(shape))
-        if index is not None and any(i >= g for i, g in zip(index, grid, strict=True)):
-            array.store.delete(key)
-    array.store.sync_directories([""])
+    def _clear_cut_region(self, old: Geometry, shape: Index) -> None:
+        """Set to the fill value what lies between the new and the old shape inside the
+        chunks that stay (the new edge chunks), one chunk-sized piece at a time."""
+        chunks = old.chunk_shape
+        kept_end = [min(o, -(-n // c) * c) for n, o, c in zip(shape, old.shape, chunks, strict=True)]
+        fill = self.view.fill_element
+        for d, (new, end) in enumerate(zip(shape, kept_end, strict=True)):
+            if new >= end:
+                continue
+            start = tuple(new if e == d else 0 for e in range(len(shape)))
+            stop = tuple(end if e == d else kept_end[e] for e in range(len(shape)))
+            for piece in cells_of(Box(start, stop), old.read_chunk_shape):
+                region = Box(tuple(s.start + b for s, b in zip(piece.in_box, start, strict=True)),
+                             tuple(s.stop + b for s, b in zip(piece.in_box, start, strict=True)))
+                values = np.empty(region.shape, dtype=self.view.fill_chunk.dtype)
+                values[...] = fill
+                self.write(region, values)
+
+    def _delete_outside(self, old: Geometry, shape: Index) -> None:
+        grid = [-(-n // c) for n, c in zip(shape, old.chunk_shape, strict=True)]
+        encoding = old.description.chunk_key_encoding
+        for key in list(self.store.list()):
+            index = encoding.parse(key, len(shape))
+            if index is not None and any(i >= g for i, g in zip(index, grid, strict=True)):
+                self.store.delete(key)
+        self.store.sync_directories([""])

@@ -80,11 +80,8 @@ class ShardReader:
         return found
 
     def cached_index(self, chunk: Index) -> CachedIndex | None:
-        with self.cache.lock:
-            cached = self.cache.indexes.get((self.owner, chunk))
-            if cached is not None:
-                self.cache.indexes.move_to_end((self.owner, chunk))
-            return cached
+        cached: CachedIndex | None = self.cache.index_of((self.owner, chunk))
+        return cached
 
     def forget(self, chunk: Index) -> None:
         """Forget what is known of a shard (its index, its held bytes): it was rewritten."""

@@ -13,17 +13,20 @@ after the change is made, so a stream that overlapped a change is never used.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import ZarrfsError
 from ..grid import Box, Index, Piece, cells_of
+from .chunk_io import ShardedChunkIO
+from .geometry import Geometry
+from .loader import ChunkLoader
+from .shared import Shared
 
-if TYPE_CHECKING:
-    from .chunk_io import Fetched
-    from .core import ZarrArray
+log = logging.getLogger(__name__)
 
 
 JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
@@ -45,6 +48,38 @@ S3_JOB_BYTES = 2 << 20
 S3_JOB_CHUNKS = 16
 
 
+class Streams:
+    """The streams of one array: what they read from (its loader, and through it its cache
+    view, chunk I/O and store) and the worker failures already reported."""
+
+    def __init__(self, loader: ChunkLoader, shared: Shared) -> None:
+        self.loader = loader
+        self.view = loader.view
+        self.io = loader.io
+        self.store = loader.store
+        self.shared = shared
+        self.sharded = isinstance(loader.io, ShardedChunkIO)
+        self._reported: set[type[BaseException]] = set()
+        self._reported_lock = threading.Lock()
+
+    def start(self, geometry: Geometry, box: Box, read_chunk_nbytes: int, itemsize: int) -> Stream | None:
+        """A stream of `box`, or None when readers' buffers hold their share of the cache."""
+        buffer = self.view.mount.lend_slab(box.size * itemsize)
+        return None if buffer is None else Stream(self, geometry, box, buffer, read_chunk_nbytes)
+
+    def failed(self, geometry: Geometry, box: Box, error: BaseException) -> None:
+        """A job failed (the reader falls back to reading through the cache, which reports
+        the error itself): logged once per kind of failure, not once per chunk, so a bug
+        shows as more than lost speed."""
+        with self._reported_lock:
+            if type(error) in self._reported:
+                return
+            self._reported.add(type(error))
+        log.warning("a stream of %s of %r failed (reads fall back to the cache): %s: %s", box,
+                    self.store.path(""), type(error).__name__, error,
+                    exc_info=not isinstance(error, (OSError, ZarrfsError)))  # (a bug: its traceback)
+
+
 class Stream:
     """A buffer (`out`, shaped like `box`) being filled with the array's elements of `box`.
 
@@ -52,32 +87,30 @@ class Stream:
     when jobs are still writing into it then, until the last of them ends). Once given back it
     may be another slab's: readers take its bytes only through `piece`, which closing ends."""
 
-    def __init__(self, array: ZarrArray, box: Box, buffer: np.ndarray) -> None:
-        self._array = array
+    def __init__(self, streams: Streams, geometry: Geometry, box: Box, buffer: np.ndarray,
+                 read_chunk_nbytes: int) -> None:
+        self._streams = streams
+        self._geometry = geometry
+        self._box = box
         self._buffer: np.ndarray | None = buffer
-        self.out: np.ndarray | None = buffer.view(array.data_type.storage).reshape(box.shape)
-        self.stamp = array.mutations
+        view = streams.view
+        self.out: np.ndarray | None = buffer.view(view.fill_chunk.dtype).reshape(box.shape)
+        self.stamp = view.mutations
         self.error: BaseException | None = None
         self._closed = False
         self._finished = threading.Event()
         self._lock = threading.Lock()
-        jobs = _jobs(array, box)
+        jobs = _jobs(streams, geometry, box, read_chunk_nbytes)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
         # (Loads from a remote store wait on the network: they want every loader.)
-        small = array.read_chunk.nbytes < SMALL_CHUNK_BYTES and array.store.is_local
+        small = read_chunk_nbytes < SMALL_CHUNK_BYTES and streams.store.is_local
         for job in jobs:
             if small:
-                array.shared.small_chunk_lane.submit(self._fill_small, job)
+                streams.shared.small_chunk_lane.submit(self._fill_small, job)
             else:
-                array.shared.loaders.submit(self._fill, job)
-
-    @classmethod
-    def start(cls, array: ZarrArray, box: Box) -> Stream | None:
-        """A stream of `box`, or None when readers' buffers hold their share of the cache."""
-        buffer = array.cache.lend_slab(box.size * array.data_type.storage.itemsize)
-        return None if buffer is None else cls(array, box, buffer)
+                streams.shared.loaders.submit(self._fill, job)
 
     @property
     def done(self) -> bool:
@@ -86,7 +119,12 @@ class Stream:
     @property
     def current(self) -> bool:
         """Finished without error, and no element of the array changed since it began."""
-        return self.done and self.error is None and self._array.mutations == self.stamp
+        return self.done and self.error is None and self._streams.view.mutations == self.stamp
+
+    @property
+    def buffer(self) -> np.ndarray | None:
+        """The slab lent to this stream (None once given back)."""
+        return self._buffer
 
     def wait(self) -> bool:
         """Wait until finished; whether the buffer is current."""
@@ -106,7 +144,7 @@ class Stream:
             self._closed = True
             buffer = self._given_up() if self._finished.is_set() else None  # else the last job
         if buffer is not None:
-            self._array.cache.take_back_slab(buffer)
+            self._streams.view.mount.take_back_slab(buffer)
 
     def _given_up(self) -> np.ndarray | None:
         """The buffer, no longer this stream's (with the lock held, once closed and finished)."""
@@ -116,28 +154,30 @@ class Stream:
     def _fill_small(self, pieces: list[Piece]) -> None:
         """On the small-chunk lane; on the loaders while the chunks decode slowly (the one
         place that decides: the cost is measured as jobs run)."""
-        if self._array.io.decodes_cheaply:
+        if self._streams.io.decodes_cheaply:
             self._fill(pieces)
         else:
-            self._array.shared.loaders.submit(self._fill, pieces)
+            self._streams.shared.loaders.submit(self._fill, pieces)
 
     def _fill(self, pieces: list[Piece]) -> None:
         out = self.out
         assert out is not None  # (given up only when every job has ended)
-        together = _fetched_together(self._array, pieces)
+        streams, geometry = self._streams, self._geometry
+        together = _fetched_together(streams, geometry, pieces)
         try:
             if together:
-                self._array.io.read_together(together)
-            for run in _by_stored_object(self._array, pieces):
+                streams.io.read_together(together)
+            for run in _by_stored_object(streams, pieces):
                 if self._closed or self.error is not None:
                     break
                 by_unit = {piece.cell: piece for piece in run}
-                for unit, chunk in chunks_for_stream(self._array, list(by_unit)):
+                for unit, chunk in chunks_for_stream(streams, geometry, list(by_unit)):
                     out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
         except BaseException as e:  # reported through `error`: the reader falls back
             self.error = e
+            streams.failed(geometry, self._box, e)
         finally:
-            self._array.io.let_go(together)
+            streams.io.let_go(together)
         del out
         with self._lock:
             self._left -= 1
@@ -147,7 +187,7 @@ class Stream:
                 self.error = CancelledStream()
             buffer = self._given_up() if self._closed else None
             if buffer is not None:
-                self._array.cache.take_back_slab(buffer)
+                streams.view.mount.take_back_slab(buffer)
             self._finished.set()
 
 
@@ -155,42 +195,40 @@ class CancelledStream(Exception):
     """The stream was cancelled before all of it was filled."""
 
 
-def _jobs(array: ZarrArray, box: Box) -> list[list[Piece]]:
+def _jobs(streams: Streams, geometry: Geometry, box: Box, chunk_nbytes: int) -> list[list[Piece]]:
     """The pieces of `box`, a job's worth at a time: small chunks several to a job (a job
     costs more than decoding a 4 KiB chunk); the inner chunks of one shard together, so that
     those lying next to each other are read with one request."""
-    pieces = list(cells_of(box, array.read_chunk_shape))
-    chunk_bytes = max(1, array.read_chunk.nbytes)
-    if array.sharding is None:
+    pieces = list(cells_of(box, geometry.read_chunk_shape))
+    chunk_bytes = max(1, chunk_nbytes)
+    if not streams.sharded:
         per_job = max(1, JOB_BYTES // chunk_bytes)
-        if array.store.is_s3:
+        if streams.store.is_s3:
             per_job = min(S3_JOB_CHUNKS, max(1, S3_JOB_BYTES // chunk_bytes))
         return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
     per_job = max(1, SHARD_JOB_BYTES // chunk_bytes)
-    return [run[i : i + per_job] for run in _by_stored_object(array, pieces)
+    return [run[i : i + per_job] for run in _by_stored_object(streams, pieces)
             for i in range(0, len(run), per_job)]
 
 
-def _fetched_together(array: ZarrArray, pieces: list[Piece]) -> list[str]:
+def _fetched_together(streams: Streams, geometry: Geometry, pieces: list[Piece]) -> list[str]:
     """The keys of a job's plain chunks the cache does not hold, which S3 fetches all at once
     (see S3_JOB_BYTES)."""
-    if array.sharding is not None or not array.store.is_s3 or len(pieces) <= 1:
+    if streams.sharded or not streams.store.is_s3 or len(pieces) <= 1:
         return []
-    with array.cache.lock:
-        entries = [array.cache.entries.get((array.owner, piece.cell)) for piece in pieces]
-    return [array.chunk_key(piece.cell) for piece, entry in zip(pieces, entries, strict=True)
-            if entry is None or not entry.complete]
+    return [geometry.chunk_key(unit) for unit in streams.view.missing([piece.cell for piece in pieces])]
 
 
-def _by_stored_object(array: ZarrArray, pieces: list[Piece]) -> list[list[Piece]]:
+def _by_stored_object(streams: Streams, pieces: list[Piece]) -> list[list[Piece]]:
     """Pieces grouped by the chunk or shard they are stored in (in the order first met)."""
     found: dict[Index, list[Piece]] = {}
     for piece in pieces:
-        found.setdefault(array.io.location(piece.cell)[0], []).append(piece)
+        found.setdefault(streams.io.location(piece.cell)[0], []).append(piece)
     return list(found.values())
 
 
-def chunks_for_stream(array: ZarrArray, units: list[Index]) -> Iterator[tuple[Index, np.ndarray]]:
+def chunks_for_stream(streams: Streams, geometry: Geometry,
+                      units: list[Index]) -> Iterator[tuple[Index, np.ndarray]]:
     """Read chunks' elements (all of one stored object), in no particular order: cached (with
     this mount's unsaved writes), or decoded here, those the cache does not hold read together
     and decoded one at a time (so a job holds one decoded chunk, whatever its size).
@@ -201,38 +239,23 @@ def chunks_for_stream(array: ZarrArray, units: list[Index]) -> Iterator[tuple[In
     for every byte streamed (a cold read 20-25% slower). A chunk partly written by this mount
     is merged into its entry, as a load does. Never waits for another job: on a loader thread
     that could be one queued behind this one."""
-    cached: list[tuple[Index, np.ndarray]] = []
-    partly_written: set[Index] = set()
-    with array._lock:
-        for unit in units:
-            entry = array.cache.entries.get(array._key(unit))
-            if entry is not None and entry.complete:
-                entry.lent = True
-                cached.append((unit, entry.data))
-            elif entry is not None:
-                partly_written.add(unit)
+    view, io = streams.view, streams.io
+    cached, partly_written = view.lend_cached(units)
     yield from cached
     have = {unit for unit, _ in cached}
     missing = [unit for unit in units if unit not in have]
     if missing:
-        array.shared.counters.add(cache_misses=len(missing))
-        chunk = array.io.location(missing[0])[0]
-        array.io.read_ahead(array.chunk_key(chunk), chunk)  # (remote shards: fetched whole)
-        if array.sharding is not None and chunk and chunk[0] + 1 < array.grid_shape[0]:
+        streams.shared.counters.add(cache_misses=len(missing))
+        chunk = io.location(missing[0])[0]
+        io.read_ahead(geometry.chunk_key(chunk), chunk)  # (remote shards: fetched whole)
+        if streams.sharded and chunk and chunk[0] + 1 < geometry.grid_shape[0]:
             # (a stream goes down the first axis: the shard below is next)
             below = (chunk[0] + 1, *chunk[1:])
-            array.io.read_early(array.chunk_key(below), below)
-        for unit, fetched in zip(missing, array.fetch(missing), strict=True):
+            io.read_early(geometry.chunk_key(below), below)
+        for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
             if unit in partly_written:
-                yield unit, _merge(array, unit, fetched)
+                data = view.install_lent(unit, fetched)  # (or the entry a load installed)
+                view.mount.evict()
+                yield unit, data
             else:
-                yield unit, array._fill_chunk if fetched.data is None else fetched.data
-
-
-def _merge(array: ZarrArray, unit: Index, fetched: Fetched) -> np.ndarray:
-    with array._lock:
-        entry = array._install(unit, fetched)  # (or the entry a concurrent load installed)
-        entry.lent = True
-        data = entry.data
-    array.cache.evict()
-    return data
+                yield unit, view.fill_chunk if fetched.data is None else fetched.data

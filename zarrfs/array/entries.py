@@ -1,0 +1,347 @@
+"""One array's view of the mount's chunk cache (zarrfs.array.cache): the one place that takes
+the cache's lock for the array and changes its entries. It keeps the array's dirty bytes and
+the mount's in step, knows which loads are in flight (so two readers of a chunk wait on one
+decode), and counts `mutations`: bumped after any element changes (zarrfs.array.streaming).
+
+Every method takes the lock itself and does its whole step under it; callers never hold it.
+A reader is lent an entry's data to use outside the lock: writers copy it first (`lent`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..codecs import ChunkSpec
+from ..grid import Index
+from . import masks
+from .cache import ENTRY_OVERHEAD, ChunkCache, Entry
+from .chunk_io import Fetched
+from .geometry import Geometry
+
+
+@dataclass
+class WriteSnapshot:
+    """What one attempt of a write-back sends: each unit's entry, data, version and
+    written-mask (taken from the entry, so writes made meanwhile start a new one)."""
+
+    entries: dict[Index, Entry]
+    arrays: dict[Index, np.ndarray]
+    versions: dict[Index, int]
+    masks: dict[Index, np.ndarray | None]
+
+
+class ArrayCache:
+    def __init__(self, cache: ChunkCache, owner: int, read_chunk: ChunkSpec) -> None:
+        self.mount = cache
+        self.owner = owner
+        self._lock = cache.lock
+        self._read_chunk = read_chunk
+        # Every missing chunk reads as this one: one element seen through zero strides, so an
+        # opened array costs no chunk-sized memory (a mount may open thousands).
+        self._fill = np.frombuffer(read_chunk.fill_value, dtype=read_chunk.data_type.storage)
+        self._fill_chunk = np.broadcast_to(self._fill.reshape((1,) * len(read_chunk.shape)), read_chunk.shape)
+        self._loading: dict[Index, Future[Entry]] = {}
+        self._dirty_bytes = 0
+        self._mutations = 0
+
+    @property
+    def fill_chunk(self) -> np.ndarray:
+        """A read-only chunk of the fill value (what a chunk not stored reads as)."""
+        return self._fill_chunk
+
+    @property
+    def fill_element(self) -> np.generic:
+        return self._fill[0]  # type: ignore[no-any-return]
+
+    @property
+    def dirty_bytes(self) -> int:
+        return self._dirty_bytes
+
+    @property
+    def mutations(self) -> int:
+        return self._mutations
+
+    def changed(self) -> None:
+        """Elements changed outside the cache (in the store, or the shape): streams are stale."""
+        with self._lock:
+            self._mutations += 1
+
+    # -- loads ---------------------------------------------------------------------------------
+
+    def start_loads(self, units: Iterable[Index],
+                    submit: Callable[[Index], Future[Entry]]) -> dict[Index, Future[Entry]]:
+        """The loads of those of `units` not cached whole: started with `submit`, or joined."""
+        started: dict[Index, Future[Entry]] = {}
+        with self._lock:
+            for unit in units:
+                entry = self.mount.entries.get((self.owner, unit))
+                if entry is not None and entry.complete:
+                    continue
+                future = self._loading.get(unit)
+                if future is None:
+                    future = submit(unit)
+                    self._loading[unit] = future
+                started[unit] = future
+        return started
+
+    def load_ended(self, unit: Index) -> None:
+        with self._lock:
+            self._loading.pop(unit, None)
+
+    def complete(self, unit: Index) -> Entry | None:
+        """The entry of a read chunk whose every element is known (now the most recent)."""
+        key = (self.owner, unit)
+        with self._lock:
+            entry = self.mount.entries.get(key)
+            if entry is None or not entry.complete:
+                return None
+            self.mount.entries.move_to_end(key)
+            return entry
+
+    def lend(self, entry: Entry) -> np.ndarray | None:
+        """An entry's data for a reader to use outside the lock; None once its buffer went to
+        another chunk (look again)."""
+        with self._lock:
+            if entry.retired:
+                return None
+            entry.lent = True
+            return entry.data
+
+    def install(self, unit: Index, fetched: Fetched) -> Entry:
+        """Put a freshly decoded chunk in the cache, merging writes made meanwhile."""
+        with self._lock:
+            return self._installed(unit, fetched)
+
+    def install_lent(self, unit: Index, fetched: Fetched) -> np.ndarray:
+        """As `install`; the chunk's data, lent to the caller."""
+        with self._lock:
+            entry = self._installed(unit, fetched)
+            entry.lent = True
+            return entry.data
+
+    def _installed(self, unit: Index, fetched: Fetched) -> Entry:
+        entry = self.mount.entries.get((self.owner, unit))
+        if entry is not None and entry.complete:
+            return entry  # a writer replaced the whole chunk while we read it
+        stored = fetched.data
+        if entry is None:
+            data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
+            # A missing chunk shares the fill chunk; its entry still costs a little.
+            entry = Entry(data, ENTRY_OVERHEAD if stored is None else data.nbytes, base=fetched.generation)
+            self.mount.add((self.owner, unit), entry)
+            return entry
+        self._merge(entry, fetched)
+        return entry
+
+    def merge_stored(self, unit: Index, fetched: Fetched) -> None:
+        """Rebase a cached chunk on a stored version: the elements this mount wrote and has
+        not saved win over what the store holds."""
+        with self._lock:
+            self._merge(self.mount.entries[(self.owner, unit)], fetched)
+
+    def _merge(self, entry: Entry, fetched: Fetched) -> None:
+        stored = fetched.data
+        merged = self._read_chunk.fill_array() if stored is None else np.array(stored, order="C")
+        if entry.written is not None:
+            np.copyto(merged, entry.data, where=entry.written)
+        entry.loaded = True
+        entry.base = fetched.generation
+        self._replace_data(entry, merged)
+
+    def lend_cached(self, units: Sequence[Index]) -> tuple[list[tuple[Index, np.ndarray]], set[Index]]:
+        """The data of those of `units` cached whole (lent), and those cached partly written."""
+        cached: list[tuple[Index, np.ndarray]] = []
+        partly_written: set[Index] = set()
+        with self._lock:
+            for unit in units:
+                entry = self.mount.entries.get((self.owner, unit))
+                if entry is not None and entry.complete:
+                    entry.lent = True
+                    cached.append((unit, entry.data))
+                elif entry is not None:
+                    partly_written.add(unit)
+        return cached, partly_written
+
+    def missing(self, units: Sequence[Index]) -> list[Index]:
+        """Those of `units` not cached whole."""
+        with self._lock:
+            entries = [self.mount.entries.get((self.owner, unit)) for unit in units]
+        return [unit for unit, entry in zip(units, entries, strict=True)
+                if entry is None or not entry.complete]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def write(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
+              values: np.ndarray) -> bool | Future[Entry]:
+        """Write into a cached chunk; whether that made it whole (all of it written, none of it
+        read). A load of it in flight is returned instead: wait for it, and write again."""
+        key = (self.owner, unit)
+        with self._lock:
+            pending = self._loading.get(unit)
+            if pending is not None:
+                return pending
+            entry = self.mount.entries.get(key)
+            if entry is None:
+                entry = self._new_entry(geometry, unit)
+            self.mount.entries.move_to_end(key)
+            if entry.lent or not entry.data.flags.writeable:
+                self._replace_data(entry, np.array(entry.data, order="C"))
+            entry.data[in_cell] = values
+            became_whole = self._mark_written(entry, in_cell)
+            geometry.clear_overhang(unit, entry.data, self._fill[0])
+            if not entry.dirty:
+                self._count_dirty(entry.nbytes)
+            entry.version += 1
+            self._mutations += 1
+        return became_whole
+
+    def _new_entry(self, geometry: Geometry, unit: Index) -> Entry:
+        """A chunk about to be written without reading it: no elements known until they are
+        written (the others are never used: merged from the store first). The overhang is
+        not counted, as no write reaches it."""
+        entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(geometry.inside(unit)))
+        self.mount.add((self.owner, unit), entry)
+        self._replace_data(entry, self.mount.buffer_for(self._read_chunk.shape, self._fill.dtype))
+        return entry
+
+    def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> bool:
+        """Record written elements: to merge them with the stored chunk when it is read, and
+        again if another writer changes it before they are saved. Whether this write made
+        the chunk whole."""
+        if entry.whole:
+            return False
+        mask, fresh = masks.mark(entry.written, in_cell, self._read_chunk.shape)
+        if mask is not entry.written:
+            entry.written = mask
+            self._recount(entry)
+        if not entry.loaded:  # once all are written the stored chunk is never needed
+            entry.unwritten -= fresh
+        if not entry.whole:
+            return False
+        entry.written = None
+        self._recount(entry)
+        return True
+
+    def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
+        """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
+        entry.data = data
+        entry.lent = False
+        self._mutations += 1
+        self._recount(entry)
+
+    def _recount(self, entry: Entry) -> None:
+        """What an entry costs the cache: its data and its written-mask."""
+        held = ENTRY_OVERHEAD if entry.data is self._fill_chunk else entry.data.nbytes
+        nbytes = held + (0 if entry.written is None else entry.written.nbytes)
+        self.mount.total_bytes += nbytes - entry.nbytes
+        if entry.dirty:
+            self._count_dirty(nbytes - entry.nbytes)
+        entry.nbytes = nbytes
+
+    def _count_dirty(self, delta: int) -> None:
+        self._dirty_bytes += delta
+        self.mount.dirty_bytes += delta
+
+    # -- write-back (zarrfs.array.writeback) ---------------------------------------------------
+
+    def dirty_units(self, *, complete_only: bool = False) -> list[Index]:
+        """The array's dirty read chunks (with `complete_only`, those needing nothing read)."""
+        with self._lock:
+            found = [(u, self.mount.entries[(self.owner, u)]) for u in self.mount.units_of(self.owner)]
+        return [u for u, e in found if e.dirty and (e.complete or not complete_only)]
+
+    def dirty_among(self, units: Iterable[Index]) -> list[Index]:
+        with self._lock:
+            return [u for u in units
+                    if (e := self.mount.entries.get((self.owner, u))) is not None and e.dirty]
+
+    def all_whole(self, units: Iterable[Index], *, dirty: bool = False) -> bool:
+        """Whether every unit is cached, written whole without being read (and dirty)."""
+        with self._lock:
+            return all((e := self.mount.entries.get((self.owner, u))) is not None and e.whole
+                       and (e.dirty or not dirty) for u in units)
+
+    def incomplete(self, units: Iterable[Index]) -> list[Index]:
+        """Those of the (dirty, so cached) units still to be merged with the stored chunk."""
+        with self._lock:
+            return [u for u in units if not self.mount.entries[(self.owner, u)].complete]
+
+    def read_from_other(self, units: Iterable[Index], generation: str | None) -> list[Index]:
+        """Those of the (dirty) units read from a version other than `generation`."""
+        with self._lock:
+            found = [(u, self.mount.entries[(self.owner, u)]) for u in units]
+        return [u for u, e in found if e.loaded and e.base != generation]
+
+    def lend_whole(self, unit: Index, fits: Callable[[int], bool]) -> tuple[np.ndarray, int, int] | None:
+        """A chunk written whole whose cost `fits`, lent (to encode it ahead): its data,
+        version and cost."""
+        with self._lock:
+            entry = self.mount.entries.get((self.owner, unit))
+            if entry is None or not entry.whole or not fits(entry.nbytes):
+                return None
+            entry.lent = True
+            return entry.data, entry.version, entry.nbytes
+
+    def take(self, units: Iterable[Index]) -> WriteSnapshot:
+        """The data of chunks about to be written back, their written-masks handed over."""
+        with self._lock:
+            entries = {unit: self.mount.entries[(self.owner, unit)] for unit in units}
+            snapshot = WriteSnapshot(entries, {u: e.data for u, e in entries.items()},
+                                     {u: e.version for u, e in entries.items()},
+                                     {u: e.written for u, e in entries.items()})
+            for entry in entries.values():
+                entry.written = None
+                self._recount(entry)
+                entry.lent = True
+        return snapshot
+
+    def give_back(self, snapshot: WriteSnapshot) -> None:
+        """A failed attempt: the masks taken return to their entries, with writes made since."""
+        with self._lock:
+            for unit, entry in snapshot.entries.items():
+                taken = snapshot.masks[unit]
+                if taken is None or taken is entry.written:
+                    continue
+                entry.written = taken if entry.written is None else (taken | entry.written)
+                self._recount(entry)
+
+    def settle(self, snapshot: WriteSnapshot, generation: str | None) -> None:
+        """The snapshot was stored as `generation`: what was not written since is clean."""
+        with self._lock:
+            for unit, entry in snapshot.entries.items():
+                saved = entry.version == snapshot.versions[unit]  # else written meanwhile: still dirty
+                # A chunk written whole stays wholly this mount's while writes to it are
+                # unsaved: they have no written-mask, so it must not be merged with a stored
+                # version.
+                entry.loaded = saved or not entry.whole
+                entry.base = generation
+                if saved:
+                    self._count_dirty(-entry.nbytes)
+                    self.mount.reusable.append((self.owner, unit))
+                entry.saved_version = snapshot.versions[unit]
+
+    # -- forgetting ----------------------------------------------------------------------------
+
+    def drop_clean(self, stale: Callable[[Index], bool]) -> None:
+        """Drop the clean chunks `stale` picks (another writer changed them): streams of what
+        the store held are stale too."""
+        with self._lock:
+            for unit in self.mount.units_of(self.owner):
+                if stale(unit) and not self.mount.entries[(self.owner, unit)].dirty:
+                    self.mount.remove((self.owner, unit))
+            self._mutations += 1
+
+    def drop_all(self) -> None:
+        """Forget every chunk (the array closes, or changes shape: its dirty data was
+        flushed, or is given up)."""
+        with self._lock:
+            for unit in self.mount.units_of(self.owner):
+                entry = self.mount.remove((self.owner, unit))
+                if entry.dirty:
+                    self._count_dirty(-entry.nbytes)
+            self._mutations += 1

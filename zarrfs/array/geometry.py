@@ -1,0 +1,66 @@
+"""An array's geometry: its description (shape, chunk grid, codecs, key encoding), its stored
+metadata document and the read-chunk grid, as one immutable value.
+
+A resize (or another writer's) makes a new Geometry and swaps it in with one assignment; an
+operation takes one snapshot of it at its start, so it never sees the shape of one version
+with the grid of another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..formats import ArrayDescription
+from ..grid import Index, extent_inside
+
+
+@dataclass(frozen=True)
+class Geometry:
+    description: ArrayDescription
+    raw_metadata: bytes
+    read_chunk_shape: Index  # the unit read and cached: the chunk, or a shard's inner chunk
+
+    @property
+    def shape(self) -> Index:
+        return self.description.shape
+
+    @property
+    def chunk_shape(self) -> Index:
+        return self.description.chunk_shape
+
+    @property
+    def grid_shape(self) -> Index:
+        return self.description.grid_shape
+
+    def chunk_key(self, chunk: Sequence[int]) -> str:
+        return self.description.chunk_key_encoding.key(chunk)
+
+    def resized(self, shape: Index, raw_metadata: bytes) -> Geometry:
+        return dataclasses.replace(self, description=dataclasses.replace(self.description, shape=shape),
+                                   raw_metadata=raw_metadata)
+
+    def described(self, description: ArrayDescription, raw_metadata: bytes) -> Geometry:
+        """The same grid with a new description (its attributes changed)."""
+        return dataclasses.replace(self, description=description, raw_metadata=raw_metadata)
+
+    # -- edge chunks ---------------------------------------------------------------------------
+
+    def is_edge(self, unit: Index) -> bool:
+        return any((u + 1) * c > n for u, c, n in zip(unit, self.read_chunk_shape, self.shape, strict=True))
+
+    def inside(self, unit: Index) -> Index:
+        """How far a read chunk reaches into the array along each axis."""
+        return extent_inside(unit, self.read_chunk_shape, self.shape)
+
+    def clear_overhang(self, unit: Index, data: np.ndarray, fill: Any) -> None:
+        """Elements of an edge chunk outside the array hold the fill value."""
+        if not self.is_edge(unit):
+            return
+        for d, (extent, c) in enumerate(zip(self.inside(unit), self.read_chunk_shape, strict=True)):
+            if extent < c:
+                data[(slice(None),) * d + (slice(extent, None),)] = fill

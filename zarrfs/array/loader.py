@@ -1,0 +1,113 @@
+"""Loading read chunks into the cache: on the mount's loader threads, deduplicated (two readers
+of one chunk wait on one decode), over plain or sharded chunk I/O (zarrfs.array.chunk_io)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future
+from typing import Any
+
+import numpy as np
+
+from ..codecs import CodecError
+from ..errors import ChunkError
+from ..grid import Box, Index, Piece, cells_of
+from ..store import Store
+from .cache import Counters, Entry
+from .chunk_io import Fetched, PlainChunkIO
+from .entries import ArrayCache
+from .geometry import Geometry
+from .recheck import Seen
+
+log = logging.getLogger(__name__)
+
+
+class ChunkLoader:
+    def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
+                 seen: Seen, loaders: Executor, counters: Counters) -> None:
+        self.view = view
+        self.io = io
+        self.store = store
+        self.geometry = geometry  # the array's geometry now
+        self.seen = seen
+        self.loaders = loaders
+        self.counters = counters
+
+    def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
+        """The elements of each box, all taken from one version of every chunk they touch:
+        a reply made of several boxes never mixes two versions of a chunk."""
+        read_chunk_shape = self.geometry().read_chunk_shape
+        pieces = [list(cells_of(box, read_chunk_shape)) for box in boxes]
+        units = list(dict.fromkeys(piece.cell for found in pieces for piece in found))
+        futures = self.start(units)
+        self.counters.add(cache_hits=len(units) - len(futures), cache_misses=len(futures))
+        lent = {unit: self.lend(unit, futures) for unit in units}
+        return [self._assemble(box, found, lent) for box, found in zip(boxes, pieces, strict=True)]
+
+    def _assemble(self, box: Box, pieces: list[Piece], lent: dict[Index, np.ndarray]) -> np.ndarray:
+        if len(pieces) == 1:
+            # The trailing Ellipsis keeps a rank-0 result an array, not a scalar.
+            selection: tuple[Any, ...] = (*pieces[0].in_cell, Ellipsis)
+            view: np.ndarray = lent[pieces[0].cell][selection]
+            view.flags.writeable = False  # a view of the cache: writes must go through write()
+            return view
+        out = np.empty(box.shape, dtype=self.view.fill_chunk.dtype)
+        for piece in pieces:
+            out[piece.in_box] = lent[piece.cell][piece.in_cell]
+        return out
+
+    def lend(self, unit: Index, futures: dict[Index, Future[Entry]]) -> np.ndarray:
+        """A read chunk's data for a reader to use outside the lock: writers leave it as it is
+        (they copy first), so a reader never sees half of a write."""
+        entry = self.wait(unit, futures)
+        while (data := self.view.lend(entry)) is None:
+            entry = self.wait(unit, {})  # its buffer went to a new chunk: look again
+        return data
+
+    def start(self, units: Iterable[Index]) -> dict[Index, Future[Entry]]:
+        """Start loading those of `units` not cached (or join their loads in flight)."""
+        return self.view.start_loads(units, lambda unit: self.loaders.submit(self._load, unit))
+
+    def wait(self, unit: Index, futures: dict[Index, Future[Entry]]) -> Entry:
+        """The complete cached entry of a read chunk, loading or merging it as needed."""
+        future = futures.get(unit)
+        if future is not None:
+            return future.result()
+        while True:
+            entry = self.view.complete(unit)
+            if entry is not None:
+                return entry
+            # Another thread may finish the load in between: then nothing is started.
+            started = self.start([unit])
+            if unit in started:
+                return started[unit].result()
+
+    def _load(self, unit: Index) -> Entry:
+        """Decode a read chunk from the store into the cache (worker thread)."""
+        try:
+            (fetched,) = self.fetch([unit])
+            entry = self.view.install(unit, fetched)
+        finally:
+            self.view.load_ended(unit)
+        self.view.mount.evict()
+        return entry
+
+    def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
+        """Read chunks of one stored object (a chunk, or inner chunks of one shard, read
+        together) as stored now: decoded (None: not stored, all fill), and the generation."""
+        geometry = self.geometry()
+        chunk = self.io.location(units[0])[0]
+        key = geometry.chunk_key(chunk)
+        try:
+            run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
+            for unit, fetched in zip(units, run, strict=True):
+                if fetched.data is not None and geometry.is_edge(unit):
+                    # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
+                    fetched.data = np.array(fetched.data, order="C")
+                    geometry.clear_overhang(unit, fetched.data, self.view.fill_element)
+                self.seen.note(chunk, fetched.generation)
+                yield fetched
+        except CodecError as e:
+            log.error("corrupt chunk %r: %s", self.store.path(key), e)
+            raise ChunkError(key, str(e)) from None

@@ -1,0 +1,56 @@
+"""What every array of a mount shares: one chunk cache bounded in bytes (zarrfs.array.cache),
+one set of worker threads and the mount's counters. N arrays never mean N pools or N caches."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters
+from .shard_reads import index_cost
+
+
+class Shared:
+    """The cache and worker threads of one mount (or of one array used on its own)."""
+
+    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> None:
+        self.cache = ChunkCache(cache_bytes)
+        self.counters = Counters()
+        self.threads = threads or os.cpu_count() or 2
+        self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
+        # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
+        self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
+        # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
+        self.writer_count = 4 * self.threads + 4
+        self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
+        # Chunks stored ahead of a flush, at once: enough to keep every core encoding while
+        # others wait on fsync; more would only hold more encoded buffers.
+        self.early_slots = threading.BoundedSemaphore(2 * self.threads)
+        self._ids = itertools.count(1)
+        self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+
+    def register(self, array: Any) -> int:
+        owner = next(self._ids)
+        self._arrays[owner] = array
+        return owner
+
+    def unregister(self, owner: int) -> None:
+        """An array closed (its view of the cache dropped its entries first)."""
+        self._arrays.pop(owner, None)
+        self.cache.forget_owner(owner, index_cost)
+
+    def stats(self) -> dict[str, float]:
+        """The counters, and what the cache holds now (`zarrfs stats`)."""
+        return {**self.counters.snapshot(), **self.cache.usage()}
+
+    def dirty_arrays(self) -> list[Any]:
+        return [a for a in list(self._arrays.values()) if a.dirty_bytes]
+
+    def close(self) -> None:
+        self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
+        self.loaders.shutdown(wait=True)
+        self.writers.shutdown(wait=True)
