@@ -38,6 +38,7 @@ from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD,
 from .metadata_files import MetadataFiles
 from .new_arrays import NewArrays, array_name
 from .placement import Siblings, find_placement
+from .reshaped import new_shape
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -260,19 +261,11 @@ class Tree:
                 return False
             self._metadata_generations[path] = generation
         fresh = discover(self.store.get, path)
-        try:
-            description = fresh.describe() if fresh is not None and fresh.kind == "array" else None
-        except ZarrfsError as e:
-            log.warning("array %s: its metadata changed and cannot be read (%s); showing the old", path, e)
+        shape = new_shape(fresh, path, opened.array.metadata)
+        if fresh is None or shape is None:
             return False
-        array = opened.array
-        if fresh is None or description is None or description.shape == array.shape:
-            return False
-        if dataclasses.replace(description, shape=array.shape) != array.metadata:
-            log.warning("array %s: its metadata changed beyond its shape; remount to see it", path)
-            return False
-        log.info("array %s was resized to %s by another writer", path, list(description.shape))
-        array.adopt_shape(description.shape, fresh.raw.get(fresh.files[0], b""))
+        log.info("array %s was resized to %s by another writer", path, list(shape))
+        opened.array.adopt_shape(shape, fresh.raw.get(fresh.files[0], b""))
         opened.reshaped()
         self._show_new_metadata(path, opened)
         return True
