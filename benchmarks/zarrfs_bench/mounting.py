@@ -198,8 +198,9 @@ class Mount:
 
     def start_profile(self, out: Path, native: bool = False) -> None:
         """Attach py-spy to the daemon (so start-up is not in the profile)."""
-        cmd = [str(VENV_BIN / "py-spy"), "record", "--nonblocking", "--pid", str(self.pid)]
-        cmd += ["-r", "200", "-f", "raw", "-o", str(out)] + (["--native"] if native else [])
+        # (native stacks need the process paused while sampled: py-spy refuses --nonblocking)
+        cmd = [str(VENV_BIN / "py-spy"), "record", "--pid", str(self.pid)]
+        cmd += ["-r", "200", "-f", "raw", "-o", str(out)] + (["--native"] if native else ["--nonblocking"])
         self.spy = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
