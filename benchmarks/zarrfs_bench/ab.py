@@ -15,18 +15,10 @@ from pathlib import Path
 from .arrays import Config, ts_open
 from .common import VENV_BIN, dd, fmt_size, log, median, parse_size, settle, warm_files
 from .latency import build, proxy_child
-from .mounting import Mount
+from .mounting import Mount, daemon_counters
 from .s3 import BUCKET, environ, s3_server, s3_server_module, upload
 
 MB = 1e6
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def daemon_counters(pid: int) -> tuple[float, int]:
-    """CPU seconds (all threads, user + system) and minor page faults of a process so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK, int(fields[7])
 
 
 @contextlib.contextmanager

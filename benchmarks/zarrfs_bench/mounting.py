@@ -38,6 +38,13 @@ def proc_io(pid: int) -> dict[str, int]:
         return {k: int(v) for k, v in (line.split(":") for line in f)}
 
 
+def daemon_counters(pid: int) -> tuple[float, int]:
+    """CPU seconds (all threads, user + system) and minor page faults of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[7])
+
+
 def daemon_pid(mp: Path) -> int | None:
     """The pid of the daemon serving `mp` (a `zarrfs mount` started by us without -f)."""
     for d in Path("/proc").iterdir():
