@@ -65,6 +65,9 @@ def test_reads_go_through_obstore_with_the_objects_etag(s3_server: S3Server,
     assert objstore.usable(store.fs)
     whole = store.read("k")
     assert whole is not None and whole.data == CONTENT
+    # (a view of obstore's buffer, not a copy; whole bytes for readers of documents)
+    assert isinstance(whole.data, memoryview) and whole.data.readonly
+    assert store.get("k") == CONTENT and isinstance(store.get("k"), bytes)
     assert store.read("k", ByteRange(100, 1000)) == (CONTENT[100:1100], whole.generation)
     assert store.read("k", ByteRange(len(CONTENT) - 10, 100)) == (CONTENT[-10:], whole.generation)
     assert store.read("absent") is None

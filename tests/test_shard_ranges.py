@@ -16,6 +16,9 @@ from netproxy import TcpProxy, proxied
 from reliability.s3_server import S3Server, free_port, serving
 
 from zarrfs.array import ZarrArray
+from zarrfs.codecs import ChunkSpec, ShardingCodec
+from zarrfs.formats.description import CodecSpec
+from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.store.ranges import REMOTE_GAP, Request, merge, worth_whole
@@ -64,6 +67,24 @@ def test_whole_object_when_most_of_it_is_wanted() -> None:
     # several requests of a small object: one is cheaper
     assert worth_whole(merge([(0, 10), (5000, 5010)]), 8000)
     assert not worth_whole(merge([(0, 10)]), 8000)
+
+
+def test_a_shard_index_keeps_no_view_of_the_shard() -> None:
+    # Shards read from S3 are views of obstore's buffers: an index decoded as a view of one
+    # (and cached) kept the whole shard alive, a cold read held every shard it read.
+    config = {"chunk_shape": [4, 4], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                                {"name": "zstd", "configuration": {"level": 1}}],
+              "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}
+    codec = ShardingCodec.from_spec(CodecSpec("sharding_indexed", config, "codecs[0]"),
+                                    ChunkSpec((8, 8), CORE_TYPES["uint16"], b"\0\0"))
+    shard = bytearray(codec.encode(np.arange(64, dtype="<u2").reshape(8, 8)))
+    span = codec.index_span(len(shard))
+    index = codec.decode_index(memoryview(shard)[span.offset : span.end], len(shard))
+    shard.extend(b"more")  # (a BufferError while anything still views the shard)
+    found = index.span((1, 1))
+    assert found is not None
+    inner = codec.decode_inner(shard[found.offset : found.end])
+    assert np.array_equal(inner, np.arange(64).reshape(8, 8)[4:, 4:])
 
 
 # -- against S3 behind a proxy ----------------------------------------------------------------

@@ -23,7 +23,7 @@ import numpy as np
 
 from .arrays import Config, gen_array, shape_for, ts_context, ts_create_spec, ts_open
 from .common import REPO, RUN_PY, dd, dir_bytes, fmt_size, log, median, run_checked
-from .mounting import Mount
+from .mounting import Mount, daemon_counters
 from .s3 import BUCKET, environ, s3_server, s3_server_module, upload
 
 MB = 1e6
@@ -36,6 +36,8 @@ class Figures:
 
     seconds: dict[tuple[float, str, str], list[float]] = field(default_factory=dict)
     requests: dict[tuple[float, str, str], list[int]] = field(default_factory=dict)
+    # (delay, layout) -> zarrfs daemon's CPU seconds during the dd and its peak RSS, per run
+    daemon: dict[tuple[float, str], list[tuple[float, int]]] = field(default_factory=dict)
     nbytes: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -46,6 +48,13 @@ class Figures:
     def mbps(self, delay: float, layout: str, tool: str) -> float | None:
         t = median(self.seconds.get((delay, layout, tool), []))
         return self.nbytes / t / MB if t else None
+
+    def daemon_usage(self, delay: float, layout: str) -> tuple[float, int] | None:
+        """The medians of the zarrfs daemon's CPU seconds and peak RSS (bytes)."""
+        runs = self.daemon.get((delay, layout))
+        if not runs:
+            return None
+        return float(np.median([c for c, _ in runs])), int(np.median([r for _, r in runs]))
 
     def gets(self, delay: float, layout: str, tool: str) -> int | None:
         counts = self.requests.get((delay, layout, tool))
@@ -185,7 +194,11 @@ def zarrfs_read(figures: Figures, proxy: ProxyChild, cfg: Config, delay: float, 
                 mp: Path, logfile: Path, cache: str, verify: bool) -> None:
     opts = f"cache={cache},endpoint_url={proxy.url}"
     with Mount(zarrfs, f"s3://{BUCKET}/{cfg.path.name}", mp, opts, logfile=logfile) as m:
+        assert m.pid is not None
+        cpu = daemon_counters(m.pid)[0]
         seconds, sent, _ = counted(proxy, lambda: dd(m.mp / "data", "/dev/null", expect=cfg.nbytes))
+        cpu = daemon_counters(m.pid)[0] - cpu
         figures.add(delay, layout, "zarrfs", seconds, sent)
         if verify:
             run_checked(["cmp", str(m.mp / "data"), str(cfg.raw)])
+    figures.daemon.setdefault((delay, layout), []).append((cpu, m.peak_rss))

@@ -31,10 +31,11 @@ def render(figures: Figures, delays: list[float], size: int, repeat: int) -> str
         f"reads, medians of {repeat}: TensorStore (s3 kvstore, no cache pool), zarr-python "
         "(fsspec/s3fs), zarrfs (`dd bs=1M` of `data` on a fresh mount). Requests: what each "
         f"sent to the server (the proxy counts them). Targets: zarrfs >= {TARGET_TS:.1f}x "
-        f"TensorStore, >= {TARGET_ZARR:.1f}x zarr-python.", "",
+        f"TensorStore, >= {TARGET_ZARR:.1f}x zarr-python. zarrfs daemon: its CPU seconds during the "
+        "dd (all threads) and its peak RSS.", "",
         "| round trip | layout | TensorStore MB/s | zarr-python MB/s | zarrfs MB/s | zarrfs / TensorStore "
-        "| zarrfs / zarr-python | requests TS / zarr-python / zarrfs |",
-        "|---|---|---|---|---|---|---|---|",
+        "| zarrfs / zarr-python | requests TS / zarr-python / zarrfs | zarrfs daemon CPU / peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for delay in delays:
         for layout in ("plain", "sharded"):
@@ -44,10 +45,12 @@ def render(figures: Figures, delays: list[float], size: int, repeat: int) -> str
             gets = " / ".join(str(figures.gets(delay, layout, tool) or "-")
                               for tool in ("TensorStore", "zarr-python", "zarrfs"))
             ts, zarr = mbps["TensorStore"], mbps["zarr-python"]
+            usage = figures.daemon_usage(delay, layout)
+            daemon = "-" if usage is None else f"{usage[0]:.2f} s / {usage[1] >> 20} MiB"
             lines.append(
                 f"| {2000 * delay:.0f} ms | {layout} | {fmt(ts)} | {fmt(zarr)} "
                 f"| {fmt(mbps['zarrfs'])} | {ratio(mbps['zarrfs'], mbps['TensorStore'], TARGET_TS)} "
-                f"| {ratio(mbps['zarrfs'], mbps['zarr-python'], TARGET_ZARR)} | {gets} |")
+                f"| {ratio(mbps['zarrfs'], mbps['zarr-python'], TARGET_ZARR)} | {gets} | {daemon} |")
     if figures.errors:
         lines += ["", "Errors:", *(f"- {e}" for e in figures.errors)]
     return "\n".join(lines)

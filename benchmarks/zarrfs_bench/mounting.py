@@ -38,6 +38,13 @@ def proc_io(pid: int) -> dict[str, int]:
         return {k: int(v) for k, v in (line.split(":") for line in f)}
 
 
+def daemon_counters(pid: int) -> tuple[float, int]:
+    """CPU seconds (all threads, user + system) and minor page faults of a process so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[7])
+
+
 def daemon_pid(mp: Path) -> int | None:
     """The pid of the daemon serving `mp` (a `zarrfs mount` started by us without -f)."""
     for d in Path("/proc").iterdir():
@@ -198,8 +205,9 @@ class Mount:
 
     def start_profile(self, out: Path, native: bool = False) -> None:
         """Attach py-spy to the daemon (so start-up is not in the profile)."""
-        cmd = [str(VENV_BIN / "py-spy"), "record", "--nonblocking", "--pid", str(self.pid)]
-        cmd += ["-r", "200", "-f", "raw", "-o", str(out)] + (["--native"] if native else [])
+        # (native stacks need the process paused while sampled: py-spy refuses --nonblocking)
+        cmd = [str(VENV_BIN / "py-spy"), "record", "--pid", str(self.pid)]
+        cmd += ["-r", "200", "-f", "raw", "-o", str(out)] + (["--native"] if native else ["--nonblocking"])
         self.spy = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )

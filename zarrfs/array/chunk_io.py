@@ -353,7 +353,7 @@ class ShardedChunkIO(PlainChunkIO):
         self.reader.remember(chunk, index, generation)
         return generation
 
-    def _inner_chunks(self, key: str, shard: bytes) -> dict[Index, BytesLike]:
+    def _inner_chunks(self, key: str, shard: BytesLike) -> dict[Index, BytesLike]:
         """The encoded bytes of every inner chunk a stored shard holds."""
         sharding = self.sharding
         try:

@@ -43,7 +43,7 @@ CachedIndex = tuple[ShardIndex | None, str | None]
 class HeldShard:
     """An encoded shard fetched whole, with the inner chunks not yet taken from it."""
 
-    data: bytes
+    data: BytesLike
     generation: str | None
     left: set[Index] = field(default_factory=set)
 

@@ -29,7 +29,7 @@ from fsspec.implementations.local import LocalFileSystem
 from ..errors import ConflictError, ReadOnlyError, StoreError
 from . import deadline, gcs, local, remote
 from .deadline import RetryPolicy, one_line
-from .local import TEMP_PREFIX, Payload, Versioned, temporary_owner_alive
+from .local import TEMP_PREFIX, Payload, Versioned, as_bytes, temporary_owner_alive
 from .settings import SourceSettings
 from .sources import is_read_only, open_filesystem
 
@@ -132,7 +132,7 @@ class Store:
             return self._get_suffix(key, byte_range.length)
         if self.versioned:
             found = self.read(key, byte_range)
-            return None if found is None else found.data
+            return None if found is None else as_bytes(found.data)
         path = self.path(key)
         if byte_range is None:
             return self._call(key, lambda s: self._fs(s, "cat_file", path))

@@ -15,7 +15,7 @@ import fsspec
 from ..errors import ConflictError
 from . import objstore, presigned
 from .deadline import call, on_loop
-from .local import Versioned
+from .local import Buffer, Versioned
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 
@@ -46,7 +46,7 @@ def s3_read_ranges(fs: Any, seconds: float | None, path: str,
     `seconds` together: the bytes and the ETag of the version each came from."""
     bucket, key, _ = fs.split_path(path)
 
-    async def get_all() -> list[tuple[bytes, str] | BaseException | None]:
+    async def get_all() -> list[tuple[Buffer, str] | BaseException | None]:
         gets = [_get(fs, bucket, key, start, length) for start, length in ranges]
         return list(await asyncio.gather(*gets, return_exceptions=True))
 
@@ -69,7 +69,7 @@ def s3_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> lis
     """Whole objects (None: not stored), all in flight at once on fsspec's loop (the caller
     waits once, not once a GET), within `seconds` together."""
 
-    async def get_all() -> list[tuple[bytes, str] | BaseException | None]:
+    async def get_all() -> list[tuple[Buffer, str] | BaseException | None]:
         located = [fs.split_path(path) for path in paths]
         gets = [_get(fs, bucket, key, None, None) for bucket, key, _ in located]
         return list(await asyncio.gather(*gets, return_exceptions=True))
@@ -86,7 +86,7 @@ def s3_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> lis
 
 
 async def _get(fs: Any, bucket: str, key: str, start: int | None,
-               length: int | None) -> tuple[bytes, str] | None:
+               length: int | None) -> tuple[Buffer, str] | None:
     """The bytes and ETag of one GET (None: an empty range)."""
     extra: dict[str, str] = {}
     if start is not None and length is not None:
