@@ -16,6 +16,7 @@ from icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from mounting import ZARRFS
 
 from zarrfs.store import icechunk as icechunk_store
+from zarrfs.store import icechunk_branches
 from zarrfs.store.settings import SourceSettings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +84,7 @@ def test_a_branch_shows_another_writers_commit_once_the_file_is_reopened(
     # The branch's head is looked up at most once a second: reopening shows the commit
     # once that second is up.
     shown = wait_for(lambda: mounted_array(branch.path, PLAIN, PLAIN_DTYPE, PLAIN_SHAPE), new_plain,
-                     within=icechunk_store.HEAD_LOOKUP_SECONDS + 5)
+                     within=icechunk_branches.HEAD_LOOKUP_SECONDS + 5)
     np.testing.assert_array_equal(shown, new_plain)
     np.testing.assert_array_equal(
         mounted_array(branch.path, SHARDED, SHARDED_DTYPE, SHARDED_SHAPE), new_sharded)
@@ -132,7 +133,7 @@ def test_the_mount_is_read_only(repository: Repository, mount_array) -> None:
 
 def test_a_commit_changes_the_generations_of_the_keys_it_wrote_only(
         repository: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(icechunk_store, "HEAD_LOOKUP_SECONDS", 0.0)
+    monkeypatch.setattr(icechunk_branches, "HEAD_LOOKUP_SECONDS", 0.0)
     branch, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings())
     tag, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings(ref="v1"))
     keys = ["/plain/zarr.json", "/plain/c/1/0", "/plain/c/0/0", "/sub/sharded/c/0/0",

@@ -15,17 +15,14 @@ between show the snapshot last looked up, whole: never half of a commit.
 
 Paths are the repository's keys below `/` (`/temperature/c/0/1`); the root path is "".
 Writes through a branch (a writable session committed at fsync and unmount) would slot in
-beside `_State`; they are not built, and sources.py mounts `icechunk` read-only.
+beside `BranchState` (zarrfs.store.icechunk_branches); they are not built, and sources.py
+mounts `icechunk` read-only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
@@ -34,15 +31,13 @@ from fsspec.asyn import AsyncFileSystem, sync
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
+from .icechunk_branches import PROTOCOL, BranchState, first_line, join, key_of
 from .local import Versioned
 from .settings import SourceSettings
 
-PROTOCOL = "icechunk"
 DEFAULT_BRANCH = "main"
-HEAD_LOOKUP_SECONDS = 1.0  # a branch's head is looked up at most this often
 # Icechunk's errors for a key that cannot exist (a v2 name, a path outside the zarr layout).
 _NOT_A_KEY = ("invalid zarr key", "key not found")
-_NO_SUCH_REF = ("ref not found", "invalid snapshot id", "snapshot not found", "not found")
 
 if "ICECHUNK_LOG" not in os.environ:
     # (a warning that local repositories are unsafe for concurrent commits: a read-only
@@ -57,9 +52,9 @@ def open_filesystem(url: str, options: dict[str, Any],
     storage = _storage(url, options)
     loop = fsspec.asyn.get_loop()
     try:
-        state = sync(loop, _State.open, storage, settings.ref or DEFAULT_BRANCH)
+        state = sync(loop, BranchState.open, storage, settings.ref or DEFAULT_BRANCH)
     except icechunk.IcechunkError as e:
-        raise OSError(_first_line(e)) from None
+        raise OSError(first_line(e)) from None
     return IcechunkFileSystem(state, loop=loop), ""
 
 
@@ -90,133 +85,6 @@ def _s3_storage(bucket_and_prefix: str, options: dict[str, Any]) -> icechunk.Sto
         from_env=None if anonymous else True)
 
 
-@dataclass(frozen=True)
-class Generations:
-    """The snapshot each key last changed in, as far as the mount has followed its branch:
-    `epochs[0]` for every key not changed since the mount began."""
-
-    epochs: tuple[str, ...]
-    keys: dict[str, int] = field(default_factory=dict)
-    # Whole subtrees (arrays and groups added or deleted) changed at an epoch.
-    prefixes: dict[str, int] = field(default_factory=dict)
-
-    def of(self, key: str) -> str:
-        epoch = self.keys.get(key, 0)
-        parts = key.split("/")
-        for depth in range(1, len(parts) + 1):
-            epoch = max(epoch, self.prefixes.get("/".join(parts[:depth]), 0))
-        return self.epochs[epoch]
-
-    def advanced(self, snapshot: str, keys: Iterable[str], prefixes: Iterable[str]) -> Generations:
-        epoch = len(self.epochs)
-        return Generations((*self.epochs, snapshot), {**self.keys, **dict.fromkeys(keys, epoch)},
-                           {**self.prefixes, **dict.fromkeys(prefixes, epoch)})
-
-    def restarted(self, snapshot: str) -> Generations:
-        """Every key changed (the branch was reset to a snapshot the old one does not lead to)."""
-        return Generations((snapshot,))
-
-
-class _State:
-    """A repository at one snapshot: its session, and the generations of its keys. Replaced
-    whole when a followed branch moves, so a reader always holds one consistent pair."""
-
-    def __init__(self, repository: icechunk.Repository, branch: str | None,
-                 session: icechunk.Session, generations: Generations) -> None:
-        self.repository = repository
-        self.branch = branch  # followed; None for a tag or snapshot id
-        self.session = session
-        self.store = session.store
-        self.generations = generations
-        self.looked_up = time.monotonic()
-
-    @classmethod
-    async def open(cls, storage: icechunk.Storage, ref: str) -> _State:
-        repository = await _open_repository(storage)
-        branch, snapshot = await _resolve(repository, ref)
-        session = await repository.readonly_session_async(snapshot_id=snapshot)
-        return cls(repository, branch, session, Generations((snapshot,)))
-
-    async def at_head(self) -> _State:
-        """This state, or the branch's new head once it moved (looked up at most once a
-        second)."""
-        if self.branch is None or time.monotonic() - self.looked_up < HEAD_LOOKUP_SECONDS:
-            return self
-        self.looked_up = time.monotonic()
-        head = await self.repository.lookup_branch_async(self.branch)
-        old = self.session.snapshot_id
-        if head == old:
-            return self
-        session = await self.repository.readonly_session_async(snapshot_id=head)
-        try:
-            diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=head)
-        except icechunk.IcechunkError:  # not a descendant: the branch was reset
-            return _State(self.repository, self.branch, session, self.generations.restarted(head))
-        keys, prefixes = await _changed_keys(diff, session.store)
-        return _State(self.repository, self.branch, session,
-                      self.generations.advanced(head, keys, prefixes))
-
-
-async def _open_repository(storage: icechunk.Storage) -> icechunk.Repository:
-    try:
-        return await icechunk.Repository.open_async(storage)
-    except icechunk.IcechunkError as e:
-        if "doesn't exist" in str(e) or "does not exist" in str(e):
-            raise ValueError(f"not an Icechunk repository ({_first_line(e)})") from None
-        raise
-
-
-async def _resolve(repository: icechunk.Repository, ref: str) -> tuple[str | None, str]:
-    """(the branch to follow, or None), and the snapshot id `ref` names now: a branch first,
-    then a tag, then a snapshot id."""
-    for lookup, follows in ((repository.lookup_branch_async, True), (repository.lookup_tag_async, False)):
-        try:
-            return (ref if follows else None), await lookup(ref)
-        except icechunk.IcechunkError as e:
-            _unless_missing(e)
-    try:
-        return None, (await repository.lookup_snapshot_async(ref)).id
-    except icechunk.IcechunkError as e:
-        _unless_missing(e)
-    raise ValueError(f"no branch, tag or snapshot named {ref!r}")
-
-
-def _unless_missing(error: icechunk.IcechunkError) -> None:
-    """Re-raise an error that does not say the ref is missing (the repository unreachable)."""
-    if not any(words in str(error) for words in _NO_SUCH_REF):
-        raise error
-
-
-async def _changed_keys(diff: icechunk.Diff, store: icechunk.IcechunkStore) -> tuple[set[str], set[str]]:
-    """The keys a commit changed, and the subtrees it added or deleted."""
-    prefixes = {_key(p) for p in (*diff.new_arrays, *diff.new_groups, *diff.deleted_arrays,
-                                  *diff.deleted_groups)}
-    keys = {_join(_key(p), "zarr.json") for p in (*diff.updated_arrays, *diff.updated_groups)}
-    for path, indices in diff.updated_chunks.items():
-        array = _key(path)
-        encode = await _chunk_key_encoder(store, array)
-        if encode is None:
-            prefixes.add(array)  # (an encoding not known here: every key of the array)
-        else:
-            keys.update(_join(array, encode(tuple(index))) for index in indices)
-    return keys, prefixes
-
-
-async def _chunk_key_encoder(store: icechunk.IcechunkStore, array: str) -> Any:
-    """A function from chunk index to key, from the array's zarr.json (None: unknown)."""
-    found = await store.get(_join(array, "zarr.json"), default_buffer_prototype())
-    if found is None:
-        return None
-    encoding = json.loads(found.to_bytes()).get("chunk_key_encoding") or {"name": "default"}
-    name = encoding.get("name")
-    separator = (encoding.get("configuration") or {}).get("separator")
-    if name == "default":
-        return lambda index: (separator or "/").join(["c", *map(str, index)])
-    if name == "v2":
-        return lambda index: (separator or ".").join(map(str, index)) or "0"
-    return None
-
-
 class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     """A read-only fsspec view of an Icechunk repository at a branch, tag or snapshot."""
 
@@ -227,7 +95,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     # zarrfs's Store asks reads for their generation (`cat_versioned`), as it does of S3.
     reads_report_generations = True
 
-    def __init__(self, state: _State, **kwargs: Any) -> None:
+    def __init__(self, state: BranchState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._state = state
         self._moving: asyncio.Lock | None = None
@@ -237,7 +105,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         """The snapshot reads come from now."""
         return str(self._state.session.snapshot_id)
 
-    async def _current(self, follow: bool) -> _State:
+    async def _current(self, follow: bool) -> BranchState:
         """The state to answer from; `follow`: the branch's head looked up first (rechecks)."""
         if not follow or self._state.branch is None:
             return self._state
@@ -250,21 +118,21 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     async def _cat_file(self, path: str, start: int | None = None, end: int | None = None,
                         **kwargs: Any) -> bytes:
         state = await self._current(follow=False)
-        return await self._read(state, _key(path), start, end)
+        return await self._read(state, key_of(path), start, end)
 
     async def _cat_versioned(self, path: str, start: int | None = None,
                              length: int | None = None) -> Versioned:
         """The bytes of `path` (`length` of them from `start`) and their generation, from one
         snapshot."""
         state = await self._current(follow=False)
-        key = _key(path)
+        key = key_of(path)
         end = None if start is None or length is None else start + length
         return Versioned(await self._read(state, key, start, end), state.generations.of(key))
 
     def cat_versioned(self, path: str, start: int | None = None, length: int | None = None) -> Versioned:
         return sync(self.loop, self._cat_versioned, path, start, length)  # type: ignore[no-any-return]
 
-    async def _read(self, state: _State, key: str, start: int | None, end: int | None) -> bytes:
+    async def _read(self, state: BranchState, key: str, start: int | None, end: int | None) -> bytes:
         request: ByteRequest | None = None
         if start is not None or end is not None:
             # Ranges clamped here: Icechunk answers one past an object's end with a byte.
@@ -279,14 +147,14 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             raise FileNotFoundError(key)
         return found.to_bytes()  # type: ignore[no-any-return]
 
-    async def _size(self, state: _State, key: str) -> int:
+    async def _size(self, state: BranchState, key: str) -> int:
         if not key or not await _guarded(state.store.exists(key)):
             raise FileNotFoundError(key)
         return int(await _guarded(state.store.getsize(key)))
 
     async def _info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         state = await self._current(follow=True)
-        key = _key(path)
+        key = key_of(path)
         try:
             return self._file_entry(state, key, await self._size(state, key))
         except FileNotFoundError:
@@ -294,17 +162,17 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
                 return _directory_entry(key)
             raise
 
-    async def _has_children(self, state: _State, key: str) -> bool:
+    async def _has_children(self, state: BranchState, key: str) -> bool:
         async for _ in _guarded_iter(state.store.list_dir(key + "/")):
             return True
         return False
 
     async def _ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         state = await self._current(follow=False)
-        key = _key(path)
+        key = key_of(path)
         entries = []
         async for name in _guarded_iter(state.store.list_dir(key + "/" if key else "")):
-            child = _join(key, name.rstrip("/"))
+            child = join(key, name.rstrip("/"))
             try:
                 entries.append(self._file_entry(state, child, await self._size(state, child)))
             except FileNotFoundError:
@@ -316,14 +184,14 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     async def _find(self, path: str, maxdepth: int | None = None, withdirs: bool = False,
                     detail: bool = False, **kwargs: Any) -> Any:
         state = await self._current(follow=detail)
-        key = _key(path)
+        key = key_of(path)
         keys = [k async for k in _guarded_iter(state.store.list_prefix(key + "/" if key else ""))]
         if not detail:
             return sorted(_name(k) for k in keys)
         sizes = await asyncio.gather(*(_guarded(state.store.getsize(k)) for k in keys))
         return {_name(k): self._file_entry(state, k, int(size)) for k, size in zip(keys, sizes, strict=True)}
 
-    def _file_entry(self, state: _State, key: str, size: int) -> dict[str, Any]:
+    def _file_entry(self, state: BranchState, key: str, size: int) -> dict[str, Any]:
         return {"name": _name(key), "size": size, "type": "file",
                 "generation": state.generations.of(key)}
 
@@ -337,8 +205,8 @@ async def _guarded(awaitable: Any) -> Any:
         raise FileNotFoundError(str(e)) from None
     except icechunk.IcechunkError as e:
         if any(words in str(e) for words in _NOT_A_KEY):
-            raise FileNotFoundError(_first_line(e)) from None
-        raise OSError(_first_line(e)) from None
+            raise FileNotFoundError(first_line(e)) from None
+        raise OSError(first_line(e)) from None
 
 
 async def _guarded_iter(listing: Any) -> Any:
@@ -346,7 +214,7 @@ async def _guarded_iter(listing: Any) -> Any:
         async for item in listing:
             yield item
     except icechunk.IcechunkError as e:
-        raise OSError(_first_line(e)) from None
+        raise OSError(first_line(e)) from None
 
 
 def _directory_entry(key: str) -> dict[str, Any]:
@@ -357,24 +225,7 @@ def _bound(offset: int, size: int) -> int:
     return max(0, min(size, size + offset if offset < 0 else offset))
 
 
-def _key(path: str) -> str:
-    if path.startswith(PROTOCOL + "://"):
-        path = path[len(PROTOCOL) + 3:]
-    return path.strip("/")
-
 
 def _name(key: str) -> str:
     return "/" + key if key else ""
 
-
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}/{name}" if prefix else name
-
-
-def _first_line(error: BaseException) -> str:
-    """Icechunk's message without its report frame (`x ...`, context lines)."""
-    for line in str(error).splitlines():
-        text = line.strip().removeprefix("x ").strip()
-        if text:
-            return text
-    return type(error).__name__

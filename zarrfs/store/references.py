@@ -23,9 +23,7 @@ import base64
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import fsspec
@@ -34,17 +32,14 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 from fsspec.utils import get_protocol
 
+from .reference_targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
 from .settings import SourceSettings
 
 T = TypeVar("T")
 JSON_SUFFIXES = (".json", ".json.gz")
 PARQUET_SUFFIXES = (".parq", ".parquet")
-LOCAL_SCHEMES = {"file", "local"}
-SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "local": "file"}
 ZARR_MARKERS = (".zgroup", ".zarray", "zarr.json")
 MAX_GENERATED = 10_000_000
-# Percent-encoded dot, slash and backslash: servers may decode them into path segments.
-_ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
 
 
 def is_reference_source(url: str, options: dict[str, Any]) -> bool:
@@ -56,7 +51,7 @@ def is_reference_source(url: str, options: dict[str, Any]) -> bool:
     if name.endswith(JSON_SUFFIXES):
         return _is_file(url, protocol, options)
     if protocol in LOCAL_SCHEMES:
-        return _is_parquet_directory(_local_path(url))
+        return _is_parquet_directory(local_path(url))
     return name.endswith(PARQUET_SUFFIXES)
 
 
@@ -84,13 +79,9 @@ def _reference_location(url: str, settings: SourceSettings) -> str:
     return location if "://" in location else os.path.abspath(location)
 
 
-def _local_path(url: str) -> str:
-    return url.split("://", 1)[1] if "://" in url else url
-
-
 def _is_file(url: str, protocol: str, options: dict[str, Any]) -> bool:
     if protocol in LOCAL_SCHEMES:
-        return os.path.isfile(_local_path(url))
+        return os.path.isfile(local_path(url))
     try:
         fs, path = fsspec.core.url_to_fs(url, **options)
         return bool(fs.info(path).get("type") == "file")
@@ -159,100 +150,6 @@ def _generator_problem(references: dict[str, Any]) -> str | None:
     except _malformed_errors() as e:
         return f"malformed 'gen': {type(e).__name__}: {e}"
     return f"'gen' makes {total} references, more than {MAX_GENERATED}" if total > MAX_GENERATED else None
-
-
-# -- where referenced bytes may come from --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Place:
-    """A local directory (scheme "file", resolved) or a URL prefix ("" path: a whole bucket
-    or host): somewhere referenced bytes may come from."""
-
-    scheme: str
-    netloc: str
-    path: str
-
-    @classmethod
-    def parse(cls, prefix: str) -> Place:
-        """A `references_allow` prefix: a local directory or a URL prefix."""
-        scheme, separator, rest = prefix.partition("://")
-        if not separator or scheme.lower() in LOCAL_SCHEMES:
-            return cls("file", "", os.path.realpath(rest if separator else prefix))
-        netloc, _, path = rest.partition("/")
-        return cls(SCHEME_ALIASES.get(scheme.lower(), scheme.lower()), netloc.lower(),
-                   ("/" + path).rstrip("/"))
-
-    def holds(self, other: Place) -> bool:
-        if (self.scheme, self.netloc) != (other.scheme, other.netloc):
-            return False
-        prefix = self.path.rstrip("/")
-        return not prefix or other.path == prefix or other.path.startswith(prefix + "/")
-
-    def __str__(self) -> str:
-        return self.path if self.scheme == "file" else f"{self.scheme}://{self.netloc}{self.path}"
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where a reference set is: its own place, and what its relative paths are relative to."""
-
-    scheme: str  # "file" for a local set
-    base: str  # a directory (local) or a URL without the trailing slash (remote)
-    place: Place
-
-    @classmethod
-    def of_reference_set(cls, fs: fsspec.AbstractFileSystem, path: str) -> Where:
-        """A JSON set's directory, or the directory holding a Parquet set's directory."""
-        url = fs.unstrip_protocol(path).rstrip("/")
-        scheme = SCHEME_ALIASES.get(get_protocol(url), get_protocol(url))
-        if scheme == "file":
-            directory = os.path.dirname(os.path.realpath(_local_path(url)))
-            return cls("file", directory, Place("file", "", directory))
-        place = Place.parse(url)
-        return cls(scheme, url.rsplit("/", 1)[0], Place(place.scheme, place.netloc, ""))
-
-
-@dataclass(frozen=True)
-class TargetPolicy:
-    """Which targets references may name; `checked` gives the URL to fetch."""
-
-    where: Where
-    allowed: tuple[Place, ...] = ()
-
-    def checked(self, key: str, target: Any) -> str:
-        """The canonical URL of `target` (the one to fetch), or PermissionError naming `key`
-        and `target` when it is not below an allowed place."""
-        if not isinstance(target, str) or not target:
-            raise PermissionError(f"reference {key!r} names no target file ({target!r})")
-        url, place = self._resolved(key, target)
-        if not any(p.holds(place) for p in (self.where.place, *self.allowed)):
-            places = ", ".join(str(p) for p in (self.where.place, *self.allowed))
-            resolved = "" if str(place) == target else f" ({place})"
-            raise PermissionError(f"reference {key!r} points to {target!r}{resolved}, outside "
-                                  f"{places} (-o references_allow=PREFIX allows more)")
-        return url
-
-    def _resolved(self, key: str, target: str) -> tuple[str, Place]:
-        if "::" in target:
-            raise PermissionError(f"reference {key!r}: chained URL {target!r} not allowed")
-        scheme, separator, rest = target.partition("://")
-        if not separator and self.where.scheme != "file" and not target.startswith("/"):
-            return self._resolved(key, f"{self.where.base}/{target}")
-        if not separator or scheme.lower() in LOCAL_SCHEMES:
-            path = rest if separator else target
-            real = os.path.realpath(os.path.join(self.where.base, path) if self.where.scheme == "file"
-                                    else path)
-            return "file://" + real, Place("file", "", real)
-        scheme = SCHEME_ALIASES.get(scheme.lower(), scheme.lower())
-        netloc, _, path = rest.partition("/")
-        path = "/" + path
-        segments = re.split(r"[/?#]", path)
-        if ("." in segments or ".." in segments or "\\" in path or "@" in netloc or not netloc
-                or _ENCODED_SEPARATOR.search(path)):
-            raise PermissionError(f"reference {key!r}: ambiguous URL {target!r} not allowed")
-        netloc = netloc.lower()
-        return f"{scheme}://{netloc}{path}", Place(scheme, netloc, path)
 
 
 # -- the filesystem ----------------------------------------------------------------------
