@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zarrfs.daemon import _final_flush
+from zarrfs.daemon import final_flush
 
 
 class Broken:
@@ -20,6 +20,6 @@ def test_a_bug_in_the_final_flush_is_logged_and_returned(caplog: pytest.LogCaptu
     tree = SimpleNamespace(opened_arrays=lambda: [Broken()],
                            shared=SimpleNamespace(cache=SimpleNamespace(dirty_bytes=4096)))
     with caplog.at_level(logging.ERROR):
-        assert _final_flush(tree) is False  # type: ignore[arg-type]
+        assert final_flush(tree) is False  # type: ignore[arg-type]
     assert "4096 dirty bytes not written" in caplog.text
     assert "RuntimeError: a bug in the write-back" in caplog.text

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import s3fs
 import zarr
+from fsspec.asyn import sync
 from mounting import mounted
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,17 +48,14 @@ def spied_store(server: S3Server, monkeypatch: pytest.MonkeyPatch, endpoint: str
     store = Store(fs, f"{server.bucket}/p", retry=RetryPolicy(deadline_seconds=deadline))
     Store(s3fs.S3FileSystem(**server.s3fs_options()), f"{server.bucket}/p").put("k", CONTENT)
     others: list[str] = []
-    call_s3, presigned_get = fs._call_s3, presigned.get
-
-    async def botocore_spy(method: str, *args: Any, **kwargs: Any) -> Any:
-        others.append(method)
-        return await call_s3(method, *args, **kwargs)
+    presigned_get = presigned.get
+    client = sync(fs.loop, fs.set_session)  # (botocore's own hooks name the operations it calls)
+    client.meta.events.register("before-call.s3", lambda model, **_: others.append(model.name))
 
     async def presigned_spy(*args: Any, **kwargs: Any) -> Any:
         others.append("presigned")
         return await presigned_get(*args, **kwargs)
 
-    monkeypatch.setattr(fs, "_call_s3", botocore_spy)
     monkeypatch.setattr(presigned, "get", presigned_spy)
     return store, others
 

@@ -2,7 +2,8 @@
 
 From Python, `zarrfs.mount(source, **options)` mounts with the real daemon (see `api`)."""
 
-from .api import Mount, MountError, mount
+from .api import Mount, mount
+from .errors import MountError
 
 __version__ = "0.1.0"
 

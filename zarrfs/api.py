@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .errors import ZarrfsError
+from .errors import MountError
 
 MOUNT_SECONDS = 60.0
 # The daemon retries a failing final write-back for a minute (daemon.FINAL_FLUSH_SECONDS).
@@ -41,10 +41,6 @@ UNMOUNT_SECONDS = 120.0
 BUSY_SECONDS = 5.0
 FLAG_OFF = {"ro": "rw", "rw": "ro"}  # `ro=False` means read-write, and the other way round
 _ROUTINE = ("DEBUG ", "INFO ", "WARNING ")
-
-
-class MountError(ZarrfsError):
-    """The mount could not be made, or did not end well (the daemon's last words say why)."""
 
 
 class Mount:

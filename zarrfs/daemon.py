@@ -8,7 +8,6 @@ it is ready when NOTIFY_SOCKET is set.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import logging.handlers
 import os
@@ -16,7 +15,6 @@ import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 
@@ -25,10 +23,11 @@ import trio
 
 from . import watchdog
 from .array import Shared
-from .errors import MetadataError, ZarrfsError
+from .errors import MetadataError, MountError, ZarrfsError
 from .formats import discover
 from .fuse import ZarrOperations
 from .memory import Trimmer, bound_malloc
+from .mountpoint import check_mountpoint, mount_device, set_readahead
 from .options import MountOptions
 from .store import Store
 from .tree import Tree
@@ -38,19 +37,14 @@ log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
 REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 ms cold dd: 16 < 32 > 48)
-STAT_SECONDS = 10.0
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
-
-
-class MountError(ZarrfsError):
-    """The mount cannot be made; the message is the one line the user sees."""
 
 
 def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bool) -> int:
     source = _absolute_source(source)
     mountpoint = os.path.abspath(mountpoint)
-    _check_mountpoint(mountpoint)
+    check_mountpoint(mountpoint)
     if options.log_file:
         try:
             open(options.log_file, "a").close()
@@ -132,7 +126,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         return 1
 
     def on_serving() -> None:
-        _set_readahead(mountpoint, options.readahead_kb)
+        set_readahead(mountpoint, options.readahead_kb)
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")
         if operations.read_only and not options.read_only:
@@ -152,7 +146,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         if trimmer is not None:
             trimmer.stop()
         _notify_systemd_stopping()
-        if not _final_flush(tree):
+        if not final_flush(tree):
             status = 1
         with contextlib.suppress(Exception):
             pyfuse3.close(unmount=True)
@@ -166,7 +160,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
 
 
 def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:
-    device = _mount_device(mountpoint)
+    device = mount_device(mountpoint)
     guard = watchdog.start(os.getpid(), device.split(":")[-1]) if device else None
     if guard is None:
         log.warning("no watchdog (fusectl is not mounted on %s): should the daemon be killed "
@@ -191,7 +185,7 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
     return tree
 
 
-def _final_flush(tree: Tree) -> bool:
+def final_flush(tree: Tree) -> bool:
     """Write back everything dirty, retrying while the store is failing."""
     deadline = time.monotonic() + FINAL_FLUSH_SECONDS
     delay = 0.5
@@ -222,100 +216,6 @@ def _remove_temporaries(store: Store) -> None:
         return
     if removed:
         log.info("removed %d temporary files left by an interrupted write", removed)
-
-
-# -- the mountpoint --------------------------------------------------------------------------
-
-
-def _check_mountpoint(mountpoint: str) -> None:
-    try:
-        info = _stat_within(mountpoint, STAT_SECONDS)
-    except FileNotFoundError:
-        raise MountError(f"mountpoint {mountpoint} does not exist") from None
-    except OSError as e:
-        if e.errno != errno.ENOTCONN:
-            raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
-        _clear_stale_mount(mountpoint)
-        info = os.stat(mountpoint)
-    if not os.path.isdir(mountpoint):
-        raise MountError(f"mountpoint {mountpoint} is not a directory")
-    if os.path.ismount(mountpoint) and info.st_dev != os.stat(os.path.dirname(mountpoint)).st_dev:
-        try:
-            # A stat may be answered from cached attributes; a listing reaches the daemon.
-            os.listdir(mountpoint)
-        except OSError as e:
-            if e.errno != errno.ENOTCONN:
-                raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
-            _clear_stale_mount(mountpoint)
-            return
-        raise MountError(f"{mountpoint} is already a mount point; unmount it first")
-
-
-def _stat_within(path: str, seconds: float) -> os.stat_result:
-    """stat, but a mount whose daemon is stuck (or killed while the kernel waited on it) must
-    not hang the command: say what is wrong and how to clear it."""
-    result: list[os.stat_result | OSError] = []
-
-    def run() -> None:
-        try:
-            result.append(os.stat(path))
-        except OSError as e:
-            result.append(e)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not result:
-        device = _mount_device(path) or "?"
-        raise MountError(
-            f"mountpoint {path} does not answer: its daemon is stuck or died mid-request; abort "
-            f"it with: echo 1 > /sys/fs/fuse/connections/{device.split(':')[-1]}/abort "
-            f"(mount -t fusectl none /sys/fs/fuse/connections if that is missing), then "
-            f"fusermount3 -u {path}"
-        )
-    if isinstance(result[0], OSError):
-        raise result[0]
-    return result[0]
-
-
-def _clear_stale_mount(mountpoint: str) -> None:
-    """A daemon that was killed leaves "transport endpoint is not connected" behind."""
-    result = subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise MountError(
-            f"mountpoint {mountpoint} is left over from a daemon that died and could not be "
-            f"cleared ({result.stderr.strip()}); run: fusermount3 -u {mountpoint}"
-        )
-    print(f"zarrfs: cleared the stale mount left on {mountpoint} by a daemon that died",
-          file=sys.stderr)
-
-
-def _set_readahead(mountpoint: str, kilobytes: int) -> None:
-    """Larger kernel readahead means larger read requests (the kernel caps them at 1 MiB)."""
-    device = _mount_device(mountpoint)
-    if device is None:
-        return
-    path = f"/sys/class/bdi/{device}/read_ahead_kb"
-    try:
-        with open(path, "w") as f:
-            f.write(str(kilobytes))
-    except OSError as e:
-        log.debug("could not set %s: %s", path, e)
-
-
-def _mount_device(mountpoint: str) -> str | None:
-    """The "major:minor" of a mount, from mountinfo (a stat would wait for our own daemon)."""
-    device = None
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            if _unescape(fields[4]) == mountpoint:
-                device = fields[2]  # the last match is the mount on top
-    return device
-
-
-def _unescape(path: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
 
 
 def _absolute_source(source: str) -> str:

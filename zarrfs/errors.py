@@ -54,3 +54,8 @@ class ConflictError(ZarrfsError):
     def __init__(self, key: str) -> None:
         self.key = key
         super().__init__(f"store key {key!r} changed since it was read")
+
+
+class MountError(ZarrfsError):
+    """A mount cannot be made, or did not end well; the message is the one line the user sees
+    (from the Python API: with the daemon's last words)."""

@@ -15,7 +15,6 @@ import os
 import signal
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pyfuse3
@@ -24,13 +23,12 @@ import trio
 from ..errors import ResizeError
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree
-from ..tree.edits import EditRefused
 from ..views import FileView
 from ..views.files import FixedBytesError
-from ..views.readahead import Readahead
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import boundary
 from .changes import ChangeOperations, Removals
+from .file_ops import FileOperations, Handle
 from .freshness import Freshness, WriteOrder
 from .room import statvfs_data
 from .workers import Workers
@@ -45,18 +43,8 @@ READDIR_BATCH = 32
 RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
 
-@dataclass
-class _Handle:
-    node: Ref
-    inode: int
-    view: FileView
-    writable: bool
-    page_cached: bool  # (not direct_io)
-    readahead: Readahead | None  # None: a small file, read at once
-    wrote: bool = False
-
-
-class ZarrOperations(ChangeOperations, pyfuse3.Operations):
+# (pyfuse3 declares `read` as returning bytes; any contiguous buffer is taken: see FileOperations.read)
+class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # type: ignore[misc]
     supports_dot_lookup = False
     enable_writeback_cache = False
 
@@ -75,7 +63,7 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
         self.read_only = options.read_only or read_only
         self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1))
         self.removals = Removals()
-        self._handles: dict[int, _Handle] = {}
+        self._handles: dict[int, Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
@@ -265,109 +253,6 @@ class ZarrOperations(ChangeOperations, pyfuse3.Operations):
             if child is not None:
                 entries.append((position, names[position], child, self._attributes(child)))
         return entries, (end if end < len(names) else -1)
-
-    # -- files -----------------------------------------------------------------------------
-
-    @boundary
-    async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
-        node = self._node(inode)
-        if node.is_dir:
-            raise pyfuse3.FUSEError(errno.EISDIR)
-        view = await self.workers.run(self.tree.file, node)
-        if node.role == UPLOAD:
-            self.tree.uploads.opened(node.path, node.parts[0])
-        writable = (flags & os.O_ACCMODE) != os.O_RDONLY
-        if writable and self.read_only:
-            raise pyfuse3.FUSEError(errno.EROFS)
-        if writable and not view.writable:
-            raise pyfuse3.FUSEError(errno.EACCES)
-        changed = self.options.recheck is not None and await self.fresh.recheck(node)
-        if changed:
-            view = await self.workers.run(self.tree.file, node)  # (a chunk file may be gone)
-        if flags & os.O_TRUNC and view.size:
-            await self._resize(node, view, 0)
-        fh = self._next_fh
-        self._next_fh += 1
-        # A write-only opener (dd, cp, tofile) cannot map the file: its writes skip the page
-        # cache, one copy fewer (a whole-array write of blosc chunks 12-15% faster).
-        direct_io = self.options.direct_io or view.direct_io or (flags & os.O_ACCMODE) == os.O_WRONLY
-        self._handles[fh] = _Handle(node, inode, view, writable, page_cached=not direct_io,
-                                    readahead=view.readahead())
-        keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
-        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
-
-    def _open_new(self, node: Ref, inode: int) -> pyfuse3.FileInfo:
-        fh, self._next_fh = self._next_fh, self._next_fh + 1
-        view = self.tree.file(node)
-        self._handles[fh] = _Handle(node, inode, view, True, page_cached=False, readahead=None)
-        return pyfuse3.FileInfo(fh=fh, direct_io=True)
-
-    def _handle(self, fh: int) -> _Handle:
-        handle = self._handles.get(fh)
-        if handle is None:
-            raise pyfuse3.FUSEError(errno.EBADF)
-        return handle
-
-    @boundary
-    async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:  # type: ignore[override]
-        # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
-        handle = self._handle(fh)
-        await self.order.wait_for(handle.inode, offset, offset + size)
-        if handle.readahead is None:  # a small file, whose bytes may still be in the store
-            return await self.workers.run(handle.view.read, offset, size)
-        # Bytes decoded ahead are answered here, without a trip to a worker thread.
-        ready = handle.readahead.ready(offset, size)
-        if ready is not None:
-            return ready
-        return await self.workers.run(handle.readahead.read, offset, size)
-
-    @boundary
-    async def write(self, fh: int, offset: int, buf: bytes) -> int:
-        handle = self._handle(fh)
-        if self.read_only:
-            raise pyfuse3.FUSEError(errno.EROFS)
-        if not handle.writable:
-            raise pyfuse3.FUSEError(errno.EBADF)
-        size = handle.view.size
-        write = self.order.begin(handle.inode, offset, offset + len(buf))
-        try:  # (in flight until the other views are told: see Freshness.after_write)
-            try:
-                written = await self.workers.run(handle.view.write, offset, buf)
-            except EditRefused as e:  # (a .npy stream whose header makes no array)
-                raise pyfuse3.FUSEError(e.errno) from None
-            finally:
-                if handle.view.size != size:  # grown by a write past the end
-                    await self.fresh.invalidate_stale()
-            handle.wrote = True
-            await self.fresh.after_write(handle.node, handle.inode, through_pages=handle.page_cached)
-        finally:
-            self.order.end(handle.inode, write)
-        return written
-
-    @boundary
-    async def flush(self, fh: int) -> None:
-        handle = self._handle(fh)
-        if handle.wrote:
-            await self.workers.flush(handle.view.flush)
-        if handle.node.role == UPLOAD:
-            await self.upload_closed(handle.node, released=False)
-
-    @boundary
-    async def fsync(self, fh: int, datasync: bool) -> None:
-        await self.workers.flush(self._handle(fh).view.flush)
-
-    @boundary
-    async def release(self, fh: int) -> None:
-        handle = self._handles.pop(fh, None)
-        if handle is not None and handle.readahead is not None:
-            handle.readahead.close()
-        try:
-            if handle is not None and handle.wrote:
-                # Pages written through a shared mapping can arrive after the last close.
-                await self.workers.flush(handle.view.flush)
-        finally:
-            if handle is not None and handle.node.role == UPLOAD:
-                await self.upload_closed(handle.node)
 
     # -- everything that would change the tree ---------------------------------------------
 

@@ -1,0 +1,110 @@
+"""The mountpoint of a new mount: checked before mounting (a directory, not mounted already; a
+mount left by a daemon that died is cleared, one whose daemon is stuck is named with the way to
+abort it), and the kernel's readahead for it set once it serves."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+
+from .errors import MountError
+
+log = logging.getLogger("zarrfs")
+
+STAT_SECONDS = 10.0  # how long a stat of the mountpoint may take before it is called stuck
+
+
+def check_mountpoint(mountpoint: str) -> None:
+    try:
+        info = _stat_within(mountpoint, STAT_SECONDS)
+    except FileNotFoundError:
+        raise MountError(f"mountpoint {mountpoint} does not exist") from None
+    except OSError as e:
+        if e.errno != errno.ENOTCONN:
+            raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
+        _clear_stale_mount(mountpoint)
+        info = os.stat(mountpoint)
+    if not os.path.isdir(mountpoint):
+        raise MountError(f"mountpoint {mountpoint} is not a directory")
+    if os.path.ismount(mountpoint) and info.st_dev != os.stat(os.path.dirname(mountpoint)).st_dev:
+        try:
+            # A stat may be answered from cached attributes; a listing reaches the daemon.
+            os.listdir(mountpoint)
+        except OSError as e:
+            if e.errno != errno.ENOTCONN:
+                raise MountError(f"mountpoint {mountpoint}: {e.strerror}") from None
+            _clear_stale_mount(mountpoint)
+            return
+        raise MountError(f"{mountpoint} is already a mount point; unmount it first")
+
+
+def _stat_within(path: str, seconds: float) -> os.stat_result:
+    """stat, but a mount whose daemon is stuck (or killed while the kernel waited on it) must
+    not hang the command: say what is wrong and how to clear it."""
+    result: list[os.stat_result | OSError] = []
+
+    def run() -> None:
+        try:
+            result.append(os.stat(path))
+        except OSError as e:
+            result.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not result:
+        device = mount_device(path) or "?"
+        raise MountError(
+            f"mountpoint {path} does not answer: its daemon is stuck or died mid-request; abort "
+            f"it with: echo 1 > /sys/fs/fuse/connections/{device.split(':')[-1]}/abort "
+            f"(mount -t fusectl none /sys/fs/fuse/connections if that is missing), then "
+            f"fusermount3 -u {path}"
+        )
+    if isinstance(result[0], OSError):
+        raise result[0]
+    return result[0]
+
+
+def _clear_stale_mount(mountpoint: str) -> None:
+    """A daemon that was killed leaves "transport endpoint is not connected" behind."""
+    result = subprocess.run(["fusermount3", "-u", "-z", mountpoint], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise MountError(
+            f"mountpoint {mountpoint} is left over from a daemon that died and could not be "
+            f"cleared ({result.stderr.strip()}); run: fusermount3 -u {mountpoint}"
+        )
+    print(f"zarrfs: cleared the stale mount left on {mountpoint} by a daemon that died",
+          file=sys.stderr)
+
+
+def set_readahead(mountpoint: str, kilobytes: int) -> None:
+    """Larger kernel readahead means larger read requests (the kernel caps them at 1 MiB)."""
+    device = mount_device(mountpoint)
+    if device is None:
+        return
+    path = f"/sys/class/bdi/{device}/read_ahead_kb"
+    try:
+        with open(path, "w") as f:
+            f.write(str(kilobytes))
+    except OSError as e:
+        log.debug("could not set %s: %s", path, e)
+
+
+def mount_device(mountpoint: str) -> str | None:
+    """The "major:minor" of a mount, from mountinfo (a stat would wait for our own daemon)."""
+    device = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if _unescape(fields[4]) == mountpoint:
+                device = fields[2]  # the last match is the mount on top
+    return device
+
+
+def _unescape(path: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)
