@@ -10,12 +10,16 @@ reached through, made bad on purpose (no mock of the server: the server is real)
 
 Counts what it passed (`requests`: pieces sent from client to server), so a test can count a
 client's requests.
+
+With `tls` (a server-side SSLContext) it is an HTTPS front for a plain HTTP server: clients
+connect with TLS, the server behind it is reached in the clear (`url` is then https).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -23,9 +27,11 @@ from typing import Any
 
 
 class TcpProxy:
-    def __init__(self, target_port: int, *, delay: float = 0.0, host: str = "127.0.0.1") -> None:
+    def __init__(self, target_port: int, *, delay: float = 0.0, host: str = "127.0.0.1",
+                 tls: ssl.SSLContext | None = None) -> None:
         self.target = (host, target_port)
         self.delay = delay
+        self.tls = tls
         self.port = 0
         self.requests = 0
         self._swallowing = False
@@ -36,7 +42,8 @@ class TcpProxy:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> TcpProxy:
         started = threading.Event()
@@ -70,7 +77,8 @@ class TcpProxy:
 
     def _run(self, started: threading.Event) -> None:
         loop = self._loop = asyncio.new_event_loop()
-        self._server = loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        listening = asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        self._server = loop.run_until_complete(listening)
         self.port = self._server.sockets[0].getsockname()[1]
         started.set()
         try:

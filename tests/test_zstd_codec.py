@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import zstandard
 
-import zarrfs.codecs.zstd as zstd_module
 from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
 from zarrfs.codecs.zstd import ZstdCodec
 from zarrfs.formats import v2, v3
@@ -93,45 +92,55 @@ def test_every_way_an_array_names_zstd_gets_this_codec() -> None:
 
 
 REAL_COMPRESSOR = zstandard.ZstdCompressor
+# Options no other test encodes with, so the codec has kept no compressor for them yet
+# whichever tests ran before in this process.
+UNUSED_LEVEL, UNUSED_CHECKSUM = 11, True
 
 
-class _HeldCompressor:
-    """A compressor whose `compress` waits until `together` encoders are inside it."""
+class Gate:
+    """Holds every encoder inside `compress` until `together` of them are there."""
 
-    def __init__(self, together: threading.Barrier, **options: Any) -> None:
-        self._real = REAL_COMPRESSOR(**options)
-        self._together = together
+    def __init__(self) -> None:
+        self.together = threading.Barrier(1)
+
+
+class HeldCompressor:
+    def __init__(self, gate: Gate, **options: Any) -> None:
+        self.real = REAL_COMPRESSOR(**options)
+        self.gate = gate
 
     def compress(self, data: Any) -> bytes:
-        self._together.wait(timeout=10)
-        return self._real.compress(data)
+        self.gate.together.wait(timeout=10)
+        return self.real.compress(data)
+
+
+def _encode_at_once(codec: ZstdCodec, gate: Gate, encoders: int) -> None:
+    """`encoders` threads encode a chunk each, all inside the compressor at the same time."""
+    gate.together = threading.Barrier(encoders)
+
+    def encode_and_check(_: int) -> None:
+        assert bytes(numcodecs.Zstd().decode(codec.encode(CHUNK))) == CHUNK
+
+    with ThreadPoolExecutor(encoders) as threads:
+        list(threads.map(encode_and_check, range(encoders)))
 
 
 def test_compressors_are_kept_for_the_next_chunk_as_many_as_encode_at_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(zstd_module, "_idle_compressors", {})
-    together = threading.Barrier(1)
-    made: list[_HeldCompressor] = []
+    gate = Gate()
+    made: list[HeldCompressor] = []
 
-    def make(**options: Any) -> _HeldCompressor:
-        made.append(_HeldCompressor(together, **options))
+    def make(**options: Any) -> HeldCompressor:
+        made.append(HeldCompressor(gate, **options))
         return made[-1]
 
     monkeypatch.setattr(zstandard, "ZstdCompressor", make)
-    codec = ZstdCodec(1, False)
+    codec = ZstdCodec(UNUSED_LEVEL, UNUSED_CHECKSUM)
     for _ in range(10):
-        assert bytes(numcodecs.Zstd().decode(codec.encode(CHUNK))) == CHUNK
+        _encode_at_once(codec, gate, 1)
     assert len(made) == 1
-    together = threading.Barrier(4)
-    for compressor in made:
-        compressor._together = together
-    with ThreadPoolExecutor(4) as threads:
-        encoded = list(threads.map(lambda _: bytes(codec.encode(CHUNK)), range(4)))
-    assert all(bytes(numcodecs.Zstd().decode(frame)) == CHUNK for frame in encoded)
+    _encode_at_once(codec, gate, 4)
     assert len(made) == 4  # the one kept, and three more for the encoders inside at once
-    together = threading.Barrier(1)
-    for compressor in made:
-        compressor._together = together
-    for _ in range(10):
-        codec.encode(CHUNK)
+    for encoders in [1, 4, 2, 4, 1, 3]:
+        _encode_at_once(codec, gate, encoders)
     assert len(made) == 4
