@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,9 +26,9 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, gcs, local, remote
+from . import deadline, gcs, local, prefixes, remote
 from .deadline import RetryPolicy, one_line
-from .local import TEMP_PREFIX, Payload, Versioned, as_bytes, temporary_owner_alive
+from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .settings import SourceSettings
 from .sources import is_read_only, open_filesystem
 
@@ -135,9 +134,9 @@ class Store:
             return None if found is None else as_bytes(found.data)
         path = self.path(key)
         if byte_range is None:
-            return self._call(key, lambda s: self._fs(s, "cat_file", path))
+            return self.call(key, lambda s: self.fs_call(s, "cat_file", path))
         start, end = byte_range.start, byte_range.start + byte_range.length
-        return self._call(key, lambda s: self._fs(s, "cat_file", path, start=start, end=end))
+        return self.call(key, lambda s: self.fs_call(s, "cat_file", path, start=start, end=end))
 
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
@@ -146,13 +145,13 @@ class Store:
         start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
         if self.is_local:
             # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-            return self._call(key, lambda s: local.read(path, start, length))
+            return self.call(key, lambda s: local.read(path, start, length))
         if self.is_s3:
-            return self._call(key, lambda s: remote.s3_read(self.fs, s, path, start, length))
+            return self.call(key, lambda s: remote.s3_read(self.fs, s, path, start, length))
         if self.is_gcs:
-            return self._call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length))
+            return self.call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length))
         if self.reads_generations:
-            return self._call(key, lambda s: self._fs(s, "cat_versioned", path, start, length))
+            return self.call(key, lambda s: self.fs_call(s, "cat_versioned", path, start, length))
         data = self.get(key, byte_range)
         return None if data is None else Versioned(data, None)
 
@@ -163,7 +162,7 @@ class Store:
         on S3 as one batch of requests on fsspec's loop, elsewhere a thread each."""
         if self.is_s3 and len(ranges) > 1:
             path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
-            return self._call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs))
+            return self.call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs))
         if self.is_local or len(ranges) <= 1:
             found = [self.read(key, byte_range) for byte_range in ranges]
         else:
@@ -177,7 +176,7 @@ class Store:
         if not self.is_s3 or len(keys) <= 1:
             return [self.read(key) for key in keys]
         paths = [self.path(key) for key in keys]
-        found = self._call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False)
+        found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False)
         return found or []  # (missing objects are None in the list)
 
     def generation(self, key: str) -> str | None:
@@ -191,7 +190,7 @@ class Store:
         if self.is_local or len(wanted) <= 4:
             return {key: self.generation(key) for key in wanted}
         self.fs.invalidate_cache(self.root)
-        listed = self._call("", lambda s: self._fs(s, "find", self.root, detail=True)) or {}
+        listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True)) or {}
         by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}
 
@@ -200,7 +199,7 @@ class Store:
         if size is None:
             return None
         start = max(0, size - length)
-        return self._call(key, lambda s: self._fs(s, "cat_file", self.path(key), start=start, end=size))
+        return self.call(key, lambda s: self.fs_call(s, "cat_file", self.path(key), start=start, end=size))
 
     def size(self, key: str) -> int | None:
         described = self.stat(key)
@@ -210,10 +209,10 @@ class Store:
         """The size and generation of `key` (None: not stored)."""
         path = self.path(key)
         if self.is_local:
-            status = self._call(key, lambda s: os.stat(path))
+            status = self.call(key, lambda s: os.stat(path))
             return None if status is None else (status.st_size, local.generation_of(status))
         self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
-        info = self._call(key, lambda s: self._fs(s, "info", path))
+        info = self.call(key, lambda s: self.fs_call(s, "info", path))
         return None if info is None else (int(info["size"]), remote.info_generation(info))
 
     def exists(self, key: str) -> bool:
@@ -222,7 +221,7 @@ class Store:
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys below `prefix` (a directory-like prefix such as "c/1"), in no set order."""
         base = self.path(prefix)
-        found = self._call(prefix, lambda s: self._fs(s, "find", base))
+        found = self.call(prefix, lambda s: self.fs_call(s, "find", base))
         for path in found or []:
             key = self._key_of(path)
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
@@ -236,9 +235,9 @@ class Store:
         """The names of the directories (common prefixes) directly below `prefix`."""
         base = self.path(prefix)
         if self.is_local:
-            found = self._call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()])
+            found = self.call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()])
             return tuple(sorted(found or []))
-        entries = self._call(prefix, lambda s: self._fs(s, "ls", base, detail=True))
+        entries = self.call(prefix, lambda s: self.fs_call(s, "ls", base, detail=True))
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))
 
@@ -250,7 +249,7 @@ class Store:
         A local put is durable when it returns, unless `sync_directory` is False: then
         `sync_directories` must follow (a batch of puts to one directory then costs one
         directory fsync, not one each). ConflictError when `expect` no longer holds."""
-        self._check_writable(key)
+        self.check_writable(key)
         path = self.path(key)
         put: Callable[[float | None], str | None]
         if self.is_local:
@@ -262,21 +261,21 @@ class Store:
         else:
             put = functools.partial(self._put_anyway, path=path, data=_joined(data))
         try:
-            return self._call(key, put, missing_ok=False)
+            return self.call(key, put, missing_ok=False)
         except ConflictError:
             raise ConflictError(key) from None  # named by the store's key, whatever the store
 
     def delete(self, key: str, *, expect: Expect = ANY) -> None:
-        self._check_writable(key)
+        self.check_writable(key)
         try:
             if self.is_local and not isinstance(expect, _Any):
-                self._call(key, lambda s: self._local_delete(key, expect))
+                self.call(key, lambda s: self._local_delete(key, expect))
             elif self.is_s3 and not isinstance(expect, _Any):
-                self._call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect))
+                self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect))
             elif self.is_gcs and not isinstance(expect, _Any):
-                self._call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect))
+                self.call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect))
             else:
-                self._call(key, lambda s: self._remove(s, key))
+                self.call(key, lambda s: self._remove(s, key))
         except ConflictError:
             raise ConflictError(key) from None
 
@@ -295,18 +294,18 @@ class Store:
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
-            self._call(directory, functools.partial(_fsync_directory, directory))
+            self.call(directory, functools.partial(_fsync_directory, directory))
 
     def _put_anyway(self, seconds: float | None, path: str, data: bytes) -> str | None:
-        self._fs(seconds, "pipe_file", path, data)
+        self.fs_call(seconds, "pipe_file", path, data)
         return None
 
     def _remove(self, seconds: float | None, key: str) -> bool:
         with contextlib.suppress(FileNotFoundError):
-            self._fs(seconds, "rm_file", self.path(key))
+            self.fs_call(seconds, "rm_file", self.path(key))
         return True
 
-    def _check_writable(self, key: str) -> None:
+    def check_writable(self, key: str) -> None:
         if self.read_only:
             raise ReadOnlyError(f"store is read-only; cannot write {key!r}")
 
@@ -319,71 +318,27 @@ class Store:
         """Delete temporary files left by atomic puts of processes that have died."""
         if not self.is_local or self.read_only:
             return 0
-        removed = 0
-        for directory, _, files in os.walk(self.root):
-            for name in files:
-                if name.startswith(TEMP_PREFIX) and not temporary_owner_alive(name):
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(directory, name))
-                        removed += 1
-        return removed
+        return local.remove_stale_temporaries(self.root)
 
     def delete_prefix(self, prefix: str) -> int:
-        """Delete every key below `prefix` (a node: its chunks, shards and metadata); how many
-        there were (locally: the directory is removed). Object stores: one listing, then one
-        bulk request per 1000 keys on S3, one delete per key elsewhere."""
-        self._check_writable(prefix)
-        if self.is_local:
-            path = self.path(prefix)
-            count = sum(len(files) for _, _, files in os.walk(path))
-            self._call(prefix, lambda s: shutil.rmtree(path))
-            return count
-        self.fs.invalidate_cache(self.path(prefix))
-        keys = [key for key in self.list(prefix) if key != prefix]
-        if self.is_s3:
-            for start in range(0, len(keys), 1000):
-                paths = [self.path(key) for key in keys[start : start + 1000]]
-                self._call(prefix, lambda s, paths=paths: self._fs(s, "rm", paths))  # type: ignore[misc]
-        else:
-            with ThreadPoolExecutor(16, thread_name_prefix="delete") as requests:
-                list(requests.map(self.delete, keys))
-        self.fs.invalidate_cache(self.path(prefix))
-        return len(keys)
+        """Delete every key below `prefix` (a node); how many there were (see `prefixes`)."""
+        return prefixes.delete_prefix(self, prefix)
 
     def move_prefix(self, old: str, new: str) -> int:
         """Move every key below `old` to below `new` (which must hold nothing); how many were
-        moved. Locally one rename; on object stores a copy of each key (server-side where the
-        store can), then `delete_prefix(old)`."""
-        self._check_writable(new)
-        if self.is_local:
-            source, target = self.path(old), self.path(new)
-            self._call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True))
-            self._call(new, lambda s: os.rename(source, target), missing_ok=False)
-            return 1
-        self.fs.invalidate_cache(self.path(old))
-        keys = [key for key in self.list(old) if key != old]
-
-        def copy(key: str) -> None:
-            target = new + key[len(old):]
-            self._call(key, lambda s: self._fs(s, "cp_file", self.path(key), self.path(target)),
-                       missing_ok=False)
-
-        with ThreadPoolExecutor(16, thread_name_prefix="copy") as requests:
-            list(requests.map(copy, keys))
-        self.delete_prefix(old)
-        self.fs.invalidate_cache(self.path(new))
-        return len(keys)
+        moved (see `prefixes`)."""
+        return prefixes.move_prefix(self, old, new)
 
     # -- errors and deadlines ------------------------------------------------------------
 
-    def _call(self, key: str, operation: Callable[[float | None], T], *,
+    def call(self, key: str, operation: Callable[[float | None], T], *,
               missing_ok: bool = True) -> T | None:
         """Run one store operation under the store's deadline (see `deadline.run`):
         `operation` is given the seconds its attempt may take."""
         return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
                             missing_ok=missing_ok)
 
-    def _fs(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
+    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
         return deadline.call(self.fs, seconds, method, *args, **kwargs)
 
 

@@ -224,3 +224,16 @@ def temporary_owner_alive(temp_name: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def remove_stale_temporaries(root: str) -> int:
+    """Delete the temporary files below `root` left by atomic writes of processes that have
+    died; how many."""
+    removed = 0
+    for directory, _, files in os.walk(root):
+        for name in files:
+            if name.startswith(TEMP_PREFIX) and not temporary_owner_alive(name):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+                    removed += 1
+    return removed

@@ -1,0 +1,82 @@
+"""Operations on every key below a prefix (a node of the hierarchy): deleting a node and
+moving one. Local stores do each with one directory operation; object stores list the keys,
+then delete them in bulk (S3: 1000 per request) or copy them server-side one by one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+import fsspec
+
+T = TypeVar("T")
+
+REQUESTS_AT_ONCE = 16  # deletes or copies in flight on stores without bulk requests
+
+
+class Store(Protocol):
+    """What these operations use of a `zarrfs.store.Store`."""
+
+    fs: fsspec.AbstractFileSystem
+    is_local: bool
+    is_s3: bool
+
+    def path(self, key: str) -> str: ...
+    def list(self, prefix: str = "") -> Iterator[str]: ...
+    def delete(self, key: str) -> None: ...
+    def check_writable(self, key: str) -> None: ...
+    def call(self, key: str, operation: Callable[[float | None], T], *,
+             missing_ok: bool = True) -> T | None: ...
+    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def delete_prefix(store: Store, prefix: str) -> int:
+    """Delete every key below `prefix` (a node: its chunks, shards and metadata); how many
+    there were (locally: the directory is removed). Object stores: one listing, then one
+    bulk request per 1000 keys on S3, one delete per key elsewhere."""
+    store.check_writable(prefix)
+    if store.is_local:
+        path = store.path(prefix)
+        count = sum(len(files) for _, _, files in os.walk(path))
+        store.call(prefix, lambda s: shutil.rmtree(path))
+        return count
+    store.fs.invalidate_cache(store.path(prefix))
+    keys = [key for key in store.list(prefix) if key != prefix]
+    if store.is_s3:
+        for start in range(0, len(keys), 1000):
+            paths = [store.path(key) for key in keys[start : start + 1000]]
+            store.call(prefix, lambda s, paths=paths: store.fs_call(s, "rm", paths))  # type: ignore[misc]
+    else:
+        with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="delete") as requests:
+            list(requests.map(store.delete, keys))
+    store.fs.invalidate_cache(store.path(prefix))
+    return len(keys)
+
+
+def move_prefix(store: Store, old: str, new: str) -> int:
+    """Move every key below `old` to below `new` (which must hold nothing); how many were
+    moved. Locally one rename; on object stores a copy of each key (server-side where the
+    store can), then `delete_prefix(old)`."""
+    store.check_writable(new)
+    if store.is_local:
+        source, target = store.path(old), store.path(new)
+        store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True))
+        store.call(new, lambda s: os.rename(source, target), missing_ok=False)
+        return 1
+    store.fs.invalidate_cache(store.path(old))
+    keys = [key for key in store.list(old) if key != old]
+
+    def copy(key: str) -> None:
+        target = new + key[len(old):]
+        store.call(key, lambda s: store.fs_call(s, "cp_file", store.path(key), store.path(target)),
+                   missing_ok=False)
+
+    with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="copy") as requests:
+        list(requests.map(copy, keys))
+    delete_prefix(store, old)
+    store.fs.invalidate_cache(store.path(new))
+    return len(keys)
