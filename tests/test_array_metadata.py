@@ -36,7 +36,7 @@ VALUES = np.arange(30, dtype="<i2").reshape(6, 5) * 7
 
 
 def test_open_array_where_nothing_is_names_the_document(tmp_path: Path) -> None:
-    with pytest.raises(MetadataError, match="zarr.json: not found in .*nor .zarray or meta"):
+    with pytest.raises(MetadataError, match=r"zarr\.json: not found in .*nor \.zarray or meta"):
         open_array(Store.open(str(tmp_path)))
 
 
