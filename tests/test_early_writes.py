@@ -18,6 +18,7 @@ from mounting import wait_until
 
 from zarrfs.array import ZarrArray
 from zarrfs.array.chunk_io import ShardedChunkIO
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -41,7 +42,7 @@ def _array(path: Path, sharded: bool = False, cache_bytes: int | None = None) ->
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
     }
-    return ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2,
+    return create_array(Store.open(str(path)), metadata_from_json(doc), threads=2,
                             cache_bytes=cache_bytes)
 
 
@@ -85,7 +86,7 @@ def test_chunks_written_whole_are_stored_without_a_flush(tmp_path: Path, sharded
         assert not array.early.unsynced, "the flush did not sync what was stored early"
     finally:
         array.close()
-    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    reopened = open_array(Store.open(str(tmp_path)))
     try:
         got = reopened.read(Box((0, 0), (CHUNKS[0] + 4, SHAPE[1])))
         assert np.array_equal(got[: CHUNKS[0]], _values(first_row))
@@ -135,7 +136,7 @@ def test_a_failed_early_write_is_kept_for_the_flush(tmp_path: Path, monkeypatch:
         assert _stored(tmp_path) == {"c/0/0"}
     finally:
         array.close()
-    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    reopened = open_array(Store.open(str(tmp_path)))
     try:
         assert np.array_equal(reopened.read(Box((0, 0), CHUNKS)), _values(Box((0, 0), CHUNKS)))
     finally:
@@ -148,7 +149,7 @@ def test_an_edge_chunk_is_whole_once_its_part_inside_the_array_is_written(tmp_pa
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16, 32]}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": 5, "codecs": [BYTES, ZSTD],
     }
-    array = ZarrArray.create(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
+    array = create_array(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
     try:
         corner = Box((16, 32), (20, 40))  # all of chunk (1, 1) that lies inside the array
         array.write(corner, _values(corner))
@@ -158,7 +159,7 @@ def test_an_edge_chunk_is_whole_once_its_part_inside_the_array_is_written(tmp_pa
         array.flush()
     finally:
         array.close()
-    reopened = ZarrArray.open(Store.open(str(tmp_path)))
+    reopened = open_array(Store.open(str(tmp_path)))
     try:
         assert np.array_equal(reopened.read(corner), _values(corner))
         stored = next(reopened.fetch([(1, 1)])).data
@@ -173,12 +174,12 @@ def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
     of clean chunks: they make room first, and the room made goes back to the system."""
     whole = Box((0, 0), SHAPE)
     _array(tmp_path, sharded=True).close()
-    writer = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+    writer = open_array(Store.open(str(tmp_path)), threads=2)
     writer.write(whole, _values(whole))
     writer.flush()
     writer.close()
     shard_bytes = CHUNKS[0] * CHUNKS[1] * 2
-    array = ZarrArray.open(Store.open(str(tmp_path)), threads=2, cache_bytes=6 * shard_bytes)
+    array = open_array(Store.open(str(tmp_path)), threads=2, cache_bytes=6 * shard_bytes)
     try:
         others = Box((CHUNKS[0], 0), SHAPE)  # all but the first row of shards: more than fits
         assert np.array_equal(array.read(others), _values(whole)[CHUNKS[0]:])
@@ -282,7 +283,7 @@ def test_inner_chunks_written_whole_are_encoded_before_their_shard_is_whole(tmp_
         array.early.encoded[(1, 0)][1].result()
         array.write(other, _values(other, seed=4))  # after its encoding: that one is stale
         array.flush()
-        reopened = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+        reopened = open_array(Store.open(str(tmp_path)), threads=2)
         try:
             assert np.array_equal(reopened.read(other), _values(other, seed=4))
             assert np.array_equal(reopened.read(Box((0, 0), CHUNKS)),

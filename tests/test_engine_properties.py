@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -261,7 +262,7 @@ def _region_reads_and_writes(config: Config, data: st.DataObject) -> None:
     metadata = metadata_from_json(config.doc)
     assert parse_metadata(json.dumps(metadata.to_json())) == metadata
     model = np.full(config.shape, config.fill, dtype=STORAGE[config.data_type])
-    array = ZarrArray.create(store, metadata, cache_bytes=config.cache_bytes, threads=2)
+    array = create_array(store, metadata, cache_bytes=config.cache_bytes, threads=2)
     try:
         extended = array.extended_shape
         for step in range(data.draw(st.integers(1, 8), label="steps")):
@@ -283,13 +284,13 @@ def _region_reads_and_writes(config: Config, data: st.DataObject) -> None:
             else:
                 array.flush()
                 array.close()
-                array = ZarrArray.open(Store.open(url), cache_bytes=config.cache_bytes, threads=2)
+                array = open_array(Store.open(url), cache_bytes=config.cache_bytes, threads=2)
         whole = Box((0,) * len(config.shape), config.shape)
         assert_bits(array.read(whole), model, "the whole array before the last flush")
         array.flush()
         assert _stored_keys(store) == _expected_keys(config, model)
         array.close()
-        array = ZarrArray.open(Store.open(url), cache_bytes=1 << 20, threads=2)
+        array = open_array(Store.open(url), cache_bytes=1 << 20, threads=2)
         assert_bits(array.read(whole), model, "the whole array after re-opening")
         assert array.stored_chunk_count() == len(_expected_keys(config, model))
     finally:
@@ -318,7 +319,7 @@ def test_unflushed_writes_are_visible_and_stored_only_when_whole(config: Config,
     chunk (shard) is written whole, which is stored at once; reads see them at once, nothing
     written in part is stored before the flush, and a flush then stores them all."""
     url, store = _fresh_store()
-    array = ZarrArray.create(store, metadata_from_json(config.doc), cache_bytes=1 << 30,
+    array = create_array(store, metadata_from_json(config.doc), cache_bytes=1 << 30,
                              threads=2)
     model = np.full(config.shape, config.fill, dtype=STORAGE[config.data_type])
     covered = np.zeros(config.shape, dtype=bool)
@@ -340,7 +341,7 @@ def test_unflushed_writes_are_visible_and_stored_only_when_whole(config: Config,
             region = Box(tuple(i * c for i, c in zip(index, config.chunk_shape, strict=True)),
                          tuple(min((i + 1) * c, n) for i, c, n in
                                zip(index, config.chunk_shape, config.shape, strict=True)))
-            early = ZarrArray.open(Store.open(url), threads=1)
+            early = open_array(Store.open(url), threads=1)
             try:
                 got = raw(early.read(region))
             finally:
@@ -375,14 +376,14 @@ def test_read_of_rank_and_shape(rank: int) -> None:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
-    array = ZarrArray.create(store, metadata_from_json(doc), threads=1)
+    array = create_array(store, metadata_from_json(doc), threads=1)
     try:
         whole = Box((0,) * rank, shape)
         assert array.read(whole).shape == shape
         array.write(whole, np.full(shape, 5, dtype=np.int32))
         array.flush()
         array.close()
-        array = ZarrArray.open(Store.open(url), threads=1)
+        array = open_array(Store.open(url), threads=1)
         got = array.read(whole)
         assert got.shape == shape
         assert (np.asarray(got) == 5).all()
@@ -403,13 +404,13 @@ def test_changing_a_read_result_does_not_change_the_array(cached: str) -> None:
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
-    array = ZarrArray.create(store, metadata_from_json(doc), threads=1)
+    array = create_array(store, metadata_from_json(doc), threads=1)
     try:
         array.write(Box((0,), (4,)), np.arange(4, dtype=np.int32))
         if cached == "loaded":
             array.flush()
             array.close()
-            array = ZarrArray.open(Store.open(url), threads=1)
+            array = open_array(Store.open(url), threads=1)
         got = array.read(Box((0,), (2,)))
         if got.flags.writeable:
             got[...] = 99

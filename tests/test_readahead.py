@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from zarrfs.array import ZarrArray, chunk_io, streaming
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
@@ -46,11 +47,11 @@ def _create(path: Path, cache_bytes: int = 64 << 20) -> ZarrArray:
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
                    {"name": "zstd", "configuration": {"level": 1}}],
     }
-    array = ZarrArray.create(Store.open(str(path)), metadata_from_json(doc), threads=2)
+    array = create_array(Store.open(str(path)), metadata_from_json(doc), threads=2)
     array.write(Box((0, 0), SHAPE), VALUES)
     array.flush()
     array.close()
-    return ZarrArray.open(Store.open(str(path)), cache_bytes=cache_bytes, threads=2)
+    return open_array(Store.open(str(path)), cache_bytes=cache_bytes, threads=2)
 
 
 @pytest.fixture
@@ -328,11 +329,11 @@ def test_streams_of_small_chunks_that_decode_cheaply_are_decoded_by_one_thread(
         "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
-    created = ZarrArray.create(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
+    created = create_array(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
     created.write(Box((0, 0), values.shape), values)
     created.flush()
     created.close()
-    array = ZarrArray.open(Store.open(str(tmp_path)), threads=2)
+    array = open_array(Store.open(str(tmp_path)), threads=2)
     threads: set[str] = set()
     real = streaming.chunks_for_stream
 

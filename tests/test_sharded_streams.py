@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -38,12 +39,12 @@ def _doc() -> dict[str, Any]:
 
 
 def _open(path: Path) -> ZarrArray:
-    return ZarrArray.open(Store.open(str(path)), threads=2)
+    return open_array(Store.open(str(path)), threads=2)
 
 
 @pytest.fixture
 def stored(tmp_path: Path) -> Iterator[Path]:
-    array = ZarrArray.create(Store.open(str(tmp_path)), metadata_from_json(_doc()), threads=2)
+    array = create_array(Store.open(str(tmp_path)), metadata_from_json(_doc()), threads=2)
     array.write(Box((0, 0), SHAPE), VALUES)
     array.flush()
     array.close()

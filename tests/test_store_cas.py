@@ -32,6 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from zarrfs.array import ZarrArray  # noqa: E402
+from zarrfs.array_metadata import open_array  # noqa: E402
 from zarrfs.errors import ConflictError  # noqa: E402
 from zarrfs.grid import Box  # noqa: E402
 from zarrfs.store import Store  # noqa: E402
@@ -177,7 +178,7 @@ def create(path: Path, sharded: bool) -> None:
 
 
 def open_engine(path: Path) -> ZarrArray:
-    return ZarrArray.open(Store.open(str(path)), cache_bytes=8 << 20, threads=2)
+    return open_array(Store.open(str(path)), cache_bytes=8 << 20, threads=2)
 
 
 def write(array: ZarrArray, expected: np.ndarray, where: tuple[int, int], value: int) -> None:
@@ -290,8 +291,8 @@ def test_write_back_over_a_chunk_the_other_engine_deleted(store: Store) -> None:
     merge and store it (fill and B's element), not fail."""
     store.put("zarr.json", json.dumps(PLAIN_V3).encode())
     store.put("c/0/0", np.arange(64, dtype="<i4").tobytes())
-    a = ZarrArray.open(store, cache_bytes=1 << 20, threads=2)
-    b = ZarrArray.open(store, cache_bytes=1 << 20, threads=2)
+    a = open_array(store, cache_bytes=1 << 20, threads=2)
+    b = open_array(store, cache_bytes=1 << 20, threads=2)
     try:
         whole = Box((0, 0), (8, 8))
         assert np.array_equal(a.read(whole), np.arange(64).reshape(8, 8))

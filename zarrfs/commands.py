@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .array import ZarrArray
+from .array_metadata import create_array, open_array
 from .errors import ZarrfsError
 from .formats import CORE_TYPES, ArrayDescription
 from .formats.creation import auto_chunks, described_v3_array
@@ -59,7 +59,7 @@ def info(source: str, options: MountOptions) -> list[str]:
     tree = describe_tree(store)
     if tree is not None:
         return tree
-    array = ZarrArray.open(store)
+    array = open_array(store)
     try:
         return [f"{name + ':':<19} {value}" for name, value in describe(array)]
     finally:
@@ -88,7 +88,7 @@ def create(source: str, options: MountOptions, new: NewArray) -> ArrayDescriptio
     name = NEW_FORMAT.metadata_file
     if store.exists(name):
         raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
-    ZarrArray.create(store, metadata).close()
+    create_array(store, metadata).close()
     return metadata
 
 

@@ -24,8 +24,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .array import ZarrArray
 from .array.chunk_io import partial_read_sharding
+from .array_metadata import write_new_document
 from .codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
 from .errors import ZarrfsError
 from .formats import ArrayDescription, discover
@@ -50,7 +50,7 @@ def import_raw(raw: str, dest: str, storage_options: Mapping[str, Any], descript
         try:
             importer.run(source, raw, progress)
             store.sync_directories(importer.written)
-            ZarrArray.create(store, description).close()
+            write_new_document(store, description)
         except BaseException:
             _remove(store, importer.written, existed)
             raise

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .array import ZarrArray
+from .array_metadata import open_array, resized_in_listing
 from .formats import discover
-from .formats.edit import resized_consolidated
+from .formats.registry import consolidated_file
 from .store import Store
 
 # How far up to look for groups with consolidated metadata.
@@ -17,9 +17,10 @@ MAX_LEVELS = 16
 
 def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ...]) -> list[str]:
     """Resize the array at `source`; the groups whose consolidated metadata were updated."""
-    array = ZarrArray.open(Store.open(source, storage))
+    array = open_array(Store.open(source, storage))
     try:
         array.resize(shape)
+        array_format = array.metadata.zarr_format
     finally:
         array.close()
     updated = []
@@ -32,13 +33,12 @@ def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ..
         node = discover(store.get, "")
         if node is None or node.kind != "group":
             break
-        if node.consolidated is not None:
-            name = ".zmetadata" if node.zarr_format == 2 else "zarr.json"
-            raw = store.get(name)
-            new = None if raw is None else resized_consolidated(raw, node.zarr_format, relative, shape)
-            if new is not None:
-                store.put(name, new)
-                updated.append(parent)
+        name = consolidated_file(node)
+        raw = None if name is None else store.get(name)
+        new = None if raw is None else resized_in_listing(node, raw, relative, array_format, shape)
+        if name is not None and new is not None:
+            store.put(name, new)
+            updated.append(parent)
         child, parent = _split(parent)
         relative = f"{child}/{relative}"
     return updated

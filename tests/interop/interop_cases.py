@@ -25,6 +25,7 @@ import tensorstore as ts
 import zarr
 
 from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -415,7 +416,7 @@ def write_zarrfs(path: str, doc: dict[str, Any], data: np.ndarray, seed: int = 0
     in boxes that straddle chunks, flushing in between so partial chunks are merged with
     stored ones. Returns the (closed) array for its stats."""
     rng = np.random.default_rng(seed)
-    array = ZarrArray.create(Store.open(path), metadata_from_json(doc), threads=2)
+    array = create_array(Store.open(path), metadata_from_json(doc), threads=2)
     try:
         boxes = write_boxes(data.shape, rng)
         if boxes:
@@ -433,7 +434,7 @@ def write_zarrfs(path: str, doc: dict[str, Any], data: np.ndarray, seed: int = 0
 
 
 def read_zarrfs(path: str, box: Box | None = None, **options: Any) -> np.ndarray:
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=2, **options)
+    array = open_array(Store.open(path, read_only=True), threads=2, **options)
     try:
         whole = Box((0,) * len(array.shape), array.shape)
         return np.array(array.read(box or whole))

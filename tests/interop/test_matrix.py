@@ -33,7 +33,7 @@ from interop_cases import (
     write_zarrfs,
 )
 
-from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import open_array
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -76,7 +76,7 @@ def test_zarrfs_reads_foreign_array(writer: str, case: Case, scratch: Path) -> N
     if writer == "tensorstore":
         assert stored_keys(path) == expected_keys(case, data), "the case's holes are not holes"
 
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=2, cache_bytes=1 << 12)
+    array = open_array(Store.open(path, read_only=True), threads=2, cache_bytes=1 << 12)
     try:
         assert array.metadata.fill_value == bits(case.fill).tobytes()
         assert array.shape == case.shape
@@ -98,7 +98,7 @@ def test_zarrfs_reads_foreign_array(writer: str, case: Case, scratch: Path) -> N
 def test_zarrfs_counts_dot_separated_keys(case: Case, scratch: Path) -> None:
     path = str(scratch / "array")
     write_tensorstore(path, case.doc, model(case))
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=1)
+    array = open_array(Store.open(path, read_only=True), threads=1)
     try:
         assert array.stored_chunk_count() == len(stored_keys(path)) > 0
     finally:
@@ -154,7 +154,7 @@ def test_foreign_readers_read_zarrfs_array(case: Case, scratch: Path) -> None:
 
 
 def _read_back(path: str) -> np.ndarray:
-    array = ZarrArray.open(Store.open(path), threads=2)
+    array = open_array(Store.open(path), threads=2)
     try:
         return np.array(array.read(Box((0,) * len(array.shape), array.shape)))
     finally:

@@ -38,7 +38,7 @@ from zarr.codecs import (
     ZstdCodec,
 )
 
-from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import open_array
 from zarrfs.errors import ChunkError
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -168,7 +168,7 @@ def test_zarrfs_reads_natively_created_array(name: str, scratch: Path) -> None:
         other, _ = (read_zarr_python if writer == "tensorstore" else read_tensorstore)(path)
         assert_same_bits(other, written, "TensorStore vs zarr-python")
 
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=2, cache_bytes=1 << 14)
+    array = open_array(Store.open(path, read_only=True), threads=2, cache_bytes=1 << 14)
     try:
         assert array.metadata.fill_value == fill.tobytes()
         whole = Box((0,) * len(array.shape), array.shape)
@@ -198,7 +198,7 @@ def test_int4_high_nibble_is_ignored(scratch: Path) -> None:
     expected = np.array([[3, 3, -7], [-7, -1, 0]], dtype=np.int8)
     seen, _ = read_tensorstore(path)
     assert_same_bits(seen, expected, "TensorStore")
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=1)
+    array = open_array(Store.open(path, read_only=True), threads=1)
     try:
         assert_same_bits(array.read(Box((0, 0), (2, 3))), expected, "zarrfs")
     finally:
@@ -210,7 +210,7 @@ def test_bool_bytes_other_than_0_and_1_are_corrupt(scratch: Path) -> None:
     _raw_array(path, "bool", bytes([0, 1, 2, 1, 0, 0]))
     with pytest.raises(ValueError, match="Invalid bool value"):
         read_tensorstore(path)
-    array = ZarrArray.open(Store.open(path, read_only=True), threads=1)
+    array = open_array(Store.open(path, read_only=True), threads=1)
     try:
         with pytest.raises(ChunkError) as raised:
             array.read(Box((0, 0), (2, 3)))

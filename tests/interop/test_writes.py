@@ -37,13 +37,14 @@ from interop_cases import (
 )
 
 from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
 
 def _open(path: str, **options: Any) -> ZarrArray:
-    return ZarrArray.open(Store.open(path), threads=2, **options)
+    return open_array(Store.open(path), threads=2, **options)
 
 
 def _write(path: str, box: Box, values: Any, data_type: str) -> None:
@@ -316,5 +317,5 @@ def test_zarrfs_create_refuses_metadata_before_writing(scratch: Path) -> None:
     doc = array_json("uint16", [8, 8], [4, 4], [sharding([3, 4], [bytes_codec()])], 0)
     path = str(scratch / "array")
     with pytest.raises(ValueError, match="chunk_shape"):
-        ZarrArray.create(Store.open(path), metadata_from_json(doc))
+        create_array(Store.open(path), metadata_from_json(doc))
     assert not os.path.exists(os.path.join(path, "zarr.json"))

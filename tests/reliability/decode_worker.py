@@ -101,7 +101,7 @@ class ArrayLevel:
     def __call__(self, case_dir: Path, key: str) -> dict[str, Any]:
         from fsspec.implementations.local import LocalFileSystem
 
-        from zarrfs.array import ZarrArray
+        from zarrfs.array_metadata import open_array
         from zarrfs.grid import Box
         from zarrfs.store import Store
 
@@ -109,7 +109,7 @@ class ArrayLevel:
         if array is None:
             self.close()  # items come case by case; keep one array's threads alive at a time
             store = Store(LocalFileSystem(), str(case_dir), read_only=True)
-            array = self.arrays[case_dir] = ZarrArray.open(store, threads=2)
+            array = self.arrays[case_dir] = open_array(store, threads=2)
         meta = array.metadata
         region = chunk_region(meta, key) if key else tuple(slice(0, s) for s in meta.shape)
         box = Box(tuple(r.start for r in region), tuple(r.stop for r in region))

@@ -20,7 +20,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from tests.reliability import make_corpus
 from tests.reliability.faulty_fs import child_env
-from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import open_array
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import MetadataError
 from zarrfs.formats.v3 import parse_metadata
@@ -81,7 +81,7 @@ def test_array_open_refuses_metadata_naming_the_member(case: str) -> None:
     store = Store(LocalFileSystem(), str(CORPUS / case), read_only=True)
 
     def attempt() -> None:
-        ZarrArray.open(store, threads=1).close()
+        open_array(store, threads=1).close()
 
     check_metadata_outcome(case, attempt)
 
@@ -107,7 +107,7 @@ def test_valid_metadata_opens_and_reads_as_its_fill_value(case: str) -> None:
     assert [c.name for c in meta.codecs] == [c["name"] for c in document["codecs"]]
     assert meta.fill_value == fill_bits(document)
     store = Store(LocalFileSystem(), str(CORPUS / case), read_only=True)
-    array = ZarrArray.open(store, threads=1)
+    array = open_array(store, threads=1)
     try:
         assert array.shape == meta.shape
         got = np.asarray(array.read(Box((0,) * len(meta.shape), meta.shape)))

@@ -318,11 +318,11 @@ def tensorstore_read(root: Path) -> np.ndarray:
 
 def zarrfs_read(root: Path) -> tuple[np.ndarray, int]:
     """The whole array read by the zarrfs engine, and how many chunk objects it counts."""
-    from zarrfs.array import ZarrArray
+    from zarrfs.array_metadata import open_array
     from zarrfs.grid import Box
     from zarrfs.store import Store
 
-    array = ZarrArray.open(Store.open(str(root), read_only=True))
+    array = open_array(Store.open(str(root), read_only=True))
     try:
         return np.array(array.read(Box((0, 0), SHAPE))), array.stored_chunk_count()
     finally:

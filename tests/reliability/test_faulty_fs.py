@@ -29,6 +29,7 @@ from tests.reliability.faulty_fs import (
     write_config,
 )
 from zarrfs.array import ZarrArray, shard_reads
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.codecs import CodecError
 from zarrfs.errors import ChunkError, StoreError
 from zarrfs.formats.v3 import parse_metadata
@@ -378,7 +379,7 @@ WHOLE = Box((0, 0), (16, 16))
 
 
 def make_array(s: Store, doc: dict[str, Any]) -> ZarrArray:
-    array = ZarrArray.create(s, parse_metadata(json.dumps(doc)), threads=2)
+    array = create_array(s, parse_metadata(json.dumps(doc)), threads=2)
     array.write(WHOLE, VALUES)
     array.flush()
     return array
@@ -388,7 +389,7 @@ def make_array(s: Store, doc: dict[str, Any]) -> ZarrArray:
 def sharded(tmp_path: Path) -> Iterator[tuple[FaultyFileSystem, ZarrArray]]:
     fs, s = faulty_store(tmp_path / "sharded")
     make_array(s, SHARDED).close()
-    array = ZarrArray.open(s, threads=2)  # a fresh cache: every read goes to the store
+    array = open_array(s, threads=2)  # a fresh cache: every read goes to the store
     yield fs, array
     array.close()
 
@@ -397,7 +398,7 @@ def sharded(tmp_path: Path) -> Iterator[tuple[FaultyFileSystem, ZarrArray]]:
 def plain(tmp_path: Path) -> Iterator[tuple[FaultyFileSystem, ZarrArray]]:
     fs, s = faulty_store(tmp_path / "plain")
     make_array(s, PLAIN).close()
-    array = ZarrArray.open(s, threads=2)
+    array = open_array(s, threads=2)
     yield fs, array
     array.close()
 
@@ -532,7 +533,7 @@ def test_failed_write_back_keeps_the_data_for_a_retry(
     fs.clear_rules()
     array.flush()
     assert array.dirty_bytes == 0
-    again = ZarrArray.open(array.store, threads=2)
+    again = open_array(array.store, threads=2)
     try:
         assert np.array_equal(again.read(WHOLE), new)
     finally:
@@ -545,7 +546,7 @@ def test_concurrent_reads_through_random_faults(tmp_path: Path) -> None:
     fs, s = faulty_store(tmp_path / "busy")
     make_array(s, SHARDED).close()
     s.retry = RetryPolicy(deadline_seconds=10, first_delay=0.001, max_delay=0.01)
-    array = ZarrArray.open(s, threads=4, cache_bytes=128)  # two inner chunks: reads keep loading
+    array = open_array(s, threads=4, cache_bytes=128)  # two inner chunks: reads keep loading
     fs.set_rules(
         [
             {

@@ -24,7 +24,7 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
-from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array
 from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -59,7 +59,7 @@ def mounted(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     root, mountpoint = tmp_path / "array", tmp_path / "mnt"
     root.mkdir()
     mountpoint.mkdir()
-    array = ZarrArray.create(Store(LocalFileSystem(), str(root)), parse_metadata(json.dumps(DOC)))
+    array = create_array(Store(LocalFileSystem(), str(root)), parse_metadata(json.dumps(DOC)))
     array.write(Box((0, 0), (16, 16)), VALUES)
     array.flush()
     array.close()

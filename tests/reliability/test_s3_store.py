@@ -16,6 +16,7 @@ import pytest
 from tests.reliability.faulty_fs import CONFIG_ENV, FaultyFileSystem, write_config
 from tests.reliability.s3_server import S3Server
 from zarrfs.array import ZarrArray
+from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import StoreError
 from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
@@ -128,7 +129,7 @@ def test_store_reads_what_zarr_python_wrote(s3_server: S3Server, opened: list[Za
     assert store.get("c/1/2", SuffixRange(6)) == whole[-6:]
     assert store.get("c/9/9") is None and store.size("c/9/9") is None
 
-    array = ZarrArray.open(store, threads=2)
+    array = open_array(store, threads=2)
     opened.append(array)
     assert np.array_equal(array.read(WHOLE), VALUES)
     assert np.array_equal(array.read(Box((3, 5), (17, 29))), VALUES[3:17, 5:29])
@@ -138,7 +139,7 @@ def test_zarr_array_reads_what_tensorstore_wrote(
     s3_server: S3Server, opened: list[ZarrArray]
 ) -> None:
     write_with_tensorstore(s3_server, "ts")
-    array = ZarrArray.open(s3_store(s3_server, "ts"), threads=2)
+    array = open_array(s3_store(s3_server, "ts"), threads=2)
     opened.append(array)
     expected = VALUES.copy()
     expected[0:4, 0:4] = 0
@@ -174,7 +175,7 @@ def test_zarr_python_reads_what_zarrfs_wrote(s3_server: S3Server, opened: list[Z
             }
         ],
     }
-    array = ZarrArray.create(s3_store(s3_server, "zf"), parse_metadata(json.dumps(doc)), threads=2)
+    array = create_array(s3_store(s3_server, "zf"), parse_metadata(json.dumps(doc)), threads=2)
     opened.append(array)
     array.write(WHOLE, VALUES)
     array.write(Box((0, 0), (5, 5)), np.zeros((5, 5), np.float32))  # an empty inner chunk
@@ -196,7 +197,7 @@ def test_zarr_python_reads_what_zarrfs_wrote(s3_server: S3Server, opened: list[Z
 def outage_setup(server: S3Server, opened: list[ZarrArray]) -> tuple[Store, ZarrArray]:
     write_with_zarr_python(server, "zp")
     store = s3_store(server, "zp")
-    array = ZarrArray.open(store, threads=2, cache_bytes=0)
+    array = open_array(store, threads=2, cache_bytes=0)
     opened.append(array)
     assert np.array_equal(array.read(Box((0, 0), (8, 8))), VALUES[:8, :8])
     return store, array
@@ -277,7 +278,7 @@ def test_faulty_s3_chain_retries_injected_faults(
     options: dict[str, Any] = {"s3": s3_server.s3fs_options()}
     store = Store.open(f"faulty::s3://{s3_server.bucket}/zp", options, read_only=True)
     assert isinstance(store.fs, FaultyFileSystem)
-    array = ZarrArray.open(store, threads=2)
+    array = open_array(store, threads=2)
     opened.append(array)
     assert np.array_equal(array.read(WHOLE), VALUES)
     assert store.fs.faults["flaky"] == 4

@@ -47,7 +47,8 @@ from mounting import ZARRFS, is_mounted, mounted, without_views
 
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from tests.reliability.s3_server import S3Server
-from zarrfs.array import Shared, ZarrArray
+from zarrfs import array_metadata
+from zarrfs.array import Shared
 from zarrfs.cli import main as zarrfs_main
 from zarrfs.formats import ChunkKeyEncoding, discover
 from zarrfs.formats.v3 import metadata_from_json
@@ -84,7 +85,7 @@ def array_doc(shape: tuple[int, ...] = SHAPE, chunks: tuple[int, ...] = (8, 8),
 
 def create_array(path: Path) -> None:
     """A 16x16 int32 array in 8x8 chunks holding VALUES."""
-    array = ZarrArray.create(Store(LocalFileSystem(), str(path)), metadata_from_json(array_doc()))
+    array = array_metadata.create_array(Store(LocalFileSystem(), str(path)), metadata_from_json(array_doc()))
     try:
         array.write(Box((0, 0), SHAPE), VALUES)
         array.flush()
@@ -93,7 +94,7 @@ def create_array(path: Path) -> None:
 
 
 def read_array(path: Path) -> np.ndarray:
-    array = ZarrArray.open(Store(LocalFileSystem(), str(path), read_only=True))
+    array = array_metadata.open_array(Store(LocalFileSystem(), str(path), read_only=True))
     try:
         return array.read(Box((0, 0), SHAPE))
     finally:

@@ -10,6 +10,10 @@ bytes), the `ChunkLoader` (deduplicated loads over plain or sharded chunk I/O), 
 `WriteBack` (early stores, write slots, flushes), the `Rechecker` (what was seen of the
 store), `Streams` and the `Resizer`.
 
+The array never reads or writes its metadata document: it is constructed from an
+`ArrayDescription`, and a resize asks its `metadata_writer` to store the new shape. Opening
+and creating arrays in a store is zarrfs.array_metadata's.
+
 Concurrency: every method is thread-safe. Writes go into cached chunks; a partial write to a
 chunk that is not cached does not read it: the chunk records which elements were written and
 is merged with the stored one only when it is read or written back.
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from typing import Any
 
 import numpy as np
 
@@ -30,7 +33,6 @@ from ..grid import Box, Index, cells_of
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
 from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
-from .documents import StoredDocument
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
@@ -54,8 +56,9 @@ class ZarrArray:
         shared: Shared | None = None,
         metadata_writer: MetadataWriter | None = None,
     ) -> None:
-        """`metadata_writer` stores the metadata document with a new shape on a resize
-        (default: the array's own document in `store`, edited in place)."""
+        """`raw_metadata`: the stored metadata document (b"" when not read yet).
+        `metadata_writer` stores the metadata document with a new shape on a resize; without
+        one the array cannot be resized (zarrfs.array_metadata opens arrays with theirs)."""
         self._owns_shared = shared is None
         self.shared = shared or Shared(DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes, threads)
         self.owner = self.shared.register(self)
@@ -82,30 +85,7 @@ class ZarrArray:
         self.writeback = WriteBack(self.loader, self.rechecker, self.shared, self.geometry)
         self.streams = Streams(self.loader, self.shared)
         self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,
-                               metadata_writer or StoredDocument(store, self.geometry))
-
-    @classmethod
-    def open(cls, store: Store, **options: Any) -> ZarrArray:
-        """The array at the root of `store`, whatever its format (tests and commands)."""
-        from ..errors import MetadataError
-        from ..formats import discover
-
-        node = discover(store.get, "")
-        if node is None:
-            raise MetadataError("zarr.json", f"not found in {store.path('')!r} (nor .zarray or meta)")
-        raw = node.raw.get(node.files[0], b"")
-        return cls(store, node.describe(), raw, **options)
-
-    @classmethod
-    def create(cls, store: Store, description: ArrayDescription, **options: Any) -> ZarrArray:
-        """A new Zarr v3 array."""
-        import json
-
-        raw = json.dumps(description.to_json(), indent=2).encode() + b"\n"
-        Pipeline.build(description.codecs, ChunkSpec(description.chunk_shape, description.data_type,
-                                                     description.fill_value))  # refuse before writing
-        store.put("zarr.json", raw)
-        return cls(store, description, raw, **options)
+                               metadata_writer)
 
     def close(self) -> None:
         self.view.drop_all()

@@ -6,7 +6,9 @@ of the new edge chunks that falls outside the new shape to the fill value and de
 chunks (and shards) wholly outside it, then rewrites the metadata, so growing again never
 shows old data, and a crash in between leaves the old shape with the cut region cleared.
 
-The metadata document is not this layer's: a `MetadataWriter` stores the new shape.
+The metadata document is not this layer's: a `MetadataWriter` given by whoever opened the
+array stores the new shape (zarrfs.array_metadata); an array opened without one cannot be
+resized.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from .writeback import WriteBack
 
 
 class MetadataWriter(Protocol):
-    def __call__(self, shape: Index) -> bytes:
-        """Store the array's metadata document with a new shape; the document stored."""
+    def __call__(self, current: bytes, shape: Index) -> bytes:
+        """Store the array's metadata document (`current`: as last seen, b"" when not read
+        yet) with a new shape; the document stored."""
 
 
 class Resizer:
@@ -38,7 +41,7 @@ class Resizer:
 
     def __init__(self, view: ArrayCache, writeback: WriteBack, store: Store, geometry: Callable[[], Geometry],
                  take: Callable[[Geometry], None], write: Callable[[Box, np.ndarray], None],
-                 metadata_writer: MetadataWriter) -> None:
+                 metadata_writer: MetadataWriter | None) -> None:
         self.view = view
         self.writeback = writeback
         self.store = store
@@ -51,7 +54,7 @@ class Resizer:
     def resize(self, shape: Index) -> None:
         with self._lock:
             old = self.geometry()
-            self._check(old, shape)
+            write_metadata = self._check(old, shape)
             if shape == old.shape:
                 return
             self.writeback.flush()
@@ -61,7 +64,7 @@ class Resizer:
                 self._delete_outside(old, shape)
             # Cached chunks past the new edge may be gone from the store: read them afresh.
             self.view.drop_all()
-            self._take_shape(shape, self.metadata_writer(shape))
+            self._take_shape(shape, write_metadata(old.raw_metadata, shape))
 
     def adopt(self, shape: Index, raw: bytes) -> None:
         """Take the shape another writer gave the array. Writes made under the old shape are
@@ -75,15 +78,19 @@ class Resizer:
         self.take(self.geometry().resized(shape, raw))
         self.view.changed()
 
-    def _check(self, old: Geometry, shape: Index) -> None:
+    def _check(self, old: Geometry, shape: Index) -> MetadataWriter:
+        """What will store the new shape, once `shape` is one the array can take."""
         if self.store.read_only:
             raise ReadOnlyError("the array is read-only")
+        if self.metadata_writer is None:
+            raise ReadOnlyError("the array was opened without a writer of its metadata: it cannot be resized")
         if not old.shape:
             raise ResizeError("an array of rank 0 cannot be resized")
         if len(shape) != len(old.shape) or any(n < 0 for n in shape):
             raise ResizeError(f"shape {list(shape)} does not fit an array of rank {len(old.shape)}")
         if math.prod(shape) * old.description.data_type.itemsize > MAX_ARRAY_BYTES:
             raise ResizeError(f"shape {list(shape)} is too large to address")
+        return self.metadata_writer
 
     def _clear_cut_region(self, old: Geometry, shape: Index) -> None:
         """Set to the fill value what lies between the new and the old shape inside the

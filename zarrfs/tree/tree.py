@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..array import Shared, ZarrArray
+from ..array_metadata import array_of, resized_listing
 from ..errors import ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.description import ArrayDescription
 from ..formats.documents import node_documents
-from ..formats.edit import resize_listed
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
@@ -163,16 +163,13 @@ class Tree:
 
     def _open(self, node: NodeMetadata) -> OpenedArray:
         try:
-            description = node.describe()
-            # Known from consolidated metadata: no bytes yet; a resize reads them.
-            raw = node.raw.get(node.files[0], b"")
-            array = ZarrArray(self.store.child(node.path), description, raw, shared=self.shared)
+            array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
             log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
             return OpenedArray(None, str(e))
         if self.rechecks:
             self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
-        directory = ArrayDirectory(array, self.layout, placement=self._placement(node, description),
+        directory = ArrayDirectory(array, self.layout, placement=self._placement(node, array.metadata),
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
 
@@ -294,9 +291,7 @@ class Tree:
     def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:
         """zarr-python trusts consolidated metadata: the groups above that list the array get
         its new shape too."""
-        zarr_format = self._node(path).zarr_format
-        self.edits.update_consolidated(path, lambda nodes, relative: resize_listed(
-            nodes, relative, zarr_format, shape))
+        self.edits.update_consolidated(path, resized_listing(self._node(path).zarr_format, shape))
 
     def _queue_stale(self, path: str, opened: ArrayDirectory) -> None:
         """What the kernel caches of a reshaped array: sizes, and names that are gone."""
