@@ -17,7 +17,7 @@ import pytest
 from mounting import wait_until
 
 from zarrfs.array import ZarrArray
-from zarrfs.array.chunk_io import ShardedChunkIO
+from zarrfs.array.sharded_io import ShardedChunkIO
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box

@@ -32,13 +32,14 @@ from ..formats import ArrayDescription
 from ..grid import Box, Index, cells_of
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, Stats, partial_read_sharding
+from .chunk_io import Fetched, PlainChunkIO, Stats
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
 from .loader import ChunkLoader
 from .recheck import Changes, Rechecker
 from .resize import MetadataWriter, Resizer
+from .sharded_io import ShardedChunkIO, partial_read_sharding
 from .shared import Shared
 from .streaming import Stream, Streams
 from .writeback import WriteBack

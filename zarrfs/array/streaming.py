@@ -21,9 +21,9 @@ import numpy as np
 
 from ..errors import ZarrfsError
 from ..grid import Box, Index, Piece, cells_of
-from .chunk_io import ShardedChunkIO
 from .geometry import Geometry
 from .loader import ChunkLoader
+from .sharded_io import ShardedChunkIO
 from .shared import Shared
 
 log = logging.getLogger(__name__)

@@ -21,12 +21,13 @@ from ..codecs import BytesLike
 from ..errors import ChunkError, ConflictError
 from ..grid import Index
 from ..store import ANY, Expect, Store
-from .chunk_io import Fetched, PlainChunkIO, ShardedChunkIO, StoredShard
+from .chunk_io import Fetched, PlainChunkIO, StoredShard
 from .early import Early, WriteSlots
 from .entries import WriteSnapshot
 from .geometry import Geometry
 from .loader import ChunkLoader
 from .recheck import Rechecker
+from .sharded_io import ShardedChunkIO
 from .shared import Shared
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,207 @@
+"""Moving the inner chunks of a sharded array between the store and memory: read one at a
+time through the shard index (cached; `shard_reads` decides how many requests), and shards
+rebuilt on write-back keeping the encoded bytes of the inner chunks that did not change (see
+`chunk_io` for what every chunk I/O shares)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor
+
+import numpy as np
+
+from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
+from ..errors import ChunkError
+from ..grid import Index
+from ..store import ByteRange, Expect, Store
+from .cache import ChunkCache, Counters
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredShard
+from .shard_reads import MAX_SHARD_RETRIES, ShardReader
+
+
+class ShardedChunkIO(PlainChunkIO):
+    """Each stored object is a shard; the unit read and cached is the inner chunk (read
+    through a ShardReader: zarrfs.array.shard_reads)."""
+
+    def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
+                 owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
+        super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
+        self.encoders = encoders
+        self.sharding = sharding
+        self.cache = cache
+        self.owner = owner
+        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch)
+        self._shard_lock = self.reader.lock
+
+    def location(self, unit: Index) -> tuple[Index, Index | None]:
+        per = self.sharding.chunks_per_shard
+        return (tuple(u // p for u, p in zip(unit, per, strict=True)),
+                tuple(u % p for u, p in zip(unit, per, strict=True)))
+
+    def units_of(self, chunk: Index) -> list[Index]:
+        per = self.sharding.chunks_per_shard
+        return [tuple(c * p + i for c, p, i in zip(chunk, per, inner, strict=True))
+                for inner in self.sharding.inner_positions()]
+
+    def forget_index(self, chunk: Index) -> None:
+        self.reader.forget(chunk)
+
+    def read_ahead(self, key: str, chunk: Index) -> None:
+        self.reader.read_ahead(key, chunk)
+
+    def read_early(self, key: str, chunk: Index) -> None:
+        self.reader.read_early(key, chunk, self.encoders.submit)
+
+    def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
+        assert inner is not None
+        for _ in range(MAX_SHARD_RETRIES):
+            found = None
+            with self._shard_lock(chunk):
+                if self.reader.wants_whole(1):
+                    self.reader.fetch_whole(key, chunk)
+                index, generation = self.reader.index(chunk, key)
+                span = None if index is None else index.span(inner)
+                if span is None:
+                    return Fetched(None, generation)
+                if generation is None:  # no generations: read before a rewrite can begin
+                    found = self.store.read(key, ByteRange(span.offset, span.nbytes))
+            if generation is not None:
+                encoded = self.reader.read_inner(key, chunk, {inner: span}, generation)
+                if encoded is None:
+                    self.reader.forget(chunk)  # rewritten meanwhile
+                    continue
+                return Fetched(self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
+            if found is None or len(found.data) != span.nbytes:
+                raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
+            self.count_fetch(len(found.data))
+            return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
+        raise CodecError(f"shard kept changing while inner chunk {inner} was read")
+
+    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
+        """Inner chunks of one shard, read with as few requests as the store wants (see
+        ShardReader.read_inner; on a remote store the whole shard when the read needs most
+        of it); decoded one at a time as taken."""
+        for _ in range(MAX_SHARD_RETRIES):
+            with self._shard_lock(chunk):
+                if self.reader.wants_whole(len(inners)):
+                    self.reader.fetch_whole(key, chunk)
+                index, generation = self.reader.index(chunk, key)
+            if index is None or generation is None or len(inners) == 1:
+                # (no generations: each read under the lock, before a rewrite can begin)
+                yield from super().fetch_run(key, chunk, inners)
+                return
+            spans = {inner: index.span(inner) for inner in inners if inner is not None}
+            encoded = self.reader.read_inner(key, chunk, spans, generation)
+            if encoded is not None:
+                for inner in inners:
+                    found = None if inner is None else encoded.get(inner)
+                    decoded = None if found is None else self.timed_decode(self.sharding.decode_inner, found)
+                    yield Fetched(decoded, generation)
+                return
+            self.reader.forget(chunk)  # rewritten meanwhile
+        raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
+
+    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+        """The stored shard a write-back keeps the other inner chunks of. Not read when every
+        inner chunk is new (then it is replaced whatever it holds)."""
+        if whole and units == math.prod(self.sharding.chunks_per_shard):
+            return StoredShard(None, known=False)
+        found = self.store.read(key)
+        if found is None:
+            return StoredShard(None)
+        self.count_fetch(len(found.data))
+        return StoredShard(found.generation, self._inner_chunks(key, found.data))
+
+    def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
+        inner = self.location(unit)[1]
+        assert inner is not None
+        encoded = stored.inner.get(inner)
+        return None if encoded is None else self.timed_decode(self.sharding.decode_inner, encoded)
+
+    def put(self, key: str, chunk: Index, arrays: dict[Index, np.ndarray], stored: StoredShard | None,
+            expect: Expect, ready: Mapping[Index, BytesLike | None] | None = None) -> str | None:
+        """As PlainChunkIO.put; `ready` holds inner chunks already encoded (None: all fill)."""
+        assert stored is not None
+        encoded = dict(stored.inner)
+        changed: dict[Index, np.ndarray] = {}
+        for unit, data in arrays.items():
+            inner = self.location(unit)[1]
+            assert inner is not None
+            if ready and unit in ready:
+                done = ready[unit]
+                if done is None:
+                    encoded.pop(inner, None)
+                else:
+                    encoded[inner] = done
+            elif is_fill(data, self.fill_value):
+                encoded.pop(inner, None)
+            else:
+                changed[inner] = data
+        # The new pieces count against the cache until stored: a whole shard's worth of them
+        # (their decoded size, which they rarely exceed) on top of a full cache went past its
+        # bound. Encoded on the loader threads, on every core (this runs on a writer thread;
+        # loaders never wait for writers).
+        held = sum(data.nbytes for data in changed.values())
+        self.cache.hold(held)
+        try:
+            encoded.update(zip(changed, self.encoders.map(self.encode_inner, changed.values()), strict=True))
+            with self._shard_lock(chunk):
+                return self._replace_shard(key, chunk, encoded, expect)
+        except BaseException:
+            self.reader.forget(chunk)
+            raise
+        finally:
+            self.cache.hold(-held)
+
+    def encode_inner(self, data: np.ndarray) -> BytesLike:
+        return self.timed_encode(self.sharding.inner.encode, data)
+
+    def encode_ahead(self, data: np.ndarray) -> BytesLike | None:
+        """An inner chunk's encoding ahead of its shard's write-back (None: all fill)."""
+        return None if is_fill(data, self.fill_value) else self.encode_inner(data)
+
+    def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike],
+                       expect: Expect) -> str | None:
+        index: ShardIndex | None = None
+        generation = None
+        if encoded:
+            # Written from its pieces: the shard is never held twice (pieces and joined).
+            parts = self.sharding.shard_parts(encoded)
+            nbytes = sum(len(part) for part in parts)
+            generation = self.store.put(key, parts, sync_directory=False, expect=expect)
+            self.counters.add(bytes_stored=nbytes)
+            index_part = parts[0] if self.sharding.index_at_start else parts[-1]
+            index = self.sharding.decode_index(bytes(index_part), nbytes)
+            self.count_stored(deleted=False)
+        else:
+            self.store.delete(key, expect=expect)
+            self.count_stored(deleted=True)
+        self.reader.remember(chunk, index, generation)
+        return generation
+
+    def _inner_chunks(self, key: str, shard: BytesLike) -> dict[Index, BytesLike]:
+        """The encoded bytes of every inner chunk a stored shard holds."""
+        sharding = self.sharding
+        try:
+            if len(shard) < sharding.index_nbytes:
+                raise CodecError("shard is shorter than its index")
+            span = sharding.index_span(len(shard))
+            index = sharding.decode_index(shard[span.offset : span.end], len(shard))
+        except CodecError as e:
+            raise ChunkError(key, str(e)) from None
+        view = memoryview(shard)
+        found: dict[Index, BytesLike] = {}
+        for inner in sharding.inner_positions():
+            where = index.span(inner)
+            if where is not None:
+                found[inner] = view[where.offset : where.end]
+        return found
+
+
+def partial_read_sharding(pipeline: Pipeline) -> ShardingCodec | None:
+    """The sharding codec when its inner chunks can be read one by one."""
+    codec = pipeline.array_to_bytes
+    if isinstance(codec, ShardingCodec) and not pipeline.array_codecs and not pipeline.bytes_codecs:
+        return codec
+    return None
