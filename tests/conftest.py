@@ -56,7 +56,7 @@ FAST_MODULES = {
     "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py",
     "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
-    "test_check_layers.py", "test_statfs.py",
+    "test_check_layers.py", "test_statfs.py", "test_format_registry.py",
 }
 FAST_TESTS = {
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},

@@ -1,43 +1,39 @@
 """The Zarr formats by number, and what callers outside `formats` ask of a node's format
-instead of branching on its number. A new format is one module declaring its `FORMAT` (and
-what it parses), added to `FORMATS`."""
+instead of branching on its number (outside a format's own modules, nothing should).
+
+A new format is its own modules: `vN.py` reading its array documents into an
+`ArrayDescription`, and `vN_format.py` with a subclass of `format.Format` that implements
+every abstract method -- `discover`, `listed_node`, `attributes`, `describe`, `dump`,
+`with_attributes`, `new_group_files`, `new_array_files`, `edit_consolidated`,
+`list_attributes`, `listed_array` (and overrides `xarray_fill_value` if xarray has a habit
+there) -- and a `FORMAT` instance of it giving its number, its file names (`metadata_file`,
+`attributes_file`, `group_file`, `consolidated_file`, `listed_files`, `reserved_names`) and
+the formats its groups hold (`child_formats`). It is registered by one line, its `FORMAT` in
+`_REGISTERED` below (after `from . import vN_format`); their order is the order discovery
+looks for formats at a path. tests/test_format_registry.py checks the interface is whole.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from . import v1, v2, v3
-from .format import Format
+from . import v1_format, v2_format, v3_format
+from .format import Format, NodeMetadata
 
-FORMATS: dict[int, Format] = {f.zarr_format: f for f in (v3.FORMAT, v2.FORMAT, v1.FORMAT)}
-
-
-class Node(Protocol):
-    """What these functions read of a node (a `nodes.NodeMetadata`)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def zarr_format(self) -> int: ...
-    @property
-    def files(self) -> tuple[str, ...]: ...
-    @property
-    def documents(self) -> Mapping[str, Any]: ...
-    @property
-    def raw(self) -> Mapping[str, bytes]: ...
-    @property
-    def consolidated(self) -> Mapping[str, Mapping[str, Any]] | None: ...
+_REGISTERED = (  # in the order discovery looks for them at a path
+    v3_format.FORMAT,
+    v2_format.FORMAT,
+    v1_format.FORMAT,
+)
+FORMATS: dict[int, Format] = {f.zarr_format: f for f in _REGISTERED}
 
 
-def format_of(node: Node) -> Format:
-    return FORMATS[node.zarr_format]
+def format_of(node: NodeMetadata) -> Format:
+    return node.format
 
 
-def consolidated_file(node: Node) -> str | None:
+def consolidated_file(node: NodeMetadata) -> str | None:
     """The stored file holding a group's consolidated metadata, or None when it has none
     (an array; a format without; a v3 group whose zarr.json lacks the member)."""
     found = format_of(node)
@@ -47,19 +43,14 @@ def consolidated_file(node: Node) -> str | None:
     return None if found.consolidated_inline and node.consolidated is None else name
 
 
-def misplaced(node: Node, group: Node) -> str | None:
+def misplaced(node: NodeMetadata, group: NodeMetadata) -> str | None:
     """Why `node` cannot be a child of `group` (formats that cannot be mixed), or None."""
-    if node.zarr_format in format_of(group).child_formats:
+    if format_of(group).holds(node.zarr_format):
         return None
     return f"a Zarr v{node.zarr_format} node cannot be in a v{group.zarr_format} group"
 
 
-def xarray_fill_value(node: Node, attributes: Mapping[str, Any]) -> object:
-    """The fill value stated in the document of a v2 array xarray wrote (its `_FillValue`,
-    which xarray keeps as the array's `fill_value`; `attributes` are the array's), or None."""
-    if node.zarr_format != 2 or "_ARRAY_DIMENSIONS" not in attributes:
-        return None
-    document = node.documents.get(v2.METADATA_KEY)
-    if document is None and v2.METADATA_KEY in node.raw:
-        document = json.loads(node.raw[v2.METADATA_KEY])
-    return document.get("fill_value") if isinstance(document, Mapping) else None
+def xarray_fill_value(node: NodeMetadata, attributes: Mapping[str, Any]) -> object:
+    """The fill value xarray stated in the array's document instead of its attributes (a v2
+    array's `_FillValue`, kept as its `fill_value`; `attributes` are the array's), or None."""
+    return format_of(node).xarray_fill_value(node, attributes)

@@ -1,4 +1,5 @@
 """Zarr v1: the `meta` document (with `attrs`) -> an `ArrayDescription`.
+(The rest of what the format does -- its nodes, the documents it writes -- is in `v1_format`.)
 
 v1 (the spec in shared/reference) has one compressor and no filters: `compression` is
 none, zlib, bz2 or blosc with `compression_opts`; chunk keys are `i.j.k`.
@@ -21,12 +22,10 @@ from .description import (
     require,
 )
 from .dtypes import DataType
-from .format import Format
 from .v2 import BUFFER_CODEC_PREFIX, parse_dtype, parse_order, parse_v2_fill_value, transpose_for
 
 METADATA_KEY = "meta"
 ATTRIBUTES_KEY = "attrs"
-FORMAT = Format(1, METADATA_KEY, ATTRIBUTES_KEY, None, None, ())  # (v1 has no groups)
 
 
 def parse_metadata(raw: bytes | str, attributes: bytes | str | None = None) -> ArrayDescription:

@@ -1,4 +1,5 @@
 """Zarr v2: a `.zarray` document (with `.zattrs`) -> an `ArrayDescription`.
+(The rest of what the format does -- its nodes, the documents it writes -- is in `v2_format`.)
 
 The chain in v3 terms: `order: F` is a transpose reversing the axes; the array is serialized
 in its dtype's own byte order (the bytes codec follows `DataType.stored`); the filters and
@@ -25,13 +26,11 @@ from .description import (
     require,
 )
 from .dtypes import DataType, parse_fill_value
-from .format import Format
 
 METADATA_KEY = ".zarray"
 ATTRIBUTES_KEY = ".zattrs"
 GROUP_KEY = ".zgroup"
 CONSOLIDATED_KEY = ".zmetadata"
-FORMAT = Format(2, METADATA_KEY, ATTRIBUTES_KEY, GROUP_KEY, CONSOLIDATED_KEY, (2, 1))
 # Filters and compressors run on the serialized bytes (see zarrfs.codecs.numcodecs_adapter).
 BUFFER_CODEC_PREFIX = "numcodecs-buffer."
 

@@ -1,4 +1,5 @@
 """Zarr v3: a `zarr.json` array document <-> an `ArrayDescription`.
+(The rest of what the format does -- its nodes, the documents it writes -- is in `v3_format`.)
 
 Every problem raises `MetadataError` naming the member. Codec configurations are parsed here
 only as far as name and configuration; the codecs layer validates each one.
@@ -24,10 +25,8 @@ from .description import (
     require,
 )
 from .dtypes import CORE_TYPES, DataType, parse_fill_value
-from .format import Format
 
 METADATA_KEY = "zarr.json"
-FORMAT = Format(3, METADATA_KEY, METADATA_KEY, METADATA_KEY, METADATA_KEY, (3,))
 _KNOWN_MEMBERS = {
     "zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding",
     "fill_value", "codecs", "dimension_names", "attributes", "storage_transformers",

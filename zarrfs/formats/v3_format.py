@@ -1,0 +1,149 @@
+"""Zarr v3 as a `Format`: one `zarr.json` per node (attributes a member of it), consolidated
+metadata inline in a group's `zarr.json` (`consolidated_metadata`, keyed by relative path),
+documents written as zarr-python 3 writes them. Array documents are read in `v3`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import MetadataError
+from .description import ArrayDescription, load_json_object
+from .dtypes import CORE_TYPES, DataType, fill_value_to_json
+from .format import (
+    Change,
+    Format,
+    Get,
+    NodeMetadata,
+    apply_change,
+    join_path,
+    mapping_or_empty,
+)
+from .layout import new_layout
+from .v3 import METADATA_KEY, metadata_from_json
+
+_NO_NEW_TYPES = ("int4", "bfloat16")  # (no .npy stream carries them)
+
+
+class V3Format(Format):
+    def discover(self, get: Get, path: str, *, consolidated_first: bool) -> NodeMetadata | None:
+        raw = get(join_path(path, METADATA_KEY))
+        return None if raw is None else self._node(path, raw)
+
+    def _node(self, path: str, raw: bytes) -> NodeMetadata:
+        try:
+            doc = load_json_object(raw, METADATA_KEY)
+        except MetadataError:  # shown as an array that cannot be opened, saying why
+            return NodeMetadata(path, "array", self, (METADATA_KEY,), {}, {METADATA_KEY: raw})
+        kind = doc.get("node_type")
+        if kind not in ("group", "array"):
+            raise MetadataError("node_type", f"expected 'group' or 'array', got {kind!r}")
+        return NodeMetadata(path, str(kind), self, (METADATA_KEY,), {METADATA_KEY: doc},
+                            {METADATA_KEY: raw}, _consolidated(doc))
+
+    def listed_node(self, path: str, documents: Mapping[str, Any]) -> NodeMetadata | None:
+        doc = documents.get(METADATA_KEY)
+        kind = doc.get("node_type") if isinstance(doc, Mapping) else None
+        if kind not in ("group", "array"):
+            return None
+        return NodeMetadata(path, str(kind), self, (METADATA_KEY,), dict(documents))
+
+    def attributes(self, documents: Mapping[str, Any]) -> Mapping[str, Any]:
+        return mapping_or_empty(documents.get(METADATA_KEY, {}).get("attributes", {}))
+
+    def describe(self, node: NodeMetadata) -> ArrayDescription:
+        return metadata_from_json(node.document(METADATA_KEY))
+
+    def dump(self, doc: Any) -> bytes:
+        """In order, with 2 spaces, as zarr-python 3 writes."""
+        return json.dumps(doc, indent=2).encode()
+
+    def with_attributes(self, stored: bytes | None, attributes: Mapping[str, Any]) -> bytes:
+        """The node's zarr.json with only its `attributes` member replaced."""
+        if stored is None:
+            raise MetadataError(METADATA_KEY, "missing")
+        doc = load_json_object(stored, METADATA_KEY)
+        doc["attributes"] = dict(attributes)
+        return self.dump(doc)
+
+    def new_group_files(self) -> dict[str, bytes]:
+        return {METADATA_KEY: self.dump({"attributes": {}, "zarr_format": 3, "node_type": "group"})}
+
+    def new_array_files(self, shape: Sequence[int], dtype: np.dtype[Any],
+                        chunks: Sequence[int] | None, codec: str) -> dict[str, bytes]:
+        data_type = _new_data_type(dtype)
+        chunk_shape, name, level = new_layout(shape, data_type.itemsize, chunks, codec)
+        fill = fill_value_to_json(bytes(data_type.itemsize), data_type)
+        return {METADATA_KEY: self.dump(_array_document(shape, data_type, chunk_shape, name, level, fill))}
+
+    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+        doc = load_json_object(stored, METADATA_KEY)
+        block = doc.get("consolidated_metadata")
+        if not isinstance(block, dict) or not isinstance(block.get("metadata"), dict):
+            return None
+        nodes = {path: {METADATA_KEY: document} for path, document in block["metadata"].items()}
+        if not apply_change(nodes, change):
+            return None
+        block["metadata"] = {path: files[METADATA_KEY] for path, files in nodes.items()
+                             if METADATA_KEY in files}
+        return self.dump(doc)
+
+    def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:
+        files[METADATA_KEY] = {**files[METADATA_KEY], "attributes": dict(attributes)}
+
+    def listed_array(self, consolidated: dict[str, Any], relative: str) -> dict[str, Any] | None:
+        block = consolidated.get("consolidated_metadata")
+        entries = block.get("metadata") if isinstance(block, dict) else None
+        entry = entries.get(relative) if isinstance(entries, dict) else None
+        return entry if isinstance(entry, dict) else None
+
+
+FORMAT = V3Format(zarr_format=3, metadata_file=METADATA_KEY, attributes_file=METADATA_KEY,
+                  group_file=METADATA_KEY, consolidated_file=METADATA_KEY, child_formats=(3,),
+                  listed_files=(METADATA_KEY,),
+                  reserved_names=frozenset({METADATA_KEY, "c"}))  # ("c": the default chunk prefix)
+
+
+def _consolidated(doc: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]] | None:
+    block = doc.get("consolidated_metadata")
+    if not isinstance(block, Mapping) or not isinstance(block.get("metadata"), Mapping):
+        return None
+    return {str(k): {METADATA_KEY: v} for k, v in block["metadata"].items()}
+
+
+def _new_data_type(dtype: np.dtype[Any]) -> DataType:
+    native = dtype.newbyteorder("=")
+    if dtype.fields is None and dtype.subdtype is None and dtype.kind in "biufcMm":
+        for name, known in CORE_TYPES.items():
+            if known.storage == native and name not in _NO_NEW_TYPES:
+                return known
+        if dtype.kind in "Mm":
+            name = "numpy.datetime64" if dtype.kind == "M" else "numpy.timedelta64"
+            return DataType.from_numpy(name, native)
+    raise MetadataError("dtype", f"{dtype.str} cannot be stored in a Zarr v3 array")
+
+
+def _array_document(shape: Sequence[int], data_type: DataType, chunks: Sequence[int], codec: str,
+                    level: int, fill: Any) -> dict[str, Any]:
+    data_type_json: Any = data_type.name
+    if data_type.kind == "datetime":
+        unit, scale = np.datetime_data(data_type.storage)
+        data_type_json = {"name": data_type.name, "configuration": {"unit": unit, "scale_factor": scale}}
+    codecs: list[dict[str, Any]] = [{"name": "bytes"} if data_type.itemsize == 1 else
+                                    {"name": "bytes", "configuration": {"endian": "little"}}]
+    if codec == "zstd":
+        codecs.append({"name": "zstd", "configuration": {"level": level, "checksum": False}})
+    elif codec == "gzip":
+        codecs.append({"name": "gzip", "configuration": {"level": level}})
+    elif codec == "blosc":
+        codecs.append({"name": "blosc", "configuration": {
+            "cname": "lz4", "clevel": level, "shuffle": "shuffle" if data_type.itemsize > 1 else "bitshuffle",
+            "typesize": data_type.itemsize, "blocksize": 0}})
+    return {"shape": list(shape), "data_type": data_type_json,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": fill, "codecs": codecs, "attributes": {}, "zarr_format": 3,
+            "node_type": "array", "storage_transformers": []}
