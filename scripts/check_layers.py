@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Check the layering of the zarrfs package: no import cycles, each layer imports only what
-the rules below allow, no file over 400 lines (docs/development.md, "The layering check").
+the rules below allow, no branching on the Zarr format's number outside `formats/`, no file
+over 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -37,6 +39,12 @@ NEVER: dict[str, set[str]] = {
     "store": {"array", "views", "tree", "fuse", "codecs", "formats", "cli"},
     "formats": {"array", "views", "tree", "fuse", "store", "cli"},
 }
+# A layer -> {another layer: the only modules of it the first may import}. The array layer
+# takes an array's description from formats, never its documents (opening, writing, editing
+# metadata is done above it: zarrfs.array_metadata).
+ONLY_MODULES: dict[str, dict[str, set[str]]] = {"array": {"formats": {"zarrfs.formats.description"}}}
+# A comparison with the format's number: outside formats/, code asks the node's Format instead.
+FORMAT_BRANCH = re.compile(r"\bzarr_format\s*(==|!=|(not\s+)?in\b)")
 
 
 def modules_of(root: Path) -> dict[str, Path]:
@@ -139,7 +147,11 @@ def layer_violations(graph: dict[str, set[str]]) -> Iterator[str]:
             other = layer_of(target)
             if other == layer:
                 continue
-            if layer in ONLY and other not in ONLY[layer]:
+            only_modules = ONLY_MODULES.get(layer, {}).get(other)
+            if only_modules is not None and target not in only_modules:
+                allowed = ", ".join(sorted(only_modules))
+                yield f"layer: {module} imports {target} ({layer}/ may import of {other}/ only {allowed})"
+            elif layer in ONLY and other not in ONLY[layer]:
                 allowed = ", ".join(sorted(ONLY[layer]))
                 yield f"layer: {module} imports {target} ({layer}/ may import only {allowed})"
             elif other in NEVER.get(layer, set()):
@@ -153,11 +165,22 @@ def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator
             yield f"long file: {shown} (over {max_lines} lines)"
 
 
+def format_branches(modules: dict[str, Path], root: Path) -> Iterator[str]:
+    for name, path in sorted(modules.items()):
+        if layer_of(name) == "formats":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if FORMAT_BRANCH.search(line.split("#", 1)[0]):
+                shown = path.relative_to(root.parent).as_posix()
+                yield f"format branch: {shown}:{number} compares zarr_format (ask the node's Format)"
+
+
 def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     modules = modules_of(root)
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     found = [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
     found += layer_violations(graph)
+    found += format_branches(modules, root)
     found += long_files(modules, root, max_lines)
     return found
 

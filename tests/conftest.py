@@ -56,7 +56,7 @@ FAST_MODULES = {
     "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py",
     "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
-    "test_check_layers.py", "test_statfs.py", "test_format_registry.py",
+    "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
 }
 FAST_TESTS = {
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
@@ -77,6 +77,7 @@ FAST_TESTS = {
     "test_workspace.py": {"test_setfattr_replaces_attributes_of_arrays_and_groups",
                           "test_rm_r_deletes_plain_and_sharded_arrays_and_group_trees"},
     "test_geo_views.py": {"test_xarray_grid_in_gdal"},
+    "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
 }
 

@@ -128,3 +128,28 @@ def test_a_new_violation_fails_beside_known_ones_and_fixed_ones_are_pointed_out(
         _summary(tmp_path, 1, 1),
     ]
 
+
+
+def test_the_array_layer_takes_only_the_description_from_formats(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "array/core.py": "from ..formats.description import ArrayDescription\n",
+                                  "array/open.py": "from ..formats.nodes import discover\n",
+                                  "formats/nodes.py": ""})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == ["layer: zarrfs.array.open imports zarrfs.formats.nodes "
+                        "(array/ may import of formats/ only zarrfs.formats.description)"]
+
+
+def test_comparing_the_format_number_outside_formats_is_reported(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "tree/edits.py": "name = 'a' if node.zarr_format == 2 else 'b'\n"
+                                                   "ok = node.zarr_format  # zarr_format != 3 in a comment\n"
+                                                   "x = 1 if n.zarr_format not in (1, 2) else 0\n",
+                                  "formats/v2_format.py": "if doc.zarr_format != 2: pass\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "format branch: zarrfs/tree/edits.py:1 compares zarr_format (ask the node's Format)",
+        "format branch: zarrfs/tree/edits.py:3 compares zarr_format (ask the node's Format)",
+    ]

@@ -56,7 +56,7 @@ def test_each_format_writes_what_it_reads(kept_in: Format) -> None:
     assert group is not None and group.kind == "group" and group.format is kept_in
     assert group.attributes == {}
 
-    name = documents.attributes_file(number)
+    name = kept_in.attributes_file
     put(store, "", {name: documents.with_attributes(store.get(name), number, {"a": [1, "é"]})})
     group = discover(store.get, "", (number,))
     assert group is not None and dict(group.attributes) == {"a": [1, "é"]}
@@ -68,7 +68,7 @@ def test_each_format_writes_what_it_reads(kept_in: Format) -> None:
     assert (description.shape, description.chunk_shape, description.data_type.itemsize) == ((6, 4), (3, 4), 2)
     assert registry.misplaced(array, group) is None
 
-    key = join_path("x", edit.METADATA_KEYS[number])
+    key = join_path("x", kept_in.metadata_file)
     store[key] = edit.resized_document(store[key], number, (9, 4))
     resized = discover(store.get, "x", (number,))
     assert resized is not None and resized.describe().shape == (9, 4)
@@ -171,7 +171,8 @@ def test_a_registered_toy_format_goes_through_the_generic_functions(monkeypatch:
     assert registry.misplaced(children["a"], root) is None
     assert registry.xarray_fill_value(children["a"], {"_ARRAY_DIMENSIONS": ["y", "x"]}) is None
 
-    store[LISTING] = edit.resized_consolidated(store[LISTING], TOY, "a", (8, 2)) or b""
+    store[LISTING] = documents.edit_consolidated(store[LISTING], TOY, lambda nodes: edit.resize_listed(
+        nodes, "a", TOY, (8, 2))) or b""
     edited = documents.edit_consolidated(store[LISTING], TOY, lambda nodes: documents.set_attributes(
         nodes, "a", TOY, {"units": "m"}))
     assert edited is not None

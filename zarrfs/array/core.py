@@ -28,7 +28,7 @@ import numpy as np
 
 from ..codecs import ChunkSpec, Pipeline
 from ..errors import ReadOnlyError
-from ..formats import ArrayDescription
+from ..formats.description import ArrayDescription
 from ..grid import Box, Index, cells_of
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry

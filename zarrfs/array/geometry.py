@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import ArrayDescription
+from ..formats.description import ArrayDescription
 from ..grid import Index, extent_inside
 
 

@@ -17,7 +17,7 @@ from .description import load_json_object
 from .format import Change, ConsolidatedNodes
 from .registry import FORMATS
 
-__all__ = ["RESERVED_NAMES", "ConsolidatedNodes", "attributes_file", "drop_subtree", "dump",
+__all__ = ["RESERVED_NAMES", "ConsolidatedNodes", "drop_subtree",
            "edit_consolidated", "move_subtree", "new_group", "node_documents", "set_attributes",
            "valid_child_name", "with_attributes"]
 
@@ -28,11 +28,6 @@ RESERVED_NAMES = frozenset({"chunks", "data"}).union(*(f.reserved_names for f in
 def valid_child_name(name: str) -> bool:
     """Whether `name` may name a new group or array: not a format's key, not hidden, not a path."""
     return bool(name) and "/" not in name and not name.startswith((".", "__")) and name not in RESERVED_NAMES
-
-
-def attributes_file(zarr_format: int) -> str:
-    """The file that holds a node's attributes (v3: its zarr.json)."""
-    return FORMATS[zarr_format].attributes_file
 
 
 def with_attributes(stored: bytes | None, zarr_format: int, attributes: Mapping[str, Any]) -> bytes:
@@ -73,8 +68,3 @@ def set_attributes(nodes: ConsolidatedNodes, relative: str, zarr_format: int,
     files = nodes.get(relative)
     if files is not None:
         FORMATS[zarr_format].list_attributes(files, attributes)
-
-
-def dump(doc: Any, zarr_format: int) -> bytes:
-    """As the format's reference implementation writes its documents."""
-    return FORMATS[zarr_format].dump(doc)

@@ -108,23 +108,6 @@ class Format(ABC):
         if isinstance(files.get(self.metadata_file), dict):
             files[self.metadata_file] = {**files[self.metadata_file], "shape": list(shape)}
 
-    @abstractmethod
-    def listed_array(self, consolidated: dict[str, Any], relative: str) -> dict[str, Any] | None:
-        """The metadata document of the array at `relative`, inside the parsed consolidated
-        metadata file `consolidated` (to edit in place), or None when it is not listed."""
-
-    def resized_consolidated(self, raw: bytes, relative: str, shape: Sequence[int]) -> bytes | None:
-        """The consolidated metadata file with the array at `relative` resized (written even
-        if the shape is the same), or None when it does not list that array."""
-        if self.consolidated_file is None:
-            return None
-        doc = load_json_object(raw, self.consolidated_file)
-        entry = self.listed_array(doc, relative)
-        if entry is None:
-            return None
-        entry["shape"] = list(shape)
-        return self.dump(doc)
-
     # -- what the rest of zarrfs asks of a format's file names ---------------------------------
 
     @property

@@ -5,7 +5,7 @@ A new format is its own modules: `vN.py` reading its array documents into an
 `ArrayDescription`, and `vN_format.py` with a subclass of `format.Format` that implements
 every abstract method -- `discover`, `listed_node`, `attributes`, `describe`, `dump`,
 `with_attributes`, `new_group_files`, `new_array_files`, `edit_consolidated`,
-`list_attributes`, `listed_array` (and overrides `xarray_fill_value` if xarray has a habit
+`list_attributes` (and overrides `xarray_fill_value` if xarray has a habit
 there) -- and a `FORMAT` instance of it giving its number, its file names (`metadata_file`,
 `attributes_file`, `group_file`, `consolidated_file`, `listed_files`, `reserved_names`) and
 the formats its groups hold (`child_formats`). It is registered by one line, its `FORMAT` in

@@ -56,9 +56,6 @@ class V1Format(Format):
     def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:
         files[ATTRIBUTES_KEY] = dict(attributes)
 
-    def listed_array(self, consolidated: dict[str, Any], relative: str) -> dict[str, Any] | None:
-        return None
-
 
 FORMAT = V1Format(zarr_format=1, metadata_file=METADATA_KEY, attributes_file=ATTRIBUTES_KEY,
                   group_file=None, consolidated_file=None, child_formats=(),

@@ -146,11 +146,6 @@ class V2Format(Format):
     def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:
         files[ATTRIBUTES_KEY] = dict(attributes)
 
-    def listed_array(self, consolidated: dict[str, Any], relative: str) -> dict[str, Any] | None:
-        entries = consolidated.get("metadata")
-        entry = entries.get(f"{relative}/{METADATA_KEY}") if isinstance(entries, dict) else None
-        return entry if isinstance(entry, dict) else None
-
 
 FORMAT = V2Format(zarr_format=2, metadata_file=METADATA_KEY, attributes_file=ATTRIBUTES_KEY,
                   group_file=GROUP_KEY, consolidated_file=CONSOLIDATED_KEY, child_formats=(2, 1),

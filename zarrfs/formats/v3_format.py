@@ -94,12 +94,6 @@ class V3Format(Format):
     def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:
         files[METADATA_KEY] = {**files[METADATA_KEY], "attributes": dict(attributes)}
 
-    def listed_array(self, consolidated: dict[str, Any], relative: str) -> dict[str, Any] | None:
-        block = consolidated.get("consolidated_metadata")
-        entries = block.get("metadata") if isinstance(block, dict) else None
-        entry = entries.get(relative) if isinstance(entries, dict) else None
-        return entry if isinstance(entry, dict) else None
-
 
 FORMAT = V3Format(zarr_format=3, metadata_file=METADATA_KEY, attributes_file=METADATA_KEY,
                   group_file=METADATA_KEY, consolidated_file=METADATA_KEY, child_formats=(3,),

@@ -79,18 +79,13 @@ class ChangeOperations:
     read_only: bool
     removals: Removals
 
-    def _node(self, inode: int) -> Ref:
-        raise NotImplementedError
-
-    def _lookup(self, parent: Ref, name: str) -> pyfuse3.EntryAttributes:
-        raise NotImplementedError
-
-    def _attributes(self, node: Ref, inode: int | None = None) -> pyfuse3.EntryAttributes:
-        raise NotImplementedError
-
-    def _open_new(self, node: Ref, inode: int) -> pyfuse3.FileInfo:
-        """A handle on a file just made, open for writing."""
-        raise NotImplementedError
+    # Implemented by ZarrOperations and FileOperations (`_open_new`: a handle on a file just
+    # made, open for writing): declared, not defined, so that the order of the mixins cannot
+    # put a stub in front of an implementation.
+    _node: Callable[[int], Ref]
+    _lookup: Callable[[Ref, str], pyfuse3.EntryAttributes]
+    _attributes: Callable[..., pyfuse3.EntryAttributes]
+    _open_new: Callable[[Ref, int], pyfuse3.FileInfo]
 
     # -- open directories (what `rm -r` holds) ---------------------------------------------
 

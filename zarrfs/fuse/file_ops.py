@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,14 +54,11 @@ class FileOperations:
     _handles: dict[int, Handle]
     _next_fh: int
 
-    def _node(self, inode: int) -> Ref:
-        raise NotImplementedError
-
-    async def _resize(self, node: Ref, view: FileView, size: int) -> None:
-        raise NotImplementedError
-
-    async def upload_closed(self, upload: Ref, *, released: bool = True) -> None:
-        raise NotImplementedError
+    # Implemented by ZarrOperations and ChangeOperations: declared, not defined, so that the
+    # order of the mixins cannot put a stub in front of an implementation.
+    _node: Callable[[int], Ref]
+    _resize: Callable[[Ref, FileView, int], Awaitable[None]]
+    upload_closed: Callable[..., Awaitable[None]]
 
     @boundary
     async def open(self, inode: int, flags: int, ctx: Any) -> pyfuse3.FileInfo:
