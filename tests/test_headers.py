@@ -20,6 +20,7 @@ import SimpleITK as sitk
 import zarr
 
 from zarrfs.views.headers import mhd_header, npy_header, nrrd_header, vrt_header
+from zarrfs.views.placement import Placement
 
 ORDERS = [pytest.param(False, id="C"), pytest.param(True, id="F")]
 HAS_GDAL = shutil.which("gdal_translate") is not None
@@ -140,7 +141,7 @@ def test_nrrd_opens_in_pynrrd_and_simpleitk(tmp_path: Path, dtype: str, shape: t
     array = make_array(dtype, shape)
     want = numeric_view(array)
     spacings = [0.5 + i for i in range(len(shape))]
-    header = nrrd_header(array.dtype, shape, fortran, spacings=spacings)
+    header = nrrd_header(array.dtype, shape, fortran, placement=Placement(spacing=tuple(spacings)))
     assert header is not None
     write_data(tmp_path, array, fortran)
     path = tmp_path / "data.nhdr"
@@ -161,7 +162,7 @@ def test_nrrd_opens_in_pynrrd_and_simpleitk(tmp_path: Path, dtype: str, shape: t
 def test_mhd_opens_in_simpleitk(tmp_path: Path, dtype: str, shape: tuple[int, ...], fortran: bool) -> None:
     array = make_array(dtype, shape)
     spacings = [2.0 + i / 4 for i in range(len(shape))]
-    header = mhd_header(array.dtype, shape, fortran, spacings=spacings)
+    header = mhd_header(array.dtype, shape, fortran, placement=Placement(spacing=tuple(spacings)))
     assert header is not None
     assert header.decode().splitlines()[-1] == "ElementDataFile = data"
     write_data(tmp_path, array, fortran)
@@ -211,9 +212,9 @@ def test_nrrd_none_beyond_16_dimensions() -> None:
 @pytest.mark.parametrize("make", [nrrd_header, mhd_header])
 def test_bad_spacings_and_file_names_are_refused(make: Any) -> None:
     with pytest.raises(ValueError, match="spacings must be 2 positive finite numbers"):
-        make(np.dtype("u1"), (2, 3), False, spacings=[1.0])
+        make(np.dtype("u1"), (2, 3), False, placement=Placement(spacing=(1.0,)))
     with pytest.raises(ValueError, match="spacings must be 2 positive finite numbers"):
-        make(np.dtype("u1"), (2, 3), False, spacings=[1.0, 0.0])
+        make(np.dtype("u1"), (2, 3), False, placement=Placement(spacing=(1.0, 0.0)))
     with pytest.raises(ValueError, match="data file name must be non-empty without whitespace"):
         make(np.dtype("u1"), (2, 3), False, data_file="my data")
 

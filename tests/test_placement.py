@@ -16,10 +16,15 @@ import SimpleITK as sitk
 
 from zarrfs.views.cf_time import iso_times
 from zarrfs.views.headers import mhd_header, nrrd_header, vrt_header
-from zarrfs.views.ome import ome_placement, ome_spacings
+from zarrfs.views.ome import ome_placement
 from zarrfs.views.placement import NOWHERE, WGS84, Coordinate, Placement, cf_placement, regular_step
 
 F4 = np.dtype("<f4")
+
+def ome_spacings(group_attributes: dict[str, object], name: str, rank: int) -> list[float] | None:
+    """The spacing `ome_placement` finds, one number per axis (None: nothing usable)."""
+    found = ome_placement(group_attributes, name, rank)
+    return None if found is None or found.spacing is None else list(found.spacing)
 
 
 def gdalinfo(path: Path) -> dict[str, Any]:

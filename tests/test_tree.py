@@ -14,7 +14,13 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
 from zarrfs.views.array_dir import Layout
-from zarrfs.views.ome import ome_spacings
+from zarrfs.views.ome import ome_placement
+
+
+def ome_spacings(group_attributes: dict[str, object], name: str, rank: int) -> list[float] | None:
+    """The spacing `ome_placement` finds, one number per axis (None: nothing usable)."""
+    found = ome_placement(group_attributes, name, rank)
+    return None if found is None or found.spacing is None else list(found.spacing)
 
 
 def open_tree(path: Path) -> Tree:

@@ -96,21 +96,9 @@ class GroupChildren:
         with self._lock:
             return dict(self._known)
 
-    @property
-    def from_consolidated(self) -> bool:
-        return self.node.consolidated is not None
-
     def discovered(self, name: str) -> NodeMetadata | None:
         """What is stored at child `name` now, asked of the store (no lock held)."""
         return self._discovered(name, child_formats(self.node))
-
-    def forget(self) -> None:
-        """Learn the children again at the next `all` or `find` (another writer changed them)."""
-        with self._lock:
-            self._known = {}
-            self._misses.clear()
-            self._complete = False
-            self._relist_at = None
 
     def _learn(self) -> None:
         listed = self._listed()

@@ -14,10 +14,10 @@ from ..errors import ZarrfsError
 from . import v3
 from .description import ArrayDescription, ChunkKeyEncoding
 from .dtypes import CORE_TYPES, fill_value_to_json, parse_user_fill_value
-from .layout import CODEC_NAMES, TARGET_CHUNK_BYTES, auto_chunks, check_codec
+from .layout import auto_chunks, check_codec
 from .registry import FORMATS
 
-__all__ = ["CODEC_NAMES", "TARGET_CHUNK_BYTES", "auto_chunks", "check_codec", "described_v3_array",
+__all__ = ["auto_chunks", "check_codec", "described_v3_array",
            "new_array_files"]
 
 

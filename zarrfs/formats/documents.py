@@ -18,7 +18,7 @@ from .format import Change, ConsolidatedNodes
 from .registry import FORMATS
 
 __all__ = ["RESERVED_NAMES", "ConsolidatedNodes", "drop_subtree",
-           "edit_consolidated", "move_subtree", "new_group", "node_documents", "set_attributes",
+           "edit_consolidated", "new_group", "node_documents", "set_attributes",
            "valid_child_name", "with_attributes"]
 
 # The names the formats give their own keys, and those of zarrfs's files in an array's directory.
@@ -55,11 +55,6 @@ def edit_consolidated(stored: bytes, zarr_format: int, change: Change) -> bytes 
 def drop_subtree(nodes: ConsolidatedNodes, relative: str) -> None:
     for path in [p for p in nodes if p == relative or p.startswith(relative + "/")]:
         del nodes[path]
-
-
-def move_subtree(nodes: ConsolidatedNodes, old: str, new: str) -> None:
-    for path in [p for p in nodes if p == old or p.startswith(old + "/")]:
-        nodes[new + path[len(old):]] = nodes.pop(path)
 
 
 def set_attributes(nodes: ConsolidatedNodes, relative: str, zarr_format: int,

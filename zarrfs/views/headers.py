@@ -71,8 +71,7 @@ def npy_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool) -> b
     return None
 
 
-def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
-                spacings: Sequence[float] | None = None, data_file: str = "data", *,
+def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool, data_file: str = "data", *,
                 placement: Placement = NOWHERE) -> bytes | None:
     """A detached NRRD0004 header for `data`; axes are listed fastest first. With an origin
     (or an axis whose coordinates decrease) the axes are placed in a space of their own
@@ -83,7 +82,7 @@ def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
     _check_file_name(data_file)
     lines = ["NRRD0004", "# zarrfs: header for the flat raw data file", f"type: {name}",
              f"dimension: {len(shape)}", "sizes: " + _fastest_first(shape, fortran)]
-    spacings = placement.spacing if spacings is None else spacings
+    spacings = placement.spacing
     if _has_origin(placement) or any(placement.flipped or ()):
         lines += _nrrd_space(placement, spacings, shape, fortran)
     elif spacings is not None:
@@ -94,8 +93,7 @@ def nrrd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
     return ("\n".join(lines) + "\n").encode()
 
 
-def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
-               spacings: Sequence[float] | None = None, data_file: str = "data", *,
+def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool, data_file: str = "data", *,
                placement: Placement = NOWHERE) -> bytes | None:
     """A MetaImage (.mhd) header for `data`; DimSize is fastest first."""
     name = _MET_TYPES.get(_scalar_key(dtype))
@@ -106,7 +104,7 @@ def mhd_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
     lines = ["ObjectType = Image", f"NDims = {len(shape)}", "BinaryData = True",
              f"BinaryDataByteOrderMSB = {msb}", "CompressedData = False",
              "DimSize = " + _fastest_first(shape, fortran)]
-    spacings = placement.spacing if spacings is None else spacings
+    spacings = placement.spacing
     if placement.origin is not None and _has_origin(placement):
         lines.append("Offset = " + _fastest_first(_checked_origin(placement.origin, shape), fortran))
     if any(placement.flipped or ()):

@@ -11,13 +11,7 @@ from typing import Any
 
 from .placement import Placement
 
-__all__ = ["ome_placement", "ome_spacings"]
-
-
-def ome_spacings(group_attributes: Mapping[str, Any], name: str, rank: int) -> list[float] | None:
-    """One positive number per axis, or None when the group says nothing usable."""
-    found = ome_placement(group_attributes, name, rank)
-    return None if found is None or found.spacing is None else list(found.spacing)
+__all__ = ["ome_placement"]
 
 
 def ome_placement(group_attributes: Mapping[str, Any], name: str, rank: int) -> Placement | None:
