@@ -59,3 +59,12 @@ class ConflictError(ZarrfsError):
 class MountError(ZarrfsError):
     """A mount cannot be made, or did not end well; the message is the one line the user sees
     (from the Python API: with the daemon's last words)."""
+
+
+class EditRefused(ZarrfsError):
+    """A change to the tree refused (a request the user may get wrong, not a fault), with the
+    errno that says why (EINVAL, EEXIST, ENOTEMPTY...)."""
+
+    def __init__(self, code: int, problem: str) -> None:
+        self.errno = code
+        super().__init__(problem)

@@ -11,7 +11,15 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import pyfuse3
 
-from ..errors import ChunkError, MetadataError, ReadOnlyError, ResizeError, StoreError, ZarrfsError
+from ..errors import (
+    ChunkError,
+    EditRefused,
+    MetadataError,
+    ReadOnlyError,
+    ResizeError,
+    StoreError,
+    ZarrfsError,
+)
 from ..options import MountOptions
 from ..views import FileTooLargeError
 from ..views.files import FixedBytesError
@@ -41,6 +49,8 @@ PASSED_THROUGH = {errno.ENOSPC, errno.EDQUOT, errno.EACCES}
 
 def errno_for(error: BaseException) -> int:
     """The one place where errors become errno values."""
+    if isinstance(error, EditRefused):
+        return error.errno
     if isinstance(error, ReadOnlyError):
         return errno.EROFS
     if isinstance(error, FileTooLargeError):
@@ -74,6 +84,9 @@ def boundary(
             return await handler(self, *args, **kwargs)
         except pyfuse3.FUSEError:
             raise
+        except EditRefused as e:  # (the user's request, refused: not a fault)
+            log.info("%s refused: %s", handler.__name__, e)
+            raise pyfuse3.FUSEError(e.errno) from None
         except ZarrfsError as e:
             log.error("%s: %s", handler.__name__, e)
             self.counters.add(errors=1)

@@ -27,7 +27,6 @@ import pyfuse3
 
 from ..options import MountOptions
 from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, Ref, Tree
-from ..tree.edits import EditRefused
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Counters, boundary
 from .freshness import Freshness
@@ -219,8 +218,6 @@ class ChangeOperations:
     async def _edit(self, change: Callable[..., T], *args: Any) -> T:
         try:
             return await self.workers.run(change, *args)
-        except EditRefused as e:
-            raise pyfuse3.FUSEError(e.errno) from None
         finally:
             await self.fresh.invalidate_stale()
             self.fresh.touch()

@@ -19,7 +19,6 @@ import pyfuse3
 
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree
-from ..tree.edits import EditRefused
 from ..views import FileView
 from ..views.readahead import Readahead
 from .boundary import Counters, boundary
@@ -123,10 +122,8 @@ class FileOperations:
         size = handle.view.size
         write = self.order.begin(handle.inode, offset, offset + len(buf))
         try:  # (in flight until the other views are told: see Freshness.after_write)
-            try:
+            try:  # (EditRefused: a .npy stream whose header makes no array)
                 written = await self.workers.run(handle.view.write, offset, buf)
-            except EditRefused as e:  # (a .npy stream whose header makes no array)
-                raise pyfuse3.FUSEError(e.errno) from None
             finally:
                 if handle.view.size != size:  # grown by a write past the end
                     await self.fresh.invalidate_stale()

@@ -229,10 +229,11 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     @boundary
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
         directory = self._node(fh)
+        names = await self.workers.run(self.tree.names, directory)  # (a group's: may list the store)
         start = start_id
         while True:
             # In batches about the size of what the kernel's buffer takes.
-            entries, start = await self.workers.run(self._entries, directory, start, READDIR_BATCH)
+            entries, start = await self.workers.run(self._entries, directory, names, start, READDIR_BATCH)
             for position, name, child, attributes in entries:
                 if not pyfuse3.readdir_reply(token, name.encode(), attributes, position + 1):
                     return
@@ -240,12 +241,11 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             if start < 0:
                 return
 
-    def _entries(self, directory: Ref, start: int, most: int
+    def _entries(self, directory: Ref, names: Sequence[str], start: int, most: int
                  ) -> tuple[list[tuple[int, str, Ref, pyfuse3.EntryAttributes]], int]:
-        """Up to `most` entries of a directory from position `start` with their attributes
-        (looking a child up may read the store: this runs in a worker), and the position to
-        go on from (-1: the end)."""
-        names = self.tree.names(directory)
+        """Up to `most` of a directory's entries `names` from position `start` with their
+        attributes (looking a child up may read the store: this runs in a worker), and the
+        position to go on from (-1: the end)."""
         end = min(len(names), start + most)
         entries = []
         for position in range(start, end):

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import ConflictError, MetadataError, ZarrfsError
+from ..errors import ConflictError, EditRefused, MetadataError
 from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.documents import (
     ConsolidatedNodes,
@@ -47,14 +47,6 @@ class Stale:
 
     inodes: list[int] = field(default_factory=list)
     entries: list[tuple[int, str]] = field(default_factory=list)
-
-
-class EditRefused(ZarrfsError):
-    """A change the tree refuses, with the errno that says why (EINVAL, EEXIST, ENOTEMPTY...)."""
-
-    def __init__(self, code: int, problem: str) -> None:
-        self.errno = code
-        super().__init__(problem)
 
 
 class Nodes(Protocol):

@@ -6,11 +6,10 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass
 
-from ..errors import MetadataError
+from ..errors import EditRefused, MetadataError
 from ..formats.creation import new_array_files
 from ..formats.documents import valid_child_name
 from ..views.npy import NpyHeader
-from .edits import EditRefused
 
 NPY_SUFFIX = ".npy"
 

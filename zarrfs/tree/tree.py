@@ -20,7 +20,7 @@ from typing import Any
 
 from ..array import Shared, ZarrArray
 from ..array_metadata import array_of, resized_listing
-from ..errors import ZarrfsError
+from ..errors import EditRefused, ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
 from ..formats.description import ArrayDescription
 from ..formats.documents import node_documents
@@ -32,7 +32,7 @@ from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.header_registry import SHARING_DATA
 from ..views.npy import NpyHeader
 from ..views.placement import Placement
-from .edits import EditRefused, Edits, Stale
+from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
 from .metadata_files import MetadataFiles
@@ -257,7 +257,7 @@ class Tree:
             if self._metadata_generations.get(path) == generation:
                 return False
             self._metadata_generations[path] = generation
-        fresh = discover(self.store.get, path)
+        fresh = discover(self.store.get, path, (node.zarr_format,), consolidated_first=False)
         shape = new_shape(fresh, path, opened.array.metadata)
         if fresh is None or shape is None:
             return False

@@ -17,11 +17,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from ..errors import ResizeError
+from ..errors import EditRefused, ResizeError
 from ..views import FileTooLargeError, RegionArray, RegionFile
 from ..views.npy import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 from ..views.order import FortranOrder
-from .edits import EditRefused
 
 CLOSED_SECONDS = 30.0  # how long a closed NAME.npy is still found by its name
 Create = Callable[[NpyHeader], RegionArray]  # the header -> the new array (stored, opened)
