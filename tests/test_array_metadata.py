@@ -125,3 +125,21 @@ def test_offline_resize_updates_v3_consolidated_metadata_of_every_group_above(tm
     assert isinstance(opened, zarr.Array) and opened.shape == (2, 5)
     read = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(root / "sub" / "x")}})
     assert np.array_equal(read.result().read().result(), VALUES[:2])
+
+
+def test_a_sharded_array_read_shrunk_and_grown_again_reads_the_fill_value(tmp_path: Path) -> None:
+    # The shard indexes of what the shrink deleted were known from the first read.
+    stored = zarr.create_array(str(tmp_path / "a"), shape=(10, 6), chunks=(2, 3), shards=(4, 6), dtype="i2",
+                               fill_value=-7)
+    values = np.arange(60, dtype="i2").reshape(10, 6) + 1
+    stored[...] = values
+    array = open_array(Store.open(str(tmp_path / "a")))
+    try:
+        assert np.array_equal(array.read(Box((0, 0), (10, 6))), values)
+        array.resize((2, 6))
+        array.resize((10, 6))
+        values[2:] = -7
+        assert np.array_equal(array.read(Box((0, 0), (10, 6))), values)
+    finally:
+        array.close()
+    assert np.array_equal(zarr.open_array(str(tmp_path / "a"), mode="r")[...], values)

@@ -129,6 +129,23 @@ def test_truncate_shrinks_and_growing_again_reads_the_fill_value(tmp_path: Path,
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_shrinking_and_growing_after_a_full_read_forgets_what_was_read(tmp_path: Path, mount_array: Any,
+                                                                      kind: str) -> None:
+    # Read first: the shard indexes (sharded arrays) of what the shrink deletes or rewrites
+    # are known then, and must not be used once the array grows again.
+    path = tmp_path / "a.zarr"
+    want = _create(path, kind)
+    mount = mount_array(path, ["rw"])
+    assert np.array_equal(_data(mount), want)
+    os.truncate(mount.data, 2 * ROW)
+    os.truncate(mount.data, 10 * ROW)
+    want[2:] = FILL
+    assert np.array_equal(_data(mount), want)
+    assert mount.unmount() == 0
+    _expect(path, kind, want)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_shrink_clears_the_cut_part_of_stored_chunks(tmp_path: Path, mount_array: Any, kind: str) -> None:
     """After a shrink by zarrfs, growing the array with zarr-python's own resize (which only
     rewrites the metadata) shows the fill value: the cut region was cleared in the store."""

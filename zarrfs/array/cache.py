@@ -119,6 +119,11 @@ class ChunkCache:
         """An array closed (its view dropped its entries): its shard indexes go too."""
         with self.lock:
             self._owned.pop(owner, None)
+        self.forget_indexes(owner, cost)
+
+    def forget_indexes(self, owner: int, cost: Callable[[Any], int]) -> None:
+        """Every shard index of one array (its shards may all have changed)."""
+        with self.lock:
             for key in [k for k in self.indexes if k[0] == owner]:
                 self.index_bytes -= cost(self.indexes.pop(key))
 

@@ -97,6 +97,10 @@ class PlainChunkIO:
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
 
+    def forget_stored(self) -> None:
+        """Forget what is known of every stored object (the array changed shape: objects
+        were deleted or rewritten). Plain chunks: nothing is kept beyond a job."""
+
     def read_ahead(self, key: str, chunk: Index) -> None:
         """A sequential reader is heading into this stored object (plain chunks: read as
         needed, each with one request)."""

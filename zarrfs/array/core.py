@@ -86,7 +86,7 @@ class ZarrArray:
         self.writeback = WriteBack(self.loader, self.rechecker, self.shared, self.geometry)
         self.streams = Streams(self.loader, self.shared)
         self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,
-                               metadata_writer)
+                               metadata_writer, self.io.forget_stored)
 
     def close(self) -> None:
         self.view.drop_all()

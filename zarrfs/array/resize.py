@@ -41,7 +41,9 @@ class Resizer:
 
     def __init__(self, view: ArrayCache, writeback: WriteBack, store: Store, geometry: Callable[[], Geometry],
                  take: Callable[[Geometry], None], write: Callable[[Box, np.ndarray], None],
-                 metadata_writer: MetadataWriter | None) -> None:
+                 metadata_writer: MetadataWriter | None, forget_stored: Callable[[], None]) -> None:
+        """`forget_stored`: forget what the chunk I/O knows of stored objects (shard indexes,
+        shards held), which a change of shape may have deleted or rewritten."""
         self.view = view
         self.writeback = writeback
         self.store = store
@@ -49,6 +51,7 @@ class Resizer:
         self.take = take
         self.write = write
         self.metadata_writer = metadata_writer
+        self.forget_stored = forget_stored
         self._lock = threading.Lock()
 
     def resize(self, shape: Index) -> None:
@@ -63,7 +66,7 @@ class Resizer:
                 self.writeback.flush()
                 self._delete_outside(old, shape)
             # Cached chunks past the new edge may be gone from the store: read them afresh.
-            self.view.drop_all()
+            self._forget_cached()
             self._take_shape(shape, write_metadata(old.raw_metadata, shape))
 
     def adopt(self, shape: Index, raw: bytes) -> None:
@@ -71,8 +74,12 @@ class Resizer:
         stored first; cached edge chunks are read again (their overhang changed)."""
         with self._lock:
             self.writeback.flush()
-            self.view.drop_all()
+            self._forget_cached()
             self._take_shape(shape, raw)
+
+    def _forget_cached(self) -> None:
+        self.view.drop_all()
+        self.forget_stored()
 
     def _take_shape(self, shape: Index, raw: bytes) -> None:
         self.take(self.geometry().resized(shape, raw))

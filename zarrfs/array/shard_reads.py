@@ -88,6 +88,13 @@ class ShardReader:
         self.cache.forget_index((self.owner, chunk), index_cost)
         self._drop_held(chunk)
 
+    def forget_all(self) -> None:
+        """Forget every shard's index and held bytes (the array changed shape)."""
+        self.cache.forget_indexes(self.owner, index_cost)
+        with self._held_lock:
+            held, self._held, self._held_bytes = self._held, OrderedDict(), 0
+        self.cache.hold(-sum(len(shard.data) for shard in held.values()))
+
     def remember(self, chunk: Index, index: ShardIndex | None, generation: str | None) -> None:
         """A shard this mount just stored (or deleted): its index, and no held bytes."""
         self._drop_held(chunk)

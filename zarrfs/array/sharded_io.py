@@ -47,6 +47,9 @@ class ShardedChunkIO(PlainChunkIO):
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)
 
+    def forget_stored(self) -> None:
+        self.reader.forget_all()
+
     def read_ahead(self, key: str, chunk: Index) -> None:
         self.reader.read_ahead(key, chunk)
 
