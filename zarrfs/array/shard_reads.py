@@ -241,8 +241,8 @@ class ShardReader:
         stored = {inner: span for inner, span in spans.items() if span is not None}
         taken = self._take_held(chunk, generation, stored)
         if taken is not None:
-            for span in stored.values():
-                self.count_fetch(span.nbytes)
+            for _ in stored:
+                self.count_fetch(0)  # (its bytes were counted when the shard was fetched)
             return taken
         order = list(stored.items())
         if self.remote:
@@ -252,12 +252,12 @@ class ShardReader:
         else:
             requests = merge([(s.offset, s.end) for _, s in order], max_bytes=RUN_BYTES)
         found = self.store.read_ranges(key, [ByteRange(r.start, r.nbytes) for r in requests])
-        if found is not None and any(piece.generation != generation for piece in found):
-            return None
+        if found is None or any(piece.generation != generation for piece in found):
+            return None  # (deleted or rewritten since its index was read)
         encoded: dict[Index, BytesLike] = {}
         for position, request in enumerate(requests):
-            piece = None if found is None else found[position].data
-            if piece is None or len(piece) != request.nbytes:
+            piece = found[position].data
+            if len(piece) != request.nbytes:
                 last = order[request.members[-1]][0]
                 raise CodecError(f"shard is truncated: inner chunk {last} lies past its end")
             view = memoryview(piece)

@@ -90,7 +90,7 @@ class ShardedChunkIO(PlainChunkIO):
                 if self.reader.wants_whole(len(inners)):
                     self.reader.fetch_whole(key, chunk)
                 index, generation = self.reader.index(chunk, key)
-            if index is None or generation is None or len(inners) == 1:
+            if index is None or generation is None:
                 # (no generations: each read under the lock, before a rewrite can begin)
                 yield from super().fetch_run(key, chunk, inners)
                 return
