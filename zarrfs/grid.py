@@ -42,7 +42,6 @@ class Piece:
     cell: Index  # the cell's grid index
     in_cell: tuple[slice, ...]  # where the part lies inside the cell
     in_box: tuple[slice, ...]  # where it lies inside the box
-    covers_cell: bool  # whether it is the whole cell
 
 
 def cells_of(box: Box, cell_shape: Sequence[int]) -> Iterator[Piece]:
@@ -52,13 +51,12 @@ def cells_of(box: Box, cell_shape: Sequence[int]) -> Iterator[Piece]:
         for a, b, c in zip(box.start, box.stop, cell_shape, strict=True)
     ]
     for cell in product(*ranges):
-        in_cell, in_box, covers = [], [], True
+        in_cell, in_box = [], []
         for i, a, b, c in zip(cell, box.start, box.stop, cell_shape, strict=True):
             lo, hi = max(a, i * c), min(b, (i + 1) * c)
             in_cell.append(slice(lo - i * c, hi - i * c))
             in_box.append(slice(lo - a, hi - a))
-            covers = covers and hi - lo == c
-        yield Piece(cell, tuple(in_cell), tuple(in_box), covers)
+        yield Piece(cell, tuple(in_cell), tuple(in_box))
 
 
 def extent_inside(cell: Sequence[int], cell_shape: Sequence[int], shape: Sequence[int]) -> Index:

@@ -35,8 +35,6 @@ class Stats:
 
     loads: int = 0
     bytes_fetched: int = 0
-    chunks_written: int = 0
-    chunks_deleted: int = 0
 
 
 @dataclass
@@ -137,21 +135,11 @@ class PlainChunkIO:
         (data,) = arrays.values()
         if is_fill(data, self.fill_value):
             self.store.delete(key, expect=expect)
-            self.count_stored(deleted=True)
             return None
         encoded = self.timed_encode(self.pipeline.encode, data)
         generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
         self.counters.add(bytes_stored=len(encoded))
-        self.count_stored(deleted=False)
         return generation
-
-    def count_stored(self, *, deleted: bool) -> None:
-        """A stored object written or deleted (writer threads: under the lock)."""
-        with self._lock:
-            if deleted:
-                self.stats.chunks_deleted += 1
-            else:
-                self.stats.chunks_written += 1
 
     def count_fetch(self, nbytes: int) -> None:
         with self._lock:

@@ -176,10 +176,8 @@ class ShardedChunkIO(PlainChunkIO):
             self.counters.add(bytes_stored=nbytes)
             index_part = parts[0] if self.sharding.index_at_start else parts[-1]
             index = self.sharding.decode_index(bytes(index_part), nbytes)
-            self.count_stored(deleted=False)
         else:
             self.store.delete(key, expect=expect)
-            self.count_stored(deleted=True)
         self.reader.remember(chunk, index, generation)
         return generation
 
