@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import MountError
+from .mountpoint import STATS_XATTR, unescape
 
 MOUNT_SECONDS = 60.0
 # The daemon retries a failing final write-back for a minute (daemon.FINAL_FLUSH_SECONDS).
@@ -112,11 +113,7 @@ class Mount:
 
     def stats(self) -> dict[str, Any]:
         """The mount's counters and cache figures, as `zarrfs stats --json` prints them."""
-        try:
-            counters: dict[str, Any] = json.loads(os.getxattr(self.path, "user.zarrfs.stats"))
-        except OSError as e:
-            raise MountError(f"{self.path}: not a zarrfs mount ({e.strerror})") from None
-        return counters
+        return read_stats(self.path)
 
     def log(self) -> str:
         """What the daemon has written to its log so far."""
@@ -235,11 +232,13 @@ def _option(name: str, value: Any) -> str:
 def _is_mounted(path: Path) -> bool:
     target = os.path.realpath(path)
     with open("/proc/self/mounts") as f:
-        return any(_unescape(line.split()[1]) == target for line in f)
+        return any(unescape(line.split()[1]) == target for line in f)
 
 
-def _unescape(field: str) -> str:
-    """/proc/mounts writes space, tab, newline and backslash in a path as octal escapes."""
-    for escape, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
-        field = field.replace(escape, char)
-    return field
+def read_stats(mountpoint: str | Path) -> dict[str, Any]:
+    """The counters and cache figures of the zarrfs mounted at `mountpoint`."""
+    try:
+        counters: dict[str, Any] = json.loads(os.getxattr(mountpoint, STATS_XATTR))
+    except OSError as e:
+        raise MountError(f"{mountpoint}: not a zarrfs mount ({e.strerror})") from None
+    return counters

@@ -8,17 +8,15 @@ in the function that needs them, so `zarrfs info` starts fast.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .array_metadata import create_array, open_array
+from .api import read_stats
+from .array_metadata import NEW_FORMAT, create_array, open_array
 from .errors import ZarrfsError
 from .formats import CORE_TYPES, ArrayDescription
 from .formats.creation import auto_chunks, described_v3_array
-from .formats.registry import FORMATS
 from .info import describe, describe_tree, dims
 from .options import MountOptions
 from .store import Store
@@ -30,7 +28,6 @@ __all__ = ["DATA_TYPE_NAMES", "NewArray", "check", "create", "dims", "import_raw
            "mount", "new_array_metadata", "resize", "stats"]
 
 DATA_TYPE_NAMES = tuple(sorted(CORE_TYPES))  # the data types `create` and `import` offer
-NEW_FORMAT = FORMATS[3]  # what `create` and `import` write
 
 
 @dataclass(frozen=True)
@@ -120,8 +117,4 @@ def resize(source: str, options: MountOptions, shape: tuple[int, ...]) -> list[s
 
 def stats(mountpoint: str) -> dict[str, Any]:
     """The counters of the zarrfs mounted at `mountpoint`."""
-    try:
-        counters: dict[str, Any] = json.loads(os.getxattr(mountpoint, "user.zarrfs.stats"))
-    except OSError as e:
-        raise ZarrfsError(f"{mountpoint}: not a zarrfs mount ({e.strerror})") from None
-    return counters
+    return read_stats(mountpoint)

@@ -16,6 +16,8 @@ from .errors import MountError
 
 log = logging.getLogger("zarrfs")
 
+# The extended attribute of a mount's root holding its counters (`zarrfs stats`).
+STATS_XATTR = "user.zarrfs.stats"
 STAT_SECONDS = 10.0  # how long a stat of the mountpoint may take before it is called stuck
 
 
@@ -101,10 +103,12 @@ def mount_device(mountpoint: str) -> str | None:
     with open("/proc/self/mountinfo") as f:
         for line in f:
             fields = line.split()
-            if _unescape(fields[4]) == mountpoint:
+            if unescape(fields[4]) == mountpoint:
                 device = fields[2]  # the last match is the mount on top
     return device
 
 
-def _unescape(path: str) -> str:
+def unescape(path: str) -> str:
+    """A path as /proc/*/mountinfo and /proc/mounts write it: octal escapes for space, tab,
+    newline and backslash."""
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), path)

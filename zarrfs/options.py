@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import ZarrfsError
 from .formats.creation import check_codec
+from .mountpoint import STATS_XATTR as STATS_XATTR  # (for the fuse layer, which reads options)
 from .store.settings import SourceSettings
 from .views.header_registry import VIEW_KINDS
 

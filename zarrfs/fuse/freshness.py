@@ -124,21 +124,7 @@ class Freshness:
     async def recheck(self, node: Ref) -> bool:
         """Close-to-open: whether another writer changed what `node` shows. The kernel is told
         of a new size; the caller opens without the stale pages."""
-        if time.monotonic() < self._store_down_until:
-            return False
-        changed: bool | None = None
-        try:
-            with trio.move_on_after(self._recheck_bound if self._recheck_bound is not None else math.inf):
-                changed = await self._in_thread(self.tree.recheck, node)
-        except (OSError, ZarrfsError) as e:
-            self._outage(node, str(e))
-            return False
-        if changed is None:
-            self._outage(node, f"no answer within {self._recheck_bound:g} s")
-            return False
-        if self._store_down:
-            self._store_down = False
-            log.warning("the store answers again")
+        changed = await self.ask_store(node, lambda: self.tree.recheck(node))
         if changed:
             self.touch()
             await self.invalidate_stale()
@@ -159,7 +145,11 @@ class Freshness:
             return False
         if answer is None:
             self._outage(node, f"no answer within {self._recheck_bound:g} s")
-        return bool(answer)
+            return False
+        if self._store_down:
+            self._store_down = False
+            log.warning("the store answers again")
+        return answer
 
     def _outage(self, node: Ref, problem: str) -> None:
         """The store cannot be asked: serve what is cached, and do not make every open wait

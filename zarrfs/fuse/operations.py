@@ -21,7 +21,7 @@ import pyfuse3
 import trio
 
 from ..errors import ResizeError
-from ..options import MountOptions
+from ..options import STATS_XATTR, MountOptions
 from ..tree import UPLOAD, Ref, Tree
 from ..views import FileView
 from ..views.files import FixedBytesError
@@ -35,8 +35,6 @@ from .workers import Workers
 
 log = logging.getLogger(__name__)
 
-# The mount's counters, read by `zarrfs stats` (not listed: `getfattr -d` shows the array's).
-STATS_XATTR = "user.zarrfs.stats"
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
 READDIR_BATCH = 32
