@@ -1,7 +1,7 @@
 """The store layer: a thin key/value layer over fsspec (see `core`)."""
 
 from .core import ANY, ByteRange, Expect, RetryPolicy, Store, SuffixRange, one_line
-from .local import TEMP_PREFIX, Buffer, Versioned, temporary_owner_alive
+from .local import TEMP_PREFIX, Versioned, temporary_owner_alive
 
-__all__ = ["ANY", "TEMP_PREFIX", "Buffer", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange",
+__all__ = ["ANY", "TEMP_PREFIX", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange",
            "Versioned", "one_line", "temporary_owner_alive"]

@@ -15,6 +15,7 @@ are not coordinated.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -34,6 +35,9 @@ from .sources import is_read_only, open_filesystem
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
+# Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
+# Icechunk): each range its own request, these many in flight across the mount.
+_RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -104,12 +108,11 @@ class Store:
             return self
         return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
 
-    def without_retries(self, within: float | None = None) -> Store:
-        """The same store, failing at the first fault or after `within` seconds (at most the
-        store's own deadline): a check that may be skipped."""
-        seconds = self.retry.deadline_seconds if within is None else min(within, self.retry.deadline_seconds)
+    def without_retries(self) -> Store:
+        """The same store, failing at the first fault (within its deadline): a check that may
+        be skipped."""
         return Store(self.fs, self.root, read_only=self.read_only,
-                     retry=RetryPolicy(deadline_seconds=seconds, retries=False))
+                     retry=dataclasses.replace(self.retry, retries=False))
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -166,8 +169,7 @@ class Store:
         if self.is_local or len(ranges) <= 1:
             found = [self.read(key, byte_range) for byte_range in ranges]
         else:
-            with ThreadPoolExecutor(len(ranges), thread_name_prefix="ranges") as requests:
-                found = list(requests.map(functools.partial(self.read, key), ranges))
+            found = list(_RANGE_REQUESTS.map(functools.partial(self.read, key), ranges))
         return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
     def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:

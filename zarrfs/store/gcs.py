@@ -20,12 +20,12 @@ from .deadline import on_loop
 from .local import Versioned
 
 T = TypeVar("T")
-_PROTOCOLS = {"gs", "gcs"}
+PROTOCOLS = {"gs", "gcs"}
 
 
 def is_gcs(fs: fsspec.AbstractFileSystem) -> bool:
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-    return bool(protocols & _PROTOCOLS) and hasattr(fs, "_call")
+    return bool(protocols & PROTOCOLS) and hasattr(fs, "_call")
 
 
 def gcs_read(fs: Any, seconds: float | None, path: str, start: int | None = None,

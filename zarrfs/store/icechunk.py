@@ -100,11 +100,6 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         self._state = state
         self._moving: asyncio.Lock | None = None
 
-    @property
-    def snapshot_id(self) -> str:
-        """The snapshot reads come from now."""
-        return str(self._state.session.snapshot_id)
-
     async def _current(self, follow: bool) -> BranchState:
         """The state to answer from; `follow`: the branch's head looked up first (rechecks)."""
         if not follow or self._state.branch is None:

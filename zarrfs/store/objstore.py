@@ -64,7 +64,7 @@ async def get(fs: Any, bucket: str, key: str, start: int | None,
         raise FileNotFoundError(f"{bucket}/{key}") from None
     except Exception as e:  # (obstore's errors, whatever they are): botocore from now on
         if options and "416 Range Not Satisfiable" in str(e):
-            return None  # (a range past the end: botocore's path says so in its own way)
+            raise presigned.RangePastEnd(f"{bucket}/{key}: range past the end") from None
         log.debug("obstore GET of %s/%s failed (%s): S3 reads go through botocore", bucket, key, e)
         _refuse(fs)
         return None

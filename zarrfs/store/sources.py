@@ -16,12 +16,12 @@ from typing import Any
 
 import fsspec
 
+from . import gcs
 from .settings import SourceSettings
 
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}
-GCS = {"gs", "gcs"}
 # Sources that are never written through: a write mount of them falls back to read-only.
 READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
 
@@ -43,7 +43,7 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
         return open_references(url, options, settings)
     if protocol in LISTING_CACHES:
         options.setdefault("use_listings_cache", False)
-    if protocol in GCS:
+    if protocol in gcs.PROTOCOLS:
         options = _gcs_options(options)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, root
