@@ -11,7 +11,7 @@ from concurrent.futures import Future
 
 from ..codecs import BytesLike
 from ..grid import Index
-from .cache import StripedLocks
+from .cache import KeyedLocks
 
 Encoding = tuple[int, "Future[BytesLike | None]", int]  # version encoded, its encoding, bytes held
 
@@ -25,7 +25,7 @@ class Early:
         self.lock = threading.Lock()
         self.jobs: dict[Index, Future[None]] = {}
         self.unsynced: set[Index] = set()  # stored early; their directory entries not yet synced
-        self.chunk_locks = StripedLocks()  # one write-back of a chunk at a time
+        self.chunk_locks = KeyedLocks()  # one write-back of a chunk at a time
         # Inner chunks written whole, encoded before their shard is: the version encoded, the
         # encoding (None: all fill) and the bytes it is counted as in the cache.
         self.encoded: dict[Index, Encoding] = {}

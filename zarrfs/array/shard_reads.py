@@ -26,7 +26,7 @@ from ..codecs import BytesLike, ByteSpan, CodecError, ShardIndex, ShardingCodec
 from ..grid import Index
 from ..store import ByteRange, Store
 from ..store.ranges import REMOTE_GAP, merge, worth_whole
-from .cache import ChunkCache, StripedLocks
+from .cache import ChunkCache, KeyedLocks
 
 MAX_SHARD_RETRIES = 20
 RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other
@@ -60,7 +60,7 @@ class ShardReader:
         self.count_fetch = count_fetch
         # One index fetch per shard at a time. Where the store reports no generations, the
         # locks also keep a read from straddling a rewrite.
-        self.lock = StripedLocks()
+        self.lock = KeyedLocks()
         self.remote = not store.is_local
         self._held: OrderedDict[Index, HeldShard] = OrderedDict()
         self._held_lock = threading.Lock()
