@@ -70,8 +70,7 @@ class TcpProxy:
     def heal(self) -> None:
         """Traffic passes again; the connections silenced meanwhile are closed."""
         assert self._loop is not None
-        asyncio.run_coroutine_threadsafe(self._close_all(), self._loop).result(10)
-        self._swallowing = False
+        asyncio.run_coroutine_threadsafe(self._heal(), self._loop).result(10)
 
     # -- the event loop's side ---------------------------------------------------------------
 
@@ -88,6 +87,13 @@ class TcpProxy:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(self._server.wait_closed())
             loop.close()
+
+    async def _heal(self) -> None:
+        # One step on the loop: a connection accepted between closing the silenced ones and
+        # passing traffic again would stay silent for good (a client's request on it then
+        # waits for its deadline after the heal).
+        self._swallowing = False
+        await self._close_all()
 
     async def _close_all(self) -> None:
         for client, upstream in list(self._connections):

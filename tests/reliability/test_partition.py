@@ -164,3 +164,44 @@ def mount_stats_dirty(mount: Mount) -> int:
 
     stats = json.loads(os.getxattr(mount.path, "user.zarrfs.stats"))
     return int(stats["dirty_bytes"])
+
+
+def test_a_write_into_a_shard_during_a_partition_keeps_the_rest_of_the_shard(
+        s3_server: S3Server, tmp_path: Path) -> None:
+    """A write into part of a shard nothing was read from: the write-back needs the stored
+    shard (to keep its other inner chunks), which the partition withholds; the fsync fails
+    within the timeout, the data stays dirty, and once healed the shard is stored whole."""
+    values = np.arange(SHAPE[0] * SHAPE[1], dtype="<f4").reshape(SHAPE)
+    on_s3 = zarr.create_array(f"s3://{s3_server.bucket}/sharded", shape=SHAPE, shards=(64, 128),
+                              chunks=CHUNKS, dtype="<f4", fill_value=0,
+                              storage_options=storage_options(s3_server))
+    on_s3[...] = values
+    row = np.full(SHAPE[1] // 2, -3.5, dtype="<f4")  # (half a row: partial inner chunks)
+    where = (5 * SHAPE[1] + 16) * 4
+    with proxied(s3_server.port) as proxy, mounted(
+            f"s3://{s3_server.bucket}/sharded", tmp_path / "mnt",
+            [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", "direct_io"]) as mount:
+        data = mount.path / "data"
+        fd = os.open(data, os.O_WRONLY)
+        try:
+            proxy.swallow()
+            written, took = timed(lambda: os.pwrite(fd, row.tobytes(), where))
+            assert written == row.nbytes
+            assert took < AT_ONCE + SLACK
+            failed, took = timed(lambda: os.fsync(fd))
+            assert_eio(failed)
+            assert took < TIMEOUT + SLACK
+            assert mount_stats_dirty(mount) > 0
+            assert pread(data, row.nbytes, where) == row.tobytes()  # (what the mount shows)
+
+            proxy.heal()
+            stored, took = timed(lambda: os.fsync(fd))
+            assert stored is None, stored
+        finally:
+            os.close(fd)
+        assert mount_stats_dirty(mount) == 0
+    expected = values.copy()
+    expected[5, 16 : 16 + row.size] = row
+    reread = zarr.open_array(f"s3://{s3_server.bucket}/sharded", mode="r",
+                             storage_options=storage_options(s3_server))
+    assert np.array_equal(np.asarray(reread[...]), expected)

@@ -167,6 +167,22 @@ class ArrayCache:
                     partly_written.add(unit)
         return cached, partly_written
 
+    def lend_written(self, wanted: dict[Index, list[tuple[slice, ...]]]) -> dict[Index, np.ndarray]:
+        """The data (lent) of those chunks of `wanted` cached partly written whose elements
+        `wanted[unit]` this mount wrote every one of and has not saved yet: a read of only
+        those needs no stored chunk (bytes just written read back during a partition)."""
+        shape = self._read_chunk.shape
+        lent: dict[Index, np.ndarray] = {}
+        with self._lock:
+            for unit, selections in wanted.items():
+                entry = self.mount.entries.get((self.owner, unit))
+                if entry is None or entry.complete or entry.written is None:
+                    continue
+                if all(masks.covers(entry.written, selection, shape) for selection in selections):
+                    entry.lent = True
+                    lent[unit] = entry.data
+        return lent
+
     def missing(self, units: Sequence[Index]) -> list[Index]:
         """Those of `units` not cached whole."""
         with self._lock:

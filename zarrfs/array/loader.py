@@ -39,11 +39,24 @@ class ChunkLoader:
         a reply made of several boxes never mixes two versions of a chunk."""
         read_chunk_shape = self.geometry().read_chunk_shape
         pieces = [list(cells_of(box, read_chunk_shape)) for box in boxes]
-        units = list(dict.fromkeys(piece.cell for found in pieces for piece in found))
+        lent = self._written_only(pieces)
+        touched = dict.fromkeys(piece.cell for found in pieces for piece in found)
+        units = [unit for unit in touched if unit not in lent]
         futures = self.start(units)
-        self.counters.add(cache_hits=len(units) - len(futures), cache_misses=len(futures))
-        lent = {unit: self.lend(unit, futures) for unit in units}
+        self.counters.add(cache_hits=len(lent) + len(units) - len(futures), cache_misses=len(futures))
+        lent.update((unit, self.lend(unit, futures)) for unit in units)
         return [self._assemble(box, found, lent) for box, found in zip(boxes, pieces, strict=True)]
+
+    def _written_only(self, pieces: list[list[Piece]]) -> dict[Index, np.ndarray]:
+        """The chunks partly written by this mount of which the read wants only written
+        elements: lent as they are, with no load of the stored chunk."""
+        if not self.view.dirty_bytes:
+            return {}  # (no unsaved writes: nothing partly written)
+        wanted: dict[Index, list[tuple[slice, ...]]] = {}
+        for found in pieces:
+            for piece in found:
+                wanted.setdefault(piece.cell, []).append(piece.in_cell)
+        return self.view.lend_written(wanted)
 
     def _assemble(self, box: Box, pieces: list[Piece], lent: dict[Index, np.ndarray]) -> np.ndarray:
         if len(pieces) == 1:

@@ -36,6 +36,12 @@ def mark(mask: np.ndarray | None, in_cell: Sequence[slice],
     return mask, fresh
 
 
+def covers(mask: np.ndarray, in_cell: Sequence[slice], chunk_shape: Sequence[int]) -> bool:
+    """Whether `mask` is set for every element of `in_cell`."""
+    selection: tuple[Any, ...] = (*in_cell, Ellipsis)
+    return bool(np.broadcast_to(mask, tuple(chunk_shape))[selection].all())
+
+
 def _whole_rows(in_cell: Sequence[slice], chunk_shape: Sequence[int]) -> bool:
     return len(chunk_shape) > 1 and all(
         s.start == 0 and s.stop == n for s, n in zip(in_cell[1:], chunk_shape[1:], strict=True))
