@@ -29,13 +29,14 @@ class ChunkError(ZarrfsError):
 
 
 class StoreError(ZarrfsError, OSError):
-    """The store failed to read, write, delete or list a key. `errno` is the cause's, where
-    the cause was a system error (a full disk: ENOSPC)."""
+    """The store failed to read, write, delete or list a key (None: a request as a whole,
+    not one key). `errno` is the cause's, where the cause was a system error (a full disk:
+    ENOSPC)."""
 
-    def __init__(self, key: str, problem: str, errno: int | None = None) -> None:
+    def __init__(self, key: str | None, problem: str, errno: int | None = None) -> None:
         self.key = key
         self.problem = problem
-        super().__init__(f"store key {key!r}: {problem}")
+        super().__init__(problem if key is None else f"store key {key!r}: {problem}")
         self.errno = errno
 
 

@@ -205,3 +205,35 @@ def test_a_write_into_a_shard_during_a_partition_keeps_the_rest_of_the_shard(
     reread = zarr.open_array(f"s3://{s3_server.bucket}/sharded", mode="r",
                              storage_options=storage_options(s3_server))
     assert np.array_equal(np.asarray(reread[...]), expected)
+
+
+def test_metadata_edits_during_a_partition_fail_within_the_timeout_and_work_after(
+        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+    mount, proxy, server = partitioned
+    data = mount.path / "cached" / "data"
+    size = data.stat().st_size
+    grown = size + SHAPE[1] * 4 * CHUNKS[0]  # (a row of chunks more)
+    edits = {
+        "resize": lambda: os.truncate(data, grown),
+        "attributes": lambda: os.setxattr(mount.path / "cached", "user.zarr.attributes", b'{"x": 1}'),
+        "group": lambda: os.mkdir(mount.path / "made"),
+    }
+    proxy.swallow()
+    for name, edit in edits.items():
+        failed, took = timed(edit)
+        assert_eio(failed)
+        # (a new name is first looked for among other writers' changes: the recheck bound)
+        assert took < TIMEOUT + (RECHECK_BOUND if name == "group" else 0) + SLACK, name
+    assert data.stat().st_size == size  # (nothing changed)
+    assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
+    log = mount.log()
+    assert "setattr: no answer from the store within" in log, log  # (the request, no key)
+
+    proxy.heal()
+    for name, edit in edits.items():
+        done, _ = timed(edit)
+        assert done is None, (name, done)
+    group = zarr.open_group(f"s3://{server.bucket}/group", mode="r", storage_options=storage_options(server))
+    assert group["cached"].shape == (SHAPE[0] + CHUNKS[0], SHAPE[1])
+    assert dict(group["cached"].attrs) == {"x": 1}
+    assert "made" in set(group.group_keys())

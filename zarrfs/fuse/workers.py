@@ -38,8 +38,7 @@ class Workers:
             return await trio.to_thread.run_sync(function, *args, limiter=self._limiter,
                                                  abandon_on_cancel=True)
         self._on_timeout()
-        raise StoreError(getattr(function, "__qualname__", "request"),
-                         f"no answer from the store within {self.timeout:g} s")
+        raise StoreError(None, f"no answer from the store within {self.timeout:g} s")
 
     async def flush(self, function: Callable[[], None]) -> None:
         """A flush in a worker: each store call it makes has the store's deadline, the whole
