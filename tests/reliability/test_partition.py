@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import s3fs
 from mounting import Mount, mounted, pread, timed
 
 from tests.netproxy import TcpProxy, proxied
@@ -237,3 +239,33 @@ def test_metadata_edits_during_a_partition_fail_within_the_timeout_and_work_afte
     assert group["cached"].shape == (SHAPE[0] + CHUNKS[0], SHAPE[1])
     assert dict(group["cached"].attrs) == {"x": 1}
     assert "made" in set(group.group_keys())
+
+
+def test_uploads_deletes_and_moves_during_a_partition_leave_the_store_as_it_was(
+        partitioned: tuple[Mount, TcpProxy, S3Server], tmp_path: Path) -> None:
+    """Each fails with EIO in bounded time and changes no key in the store: no array made
+    half, deleted half or moved half."""
+    mount, proxy, server = partitioned
+    upload = tmp_path / "up.npy"
+    np.save(upload, np.arange(512 * 64, dtype="<f4").reshape(512, 64))
+    fs = s3fs.S3FileSystem(**storage_options(server))
+
+    def stored() -> dict[str, str]:
+        fs.invalidate_cache()
+        return {path: info["ETag"] for path, info in fs.find(f"{server.bucket}/group", detail=True).items()}
+
+    before = stored()
+    os.listdir(mount.path / "uncached")  # (listed before: rm -r needs its names)
+    proxy.swallow()
+    for name, action in {"upload": lambda: shutil.copyfile(upload, mount.path / "up.npy"),
+                         "delete": lambda: shutil.rmtree(mount.path / "uncached"),
+                         "move": lambda: os.rename(mount.path / "cached", mount.path / "moved")}.items():
+        failed, took = timed(action)
+        assert isinstance(failed, OSError), (name, failed)
+        # (an upload is refused at its first write, its retries and its close: a few timeouts)
+        assert took < 3 * (TIMEOUT + SLACK) + RECHECK_BOUND, (name, took)
+    assert stored() == before
+    proxy.heal()
+    assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
+    assert np.array_equal(read_array(mount, "uncached"), VALUES["uncached"])
+    assert stored() == before
