@@ -66,7 +66,7 @@ class KeyedLocks:
 
     Not a fixed set of locks chosen by hash: two shards sharing one made a reader of a held
     shard wait for another shard's GET (~200 ms at a 20 ms round trip), and a stream needs
-    every shard of its row, so most rows of a sharded read over S3 waited so."""
+    every shard of its row, so about two rows in three of a sharded read over S3 waited so."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
