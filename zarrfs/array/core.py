@@ -26,13 +26,14 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from ..codecs import ChunkSpec, Pipeline
+from ..codecs import BytesLike, ChunkSpec, Pipeline
+from ..codecs.stored_form import StoredForm, stored_form
 from ..errors import ReadOnlyError
 from ..formats.description import ArrayDescription
 from ..grid import Box, Index, cells_of
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, PlainChunkIO, Stats
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
@@ -164,6 +165,11 @@ class ZarrArray:
     def dirty_bytes(self) -> int:
         return self.view.dirty_bytes
 
+    @property
+    def changes(self) -> tuple[int, int]:
+        """A value that changes whenever the elements or the stored objects may have."""
+        return self.view.mutations, self.stats.stores
+
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
         geometry = self._geometry
@@ -189,6 +195,27 @@ class ZarrArray:
         """Start filling a buffer with `box` (zarrfs.array.streaming); None: no room for it."""
         itemsize = self.data_type.storage.itemsize
         return self.streams.start(self._geometry, box, self.read_chunk.nbytes, itemsize)
+
+    # -- encoded chunks, for readers that decode them (the TIFF view) --------------------------
+
+    @property
+    def stored_form(self) -> StoredForm | None:
+        """What a read chunk's stored bytes are, when a reader can take them as they are."""
+        return stored_form(self.sharding.inner if self.sharding else self.pipeline)
+
+    def locate_stored(self) -> dict[Index, StoredChunk]:
+        """Where every stored read chunk's encoded bytes lie now (missing: not stored)."""
+        geometry = self._geometry
+        chunks = np.ndindex(*geometry.grid_shape)
+        return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in chunks})
+
+    def read_stored(self, where: StoredChunk) -> BytesLike:
+        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
+        return self.io.read_located(where)
+
+    def encoded_fill(self) -> BytesLike:
+        """A read chunk of fill values, encoded."""
+        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)
 
     def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
         """Read chunks of one stored object as stored now (ChunkLoader.fetch)."""

@@ -16,7 +16,7 @@ from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
 from .cache import ChunkCache, Counters
-from .chunk_io import Fetched, PlainChunkIO, Stats, StoredShard
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 
@@ -43,6 +43,23 @@ class ShardedChunkIO(PlainChunkIO):
         per = self.sharding.chunks_per_shard
         return [tuple(c * p + i for c, p, i in zip(chunk, per, inner, strict=True))
                 for inner in self.sharding.inner_positions()]
+
+    def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
+        """As PlainChunkIO.locate, from the shards' indexes (read at once on a remote store)."""
+        shards = list(keys.items())
+        found = self.encoders.map(self._locate_shard, shards) if self.reader.remote else map(
+            self._locate_shard, shards)
+        return {unit: where for located in found for unit, where in located.items()}
+
+    def _locate_shard(self, shard: tuple[Index, str]) -> dict[Index, StoredChunk]:
+        chunk, key = shard
+        with self._shard_lock(chunk):
+            index, generation = self.reader.index(chunk, key)
+        if index is None:
+            return {}
+        units = zip(self.units_of(chunk), self.sharding.inner_positions(), strict=True)
+        return {unit: StoredChunk(key, span.offset, span.nbytes, generation)
+                for unit, inner in units if (span := index.span(inner)) is not None}
 
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)
@@ -168,6 +185,7 @@ class ShardedChunkIO(PlainChunkIO):
                        expect: Expect) -> str | None:
         index: ShardIndex | None = None
         generation = None
+        self.stats.stores += 1
         if encoded:
             # Written from its pieces: the shard is never held twice (pieces and joined).
             parts = self.sharding.shard_parts(encoded)

@@ -188,12 +188,18 @@ class Store:
 
     def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
         """The generations of many keys: one stat each locally, one listing remotely."""
+        return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
+
+    def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
+        """The size and generation of many keys (None: not stored): one stat each locally, one
+        listing remotely."""
         wanted = list(keys)
         if self.is_local or len(wanted) <= 4:
-            return {key: self.generation(key) for key in wanted}
+            return {key: self.stat(key) for key in wanted}
         self.fs.invalidate_cache(self.root)
         listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True)) or {}
-        by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
+        by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
+                  for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}
 
     def _get_suffix(self, key: str, length: int) -> bytes | None:

@@ -29,7 +29,7 @@ from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.header_registry import SHARING_DATA
+from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
 from ..views.placement import Placement
 from .edits import Edits, Stale
@@ -244,6 +244,9 @@ class Tree:
         if opened is None:
             return False
         reshaped = self._recheck_shape(ref.path, opened)
+        if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
+            opened.forget_files()  # (made from the chunks the store holds now: it may differ)
+            return True
         chunks = None
         if ref.role == CHUNK:
             found = opened.names.resolve(ref.parts)

@@ -1,0 +1,206 @@
+"""`data.tif`: an array as a tiled TIFF (GeoTIFF where it is placed), read-only.
+
+Its tiles are the array's read chunks, so a reader of one tile costs one chunk. Where the
+chunks' codecs are only `bytes` (in the file's byte order) and zstd, a zlib stream or nothing
+(`codecs.stored_form`), a tile is the chunk's stored bytes as they are: zarrfs decodes
+nothing and the reader decompresses; chunks not stored all point at one encoded tile of fill
+values. Other chunks go out decoded, uncompressed. Arrays whose chunks cannot be tiles (edges
+not multiples of 16) get strips of whole rows, served from the flat bytes of the array.
+
+The layout is made when the file is looked at (its size) and reused until the array changes:
+stored chunks are located then (one listing, or the shard indexes), so a tile read needs
+nothing but its bytes."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..codecs import BytesLike
+from ..codecs.stored_form import StoredForm
+from ..grid import Box, Index
+from .files import FixedBytesError, RegionArray, RegionFile
+from .geotiff import geotiff_tags
+from .placement import Placement
+from .tiff_format import data_start, tiff_header
+from .tiff_layout import (
+    ImageShape,
+    Pieces,
+    Tiling,
+    image_tags,
+    paged,
+    sample_format,
+    strip_extents,
+    strip_rows,
+)
+
+HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per open file (a tile is read in several requests)
+
+
+class TiffArray(RegionArray, Protocol):
+    """What the view needs of an array beyond a region's elements: its stored chunks."""
+
+    @property
+    def stored_form(self) -> StoredForm | None: ...
+    @property
+    def dirty_bytes(self) -> int: ...
+    def locate_stored(self) -> dict[Index, Any]: ...
+    def read_stored(self, where: Any) -> BytesLike: ...
+    def encoded_fill(self) -> BytesLike: ...
+
+
+def shows_tiff(array: RegionArray) -> bool:
+    return (ImageShape.of(array.shape) is not None
+            and sample_format(array.data_type.kind, array.data_type.storage) is not None
+            and _whole_int_range(array))
+
+
+def _whole_int_range(array: RegionArray) -> bool:
+    """Not a narrow integer type kept in a wider one (int4 in a byte)."""
+    data_type = array.data_type
+    if data_type.int_range is None:
+        return True
+    info = np.iinfo(data_type.storage)
+    return data_type.int_range == (int(info.min), int(info.max))
+
+
+def tiff_file(array: TiffArray, byteorder: str, placement: Callable[[], Placement]) -> TiffFile:
+    image = ImageShape.of(array.shape)
+    fmt = sample_format(array.data_type.kind, array.data_type.storage)
+    assert image is not None and fmt is not None
+    read_chunk = array.read_chunk_shape
+    form = array.stored_form
+    extra = geotiff_tags(placement(), image.samples)
+    if not Tiling.fits(read_chunk):
+        rows = strip_rows(image, array.data_type.itemsize)
+        offsets, counts = strip_extents(image, array.data_type.itemsize, rows)
+        tags = image_tags(image, fmt, "none", None, rows, extra)
+        flat = RegionFile(array, None, byteorder)
+        return TiffFile(paged(image, tags, offsets, counts, tiled=False), flat.size, byteorder,
+                        lambda piece, at, count: flat.read(at, count), Pieces.of([flat.size]))
+    tiling = Tiling((read_chunk[-2], read_chunk[-1]))
+    boxes = list(tiling.boxes(image))
+    if form is not None and _passes_through(form, byteorder, read_chunk):
+        return _passed_through(array, image, tiling, boxes, form, byteorder, fmt, extra)
+    tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
+    pieces = Pieces.of(np.full(len(boxes), tile_bytes))
+    tags = image_tags(image, fmt, "none", tiling, 0, extra)
+
+    def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
+        return RegionFile(array, boxes[piece], byteorder).read(at, count)
+
+    return TiffFile(paged(image, tags, pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64),
+                          tiled=True), pieces.total, byteorder, decoded, pieces)
+
+
+def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
+    return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
+
+
+def _passed_through(array: TiffArray, image: ImageShape, tiling: Tiling, boxes: list[Box], form: StoredForm,
+                    byteorder: str, fmt: tuple[int, int], extra: list[Any]) -> TiffFile:
+    """Tiles as stored: the fill tile first, then every stored chunk's bytes in file order."""
+    if array.dirty_bytes:
+        array.flush()  # (the file shows what is stored)
+    located = array.locate_stored()
+    read_chunk = array.read_chunk_shape
+    units = [tuple(b // c for b, c in zip(box.start, read_chunk, strict=True)) for box in boxes]
+    stored = [located.get(unit) for unit in units]
+    fill = bytes(array.encoded_fill())
+    fill = fill[: len(fill) - form.trailer]
+    lengths = [len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None]
+    pieces = Pieces.of(lengths)
+    offsets = np.zeros(len(boxes), dtype=np.uint64)
+    counts = np.full(len(boxes), len(fill), dtype=np.uint64)
+    sources: list[Any] = [None]
+    for position, where in enumerate(stored):
+        if where is not None:
+            offsets[position] = pieces.starts[len(sources)]
+            counts[position] = pieces.lengths[len(sources)]
+            sources.append(where)
+    held = HeldTiles(array.read_stored)
+
+    def passed(piece: int, at: int, count: int) -> bytes | memoryview:
+        data = fill if piece == 0 else held.get(piece, sources[piece])
+        return memoryview(data)[at : at + count]
+
+    tags = image_tags(image, fmt, form.compression, tiling, 0, extra)
+    return TiffFile(paged(image, tags, offsets, counts, tiled=True), pieces.total, byteorder, passed, pieces)
+
+
+class HeldTiles:
+    """The encoded tiles read last, so that a tile read in several requests is fetched once."""
+
+    def __init__(self, read: Callable[[Any], BytesLike]) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._held: OrderedDict[int, BytesLike] = OrderedDict()
+        self._bytes = 0
+
+    def get(self, piece: int, where: Any) -> BytesLike:
+        with self._lock:
+            found = self._held.get(piece)
+            if found is not None:
+                self._held.move_to_end(piece)
+                return found
+        data = self._read(where)
+        with self._lock:
+            if piece not in self._held:
+                self._held[piece] = data
+                self._bytes += len(data)
+            while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
+                self._bytes -= len(self._held.popitem(last=False)[1])
+        return data
+
+
+class TiffFile:
+    """The header (IFDs and their values), then the data as pieces read by `read_piece`."""
+
+    writable = False
+    direct_io = False
+    resizable = False
+
+    def __init__(self, images: list[Any], data_bytes: int, byteorder: str,
+                 read_piece: Callable[[int, int, int], bytes | memoryview], pieces: Pieces) -> None:
+        header = tiff_header(images, data_bytes, byteorder)
+        self.big = header.big
+        self.header = header.contents
+        self.data_start = data_start(header)
+        self.size = self.data_start + data_bytes
+        self._read_piece = read_piece
+        self._pieces = pieces
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        size = max(0, min(size, self.size - offset))
+        parts: list[bytes | memoryview] = []
+        if offset < self.data_start:
+            head = self.header[offset : offset + size]
+            parts.append(head + b"\0" * (min(self.data_start, offset + size) - offset - len(head)))
+        at = max(offset, self.data_start) - self.data_start
+        left = offset + size - self.data_start - at
+        if left > 0:
+            parts += [self._read_piece(piece, inside, count)
+                      for piece, inside, count in self._pieces.spans(at, left)]
+        if len(parts) == 1:
+            return parts[0]
+        return b"".join(parts)
+
+    def readahead(self) -> None:
+        return None
+
+    def write(self, offset: int, data: bytes | memoryview) -> int:
+        raise PermissionError("data.tif is read-only")
+
+    def prefetch(self, offset: int, size: int) -> None:
+        return None
+
+    def flush(self) -> None:
+        return None
+
+    def resize(self, size: int, *, round_up: bool = False) -> None:
+        raise FixedBytesError("the size of data.tif is fixed")
+
