@@ -19,6 +19,7 @@ import numpy as np
 BYTE, ASCII, SHORT, LONG, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 12, 13, 16, 18
 _FORMATS = {BYTE: "B", ASCII: "B", SHORT: "H", LONG: "I", DOUBLE: "d", IFD: "I", LONG8: "Q", IFD8: "Q"}
 CLASSIC_LIMIT = 1 << 32  # offsets of classic TIFF are 32-bit
+HEADER_ROOM = 1 << 20
 
 NEW_SUBFILE_TYPE, IMAGE_WIDTH, IMAGE_LENGTH, BITS_PER_SAMPLE, COMPRESSION = 254, 256, 257, 258, 259
 PHOTOMETRIC, IMAGE_DESCRIPTION, STRIP_OFFSETS, SAMPLES_PER_PIXEL, ROWS_PER_STRIP = 262, 270, 273, 277, 278
@@ -85,23 +86,26 @@ class TiffImage:
 class TiffHeader:
     contents: bytes
     big: bool
+    data_start: int
 
 
 def tiff_header(images: Sequence[TiffImage], data_bytes: int, byteorder: str = "little") -> TiffHeader:
     """The bytes before the data of a file holding `images` (top-level IFDs, chained) whose
     pixel data takes `data_bytes` after them. BigTIFF when the file passes 4 GiB."""
-    classic = _layout(images, 0, byteorder, big=False)
-    if len(classic) + data_bytes < CLASSIC_LIMIT:
-        return TiffHeader(_layout(images, _aligned(len(classic)), byteorder, big=False), big=False)
-    length = _aligned(len(_layout(images, 0, byteorder, big=True)))
-    return TiffHeader(_layout(images, length, byteorder, big=True), big=True)
+    start = _start(len(_layout(images, 0, byteorder, big=False)))
+    big = start + data_bytes >= CLASSIC_LIMIT
+    if big:
+        start = _start(len(_layout(images, 0, byteorder, big=True)))
+    return TiffHeader(_layout(images, start, byteorder, big=big), big=big, data_start=start)
 
 
-def data_start(header: TiffHeader) -> int:
-    return _aligned(len(header.contents))
+def _start(header_bytes: int) -> int:
+    """Where the data starts: past the first MiB, which readers read whole to find the
+    header (tifffile does), so that it holds nothing that costs a fetch."""
+    return max(_aligned(header_bytes), HEADER_ROOM)
 
 
-def _aligned(length: int) -> int:
+def _aligned(length: int) -> int:  # (data after the header starts at a multiple of 16)
     return length + (-length) % 16
 
 

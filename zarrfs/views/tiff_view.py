@@ -7,7 +7,8 @@ nothing and the reader decompresses; chunks not stored all point at one encoded 
 values. Other chunks go out decoded, uncompressed. Arrays whose chunks cannot be tiles (edges
 not multiples of 16) get strips of whole rows, served from the flat bytes of the array.
 
-The layout is made when the file is looked at (its size) and reused until the array changes:
+The file is served without the page cache (direct I/O), so a tile read costs that tile and no
+readahead. The layout is made when the file is looked at (its size) and reused until the array changes:
 stored chunks are located then (one listing, or the shard indexes), so a tile read needs
 nothing but its bytes."""
 
@@ -20,13 +21,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..array.cache import KeyedLocks
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..grid import Box, Index
 from .files import FixedBytesError, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
-from .tiff_format import data_start, tiff_header
+from .tiff_format import tiff_header
 from .tiff_layout import (
     ImageShape,
     Pieces,
@@ -138,30 +140,34 @@ class HeldTiles:
     def __init__(self, read: Callable[[Any], BytesLike]) -> None:
         self._read = read
         self._lock = threading.Lock()
+        self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._held: OrderedDict[int, BytesLike] = OrderedDict()
         self._bytes = 0
 
     def get(self, piece: int, where: Any) -> BytesLike:
-        with self._lock:
-            found = self._held.get(piece)
-            if found is not None:
-                self._held.move_to_end(piece)
-                return found
-        data = self._read(where)
-        with self._lock:
-            if piece not in self._held:
+        with self._loading((piece,)):
+            with self._lock:
+                found = self._held.get(piece)
+                if found is not None:
+                    self._held.move_to_end(piece)
+                    return found
+            data = self._read(where)
+            with self._lock:
                 self._held[piece] = data
                 self._bytes += len(data)
-            while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
-                self._bytes -= len(self._held.popitem(last=False)[1])
-        return data
+                while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
+                    self._bytes -= len(self._held.popitem(last=False)[1])
+            return data
 
 
 class TiffFile:
-    """The header (IFDs and their values), then the data as pieces read by `read_piece`."""
+    """The header (IFDs and their values), then the data as pieces read by `read_piece`.
+
+    Served without the page cache: a reader of one tile gets that tile, not the kernel's
+    readahead of the tiles after it in the file (other rows of the image)."""
 
     writable = False
-    direct_io = False
+    direct_io = True
     resizable = False
 
     def __init__(self, images: list[Any], data_bytes: int, byteorder: str,
@@ -169,7 +175,7 @@ class TiffFile:
         header = tiff_header(images, data_bytes, byteorder)
         self.big = header.big
         self.header = header.contents
-        self.data_start = data_start(header)
+        self.data_start = header.data_start
         self.size = self.data_start + data_bytes
         self._read_piece = read_piece
         self._pieces = pieces
