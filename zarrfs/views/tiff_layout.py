@@ -9,7 +9,6 @@ the file has strips of whole rows."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -44,9 +43,14 @@ MAX_SAMPLES = 0xFFFF
 _UINT, _INT, _FLOAT, _COMPLEX_FLOAT = 1, 2, 3, 6
 
 
+Plane = Index  # a plane's index in the array's dimensions before the last two
+Group = tuple[Plane, ...]  # the planes of one TIFF image (its samples, in separate planes)
+
+
 @dataclass(frozen=True)
 class ImageShape:
-    """An array's shape as TIFF sees it: pages of `samples` planes of `height` x `width`."""
+    """An array's shape as TIFF sees it: `samples` planes of `height` x `width` per image,
+    one image (page) per index of `pages`."""
 
     rank: int
     pages: Index  # the leading dimensions (rank >= 4), () otherwise
@@ -63,18 +67,12 @@ class ImageShape:
             return None
         return cls(len(shape), tuple(shape[:-3]), samples, shape[-2], shape[-1])
 
-    def planes(self) -> Iterator[Index]:
-        """The index of each plane in the array's leading dimensions, in file order."""
+    def groups(self) -> list[Group]:
+        """The planes of each page, in file order."""
         if self.rank == 2:
-            yield ()
-            return
-        for page in product(*(range(n) for n in self.pages)):
-            for sample in range(self.samples):
-                yield (*page, sample)
-
-    @property
-    def page_count(self) -> int:
-        return math.prod(self.pages)
+            return [((),)]
+        return [tuple((*page, sample) for sample in range(self.samples))
+                for page in product(*(range(n) for n in self.pages))]
 
 
 def sample_format(kind: str, dtype: np.dtype) -> tuple[int, int] | None:
@@ -101,33 +99,29 @@ class Tiling:
     def fits(cls, read_chunk: Sequence[int]) -> bool:
         return all(edge % TILE_MULTIPLE == 0 for edge in read_chunk[-2:])
 
-    def grid(self, image: ImageShape) -> tuple[int, int]:
-        return -(-image.height // self.tile[0]), -(-image.width // self.tile[1])
-
-    def boxes(self, image: ImageShape) -> Iterator[Box]:
+    def boxes(self, groups: Sequence[Group], height: int, width: int) -> list[Box]:
         """Each tile's box in the array (edge tiles reach past it, as edge chunks do), in file order."""
-        rows, columns = self.grid(image)
+        rows, columns = -(-height // self.tile[0]), -(-width // self.tile[1])
         th, tw = self.tile
-        for plane in image.planes():
-            for row, column in product(range(rows), range(columns)):
-                yield Box((*plane, row * th, column * tw), (*(i + 1 for i in plane), (row + 1) * th,
-                                                            (column + 1) * tw))
+        return [Box((*plane, row * th, column * tw),
+                    (*(i + 1 for i in plane), (row + 1) * th, (column + 1) * tw))
+                for group in groups for plane in group
+                for row, column in product(range(rows), range(columns))]
 
 
-def strip_rows(image: ImageShape, itemsize: int) -> int:
-    return max(1, min(image.height, STRIP_BYTES // max(1, image.width * itemsize)))
+def strip_rows(width: int, height: int, itemsize: int) -> int:
+    return max(1, min(height, STRIP_BYTES // max(1, width * itemsize)))
 
 
-def image_tags(image: ImageShape, fmt: tuple[int, int], compression: str, tiling: Tiling | None,
-               rows_per_strip: int, extra: Sequence[Tag]) -> tuple[Tag, ...]:
-    """The tags of one page, but for where its data is."""
-    samples = image.samples
+def image_tags(samples: int, height: int, width: int, fmt: tuple[int, int], compression: str,
+               tiling: Tiling | None, rows_per_strip: int, *, reduced: bool = False) -> tuple[Tag, ...]:
+    """The tags of one image, but for where its data is (and what the caller adds)."""
     code, bits = fmt
-    tags = [Tag.long(NEW_SUBFILE_TYPE, 0), Tag.long(IMAGE_WIDTH, image.width),
-            Tag.long(IMAGE_LENGTH, image.height), Tag.shorts(BITS_PER_SAMPLE, *[bits] * samples),
+    tags = [Tag.long(NEW_SUBFILE_TYPE, 1 if reduced else 0), Tag.long(IMAGE_WIDTH, width),
+            Tag.long(IMAGE_LENGTH, height), Tag.shorts(BITS_PER_SAMPLE, *[bits] * samples),
             Tag.shorts(COMPRESSION, COMPRESSION_CODES[compression]), Tag.shorts(PHOTOMETRIC, 1),
             Tag.shorts(SAMPLES_PER_PIXEL, samples), Tag.shorts(PLANAR_CONFIGURATION, 2 if samples > 1 else 1),
-            Tag.ascii(SOFTWARE, "zarrfs"), Tag.shorts(SAMPLE_FORMAT, *[code] * samples), *extra]
+            Tag.ascii(SOFTWARE, "zarrfs"), Tag.shorts(SAMPLE_FORMAT, *[code] * samples)]
     if samples > 1:
         tags.append(Tag.shorts(EXTRA_SAMPLES, *[0] * (samples - 1)))
     if tiling is not None:
@@ -137,26 +131,33 @@ def image_tags(image: ImageShape, fmt: tuple[int, int], compression: str, tiling
     return tuple(tags)
 
 
-def paged(image: ImageShape, tags: tuple[Tag, ...], offsets: np.ndarray, counts: np.ndarray,
-          tiled: bool) -> list[TiffImage]:
-    """One TiffImage per page, each taking its share of the offsets (in file order)."""
-    per_page = len(offsets) // image.page_count
-    return [TiffImage(tags, offsets[i * per_page : (i + 1) * per_page],
-                      counts[i * per_page : (i + 1) * per_page], tiled)
-            for i in range(image.page_count)]
+def grouped(groups: Sequence[Group], tags: Sequence[tuple[Tag, ...]], offsets: np.ndarray, counts: np.ndarray,
+            tiled: bool) -> list[TiffImage]:
+    """One TiffImage per group, each taking its share of the offsets (in file order)."""
+    images, start = [], 0
+    per_plane = len(offsets) // sum(len(group) for group in groups)
+    for group, own in zip(groups, tags, strict=True):
+        stop = start + per_plane * len(group)
+        images.append(TiffImage(own, offsets[start:stop], counts[start:stop], tiled))
+        start = stop
+    return images
 
 
-def strip_extents(image: ImageShape, itemsize: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets (in the flat C-order bytes of the array) and byte counts of every strip."""
-    row_bytes = image.width * itemsize
-    plane_bytes = image.height * row_bytes
-    per_plane = -(-image.height // rows)
-    planes = image.page_count * image.samples
+def strip_extents(groups: Sequence[Group], leading: Index, height: int, width: int, itemsize: int,
+                  rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (in the flat C-order bytes of an array whose dimensions before the last two are
+    `leading`) and byte counts of every strip of the planes of `groups`, in file order."""
+    row_bytes = width * itemsize
+    plane_bytes = height * row_bytes
+    per_plane = -(-height // rows)
+    planes = [plane for group in groups for plane in group]
+    numbers = np.array([np.ravel_multi_index(plane, leading) if plane else 0 for plane in planes],
+                       dtype=np.uint64)
     starts = np.arange(per_plane, dtype=np.uint64) * np.uint64(rows * row_bytes)
     counts = np.full(per_plane, rows * row_bytes, dtype=np.uint64)
-    counts[-1] = (image.height - (per_plane - 1) * rows) * row_bytes
-    offsets = (np.arange(planes, dtype=np.uint64)[:, None] * np.uint64(plane_bytes) + starts).reshape(-1)
-    return offsets, np.tile(counts, planes)
+    counts[-1] = (height - (per_plane - 1) * rows) * row_bytes
+    offsets = (numbers[:, None] * np.uint64(plane_bytes) + starts).reshape(-1)
+    return offsets, np.tile(counts, len(planes))
 
 
 @dataclass(frozen=True)

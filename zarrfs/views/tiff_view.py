@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,13 +29,14 @@ from ..grid import Box, Index
 from .files import FixedBytesError, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
-from .tiff_format import tiff_header
+from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
+    Group,
     ImageShape,
     Pieces,
     Tiling,
+    grouped,
     image_tags,
-    paged,
     sample_format,
     strip_extents,
     strip_rows,
@@ -71,51 +73,79 @@ def _whole_int_range(array: RegionArray) -> bool:
 
 
 def tiff_file(array: TiffArray, byteorder: str, placement: Callable[[], Placement]) -> TiffFile:
+    """`data.tif`: a page per index of the dimensions before the last three, each the planes
+    of the third from last as its samples, georeferenced as `placement` says."""
     image = ImageShape.of(array.shape)
+    assert image is not None
+    groups = image.groups()
+    extra = tuple(geotiff_tags(placement(), image.samples))
+    part = array_part(array, byteorder, groups, [extra] * len(groups))
+    return TiffFile([part], lambda images: images[0], byteorder)
+
+
+PieceReader = Callable[[int, int, int], "bytes | memoryview"]  # (piece, offset in it, byte count)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One array's images in a TIFF file, their data at offsets relative to the part's own."""
+
+    images: list[TiffImage]
+    pieces: Pieces
+    read_piece: PieceReader
+
+
+def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
+               reduced: bool = False) -> Part:
+    """The images of `groups` (each the planes of one image) of `array`, each with its
+    `extra` tags: tiles as stored where the chunks allow, decoded tiles, or strips."""
     fmt = sample_format(array.data_type.kind, array.data_type.storage)
-    assert image is not None and fmt is not None
+    assert fmt is not None
+    height, width = array.shape[-2:]
     read_chunk = array.read_chunk_shape
-    form = array.stored_form
-    extra = geotiff_tags(placement(), image.samples)
+
+    def tags(compression: str, tiling: Tiling | None, rows: int = 0) -> list[tuple[Tag, ...]]:
+        return [(*image_tags(len(group), height, width, fmt, compression, tiling, rows, reduced=reduced),
+                 *own) for group, own in zip(groups, extra, strict=True)]
+
     if not Tiling.fits(read_chunk):
-        rows = strip_rows(image, array.data_type.itemsize)
-        offsets, counts = strip_extents(image, array.data_type.itemsize, rows)
-        tags = image_tags(image, fmt, "none", None, rows, extra)
+        itemsize = array.data_type.itemsize
+        rows = strip_rows(width, height, itemsize)
+        offsets, counts = strip_extents(groups, tuple(array.shape[:-2]), height, width, itemsize, rows)
         flat = RegionFile(array, None, byteorder)
-        return TiffFile(paged(image, tags, offsets, counts, tiled=False), flat.size, byteorder,
-                        lambda piece, at, count: flat.read(at, count), Pieces.of([flat.size]))
+        return Part(grouped(groups, tags("none", None, rows), offsets, counts, tiled=False),
+                    Pieces.of([flat.size]), lambda piece, at, count: flat.read(at, count))
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
-    boxes = list(tiling.boxes(image))
+    boxes = tiling.boxes(groups, height, width)
+    form = array.stored_form
     if form is not None and _passes_through(form, byteorder, read_chunk):
-        return _passed_through(array, image, tiling, boxes, form, byteorder, fmt, extra)
-    tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
-    pieces = Pieces.of(np.full(len(boxes), tile_bytes))
-    tags = image_tags(image, fmt, "none", tiling, 0, extra)
+        offsets, counts, pieces, read = _as_stored(array, boxes, form)
+        images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
+        return Part(images, pieces, read)
+    pieces = Pieces.of(np.full(len(boxes), read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize))
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
-    return TiffFile(paged(image, tags, pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64),
-                          tiled=True), pieces.total, byteorder, decoded, pieces)
+    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
+    return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded)
 
 
 def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
     return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
 
 
-def _passed_through(array: TiffArray, image: ImageShape, tiling: Tiling, boxes: list[Box], form: StoredForm,
-                    byteorder: str, fmt: tuple[int, int], extra: list[Any]) -> TiffFile:
+def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm) -> tuple[np.ndarray, np.ndarray, Pieces,
+                                                                             PieceReader]:
     """Tiles as stored: the fill tile first, then every stored chunk's bytes in file order."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     located = array.locate_stored()
     read_chunk = array.read_chunk_shape
-    units = [tuple(b // c for b, c in zip(box.start, read_chunk, strict=True)) for box in boxes]
-    stored = [located.get(unit) for unit in units]
+    stored = [located.get(tuple(b // c for b, c in zip(box.start, read_chunk, strict=True))) for box in boxes]
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
-    lengths = [len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None]
-    pieces = Pieces.of(lengths)
+    pieces = Pieces.of([len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None])
     offsets = np.zeros(len(boxes), dtype=np.uint64)
     counts = np.full(len(boxes), len(fill), dtype=np.uint64)
     sources: list[Any] = [None]
@@ -130,8 +160,7 @@ def _passed_through(array: TiffArray, image: ImageShape, tiling: Tiling, boxes: 
         data = fill if piece == 0 else held.get(piece, sources[piece])
         return memoryview(data)[at : at + count]
 
-    tags = image_tags(image, fmt, form.compression, tiling, 0, extra)
-    return TiffFile(paged(image, tags, offsets, counts, tiled=True), pieces.total, byteorder, passed, pieces)
+    return offsets, counts, pieces, passed
 
 
 class HeldTiles:
@@ -161,7 +190,7 @@ class HeldTiles:
 
 
 class TiffFile:
-    """The header (IFDs and their values), then the data as pieces read by `read_piece`.
+    """The header (IFDs and their values), then the data of each part in turn.
 
     Served without the page cache: a reader of one tile gets that tile, not the kernel's
     readahead of the tiles after it in the file (other rows of the image)."""
@@ -170,15 +199,18 @@ class TiffFile:
     direct_io = True
     resizable = False
 
-    def __init__(self, images: list[Any], data_bytes: int, byteorder: str,
-                 read_piece: Callable[[int, int, int], bytes | memoryview], pieces: Pieces) -> None:
-        header = tiff_header(images, data_bytes, byteorder)
+    def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
+                 byteorder: str) -> None:
+        """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images."""
+        self._parts = list(parts)
+        self._bases = np.concatenate([[0], np.cumsum([p.pieces.total for p in parts])]).astype(np.int64)
+        shifted = [[image.with_data_at(int(base)) for image in part.images]
+                   for part, base in zip(parts, self._bases, strict=False)]
+        header = tiff_header(arrange(shifted), int(self._bases[-1]), byteorder)
         self.big = header.big
         self.header = header.contents
         self.data_start = header.data_start
-        self.size = self.data_start + data_bytes
-        self._read_piece = read_piece
-        self._pieces = pieces
+        self.size = self.data_start + int(self._bases[-1])
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         size = max(0, min(size, self.size - offset))
@@ -187,10 +219,14 @@ class TiffFile:
             head = self.header[offset : offset + size]
             parts.append(head + b"\0" * (min(self.data_start, offset + size) - offset - len(head)))
         at = max(offset, self.data_start) - self.data_start
-        left = offset + size - self.data_start - at
-        if left > 0:
-            parts += [self._read_piece(piece, inside, count)
-                      for piece, inside, count in self._pieces.spans(at, left)]
+        end = offset + size - self.data_start
+        while at < end:
+            number = int(np.searchsorted(self._bases, at, side="right")) - 1
+            part, base = self._parts[number], int(self._bases[number])
+            stop = min(end, int(self._bases[number + 1]))
+            parts += [part.read_piece(piece, inside, count)
+                      for piece, inside, count in part.pieces.spans(at - base, stop - at)]
+            at = stop
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
