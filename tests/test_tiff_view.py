@@ -18,6 +18,7 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCode
 
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
+from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
 from zarrfs.views.tiff_layout import Pieces
 from zarrfs.views.tiff_view import TiffFile, shows_tiff, tiff_file
@@ -208,3 +209,42 @@ def test_pieces_cover_a_range_once() -> None:
     assert list(pieces.spans(4, 3)) == [(0, 4, 1), (1, 0, 2)]
     assert list(pieces.spans(9, 100)) == [(3, 1, 6)]
     assert list(pieces.spans(15, 10)) == []
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_ome_zarr_pyramid_as_ome_tiff(tmp_path: Path, version: str) -> None:
+    """Every level of the multiscale as SubIFDs of the full resolution's planes, with OME-XML:
+    tifffile sees the OME series, its axes, sizes, levels and physical sizes."""
+    from ome_zarr.format import FormatV04, FormatV05
+    from ome_zarr.writer import write_image
+
+    group = zarr.open_group(tmp_path / "image.zarr", mode="w", zarr_format=2 if version == "0.4" else 3)
+    data = values((2, 3, 256, 384), "uint16")
+    axes = [{"name": "c", "type": "channel"},
+            *({"name": name, "type": "space", "unit": "micrometer"} for name in "zyx")]
+    write_image(data, group, axes=axes,
+                fmt=FormatV04() if version == "0.4" else FormatV05(), scale_factors=[2, 4],
+                storage_options={"chunks": (1, 1, 64, 128)})
+    attributes = dict(group.attrs)
+    block = attributes["ome"] if version == "0.5" else attributes
+    multiscale_attributes = block["multiscales"][0]  # (physical sizes of our own; ome-zarr drops units)
+    multiscale_attributes["axes"] = axes
+    for n, dataset in enumerate(multiscale_attributes["datasets"]):
+        scale = [1.0, 2.0, 0.5 * 2**n, 0.25 * 2**n]
+        dataset["coordinateTransformations"] = [{"type": "scale", "scale": scale}]
+    group.attrs.update(attributes)
+    multiscale = multiscale_of(dict(group.attrs))
+    assert multiscale is not None
+    levels = [open_array(Store.open(str(tmp_path / "image.zarr" / path))) for path in multiscale.paths]
+    view = ome_tiff_file(multiscale, levels, "little")
+    assert view is not None
+    with tifffile.TiffFile(io.BufferedReader(ViewReader(view), 1 << 16)) as tiff:
+        assert tiff.is_ome and len(tiff.pages) == 6
+        series = tiff.series[0]
+        assert series.axes == "CZYX" and series.shape == data.shape and len(series.levels) == 3
+        assert np.array_equal(series.asarray(), data)
+        for level, path in zip(series.levels[1:], multiscale.paths[1:], strict=True):
+            assert np.array_equal(level.asarray(), zarr.open_array(tmp_path / "image.zarr" / path)[...])
+        pixels = tifffile.xml2dict(tiff.ome_metadata)["OME"]["Image"]["Pixels"]
+        assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"], pixels["PhysicalSizeZ"]) == (0.25, 0.5, 2.0)
+        assert pixels["PhysicalSizeXUnit"] == "µm" and tiff.pages[0].compression in (1, 50000)
