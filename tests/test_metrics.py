@@ -3,6 +3,7 @@ parsed by prometheus_client's own parser (the oracle of the exposition format)."
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 import zarr
 from http_server import serving
 from mounting import is_mounted
+from netproxy import proxied
 from prometheus_client.parser import text_string_to_metric_families
 
 import zarrfs
@@ -141,6 +143,30 @@ def test_the_mount_label_has_no_credentials(source: Path, tmp_path: Path) -> Non
     samples = {(s.name, frozenset(s.labels.items())): s.value
                for family in text_string_to_metric_families(text) for s in family.samples}
     assert value(samples, "zarrfs_store_request_seconds_count", mount=f"http://{host}/array.zarr") > 0
+
+
+def test_a_silent_store_shows_as_timeouts(source: Path, tmp_path: Path) -> None:
+    """A partition (connections accepted, nothing answered): the read fails at the deadline,
+    and the scrape counts the store operation that timed out, by its kind."""
+    with serving(tmp_path) as server, proxied(int(server.url.rsplit(":", 1)[1])) as proxy:
+        url = f"http://127.0.0.1:{proxy.port}/array.zarr"
+        with zarrfs.mount(url, metrics="127.0.0.1:0", timeout=2, recheck="never") as m:
+            assert m.metrics_address is not None
+            assert value(scrape(m.metrics_address), "zarrfs_store_timeouts_total") == 0
+            with open(m.path / "data", "rb") as f:
+                proxy.swallow()
+                with pytest.raises(OSError) as raised:
+                    f.read(4096)
+                assert raised.value.errno == errno.EIO
+                deadline = time.monotonic() + 20  # (the abandoned store call ends at its own deadline)
+                while value(samples := scrape(m.metrics_address), "zarrfs_store_timeouts_total") == 0:
+                    assert time.monotonic() < deadline, "no store timeout counted"
+                    time.sleep(0.2)
+                proxy.heal()
+    timed_out = value(samples, "zarrfs_store_request_seconds_count", outcome="timeout")
+    assert timed_out == value(samples, "zarrfs_store_timeouts_total") > 0
+    assert value(samples, "zarrfs_store_request_seconds_sum", outcome="timeout") >= 2 * timed_out * 0.9
+    assert value(samples, "zarrfs_store_timeouts_total", operation="get") > 0
 
 
 @pytest.mark.parametrize(("url", "label"), [
