@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .errors import ZarrfsError
-from .store.observe import KINDS, OUTCOMES
+from .store.observe import KINDS, TIMEOUT
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -70,12 +70,14 @@ class Metrics:
                          ["mount", "operation"], registry=self.registry, buckets=LATENCY_BUCKETS)
         self._fuse_family = fuse
         self._fuse_children: dict[str, Histogram] = {}  # (operation -> its child, made once)
-        store = Histogram("zarrfs_store_request_seconds",
-                          "Latency of store operations (retries included), by operation and outcome",
-                          ["mount", "operation", "outcome"], registry=self.registry,
-                          buckets=LATENCY_BUCKETS)
-        self._store = {(kind, outcome): store.labels(self.mount, kind, outcome)
-                       for kind in KINDS for outcome in OUTCOMES}
+        self._store_family = Histogram("zarrfs_store_request_seconds",
+                                       "Latency of store operations (retries included), by "
+                                       "operation and outcome",
+                                       ["mount", "operation", "outcome"], registry=self.registry,
+                                       buckets=LATENCY_BUCKETS)
+        # Histogram children are made as their label sets first occur (each is 21 series);
+        # the counters an alert watches exist from the start (an increase needs a first 0).
+        self._store: dict[tuple[str, str], Histogram] = {}
         retries = Counter("zarrfs_store_retries", "Store operations retried after a transient fault",
                           ["mount", "operation"], registry=self.registry)
         self._retries = {kind: retries.labels(self.mount, kind) for kind in KINDS}
@@ -132,8 +134,11 @@ class Metrics:
 
     def finished(self, kind: str, outcome: str, seconds: float) -> None:
         self._store_in_flight.dec()
-        self._store[kind, outcome].observe(seconds)
-        if outcome == "timeout":
+        child = self._store.get((kind, outcome))
+        if child is None:  # (two threads may both make it: labels() returns the same child)
+            child = self._store[kind, outcome] = self._store_family.labels(self.mount, kind, outcome)
+        child.observe(seconds)
+        if outcome == TIMEOUT:
             self._timeouts[kind].inc()
 
     def retried(self, kind: str) -> None:
