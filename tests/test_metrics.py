@@ -26,6 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import zarrfs
 from zarrfs.errors import MountError
 from zarrfs.metrics import public_source
+from zarrfs.options import MountOptions, OptionError
 
 SHAPE = (512, 512)
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -177,6 +178,21 @@ def test_a_silent_store_shows_as_timeouts(source: Path, tmp_path: Path) -> None:
 ])
 def test_public_source(url: str, label: str) -> None:
     assert public_source(url) == label
+
+
+@pytest.mark.parametrize(("text", "address"), [
+    ("127.0.0.1:9464", ("127.0.0.1", 9464)), ("0.0.0.0:0", ("0.0.0.0", 0)), ("[::1]:9464", ("::1", 9464)),
+    ("node-7.local:80", ("node-7.local", 80)),
+])
+def test_the_option_parses(text: str, address: tuple[str, int]) -> None:
+    assert MountOptions.parse([f"ro,metrics={text}"]).metrics == address
+    assert MountOptions.parse(["ro"]).metrics is None
+
+
+@pytest.mark.parametrize("text", ["9464", ":9464", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000", ""])
+def test_a_bad_address_is_refused(text: str) -> None:
+    with pytest.raises(OptionError, match="metrics"):
+        MountOptions.parse([f"metrics={text}"])
 
 
 def test_a_port_in_use_fails_the_mount_with_its_reason(source: Path, tmp_path: Path) -> None:
