@@ -107,8 +107,12 @@ def test_a_scrape_during_a_workload_shows_it(source: Path, workload: list[BaseEx
         for gauge in ("zarrfs_dirty_bytes", "zarrfs_readahead_bytes", "zarrfs_requests_in_flight",
                       "zarrfs_store_requests_in_flight"):
             assert (gauge, frozenset({("mount", mount)})) in second, gauge
-        # The scrape itself is not a FUSE request: in flight there is none (the worker stopped).
-        assert value(scrape(m.metrics_address), "zarrfs_requests_in_flight") == 0
+        # The workload stopped: once the kernel's last requests (a release is sent after the
+        # close returns) are answered, none is in flight (a scrape is not a FUSE request).
+        deadline = time.monotonic() + 30
+        while value(scrape(m.metrics_address), "zarrfs_requests_in_flight") != 0:
+            assert time.monotonic() < deadline, "requests stay in flight"
+            time.sleep(0.05)
         assert all(dict(labels).get("mount") == mount for _, labels in second), "a series without `mount`"
         # Every `zarrfs stats` counter is a series.
         for name in m.stats():
