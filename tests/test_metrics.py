@@ -174,6 +174,22 @@ def test_a_silent_store_shows_as_timeouts(source: Path, tmp_path: Path) -> None:
     assert value(samples, "zarrfs_store_timeouts_total", operation="get") > 0
 
 
+def test_a_503_shows_as_a_retry(source: Path, tmp_path: Path) -> None:
+    """A store briefly unavailable (503s): the read is retried within its deadline and
+    succeeds, and the retries are counted by the kind of operation retried."""
+    with serving(tmp_path) as server, \
+            zarrfs.mount(f"{server.url}/array.zarr", metrics="127.0.0.1:0", recheck="never") as m:
+        assert m.metrics_address is not None
+        with open(m.path / "data", "rb") as f:
+            server.unavailable = 2
+            head = f.read(8)
+        samples = scrape(m.metrics_address)
+    assert head == np.arange(2, dtype="<f4").tobytes()
+    assert value(samples, "zarrfs_store_retries_total", operation="get") == 2
+    assert value(samples, "zarrfs_store_request_seconds_count", operation="get", outcome="ok") > 0
+    assert value(samples, "zarrfs_store_request_seconds_count", outcome="error") == 0
+
+
 @pytest.mark.parametrize(("url", "label"), [
     ("s3://bucket/a.zarr", "s3://bucket/a.zarr"),
     ("https://user:pw@example.org/a.zarr", "https://example.org/a.zarr"),
