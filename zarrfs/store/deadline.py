@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import fsspec
 from fsspec.asyn import sync
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreTimeout
 from .settings import DEFAULT_REMOTE_TIMEOUT
 
 log = logging.getLogger("zarrfs.store")
@@ -60,9 +60,10 @@ def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
 
 
 def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors, Errors], *,
-        bounded: bool, missing_ok: bool = True) -> T | None:
+        bounded: bool, missing_ok: bool = True, on_retry: Callable[[], None] | None = None) -> T | None:
     """One store operation: None for a missing key (when reading), retries of transient
-    faults while the deadline allows, StoreError naming `key` for the rest."""
+    faults while the deadline allows (`on_retry` called before each), StoreError naming `key`
+    for the rest (StoreTimeout: no answer within the deadline)."""
     deadline = time.monotonic() + policy.deadline_seconds
     delay = policy.first_delay
     while True:
@@ -80,9 +81,11 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
                 raise StoreError(key, one_line(e)) from None
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
-                    raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
+                    raise StoreTimeout(key, f"no answer within {policy.deadline_seconds:g} s") from None
                 raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
             log.warning("store key %r: %s; retrying", key, one_line(e))
+            if on_retry is not None:
+                on_retry()
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, policy.max_delay)
 
