@@ -161,3 +161,23 @@ def test_rewritten_after_a_write_and_left_out_by_views(tmp_path: Path, mount_arr
     wait_until(lambda: np.array_equal(tifffile.imread(mount.path / "data.tif"), data), what="the new value")
     plain = mount_array(tmp_path / "a.zarr", ["ro", "views=npy:vrt"])
     assert "data.tif" not in {p.name for p in plain.path.iterdir()}
+
+
+def test_big_sparse_array_as_bigtiff_in_gdal(tmp_path: Path, mount_array: Any) -> None:
+    """A sparse array whose decoded tiles pass 4 GiB: a BigTIFF GDAL reads windows of, past
+    the 4 GiB offset, decoding only the chunks of the window."""
+    array = zarr.create_array(tmp_path / "a.zarr", shape=(66000, 66000), chunks=(1024, 1024), dtype="uint8",
+                              compressors=BloscCodec(), fill_value=7)
+    array[65600:65610, 100:110] = 3
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    tif = mount.path / "data.tif"
+    assert tif.stat().st_size > 1 << 32
+    window = tmp_path / "window.tif"
+    subprocess.run(["gdal_translate", "-q", "-srcwin", "96", "65590", "30", "30", str(tif), str(window)],
+                   check=True)
+    want = np.full((30, 30), 7, np.uint8)
+    want[10:20, 4:14] = 3
+    assert np.array_equal(tifffile.imread(window), want)
+    assert stats(mount.path)["chunks_decoded"] == 1
+    with open(tif, "rb") as f:
+        assert f.read(4) == b"II+\0"  # BigTIFF
