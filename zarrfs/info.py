@@ -38,9 +38,12 @@ def describe_array(node: NodeMetadata) -> str:
         pipeline = Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
     except ZarrfsError as e:
         return f"metadata only: {e}"
-    chunks = f"chunks {dims(meta.chunk_shape)}"
+    edges = dims(meta.chunk_shape)
+    if meta.rectilinear is not None:
+        edges = f"rectilinear {meta.rectilinear.edges_text()}"
+    chunks = f"chunks {edges}"
     if isinstance(pipeline.array_to_bytes, ShardingCodec):
-        chunks = f"shards {dims(meta.chunk_shape)} of chunks {dims(pipeline.array_to_bytes.inner_shape)}"
+        chunks = f"shards {edges} of chunks {dims(pipeline.array_to_bytes.inner_shape)}"
     codecs = " -> ".join(codec_text(c) for c in meta.codecs)
     return f"shape {dims(meta.shape)}, {meta.data_type.name}, {chunks}, codecs {codecs}"
 
@@ -56,6 +59,9 @@ def describe(array: ZarrArray) -> list[tuple[str, str]]:
         ("data type", meta.data_type.name),
         ("chunk shape", dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
     ]
+    if meta.rectilinear is not None:
+        edges = f"rectilinear {meta.rectilinear.edges_text()}"
+        rows[-1] = ("chunk edges", edges + (" (shards)" if sharded else ""))
     if isinstance(sharding, ShardingCodec):
         rows.append(("inner chunk shape", dims(sharding.inner_shape)))
     rows += [

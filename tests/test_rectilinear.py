@@ -1,0 +1,220 @@
+"""Rectilinear chunk grids (zarr-extensions `rectilinear`, kind `inline`) through real mounts.
+
+The arrays are written by hand, as the registry defines them: a v3 document with the edges
+(a repeated integer, explicit lists, `[edge, count]` runs, edges past the end), every chunk
+the full size of its edges, encoded with numcodecs' Zstd. The oracle decodes the stored
+chunks with numcodecs and puts them together with numpy (`assemble`), independent of zarrfs.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+from mounting import ZARRFS
+
+from zarrfs.grid import Box, cells_of
+from zarrfs.rectilinear import RectilinearGrid, parse_rectilinear
+
+FILL = 7
+DTYPE = np.dtype("<u2")
+# The registry's example: shape [6]*5, every way of writing edges.
+EXAMPLE = [4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]
+
+
+def expand(axis: Any, extent: int) -> list[int]:
+    """The registry's rule, written out again for the oracle."""
+    if isinstance(axis, int):
+        return [axis] * max(1, -(-extent // axis))
+    out: list[int] = []
+    for item in axis:
+        out += [item[0]] * item[1] if isinstance(item, list) else [item]
+    return out
+
+
+def starts(edges: list[int]) -> list[int]:
+    return [0, *itertools.accumulate(edges)]
+
+
+def chunk_count(edges: list[int], extent: int) -> int:
+    return sum(1 for s in starts(edges)[:-1] if s < extent)
+
+
+def write_array(path: Path, shape: tuple[int, ...], chunk_shapes: list[Any], values: np.ndarray,
+                skip: set[tuple[int, ...]] = frozenset()) -> None:  # type: ignore[assignment]
+    """A v3 array on a rectilinear grid holding `values`, the chunks in `skip` not stored."""
+    path.mkdir(parents=True)
+    doc = {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint16",
+           "chunk_grid": {"name": "rectilinear",
+                          "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}},
+           "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+           "fill_value": FILL, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                          {"name": "zstd", "configuration": {"level": 1}}],
+           "attributes": {}}
+    (path / "zarr.json").write_text(json.dumps(doc))
+    edges = [expand(a, n) for a, n in zip(chunk_shapes, shape, strict=True)]
+    counts = [chunk_count(e, n) for e, n in zip(edges, shape, strict=True)]
+    for index in itertools.product(*(range(c) for c in counts)):
+        if index in skip:
+            continue
+        lo = [starts(e)[i] for e, i in zip(edges, index, strict=True)]
+        size = [e[i] for e, i in zip(edges, index, strict=True)]
+        chunk = np.full(size, FILL, dtype=DTYPE)
+        part = values[tuple(slice(a, a + s) for a, s in zip(lo, size, strict=True))]
+        chunk[tuple(slice(0, n) for n in part.shape)] = part
+        key = path / "c" / "/".join(map(str, index))
+        key.parent.mkdir(parents=True, exist_ok=True)
+        key.write_bytes(numcodecs.Zstd(level=1).encode(chunk.tobytes()))
+
+
+def stored_chunks(path: Path) -> dict[tuple[int, ...], np.ndarray]:
+    """Every stored chunk, decoded by numcodecs to the shape of its edges."""
+    doc = json.loads((path / "zarr.json").read_text())
+    shape = doc["shape"]
+    edges = [expand(a, n) for a, n in zip(doc["chunk_grid"]["configuration"]["chunk_shapes"], shape,
+                                          strict=True)]
+    found = {}
+    for file in (path / "c").rglob("*"):
+        if file.is_file():
+            index = tuple(int(p) for p in file.relative_to(path / "c").parts)
+            size = [e[i] for e, i in zip(edges, index, strict=True)]
+            raw = numcodecs.Zstd().decode(file.read_bytes())
+            found[index] = np.frombuffer(raw, dtype=DTYPE).reshape(size)
+    return found
+
+
+def assemble(path: Path) -> np.ndarray:
+    """The array as its stored chunks say (the oracle)."""
+    doc = json.loads((path / "zarr.json").read_text())
+    shape = doc["shape"]
+    edges = [expand(a, n) for a, n in zip(doc["chunk_grid"]["configuration"]["chunk_shapes"], shape,
+                                          strict=True)]
+    out = np.full([starts(e)[-1] for e in edges], FILL, dtype=DTYPE)
+    for index, chunk in stored_chunks(path).items():
+        lo = [starts(e)[i] for e, i in zip(edges, index, strict=True)]
+        out[tuple(slice(a, a + n) for a, n in zip(lo, chunk.shape, strict=True))] = chunk
+    return out[tuple(slice(0, n) for n in shape)]
+
+
+def values_of(shape: tuple[int, ...]) -> np.ndarray:
+    return (np.arange(int(np.prod(shape))) * 13 % 60000 + 100).astype(DTYPE).reshape(shape)
+
+
+# -- index math ----------------------------------------------------------------------------------
+
+
+def test_the_registry_example_expands_as_it_says() -> None:
+    grid = parse_rectilinear({"kind": "inline", "chunk_shapes": EXAMPLE}, (6,) * 5, "chunk_grid")
+    assert grid.axes == (4, (1, 2, 3), (4, 4), (1, 1, 1, 3), (4, 4, 4))
+    assert grid.grid_shape((6,) * 5) == (2, 3, 2, 4, 2)  # the third [4, 4, 4] chunk is past the end
+    assert grid.largest == (4, 3, 4, 3, 4)
+    assert grid.to_json()["configuration"]["chunk_shapes"] == [4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [[4, 3]]]
+    two_d = RectilinearGrid(((16, 10), (24, 14)))  # the registry's diagram: (20, 15) is in chunk (1, 0)
+    (piece,) = two_d.cells_of(Box((20, 15), (21, 16)))
+    assert piece.cell == (1, 0) and piece.in_cell == (slice(4, 5), slice(15, 16))
+
+
+def test_cells_of_covers_every_element_once() -> None:
+    grid = RectilinearGrid(((1, 2, 3, 5), 3))
+    box = Box((1, 2), (10, 8))
+    seen = np.zeros(box.shape, dtype=int)
+    for piece in grid.cells_of(box):
+        chunk = grid.chunk_box(piece.cell)
+        seen[piece.in_box] += 1
+        for d in range(2):
+            assert piece.in_cell[d].start + chunk.start[d] == piece.in_box[d].start + box.start[d]
+    assert (seen == 1).all()
+    regular = RectilinearGrid((4, 5))  # integer axes: the regular grid
+    assert list(regular.cells_of(box)) == list(cells_of(box, (4, 5)))
+
+
+def test_bad_edges_are_refused_naming_the_member() -> None:
+    for config, member in [({"kind": "x", "chunk_shapes": [4]}, "kind"),
+                           ({"kind": "inline", "chunk_shapes": [[2, 2]]}, "chunk_shapes[0]"),
+                           ({"kind": "inline", "chunk_shapes": [[[2, 0]]]}, "chunk_shapes[0][0]"),
+                           ({"kind": "inline", "chunk_shapes": [0]}, "chunk_shapes[0]")]:
+        with pytest.raises(ValueError, match=member.replace("[", r"\[").replace("]", r"\]")):
+            parse_rectilinear(config, (6,), "chunk_grid")
+
+
+# -- through a mount -------------------------------------------------------------------------------
+
+
+def test_registry_example_reads_and_writes(tmp_path: Path, mount_array: Any) -> None:
+    shape = (6,) * 5
+    path = tmp_path / "a.zarr"
+    write_array(path, shape, EXAMPLE, values_of(shape), skip={(1, 2, 1, 3, 1), (0, 0, 0, 0, 0)})
+    expected = assemble(path)
+    assert (expected == FILL).any()
+    m = mount_array(path, ["rw"])
+    assert np.array_equal(np.fromfile(m.data, dtype=DTYPE).reshape(shape), expected)
+    # a chunk file holds its chunk: the shape of its edges, overhang past the end as the fill
+    chunk = np.fromfile(m.chunk("c/1/2/1/3/1"), dtype=DTYPE).reshape(4, 3, 4, 3, 4)
+    assert (chunk == FILL).all()
+    chunk = np.fromfile(m.chunk("c/1/1/0/3/1"), dtype=DTYPE).reshape(4, 2, 4, 3, 4)
+    assert np.array_equal(chunk[:2, :, :, :, :2], expected[4:6, 1:3, 0:4, 3:6, 4:6])
+    assert (chunk[2:] == FILL).all() and (chunk[..., 2:] == FILL).all()
+    assert not (m.path / "chunks/c/0/0/0/0/2").exists()  # the [4, 4, 4] axis holds 2 chunks
+    new = expected.copy()
+    new[1:5, 0:5, 2:6, 1:5, 3:6] = 12345
+    a = np.memmap(m.data, dtype=DTYPE, mode="r+", shape=shape)
+    a[1:5, 0:5, 2:6, 1:5, 3:6] = 12345
+    a.flush()
+    del a
+    with open(m.chunk("c/0/1/0/3/0"), "r+b") as f:
+        f.write(np.full((4, 2, 4, 3, 4), 9, dtype=DTYPE).tobytes())
+    new[0:4, 1:3, 0:4, 3:6, 0:4] = 9
+    assert m.unmount() == 0
+    assert np.array_equal(assemble(path), new)
+    for index, stored in stored_chunks(path).items():  # every chunk stored at its own shape
+        assert stored.shape == RectilinearGrid(parse_rectilinear(
+            {"kind": "inline", "chunk_shapes": EXAMPLE}, shape, "g").axes).chunk_shape(index)
+
+
+def test_resize_grows_and_shrinks_as_zarr_python_does(tmp_path: Path, mount_array: Any) -> None:
+    shape = (10, 7)
+    path = tmp_path / "a.zarr"
+    write_array(path, shape, [[3, 3, 4], [2, 5]], values_of(shape))
+    expected = assemble(path)
+    row = 7 * DTYPE.itemsize
+    m = mount_array(path, ["rw"])
+    os.truncate(m.data, 5 * row)  # shrink: the edges stay, the chunks past row 6 go
+    assert np.array_equal(np.fromfile(m.data, dtype=DTYPE).reshape(5, 7), expected[:5])
+    doc = json.loads((path / "zarr.json").read_text())
+    assert doc["shape"] == [5, 7]
+    assert doc["chunk_grid"]["configuration"]["chunk_shapes"] == [[[3, 2], 4], [2, 5]]
+    assert sorted(stored_chunks(path)) == [(i, j) for i in range(2) for j in range(2)]
+    assert sorted(os.listdir(m.path / "chunks/c")) == ["0", "1"]
+    os.truncate(m.data, 12 * row)  # grow past the edges: one more edge of 2
+    doc = json.loads((path / "zarr.json").read_text())
+    assert doc["shape"] == [12, 7]
+    assert doc["chunk_grid"]["configuration"]["chunk_shapes"] == [[[3, 2], 4, 2], [2, 5]]
+    grown = np.fromfile(m.data, dtype=DTYPE).reshape(12, 7)
+    assert np.array_equal(grown[:5], expected[:5]) and (grown[5:] == FILL).all()
+    assert sorted(os.listdir(m.path / "chunks/c")) == ["0", "1", "2", "3"]
+    with open(m.data, "r+b") as f, pytest.raises(OSError) as refused:
+        f.truncate(30 * row)  # an edge of 18, above the largest (4): refused, nothing changes
+    assert refused.value.errno in (errno.EINVAL, errno.EFBIG, errno.EPERM)
+    a = np.memmap(m.data, dtype=DTYPE, mode="r+", shape=(12, 7))
+    a[10:12] = 4242
+    a.flush()
+    del a
+    assert m.unmount() == 0
+    final = assemble(path)
+    assert final.shape == (12, 7) and (final[10:12] == 4242).all() and (final[5:10] == FILL).all()
+    assert stored_chunks(path)[(3, 1)].shape == (2, 5)
+
+
+def test_info_shows_the_edges(tmp_path: Path) -> None:
+    path = tmp_path / "a.zarr"
+    write_array(path, (6,) * 5, EXAMPLE, values_of((6,) * 5))
+    done = subprocess.run([ZARRFS, "info", str(path)], capture_output=True, text=True, check=True)
+    assert "rectilinear 4 x [1, 2, 3] x [4*2] x [1*3, 3] x [4*3]" in done.stdout
