@@ -48,16 +48,58 @@ def chunk_count(edges: list[int], extent: int) -> int:
     return sum(1 for s in starts(edges)[:-1] if s < extent)
 
 
+ZSTD = [{"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "zstd", "configuration": {"level": 1}}]
+
+
+def sharding(inner: tuple[int, ...]) -> list[dict[str, Any]]:
+    return [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": list(inner), "codecs": ZSTD, "index_location": "end",
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]}}]
+
+
+def encode(chunk: np.ndarray, inner: tuple[int, ...] | None) -> bytes:
+    """A chunk as stored: zstd, or a shard of zstd inner chunks (C order) with its index."""
+    if inner is None:
+        return bytes(numcodecs.Zstd(level=1).encode(chunk.tobytes()))
+    per = [n // c for n, c in zip(chunk.shape, inner, strict=True)]
+    index = np.zeros((*per, 2), dtype="<u8")
+    parts = []
+    position = 0
+    for i in itertools.product(*(range(p) for p in per)):
+        part = encode(chunk[tuple(slice(a * c, (a + 1) * c) for a, c in zip(i, inner, strict=True))], None)
+        index[i] = (position, len(part))
+        parts.append(part)
+        position += len(part)
+    return b"".join(parts) + bytes(numcodecs.CRC32C().encode(index.tobytes()))
+
+
+def decode(raw: bytes, shape: list[int], inner: tuple[int, ...] | None) -> np.ndarray:
+    if inner is None:
+        return np.frombuffer(numcodecs.Zstd().decode(raw), dtype=DTYPE).reshape(shape)
+    per = [n // c for n, c in zip(shape, inner, strict=True)]
+    size = 16 * int(np.prod(per))
+    index = np.frombuffer(numcodecs.CRC32C().decode(raw[-size - 4 :]), dtype="<u8").reshape(*per, 2)
+    out = np.full(shape, FILL, dtype=DTYPE)
+    for i in itertools.product(*(range(p) for p in per)):
+        offset, nbytes = (int(v) for v in index[i])
+        if offset != 2**64 - 1:
+            where = tuple(slice(a * c, (a + 1) * c) for a, c in zip(i, inner, strict=True))
+            out[where] = decode(raw[offset : offset + nbytes], list(inner), None)
+    return out
+
+
 def write_array(path: Path, shape: tuple[int, ...], chunk_shapes: list[Any], values: np.ndarray,
-                skip: set[tuple[int, ...]] = frozenset()) -> None:  # type: ignore[assignment]
-    """A v3 array on a rectilinear grid holding `values`, the chunks in `skip` not stored."""
+                skip: set[tuple[int, ...]] = frozenset(),  # type: ignore[assignment]
+                inner: tuple[int, ...] | None = None) -> None:
+    """A v3 array on a rectilinear grid holding `values`, the chunks in `skip` not stored;
+    sharded into `inner` chunks when given."""
     path.mkdir(parents=True)
     doc = {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint16",
            "chunk_grid": {"name": "rectilinear",
                           "configuration": {"kind": "inline", "chunk_shapes": chunk_shapes}},
            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-           "fill_value": FILL, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                                          {"name": "zstd", "configuration": {"level": 1}}],
+           "fill_value": FILL, "codecs": ZSTD if inner is None else sharding(inner),
            "attributes": {}}
     (path / "zarr.json").write_text(json.dumps(doc))
     edges = [expand(a, n) for a, n in zip(chunk_shapes, shape, strict=True)]
@@ -72,12 +114,14 @@ def write_array(path: Path, shape: tuple[int, ...], chunk_shapes: list[Any], val
         chunk[tuple(slice(0, n) for n in part.shape)] = part
         key = path / "c" / "/".join(map(str, index))
         key.parent.mkdir(parents=True, exist_ok=True)
-        key.write_bytes(numcodecs.Zstd(level=1).encode(chunk.tobytes()))
+        key.write_bytes(encode(chunk, inner))
 
 
 def stored_chunks(path: Path) -> dict[tuple[int, ...], np.ndarray]:
     """Every stored chunk, decoded by numcodecs to the shape of its edges."""
     doc = json.loads((path / "zarr.json").read_text())
+    codec = doc["codecs"][0]
+    inner = tuple(codec["configuration"]["chunk_shape"]) if codec["name"] == "sharding_indexed" else None
     shape = doc["shape"]
     edges = [expand(a, n) for a, n in zip(doc["chunk_grid"]["configuration"]["chunk_shapes"], shape,
                                           strict=True)]
@@ -86,8 +130,7 @@ def stored_chunks(path: Path) -> dict[tuple[int, ...], np.ndarray]:
         if file.is_file():
             index = tuple(int(p) for p in file.relative_to(path / "c").parts)
             size = [e[i] for e, i in zip(edges, index, strict=True)]
-            raw = numcodecs.Zstd().decode(file.read_bytes())
-            found[index] = np.frombuffer(raw, dtype=DTYPE).reshape(size)
+            found[index] = decode(file.read_bytes(), size, inner)
     return found
 
 
@@ -218,3 +261,30 @@ def test_info_shows_the_edges(tmp_path: Path) -> None:
     write_array(path, (6,) * 5, EXAMPLE, values_of((6,) * 5))
     done = subprocess.run([ZARRFS, "info", str(path)], capture_output=True, text=True, check=True)
     assert "rectilinear 4 x [1, 2, 3] x [4*2] x [1*3, 3] x [4*3]" in done.stdout
+
+
+def test_shards_of_a_rectilinear_grid(tmp_path: Path, mount_array: Any) -> None:
+    """Shards of their own shapes, inner chunks (2, 3) regular across the array."""
+    shape = (11, 12)
+    path = tmp_path / "a.zarr"
+    write_array(path, shape, [[4, 2, 6], [[6, 2]]], values_of(shape), skip={(1, 1)}, inner=(2, 3))
+    expected = assemble(path)
+    m = mount_array(path, ["rw"])
+    assert np.array_equal(np.fromfile(m.data, dtype=DTYPE).reshape(shape), expected)
+    shard = np.fromfile(m.chunk("c/2/0"), dtype=DTYPE).reshape(6, 6)
+    assert np.array_equal(shard[:5], expected[6:11, :6]) and (shard[5:] == FILL).all()
+    a = np.memmap(m.data, dtype=DTYPE, mode="r+", shape=shape)
+    a[3:8, 5:12] = 999
+    a.flush()
+    del a
+    expected[3:8, 5:12] = 999
+    with pytest.raises(OSError) as refused:  # past the edges by 1: an edge the inner 2 do not divide
+        os.truncate(m.data, 13 * 12 * DTYPE.itemsize)
+    assert refused.value.errno == errno.EINVAL
+    assert m.unmount() == 0
+    assert np.array_equal(assemble(path), expected)
+    assert stored_chunks(path)[(1, 1)].shape == (2, 6)
+    assert json.loads((path / "zarr.json").read_text())["shape"] == [11, 12]
+    write_array(tmp_path / "b.zarr", (6, 6), [[4, 2], 6], values_of((6, 6)), inner=(4, 3))
+    done = subprocess.run([ZARRFS, "info", str(tmp_path / "b.zarr")], capture_output=True, text=True)
+    assert "metadata only" in done.stdout + done.stderr or done.returncode != 0

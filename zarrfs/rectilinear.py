@@ -96,6 +96,13 @@ class RectilinearGrid:
                 in_box.append(slice(lo - a, hi - a))
             yield Piece(cell, tuple(in_cell), tuple(in_box))
 
+    def divisible_by(self, shape: Sequence[int]) -> int | None:
+        """The first axis with an edge that `shape` does not divide (None: every edge is)."""
+        for d, (axis, c) in enumerate(zip(self.axes, shape, strict=True)):
+            if any(e % c for e in ({axis} if isinstance(axis, int) else set(axis))):
+                return d
+        return None
+
     def resized(self, shape: Sequence[int]) -> RectilinearGrid:
         """The grid after a resize to `shape` (zarr-python's rule: an axis grown past its
         edges gets one more edge, the size of the growth; nothing else changes)."""

@@ -131,7 +131,7 @@ class PlainChunkIO:
             for key in keys:
                 self._parked.pop(key, None)
 
-    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+    def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
 

@@ -78,7 +78,8 @@ class ZarrArray:
         self.io: PlainChunkIO
         if description.rectilinear is not None:
             self.io = rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
-                                     self.stats, self.shared.counters)
+                                     self.stats, self.shared.counters,
+                                     (self.shared.cache, self.owner, self.shared.loaders))
         elif self.sharding is None:
             self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
                                    self.shared.counters)

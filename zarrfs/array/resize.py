@@ -98,6 +98,10 @@ class Resizer:
         if math.prod(shape) * old.description.data_type.itemsize > MAX_ARRAY_BYTES:
             raise ResizeError(f"shape {list(shape)} is too large to address")
         grown = old.description.resized(shape)
+        sharded = old.read_grid is None  # (a rectilinear grid's read chunks: inner chunks)
+        if grown.rectilinear and sharded and grown.rectilinear.divisible_by(old.read_chunk_shape) is not None:
+            raise ResizeError(f"growing to {list(shape)} would add a shard edge its inner chunks "
+                              f"({list(old.read_chunk_shape)}) do not divide")
         if grown.chunk_shape != old.chunk_shape:
             # (the cache holds every chunk in a buffer of the largest edges, fixed at open)
             raise ResizeError(f"growing to {list(shape)} would add a chunk edge larger than any the "
