@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MetadataError
-from ..grid import Box
+from ..grid import Box, Piece, cells_of
 from ..rectilinear import RectilinearGrid
 from .dtypes import DataType, fill_value_to_json
 
@@ -109,6 +109,12 @@ class ArrayDescription:
         start = tuple(i * c for i, c in zip(index, self.chunk_shape, strict=True))
         return Box(start, tuple(s + c for s, c in zip(start, self.chunk_shape, strict=True)))
 
+    def cells_of(self, box: Box) -> Iterator[Piece]:
+        """The chunks `box` touches, with the part of it in each (grid.cells_of)."""
+        if self.rectilinear is not None:
+            return self.rectilinear.cells_of(box)
+        return cells_of(box, self.chunk_shape)
+
     def covered(self, shape: Sequence[int] | None = None) -> tuple[int, ...]:
         """Where the chunks overlapping the array (of `shape`, or its own) end on each axis."""
         shape = self.shape if shape is None else shape
@@ -130,6 +136,16 @@ class ArrayDescription:
     def to_json(self) -> dict[str, Any]:
         """The Zarr v3 document of a description whose codecs are v3 codecs."""
         return description_to_json(self)
+
+
+@dataclass(frozen=True)
+class VariableDescription:
+    """An array of strings or bytes (zarrfs.formats.variable): no fixed size, no flat view."""
+
+    grid: ArrayDescription  # shape, chunk grid, keys, names, attributes (its data type a stand-in)
+    kind: str  # "string" or "bytes"
+    fill: str | bytes
+    codecs: tuple[CodecSpec, ...]  # the vlen codec first, then bytes->bytes codecs
 
 
 def description_to_json(description: ArrayDescription) -> dict[str, Any]:
