@@ -9,6 +9,7 @@ from .array import ZarrArray
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import ZarrfsError
 from .formats import CodecSpec, NodeMetadata, children_of, discover, fill_value_to_json
+from .formats.variable import describe_variable
 from .store import Store
 
 
@@ -37,7 +38,13 @@ def describe_array(node: NodeMetadata) -> str:
         meta = node.describe()
         pipeline = Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
     except ZarrfsError as e:
-        return f"metadata only: {e}"
+        try:
+            text = describe_variable(node)
+        except ZarrfsError:
+            return f"metadata only: {e}"
+        codecs = " -> ".join(codec_text(c) for c in text.codecs)
+        shape, chunks = dims(text.grid.shape), dims(text.grid.chunk_shape)
+        return f"shape {shape}, {text.kind} (data.txt only), chunks {chunks}, codecs {codecs}"
     edges = dims(meta.chunk_shape)
     if meta.rectilinear is not None:
         edges = f"rectilinear {meta.rectilinear.edges_text()}"
