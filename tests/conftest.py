@@ -80,6 +80,11 @@ FAST_TESTS = {
     "test_geo_views.py": {"test_xarray_grid_in_gdal"},
     "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
+    "test_rectilinear.py": {"test_the_registry_example_expands_as_it_says",
+                            "test_cells_of_covers_every_element_once",
+                            "test_bad_edges_are_refused_naming_the_member",
+                            "test_registry_example_reads_and_writes"},
+    "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
 }
 
 

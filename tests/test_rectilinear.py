@@ -256,11 +256,16 @@ def test_resize_grows_and_shrinks_as_zarr_python_does(tmp_path: Path, mount_arra
     assert stored_chunks(path)[(3, 1)].shape == (2, 5)
 
 
-def test_info_shows_the_edges(tmp_path: Path) -> None:
+def test_info_shows_the_edges_and_check_decodes_each_chunk_at_its_shape(tmp_path: Path) -> None:
     path = tmp_path / "a.zarr"
     write_array(path, (6,) * 5, EXAMPLE, values_of((6,) * 5))
     done = subprocess.run([ZARRFS, "info", str(path)], capture_output=True, text=True, check=True)
     assert "rectilinear 4 x [1, 2, 3] x [4*2] x [1*3, 3] x [4*3]" in done.stdout
+    done = subprocess.run([ZARRFS, "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0 and "sound" in done.stdout + done.stderr
+    (path / "c/1/2/1/3/1").write_bytes(encode(np.zeros((4, 3, 4, 2, 4), dtype=DTYPE), None))  # 3 -> 2
+    done = subprocess.run([ZARRFS, "check", str(path)], capture_output=True, text=True)
+    assert done.returncode != 0 and "c/1/2/1/3/1" in done.stdout + done.stderr
 
 
 def test_shards_of_a_rectilinear_grid(tmp_path: Path, mount_array: Any) -> None:
