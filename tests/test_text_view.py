@@ -113,3 +113,15 @@ def test_large_chunked_array_reads_in_slabs(tmp_path: Path, mount_array: Any) ->
 def test_render_escapes() -> None:
     assert render(np.array(["a\\n", "b\nc\r"], dtype=object), "string") == b"a\\\\n\nb\\nc\\r\n"
     assert render(np.array([b"\x01\xab"], dtype=object), "bytes") == b"01ab\n"
+
+
+def test_v2_fortran_order_reads_in_c_order(tmp_path: Path, mount_array: Any) -> None:
+    values = strings((5, 4))
+    path = tmp_path / "f.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        array = zarr.create_array(path, shape=values.shape, chunks=(3, 4), dtype=str, zarr_format=2, order="F")
+        array[...] = values
+        read_back = np.asarray(zarr.open_array(path, mode="r")[...], dtype=object)
+    m = mount_array(path)
+    assert (m.path / "data.txt").read_bytes() == lines(read_back)

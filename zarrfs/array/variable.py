@@ -45,7 +45,7 @@ class VariableArray:
             out[...] = self.description.fill
             return out
         try:
-            return self.decoder.decode(found.data, shape)
+            return self.decoder.decode(found.data, shape, self.description.order)
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None

@@ -37,8 +37,9 @@ class VlenDecoder:
                                     f"{codec_spec.name!r} cannot follow {first.name} (only bytes codecs can)")
             self.bytes_codecs.append(codec)
 
-    def decode(self, data: BytesLike, shape: tuple[int, ...]) -> np.ndarray:
-        """A stored chunk as an object array of str (or bytes) of `shape` (the chunk's)."""
+    def decode(self, data: BytesLike, shape: tuple[int, ...], order: str = "C") -> np.ndarray:
+        """A stored chunk as an object array of str (or bytes) of `shape` (the chunk's), its
+        elements stored in `order` (C, or v2's F)."""
         for codec in reversed(self.bytes_codecs):
             data = codec.decode(data, None, MAX_CHUNK_BYTES)
         try:
@@ -47,4 +48,4 @@ class VlenDecoder:
             raise CodecError(f"not a {type(self.vlen).__name__} chunk: {e}") from None
         if flat.size != int(np.prod(shape)):
             raise CodecError(f"{flat.size} elements, expected {int(np.prod(shape))}")
-        return flat.reshape(shape)
+        return flat.reshape(shape, order="F" if order == "F" else "C")

@@ -146,6 +146,7 @@ class VariableDescription:
     kind: str  # "string" or "bytes"
     fill: str | bytes
     codecs: tuple[CodecSpec, ...]  # the vlen codec first, then bytes->bytes codecs
+    order: str = "C"  # of the elements in a chunk (v2's `order`)
 
 
 def description_to_json(description: ArrayDescription) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def _from_v2(doc: Mapping[str, Any], attributes: Mapping[str, Any]) -> VariableD
         rest.append(v2.buffer_codec(compressor, "compressor"))
     codecs = (CodecSpec(str(first["id"]), {}, "filters[0]"), *rest)
     return VariableDescription(v2.metadata_from_json(stand_in, attributes), kind,
-                               _fill(doc.get("fill_value"), kind), codecs)
+                               _fill(doc.get("fill_value"), kind), codecs, v2.parse_order(doc.get("order")))
 
 
 def _check_chain(codecs: tuple[CodecSpec, ...], kind: str) -> None:
