@@ -120,7 +120,8 @@ def test_v2_fortran_order_reads_in_c_order(tmp_path: Path, mount_array: Any) -> 
     path = tmp_path / "f.zarr"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        array = zarr.create_array(path, shape=values.shape, chunks=(3, 4), dtype=str, zarr_format=2, order="F")
+        array = zarr.create_array(path, shape=values.shape, chunks=(3, 4), dtype=str, zarr_format=2,
+                                  order="F")
         array[...] = values
         read_back = np.asarray(zarr.open_array(path, mode="r")[...], dtype=object)
     m = mount_array(path)
