@@ -323,3 +323,19 @@ def test_strings_zarr_python_32_wrote_on_a_rectilinear_grid(tmp_path: Path, moun
     expected = json.loads((ZARR_PYTHON_32 / "strings.json").read_text())
     text = "".join(s.replace("\\", "\\\\").replace("\n", "\\n") + "\n" for s in expected)
     assert (m.path / "data.txt").read_text() == text
+
+
+def test_resize_in_a_group_updates_its_consolidated_metadata(tmp_path: Path, mount_array: Any) -> None:
+    group = tmp_path / "g.zarr"
+    write_array(group / "a", (6, 4), [[2, 4], 4], values_of((6, 4)))
+    doc = json.loads((group / "a/zarr.json").read_text())
+    (group / "zarr.json").write_text(json.dumps({
+        "zarr_format": 3, "node_type": "group", "attributes": {},
+        "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": {"a": doc}}}))
+    m = mount_array(group, ["rw"])
+    os.truncate(m.path / "a/data", 9 * 4 * DTYPE.itemsize)
+    listed = json.loads((group / "zarr.json").read_text())["consolidated_metadata"]["metadata"]["a"]
+    for found in (listed, json.loads((group / "a/zarr.json").read_text())):
+        assert found["shape"] == [9, 4]
+        assert found["chunk_grid"]["configuration"]["chunk_shapes"] == [[2, 4, 3], 4]
+    assert sorted(os.listdir(m.path / "a/chunks/c")) == ["0", "1", "2"]
