@@ -339,3 +339,20 @@ def test_resize_in_a_group_updates_its_consolidated_metadata(tmp_path: Path, mou
         assert found["shape"] == [9, 4]
         assert found["chunk_grid"]["configuration"]["chunk_shapes"] == [[2, 4, 3], 4]
     assert sorted(os.listdir(m.path / "a/chunks/c")) == ["0", "1", "2"]
+
+
+def test_sequential_reads_of_a_large_array_stream(tmp_path: Path, mount_array: Any) -> None:
+    """12 MB: dd is read ahead (streams), a column and a block read chunk by chunk."""
+    shape = (2000, 3000)
+    path = tmp_path / "a.zarr"
+    write_array(path, shape, [[37, 400, 1, 250, [300, 3], 413], [[700, 4], 201]], values_of(shape),
+                skip={(2, 1), (5, 4)})
+    expected = assemble(path)
+    m = mount_array(path)
+    out = tmp_path / "out.bin"
+    subprocess.run(["dd", f"if={m.data}", f"of={out}", "bs=1M", "status=none"], check=True)
+    assert np.array_equal(np.fromfile(out, dtype=DTYPE).reshape(shape), expected)
+    a = np.memmap(m.data, dtype=DTYPE, mode="r", shape=shape)
+    assert np.array_equal(a[:, 2899], expected[:, 2899])
+    assert np.array_equal(a[1337:1500, 690:710], expected[1337:1500, 690:710])
+    del a
