@@ -3,9 +3,9 @@
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
 without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
-opened on first use; one that cannot be opened (or whose elements have no fixed size) is shown
-with its metadata files only, and the log says why once. After a resize, what the kernel may cache of
-the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+opened on first use; one that cannot be opened is shown with its metadata files only (one of
+strings or bytes with `data.txt` too), and the log says why once. After a resize, what the
+kernel may cache of the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
 from __future__ import annotations
