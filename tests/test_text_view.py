@@ -3,6 +3,7 @@ through real mounts, against the lines made from what zarr-python reads back."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import warnings
@@ -126,3 +127,19 @@ def test_v2_fortran_order_reads_in_c_order(tmp_path: Path, mount_array: Any) -> 
         read_back = np.asarray(zarr.open_array(path, mode="r")[...], dtype=object)
     m = mount_array(path)
     assert (m.path / "data.txt").read_bytes() == lines(read_back)
+
+
+def test_an_unknown_codec_of_strings_is_named(tmp_path: Path, mount_array: Any) -> None:
+    """Strings behind a codec zarrfs does not know: metadata only, the log naming the codec."""
+    path = tmp_path / "g.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        group = zarr.create_group(path)
+        group.create_array("names", shape=(2,), chunks=(2,), dtype=str)[...] = np.array(["a", "b"])
+    doc_path = path / "names" / "zarr.json"
+    doc = json.loads(doc_path.read_text())
+    doc["codecs"][1] = {"name": "nosuchcodec"}
+    doc_path.write_text(json.dumps(doc))
+    m = mount_array(path)
+    assert os.listdir(m.path / "names") == ["zarr.json"]
+    assert "nosuchcodec" in m.wait_for_log("names")
