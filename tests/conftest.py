@@ -82,6 +82,11 @@ FAST_TESTS = {
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
     "test_metrics.py": {"test_a_scrape_during_a_workload_shows_it", "test_public_source",
                         "test_the_option_parses", "test_a_bad_address_is_refused"},
+    "test_rectilinear.py": {"test_the_registry_example_expands_as_it_says",
+                            "test_cells_of_covers_every_element_once",
+                            "test_bad_edges_are_refused_naming_the_member",
+                            "test_registry_example_reads_and_writes"},
+    "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
 }
 
 

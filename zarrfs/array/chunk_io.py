@@ -98,7 +98,14 @@ class PlainChunkIO:
         if found is None:
             return Fetched(None, None)
         self.count_fetch(len(found.data))
-        return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
+        return Fetched(self.decode_chunk(chunk, found.data), found.generation)
+
+    def decode_chunk(self, chunk: Index, data: BytesLike) -> np.ndarray:
+        """A stored chunk decoded (every chunk of a regular grid has one shape)."""
+        return self.timed_decode(self.pipeline.decode, data)
+
+    def encode_chunk(self, chunk: Index, data: np.ndarray) -> BytesLike:
+        return self.timed_encode(self.pipeline.encode, data)
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
         """Read chunks of one stored object (a plain chunk is one), decoded one at a time."""
@@ -154,7 +161,7 @@ class PlainChunkIO:
             for key in keys:
                 self._parked.pop(key, None)
 
-    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+    def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
 
@@ -167,7 +174,7 @@ class PlainChunkIO:
         if is_fill(data, self.fill_value):
             self.store.delete(key, expect=expect)
             return None
-        encoded = self.timed_encode(self.pipeline.encode, data)
+        encoded = self.encode_chunk(chunk, data)
         generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
         self.counters.add(bytes_stored=len(encoded))
         return generation

@@ -30,7 +30,7 @@ from ..codecs import BytesLike, ChunkSpec, Pipeline
 from ..codecs.stored_form import StoredForm, stored_form
 from ..errors import ReadOnlyError
 from ..formats.description import ArrayDescription
-from ..grid import Box, Index, cells_of
+from ..grid import Box, Index
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
 from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
@@ -39,6 +39,7 @@ from .entries import ArrayCache
 from .geometry import Geometry
 from .loader import ChunkLoader
 from .recheck import Changes, Rechecker
+from .rectilinear_io import rectilinear_io
 from .resize import MetadataWriter, Resizer
 from .sharded_io import ShardedChunkIO, partial_read_sharding
 from .shared import Shared
@@ -71,11 +72,16 @@ class ZarrArray:
         self.sharding = partial_read_sharding(self.pipeline)
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else description.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
-        self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape)
+        read_grid = None if self.sharding else description.rectilinear
+        self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
         self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
         self.io: PlainChunkIO
-        if self.sharding is None:
+        if description.rectilinear is not None:
+            self.io = rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
+                                     self.stats, self.shared.counters,
+                                     (self.shared.cache, self.owner, self.shared.loaders))
+        elif self.sharding is None:
             self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
                                    self.shared.counters)
         else:
@@ -136,8 +142,7 @@ class ZarrArray:
     @property
     def extended_shape(self) -> Index:
         """The shape of the whole chunk grid, edge chunks included."""
-        geometry = self._geometry
-        return tuple(g * c for g, c in zip(geometry.grid_shape, geometry.chunk_shape, strict=True))
+        return self._geometry.description.covered()
 
     @property
     def read_only(self) -> bool:
@@ -189,7 +194,7 @@ class ZarrArray:
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
-        self.loader.start(piece.cell for piece in cells_of(box, self.read_chunk_shape))
+        self.loader.start(piece.cell for piece in self._geometry.cells_of(box))
 
     def stream(self, box: Box) -> Stream | None:
         """Start filling a buffer with `box` (zarrfs.array.streaming); None: no room for it."""
@@ -233,7 +238,7 @@ class ZarrArray:
             raise ReadOnlyError("the array is read-only")
         self.writeback.make_room()
         geometry = self._geometry
-        whole = [piece.cell for piece in cells_of(box, geometry.read_chunk_shape)
+        whole = [piece.cell for piece in geometry.cells_of(box)
                  if self._write_piece(geometry, piece.cell, piece.in_cell, values[piece.in_box])]
         self.view.mount.evict()
         if whole:

@@ -28,11 +28,15 @@ class ShardedChunkIO(PlainChunkIO):
                  owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
         super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
         self.encoders = encoders
-        self.sharding = sharding
+        self.sharding = sharding  # (of a rectilinear grid: built for its largest edges)
         self.cache = cache
         self.owner = owner
-        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch)
+        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch, self.sharding_of)
         self._shard_lock = self.reader.lock
+
+    def sharding_of(self, chunk: Index) -> ShardingCodec:
+        """The codec of the shard `chunk` (every shard of a regular grid has the same shape)."""
+        return self.sharding
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         per = self.sharding.chunks_per_shard
@@ -122,16 +126,16 @@ class ShardedChunkIO(PlainChunkIO):
             self.reader.forget(chunk)  # rewritten meanwhile
         raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
 
-    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+    def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """The stored shard a write-back keeps the other inner chunks of. Not read when every
         inner chunk is new (then it is replaced whatever it holds)."""
-        if whole and units == math.prod(self.sharding.chunks_per_shard):
+        if whole and units == math.prod(self.sharding_of(chunk).chunks_per_shard):
             return StoredShard(None, known=False)
         found = self.store.read(key)
         if found is None:
             return StoredShard(None)
         self.count_fetch(len(found.data))
-        return StoredShard(found.generation, self._inner_chunks(key, found.data))
+        return StoredShard(found.generation, self._inner_chunks(key, chunk, found.data))
 
     def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
         inner = self.location(unit)[1]
@@ -188,20 +192,21 @@ class ShardedChunkIO(PlainChunkIO):
         self.stats.stores += 1
         if encoded:
             # Written from its pieces: the shard is never held twice (pieces and joined).
-            parts = self.sharding.shard_parts(encoded)
+            sharding = self.sharding_of(chunk)
+            parts = sharding.shard_parts(encoded)
             nbytes = sum(len(part) for part in parts)
             generation = self.store.put(key, parts, sync_directory=False, expect=expect)
             self.counters.add(bytes_stored=nbytes)
-            index_part = parts[0] if self.sharding.index_at_start else parts[-1]
-            index = self.sharding.decode_index(bytes(index_part), nbytes)
+            index_part = parts[0] if sharding.index_at_start else parts[-1]
+            index = sharding.decode_index(bytes(index_part), nbytes)
         else:
             self.store.delete(key, expect=expect)
         self.reader.remember(chunk, index, generation)
         return generation
 
-    def _inner_chunks(self, key: str, shard: BytesLike) -> dict[Index, BytesLike]:
+    def _inner_chunks(self, key: str, chunk: Index, shard: BytesLike) -> dict[Index, BytesLike]:
         """The encoded bytes of every inner chunk a stored shard holds."""
-        sharding = self.sharding
+        sharding = self.sharding_of(chunk)
         try:
             if len(shard) < sharding.index_nbytes:
                 raise CodecError("shard is shorter than its index")

@@ -23,7 +23,7 @@ from .format import (
     mapping_or_empty,
 )
 from .layout import new_layout
-from .v3 import METADATA_KEY, metadata_from_json
+from .v3 import METADATA_KEY, metadata_from_json, resized_grid
 
 _NO_NEW_TYPES = ("int4", "bfloat16")  # (no .npy stream carries them)
 
@@ -78,6 +78,17 @@ class V3Format(Format):
         chunk_shape, name, level = new_layout(shape, data_type.itemsize, chunks, codec)
         fill = fill_value_to_json(bytes(data_type.itemsize), data_type)
         return {METADATA_KEY: self.dump(_array_document(shape, data_type, chunk_shape, name, level, fill))}
+
+    def resized_document(self, raw: bytes, shape: Sequence[int]) -> bytes:
+        doc = load_json_object(raw, METADATA_KEY)
+        resized_grid(doc, list(shape))
+        return self.dump(doc)
+
+    def resize_listed(self, files: dict[str, Any], shape: Sequence[int]) -> None:
+        if isinstance(files.get(METADATA_KEY), dict):
+            doc = dict(files[METADATA_KEY])
+            resized_grid(doc, list(shape))
+            files[METADATA_KEY] = doc
 
     def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
         doc = load_json_object(stored, METADATA_KEY)

@@ -3,9 +3,9 @@
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
 without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
-opened on first use; one that cannot be opened (or whose elements have no fixed size) is shown
-with its metadata files only, and the log says why once. After a resize, what the kernel may cache of
-the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+opened on first use; one that cannot be opened is shown with its metadata files only (one of
+strings or bytes with `data.txt` too), and the log says why once. After a resize, what the
+kernel may cache of the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
 from ..views.placement import Placement
+from ..views.text import TEXT_NAME, TextFile
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
@@ -39,6 +40,7 @@ from .metadata_files import MetadataFiles
 from .new_arrays import NewArrays, array_name
 from .placement import Siblings, find_placement
 from .reshaped import new_shape
+from .text_views import text_view
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 class OpenedArray:
     directory: ArrayDirectory | None
     problem: str | None
+    text: TextFile | None = None  # `data.txt` of an array of strings or bytes (no directory)
 
 
 class Tree:
@@ -85,8 +88,9 @@ class Tree:
         files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
             return [*files, *self._group_children(directory.path), *self.uploads.names(directory.path)]
-        opened = self.open_array(directory.path).directory
-        return [*files, *(opened.entries() if opened else ())]
+        found = self.open_array(directory.path)
+        opened = found.directory
+        return [*files, *(opened.entries() if opened else ()), *([TEXT_NAME] if found.text else ())]
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
@@ -101,6 +105,8 @@ class Tree:
             if child is None:
                 return None
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
+        if directory.role == ARRAY and name == TEXT_NAME and self.open_array(directory.path).text:
+            return Ref(directory.path, HEADER, (name,))
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
             return None
@@ -165,8 +171,10 @@ class Tree:
         try:
             array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
-            log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
-            return OpenedArray(None, str(e))
+            text, problem = text_view(self.store, node, str(e))
+            if text is None:
+                log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
+            return OpenedArray(None, problem, text)
         if self.rechecks:
             self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
         directory = ArrayDirectory(array, self.layout, placement=self._placement(node, array.metadata),
@@ -201,7 +209,10 @@ class Tree:
             if upload is None:
                 raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
             return upload
-        opened = self.open_array(ref.path).directory
+        opened_array = self.open_array(ref.path)
+        if opened_array.text is not None and ref.parts == (TEXT_NAME,):
+            return opened_array.text
+        opened = opened_array.directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
         if ref.role == DATA:

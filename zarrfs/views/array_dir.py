@@ -119,9 +119,7 @@ class ArrayDirectory:
             self._files.clear()
 
     def chunk_file(self, index: Index) -> RegionFile:
-        chunk_shape = self.array.chunk_shape
-        start = tuple(i * c for i, c in zip(index, chunk_shape, strict=True))
-        box = Box(start, tuple(s + c for s, c in zip(start, chunk_shape, strict=True)))
+        box = self.array.metadata.chunk_box(index)
         if self.layout.fortran:
             box = Box(box.start[::-1], box.stop[::-1])
         return RegionFile(self.view, box, self.layout.byteorder, direct_io=True)
