@@ -17,6 +17,7 @@ import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
 from zarrfs.array_metadata import open_array
+from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
@@ -248,3 +249,27 @@ def test_ome_zarr_pyramid_as_ome_tiff(tmp_path: Path, version: str) -> None:
         pixels = tifffile.xml2dict(tiff.ome_metadata)["OME"]["Image"]["Pixels"]
         assert (pixels["PhysicalSizeX"], pixels["PhysicalSizeY"], pixels["PhysicalSizeZ"]) == (0.25, 0.5, 2.0)
         assert pixels["PhysicalSizeXUnit"] == "µm" and tiff.pages[0].compression in (1, 50000)
+
+
+@pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
+def test_rectilinear_grids(tmp_path: Path, sharded: bool) -> None:
+    """Chunks of many shapes are no tiles: strips; the inner chunks of its shards are a regular
+    grid: decoded tiles (their shards' indexes differ in shape, so none goes out as stored)."""
+    inner = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {}}]
+    codecs = [{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [16, 16], "codecs": inner, "index_location": "end",
+        "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}]}}] if sharded else inner
+    (tmp_path / "a.zarr").mkdir()
+    (tmp_path / "a.zarr" / "zarr.json").write_text(json.dumps({
+        "zarr_format": 3, "node_type": "array", "shape": [128, 64], "data_type": "uint16", "fill_value": 0,
+        "chunk_grid": {"name": "rectilinear", "configuration": {"kind": "inline",
+                                                                "chunk_shapes": [[32, 64, 32], [48, 16]]}},
+        "chunk_key_encoding": {"name": "default"}, "codecs": codecs}))
+    array = open_array(Store.open(str(tmp_path / "a.zarr")))
+    data = values((128, 64), "uint16")
+    array.write(Box((0, 0), (128, 64)), data)
+    array.flush()
+    view, _ = view_of(tmp_path / "a.zarr")
+    pixels, pages = read_tiff(view)
+    assert np.array_equal(pixels[0], data)
+    assert pages[0].is_tiled == sharded and pages[0].compression == 1

@@ -73,6 +73,7 @@ class ZarrArray:
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else description.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
         read_grid = None if self.sharding else description.rectilinear
+        self.regular_read_chunks = read_grid is None  # (every read chunk is read_chunk_shape)
         self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
         self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
@@ -205,7 +206,10 @@ class ZarrArray:
 
     @property
     def stored_form(self) -> StoredForm | None:
-        """What a read chunk's stored bytes are, when a reader can take them as they are."""
+        """What a read chunk's stored bytes are, when a reader can take them as they are (not
+        located in the shards of a rectilinear grid: each has an index of its own shape)."""
+        if not self.metadata.is_regular:
+            return None
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
     def locate_stored(self) -> dict[Index, StoredChunk]:

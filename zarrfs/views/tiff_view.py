@@ -48,6 +48,8 @@ HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per open file (a tile is read i
 class TiffArray(RegionArray, Protocol):
     """What the view needs of an array beyond a region's elements: its stored chunks."""
 
+    regular_read_chunks: bool  # (False: a rectilinear grid's chunks, of many shapes)
+
     @property
     def stored_form(self) -> StoredForm | None: ...
     @property
@@ -108,7 +110,7 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
         return [(*image_tags(len(group), height, width, fmt, compression, tiling, rows, reduced=reduced),
                  *own) for group, own in zip(groups, extra, strict=True)]
 
-    if not Tiling.fits(read_chunk):
+    if not (array.regular_read_chunks and Tiling.fits(read_chunk)):
         itemsize = array.data_type.itemsize
         rows = strip_rows(width, height, itemsize)
         offsets, counts = strip_extents(groups, tuple(array.shape[:-2]), height, width, itemsize, rows)
