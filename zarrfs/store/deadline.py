@@ -9,6 +9,7 @@ import contextlib
 import functools
 import logging
 import random
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,8 +77,9 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
         except errors[1] as e:
             raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
         except errors[0] as e:
-            if _refused(e):
-                raise StoreError(key, one_line(e)) from None
+            answer = definite(e)
+            if answer is not None:
+                raise StoreError(key, answer) from None
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
                     raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
@@ -87,11 +89,27 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
             delay = min(delay * 2, policy.max_delay)
 
 
-def _refused(error: BaseException) -> bool:
-    """An HTTP answer that another try would not change (403 Forbidden, 400, 405...): only a
-    timeout (408) and throttling (429) among the 4xx are worth retrying."""
+# Resolver answers that a name does not exist (not EAI_AGAIN: a resolver that is down).
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
+def definite(error: BaseException) -> str | None:
+    """What the store answered, when another try would get the same answer: an HTTP 4xx
+    (403 Forbidden, 400, 405...; not a timeout, 408, or throttling, 429), a refused
+    connection (nothing listens there) or a host name that does not exist. None for the
+    faults worth retrying within the deadline: silence, a dropped connection, a 5xx.
+    (A mistyped endpoint then fails a mount at once, not after its whole timeout.)"""
     status = getattr(error, "status", None)
-    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
+    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+        return one_line(error)
+    seen: BaseException | None = error
+    while seen is not None:  # (clients wrap the socket's error: aiohttp, botocore, s3fs)
+        if isinstance(seen, socket.gaierror) and seen.errno in _NO_SUCH_NAME:
+            return f"unknown host: {one_line(error)}"
+        if isinstance(seen, ConnectionRefusedError):
+            return f"connection refused: {one_line(error)}"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def call(fs: fsspec.AbstractFileSystem, seconds: float | None, method: str, *args: Any,
