@@ -18,7 +18,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,7 +79,8 @@ def mount_fails(source: str, mountpoint: Path, options: list[str]) -> tuple[str,
 def test_a_refused_connection_fails_the_mount_at_once(tmp_path: Path) -> None:
     closed = free_port()
     for source, options in ((f"http://127.0.0.1:{closed}/array", []),
-                            ("s3://bucket/array", [f"endpoint_url=http://127.0.0.1:{closed}"])):
+                            ("s3://bucket/array", [f"endpoint_url=http://127.0.0.1:{closed}"]),
+                            ("gs://bucket/array", [f"endpoint_url=http://127.0.0.1:{closed}"])):
         message, took = mount_fails(source, tmp_path / "mnt", options)
         assert "connection refused" in message, message
         assert took < FAILS_WITHIN, (source, took)
@@ -87,7 +88,8 @@ def test_a_refused_connection_fails_the_mount_at_once(tmp_path: Path) -> None:
 
 def test_an_unknown_host_fails_the_mount_at_once(tmp_path: Path) -> None:
     for source, options in (("http://no-such-host.invalid/array", []),
-                            ("s3://bucket/array", ["endpoint_url=http://no-such-host.invalid:9000"])):
+                            ("s3://bucket/array", ["endpoint_url=http://no-such-host.invalid:9000"]),
+                            ("gs://bucket/array", ["endpoint_url=http://no-such-host.invalid:9000"])):
         message, took = mount_fails(source, tmp_path / "mnt", options)
         assert "unknown host" in message and "no-such-host.invalid" in message, message
         assert took < FAILS_WITHIN, (source, took)
@@ -106,20 +108,37 @@ def test_no_bucket_and_no_metadata_fail_the_mount_at_once(tmp_path: Path, s3_ser
         assert took < FAILS_WITHIN, (source, took)
 
 
-def test_a_store_fails_at_once_on_a_definite_answer(forbidding: str) -> None:
-    """One attempt, not retries until the deadline, for each definite answer; the error
-    names it."""
+def test_a_store_fails_at_once_on_a_definite_answer() -> None:
+    """Opening a store whose server cannot be reached, a request the server forbids, and a
+    request after the server went away: one attempt each, not retries until the deadline;
+    the error names the answer."""
     closed = free_port()
     for url, options, said in (
-            (f"http://127.0.0.1:{closed}/array", {}, "connection refused"),
+            (f"http://127.0.0.1:{closed}/array", {}, "connection refused by 127.0.0.1"),
             ("s3://bucket/array", {"endpoint_url": f"http://127.0.0.1:{closed}", "key": "testing",
-                                   "secret": "testing"}, "connection refused"),
-            ("http://no-such-host.invalid/array", {}, "unknown host"),
-            (forbidding, {}, "403")):
-        store = Store.open(url, options)
-        assert store.retry.deadline_seconds > ONE_ATTEMPT * 5
-        began = time.monotonic()
-        with pytest.raises(StoreError) as failed:
-            store.get("zarr.json")
-        assert time.monotonic() - began < ONE_ATTEMPT, url
-        assert said in str(failed.value), failed.value
+                                   "secret": "testing"}, "connection refused by 127.0.0.1"),
+            ("gs://bucket/array", {"endpoint_url": f"http://127.0.0.1:{closed}", "token": "anon"},
+             "connection refused by 127.0.0.1"),
+            ("http://no-such-host.invalid/array", {}, "unknown host no-such-host.invalid")):
+        assert_fails_at_once(lambda url=url, options=options: Store.open(url, options).get("zarr.json"), said)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forbidden)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    store = Store.open(f"http://127.0.0.1:{server.server_address[1]}/array")
+    assert store.retry.deadline_seconds > ONE_ATTEMPT * 5
+    try:
+        assert_fails_at_once(lambda: store.get("zarr.json"), "403")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert_fails_at_once(lambda: store.get("zarr.json"), "connection refused")
+
+
+def assert_fails_at_once(action: Callable[[], object], said: str) -> None:
+    began = time.monotonic()
+    with pytest.raises(StoreError) as failed:
+        action()
+    assert time.monotonic() - began < ONE_ATTEMPT, failed.value
+    assert said in str(failed.value), failed.value

@@ -10,7 +10,9 @@ import functools
 import logging
 import random
 import socket
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -102,14 +104,48 @@ def definite(error: BaseException) -> str | None:
     status = getattr(error, "status", None)
     if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
         return one_line(error)
+    unreachable = _unreachable(error)
+    return None if unreachable is None else f"{unreachable}: {one_line(error)}"
+
+
+def _unreachable(error: BaseException) -> str | None:
+    """"unknown host" or "connection refused" when that is what `error` comes from."""
     seen: BaseException | None = error
     while seen is not None:  # (clients wrap the socket's error: aiohttp, botocore, s3fs)
         if isinstance(seen, socket.gaierror) and seen.errno in _NO_SUCH_NAME:
-            return f"unknown host: {one_line(error)}"
+            return "unknown host"
         if isinstance(seen, ConnectionRefusedError):
-            return f"connection refused: {one_line(error)}"
+            return "connection refused"
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def reach(url: str, seconds: float) -> None:
+    """StoreError at once when the server at `url` cannot be reached for good: its host name
+    does not exist, or nothing listens on its port (a mistyped endpoint). A client may hide
+    those behind retries of its own (gcsfs retries a refused connection for half a minute).
+    A connection accepted, or no answer within `seconds` (silence), is no answer here: the
+    requests that follow wait for the store within their deadlines."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return
+    place = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    found: list[str | None] = []
+
+    def connect() -> None:  # (name resolution has no timeout of its own: in a thread)
+        try:
+            socket.create_connection(place, timeout=seconds).close()
+        except OSError as e:
+            found.append(_unreachable(e))
+
+    trying = threading.Thread(target=connect, daemon=True, name="reach")
+    trying.start()
+    trying.join(seconds)
+    # (the host and port only: a URL may carry credentials)
+    if found and found[0] == "unknown host":
+        raise StoreError(None, f"unknown host {place[0]}: no such name")
+    if found and found[0] is not None:
+        raise StoreError(None, f"connection refused by {place[0]}:{place[1]}: nothing listens there")
 
 
 def call(fs: fsspec.AbstractFileSystem, seconds: float | None, method: str, *args: Any,
