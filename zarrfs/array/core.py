@@ -193,6 +193,11 @@ class ZarrArray:
         """The elements of each box, all taken from one version of every chunk they touch."""
         return self.loader.read_boxes(boxes)
 
+    def cached(self, boxes: Sequence[Box]) -> bool:
+        """Whether the cache holds every read chunk the boxes touch whole."""
+        units = [piece.cell for box in boxes for piece in self._geometry.cells_of(box)]
+        return not self.view.missing(units)
+
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
         self.loader.start(piece.cell for piece in self._geometry.cells_of(box))

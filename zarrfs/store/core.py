@@ -32,13 +32,16 @@ from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
-from .sources import is_read_only, open_filesystem
+from .sources import endpoint, is_read_only, open_filesystem
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
 # Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
 # Icechunk): each range its own request, these many in flight across the mount.
 _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
+# Opening a remote store first tries to connect to its server, this long at most: a refused
+# connection or an unknown host fails the opening at once (deadline.reach).
+REACH_SECONDS = 2.0
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -104,6 +107,9 @@ class Store:
             raise StoreError(url, f"cannot open: {one_line(e)}") from None
         timeout = settings.timeout_for(fs)
         retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
+        server = endpoint(url, storage_options or {})
+        if server is not None and timeout is not None:
+            deadline.reach(server, min(timeout, REACH_SECONDS))
         return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry, observer=observer)
 
     def child(self, path: str) -> Store:
