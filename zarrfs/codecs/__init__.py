@@ -11,6 +11,7 @@ from .base import (
 )
 from .bitround import BitroundCodec
 from .bytes import BytesCodec
+from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
@@ -19,6 +20,7 @@ from .packbits import PackBitsCodec
 from .pcodec import PcodecCodec
 from .pipeline import REGISTRY, Pipeline, is_fill
 from .reshape import ReshapeCodec
+from .scale_offset import ScaleOffsetCodec
 from .sharding import EMPTY, ByteSpan, ShardIndex, ShardingCodec
 from .transpose import TransposeCodec
 from .zfp import ZfpCodec
@@ -43,6 +45,8 @@ REGISTRY.update(
         "zarrs.squeeze": ReshapeCodec.squeeze,
         "zfp": ZfpCodec.from_spec,
         "numcodecs.pcodec": PcodecCodec.from_spec,
+        "cast_value": CastValueCodec.from_spec,
+        "scale_offset": ScaleOffsetCodec.from_spec,
     }
 )
 
