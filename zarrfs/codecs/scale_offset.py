@@ -52,7 +52,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     def decode(self, chunk: np.ndarray) -> np.ndarray:
         if self.integer:
-            quotient, remainder = np.divmod(chunk.astype(object), int(self.scale))
+            exact = chunk.astype(object)
+            quotient, remainder = exact // int(self.scale), exact % int(self.scale)
             if np.any(remainder != 0):
                 raise CodecError("scale_offset: a stored value is not a multiple of the scale")
             return self._fit(quotient + int(self.offset), chunk.shape)
