@@ -95,6 +95,16 @@ def test_packbits_bool_is_numcodecs_packbits_with_the_bits_of_each_byte_reversed
     assert np.array_equal(chain.decode(theirs[:1].tobytes() + reversed_bits.tobytes()), values)
 
 
+def test_packbits_reads_zarrs_whole_elements_without_their_padding_byte() -> None:
+    """zarrs writes full-width byte-sized components as the bytes codec does, with no padding
+    byte even when asked for one (packbits_codec.rs); the registry's text adds the byte."""
+    values = sample("float32", (10,))
+    codec = {"name": "packbits", "configuration": {"padding_encoding": "first_byte"}}
+    chain = pipeline([codec], "float32", (10,))
+    assert bytes(chain.encode(values)) == b"\0" + values.tobytes()
+    assert chain.decode(values.tobytes()).tobytes() == values.tobytes()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("keepbits", [0, 3, 10])
 def test_bitround_floats_as_numcodecs(dtype: str, keepbits: int) -> None:
