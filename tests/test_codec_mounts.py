@@ -1,8 +1,8 @@
 """One real mount per codec of the registry and of zarrs (zarrfs.codecs): arrays zarrs wrote
 (tests/data/zarrs) read through `data` as their `bytes` twin reads, and the twin's values
-written through `data` stored exactly as zarrs stored them; the codecs zarrs' corpus has no
-array of here (lossy zfp, cast_value, scale_offset) written and read back, the lossy ones
-against numcodecs' own result."""
+written through `data` stored exactly as zarrs stored them (gdeflate: read back the same);
+the codecs zarrs' corpus has no array of here (lossy zfp, cast_value, scale_offset) written
+and read back, the lossy ones against numcodecs' own result."""
 
 from __future__ import annotations
 
@@ -37,7 +37,11 @@ def test_zarrs_array_reads_as_its_twin_and_writes_as_zarrs(name: str, mount_arra
     with open(mount.data, "r+b") as f:
         f.write(twin)
     assert mount.unmount() == 0
-    assert _chunks(copy) == _chunks(ZARRS / name)
+    if name.endswith("gdeflate"):  # zlib finds other matches than libdeflate: other bytes
+        assert _chunks(copy).keys() == _chunks(ZARRS / name).keys()
+        assert mount_array(copy, ["ro"]).data.read_bytes() == twin
+    else:
+        assert _chunks(copy) == _chunks(ZARRS / name)
 
 
 def _document(dtype: str, fill: Any, codecs: list[Any]) -> dict[str, Any]:

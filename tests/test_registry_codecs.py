@@ -56,6 +56,7 @@ LOSSLESS = [
     ([{"name": "zfp", "configuration": {"mode": "reversible"}}],
      ["int8", "uint8", "int16", "uint16", "int32", "int64", "float32", "float64"]),
     ([{"name": "numcodecs.pcodec"}], ["uint16", "int32", "int64", "float32", "float64", "complex64"]),
+    ([BYTES, {"name": "zarrs.gdeflate", "configuration": {"level": 5}}], ["uint8", "float64"]),
 ]
 
 
@@ -183,7 +184,11 @@ def test_zarrs_chunks_decode_to_their_bytes_twin_and_encode_back(name: str) -> N
     for key, data in stored.items():
         decoded = chains[0].decode(data)
         assert decoded.tobytes() == chains[1].decode(expected[key]).tobytes(), key
-        assert bytes(chains[0].encode(decoded)) == data, key
+        ours = bytes(chains[0].encode(decoded))
+        if name.endswith("gdeflate"):  # zlib finds other matches than libdeflate: other bytes
+            assert chains[0].decode(ours).tobytes() == decoded.tobytes()
+        else:
+            assert ours == data, key
 
 
 def test_scale_offset_then_cast_value_as_numcodecs_fixedscaleoffset() -> None:
@@ -256,6 +261,7 @@ BAD = [
      "configuration.rounding"),
     ({"name": "scale_offset", "configuration": {"scale": "x"}}, "float32", "configuration.scale"),
     ({"name": "scale_offset", "configuration": {"scale": 0}}, "int32", "configuration.scale"),
+    ({"name": "zarrs.gdeflate", "configuration": {"level": 13}}, "int8", "configuration.level"),
     ({"name": "gdeflate_or_so"}, "int8", "codecs[0].name"),
 ]
 
@@ -268,7 +274,18 @@ def test_a_bad_configuration_names_its_member(codec: dict[str, Any], dtype: str,
     assert error.value.member.startswith(member) or error.value.member.endswith(member), error.value
 
 
+def test_gdeflate_pages_of_64_kib() -> None:
+    """Several pages, the last one short; data that deflate stores, and data it compresses."""
+    noise = np.random.default_rng(5).integers(0, 256, 150_000).astype(np.uint8)
+    for data in (noise, np.repeat(np.arange(50, dtype=np.uint8), 3000)):
+        codecs = [BYTES, {"name": "zarrs.gdeflate", "configuration": {"level": 5}}]
+        chain = pipeline(codecs, "uint8", data.shape)
+        stored = bytes(chain.encode(data))
+        assert int.from_bytes(stored[8:16], "little") == 3
+        assert np.array_equal(chain.decode(stored), data)
+
+
 def test_unknown_codecs_still_fail_naming_themselves() -> None:
-    specs = parse_codec_list([BYTES, {"name": "zarrs.gdeflate", "configuration": {"level": 5}}], "codecs")
-    with pytest.raises(MetadataError, match=r"unknown codec 'zarrs\.gdeflate'"):
+    specs = parse_codec_list([BYTES, {"name": "zarrs.gdeflate2", "configuration": {"level": 5}}], "codecs")
+    with pytest.raises(MetadataError, match=r"unknown codec 'zarrs\.gdeflate2'"):
         Pipeline.build(specs, ChunkSpec((4,), parse_data_type("int8"), b"\0"))

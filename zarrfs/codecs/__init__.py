@@ -13,6 +13,7 @@ from .bitround import BitroundCodec
 from .bytes import BytesCodec
 from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
+from .gdeflate import GDeflateCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
 from .numcodecs_adapter import from_spec as numcodecs_from_spec
@@ -47,6 +48,7 @@ REGISTRY.update(
         "numcodecs.pcodec": PcodecCodec.from_spec,
         "cast_value": CastValueCodec.from_spec,
         "scale_offset": ScaleOffsetCodec.from_spec,
+        "zarrs.gdeflate": GDeflateCodec.from_spec,
     }
 )
 
