@@ -14,6 +14,7 @@ from typing import Any
 import numcodecs
 import numpy as np
 import pytest
+import zarr
 from conftest import MountFactory
 
 ZARRS = Path(__file__).parent / "data" / "zarrs"
@@ -97,3 +98,19 @@ def test_scale_offset_and_cast_value_through_a_mount(mount_array: MountFactory, 
     assert np.array_equal(stored[1:], (values[1:6, :10] + 10) / 10)
     read = np.frombuffer(mount_array(tmp_path / "a", ["ro"]).data.read_bytes(), np.float64).reshape(12, 20)
     assert np.array_equal(read, values, equal_nan=True)
+
+
+def test_pcodec_written_through_a_mount_reads_in_zarr_python(mount_array: MountFactory,
+                                                             tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    config = {"level": 8, "mode_spec": "auto", "delta_spec": "auto", "paging_spec": "equal_pages_up_to",
+              "delta_encoding_order": None, "equal_pages_up_to": 262144}  # as zarr-python writes it
+    codec = {"name": "numcodecs.pcodec", "configuration": config}
+    (tmp_path / "a" / "zarr.json").write_text(json.dumps(_document("float64", 0.0, [codec])))
+    mount = mount_array(tmp_path / "a")
+    with open(mount.data, "r+b") as f:
+        f.write(VALUES.tobytes())
+    assert mount.unmount() == 0
+    with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3 specification"):
+        array = zarr.open_array(tmp_path / "a", mode="r")
+    assert np.array_equal(array[...], VALUES)
