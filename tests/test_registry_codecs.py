@@ -289,3 +289,48 @@ def test_unknown_codecs_still_fail_naming_themselves() -> None:
     specs = parse_codec_list([BYTES, {"name": "zarrs.gdeflate2", "configuration": {"level": 5}}], "codecs")
     with pytest.raises(MetadataError, match=r"unknown codec 'zarrs\.gdeflate2'"):
         Pipeline.build(specs, ChunkSpec((4,), parse_data_type("int8"), b"\0"))
+
+
+CAST_SOURCES = {
+    "float64": [0, 0.5, 1.5, 2.5, -0.5, -2.5, 3.7, -3.7, 126.5, 127.5, -128.5, 255.5, 1e10, -1e10, -0.0],
+    "float32": [0, 0.5, 1.5, 2.5, -2.5, 3.7, 65504, 70000, 1e-8, -0.0],
+    "int32": [0, 1, -1, 127, 128, -129, 255, 256, 70000, -70000, 2**24 + 1],
+    "uint16": [0, 1, 127, 128, 255, 256, 65535],
+}
+ROUNDINGS = ["nearest-even", "towards-zero", "towards-positive", "towards-negative", "nearest-away"]
+
+
+@pytest.mark.parametrize("source", list(CAST_SOURCES))
+def test_cast_value_as_zarr_pythons_cast_value_rs(source: str) -> None:
+    """Every value, rounding and out_of_range zarrfs accepts casts as cast-value-rs (the
+    backend of zarr-python 3.2's cast_value) casts it, errors included."""
+    import cast_value_rs
+
+    compared = 0
+    for target in ["int8", "uint8", "int16", "int64", "float16", "float32", "float64"]:
+        for rounding in ROUNDINGS:
+            for out_of_range in [None, "clamp", "wrap"]:
+                if out_of_range == "wrap" and target.startswith("float"):
+                    continue
+                config = {"data_type": target, "rounding": rounding, "out_of_range": out_of_range}
+                try:
+                    chain = pipeline([{"name": "cast_value", "configuration": {
+                        k: v for k, v in config.items() if v is not None}}, BYTES], source, (1,))
+                except MetadataError as e:  # only roundings numpy cannot do are refused
+                    assert e.member.endswith("rounding") and rounding != "nearest-even"
+                    continue
+                for value in CAST_SOURCES[source]:
+                    one = np.array([value], dtype=source)
+                    try:
+                        expected: bytes | None = cast_value_rs.cast_array(
+                            one, target_dtype=np.dtype(target), rounding_mode=rounding,
+                            out_of_range_mode=out_of_range, scalar_map_entries=None).tobytes()
+                    except ValueError:
+                        expected = None
+                    if expected is None:
+                        with pytest.raises(ValueError):
+                            chain.encode(one)
+                    else:
+                        assert bytes(chain.encode(one)) == expected, (target, rounding, out_of_range, value)
+                    compared += 1
+    assert compared > 300

@@ -55,9 +55,9 @@ class CastValueCodec(ArrayArrayCodec):
             if data_type.kind not in _NUMERIC:
                 raise MetadataError(member, f"cast_value is not defined for {data_type.name!r}")
         rounding = config_choice(spec, "rounding", "nearest-even", tuple(_ROUNDINGS))
-        if rounding != "nearest-even" and "float" in (chunk.data_type.kind, target.kind):
-            raise MetadataError(spec.option("rounding"), f"{rounding!r} is supported between integers only"
-                                " and from floats to integers")
+        if rounding != "nearest-even" and _rounds_to_float(chunk.data_type, target):
+            raise MetadataError(spec.option("rounding"), f"{rounding!r} is supported only where no value"
+                                " is rounded to a float type (numpy's casts round to nearest-even)")
         out_of_range = spec.configuration.get("out_of_range")
         if out_of_range not in (None, "clamp", "wrap") or (out_of_range == "wrap" and target.kind != "int"):
             raise MetadataError(spec.option("out_of_range"), f"expected 'clamp' or, for integer types, 'wrap'"
@@ -94,6 +94,17 @@ class CastValueCodec(ArrayArrayCodec):
         rest = values[~mapped]
         out[~mapped] = _to_int(rest, target, self) if target.kind == "int" else _to_float(rest, target, self)
         return out
+
+
+def _rounds_to_float(source: DataType, target: DataType) -> bool:
+    """Whether a cast either way may round a value to a float type: into a float target, or
+    back from an integer target wider than the float source's mantissa."""
+    if target.kind == "float":
+        return True
+    if source.kind != "float":
+        return False
+    low, high = target.int_range or (0, 0)
+    return max(high, -low).bit_length() > np.finfo(source.storage).nmant + 1
 
 
 def _to_int(values: np.ndarray, target: DataType, codec: CastValueCodec) -> np.ndarray:
