@@ -78,8 +78,10 @@ class _Reader:
         return bits
 
     def code(self, table: Table) -> tuple[int, Field]:
-        symbol, n = table.lookup(self.peek())
-        return symbol, (self.take(n), n)
+        bits = self.peek()
+        symbol, n = table.lookup(bits)
+        self.position += n
+        return symbol, (bits & ((1 << n) - 1), n)
 
 
 def parse(data: bytes) -> list[Block]:
