@@ -114,3 +114,27 @@ def test_pcodec_written_through_a_mount_reads_in_zarr_python(mount_array: MountF
     with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3 specification"):
         array = zarr.open_array(tmp_path / "a", mode="r")
     assert np.array_equal(array[...], VALUES)
+
+
+def test_zarr_pythons_numcodecs_zfpy_reads_and_writes(mount_array: MountFactory, tmp_path: Path) -> None:
+    """zarr-python 3's `numcodecs.zfpy` (zfp with its header): its array reads through a
+    mount as zarr-python reads it, and values written through the mount read in zarr-python
+    as numcodecs' ZFPY round trip gives them."""
+    import zarr.codecs.numcodecs as nc
+
+    with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
+        serializer = nc.ZFPY(mode=4, tolerance=0.001)
+    array = zarr.create_array(tmp_path / "a", shape=(12, 20), chunks=(6, 10), dtype="float64",
+                              serializer=serializer, compressors=None, fill_value=0.0)
+    array[...] = VALUES
+    assert mount_array(tmp_path / "a", ["ro"]).data.read_bytes() == array[...].tobytes()
+
+    mount = mount_array(tmp_path / "a")
+    with open(mount.data, "r+b") as f:
+        f.write((VALUES[::-1] * 2).copy().tobytes())
+    assert mount.unmount() == 0
+    reference = numcodecs.ZFPY(mode=4, tolerance=0.001)
+    chunk = np.ascontiguousarray((VALUES[::-1] * 2)[:6, :10])
+    with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
+        read = zarr.open_array(tmp_path / "a", mode="r")[...]
+    assert read[:6, :10].tobytes() == np.asarray(reference.decode(reference.encode(chunk))).tobytes()

@@ -262,13 +262,16 @@ BAD = [
     ({"name": "scale_offset", "configuration": {"scale": "x"}}, "float32", "configuration.scale"),
     ({"name": "scale_offset", "configuration": {"scale": 0}}, "int32", "configuration.scale"),
     ({"name": "zarrs.gdeflate", "configuration": {"level": 13}}, "int8", "configuration.level"),
+    ({"name": "numcodecs.zfpy", "configuration": {"mode": 9}}, "float64", "codecs[0].configuration"),
+    ({"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.1}}, "int8", "codecs[0]"),
     ({"name": "gdeflate_or_so"}, "int8", "codecs[0].name"),
 ]
 
 
 @pytest.mark.parametrize(("codec", "dtype", "member"), BAD, ids=[f"{c['name']}-{m}" for c, _, m in BAD])
 def test_a_bad_configuration_names_its_member(codec: dict[str, Any], dtype: str, member: str) -> None:
-    chain = [codec] if codec["name"] in ("packbits", "zfp", "numcodecs.pcodec") else [codec, BYTES]
+    array_to_bytes = ("packbits", "zfp", "numcodecs.pcodec", "numcodecs.zfpy")
+    chain = [codec] if codec["name"] in array_to_bytes else [codec, BYTES]
     with pytest.raises(MetadataError) as error:
         pipeline(chain, dtype, (4, 6))
     assert error.value.member.startswith(member) or error.value.member.endswith(member), error.value

@@ -25,6 +25,7 @@ from .scale_offset import ScaleOffsetCodec
 from .sharding import EMPTY, ByteSpan, ShardIndex, ShardingCodec
 from .transpose import TransposeCodec
 from .zfp import ZfpCodec
+from .zfpy import ZfpyCodec
 from .zstd import ZstdCodec
 
 
@@ -49,6 +50,7 @@ REGISTRY.update(
         "cast_value": CastValueCodec.from_spec,
         "scale_offset": ScaleOffsetCodec.from_spec,
         "zarrs.gdeflate": GDeflateCodec.from_spec,
+        "numcodecs.zfpy": ZfpyCodec.from_spec,
     }
 )
 
