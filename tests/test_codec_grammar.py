@@ -21,7 +21,7 @@ ACCEPTED = {
     "blosc:zstd:7": CodecChoice("blosc", 7, "zstd"),  # create's old blosc:CNAME:LEVEL
     "blosc:lz4hc": CodecChoice("blosc", 5, "lz4hc"), "none": CodecChoice("none", 0),
 }
-REFUSED = ["lzma", "zstd:x", "zstd:23", "gzip:10", "gzip:1:2", "blosc:nope:5", "blosc:lz4:5:1", "none:3", ""]
+REFUSED = ["lzma", "zstd:x", "gzip:1:2", "blosc:nope:5", "blosc:lz4:5:1", "none:3", ""]
 
 
 @pytest.mark.parametrize("text", list(ACCEPTED))
@@ -32,6 +32,12 @@ def test_accepted(text: str) -> None:
 @pytest.mark.parametrize("text", REFUSED)
 def test_refused_naming_the_grammar(text: str) -> None:
     with pytest.raises(ValueError, match=r"blosc\[:CNAME\]\[:LEVEL\]"):
+        parse_codec(text)
+
+
+@pytest.mark.parametrize(("text", "highest"), [("zstd:23", 22), ("gzip:10", 9), ("blosc:zstd:10", 9)])
+def test_levels_above_the_highest_refused(text: str, highest: int) -> None:
+    with pytest.raises(ValueError, match=f"levels go up to {highest}"):
         parse_codec(text)
 
 

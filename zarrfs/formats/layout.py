@@ -59,11 +59,13 @@ def parse_codec(text: str) -> CodecChoice:
     cname = "lz4"
     if name == "blosc" and parts and not parts[0].isdigit():
         cname = parts.pop(0)
-    default, highest = _LEVELS.get(name, (0, -1))
-    level = int(parts[0]) if len(parts) == 1 and parts[0].isdigit() else default
-    if highest < 0 or len(parts) > (name != "none") or cname not in BLOSC_CNAMES or level > highest \
-            or (parts and not parts[0].isdigit()):
+    wrong = name not in _LEVELS or cname not in BLOSC_CNAMES or len(parts) > (name != "none")
+    if wrong or not all(part.isdigit() for part in parts):
         raise ValueError(f"codec {text!r}: expected {CODEC_GRAMMAR}")
+    default, highest = _LEVELS[name]
+    level = int(parts[0]) if parts else default
+    if level > highest:
+        raise ValueError(f"codec {text!r}: {name}'s levels go up to {highest}")
     return CodecChoice(name, level, cname)
 
 
