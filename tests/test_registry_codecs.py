@@ -337,3 +337,24 @@ def test_cast_value_as_zarr_pythons_cast_value_rs(source: str) -> None:
                         assert bytes(chain.encode(one)) == expected, (target, rounding, out_of_range, value)
                     compared += 1
     assert compared > 300
+
+
+@pytest.mark.parametrize("inner", [
+    [{"name": "zfp", "configuration": {"mode": "reversible"}}],
+    [{"name": "packbits", "configuration": {"first_bit": 0, "last_bit": 11}}],
+    [{"name": "bitround", "configuration": {"keepbits": 4}}, BYTES,
+     {"name": "zarrs.gdeflate", "configuration": {"level": 5}}],
+    [{"name": "zarrs.squeeze"}, {"name": "numcodecs.pcodec"}],
+], ids=["zfp", "packbits", "bitround-gdeflate", "squeeze-pcodec"])
+def test_inside_a_shard(inner: list[Any]) -> None:
+    sharding = {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [1, 4, 5], "codecs": inner,
+        "index_codecs": [BYTES, {"name": "crc32c"}], "index_location": "end"}}
+    chain = pipeline([sharding], "int32", (2, 8, 10))
+    values = (sample("int32", (2, 8, 10)) >> 20).astype(np.int32)  # 12 bits, as packbits keeps
+    decoded = chain.decode(chain.encode(values))
+    if inner[0]["name"] == "bitround":
+        rounded = bytes(pipeline(inner[:2], "int32", values.shape).encode(values))  # what it keeps
+        assert rounded != values.tobytes()
+        values = np.frombuffer(rounded, dtype=np.int32).reshape(values.shape)
+    assert decoded.tobytes() == values.tobytes()
