@@ -1,18 +1,23 @@
 """Left-over and doubled mounts: a daemon killed with SIGKILL leaves a mountpoint that answers
 "Transport endpoint is not connected"; `zarrfs mount` on it clears it (saying so in one line)
-and mounts, and `fusermount3 -u` clears it too. Mounting on a live zarrfs mount is refused in
+and mounts, also right after a kill under a write load (writes acknowledged before the kill are
+all there), and `fusermount3 -u` clears it too. Mounting on a live zarrfs mount is refused in
 one line and leaves that mount serving."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import itertools
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +131,14 @@ def one_line(stderr: str) -> str:
 def check_mount_clears_the_stale_mount(
     array: Path, mountpoint: Path, log: Path, background: list[tuple[Path, Path]]
 ) -> None:
+    check_mount_clears_the_stale_mount_with(array, mountpoint, log, background)
+    assert np.array_equal(read_values(mountpoint), VALUES)
+
+
+def check_mount_clears_the_stale_mount_with(
+    array: Path, mountpoint: Path, log: Path, background: list[tuple[Path, Path]]
+) -> None:
+    """`zarrfs mount` on the stale mountpoint: says it cleared it, in one line, and serves."""
     background.append((mountpoint, log))
     done = zarrfs_mount(array, mountpoint, log)
     assert done.returncode == 0, done.stderr
@@ -136,7 +149,6 @@ def check_mount_clears_the_stale_mount(
     with open("/proc/self/mounts") as f:
         entries = [entry for entry in f if entry.split()[1] == str(mountpoint)]
     assert len(entries) == 1, entries
-    assert np.array_equal(read_values(mountpoint), VALUES)
     assert without_views(os.listdir(mountpoint)) == ["chunks", "data", "zarr.json"]
 
 
@@ -182,4 +194,71 @@ def test_mount_on_a_live_mount_is_refused_in_one_line(
         assert live.process.poll() is None
         with open("/proc/self/mounts") as f:
             assert sum(entry.split()[1] == str(mountpoint) for entry in f) == 1
+        assert np.array_equal(read_values(mountpoint), VALUES)
+
+
+def write_rounds(data: Path, acknowledged: list[int], stop: threading.Event) -> OSError:
+    """Round r writes VALUES + r over the whole array and fsyncs it; the rounds whose fsync
+    returned go to `acknowledged`. Returns the error that ended the loop (the daemon died)."""
+    fd = os.open(data, os.O_WRONLY)
+    try:
+        for r in itertools.count(1):
+            os.pwrite(fd, (VALUES + r).astype("<u2").tobytes(), 0)
+            os.fsync(fd)
+            acknowledged.append(r)
+            if stop.is_set():
+                raise AssertionError("the writer outlived the test's wait")
+    except OSError as e:
+        return e
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    raise AssertionError("unreachable")
+
+
+def read_until_error(path: Path) -> OSError:
+    """Reads of another view of the same bytes (the daemon keeps the views coherent)."""
+    while True:
+        try:
+            path.read_bytes()
+        except OSError as e:
+            return e
+
+
+def test_remount_after_sigkill_under_a_write_load(
+    array: Path, tmp_path: Path, background: list[tuple[Path, Path]]
+) -> None:
+    """A writer (pwrite + fsync, round after round) and readers of the other views while the
+    daemon is killed: every open file fails (ENOTCONN, or ECONNABORTED for a request in
+    flight), `zarrfs mount` on the same mountpoint right away clears the stale mount and
+    serves, and the array holds the last acknowledged round or the one after it (written,
+    its fsync failed: maybe stored), never anything older."""
+    mountpoint = tmp_path / "mnt"
+    acknowledged: list[int] = []
+    stop = threading.Event()
+    with mounted(array, mountpoint) as first, ThreadPoolExecutor(3) as pool:
+        writer = pool.submit(write_rounds, first.data, acknowledged, stop)
+        readers = [pool.submit(read_until_error, mountpoint / name) for name in ("data.npy", "chunks/c/1/1")]
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < 20 and not writer.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(acknowledged) >= 20, (acknowledged, writer.done() and writer.result())
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=10)
+        log = tmp_path / "second.log"
+        check_mount_clears_the_stale_mount_with(array, mountpoint, log, background)
+        stop.set()
+        errors = [f.result(timeout=30) for f in (writer, *readers)]
+        assert {e.errno for e in errors} <= {errno.ENOTCONN, errno.ECONNABORTED}, errors
+        last = acknowledged[-1]
+        now = read_values(mountpoint)
+        older = (now != VALUES + last) & (now != VALUES + last + 1)
+        assert not older.any(), (last, now - VALUES)
+        # The new mount takes writes as usual.
+        fd = os.open(mountpoint / "data", os.O_WRONLY)
+        try:
+            os.pwrite(fd, VALUES.tobytes(), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         assert np.array_equal(read_values(mountpoint), VALUES)
