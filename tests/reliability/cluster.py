@@ -30,6 +30,7 @@ SHARDS = (32, 32)
 INNER = (8, 8)
 DTYPE = np.dtype("<i4")
 FILL = -1
+STARTING = 2  # daemons started at once
 BARRIER_SECONDS = 120.0  # a bound on a round's wait for the other writers (a failure, not a pace)
 
 
@@ -71,10 +72,12 @@ def read_array(url: str, storage_options: dict[str, Any]) -> np.ndarray:
 
 @contextlib.contextmanager
 def cluster_mounts(source: str, root: Path, count: int, options: Sequence[str]) -> Iterator[list[Mount]]:
-    """`count` mounts of `source` (each its own `zarrfs mount -f` daemon), started in parallel
-    (a daemon's start-up is mostly imports); all unmounted at the end, whatever happens."""
+    """`count` mounts of `source` (each its own `zarrfs mount -f` daemon), started two at a
+    time: a daemon's start-up is mostly imports, CPU-bound, and eight at once on a loaded
+    2-core machine took longer than a mount may (mounting.MOUNT_TIMEOUT). All unmounted at
+    the end, whatever happens."""
     with contextlib.ExitStack() as stack:
-        with ThreadPoolExecutor(count) as pool:
+        with ThreadPoolExecutor(STARTING) as pool:
             futures = [pool.submit(stack.enter_context, mounted(source, root / f"node{i}", options))
                        for i in range(count)]
         yield [future.result() for future in futures]
