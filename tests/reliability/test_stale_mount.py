@@ -17,12 +17,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, is_mounted, mounted, without_views
+from mounting import ZARRFS, Mount, is_mounted, mounted, without_views
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -197,59 +197,87 @@ def test_mount_on_a_live_mount_is_refused_in_one_line(
         assert np.array_equal(read_values(mountpoint), VALUES)
 
 
-def write_rounds(data: Path, acknowledged: list[int], stop: threading.Event) -> OSError:
+def write_rounds(fd: int, acknowledged: list[int], stop: threading.Event) -> OSError:
     """Round r writes VALUES + r over the whole array and fsyncs it; the rounds whose fsync
     returned go to `acknowledged`. Returns the error that ended the loop (the daemon died)."""
-    fd = os.open(data, os.O_WRONLY)
-    try:
-        for r in itertools.count(1):
+    for r in itertools.count(1):
+        try:
             os.pwrite(fd, (VALUES + r).astype("<u2").tobytes(), 0)
             os.fsync(fd)
-            acknowledged.append(r)
-            if stop.is_set():
-                raise AssertionError("the writer outlived the test's wait")
-    except OSError as e:
-        return e
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    raise AssertionError("unreachable")
-
-
-def read_until_error(path: Path) -> OSError:
-    """Reads of another view of the same bytes (the daemon keeps the views coherent)."""
-    while True:
-        try:
-            path.read_bytes()
         except OSError as e:
             return e
+        acknowledged.append(r)
+        if stop.is_set():
+            break
+    raise AssertionError("writes went on after the daemon was killed")
+
+
+def read_until_error(fd: int, stop: threading.Event) -> OSError | None:
+    """Reads of another view of the same bytes (the daemon keeps the views coherent) through a
+    file of the first mount, until one fails; None if they still succeeded when `stop` was
+    set (reads the kernel answers from its page cache never reach the dead daemon)."""
+    while not stop.is_set():
+        try:
+            os.pread(fd, 1 << 16, 0)
+        except OSError as e:
+            return e
+    return None
+
+
+def close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):  # a file of a dead mount may fail to close
+        os.close(fd)
+
+
+def killed_under_load(mount: Mount, fds: list[int], acknowledged: list[int],
+                      stop: threading.Event) -> list[Future[OSError | None]]:
+    """The writer on fds[0] and readers on the others; SIGKILL once 20 rounds are
+    acknowledged. The futures of the errors that ended each of them."""
+    pool = ThreadPoolExecutor(len(fds))
+    try:
+        futures = [pool.submit(write_rounds, fds[0], acknowledged, stop),
+                   *(pool.submit(read_until_error, fd, stop) for fd in fds[1:])]
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < 20 and not futures[0].done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(acknowledged) >= 20, (acknowledged, futures[0].done() and futures[0].result())
+        mount.process.send_signal(signal.SIGKILL)
+        mount.process.wait(timeout=10)
+        return futures
+    finally:
+        pool.shutdown(wait=False)
 
 
 def test_remount_after_sigkill_under_a_write_load(
     array: Path, tmp_path: Path, background: list[tuple[Path, Path]]
 ) -> None:
     """A writer (pwrite + fsync, round after round) and readers of the other views while the
-    daemon is killed: every open file fails (ENOTCONN, or ECONNABORTED for a request in
-    flight), `zarrfs mount` on the same mountpoint right away clears the stale mount and
-    serves, and the array holds the last acknowledged round or the one after it (written,
-    its fsync failed: maybe stored), never anything older."""
+    daemon is killed: every request of an open file that reaches the daemon fails (ENOTCONN,
+    or ECONNABORTED for a request in flight) and keeps failing; `zarrfs mount` on the same
+    mountpoint right away clears the stale mount and serves; and the array holds the last
+    acknowledged round or the one after it (written, its fsync failed: maybe stored), never
+    anything older."""
     mountpoint = tmp_path / "mnt"
     acknowledged: list[int] = []
     stop = threading.Event()
-    with mounted(array, mountpoint) as first, ThreadPoolExecutor(3) as pool:
-        writer = pool.submit(write_rounds, first.data, acknowledged, stop)
-        readers = [pool.submit(read_until_error, mountpoint / name) for name in ("data.npy", "chunks/c/1/1")]
-        deadline = time.monotonic() + 30
-        while len(acknowledged) < 20 and not writer.done() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(acknowledged) >= 20, (acknowledged, writer.done() and writer.result())
-        first.process.send_signal(signal.SIGKILL)
-        first.process.wait(timeout=10)
-        log = tmp_path / "second.log"
-        check_mount_clears_the_stale_mount_with(array, mountpoint, log, background)
-        stop.set()
-        errors = [f.result(timeout=30) for f in (writer, *readers)]
-        assert {e.errno for e in errors} <= {errno.ENOTCONN, errno.ECONNABORTED}, errors
+    with mounted(array, mountpoint) as first, contextlib.ExitStack() as files:
+        fds = [os.open(first.data, os.O_WRONLY), os.open(mountpoint / "data.npy", os.O_RDONLY),
+               os.open(mountpoint / "chunks/c/1/1", os.O_RDONLY)]
+        for fd in fds:
+            files.callback(close_quietly, fd)
+        try:
+            futures = killed_under_load(first, fds, acknowledged, stop)
+            check_mount_clears_the_stale_mount_with(array, mountpoint, tmp_path / "second.log",
+                                                    background)
+        finally:
+            stop.set()  # the threads end whatever happened
+        write_error, npy_error, chunk_error = (f.result(timeout=30) for f in futures)
+        dead = {errno.ENOTCONN, errno.ECONNABORTED}
+        # The writer and the chunk file (no page cache) reach the daemon: they must fail.
+        # data.npy may still answer from the kernel's page cache, the old bytes.
+        assert write_error is not None and write_error.errno in dead, write_error
+        assert chunk_error is not None and chunk_error.errno in dead, chunk_error
+        assert npy_error is None or npy_error.errno in dead, npy_error
         last = acknowledged[-1]
         now = read_values(mountpoint)
         older = (now != VALUES + last) & (now != VALUES + last + 1)
