@@ -140,7 +140,11 @@ def mounted(
             raise
     mount = Mount(mountpoint, process, log_path)
     try:
-        _wait_until_mounted(mount)
+        try:
+            _wait_until_mounted(mount)
+        except AssertionError:
+            _abandon(mount)  # a late mount would be left behind, and unmount() wait for it
+            raise
         yield mount
     finally:
         if process.poll() is None or is_mounted(mountpoint):
@@ -192,6 +196,15 @@ class Daemon:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def _abandon(mount: Mount) -> None:
+    """A daemon that did not mount in time: kill it, and clear the mount it may have made."""
+    if mount.process.poll() is None:
+        mount.process.kill()
+        mount.process.wait(timeout=10)
+    if is_mounted(mount.path):
+        _fusermount_unmount(mount.path)
 
 
 def _wait_until_mounted(mount: Mount) -> None:
