@@ -1,11 +1,13 @@
 """Data types of every format, and their fill values.
 
 Every data type has a *storage* numpy dtype: how one element looks in a decoded chunk and in
-every view, in native byte order. bool is one byte (0 or 1), int4 one signed byte (as
-TensorStore keeps it in memory), bfloat16 two bytes, datetime64 its int64 count, fixed-size
-strings and records as numpy packs them. Fill values are kept as the raw bits of one element,
-because "equal to the fill value" is a bit-for-bit comparison (TensorStore's rule: -0.0 is not
-0.0, NaN payloads matter).
+every view, in native byte order. bool is one byte (0 or 1), the sub-byte integers (int2,
+int4, uint2, uint4) one byte each holding the value (as TensorStore keeps int4 in memory),
+bfloat16 and float8 their ml_dtypes type, a complex type without a numpy one (complex_float16,
+complex_bfloat16, complex_float8_*) a record of its real and imaginary parts, datetime64 its
+int64 count, fixed-size strings and records as numpy packs them. Fill values are kept as the
+raw bits of one element, because "equal to the fill value" is a bit-for-bit comparison
+(TensorStore's rule: -0.0 is not 0.0, NaN payloads matter).
 """
 
 from __future__ import annotations
@@ -39,6 +41,21 @@ class DataType:
     def itemsize(self) -> int:
         return int(self.storage.itemsize)
 
+    @property
+    def part(self) -> np.dtype[Any]:
+        """The type of a complex element's real and imaginary parts."""
+        if self.storage.fields is not None:
+            return np.dtype(self.storage.fields["real"][0])
+        return np.dtype(f"f{self.itemsize // 2}")
+
+    @property
+    def sub_byte_bits(self) -> int | None:
+        """The bits of a sub-byte integer type (int2, int4, uint2, uint4), held one per byte."""
+        if self.kind != "int" or self.int_range is None or self.itemsize != 1:
+            return None
+        bits = (self.int_range[1] - self.int_range[0]).bit_length()
+        return bits if bits < 8 else None
+
     @classmethod
     def from_numpy(cls, name: str, dtype: np.dtype[Any], *, stored: bool = False) -> DataType:
         kind = "struct" if dtype.fields is not None else _KINDS.get(dtype.kind)
@@ -54,6 +71,11 @@ class DataType:
 
 def _int_type(name: str, storage: str) -> DataType:
     return DataType.from_numpy(name, np.dtype(storage))
+
+
+def _complex_type(name: str, part: Any) -> DataType:
+    storage = np.dtype([("real", part), ("imag", part)])
+    return DataType(name, storage, "complex")
 
 
 CORE_TYPES: dict[str, DataType] = {
@@ -72,6 +94,42 @@ CORE_TYPES: dict[str, DataType] = {
     ]
 }
 DATA_TYPES = CORE_TYPES  # the types `zarrfs create` offers
+# The zarr-extensions registry's other fixed-size types. Kept apart from the core ones: two of
+# them share a storage dtype with a core type (complex_float32 is complex64's bytes), and a
+# .npy stream's dtype maps to the core name.
+EXTENSION_TYPES: dict[str, DataType] = {
+    dt.name: dt
+    for dt in [
+        DataType("int2", np.dtype("i1"), "int", (-2, 1)),
+        DataType("uint2", np.dtype("u1"), "int", (0, 3)),
+        DataType("uint4", np.dtype("u1"), "int", (0, 15)),
+        # The registry's float8_e4m3 is IEEE-like (infinities, NaN 0x7c): ml_dtypes'
+        # float8_e4m3, not float8_e4m3fn.
+        DataType("float8_e4m3", np.dtype(ml_dtypes.float8_e4m3), "float"),
+        DataType("float8_e5m2", np.dtype(ml_dtypes.float8_e5m2), "float"),
+        _complex_type("complex_float8_e4m3", ml_dtypes.float8_e4m3),
+        _complex_type("complex_float8_e5m2", ml_dtypes.float8_e5m2),
+        _complex_type("complex_bfloat16", ml_dtypes.bfloat16),
+        _complex_type("complex_float16", np.float16),
+        DataType("complex_float32", np.dtype(np.complex64), "complex"),
+        DataType("complex_float64", np.dtype(np.complex128), "complex"),
+    ]
+}
+REGISTERED_TYPES = {**CORE_TYPES, **EXTENSION_TYPES}  # every fixed-size type known by its name alone
+
+
+def from_low_bits(values: np.ndarray, data_type: DataType) -> np.ndarray:
+    """Elements of a sub-byte integer type from bytes holding them in their low bits (the
+    high bits are ignored, as the registry says); other types unchanged."""
+    bits = data_type.sub_byte_bits
+    if bits is None:
+        return values
+    low: np.ndarray = values.view(np.uint8) & np.uint8((1 << bits) - 1)
+    if data_type.int_range is None or data_type.int_range[0] == 0:
+        return low
+    sign = np.uint8(1 << (bits - 1))
+    signed: np.ndarray = (low ^ sign).astype(np.int8) - sign.astype(np.int8)
+    return signed
 
 
 # -- fill values --------------------------------------------------------------------------------
@@ -118,7 +176,7 @@ def parse_fill_value(value: object, dtype: DataType, member: str = "fill_value")
     if kind == "float":
         return _float_bits(value, dtype.storage, member)
     if kind == "complex":
-        part = np.dtype(f"f{dtype.itemsize // 2}")
+        part = dtype.part
         if not (isinstance(value, list) and len(value) == 2):
             raise MetadataError(member, f"expected [real, imaginary] for {dtype.name}, got {value!r}")
         return _float_bits(value[0], part, member) + _float_bits(value[1], part, member)
@@ -166,7 +224,7 @@ def fill_value_to_json(bits: bytes, dtype: DataType) -> Any:
     """The JSON form of a fill value, exact for every bit pattern."""
     if dtype.kind == "complex":
         half = dtype.itemsize // 2
-        part = np.dtype(f"f{half}")
+        part = dtype.part
         return [_float_json(bits[:half], part), _float_json(bits[half:], part)]
     if dtype.kind == "float":
         return _float_json(bits, dtype.storage)
