@@ -101,3 +101,22 @@ def test_refused_types_and_fill_values_are_named(tmp_path: Path, data_type: Any,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode != 0
     assert message in result.stderr + result.stdout
+
+
+@pytest.mark.parametrize(("data_type", "part"), [
+    ("complex_float16", np.float16), ("complex_bfloat16", ml_dtypes.bfloat16),
+    ("complex_float8_e4m3", ml_dtypes.float8_e4m3), ("float8_e5m2", ml_dtypes.float8_e5m2),
+])
+def test_big_endian_chunks_swap_each_part(tmp_path: Path, data_type: str, part: Any) -> None:
+    """`data` stays little-endian; the chunk holds each part (real, imaginary) big-endian, and
+    1-byte parts as they are (the registry: "endian" has no effect on them)."""
+    doc = _document(data_type, [0, 0] if data_type.startswith("complex") else 0)
+    doc["codecs"] = [{"name": "bytes", "configuration": {"endian": "big"}}]
+    _write(tmp_path / "a", doc)
+    parts = np.arange(1, 13 if data_type.startswith("complex") else 7, dtype=np.float32).astype(part)
+    with mounted(tmp_path / "a", tmp_path / "mnt") as mount:
+        mount.data.write_bytes(parts.tobytes())
+    swapped = parts.view(f"u{parts.itemsize}").byteswap().tobytes()
+    assert (tmp_path / "a" / "c" / "0" / "0").read_bytes() == swapped
+    with mounted(tmp_path / "a", tmp_path / "mnt", ("ro",)) as mount:
+        assert mount.data.read_bytes() == parts.tobytes()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -130,6 +131,22 @@ def from_low_bits(values: np.ndarray, data_type: DataType) -> np.ndarray:
     sign = np.uint8(1 << (bits - 1))
     signed: np.ndarray = (low ^ sign).astype(np.int8) - sign.astype(np.int8)
     return signed
+
+
+def element_name(data_type: DataType, file_dtype: np.dtype[Any]) -> str:
+    """The name of an element of the flat view (`file_dtype`, in its byte order): numpy's type
+    string where numpy has one (records: the JSON of their descr); else the registry's name
+    (bfloat16, float8_e4m3, complex_float16: ml_dtypes types have no type string numpy reads
+    back, and a complex type of two such parts is no record)."""
+    if data_type.kind == "complex" and file_dtype.fields is not None:
+        return data_type.name
+    if file_dtype.fields is not None:
+        return json.dumps(file_dtype.descr)
+    try:
+        readable = np.dtype(file_dtype.str) == file_dtype
+    except TypeError:
+        readable = False
+    return file_dtype.str if readable else data_type.name
 
 
 # -- fill values --------------------------------------------------------------------------------

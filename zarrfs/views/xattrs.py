@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import ArrayDescription, DataType, fill_value_to_json
+from ..formats import ArrayDescription, element_name, fill_value_to_json
 
 PREFIX = "user.zarr."
 
 
 def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
                      inner_chunks: tuple[int, ...] | None) -> dict[str, bytes]:
-    dtype = _dtype_name(description.data_type, file_dtype)
+    dtype = element_name(description.data_type, file_dtype)
     names = None if description.dimension_names is None else list(description.dimension_names)
     found = {
         "shape": _dims(description.shape),
@@ -30,21 +30,6 @@ def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
     if inner_chunks is not None:
         found["inner_chunks"] = _dims(inner_chunks)
     return {PREFIX + name: value.encode() for name, value in found.items()}
-
-
-def _dtype_name(data_type: DataType, file_dtype: np.dtype[Any]) -> str:
-    """numpy's name of the flat view's element where numpy has one; else the registry's name
-    (bfloat16, float8_e4m3, complex_float16: ml_dtypes types have no type string numpy
-    reads back, and a complex type of two such parts is no record)."""
-    if data_type.kind == "complex" and file_dtype.fields is not None:
-        return data_type.name
-    if file_dtype.fields is not None:
-        return json.dumps(file_dtype.descr)
-    try:
-        readable = np.dtype(file_dtype.str) == file_dtype
-    except TypeError:
-        readable = False
-    return file_dtype.str if readable else data_type.name
 
 
 def group_attributes(attributes: Mapping[str, Any]) -> dict[str, bytes]:
