@@ -1,11 +1,14 @@
-"""The zarr-extensions registry's data types beyond the core (float8_e4m3, float8_e5m2, int2,
-uint2, uint4, complex_float16/32/64, complex_bfloat16, complex_float8_e4m3/e5m2): their fill
-values in every form the registry allows, through a real mount of arrays with no chunks (so
-`data` is the fill value throughout), and the types zarrfs does not know, refused by name.
+"""The zarr-extensions registry's data types beyond the core (int2, uint2, uint4, the float8,
+float6 and float4 types, complex_float16/32/64, complex_bfloat16 and a complex type of each
+small float): their fill values in every form the registry allows, through a real mount of
+arrays with no chunks (so `data` is the fill value throughout); the high bits of sub-byte
+floats ignored; fill values a type cannot represent and types zarrfs does not know, refused
+by name.
 
 The oracle is ml_dtypes (the registry's reference implementation of these types) and the
-registry's own words: float8_e4m3's "NaN" is 0x7c, float8_e5m2's 0x7e. zarrs' arrays of every
-type are read and written in test_zarrs_corpus.
+registry's own words: float8_e4m3's "NaN" is 0x7c, float8_e5m2's 0x7e, float8_e3m4's 0x78,
+the fnuz types' 0x80, float8_e8m0fnu's 0xff. zarrs' arrays of the types it writes are read and
+written in test_zarrs_corpus.
 """
 
 from __future__ import annotations
@@ -53,6 +56,20 @@ CASES: list[tuple[str, Any, bytes]] = [
     ("complex_bfloat16", ["NaN", 2.5], _pair(ml_dtypes.bfloat16, NAN, 2.5)),
     ("complex_float8_e4m3", [0.5, "-Infinity"], _pair(ml_dtypes.float8_e4m3, 0.5, -INF)),
     ("complex_float8_e5m2", ["0x7e", 3.0], b"\x7e" + np.array(3.0, ml_dtypes.float8_e5m2).tobytes()),
+    ("float8_e3m4", "NaN", b"\x78"),
+    ("float8_e3m4", "-Infinity", np.array(-INF, ml_dtypes.float8_e3m4).tobytes()),
+    ("float8_e4m3fnuz", "NaN", b"\x80"),
+    ("float8_e4m3b11fnuz", -9.0, np.array(-9.0, ml_dtypes.float8_e4m3b11fnuz).tobytes()),
+    ("float8_e5m2fnuz", "NaN", b"\x80"),
+    ("float8_e8m0fnu", "NaN", b"\xff"),
+    ("float8_e8m0fnu", 0.5, np.array(0.5, ml_dtypes.float8_e8m0fnu).tobytes()),
+    ("float6_e2m3fn", -1.25, np.array(-1.25, ml_dtypes.float6_e2m3fn).tobytes()),
+    ("float6_e3m2fn", "0xff", b"\x3f"),  # (the high bits are ignored)
+    ("float4_e2m1fn", -6.0, np.array(-6.0, ml_dtypes.float4_e2m1fn).tobytes()),
+    ("complex_float4_e2m1fn", [0.5, "0x0f"], np.array(0.5, ml_dtypes.float4_e2m1fn).tobytes() + b"\x0f"),
+    ("complex_float8_e4m3fnuz", ["NaN", -0.25],
+     b"\x80" + np.array(-0.25, ml_dtypes.float8_e4m3fnuz).tobytes()),
+    ("complex_float8_e8m0fnu", [1.0, 2.0], _pair(ml_dtypes.float8_e8m0fnu, 1.0, 2.0)),
 ]
 
 
@@ -85,8 +102,12 @@ def test_fill_values_in_every_registry_form(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("data_type", "fill", "message"), [
-    ("float8_e3m4", 0, "unknown or unsupported data type 'float8_e3m4'"),  # registered, not supported
-    ({"name": "complex_float4_e2m1fn"}, [0, 0], "unknown or unsupported data type 'complex_float4_e2m1fn'"),
+    # (TensorStore's name, not the registry's)
+    ("float8_e4m3fn", 0, "unknown or unsupported data type 'float8_e4m3fn'"),
+    ({"name": "complex_int4"}, [0, 0], "unknown or unsupported data type 'complex_int4'"),
+    ("float8_e4m3fnuz", "Infinity", "'Infinity' has no representation in float8_e4m3fnuz"),
+    ("float8_e8m0fnu", 0, "0 has no representation in float8_e8m0fnu"),  # (no zero)
+    ("complex_float4_e2m1fn", [0, "NaN"], "'NaN' has no representation in float4_e2m1fn"),
     ("int2", 2, "2 is outside the range of int2"),
     ("uint4", -1, "-1 is outside the range of uint4"),
     ("float8_e5m2", "0x7e00", "'0x7e00' needs 2 digits"),
@@ -120,3 +141,21 @@ def test_big_endian_chunks_swap_each_part(tmp_path: Path, data_type: str, part: 
     assert (tmp_path / "a" / "c" / "0" / "0").read_bytes() == swapped
     with mounted(tmp_path / "a", tmp_path / "mnt", ("ro",)) as mount:
         assert mount.data.read_bytes() == parts.tobytes()
+
+
+@pytest.mark.parametrize("data_type", ["float4_e2m1fn", "float6_e2m3fn", "complex_float6_e3m2fn", "uint2"])
+def test_sub_byte_types_ignore_the_high_bits(tmp_path: Path, data_type: str) -> None:
+    """A stored byte's high bits are not part of the element (the registry: "ignored"), so
+    `data` shows the element alone, and what zarrfs writes leaves them zero."""
+    bits = 4 if "float4" in data_type else 6 if "float6" in data_type else 2
+    doc = _document(data_type, [0, 0] if data_type.startswith("complex") else 0)
+    _write(tmp_path / "a", doc)
+    count = math.prod(SHAPE) * (2 if data_type.startswith("complex") else 1)
+    stored = np.arange(count, dtype=np.uint8) * 37  # every pattern of high and low bits
+    (tmp_path / "a" / "c" / "0").mkdir(parents=True)
+    (tmp_path / "a" / "c" / "0" / "0").write_bytes(stored.tobytes())
+    low = (stored & ((1 << bits) - 1)).tobytes()
+    with mounted(tmp_path / "a", tmp_path / "mnt") as mount:
+        assert mount.data.read_bytes() == low
+        mount.data.write_bytes(stored.tobytes())
+    assert (tmp_path / "a" / "c" / "0" / "0").read_bytes() == low
