@@ -63,6 +63,7 @@ CASES: list[tuple[str, Any, bytes]] = [
     ("float8_e5m2fnuz", "NaN", b"\x80"),
     ("float8_e8m0fnu", "NaN", b"\xff"),
     ("float8_e8m0fnu", 0.5, np.array(0.5, ml_dtypes.float8_e8m0fnu).tobytes()),
+    ("float8_e4m3fn", "NaN", b"\x7f"),  # (TensorStore's type, not the registry's)
     ("float6_e2m3fn", -1.25, np.array(-1.25, ml_dtypes.float6_e2m3fn).tobytes()),
     ("float6_e3m2fn", "0xff", b"\x3f"),  # (the high bits are ignored)
     ("float4_e2m1fn", -6.0, np.array(-6.0, ml_dtypes.float4_e2m1fn).tobytes()),
@@ -102,8 +103,8 @@ def test_fill_values_in_every_registry_form(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("data_type", "fill", "message"), [
-    # (TensorStore's name, not the registry's)
-    ("float8_e4m3fn", 0, "unknown or unsupported data type 'float8_e4m3fn'"),
+    ("float8_e4m3", None, "expected a number, NaN, Infinity or 0x bits, got None"),
+    ("float3_e1m1", 0, "unknown or unsupported data type 'float3_e1m1'"),
     ({"name": "complex_int4"}, [0, 0], "unknown or unsupported data type 'complex_int4'"),
     ("float8_e4m3fnuz", "Infinity", "'Infinity' has no representation in float8_e4m3fnuz"),
     ("float8_e8m0fnu", 0, "0 has no representation in float8_e8m0fnu"),  # (no zero)

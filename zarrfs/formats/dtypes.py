@@ -118,6 +118,8 @@ EXTENSION_TYPES: dict[str, DataType] = {
         *_float_types("float6_e2m3fn", 6),
         *_float_types("float6_e3m2fn", 6),
         *_float_types("float4_e2m1fn", 4),
+        # Not in the registry, but TensorStore writes it (NaN 0x7f, no infinities).
+        DataType("float8_e4m3fn", np.dtype(ml_dtypes.float8_e4m3fn), "float"),
         _complex_type("complex_bfloat16", ml_dtypes.bfloat16),
         _complex_type("complex_float16", np.float16),
         DataType("complex_float32", np.dtype(np.complex64), "complex"),
