@@ -88,6 +88,8 @@ FAST_TESTS = {
                             "test_bad_edges_are_refused_naming_the_member",
                             "test_registry_example_reads_and_writes"},
     "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
+    "interop/test_zarrs_corpus.py": {"test_reads_as_its_bytes_twin", "test_bytes_twin_holds_its_chunk_files",
+                                     "test_exactly_the_listed_arrays_fail"},
 }
 
 

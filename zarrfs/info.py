@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from .array import ZarrArray
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import ZarrfsError
-from .formats import CodecSpec, NodeMetadata, children_of, discover, fill_value_to_json
+from .formats import CodecSpec, NodeMetadata, children_of, discover, element_name, fill_value_to_json
 from .formats.variable import describe_variable
 from .store import Store
 
@@ -76,7 +76,7 @@ def describe(array: ZarrArray) -> list[tuple[str, str]]:
         ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
         ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
         ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
-        ("flat view element", meta.data_type.storage.newbyteorder("<").str),
+        ("flat view element", element_name(meta.data_type, meta.data_type.storage.newbyteorder("<"))),
         ("flat view size", f"{meta.nbytes} bytes"),
         ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
     ]

@@ -27,7 +27,8 @@ class StoredForm:
 def stored_form(pipeline: Pipeline) -> StoredForm | None:
     """The form of the chunks `pipeline` encodes, or None when it is not that simple."""
     codec = pipeline.array_to_bytes
-    if pipeline.array_codecs or not isinstance(codec, BytesCodec) or codec.chunk.data_type.name == "int4":
+    if (pipeline.array_codecs or not isinstance(codec, BytesCodec)
+            or codec.chunk.data_type.sub_byte_bits is not None):
         return None
     rest = list(pipeline.bytes_codecs)
     trailer = 0

@@ -25,7 +25,7 @@ from .description import (
     parse_shape,
     require,
 )
-from .dtypes import CORE_TYPES, DataType, parse_fill_value
+from .dtypes import EXTENSION_TYPES, REGISTERED_TYPES, DataType, parse_fill_value
 
 METADATA_KEY = "zarr.json"
 _KNOWN_MEMBERS = {
@@ -81,10 +81,11 @@ def _check_extensions(doc: Mapping[str, Any]) -> None:
 
 
 def parse_data_type(value: object, member: str = "data_type") -> DataType:
-    """A core type by name, or one of zarr-python's fixed-size extension types."""
+    """A core or registered type by name (alone or as an object without configuration), or one
+    of zarr-python's fixed-size extension types."""
     if isinstance(value, str):
-        if value in CORE_TYPES:
-            return CORE_TYPES[value]
+        if value in REGISTERED_TYPES:
+            return REGISTERED_TYPES[value]
         if value.startswith("r") and value[1:].isdigit() and int(value[1:]) % 8 == 0 and int(value[1:]):
             return DataType.from_numpy(value, np.dtype(f"V{int(value[1:]) // 8}"))
         raise MetadataError(member, f"unknown or unsupported data type {value!r}")
@@ -93,6 +94,10 @@ def parse_data_type(value: object, member: str = "data_type") -> DataType:
     name, config = value["name"], value.get("configuration", {})
     if not isinstance(config, Mapping):
         raise MetadataError(f"{member}.configuration", f"expected an object, got {config!r}")
+    if name in REGISTERED_TYPES:
+        if config:
+            raise MetadataError(f"{member}.configuration", f"{name} takes no configuration: {dict(config)!r}")
+        return REGISTERED_TYPES[name]
     return DataType.from_numpy(name, _extension_dtype(name, config, member))
 
 
@@ -124,7 +129,7 @@ def _field(item: object, member: str) -> tuple[str, np.dtype[Any]]:
     if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
         raise MetadataError(member, f"expected [name, data type], got {item!r}")
     field_type = parse_data_type(item[1], f"{member}[1]")
-    if field_type.name in ("int4", "bfloat16"):
+    if field_type.name in ("int4", "bfloat16") or field_type.name in EXTENSION_TYPES:
         raise MetadataError(f"{member}[1]", f"{field_type.name} cannot be a field of a record")
     # Fields are stored little-endian (zarr-python writes no byte order for them).
     return item[0], field_type.storage.newbyteorder("<")

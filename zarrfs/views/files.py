@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ..errors import ResizeError, ZarrfsError
-from ..formats import DataType
+from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead
 
@@ -280,8 +280,8 @@ class RegionFile:
         if self.array.data_type.kind == "bool":
             nonzero: np.ndarray = values.view(np.uint8) != 0
             return nonzero
-        if self.array.data_type.name == "int4":
-            return ((values.view(np.uint8) & 0x0F) ^ 8).astype(np.int8) - np.int8(8)
+        if self.array.data_type.sub_byte_bits is not None:
+            return from_low_bits(values, self.array.data_type)
         converted: np.ndarray = values.astype(self.array.data_type.storage, copy=False)
         return converted
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import ArrayDescription, fill_value_to_json
+from ..formats import ArrayDescription, element_name, fill_value_to_json
 
 PREFIX = "user.zarr."
 
 
 def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
                      inner_chunks: tuple[int, ...] | None) -> dict[str, bytes]:
-    dtype = file_dtype.str if file_dtype.fields is None else json.dumps(file_dtype.descr)
+    dtype = element_name(description.data_type, file_dtype)
     names = None if description.dimension_names is None else list(description.dimension_names)
     found = {
         "shape": _dims(description.shape),
