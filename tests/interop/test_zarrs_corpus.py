@@ -246,8 +246,12 @@ def _numcodecs_config(codec: Mapping[str, Any]) -> dict[str, Any]:
 _SAME_ELEMENTS = {"reshape", "zarrs.squeeze", "bitround"}
 
 
+# Bytes-to-bytes codecs no library but zarrfs's own decodes here (GDeflate: zarrs' alone):
+# their chunks are checked by reading them back (test_writes_read_back), not here.
+_NO_ORACLE = {"zarrs.gdeflate"}
 _DECODABLE = [n for n in MOUNTABLE if not _rounding(DOCUMENTS[n])
-              and DOCUMENTS[n]["codecs"][0]["name"] in {"bytes", "transpose", *_SAME_ELEMENTS}]
+              and DOCUMENTS[n]["codecs"][0]["name"] in {"bytes", "transpose", *_SAME_ELEMENTS}
+              and not _NO_ORACLE & {c["name"] for c in DOCUMENTS[n]["codecs"]}]
 
 
 @pytest.mark.parametrize("name", _DECODABLE)
