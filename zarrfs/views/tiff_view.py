@@ -17,12 +17,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..array.cache import KeyedLocks
+from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..grid import Box, Index
@@ -159,36 +160,40 @@ def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm) -> tuple[np
     held = HeldTiles(array.read_stored)
 
     def passed(piece: int, at: int, count: int) -> bytes | memoryview:
-        data = fill if piece == 0 else held.get(piece, sources[piece])
-        return memoryview(data)[at : at + count]
+        return memoryview(fill)[at : at + count] if piece == 0 else held.get(piece, sources[piece], at, count)
 
     return offsets, counts, pieces, passed
 
 
 class HeldTiles:
-    """The encoded tiles read last, so that a tile read in several requests is fetched once."""
+    """Encoded tiles as read from the store: whole when a read wants most of one (and kept a
+    while, as a tile may come in several requests), else just the bytes asked for (a reader
+    reading in aligned pages reaches a little into the tiles beside the one it wants)."""
 
-    def __init__(self, read: Callable[[Any], BytesLike]) -> None:
+    def __init__(self, read: Callable[[StoredChunk], BytesLike]) -> None:
         self._read = read
         self._lock = threading.Lock()
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._held: OrderedDict[int, BytesLike] = OrderedDict()
         self._bytes = 0
 
-    def get(self, piece: int, where: Any) -> BytesLike:
+    def get(self, piece: int, where: StoredChunk, at: int, count: int) -> memoryview:
+        """Bytes [at, at + count) of the tile stored at `where`."""
         with self._loading((piece,)):
             with self._lock:
                 found = self._held.get(piece)
                 if found is not None:
                     self._held.move_to_end(piece)
-                    return found
+                    return memoryview(found)[at : at + count]
+            if 2 * count < where.nbytes:
+                return memoryview(self._read(replace(where, offset=where.offset + at, nbytes=count)))
             data = self._read(where)
             with self._lock:
                 self._held[piece] = data
                 self._bytes += len(data)
                 while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
                     self._bytes -= len(self._held.popitem(last=False)[1])
-            return data
+            return memoryview(data)[at : at + count]
 
 
 class TiffFile:
