@@ -172,6 +172,11 @@ class ZarrArray:
         return self.view.dirty_bytes
 
     @property
+    def fetches_remotely(self) -> bool:
+        """Whether a read of stored bytes waits on a network round trip."""
+        return not self.store.is_local
+
+    @property
     def changes(self) -> tuple[int, int]:
         """A value that changes whenever the elements or the stored objects may have."""
         return self.view.mutations, self.stats.stores

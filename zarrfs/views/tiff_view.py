@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -44,12 +45,18 @@ from .tiff_layout import (
 )
 
 HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per open file (a tile is read in several requests)
+# The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
+# request of 1 MiB or of aligned pages reaches into several tiles, each a request of its own.
+_PIECE_READS = ThreadPoolExecutor(8, thread_name_prefix="tiles")
 
 
 class TiffArray(RegionArray, Protocol):
     """What the view needs of an array beyond a region's elements: its stored chunks."""
 
     regular_read_chunks: bool  # (False: a rectilinear grid's chunks, of many shapes)
+
+    @property
+    def fetches_remotely(self) -> bool: ...
 
     @property
     def stored_form(self) -> StoredForm | None: ...
@@ -96,6 +103,7 @@ class Part:
     images: list[TiffImage]
     pieces: Pieces
     read_piece: PieceReader
+    remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
 
 
 def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
@@ -124,14 +132,15 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     if form is not None and _passes_through(form, byteorder, read_chunk):
         offsets, counts, pieces, read = _as_stored(array, boxes, form)
         images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
-        return Part(images, pieces, read)
+        return Part(images, pieces, read, remote=array.fetches_remotely)
     pieces = Pieces.of(np.full(len(boxes), read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize))
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
     placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
-    return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded)
+    return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded,
+                remote=array.fetches_remotely)
 
 
 def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
@@ -227,13 +236,17 @@ class TiffFile:
             parts.append(head + b"\0" * (min(self.data_start, offset + size) - offset - len(head)))
         at = max(offset, self.data_start) - self.data_start
         end = offset + size - self.data_start
+        reads: list[tuple[Part, int, int, int]] = []
         while at < end:
             number = int(np.searchsorted(self._bases, at, side="right")) - 1
             part, base = self._parts[number], int(self._bases[number])
             stop = min(end, int(self._bases[number + 1]))
-            parts += [part.read_piece(piece, inside, count)
-                      for piece, inside, count in part.pieces.spans(at - base, stop - at)]
+            reads += [(part, *span) for span in part.pieces.spans(at - base, stop - at)]
             at = stop
+        if len(reads) > 1 and any(part.remote for part, *_ in reads):  # (round trips at once)
+            parts += _PIECE_READS.map(lambda read: read[0].read_piece(*read[1:]), reads)
+        else:
+            parts += [part.read_piece(piece, inside, count) for part, piece, inside, count in reads]
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
