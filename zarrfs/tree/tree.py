@@ -34,6 +34,7 @@ from ..views.npy import NpyHeader
 from ..views.placement import Placement
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
+from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
 from .metadata_files import MetadataFiles
 from .new_arrays import NewArrays, array_name
@@ -71,6 +72,7 @@ class Tree:
         self.uploads = Uploads()
         self.groups = GroupRecheck(self)
         self.new_arrays = NewArrays()
+        self.group_views = GroupViews(self, layout.views)
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -84,7 +86,8 @@ class Tree:
             return opened.names.names(directory.parts) if opened else []
         files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
-            return [*files, *self._group_children(directory.path), *self.uploads.names(directory.path)]
+            return [*files, *self.group_views.names, *self._group_children(directory.path),
+                    *self.uploads.names(directory.path)]
         opened = self.open_array(directory.path).directory
         return [*files, *(opened.entries() if opened else ())]
 
@@ -97,9 +100,10 @@ class Tree:
         if directory.role == GROUP and self.uploads.find(directory.path, name) is not None:
             return Ref(directory.path, UPLOAD, (name,))
         if directory.role == GROUP:
-            child = self._group_child(directory.path, name)
+            view = self.group_views.lookup(directory.path, name)
+            child = None if view else self._group_child(directory.path, name)
             if child is None:
-                return None
+                return view
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
@@ -201,6 +205,8 @@ class Tree:
             if upload is None:
                 raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
             return upload
+        if self.group_views.serves(ref):
+            return self.group_views.file(ref.path)
         opened = self.open_array(ref.path).directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
@@ -228,7 +234,8 @@ class Tree:
         bytes are also in `data` and headers such as `data.npy`), so a write to `ref` must make them stale."""
         if ref.role not in (CHUNK, DATA, HEADER):
             return []
-        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA)]
+        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA),
+                  *self.group_views.showing(ref.path)]
         found = (self.inodes.known(other) for other in others if other != ref)
         return [number for number in found if number is not None]
 
@@ -238,6 +245,8 @@ class Tree:
         """Whether another writer changed what the file `ref` shows since it was last looked
         at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
         the kernel caches of the array's files is queued as stale (`take_stale`)."""
+        if self.group_views.serves(ref):
+            return self.group_views.recheck(ref.path)
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
         opened = self.open_array(ref.path).directory
@@ -302,6 +311,7 @@ class Tree:
                 elif ref.role in (CHUNK, CHUNKS) and ref.parts and opened.names.resolve(ref.parts) is None:
                     parent = Ref(path, CHUNKS, ref.parts[:-1])
                     self._stale.entries.append((self.inode(parent), ref.parts[-1]))
+            self._stale.inodes += [n for r in self.group_views.showing(path) if (n := self.inodes.known(r))]
 
     # -- changes made through the mount (`edits`) -------------------------------------------
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import headers
 from .files import FileView, RegionFile
+from .netcdf_file import NC_NAME
 from .npy import NpyFile
 from .placement import Placement
 
@@ -49,6 +50,8 @@ HEADER_VIEWS: dict[str, HeaderView] = {
     "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
         dtype, shape, fortran, placement=where())),
 }
-VIEW_KINDS = frozenset(HEADER_VIEWS)
+# Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
+GROUP_VIEWS = {"nc": NC_NAME}
+VIEW_KINDS = frozenset(HEADER_VIEWS) | frozenset(GROUP_VIEWS)
 # The header files whose bytes are also `data`'s.
 SHARING_DATA = tuple(view.file_name for view in HEADER_VIEWS.values() if view.shares_data)

@@ -1,0 +1,109 @@
+"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`).
+
+Listing a group shows `data.nc` without opening any array (it is in every group directory,
+and holds only the group's attributes when no array is one NetCDF can hold). Opening it (or
+asking its size) opens every array of the group and makes the header from their shapes and
+attributes now, so an array resized since shows; arrays it cannot hold are named in the log,
+once each.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..formats import GroupChildren, NodeMetadata
+from ..formats.description import ArrayDescription
+from ..formats.nodes import join_path
+from ..formats.registry import xarray_fill_value
+from ..views import FileView
+from ..views.array_dir import ArrayDirectory
+from ..views.netcdf_file import NC_NAME, Member, group_file
+from .inodes import DATA, GROUP_VIEW, Ref
+
+log = logging.getLogger(__name__)
+NC_KIND = "nc"  # (its name in `-o views=`)
+
+
+class Opened(Protocol):
+    directory: ArrayDirectory | None  # None: it cannot be opened
+
+
+class Groups(Protocol):
+    """What the tree offers (implemented by `Tree`)."""
+
+    def node(self, path: str) -> NodeMetadata | None: ...
+    def children_of(self, path: str) -> GroupChildren: ...
+    def open_array(self, path: str) -> Opened: ...
+    def recheck(self, ref: Ref) -> bool: ...
+
+
+class GroupViews:
+    def __init__(self, groups: Groups, views: frozenset[str]) -> None:
+        self.groups = groups
+        self.names = [NC_NAME] if NC_KIND in views else []
+        self._said: set[tuple[str, str]] = set()  # (group, what the log said of it)
+        self._lock = threading.Lock()
+
+    def serves(self, ref: Ref) -> bool:
+        return ref.role == GROUP_VIEW
+
+    def lookup(self, group: str, name: str) -> Ref | None:
+        return Ref(group, GROUP_VIEW, (name,)) if name in self.names else None
+
+    def file(self, group: str) -> FileView:
+        node = self.groups.node(group)
+        if node is None:
+            raise FileNotFoundError(join_path(group, NC_NAME))
+        members = [m for m in (self._member(child) for child in self._arrays(group)) if m is not None]
+        made = group_file(members, node.attributes)
+        for name, why in made.left_out.items():
+            self._say(group, f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
+        for note in made.notes:
+            self._say(group, f"{join_path(group, NC_NAME)}: {note}")
+        return made.file
+
+    def recheck(self, group: str) -> bool:
+        """Close-to-open, as `data`: whether another writer changed any array of the group."""
+        changed = [self.groups.recheck(Ref(child.path, DATA)) for child in self._arrays(group)]
+        return any(changed)
+
+    def showing(self, array: str) -> list[Ref]:
+        """The group files that also show the bytes of the array at `array`."""
+        return [Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names] if array else []
+
+    def _arrays(self, group: str) -> list[NodeMetadata]:
+        return [c for c in self.groups.children_of(group).all().values() if c.kind == "array"]
+
+    def _member(self, node: NodeMetadata) -> Member | None:
+        directory = self.groups.open_array(node.path).directory
+        if directory is None:
+            self._say(node.path, f"{NC_NAME} leaves out array {node.path}: it cannot be opened")
+            return None
+        description = directory.array.metadata
+        return Member(node.name, directory.array, description.dimension_names, description.attributes,
+                      _fill(node, description.attributes, description))
+
+    def _say(self, key: str, text: str) -> None:
+        with self._lock:
+            if (key, text) in self._said:
+                return
+            self._said.add((key, text))
+        log.warning("%s", text)
+
+
+def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayDescription) -> object:
+    """What the variable's `_FillValue` is: the CF attribute, or where xarray keeps it
+    instead (a v2 array's fill value). Arrays with named dimensions are xarray's: without
+    either, they have none (xarray masks nothing there); others get their fill value."""
+    if "_FillValue" in attributes:
+        return attributes["_FillValue"]
+    stated = xarray_fill_value(node, attributes)
+    if stated is not None or description.dimension_names is not None:
+        return stated
+    storage = description.data_type.storage
+    return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None
