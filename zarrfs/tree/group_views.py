@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..formats import GroupChildren, NodeMetadata
+from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
@@ -37,7 +37,7 @@ class Groups(Protocol):
     """What the tree offers (implemented by `Tree`)."""
 
     def node(self, path: str) -> NodeMetadata | None: ...
-    def children_of(self, path: str) -> GroupChildren: ...
+    def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
     def open_array(self, path: str) -> Opened: ...
     def recheck(self, ref: Ref) -> bool: ...
 
@@ -77,7 +77,7 @@ class GroupViews:
         return [Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names] if array else []
 
     def _arrays(self, group: str) -> list[NodeMetadata]:
-        return [c for c in self.groups.children_of(group).all().values() if c.kind == "array"]
+        return [c for c in self.groups.group_children(group).values() if c.kind == "array"]
 
     def _member(self, node: NodeMetadata) -> Member | None:
         directory = self.groups.open_array(node.path).directory

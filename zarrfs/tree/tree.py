@@ -86,7 +86,7 @@ class Tree:
             return opened.names.names(directory.parts) if opened else []
         files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
-            return [*files, *self.group_views.names, *self._group_children(directory.path),
+            return [*files, *self.group_views.names, *self.group_children(directory.path),
                     *self.uploads.names(directory.path)]
         opened = self.open_array(directory.path).directory
         return [*files, *(opened.entries() if opened else ())]
@@ -126,7 +126,7 @@ class Tree:
         with self._lock:
             return self._nodes[path]
 
-    def _group_children(self, path: str) -> dict[str, NodeMetadata]:
+    def group_children(self, path: str) -> dict[str, NodeMetadata]:
         return self._remembered(self.children_of(path).all())
 
     def _group_child(self, path: str, name: str) -> NodeMetadata | None:
