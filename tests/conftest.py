@@ -80,6 +80,11 @@ FAST_TESTS = {
     "test_geo_views.py": {"test_xarray_grid_in_gdal"},
     "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
+    "test_netcdf_view.py": {"test_netcdf_c_reads_the_header_and_data",
+                            "test_pieces_cover_reads_across_header_variables_and_padding",
+                            "test_a_variable_past_4_gib_makes_cdf5", "test_json_attributes_get_netcdf_types",
+                            "test_names_netcdf_c_refuses",
+                            "test_xarray_reads_data_nc_as_open_zarr_reads_the_store"},
 }
 
 

@@ -161,9 +161,10 @@ def test_ome_zarr_plate_without_listings(tmp_path: Path, mount_array: Any,
     levels = [d["path"] for d in _ome_metadata(store / "A" / "1" / "0", 3)["multiscales"][0]["datasets"]]
     server = http_server(tmp_path)
     mount = mount_array(f"{server.url}/plate.ome.zarr", ["ro"])
-    assert _ls(mount.path) == {"zarr.json", "A", "B"}
-    assert _ls(mount.path / "A") == {"zarr.json", "1"} and _ls(mount.path / "B") == {"zarr.json", "3"}
-    assert _ls(mount.path / "B" / "3") == {"zarr.json", "0"}
+    assert _ls(mount.path) == {"zarr.json", "data.nc", "A", "B"}
+    assert _ls(mount.path / "A") == {"zarr.json", "data.nc", "1"}
+    assert _ls(mount.path / "B") == {"zarr.json", "data.nc", "3"}
+    assert _ls(mount.path / "B" / "3") == {"zarr.json", "data.nc", "0"}
     assert _ls(mount.path / "B" / "3" / "0") == {"zarr.json", *levels}
     for well in wells:
         _assert_data(mount.path / well / "0" / levels[0] / "data", _oracle(store / well / "0" / levels[0]))
