@@ -641,8 +641,8 @@ def test_children_named_with_spaces_and_non_ascii(tmp_path: Path, mount_array: A
     root.create_array("déjà vu", shape=(3,), dtype="<i1", chunks=(3,))[:] = [1, 2, 3]
     root.create_group("sub group").create_array("x-y.z", shape=(2,), dtype="<i1", chunks=(2,))[:] = [4, 5]
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == {"zarr.json", "déjà vu", "sub group"}
-    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "x-y.z"}
+    assert set(os.listdir(mount.path)) == {"zarr.json", "data.nc", "déjà vu", "sub group"}
+    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "data.nc", "x-y.z"}
     _assert_data(mount.path / "déjà vu" / "data", np.array([1, 2, 3], "<i1"))
     _assert_data(mount.path / "sub group" / "x-y.z" / "data", np.array([4, 5], "<i1"))
     _assert_enoent(mount.path / "deja vu")

@@ -1,26 +1,28 @@
 """The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`).
 
-Listing a group shows `data.nc` without opening any array (it is in every group directory,
-and holds only the group's attributes when no array is one NetCDF can hold). Opening it (or
-asking its size) opens every array of the group and makes the header from their shapes and
-attributes now, so an array resized since shows; arrays it cannot hold are named in the log,
-once each.
+Listing a group shows `data.nc` in every group directory (it holds only the group's
+attributes when no array is one NetCDF can hold). Its header is made from the metadata the
+tree knows of the group's arrays, at each open or stat, so neither opens an array (a group
+of thousands of arrays is listed with `ls -l` without a request per array); an array is
+opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
+does (close-to-open). Arrays it cannot hold are named in the log, once each.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from ..errors import MetadataError
 from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
-from ..views import FileView
+from ..views import FileView, RegionArray
 from ..views.array_dir import ArrayDirectory
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
@@ -30,7 +32,8 @@ NC_KIND = "nc"  # (its name in `-o views=`)
 
 
 class Opened(Protocol):
-    directory: ArrayDirectory | None  # None: it cannot be opened
+    directory: ArrayDirectory | None  # None: it cannot be opened, because of `problem`
+    problem: str | None
 
 
 class Groups(Protocol):
@@ -40,6 +43,7 @@ class Groups(Protocol):
     def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
     def open_array(self, path: str) -> Opened: ...
     def recheck(self, ref: Ref) -> bool: ...
+    def opened_arrays(self) -> Sequence[object]: ...
 
 
 class GroupViews:
@@ -47,6 +51,9 @@ class GroupViews:
         self.groups = groups
         self.names = [NC_NAME] if NC_KIND in views else []
         self._said: set[tuple[str, str]] = set()  # (group, what the log said of it)
+        # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
+        # still holds them: a deleted array is not).
+        self._opened: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -59,7 +66,8 @@ class GroupViews:
         node = self.groups.node(group)
         if node is None:
             raise FileNotFoundError(join_path(group, NC_NAME))
-        members = [m for m in (self._member(child) for child in self._arrays(group)) if m is not None]
+        live = {id(array) for array in self.groups.opened_arrays()}
+        members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
         made = group_file(members, node.attributes)
         for name, why in made.left_out.items():
             self._say(group, f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
@@ -68,9 +76,18 @@ class GroupViews:
         return made.file
 
     def recheck(self, group: str) -> bool:
-        """Close-to-open, as `data`: whether another writer changed any array of the group."""
-        changed = [self.groups.recheck(Ref(child.path, DATA)) for child in self._arrays(group)]
-        return any(changed)
+        """Close-to-open, as `data`: whether another writer changed any array of the group
+        (each is opened: an array never opened before may differ from the metadata the tree
+        had of it when it listed the group)."""
+        changed = False
+        for child in self._arrays(group):
+            changed = self.groups.recheck(Ref(child.path, DATA)) or changed
+            directory = self.groups.open_array(child.path).directory
+            if directory is not None:
+                with self._lock:
+                    self._opened[child.path] = directory.array
+                changed = changed or directory.array.metadata.shape != _described_shape(child)
+        return changed
 
     def showing(self, array: str) -> list[Ref]:
         """The group files that also show the bytes of the array at `array`."""
@@ -79,14 +96,27 @@ class GroupViews:
     def _arrays(self, group: str) -> list[NodeMetadata]:
         return [c for c in self.groups.group_children(group).values() if c.kind == "array"]
 
-    def _member(self, node: NodeMetadata) -> Member | None:
-        directory = self.groups.open_array(node.path).directory
-        if directory is None:
-            self._say(node.path, f"{NC_NAME} leaves out array {node.path}: it cannot be opened")
+    def _member(self, node: NodeMetadata, live: set[int]) -> Member | None:
+        with self._lock:
+            array = self._opened.get(node.path)
+        try:
+            description = array.metadata if array is not None and id(array) in live else node.describe()
+        except MetadataError as e:
+            group = node.path.rpartition("/")[0]
+            self._say(group, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
             return None
-        description = directory.array.metadata
-        return Member(node.name, directory.array, description.dimension_names, description.attributes,
-                      _fill(node, description.attributes, description))
+        return Member(node.name, description.data_type, description.shape, description.dimension_names,
+                      description.attributes, _fill(node, description.attributes, description),
+                      lambda: self._open(node.path))
+
+    def _open(self, path: str) -> RegionArray:
+        opened = self.groups.open_array(path)
+        if opened.directory is None:
+            raise MetadataError("", f"{path} cannot be opened: {opened.problem}")
+        array: RegionArray = opened.directory.array
+        with self._lock:
+            self._opened[path] = array
+        return array
 
     def _say(self, key: str, text: str) -> None:
         with self._lock:
@@ -107,3 +137,10 @@ def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayD
         return stated
     storage = description.data_type.storage
     return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None
+
+
+def _described_shape(node: NodeMetadata) -> tuple[int, ...] | None:
+    try:
+        return node.describe().shape
+    except MetadataError:
+        return None

@@ -245,8 +245,10 @@ class Tree:
         """Whether another writer changed what the file `ref` shows since it was last looked
         at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
         the kernel caches of the array's files is queued as stale (`take_stale`)."""
-        if self.group_views.serves(ref):
-            return self.group_views.recheck(ref.path)
+        if self.group_views.serves(ref):  # (its size changes with any array's: the kernel is told)
+            changed = self.group_views.recheck(ref.path)
+            self._stale.inodes += [self.inode(ref)] if changed else []
+            return changed
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
         opened = self.open_array(ref.path).directory

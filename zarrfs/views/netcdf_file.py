@@ -2,6 +2,10 @@
 each variable's bytes being the array's flat view in big-endian (`files.RegionFile`), read as
 the reader asks for them. Pure: no FUSE, no store of its own (the arrays have one).
 
+The header needs only the arrays' descriptions (their metadata, known without reading the
+store), so the file's size is known without opening any array (`ls -l` of a group of
+thousands of arrays reads nothing); an array is opened when its bytes are first read.
+
 Variables: every array of a fixed-size numeric type (bool as byte, with xarray's `dtype: bool`
 so xarray reads booleans back), and fixed-length byte strings as char with one more dimension,
 `<array>_strlen`. Dimensions: the arrays' names for them, `<array>_dim<i>` for unnamed ones,
@@ -12,12 +16,14 @@ group's, `_FillValue` typed as its variable.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..formats import DataType
+from ..grid import Box
 from .files import FixedBytesError, RegionArray, RegionFile
 from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
 from .placement import fill_number
@@ -33,10 +39,12 @@ class Member:
     """An array of the group, as a variable."""
 
     name: str
-    array: RegionArray
+    data_type: DataType
+    shape: tuple[int, ...]
     dimension_names: tuple[str | None, ...] | None
     attributes: Mapping[str, Any]
     fill: object  # the variable's _FillValue: a number, text as CF writes it, or None: none
+    array: Callable[[], RegionArray]  # opens it (MetadataError when it cannot be)
 
 
 @dataclass
@@ -66,35 +74,34 @@ class GroupFile:
 
 def group_file(members: Sequence[Member], attributes: Mapping[str, Any]) -> GroupFile:
     dimensions = _Dimensions()
-    variables, data, left_out = [], [], {}
+    variables, held, left_out = [], [], {}
     for member in members:
         problem = _problem(member)
         if problem is not None:
             left_out[member.name] = problem
             continue
         variables.append(_variable(member, dimensions))
-        data.append(RegionFile(member.array, None, "big"))
+        held.append(member)
     dataset = Dataset(tuple(dimensions.lengths.items()), tuple(variables), _attributes(attributes))
-    return GroupFile(NetcdfFile(Layout(dataset), data), left_out, dimensions.renamed)
+    return GroupFile(NetcdfFile(Layout(dataset), held), left_out, dimensions.renamed)
 
 
 def _problem(member: Member) -> str | None:
-    storage = member.array.data_type.storage
+    data_type = member.data_type
     if not valid_name(member.name):
         return "its name is not a NetCDF name"
-    if nc_type(storage) is None or member.array.data_type.kind not in ("bool", "int", "float", "bytes"):
-        return f"NetCDF classic files have no {member.array.data_type.name} type"
-    if 0 in member.array.shape:
+    if nc_type(data_type.storage) is None or data_type.kind not in ("bool", "int", "float", "bytes"):
+        return f"NetCDF classic files have no {data_type.name} type"
+    if 0 in member.shape:
         return "an axis of length 0 would be a record dimension"
     return None
 
 
 def _variable(member: Member, dimensions: _Dimensions) -> Variable:
-    array = member.array
-    names = member.dimension_names or (None,) * len(array.shape)
+    names = member.dimension_names or (None,) * len(member.shape)
     dims = [dimensions.name(wanted, f"{member.name}_dim{i}", length)
-            for i, (wanted, length) in enumerate(zip(names, array.shape, strict=True))]
-    storage = array.data_type.storage
+            for i, (wanted, length) in enumerate(zip(names, member.shape, strict=True))]
+    storage = member.data_type.storage
     type_ = nc_type(storage)
     assert type_ is not None  # (`_problem` said so)
     if type_ == NC_CHAR:
@@ -103,9 +110,9 @@ def _variable(member: Member, dimensions: _Dimensions) -> Variable:
     fill = _fill(member.fill, type_)
     if fill is not None:
         attributes += (fill,)
-    if array.data_type.kind == "bool":
+    if member.data_type.kind == "bool":
         attributes += (Attribute.of("dtype", "bool"),)  # (xarray's mark of booleans kept as bytes)
-    return Variable(member.name, tuple(dims), type_, attributes, math.prod(array.shape) * storage.itemsize)
+    return Variable(member.name, tuple(dims), type_, attributes, math.prod(member.shape) * storage.itemsize)
 
 
 def _attributes(attributes: Mapping[str, Any]) -> tuple[Attribute, ...]:
@@ -142,9 +149,19 @@ class NetcdfFile:
     resizable = False
     row_bytes = 0  # (as `readahead.Rows`: no slabs; what is ahead is loaded into the cache)
 
-    def __init__(self, layout: Layout, data: Sequence[RegionFile]) -> None:
+    def __init__(self, layout: Layout, members: Sequence[Member]) -> None:
         self.layout = layout
-        self.data = data
+        self.members = members
+        self._data: dict[int, RegionFile] = {}
+
+    def data(self, variable: int) -> RegionFile:
+        """The variable's bytes: its array (opened now if it was not), as the header's shape."""
+        found = self._data.get(variable)
+        if found is None:
+            member = self.members[variable]
+            whole = Box((0,) * len(member.shape), member.shape)
+            found = self._data[variable] = RegionFile(member.array(), whole, "big")
+        return found
 
     @property
     def size(self) -> int:
@@ -156,7 +173,7 @@ class NetcdfFile:
             if piece.variable is None:
                 parts.append(self.layout.header[piece.start : piece.stop])
                 continue
-            data = self.data[piece.variable]
+            data = self.data(piece.variable)
             parts.append(data.read(piece.start, piece.stop - piece.start))
             parts.append(bytes(max(0, piece.stop - max(piece.start, data.size))))  # (padding)
         parts = [p for p in parts if len(p)]
@@ -167,7 +184,7 @@ class NetcdfFile:
     def prefetch(self, offset: int, size: int) -> None:
         for piece in self.layout.pieces(offset, size):
             if piece.variable is not None:
-                self.data[piece.variable].prefetch(piece.start, piece.stop - piece.start)
+                self.data(piece.variable).prefetch(piece.start, piece.stop - piece.start)
 
     def readahead(self) -> Readahead:
         return Readahead(self, self)
