@@ -110,7 +110,7 @@ def _variable(member: Member, dimensions: _Dimensions) -> Variable:
     fill = _fill(member.fill, type_)
     if fill is not None:
         attributes += (fill,)
-    if member.data_type.kind == "bool":
+    if member.data_type.kind == "bool" and "dtype" not in member.attributes:
         attributes += (Attribute.of("dtype", "bool"),)  # (xarray's mark of booleans kept as bytes)
     return Variable(member.name, tuple(dims), type_, attributes, math.prod(member.shape) * storage.itemsize)
 
