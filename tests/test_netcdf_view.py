@@ -4,6 +4,7 @@ xarray (against `open_zarr` of the source), `ncdump` and CDO."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import warnings
 from pathlib import Path
@@ -243,6 +244,11 @@ def test_arrays_netcdf_cannot_hold_are_left_out_and_named_once(tmp_path: Path, m
     b[:] = 0.5
     plain = root.create_array("plain", shape=(2, 2), dtype="i2", fill_value=-9)
     plain[0] = 4
+    broken = root.create_array("broken", shape=(2,), dtype="i4", dimension_names=["x2"])
+    doc = json.loads((tmp_path / "mixed.zarr" / "broken" / "zarr.json").read_text())
+    doc["codecs"].append({"name": "lz5"})  # (no such codec: it cannot be opened)
+    (tmp_path / "mixed.zarr" / "broken" / "zarr.json").write_text(json.dumps(doc))
+    assert broken.shape == (2,)
     sub = root.create_group("sub")
     sub.create_array("v", shape=(5,), dtype="u1")[:] = np.arange(5)
     mount = mount_array(tmp_path / "mixed.zarr")
@@ -257,7 +263,7 @@ def test_arrays_netcdf_cannot_hold_are_left_out_and_named_once(tmp_path: Path, m
         nc["v"].set_auto_mask(False)
         assert list(nc["v"][:]) == [0, 1, 2, 3, 4]
     log = mount.log()
-    for name in ("names", "half", "wave"):
+    for name in ("names", "half", "wave", "broken"):
         assert log.count(f"data.nc leaves out array {name}:") == 1, log
     assert log.count("dimension x of length 3 is also met with length 4: named x_4") == 1
 

@@ -50,10 +50,11 @@ class GroupViews:
     def __init__(self, groups: Groups, views: frozenset[str]) -> None:
         self.groups = groups
         self.names = [NC_NAME] if NC_KIND in views else []
-        self._said: set[tuple[str, str]] = set()  # (group, what the log said of it)
+        self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
         # still holds them: a deleted array is not).
         self._opened: dict[str, Any] = {}
+        self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -70,9 +71,9 @@ class GroupViews:
         members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
         made = group_file(members, node.attributes)
         for name, why in made.left_out.items():
-            self._say(group, f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
+            self._say(join_path(group, name), f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
         for note in made.notes:
-            self._say(group, f"{join_path(group, NC_NAME)}: {note}")
+            self._say(f"{group}: {note}", f"{join_path(group, NC_NAME)}: {note}")
         return made.file
 
     def recheck(self, group: str) -> bool:
@@ -82,11 +83,10 @@ class GroupViews:
         changed = False
         for child in self._arrays(group):
             changed = self.groups.recheck(Ref(child.path, DATA)) or changed
-            directory = self.groups.open_array(child.path).directory
-            if directory is not None:
-                with self._lock:
-                    self._opened[child.path] = directory.array
-                changed = changed or directory.array.metadata.shape != _described_shape(child)
+            opened = self.groups.open_array(child.path)
+            changed = self._learn(child.path, opened) or changed
+            if opened.directory is not None:
+                changed = changed or opened.directory.array.metadata.shape != _described_shape(child)
         return changed
 
     def showing(self, array: str) -> list[Ref]:
@@ -98,12 +98,14 @@ class GroupViews:
 
     def _member(self, node: NodeMetadata, live: set[int]) -> Member | None:
         with self._lock:
-            array = self._opened.get(node.path)
+            array, problem = self._opened.get(node.path), self._failed.get(node.path)
         try:
+            if problem is not None:
+                raise MetadataError("", f"it cannot be opened: {problem}")
             description = array.metadata if array is not None and id(array) in live else node.describe()
         except MetadataError as e:
             group = node.path.rpartition("/")[0]
-            self._say(group, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
+            self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
             return None
         return Member(node.name, description.data_type, description.shape, description.dimension_names,
                       description.attributes, _fill(node, description.attributes, description),
@@ -111,18 +113,28 @@ class GroupViews:
 
     def _open(self, path: str) -> RegionArray:
         opened = self.groups.open_array(path)
+        self._learn(path, opened)
         if opened.directory is None:
             raise MetadataError("", f"{path} cannot be opened: {opened.problem}")
         array: RegionArray = opened.directory.array
-        with self._lock:
-            self._opened[path] = array
         return array
+
+    def _learn(self, path: str, opened: Opened) -> bool:
+        """Keep what opening the array gave; whether it failed for the first time (the next
+        header leaves it out)."""
+        with self._lock:
+            if opened.directory is not None:
+                self._opened[path] = opened.directory.array
+                return False
+            first = path not in self._failed
+            self._failed[path] = opened.problem or "unknown"
+            return first
 
     def _say(self, key: str, text: str) -> None:
         with self._lock:
-            if (key, text) in self._said:
+            if key in self._said:
                 return
-            self._said.add((key, text))
+            self._said.add(key)
         log.warning("%s", text)
 
 
