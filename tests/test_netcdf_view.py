@@ -244,6 +244,7 @@ def test_arrays_netcdf_cannot_hold_are_left_out_and_named_once(tmp_path: Path, m
     b[:] = 0.5
     plain = root.create_array("plain", shape=(2, 2), dtype="i2", fill_value=-9)
     plain[0] = 4
+    root.create_array("scalar", shape=(), dtype="f8", fill_value=0)[()] = 2.5  # (rank 0: no dimensions)
     broken = root.create_array("broken", shape=(2,), dtype="i4", dimension_names=["x2"])
     doc = json.loads((tmp_path / "mixed.zarr" / "broken" / "zarr.json").read_text())
     doc["codecs"].append({"name": "lz5"})  # (no such codec: it cannot be opened)
@@ -254,7 +255,8 @@ def test_arrays_netcdf_cannot_hold_are_left_out_and_named_once(tmp_path: Path, m
     mount = mount_array(tmp_path / "mixed.zarr")
     for _ in range(2):
         with netCDF4.Dataset(mount.path / "data.nc") as nc:
-            assert set(nc.variables) == {"a", "b", "plain"} and nc.note == "mixed"
+            assert set(nc.variables) == {"a", "b", "plain", "scalar"} and nc.note == "mixed"
+            assert nc["scalar"].dimensions == () and float(nc["scalar"][...]) == 2.5
             assert nc["b"].dimensions == ("x_4",) and list(nc["b"][:]) == [0.5] * 4
             assert nc["plain"].dimensions == ("plain_dim0", "plain_dim1") and nc["plain"]._FillValue == -9
             assert nc["plain"][1, 0] is np.ma.masked and not hasattr(nc["a"], "_FillValue")
