@@ -17,6 +17,11 @@ import pytest
 import xarray as xr
 import zarr
 
+from zarrfs.array import Shared
+from zarrfs.formats import discover
+from zarrfs.store import Store
+from zarrfs.tree import Tree
+from zarrfs.views import array_dir
 from zarrfs.views.netcdf import (
     NC_BYTE,
     NC_CHAR,
@@ -289,3 +294,24 @@ def test_a_reopened_data_nc_shows_an_array_another_writer_resized(tmp_path: Path
     array[4:] = [4, 5]
     with netCDF4.Dataset(mount.path / "data.nc") as nc:
         np.testing.assert_array_equal(nc["a"][:], np.arange(6))
+
+
+def test_listing_and_sizing_data_nc_open_no_array(tmp_path: Path) -> None:
+    """`ls -l` of a group of many arrays: the header comes from the metadata known, so no array
+    is opened (no request per array on a remote store) until a variable's bytes are read."""
+    root = zarr.open_group(tmp_path / "many.zarr", mode="w", zarr_format=3)
+    for i in range(50):
+        root.create_array(f"a{i}", shape=(3, 2), dtype="i2", dimension_names=["y", "x"])[:] = i
+    store = Store.open(str(tmp_path / "many.zarr"))
+    node = discover(store.get, "")
+    assert node is not None
+    tree = Tree(store, node, Shared(1 << 20, 1), array_dir.Layout())
+    assert "data.nc" in tree.names(tree.root)
+    ref = tree.lookup(tree.root, "data.nc")
+    assert ref is not None
+    view = tree.file(ref)
+    assert view.size > 50 * 12 and tree.opened_arrays() == []
+    with netCDF4.Dataset("many.nc", memory=bytes(view.read(0, view.size))) as nc:
+        assert len(nc.variables) == 50 and int(nc["a7"][2, 1]) == 7
+    assert len(tree.opened_arrays()) == 50
+    tree.close()

@@ -55,6 +55,7 @@ class GroupViews:
         # still holds them: a deleted array is not).
         self._opened: dict[str, Any] = {}
         self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
+        self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -102,7 +103,7 @@ class GroupViews:
         try:
             if problem is not None:
                 raise MetadataError("", f"it cannot be opened: {problem}")
-            description = array.metadata if array is not None and id(array) in live else node.describe()
+            description = array.metadata if array is not None and id(array) in live else self._describe(node)
         except MetadataError as e:
             group = node.path.rpartition("/")[0]
             self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
@@ -110,6 +111,18 @@ class GroupViews:
         return Member(node.name, description.data_type, description.shape, description.dimension_names,
                       description.attributes, _fill(node, description.attributes, description),
                       lambda: self._open(node.path))
+
+    def _describe(self, node: NodeMetadata) -> ArrayDescription:
+        """The node's description, parsed once per version of its metadata (the tree replaces
+        the node when the metadata changes)."""
+        with self._lock:
+            known = self._described.get(node.path)
+        if known is not None and known[0] is node:
+            return known[1]
+        description = node.describe()
+        with self._lock:
+            self._described[node.path] = (node, description)
+        return description
 
     def _open(self, path: str) -> RegionArray:
         opened = self.groups.open_array(path)

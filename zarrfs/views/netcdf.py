@@ -11,6 +11,7 @@ https://docs.unidata.ucar.edu/netcdf-c/current/file_format_specifications.html
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import unicodedata
 from collections.abc import Sequence
@@ -141,10 +142,10 @@ class Layout:
         self.dataset = dataset
         self.version = 5 if dataset.cdf5 else 2
         header_size = len(self._header([0] * len(dataset.variables)))
-        self.begins = [header_size + sum(_padded(v.nbytes) for v in dataset.variables[:i])
-                       for i in range(len(dataset.variables))]
+        ends = list(itertools.accumulate((_padded(v.nbytes) for v in dataset.variables), initial=header_size))
+        self.begins = ends[:-1]
         self.header = self._header(self.begins)
-        self.size = header_size + sum(_padded(v.nbytes) for v in dataset.variables)
+        self.size = ends[-1]
 
     def pieces(self, offset: int, size: int) -> list[Piece]:
         """What bytes [offset, offset + size) of the file are (clipped to its end), in order."""
