@@ -126,6 +126,15 @@ def test_a_variable_past_4_gib_makes_cdf5(tmp_path: Path) -> None:
     dataset = Dataset((("x", huge // 4), ("y", 2)), variables, ())
     layout = Layout(dataset)
     assert layout.version == 5 and layout.size == len(layout.header) + huge + 8
+    long = Dataset((("n", 3 << 30),), (Variable("bytes", ("n",), NC_BYTE, (), 3 << 30),), ())
+    assert Layout(long).version == 5  # (3 GiB fit CDF-2's sizes, not its 31-bit lengths)
+    three = Dataset((("n", 3 << 28),), (Variable("ints", ("n",), NC_INT, (), 3 << 30),), ())
+    cdf2 = Layout(three)  # (a 3 GiB vsize: unsigned 32 bits)
+    with open(tmp_path / "cdf2.nc", "wb") as f:
+        f.write(cdf2.header)
+        f.truncate(cdf2.size)
+    with netCDF4.Dataset(tmp_path / "cdf2.nc") as nc:
+        assert nc.data_model == "NETCDF3_64BIT_OFFSET" and nc["ints"].shape == (3 << 28,)
     path = tmp_path / "sparse.nc"
     with open(path, "wb") as f:
         f.write(layout.header)

@@ -30,6 +30,8 @@ _BY_KIND = {(np.dtype(d).kind, np.dtype(d).itemsize): t for t, d in NC_DTYPES.it
 CDF5_TYPES = frozenset({NC_UBYTE, NC_USHORT, NC_UINT, NC_INT64, NC_UINT64})
 # A CDF-2 variable's size is a 32-bit field (the 4 GiB - 1 of the last variable's escape aside).
 CDF2_MAX_VSIZE = (1 << 32) - 4
+# Its lengths are 32-bit INTs, signed in the specification (netCDF-C reads them unsigned).
+CDF2_MAX_LENGTH = (1 << 31) - 1
 _DIMENSION_TAG, _VARIABLE_TAG, _ATTRIBUTE_TAG = 10, 11, 12
 _INT_RANGES = ((NC_INT, np.iinfo(np.int32)), (NC_INT64, np.iinfo(np.int64)), (NC_UINT64, np.iinfo(np.uint64)))
 
@@ -120,7 +122,8 @@ class Dataset:
     def cdf5(self) -> bool:
         attributes = [*self.attributes, *(a for v in self.variables for a in v.attributes)]
         return (any(v.nc_type in CDF5_TYPES or _padded(v.nbytes) > CDF2_MAX_VSIZE for v in self.variables)
-                or any(a.nc_type in CDF5_TYPES for a in attributes))
+                or any(a.nc_type in CDF5_TYPES for a in attributes)
+                or any(length > CDF2_MAX_LENGTH for _, length in self.dimensions))
 
 
 # -- the file -----------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ class Layout:
         return found
 
     def _header(self, begins: Sequence[int]) -> bytes:
-        count = ">i8" if self.version == 5 else ">i4"
+        count = ">i8" if self.version == 5 else ">u4"  # (NON_NEG: netCDF-C reads CDF-2's unsigned)
         data = self.dataset
         dims = {name: i for i, (name, _) in enumerate(data.dimensions)}
         out = [b"CDF" + bytes([self.version]), _int(0, count)]  # (numrecs: no record dimension)
