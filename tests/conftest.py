@@ -57,7 +57,8 @@ FAST_MODULES = {
     "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
     "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
-    "test_keyed_locks.py", "test_written_reads.py",
+    "test_keyed_locks.py", "test_written_reads.py", "test_tiff_view.py",
+    "test_registry_codecs.py",
 }
 FAST_TESTS = {
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
@@ -80,6 +81,13 @@ FAST_TESTS = {
     "test_geo_views.py": {"test_xarray_grid_in_gdal"},
     "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
+    "test_metrics.py": {"test_a_scrape_during_a_workload_shows_it", "test_public_source",
+                        "test_the_option_parses", "test_a_bad_address_is_refused"},
+    "test_rectilinear.py": {"test_the_registry_example_expands_as_it_says",
+                            "test_cells_of_covers_every_element_once",
+                            "test_bad_edges_are_refused_naming_the_member",
+                            "test_registry_example_reads_and_writes"},
+    "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
     "test_netcdf_view.py": {"test_netcdf_c_reads_the_header_and_data",
                             "test_pieces_cover_reads_across_header_variables_and_padding",
                             "test_a_variable_past_4_gib_makes_cdf5", "test_json_attributes_get_netcdf_types",

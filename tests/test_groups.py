@@ -548,7 +548,7 @@ def test_setting_an_xattr_on_a_read_only_mount_is_erofs(tmp_path: Path, mount_ar
     assert json.loads(os.getxattr(mount.path / "a/b", "user.zarr.attributes")) == {"level": 2}
 
 
-# -- arrays zarrfs cannot present: variable-length strings, corrupt metadata -----------------------
+# -- arrays of variable-length strings (data.txt only); arrays zarrfs cannot present ---------------
 
 
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2-vlen-utf8", "v3-string"])
@@ -566,20 +566,22 @@ def test_group_with_a_vlen_string_array(fmt: int, tmp_path: Path, mount_array: A
     mount = mount_array(store, ["ro"])
     assert set(os.listdir(mount.path)) == ({".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"}) | {
         "data.nc", "names", "nums"}
-    assert set(os.listdir(mount.path / "names")) == meta
+    assert set(os.listdir(mount.path / "names")) == meta | {"data.txt"}
+    assert (mount.path / "names" / "data.txt").read_bytes() == b"a\nbb\nccc\n"
     _assert_enoent(mount.path / "names" / "data")
     _assert_enoent(mount.path / "names" / "chunks")
     _assert_metadata_files_as_stored(mount.path, store)
-    _log_line_naming(mount.log(), "names")
+    _log_line_naming(mount.log(), "names", "data.txt")
     _assert_data(mount.path / "nums" / "data", np.arange(5, dtype="<i4") * 11)
     assert without_views(os.listdir(mount.path / "nums")) == sorted(meta | {"data", "chunks"})
 
     lines = _info_lines(store)
     assert set(lines) == {"/", "/names", "/nums"}
-    assert "metadata only" in lines["/names"]
+    assert "data.txt only" in lines["/names"] and "string" in lines["/names"]
     assert "metadata only" not in lines["/nums"]
 
-    _mount_fails(store / "names", tmp_path / "direct")
+    direct = mount_array(store / "names", ["ro"])  # mounted alone: data.txt and its metadata
+    assert set(os.listdir(direct.path)) == meta | {"data.txt"}
 
 
 BAD_CODEC = "nosuchcodec"

@@ -28,7 +28,7 @@ import pyfuse3
 from ..options import MountOptions
 from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, GROUP_VIEW, HEADER, METADATA, Ref, Tree
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .boundary import Counters, boundary
+from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
 from .workers import Workers
 
@@ -73,6 +73,7 @@ class ChangeOperations:
     tree: Tree
     options: MountOptions
     counters: Counters
+    timings: Timings | None
     workers: Workers
     fresh: Freshness
     read_only: bool

@@ -3,9 +3,9 @@
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
 without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
-opened on first use; one that cannot be opened (or whose elements have no fixed size) is shown
-with its metadata files only, and the log says why once. After a resize, what the kernel may cache of
-the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+opened on first use; one that cannot be opened is shown with its metadata files only (one of
+strings or bytes with `data.txt` too), and the log says why once. After a resize, what the
+kernel may cache of the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 import errno
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,24 +22,24 @@ from ..array import Shared, ZarrArray
 from ..array_metadata import array_of, resized_listing
 from ..errors import EditRefused, ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
-from ..formats.description import ArrayDescription
 from ..formats.documents import node_documents
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.header_registry import SHARING_DATA
+from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
-from ..views.placement import Placement
+from ..views.text import TEXT_NAME, TextFile
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
 from .metadata_files import MetadataFiles
 from .new_arrays import NewArrays, array_name
-from .placement import Siblings, find_placement
+from .placement import placement_finder
 from .reshaped import new_shape
+from .text_views import text_view
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 class OpenedArray:
     directory: ArrayDirectory | None
     problem: str | None
+    text: TextFile | None = None  # `data.txt` of an array of strings or bytes (no directory)
 
 
 class Tree:
@@ -88,8 +89,9 @@ class Tree:
         if directory.role == GROUP:
             return [*files, *self.group_views.names, *self.group_children(directory.path),
                     *self.uploads.names(directory.path)]
-        opened = self.open_array(directory.path).directory
-        return [*files, *(opened.entries() if opened else ())]
+        found = self.open_array(directory.path)
+        opened = found.directory
+        return [*files, *(opened.entries() if opened else ()), *([TEXT_NAME] if found.text else ())]
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
@@ -105,6 +107,8 @@ class Tree:
             if child is None:
                 return view
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
+        if directory.role == ARRAY and name == TEXT_NAME and self.open_array(directory.path).text:
+            return Ref(directory.path, HEADER, (name,))
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
             return None
@@ -169,31 +173,21 @@ class Tree:
         try:
             array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
-            log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
-            return OpenedArray(None, str(e))
+            text, problem = text_view(self.store, node, str(e))
+            if text is None:
+                log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
+            return OpenedArray(None, problem, text)
         if self.rechecks:
             self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
-        directory = ArrayDirectory(array, self.layout, placement=self._placement(node, array.metadata),
+        where = placement_finder(node, array.metadata, self.node, self._group_child,
+                                 lambda path: self.open_array(path).directory)
+        directory = ArrayDirectory(array, self.layout, placement=where,
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
 
     def opened_arrays(self) -> list[ZarrArray]:
         with self._lock:
             return [o.directory.array for o in self._arrays.values() if o.directory is not None]
-
-    def _placement(self, node: NodeMetadata, description: ArrayDescription) -> Callable[[], Placement]:
-        """Where the array's elements are, found when a header first needs it: OME-Zarr
-        metadata of the parent group, CF attributes, coordinate arrays beside it."""
-        parent, _, name = node.path.rpartition("/")
-        siblings = Siblings(lambda child: self._group_child(parent, child),
-                            lambda child: self.open_array(join_path(parent, child)).directory)
-
-        def find() -> Placement:
-            with self._lock:
-                group = self._nodes.get(parent) if name else None
-            return find_placement(node, description, group, siblings if name else None)
-
-        return find
 
     # -- files and attributes ----------------------------------------------------------------
 
@@ -207,7 +201,10 @@ class Tree:
             return upload
         if self.group_views.serves(ref):
             return self.group_views.file(ref.path)
-        opened = self.open_array(ref.path).directory
+        opened_array = self.open_array(ref.path)
+        if opened_array.text is not None and ref.parts == (TEXT_NAME,):
+            return opened_array.text
+        opened = opened_array.directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
         if ref.role == DATA:
@@ -255,6 +252,9 @@ class Tree:
         if opened is None:
             return False
         reshaped = self._recheck_shape(ref.path, opened)
+        if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
+            opened.forget_files()  # (made from the chunks the store holds now: it may differ)
+            return True
         chunks = None
         if ref.role == CHUNK:
             found = opened.names.resolve(ref.parts)

@@ -52,6 +52,10 @@ class RegionArray(Protocol):
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """Each box's elements, from one version of every chunk they touch."""
 
+    def cached(self, boxes: Sequence[Box]) -> bool:
+        """Whether the cache holds every chunk the boxes touch whole (a read of them waits
+        on nothing)."""
+
     def stream(self, box: Box) -> Stream | None:
         """A buffer being filled with the elements of `box` in C order (None: no room)."""
 
@@ -207,6 +211,11 @@ class RegionFile:
         raw = [p.reshape(-1).view(np.uint8) for p in parts]
         joined = raw[0] if len(raw) == 1 else np.concatenate(raw)
         return joined.data[skip : skip + size]
+
+    def cached(self, offset: int, size: int) -> bool:
+        """Whether bytes [offset, offset + size) are all in the cache (RegionArray.cached)."""
+        size = max(0, min(size, self.size - offset))
+        return self.array.cached(self.boxes(offset, size)) if size else True
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         if offset + len(data) > self.size and self.resizable:

@@ -189,6 +189,10 @@ class NetcdfFile:
     def readahead(self) -> Readahead:
         return Readahead(self, self)
 
+    def cached(self, offset: int, size: int) -> bool:
+        return all(p.variable is None or self.data(p.variable).cached(p.start, p.stop - p.start)
+                   for p in self.layout.pieces(offset, size))
+
     def slab_rows(self) -> None:
         return None
 

@@ -21,7 +21,8 @@ def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
     found = {
         "shape": _dims(description.shape),
         "dtype": dtype,
-        "chunks": _dims(description.chunk_shape),
+        "chunks": _dims(description.chunk_shape) if description.rectilinear is None
+        else json.dumps(description.rectilinear.to_json()["configuration"]["chunk_shapes"]),
         "fill_value": json.dumps(fill_value_to_json(description.fill_value, description.data_type)),
         "dimension_names": json.dumps(names),
         "attributes": json.dumps(dict(description.attributes)),
