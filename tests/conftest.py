@@ -90,6 +90,11 @@ FAST_TESTS = {
     "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
     "interop/test_zarrs_corpus.py": {"test_reads_as_its_bytes_twin", "test_bytes_twin_holds_its_chunk_files",
                                      "test_exactly_the_listed_arrays_fail"},
+    "test_netcdf_view.py": {"test_netcdf_c_reads_the_header_and_data",
+                            "test_pieces_cover_reads_across_header_variables_and_padding",
+                            "test_a_variable_past_4_gib_makes_cdf5", "test_json_attributes_get_netcdf_types",
+                            "test_names_netcdf_c_refuses", "test_listing_and_sizing_data_nc_open_no_array",
+                            "test_xarray_reads_data_nc_as_open_zarr_reads_the_store"},
 }
 
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import pyfuse3
 
 from ..options import MountOptions
-from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, Ref, Tree
+from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, GROUP_VIEW, HEADER, METADATA, Ref, Tree
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
@@ -35,7 +35,7 @@ from .workers import Workers
 T = TypeVar("T")
 ATTRIBUTES_XATTR = XATTR_PREFIX + "attributes"
 MARK_SECONDS = 30.0  # how long an accepted unlink waits for the rmdir of its directory
-NODE_FILES = (METADATA, DATA, HEADER, CHUNK)
+NODE_FILES = (METADATA, DATA, HEADER, CHUNK, GROUP_VIEW)
 
 
 class Removals:
