@@ -85,6 +85,10 @@ class Store:
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
         self.is_gcs = gcs.is_gcs(fs)
+        # An HTTP server lists nothing reliably (a directory URL: 403, 404 or a page of links):
+        # what many keys are is asked key by key there, never taken from a listing.
+        protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+        self.lists = not {"http", "https"} & set(protocols)
         # (Icechunk: each read comes with the snapshot its key last changed in)
         self.reads_generations = bool(getattr(fs, "reads_report_generations", False))
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
@@ -207,11 +211,13 @@ class Store:
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
-        """The size and generation of many keys (None: not stored): one stat each locally, one
-        listing remotely."""
+        """The size and generation of many keys (None: not stored): one stat each locally and
+        on HTTP servers, one listing on other remote stores."""
         wanted = list(keys)
         if self.is_local or len(wanted) <= 4:
             return {key: self.stat(key) for key in wanted}
+        if not self.lists:  # (each key asked for, all at once)
+            return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
         self.fs.invalidate_cache(self.root)
         listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True), kind=LIST) or {}
         by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
