@@ -185,3 +185,31 @@ def test_big_sparse_array_as_bigtiff_in_gdal(tmp_path: Path, mount_array: Any) -
     assert stats(mount.path)["chunks_decoded"] == 1
     with open(tif, "rb") as f:
         assert f.read(4) == b"II+\0"  # BigTIFF
+
+
+@pytest.mark.parametrize("version", ["0.4", "0.5"])
+def test_ome_zarr_image_as_an_ome_tiff_pyramid(tmp_path: Path, mount_array: Any, version: str) -> None:
+    """`data.ome.tif` in an OME-Zarr image's directory (and in no other): tifffile opens the OME
+    series with every level, libtiff sees the SubIFDs, a write to a level shows at the next open."""
+    from ome_zarr.format import FormatV04, FormatV05
+    from ome_zarr.writer import write_image
+
+    group = zarr.open_group(tmp_path / "image.zarr", mode="w", zarr_format=2 if version == "0.4" else 3)
+    data = np.random.default_rng(4).integers(0, 4000, (2, 256, 320)).astype("uint16")
+    write_image(data, group, axes="cyx", fmt=FormatV04() if version == "0.4" else FormatV05(),
+                scale_factors=[2, 4], storage_options={"chunks": (1, 64, 64)})
+    levels = sorted(name for name, _ in group.arrays())
+    mount = mount_array(tmp_path / "image.zarr", ["rw"])
+    tif = mount.path / "data.ome.tif"
+    assert tif.name in os.listdir(mount.path) and tif.name not in os.listdir(mount.path / levels[0])
+    with tifffile.TiffFile(tif) as tiff:
+        series = tiff.series[0]
+        assert tiff.is_ome and series.axes == "CYX" and len(series.levels) == 3
+        assert np.array_equal(series.asarray(), data)
+        smallest = zarr.open_array(tmp_path / "image.zarr" / levels[2], mode="r")[...]
+        assert np.array_equal(series.levels[2].asarray(), smallest)
+    info = subprocess.run(["tiffinfo", str(tif)], check=True, capture_output=True, text=True).stdout
+    assert "SubIFD" in info
+    with open(mount.path / levels[0] / "data", "r+b") as flat:
+        flat.write(np.uint16(65000).tobytes())
+    wait_until(lambda: tifffile.imread(tif, series=0)[0, 0, 0] == 65000, what="the written value")

@@ -1,4 +1,5 @@
-"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`).
+"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`),
+and `data.ome.tif` in OME-Zarr image groups (`ome_views`).
 
 Listing a group shows `data.nc` in every group directory (it holds only the group's
 attributes when no array is one NetCDF can hold). Its header is made from the metadata the
@@ -23,9 +24,11 @@ from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
-from ..views.array_dir import ArrayDirectory
+from ..views.array_dir import ArrayDirectory, Layout
 from ..views.netcdf_file import NC_NAME, Member, group_file
+from ..views.ome_tiff import OME_TIFF_NAME
 from .inodes import DATA, GROUP_VIEW, Ref
+from .ome_views import OmeTiffViews
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
@@ -47,9 +50,10 @@ class Groups(Protocol):
 
 
 class GroupViews:
-    def __init__(self, groups: Groups, views: frozenset[str]) -> None:
+    def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
-        self.names = [NC_NAME] if NC_KIND in views else []
+        self.names = [NC_NAME] if NC_KIND in layout.views else []
+        self.ome = OmeTiffViews(groups, layout.views, layout.byteorder)
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
         # still holds them: a deleted array is not).
@@ -61,10 +65,15 @@ class GroupViews:
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW
 
-    def lookup(self, group: str, name: str) -> Ref | None:
-        return Ref(group, GROUP_VIEW, (name,)) if name in self.names else None
+    def names_in(self, group: str) -> list[str]:
+        return [*self.names, *self.ome.names(group)]
 
-    def file(self, group: str) -> FileView:
+    def lookup(self, group: str, name: str) -> Ref | None:
+        return Ref(group, GROUP_VIEW, (name,)) if name in self.names_in(group) else None
+
+    def file(self, group: str, name: str) -> FileView:
+        if name == OME_TIFF_NAME:
+            return self.ome.file(group)
         node = self.groups.node(group)
         if node is None:
             raise FileNotFoundError(join_path(group, NC_NAME))
@@ -77,10 +86,13 @@ class GroupViews:
             self._say(f"{group}: {note}", f"{join_path(group, NC_NAME)}: {note}")
         return made.file
 
-    def recheck(self, group: str) -> bool:
+    def recheck(self, group: str, name: str) -> bool:
         """Close-to-open, as `data`: whether another writer changed any array of the group
         (each is opened: an array never opened before may differ from the metadata the tree
         had of it when it listed the group)."""
+        if name == OME_TIFF_NAME:
+            self.ome.forget(group)  # (made from the chunks the store holds now: it may differ)
+            return True
         changed = False
         for child in self._arrays(group):
             changed = self.groups.recheck(Ref(child.path, DATA)) or changed
@@ -92,7 +104,10 @@ class GroupViews:
 
     def showing(self, array: str) -> list[Ref]:
         """The group files that also show the bytes of the array at `array`."""
-        return [Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names] if array else []
+        if not array:
+            return []
+        pyramids = [Ref(group, GROUP_VIEW, (OME_TIFF_NAME,)) for group in self.ome.showing(array)]
+        return [*(Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names), *pyramids]
 
     def _arrays(self, group: str) -> list[NodeMetadata]:
         return [c for c in self.groups.group_children(group).values() if c.kind == "array"]

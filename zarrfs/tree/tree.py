@@ -73,7 +73,7 @@ class Tree:
         self.uploads = Uploads()
         self.groups = GroupRecheck(self)
         self.new_arrays = NewArrays()
-        self.group_views = GroupViews(self, layout.views)
+        self.group_views = GroupViews(self, layout)
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -87,7 +87,7 @@ class Tree:
             return opened.names.names(directory.parts) if opened else []
         files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
-            return [*files, *self.group_views.names, *self.group_children(directory.path),
+            return [*files, *self.group_views.names_in(directory.path), *self.group_children(directory.path),
                     *self.uploads.names(directory.path)]
         found = self.open_array(directory.path)
         opened = found.directory
@@ -200,7 +200,7 @@ class Tree:
                 raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
             return upload
         if self.group_views.serves(ref):
-            return self.group_views.file(ref.path)
+            return self.group_views.file(ref.path, ref.parts[0])
         opened_array = self.open_array(ref.path)
         if opened_array.text is not None and ref.parts == (TEXT_NAME,):
             return opened_array.text
@@ -243,7 +243,7 @@ class Tree:
         at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
         the kernel caches of the array's files is queued as stale (`take_stale`)."""
         if self.group_views.serves(ref):  # (its size changes with any array's: the kernel is told)
-            changed = self.group_views.recheck(ref.path)
+            changed = self.group_views.recheck(ref.path, ref.parts[0])
             self._stale.inodes += [self.inode(ref)] if changed else []
             return changed
         if ref.role not in (DATA, HEADER, CHUNK):

@@ -19,6 +19,7 @@ from . import headers
 from .files import FileView, RegionFile
 from .netcdf_file import NC_NAME
 from .npy import NpyFile
+from .ome_tiff import OME_TIFF_NAME
 from .placement import Placement
 from .tiff_view import shows_tiff, tiff_file
 
@@ -69,7 +70,7 @@ ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
     "tif": ArrayFileView("data.tif", shows_tiff, tiff_file),
 }
 # Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
-GROUP_VIEWS = {"nc": NC_NAME}
+GROUP_VIEWS = {"nc": NC_NAME, "ome": OME_TIFF_NAME}
 VIEW_KINDS = frozenset(HEADER_VIEWS) | frozenset(ARRAY_FILE_VIEWS) | frozenset(GROUP_VIEWS)
 # The files whose bytes are also `data`'s (a write to one makes the others stale).
 SHARING_DATA = (*(view.file_name for view in HEADER_VIEWS.values() if view.shares_data),
