@@ -160,12 +160,17 @@ def metadata_cases() -> dict[str, MetadataCase]:
         # chunk grid
         "chunk_grid_missing": (dumps(without("chunk_grid")), "chunk_grid"),
         "chunk_grid_unknown": (
+            dumps(base_doc(chunk_grid={"name": "irregular", "configuration": {"chunk_shapes": [[4]]}})),
+            "chunk_grid.name",
+        ),
+        # (the registry's rectilinear grid is read; one without its `kind` is refused)
+        "chunk_grid_rectilinear_without_kind": (
             dumps(
                 base_doc(
                     chunk_grid={"name": "rectilinear", "configuration": {"chunk_shapes": [[4]]}}
                 )
             ),
-            "chunk_grid.name",
+            "chunk_grid.configuration.kind",
         ),
         "chunk_grid_not_object": (dumps(base_doc(chunk_grid=[4, 4])), "chunk_grid.name"),
         "chunk_grid_no_configuration": (
