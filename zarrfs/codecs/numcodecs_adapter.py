@@ -45,9 +45,10 @@ BUFFER_PREFIX = "numcodecs-buffer."
 ARRAY_CODEC_IDS = {"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"}
 _BLOSC_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
-# What numcodecs' codecs raise on bad input (zlib, lzma and the C extensions have their own).
+# What numcodecs' codecs raise on bad input (zlib, lzma and the C extensions have their own;
+# the checksums' IndexError: a buffer shorter than its checksum).
 _DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, OSError,
-                  zlib.error, lzma.LZMAError)
+                  IndexError, zlib.error, lzma.LZMAError)
 
 
 def from_spec(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytesCodec:

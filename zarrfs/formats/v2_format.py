@@ -97,8 +97,6 @@ class V2Format(Format):
 
     def describe(self, node: NodeMetadata) -> ArrayDescription:
         attributes = node.document(ATTRIBUTES_KEY) if ATTRIBUTES_KEY in node.files else {}
-        if not isinstance(attributes, Mapping):
-            raise MetadataError(ATTRIBUTES_KEY, f"expected a JSON object, got {attributes!r}")
         return metadata_from_json(node.document(METADATA_KEY), attributes)
 
     def xarray_fill_value(self, node: NodeMetadata, attributes: Mapping[str, Any]) -> object:

@@ -1,0 +1,25 @@
+"""One target under atheris: `python -m fuzz.atheris_main TARGET [libFuzzer options] [CORPUS...]`
+(with tests/ on the path; scripts/fuzz runs it). zarrfs is instrumented for coverage; the
+libraries below it are not (they would slow every execution, and they are not ours to fix)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import atheris
+
+
+def main() -> None:
+    target, options = sys.argv[1], sys.argv[2:]
+    with atheris.instrument_imports(include=["zarrfs"]):
+        from .common import harness_module, quiet_logging
+
+        module = importlib.import_module(harness_module(target))
+    quiet_logging()
+    atheris.Setup([sys.argv[0], *options], module.fuzz_one)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Regression tests of what fuzzing found (scripts/fuzz), one per cause, each on the smallest
+input that showed it. The inputs themselves stay in tests/fuzz/corpus/*/crash-* (replayed by
+test_replay.py); these say what the right behaviour is."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zarrfs.codecs import CodecError
+from zarrfs.errors import MetadataError
+from zarrfs.formats import consolidated_children, discover
+from zarrfs.formats.documents import edit_consolidated, set_attributes
+
+from .fuzz_codecs import PIPELINES
+
+ZARRAY = {"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<i4", "compressor": None,
+          "fill_value": 0, "order": "C", "filters": None}
+
+
+def test_attributes_set_on_a_listed_entry_that_is_not_a_document() -> None:
+    """v3 consolidated metadata listing a non-object for a path: setting attributes there
+    leaves it alone (was TypeError: 'str' object is not a mapping)."""
+    group = {"zarr_format": 3, "node_type": "group", "attributes": {},
+             "consolidated_metadata": {"kind": "inline", "must_understand": False,
+                                       "metadata": {"a": "not a document", "b": {"node_type": "group"}}}}
+    raw = json.dumps(group).encode()
+    assert edit_consolidated(raw, 3, lambda nodes: set_attributes(nodes, "a", 3, {"x": 1})) is None
+    edited = edit_consolidated(raw, 3, lambda nodes: set_attributes(nodes, "b", 3, {"x": 1}))
+    assert edited is not None
+    listed = json.loads(edited)["consolidated_metadata"]["metadata"]
+    assert listed == {"a": "not a document", "b": {"node_type": "group", "attributes": {"x": 1}}}
+
+
+def test_a_listed_array_document_that_is_not_an_object_is_a_metadata_error() -> None:
+    """v2 .zmetadata listing a string as an array's .zarray (or .zattrs): opening the array
+    is a MetadataError naming the file (was AttributeError: 'str' object has no attribute 'get')."""
+    for listed in ({"a/.zarray": "<i4"}, {"a/.zarray": ZARRAY, "a/.zattrs": 7}):
+        zmetadata = {"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2}, **listed}}
+        group = discover({".zmetadata": json.dumps(zmetadata).encode()}.get, "")
+        assert group is not None
+        children = consolidated_children(group)
+        assert children is not None and set(children) == {"a"}
+        with pytest.raises(MetadataError) as refused:
+            children["a"].describe()
+        assert refused.value.member in (".zarray", ".zattrs")
+
+
+@pytest.mark.parametrize("name", ["numcodecs.fletcher32", "numcodecs.crc32", "numcodecs.adler32",
+                                  "numcodecs.jenkins_lookup3"])
+@pytest.mark.parametrize("stored", [b"", b"\xb5", b"\x01\x02\x03"])
+def test_a_chunk_shorter_than_its_checksum_is_a_codec_error(name: str, stored: bytes) -> None:
+    """numcodecs' checksums index past a buffer shorter than the checksum (IndexError)."""
+    with pytest.raises(CodecError):
+        PIPELINES[name].decode(stored)
