@@ -5,13 +5,17 @@ test_replay.py); these say what the right behaviour is."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 
+import numpy as np
 import pytest
 
-from zarrfs.codecs import CodecError
+from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
 from zarrfs.errors import MetadataError
 from zarrfs.formats import consolidated_children, discover
 from zarrfs.formats.documents import edit_consolidated, set_attributes
+from zarrfs.formats.dtypes import CORE_TYPES
+from zarrfs.formats.v3 import parse_codec_list
 
 from .fuzz_codecs import PIPELINES
 
@@ -54,3 +58,35 @@ def test_a_chunk_shorter_than_its_checksum_is_a_codec_error(name: str, stored: b
     """numcodecs' checksums index past a buffer shorter than the checksum (IndexError)."""
     with pytest.raises(CodecError):
         PIPELINES[name].decode(stored)
+
+
+def _chunk_spec(dtype: str, shape: tuple[int, ...]) -> ChunkSpec:
+    return ChunkSpec(shape, CORE_TYPES[dtype], bytes(CORE_TYPES[dtype].itemsize))
+
+
+def test_a_filter_on_huge_chunks_allocates_little_at_open() -> None:
+    """A document claiming 4 GiB chunks (the largest allowed) through a numcodecs filter:
+    building its pipeline encoded a whole chunk of fill values (12 GB, 140 s); now a few."""
+    specs = parse_codec_list([{"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}},
+                              {"name": "bytes", "configuration": {"endian": "little"}}], "codecs")
+    tracemalloc.start()
+    try:
+        pipeline = Pipeline.build(specs, _chunk_spec("int32", (1 << 30,)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+    output = pipeline.array_codecs[0].output_spec()
+    assert output.shape == (1 << 30,) and output.data_type.storage == np.dtype("int32")
+    assert output.fill_value == bytes(4)
+
+
+@pytest.mark.parametrize(("elements", "packed"), [(5, 2), (4096, 513), (10_000, 1251)])
+def test_a_filter_that_changes_the_element_count_still_gets_its_output_shape(
+        elements: int, packed: int) -> None:
+    """packbits (one header byte, then 8 bools a byte): learnt from the whole chunk."""
+    specs = parse_codec_list([{"name": "numcodecs.packbits"}, {"name": "bytes"}], "codecs")
+    pipeline = Pipeline.build(specs, _chunk_spec("bool", (elements,)))
+    assert pipeline.array_codecs[0].output_spec().shape == (packed,)
+    values = np.arange(elements) % 3 == 0
+    assert np.array_equal(pipeline.decode(pipeline.encode(values)), values)
