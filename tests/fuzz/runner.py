@@ -129,7 +129,7 @@ def cap(folder: Path) -> None:
     """Drop the largest inputs found by fuzzing (never seeds, never findings) until the folder
     holds at most MAX_FILES files and MAX_BYTES bytes."""
     files = [p for p in folder.iterdir() if p.is_file()]
-    droppable = sorted((p for p in files if not p.name.startswith(("seed-", *ARTIFACTS))),
+    droppable = sorted((p for p in files if not p.name.startswith(("seed-", "regress-", *ARTIFACTS))),
                        key=lambda p: p.stat().st_size, reverse=True)
     count, total = len(files), sum(p.stat().st_size for p in files)
     for path in droppable:

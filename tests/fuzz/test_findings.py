@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
-from zarrfs.errors import MetadataError
+from zarrfs.errors import MetadataError, StoreError
 from zarrfs.formats import consolidated_children, discover
 from zarrfs.formats.documents import edit_consolidated, set_attributes
 from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.formats.v3 import parse_codec_list
+from zarrfs.store import Store
 
 from .fuzz_codecs import PIPELINES
 
@@ -90,3 +92,43 @@ def test_a_filter_that_changes_the_element_count_still_gets_its_output_shape(
     assert pipeline.array_codecs[0].output_spec().shape == (packed,)
     values = np.arange(elements) % 3 == 0
     assert np.array_equal(pipeline.decode(pipeline.encode(values)), values)
+
+
+_ZARRAY = json.dumps(ZARRAY)
+MALFORMED_SETS = {
+    "nested too deeply": b'{"a":' * 50_000 + b"1" + b"}" * 50_000,  # was RecursionError
+    "length not a number": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": ["data.bin", 0, "abc"]},
+    "offset a list": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": ["data.bin", [], 4]},
+    "negative": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": ["data.bin", -5, -3]},
+    "past any index": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": ["data.bin", 0, 10**30]},
+    "bad base64": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": "base64:A"},
+    "two members": {"version": 1, "refs": {".zgroup": "{}", "x/0": ["data.bin", 4]}},
+    "generated negative": {"version": 1, "refs": {".zgroup": "{}"}, "gen": [{
+        "key": "x/{{i}}", "url": "data.bin", "offset": "{{i - 5}}", "length": "1",
+        "dimensions": {"i": {"stop": 2}}}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED_SETS))
+def test_a_malformed_reference_set_fails_to_open_naming_the_problem(name: str, tmp_path: Path) -> None:
+    """Each was read when a key was (ValueError, TypeError, OverflowError, binascii.Error from
+    fsspec), or not at all (RecursionError); now the set is refused when it is opened."""
+    refs = MALFORMED_SETS[name]
+    (tmp_path / "data.bin").write_bytes(bytes(64))
+    (tmp_path / "refs.json").write_bytes(refs if isinstance(refs, bytes) else json.dumps(refs).encode())
+    with pytest.raises(StoreError) as refused:
+        Store.open(str(tmp_path / "refs.json"))
+    assert "refs.json" in str(refused.value)
+
+
+def test_a_well_formed_reference_set_still_opens(tmp_path: Path) -> None:
+    (tmp_path / "data.bin").write_bytes(bytes(range(64)))
+    refs = {"version": 1, "refs": {".zgroup": "{}", "x/.zarray": _ZARRAY, "x/0": "base64:AAECAw==",
+                                   "x/1": ["data.bin", 8, 4]},
+            "gen": [{"key": "y/{{i}}", "url": "data.bin", "offset": "{{i * 4}}", "length": "4",
+                     "dimensions": {"i": {"stop": 2}}}]}
+    (tmp_path / "refs.json").write_text(json.dumps(refs))
+    store = Store.open(str(tmp_path / "refs.json"))
+    assert store.get("x/0") == bytes(range(4))
+    assert store.get("x/1") == bytes(range(8, 12))
+    assert store.get("y/1") == bytes(range(4, 8))
