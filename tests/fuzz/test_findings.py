@@ -16,6 +16,7 @@ from zarrfs.errors import MetadataError, StoreError
 from zarrfs.formats import consolidated_children, discover
 from zarrfs.formats.documents import edit_consolidated, set_attributes
 from zarrfs.formats.dtypes import CORE_TYPES
+from zarrfs.formats.registry import xarray_fill_value
 from zarrfs.formats.v3 import parse_codec_list
 from zarrfs.store import Store
 
@@ -132,3 +133,17 @@ def test_a_well_formed_reference_set_still_opens(tmp_path: Path) -> None:
     assert store.get("x/0") == bytes(range(4))
     assert store.get("x/1") == bytes(range(8, 12))
     assert store.get("y/1") == bytes(range(4, 8))
+
+
+def test_xarray_fill_value_of_a_v2_array_whose_zarray_is_not_json() -> None:
+    """xarray's attributes beside a .zarray that is not JSON: no fill value stated, and
+    opening the array says why (was json.JSONDecodeError from xarray_fill_value)."""
+    files = {".zarray": b"{bad", ".zattrs": b'{"_ARRAY_DIMENSIONS": ["x"]}'}
+    node = discover(files.get, "")
+    assert node is not None and node.kind == "array"
+    assert xarray_fill_value(node, node.attributes) is None
+    with pytest.raises(MetadataError, match="not valid JSON"):
+        node.describe()
+    files[".zarray"] = json.dumps({**ZARRAY, "fill_value": 7}).encode()
+    node = discover(files.get, "")
+    assert node is not None and xarray_fill_value(node, node.attributes) == 7
