@@ -26,7 +26,8 @@ def store_of(names: tuple[str, ...], payload: bytes) -> dict[str, bytes]:
 
 
 def explore(files: Mapping[str, bytes]) -> int:
-    """Discover and open what `files` hold; how many nodes were found (for the seeds' checks)."""
+    """Discover and open what `files` hold; how many groups were found and arrays opened (for
+    the seeds' checks), the root counted once per way discovery looks."""
     found = 0
     for consolidated_first in (True, False):
         node = None
@@ -47,8 +48,7 @@ def visit(node: NodeMetadata) -> int:
     expect_typed(lambda: xarray_fill_value(node, node.attributes))
     expect_typed(lambda: consolidated_file(node))
     if node.kind == "array":
-        expect_typed(lambda: open_array(node))
-        return 1
+        return int(expect_typed(lambda: open_array(node)))
     expect_typed(lambda: edit_listing(node))
     children: dict[str, NodeMetadata] = {}
 

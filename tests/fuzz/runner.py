@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -42,16 +43,22 @@ class Outcome:
     findings: list[str] = field(default_factory=list)
 
 
-def child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), str(REPO), env.get("PYTHONPATH")) if p)
-    return env
+def launcher(target: str, work: Path) -> Path:
+    """An executable that runs `target` under atheris: libFuzzer's -merge runs its argv[0]
+    again, which must be executable (python -m is not)."""
+    path = work / f"run-{target}"
+    pythonpath = os.pathsep.join(p for p in (str(TESTS), str(REPO), os.environ.get("PYTHONPATH")) if p)
+    path.write_text(f"""#!/bin/sh
+cd {shlex.quote(str(TESTS))} && PYTHONPATH={shlex.quote(pythonpath)} exec \\
+    {shlex.quote(sys.executable)} -m fuzz.atheris_main {target} --self "$0" "$@"
+""")
+    path.chmod(0o755)
+    return path
 
 
-def libfuzzer(target: str, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "fuzz.atheris_main", target, *args]
-    return subprocess.run(command, cwd=TESTS, env=child_env(), text=True, errors="replace",
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+def libfuzzer(run: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(run), *args], text=True, errors="replace", stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, check=False)
 
 
 def is_artifact(path: Path) -> bool:
@@ -70,9 +77,10 @@ def fuzz(target: str, seconds: int, work: Path) -> Outcome:
         if path.is_file() and not is_artifact(path):
             shutil.copy(path, seeds / path.name)
     outcome = Outcome()
+    run_target = launcher(target, work)
     deadline = time.monotonic() + seconds
     while (left := int(deadline - time.monotonic())) > 0:
-        run = libfuzzer(target, *OPTIONS, f"-max_total_time={left}", f"-artifact_prefix={committed}/",
+        run = libfuzzer(run_target, *OPTIONS, f"-max_total_time={left}", f"-artifact_prefix={committed}/",
                         str(grown), str(seeds))
         with (work / "log").open("a") as log:
             log.write(run.stdout)
@@ -108,20 +116,26 @@ def _cause(log: str) -> str:
 
 
 def save(target: str, work: Path) -> None:
-    """Merge what the run found into the committed corpus, keeping it small."""
+    """Add what the run found to the committed corpus: the inputs that add coverage to it
+    (libFuzzer's -merge), then cap it. Nothing there is removed but the largest inputs fuzzing
+    added before (see `cap`)."""
     committed = CORPUS / target
-    merge = work / "merge"
-    merge.mkdir()
+    merged = work / "merged"  # the committed corpus without findings (a merge would re-run them)
+    merged.mkdir()
     for path in committed.iterdir():
         if path.is_file() and not is_artifact(path):
-            shutil.move(str(path), merge / path.name)
-    run = libfuzzer(target, "-merge=1", "-timeout=20", "-rss_limit_mb=2048", str(committed),
-                    str(merge), str(work / "grown"))
-    if run.returncode != 0:  # keep what there was
-        for path in merge.iterdir():
-            shutil.move(str(path), committed / path.name)
-        print(f"  {target}: merge failed, corpus left as it was (see {work})", file=sys.stderr)
+            shutil.copy(path, merged / path.name)
+    before = {path.name for path in merged.iterdir()}
+    run = libfuzzer(launcher(target, work), "-merge=1", "-timeout=20", "-rss_limit_mb=2048",
+                    str(merged), str(work / "grown"))
+    with (work / "log").open("a") as log:
+        log.write(run.stdout)
+    if run.returncode != 0:
+        print(f"  {target}: merge failed (see {work}/log); the corpus is left as it was", file=sys.stderr)
         return
+    for path in merged.iterdir():
+        if path.name not in before:
+            shutil.copy(path, committed / path.name)
     cap(committed)
 
 
