@@ -17,7 +17,7 @@ from zarrfs.formats import consolidated_children, discover
 from zarrfs.formats.documents import edit_consolidated, set_attributes
 from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.formats.registry import xarray_fill_value
-from zarrfs.formats.v3 import parse_codec_list
+from zarrfs.formats.v3 import parse_codec_list, parse_metadata
 from zarrfs.store import Store
 
 from .fuzz_codecs import PIPELINES
@@ -147,3 +147,60 @@ def test_xarray_fill_value_of_a_v2_array_whose_zarray_is_not_json() -> None:
     files[".zarray"] = json.dumps({**ZARRAY, "fill_value": 7}).encode()
     node = discover(files.get, "")
     assert node is not None and xarray_fill_value(node, node.attributes) == 7
+
+
+def _v3_array(data_type: object, fill_value: object = 0) -> dict[str, object]:
+    return {"zarr_format": 3, "node_type": "array", "shape": [1], "data_type": data_type,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": fill_value,
+            "codecs": [{"name": "bytes"}]}
+
+
+BAD_V3_TYPES = {  # each was a TypeError or ValueError from numpy, or accepted
+    "r and 20 digits": "r" + "8" * 20,
+    "r and an Arabic-Indic digit": "r\u0668",
+    "a length numpy cannot hold": {"name": "fixed_length_utf32",
+                                   "configuration": {"length_bytes": 4 * 10**14}},
+    "raw bytes of 10**30": {"name": "raw_bytes", "configuration": {"length_bytes": 10**30}},
+    "a scale numpy cannot hold": {"name": "numpy.datetime64",
+                                  "configuration": {"unit": "s", "scale_factor": 10**30}},
+    "a field named twice": {"name": "structured",
+                            "configuration": {"fields": [["a", "uint8"], ["a", "uint8"]]}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_V3_TYPES))
+def test_v3_data_types_numpy_cannot_hold_are_metadata_errors(name: str) -> None:
+    with pytest.raises(MetadataError) as refused:
+        parse_metadata(json.dumps(_v3_array(BAD_V3_TYPES[name])))
+    assert refused.value.member.startswith("data_type")
+
+
+@pytest.mark.parametrize("document", [
+    _v3_array("r2147483648", "AAAA"),  # 256 MiB elements
+    _v3_array({"name": "raw_bytes", "configuration": {"length_bytes": 1 << 28}}, "AAAA"),
+    {**ZARRAY, "shape": [1], "chunks": [1], "dtype": "|S268435456", "fill_value": None},
+    {**ZARRAY, "shape": [1], "chunks": [1], "dtype": [["a", "<f8", [1 << 22]]], "fill_value": None},
+])
+def test_huge_elements_are_refused_before_anything_is_allocated(document: dict[str, object]) -> None:
+    """A one-element array of 256 MiB elements took 1.2 GB and 14-20 s to open (its fill
+    value held and converted whole several times); elements over 16 MiB are refused."""
+    name = "zarr.json" if document.get("zarr_format") == 3 else ".zarray"
+    node = discover({name: json.dumps(document).encode()}.get, "")
+    assert node is not None
+    tracemalloc.start()
+    try:
+        with pytest.raises(MetadataError, match="over the limit"):
+            node.describe()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak
+
+
+def test_the_largest_element_allowed_opens() -> None:
+    node = discover({"zarr.json": json.dumps(_v3_array("r134217728", "AAAA")).encode()}.get, "")
+    assert node is not None
+    description = node.describe()
+    assert description.data_type.itemsize == 1 << 24
+    assert description.fill_value == b"\0" * (1 << 24)
