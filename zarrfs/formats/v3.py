@@ -98,9 +98,10 @@ def _numpy_dtype(spec: Any, member: str) -> np.dtype[Any]:
     """numpy's dtype for what a document asks; numpy refuses sizes, units and fields it cannot
     hold (a length of 10**15, a scale of 2**40 microseconds, a field named twice)."""
     try:
-        return np.dtype(spec)
+        dtype: np.dtype[Any] = np.dtype(spec)
     except (TypeError, ValueError) as e:
         raise MetadataError(member, f"not a data type numpy can hold: {e}") from None
+    return dtype
 
 
 def _extension_dtype(name: str, config: Mapping[str, Any], member: str) -> np.dtype[Any]:
