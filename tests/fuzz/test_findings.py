@@ -5,13 +5,16 @@ test_replay.py); these say what the right behaviour is."""
 from __future__ import annotations
 
 import json
+import time
 import tracemalloc
 from pathlib import Path
 
 import numpy as np
 import pytest
+import zstandard
 
 from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
+from zarrfs.codecs.zstd import ZstdCodec
 from zarrfs.errors import MetadataError, StoreError
 from zarrfs.formats import consolidated_children, discover
 from zarrfs.formats.documents import edit_consolidated, set_attributes
@@ -204,3 +207,39 @@ def test_the_largest_element_allowed_opens() -> None:
     description = node.describe()
     assert description.data_type.itemsize == 1 << 24
     assert description.fill_value == b"\0" * (1 << 24)
+
+
+def _unsized(data: bytes) -> bytes:
+    streaming = zstandard.ZstdCompressor(level=1).compressobj()
+    return streaming.compress(data) + streaming.flush()
+
+
+WHOLE = _unsized(b"hello world " * 3)
+CUT_FRAMES = {  # after a whole frame: numcodecs' decoder spun forever on each (found in a shard)
+    "a frame header alone": WHOLE + bytes.fromhex("28b52ffd00"),
+    "a frame cut short": WHOLE + _unsized(b"second frame " * 9)[:-3],
+    "the shard's inner chunk": bytes.fromhex("28b52ffd004f8500005000000200000000000000010031c00228b52ffd00"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUT_FRAMES))
+@pytest.mark.parametrize("exact_size", [None, 36, 21])
+def test_zstd_frames_cut_short_are_codec_errors_at_once(name: str, exact_size: int | None) -> None:
+    codec = ZstdCodec(1, False)
+    started = time.monotonic()
+    with pytest.raises(CodecError):
+        codec.decode(CUT_FRAMES[name], exact_size, 1 << 20)
+    assert time.monotonic() - started < 1
+
+
+def test_an_unsized_zstd_frame_expands_no_further_than_the_limit() -> None:
+    bomb = _unsized(bytes(64 << 20))  # 64 MiB of zeros in a few KB, its size not declared
+    tracemalloc.start()
+    try:
+        with pytest.raises(CodecError, match="exceeds the limit"):
+            ZstdCodec(1, False).decode(bomb, None, 1 << 20)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert bytes(ZstdCodec(1, False).decode(WHOLE + WHOLE, None, 100)) == b"hello world " * 6
