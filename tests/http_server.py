@@ -35,6 +35,7 @@ class Server:
     directory_status: int
     requests: list[tuple[str, str]] = field(default_factory=list)  # (method, path)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    unavailable: int = 0  # the next N requests are answered 503 (a store briefly overloaded)
 
     def record(self, method: str, path: str) -> None:
         with self.lock:
@@ -44,6 +45,14 @@ class Server:
         """Requests so far for paths starting with `path_prefix` (e.g. "/image.zarr/nope/")."""
         with self.lock:
             return sum(1 for _, path in self.requests if path.startswith(path_prefix))
+
+    def take_unavailable(self) -> bool:
+        """Whether this request is one of the `unavailable` ones (counted down)."""
+        with self.lock:
+            if self.unavailable <= 0:
+                return False
+            self.unavailable -= 1
+            return True
 
     def paths(self) -> list[str]:
         with self.lock:
@@ -66,6 +75,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         state = self.server_state
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
         state.record(self.command, path)
+        if state.take_unavailable():
+            self._status(503)
+            return
         local = self.translate_path(path)
         if os.path.isdir(local):
             if state.listings and body:

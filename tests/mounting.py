@@ -31,7 +31,7 @@ def is_mounted(path: Path) -> bool:
 @dataclass
 class Mount:
     path: Path
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | Daemon
     log_path: Path
 
     @property
@@ -117,23 +117,94 @@ def mounted(
     *,
     env: dict[str, str] | None = None,
     command: Sequence[str] = (ZARRFS,),
+    foreground: bool = True,
 ) -> Iterator[Mount]:
-    """Mount `source` on `mountpoint` (created if needed) for the duration of the block."""
+    """Mount `source` on `mountpoint` (created if needed) for the duration of the block.
+    `foreground=False`: as an operator mounts, the command forks the daemon and returns;
+    with no `log=` option on a machine without syslog the daemon then logs nowhere (the
+    Mount's log holds only what the command printed)."""
     mountpoint.mkdir(parents=True, exist_ok=True)
     log_path = mountpoint.parent / f"{mountpoint.name}.log"
-    args = [*command, "mount", "-f", str(source), str(mountpoint)]
+    args = [*command, "mount", *(["-f"] if foreground else []), str(source), str(mountpoint)]
     if options:
         args += ["-o", ",".join(options)]
     with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT,
-                                   env={**os.environ, **(env or {})})
+        process: Any = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT,
+                                        env={**os.environ, **(env or {})})
+    if not foreground:
+        try:
+            process = Daemon.of(process, args, log_path)
+        except AssertionError:
+            if is_mounted(mountpoint):
+                _fusermount_unmount(mountpoint)
+            raise
     mount = Mount(mountpoint, process, log_path)
     try:
-        _wait_until_mounted(mount)
+        try:
+            _wait_until_mounted(mount)
+        except AssertionError:
+            _abandon(mount)  # a late mount would be left behind, and unmount() wait for it
+            raise
         yield mount
     finally:
         if process.poll() is None or is_mounted(mountpoint):
             mount.unmount()
+
+
+class Daemon:
+    """The daemon a `zarrfs mount` without -f forked, with the part of Popen's interface a
+    Mount uses (it is not this process's child: its exit status is not known)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    @classmethod
+    def of(cls, command: subprocess.Popen[bytes], args: list[str], log_path: Path) -> Daemon:
+        """The daemon `command` forked, once it returned (the mount serving)."""
+        if command.wait(MOUNT_TIMEOUT) != 0:
+            raise AssertionError(f"zarrfs mount exited with {command.returncode}:\n"
+                                 f"{log_path.read_text(errors='replace')}")
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                # (the command is a script: its interpreter comes first)
+                found = (entry / "cmdline").read_text().split("\0")[-len(args) - 1 : -1]
+                if entry.name.isdigit() and found == args:
+                    return cls(int(entry.name))
+        raise AssertionError(f"no daemon running {args}")
+
+    def poll(self) -> int | None:
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "Z"
+        if state == "Z":
+            self.returncode = 0
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.02)
+        return 0
+
+    def send_signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _abandon(mount: Mount) -> None:
+    """A daemon that did not mount in time: kill it, and clear the mount it may have made."""
+    if mount.process.poll() is None:
+        mount.process.kill()
+        mount.process.wait(timeout=10)
+    if is_mounted(mount.path):
+        _fusermount_unmount(mount.path)
 
 
 def _wait_until_mounted(mount: Mount) -> None:
@@ -195,7 +266,7 @@ def abort_connection(connection: str | None, mountpoint: Path) -> None:
         subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
-VIEW_FILES = {"data.npy", "data.nhdr", "data.mhd", "data.vrt"}
+VIEW_FILES = {"data.npy", "data.nhdr", "data.mhd", "data.vrt", "data.tif", "data.nc", "data.ome.tif"}
 
 
 def without_views(names: list[str] | set[str]) -> list[str]:

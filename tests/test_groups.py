@@ -182,7 +182,7 @@ def test_xarray_dataset(fmt: int, consolidated: bool, tmp_path: Path, mount_arra
     assert {p.name for p in store.iterdir() if p.is_file()} == root_meta
 
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == root_meta | {"temp", "time", "x"}
+    assert set(os.listdir(mount.path)) == root_meta | {"data.nc", "temp", "time", "x"}
     for name in ("temp", "time", "x"):
         assert without_views(os.listdir(mount.path / name)) == sorted(array_meta | {"data", "chunks"})
     assert _tree(mount.path / "temp" / "chunks") == temp_chunks
@@ -266,7 +266,7 @@ def test_consolidated_metadata_lists_the_children(fmt: int, tmp_path: Path, moun
         assert sorted(seen.keys()) == ["a", "g"]
         assert sorted(zarr.open_group(store, mode="r", use_consolidated=False).keys()) == ["a", "g", "late"]
     mount = mount_array(store, ["ro"])
-    group_meta = {".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"}
+    group_meta = {".zgroup", ".zattrs", "data.nc"} if fmt == 2 else {"zarr.json", "data.nc"}
     assert set(os.listdir(mount.path)) == group_meta | ({".zmetadata"} if fmt == 2 else set()) | {"a", "g"}
     assert set(os.listdir(mount.path / "g")) == group_meta | {"b"}
     _assert_data(mount.path / "a" / "data", np.array([1, 2, 3, 4], "<i2"))
@@ -331,7 +331,7 @@ def test_ome_zarr_multiscale_image(tmp_path: Path, mount_array: Any) -> None:
         assert zarray["dimension_separator"] == "/" and zarray["zarr_format"] == 2
 
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == {".zgroup", ".zattrs", *levels}
+    assert set(os.listdir(mount.path)) == {".zgroup", ".zattrs", "data.nc", "data.ome.tif", *levels}
     assert _assert_metadata_files_as_stored(mount.path, store) == 2 + 2 * len(levels)
     for index, level in enumerate(levels):
         assert without_views(os.listdir(mount.path / level)) == [".zarray", ".zattrs", "chunks", "data"]
@@ -548,7 +548,7 @@ def test_setting_an_xattr_on_a_read_only_mount_is_erofs(tmp_path: Path, mount_ar
     assert json.loads(os.getxattr(mount.path / "a/b", "user.zarr.attributes")) == {"level": 2}
 
 
-# -- arrays zarrfs cannot present: variable-length strings, corrupt metadata -----------------------
+# -- arrays of variable-length strings (data.txt only); arrays zarrfs cannot present ---------------
 
 
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2-vlen-utf8", "v3-string"])
@@ -565,21 +565,23 @@ def test_group_with_a_vlen_string_array(fmt: int, tmp_path: Path, mount_array: A
 
     mount = mount_array(store, ["ro"])
     assert set(os.listdir(mount.path)) == ({".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"}) | {
-        "names", "nums"}
-    assert set(os.listdir(mount.path / "names")) == meta
+        "data.nc", "names", "nums"}
+    assert set(os.listdir(mount.path / "names")) == meta | {"data.txt"}
+    assert (mount.path / "names" / "data.txt").read_bytes() == b"a\nbb\nccc\n"
     _assert_enoent(mount.path / "names" / "data")
     _assert_enoent(mount.path / "names" / "chunks")
     _assert_metadata_files_as_stored(mount.path, store)
-    _log_line_naming(mount.log(), "names")
+    _log_line_naming(mount.log(), "names", "data.txt")
     _assert_data(mount.path / "nums" / "data", np.arange(5, dtype="<i4") * 11)
     assert without_views(os.listdir(mount.path / "nums")) == sorted(meta | {"data", "chunks"})
 
     lines = _info_lines(store)
     assert set(lines) == {"/", "/names", "/nums"}
-    assert "metadata only" in lines["/names"]
+    assert "data.txt only" in lines["/names"] and "string" in lines["/names"]
     assert "metadata only" not in lines["/nums"]
 
-    _mount_fails(store / "names", tmp_path / "direct")
+    direct = mount_array(store / "names", ["ro"])  # mounted alone: data.txt and its metadata
+    assert set(os.listdir(direct.path)) == meta | {"data.txt"}
 
 
 BAD_CODEC = "nosuchcodec"
@@ -641,8 +643,8 @@ def test_children_named_with_spaces_and_non_ascii(tmp_path: Path, mount_array: A
     root.create_array("déjà vu", shape=(3,), dtype="<i1", chunks=(3,))[:] = [1, 2, 3]
     root.create_group("sub group").create_array("x-y.z", shape=(2,), dtype="<i1", chunks=(2,))[:] = [4, 5]
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == {"zarr.json", "déjà vu", "sub group"}
-    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "x-y.z"}
+    assert set(os.listdir(mount.path)) == {"zarr.json", "data.nc", "déjà vu", "sub group"}
+    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "data.nc", "x-y.z"}
     _assert_data(mount.path / "déjà vu" / "data", np.array([1, 2, 3], "<i1"))
     _assert_data(mount.path / "sub group" / "x-y.z" / "data", np.array([4, 5], "<i1"))
     _assert_enoent(mount.path / "deja vu")

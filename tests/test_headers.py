@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -225,14 +226,21 @@ GDAL_DTYPES = ["|u1", "|b1", "<i2", ">u2", ">i4", "<u4", "<i8", ">u8", ">f4", "<
                "<M8[s]"]
 
 
-def gdal_read(vrt: Path, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
-    """Copy the VRT with gdal_translate to an uncompressed Zarr (the one raw writer that takes
-    every GDAL type) and stack its bands."""
-    out = vrt.parent / "out.zarr"
-    result = subprocess.run(["gdal_translate", "-q", "-of", "Zarr", "-co", "COMPRESS=NONE", str(vrt),
-                             str(out)], capture_output=True, text=True, timeout=60)
+GDAL_SHAPES = [(4, 5), (3, 4, 5)]
+
+
+def gdal_translate(vrt: Path) -> subprocess.CompletedProcess[str]:
+    """Copy the VRT with gdal_translate to an uncompressed Zarr beside it, out.zarr (the one
+    raw writer that takes every GDAL type)."""
+    return subprocess.run(["gdal_translate", "-q", "-of", "Zarr", "-co", "COMPRESS=NONE", str(vrt),
+                           str(vrt.parent / "out.zarr")], capture_output=True, text=True, timeout=60)
+
+
+def gdal_bands(translated: subprocess.CompletedProcess[str], out: Path,
+               shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    """The bands gdal_translate wrote to `out`, stacked."""
     # gdal_translate can report an error and still exit 0.
-    assert result.returncode == 0 and "ERROR" not in result.stderr, result.stderr
+    assert translated.returncode == 0 and "ERROR" not in translated.stderr, translated.stderr
     group = zarr.open_group(str(out), mode="r")
     names = sorted(group.array_keys(), key=lambda n: int(n[4:]) if n.startswith("Band") else 0)
     bands = []
@@ -244,18 +252,43 @@ def gdal_read(vrt: Path, shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
     return bands[0] if len(shape) == 2 else np.stack(bands)
 
 
+GdalCase = tuple[str, tuple[int, ...], bool]
+GdalCopies = dict[GdalCase, tuple[Path, subprocess.CompletedProcess[str]]]
+
+
+@pytest.fixture(scope="module")
+def gdal_copies(tmp_path_factory: pytest.TempPathFactory) -> GdalCopies:
+    """Every case of test_vrt_opens_in_gdal written (data and data.vrt) and copied by
+    gdal_translate, four at a time: the 52 runs are mostly process start-up, which one after
+    another took 5-10 s of the fast tier."""
+    root = tmp_path_factory.mktemp("vrt")
+    cases = [(d, s, f) for d in GDAL_DTYPES for s in GDAL_SHAPES for f in (False, True)]
+
+    def copy(n: int) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        dtype, shape, fortran = cases[n]
+        directory = root / str(n)
+        directory.mkdir()
+        array = make_array(dtype, shape)
+        header = vrt_header(array.dtype, shape, fortran)
+        assert header is not None
+        write_data(directory, array, fortran)
+        (directory / "data.vrt").write_bytes(header)
+        return directory / "out.zarr", gdal_translate(directory / "data.vrt")
+
+    with ThreadPoolExecutor(4) as pool:
+        return dict(zip(cases, pool.map(copy, range(len(cases))), strict=True))
+
+
 @pytest.mark.skipif(not HAS_GDAL, reason="gdal_translate (Debian gdal-bin) not installed")
 @pytest.mark.parametrize("fortran", ORDERS)
-@pytest.mark.parametrize("shape", [(4, 5), (3, 4, 5)], ids=str)
+@pytest.mark.parametrize("shape", GDAL_SHAPES, ids=str)
 @pytest.mark.parametrize("dtype", GDAL_DTYPES)
-def test_vrt_opens_in_gdal(tmp_path: Path, dtype: str, shape: tuple[int, ...], fortran: bool) -> None:
+def test_vrt_opens_in_gdal(dtype: str, shape: tuple[int, ...], fortran: bool,
+                           gdal_copies: GdalCopies) -> None:
     array = make_array(dtype, shape)
-    header = vrt_header(array.dtype, shape, fortran)
-    assert header is not None
-    write_data(tmp_path, array, fortran)
-    path = tmp_path / "data.vrt"
-    path.write_bytes(header)
-    assert_bit_equal(gdal_read(path, shape), numeric_view(array))
+    assert vrt_header(array.dtype, shape, fortran) is not None
+    out, translated = gdal_copies[(dtype, shape, fortran)]
+    assert_bit_equal(gdal_bands(translated, out, shape), numeric_view(array))
 
 
 @pytest.mark.parametrize("dtype", ["|i1", "<f2", "|S4", "<U1", "|V2", np.dtype([("a", "<i4")]),

@@ -33,8 +33,9 @@ from zarrfs.formats.children import MISS_SECONDS
 from zarrfs.store import Store
 
 ServerFactory = Callable[..., Server]
-METADATA = {2: {".zgroup", ".zattrs"}, 3: {"zarr.json"}}
+METADATA = {2: {".zgroup", ".zattrs", "data.nc"}, 3: {"zarr.json", "data.nc"}}  # (a group's files)
 ARRAY_METADATA = {2: {".zarray", ".zattrs"}, 3: {"zarr.json"}}
+PYRAMID = {"data.ome.tif"}  # (beside the levels of an OME-Zarr image)
 
 
 @pytest.fixture
@@ -115,12 +116,12 @@ def test_ome_zarr_image_without_listings(zarr_format: int, directory_status: int
     server = http_server(tmp_path, directory_status=directory_status)
     mount = mount_array(f"{server.url}/image.ome.zarr", ["ro"])
 
-    assert _ls(mount.path) == METADATA[zarr_format] | {*levels, "labels"}
+    assert _ls(mount.path) == METADATA[zarr_format] | PYRAMID | {*levels, "labels"}
     for level in levels:
         assert without_views(os.listdir(mount.path / level)) == _array_entries(zarr_format)
         _assert_data(mount.path / level / "data", _oracle(store / level))
     assert _ls(mount.path / "labels") == METADATA[zarr_format] | {"cells"}
-    assert _ls(mount.path / "labels" / "cells") == METADATA[zarr_format] | set(label_levels)
+    assert _ls(mount.path / "labels" / "cells") == METADATA[zarr_format] | PYRAMID | set(label_levels)
     for level in label_levels:
         _assert_data(mount.path / "labels" / "cells" / level / "data",
                      _oracle(store / "labels" / "cells" / level))
@@ -139,7 +140,7 @@ def test_ome_zarr_listed_by_name_before_listing(tmp_path: Path, mount_array: Any
     mount = mount_array(f"{server.url}/image.ome.zarr", ["ro"])
     _assert_data(mount.path / levels[1] / "data", _oracle(store / levels[1]))
     before = server.count(f"/image.ome.zarr/{levels[1]}/zarr.json")
-    assert _ls(mount.path) == {"zarr.json", *levels, "labels"}
+    assert _ls(mount.path) == {"zarr.json", "data.nc", *PYRAMID, *levels, "labels"}
     assert server.count(f"/image.ome.zarr/{levels[1]}/zarr.json") == before
 
 
@@ -161,10 +162,11 @@ def test_ome_zarr_plate_without_listings(tmp_path: Path, mount_array: Any,
     levels = [d["path"] for d in _ome_metadata(store / "A" / "1" / "0", 3)["multiscales"][0]["datasets"]]
     server = http_server(tmp_path)
     mount = mount_array(f"{server.url}/plate.ome.zarr", ["ro"])
-    assert _ls(mount.path) == {"zarr.json", "A", "B"}
-    assert _ls(mount.path / "A") == {"zarr.json", "1"} and _ls(mount.path / "B") == {"zarr.json", "3"}
-    assert _ls(mount.path / "B" / "3") == {"zarr.json", "0"}
-    assert _ls(mount.path / "B" / "3" / "0") == {"zarr.json", *levels}
+    assert _ls(mount.path) == {"zarr.json", "data.nc", "A", "B"}
+    assert _ls(mount.path / "A") == {"zarr.json", "data.nc", "1"}
+    assert _ls(mount.path / "B") == {"zarr.json", "data.nc", "3"}
+    assert _ls(mount.path / "B" / "3") == {"zarr.json", "data.nc", "0"}
+    assert _ls(mount.path / "B" / "3" / "0") == {"zarr.json", "data.nc", *PYRAMID, *levels}
     for well in wells:
         _assert_data(mount.path / well / "0" / levels[0] / "data", _oracle(store / well / "0" / levels[0]))
     _clean_log(mount.log())

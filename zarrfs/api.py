@@ -46,7 +46,8 @@ _ROUTINE = ("DEBUG ", "INFO ", "WARNING ")
 
 class Mount:
     """A mounted source: `.path`, `.stats()`, `.log()`, `.unmount()`; a context manager that
-    unmounts when the block ends."""
+    unmounts when the block ends. `.metrics_address`: where its Prometheus metrics are served
+    (`HOST:PORT`, the port bound when 0 was asked for; None without `metrics=`)."""
 
     def __init__(self, source: str, mountpoint: Path | None, option_text: str) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="zarrfs-"))
@@ -56,6 +57,7 @@ class Mount:
             self.path.mkdir()
         self.log_path = self._workdir / "daemon.log"
         self._final_log: str | None = None
+        self.metrics_address: str | None = None
         self.process = self._start(source, option_text)
 
     # -- starting ---------------------------------------------------------------------------
@@ -86,7 +88,7 @@ class Mount:
             deadline = time.monotonic() + MOUNT_SECONDS
             while (left := deadline - time.monotonic()) > 0:
                 readable, _, _ = select.select([ready.fileno(), exited], [], [], left)
-                if ready.fileno() in readable and b"READY=1" in ready.recv(4096):
+                if ready.fileno() in readable and self._notified(ready.recv(4096)):
                     return
                 if exited in readable:
                     process.wait()
@@ -95,6 +97,12 @@ class Mount:
                              f"({self._last_words('it wrote nothing')})")
         finally:
             os.close(exited)
+
+    def _notified(self, message: bytes) -> bool:
+        """Take in one sd_notify message (`NAME=value` lines); whether it says READY."""
+        fields = dict(line.partition("=")[::2] for line in message.decode(errors="replace").splitlines())
+        self.metrics_address = fields.get("X_ZARRFS_METRICS", self.metrics_address)
+        return fields.get("READY") == "1"
 
     def _abandon(self, process: subprocess.Popen[bytes]) -> None:
         """After a failed start: no daemon, no mount, no temporary directory left behind."""

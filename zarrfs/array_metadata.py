@@ -12,12 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .array import ZarrArray
+from .array.variable import VariableArray
 from .codecs import ChunkSpec, Pipeline
 from .errors import MetadataError
 from .formats import ArrayDescription, NodeMetadata, discover
 from .formats.documents import ConsolidatedNodes, edit_consolidated
 from .formats.edit import resize_listed, resized_document
 from .formats.registry import FORMATS
+from .formats.variable import describe_variable
 from .grid import Index
 from .store import Store
 
@@ -45,6 +47,12 @@ def array_of(store: Store, node: NodeMetadata, **options: Any) -> ZarrArray:
     raw = node.raw.get(node.files[0], b"")
     return ZarrArray(array_store, node.describe(), raw,
                      metadata_writer=DocumentWriter(array_store, node.zarr_format), **options)
+
+
+def variable_array_of(store: Store, node: NodeMetadata) -> VariableArray:
+    """The array of strings or bytes `node` describes (NotVariableError: its elements have a
+    fixed size; MetadataError: it cannot be read)."""
+    return VariableArray(store.child(node.path), describe_variable(node))
 
 
 def create_array(store: Store, description: ArrayDescription, **options: Any) -> ZarrArray:

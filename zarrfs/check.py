@@ -61,13 +61,24 @@ class _Array:
         if data is None:
             return None  # deleted while we checked: nothing stored, nothing wrong
         try:
-            sharding = partial_read_sharding(self.pipeline)
+            pipeline = self._pipeline(key)
+            sharding = partial_read_sharding(pipeline)
             if sharding is not None:
                 return _check_shard(sharding, data)
-            self.pipeline.decode(data)
+            pipeline.decode(data)
         except Exception as e:
             return one_line(e)
         return None
+
+    def _pipeline(self, key: str) -> Pipeline:
+        """The codecs of the chunk `key` (of a rectilinear grid: built for its own shape)."""
+        description, grid = self.description, self.description.rectilinear
+        index = description.chunk_key_encoding.parse(key[len(self.path) + 1:] if self.path else key,
+                                                     description.rank)
+        if grid is None or index is None:
+            return self.pipeline
+        spec = ChunkSpec(grid.chunk_shape(index), description.data_type, description.fill_value)
+        return Pipeline.build(description.codecs, spec)
 
 
 def check(store: Store, *, jobs: int | None = None, progress: bool | None = None) -> Report:

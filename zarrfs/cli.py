@@ -127,7 +127,8 @@ def _add_creation_options(create: argparse.ArgumentParser) -> None:
     create.add_argument("--dtype", required=True, choices=commands.DATA_TYPE_NAMES, metavar="DTYPE")
     create.add_argument("--chunks", type=_int_list, help="chunk (inner chunk) shape (default: about 1 MiB)")
     create.add_argument("--shards", type=_int_list, help="shard shape: chunks are then inner chunks")
-    create.add_argument("--codec", default="zstd:3", help="zstd:LEVEL, gzip:LEVEL, blosc:CNAME:LEVEL or none")
+    create.add_argument("--codec", default="zstd:3",
+                        help="zstd[:LEVEL], gzip[:LEVEL], blosc[:CNAME][:LEVEL] or none (as -o new_codec=)")
     create.add_argument("--fill-value", default="0")
     create.add_argument("--dimension-names", type=lambda text: text.split(","))
     create.add_argument("--key-separator", choices=("/", "."), default="/")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyfuse3
 import trio
@@ -32,6 +33,9 @@ from .options import MountOptions
 from .store import Store
 from .tree import Tree
 from .views.array_dir import Layout
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 log = logging.getLogger("zarrfs")
 
@@ -97,15 +101,36 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
+    if options.metrics is None:
+        return _serve_with(source, mountpoint, options, ready, None)
+    from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
+
+    metrics = Metrics(source)
+    try:
+        # Before the store is opened: a port in use fails the mount at once, with its reason.
+        metrics.serve(*options.metrics)
+    except MetricsError as e:
+        ready(str(e))
+        return 1
+    try:
+        return _serve_with(source, mountpoint, options, ready, metrics)
+    finally:
+        metrics.close()
+
+
+def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Ready,
+                metrics: Metrics | None) -> int:
     trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source)
+                           settings=options.source, observer=metrics)
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS))
+    if metrics is not None:
+        metrics.watch(shared)
     try:
         layout = Layout(options.byteorder, options.fortran_order, options.views)
         tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
@@ -115,7 +140,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
-                                room=store.statvfs)
+                                room=store.statvfs, timings=metrics)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
         pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
@@ -132,6 +157,8 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         if operations.read_only and not options.read_only:
             log.warning("%s cannot be written (a read-only source, or no permission to write "
                         "there): mounted read-only", _public(source))
+        if metrics is not None:
+            _announce_metrics(metrics.address)
         ready(None)
         if not operations.read_only:
             _remove_temporaries(store)
@@ -180,7 +207,7 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
                     "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))
     if root.kind == "array":
         opened = tree.open_array("")
-        if opened.problem is not None:
+        if opened.problem is not None and opened.text is None:  # (strings: data.txt only)
             raise ZarrfsError(opened.problem)
     return tree
 
@@ -264,6 +291,13 @@ def _notify_systemd(problem: str | None) -> None:
         print(f"zarrfs: {problem}", file=sys.stderr)
         return
     _sd_notify(b"READY=1")
+
+
+def _announce_metrics(address: str) -> None:
+    """Where the metrics are (port 0 picked one): in the log, and to whoever waits on
+    NOTIFY_SOCKET (systemd shows STATUS; `zarrfs.mount` reads X_ZARRFS_METRICS) before READY."""
+    log.info("serving metrics on http://%s/metrics", address)
+    _sd_notify(f"STATUS=metrics on http://{address}/metrics\nX_ZARRFS_METRICS={address}".encode())
 
 
 def _notify_systemd_stopping() -> None:

@@ -40,6 +40,10 @@ class StoreError(ZarrfsError, OSError):
         self.errno = errno
 
 
+class StoreTimeout(StoreError):
+    """The store did not answer within its deadline (a remote store: `-o timeout=`)."""
+
+
 class ReadOnlyError(ZarrfsError, PermissionError):
     """A write was attempted on a read-only array or store."""
 

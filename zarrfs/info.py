@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from .array import ZarrArray
 from .codecs import ChunkSpec, Pipeline, ShardingCodec
 from .errors import ZarrfsError
-from .formats import CodecSpec, NodeMetadata, children_of, discover, fill_value_to_json
+from .formats import CodecSpec, NodeMetadata, children_of, discover, element_name, fill_value_to_json
+from .formats.variable import describe_variable
 from .store import Store
 
 
@@ -37,10 +38,19 @@ def describe_array(node: NodeMetadata) -> str:
         meta = node.describe()
         pipeline = Pipeline.build(meta.codecs, ChunkSpec(meta.chunk_shape, meta.data_type, meta.fill_value))
     except ZarrfsError as e:
-        return f"metadata only: {e}"
-    chunks = f"chunks {dims(meta.chunk_shape)}"
+        try:
+            text = describe_variable(node)
+        except ZarrfsError:
+            return f"metadata only: {e}"
+        codecs = " -> ".join(codec_text(c) for c in text.codecs)
+        shape, chunks = dims(text.grid.shape), dims(text.grid.chunk_shape)
+        return f"shape {shape}, {text.kind} (data.txt only), chunks {chunks}, codecs {codecs}"
+    edges = dims(meta.chunk_shape)
+    if meta.rectilinear is not None:
+        edges = f"rectilinear {meta.rectilinear.edges_text()}"
+    chunks = f"chunks {edges}"
     if isinstance(pipeline.array_to_bytes, ShardingCodec):
-        chunks = f"shards {dims(meta.chunk_shape)} of chunks {dims(pipeline.array_to_bytes.inner_shape)}"
+        chunks = f"shards {edges} of chunks {dims(pipeline.array_to_bytes.inner_shape)}"
     codecs = " -> ".join(codec_text(c) for c in meta.codecs)
     return f"shape {dims(meta.shape)}, {meta.data_type.name}, {chunks}, codecs {codecs}"
 
@@ -56,6 +66,9 @@ def describe(array: ZarrArray) -> list[tuple[str, str]]:
         ("data type", meta.data_type.name),
         ("chunk shape", dims(meta.chunk_shape) + (" (shards)" if sharded else "")),
     ]
+    if meta.rectilinear is not None:
+        edges = f"rectilinear {meta.rectilinear.edges_text()}"
+        rows[-1] = ("chunk edges", edges + (" (shards)" if sharded else ""))
     if isinstance(sharding, ShardingCodec):
         rows.append(("inner chunk shape", dims(sharding.inner_shape)))
     rows += [
@@ -63,7 +76,7 @@ def describe(array: ZarrArray) -> list[tuple[str, str]]:
         ("fill value", str(fill_value_to_json(meta.fill_value, meta.data_type))),
         ("dimension names", ", ".join(str(n) for n in meta.dimension_names) if meta.dimension_names else "-"),
         ("chunk key encoding", f"{meta.chunk_key_encoding.name} ({meta.chunk_key_encoding.separator!r})"),
-        ("flat view element", meta.data_type.storage.newbyteorder("<").str),
+        ("flat view element", element_name(meta.data_type, meta.data_type.storage.newbyteorder("<"))),
         ("flat view size", f"{meta.nbytes} bytes"),
         ("stored chunks", f"{array.stored_chunk_count()} of {math.prod(meta.grid_shape)}"),
     ]

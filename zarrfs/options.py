@@ -64,6 +64,9 @@ class MountOptions:
     # `blosc`, `none`) and chunk shape (None: about 1 MiB, `formats.creation.auto_chunks`).
     new_codec: str = "zstd"
     new_chunks: tuple[int, ...] | None = None
+    # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
+    # None: no metrics (zarrfs.metrics).
+    metrics: tuple[str, int] | None = None
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -139,6 +142,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "ref": ("ref", _parse_name), "fo": ("fo", _parse_name),
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
+        "metrics": ("metrics", _parse_address),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -205,6 +209,16 @@ def _parse_chunks(text: str) -> tuple[int, ...]:
     if min(chunks) < 1:
         raise ValueError(text)
     return chunks
+
+
+def _parse_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (an IPv6 host in brackets: `[::1]:9100`); port 0 is any free port."""
+    host, _, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    number = int(port)
+    if not host or not 0 <= number < 65536:
+        raise ValueError(text)
+    return host, number
 
 
 def _parse_views(text: str) -> frozenset[str]:

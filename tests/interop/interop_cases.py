@@ -49,10 +49,18 @@ STORAGE: dict[str, np.dtype[Any]] = {
     "float64": np.dtype(np.float64),
     "complex64": np.dtype(np.complex64),
     "complex128": np.dtype(np.complex128),
+    # The registry's types TensorStore writes too (and its float8_e4m3fn, not registered).
+    "int2": np.dtype(np.int8),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
+    "float8_e4m3b11fnuz": np.dtype(ml_dtypes.float8_e4m3b11fnuz),
+    "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
 DATA_TYPES = list(STORAGE)
-# zarr-python 3.1 has no int4 and no bfloat16.
-ZARR_PYTHON_DTYPES = frozenset(DATA_TYPES) - {"int4", "bfloat16"}
+# zarr-python 3.1 has none of int4, bfloat16, int2 and the float8 types.
+ZARR_PYTHON_DTYPES = frozenset(DATA_TYPES) - {"int4", "bfloat16", "int2"} - {
+    dt for dt in DATA_TYPES if dt.startswith("float8")}
 
 
 def bits(a: np.ndarray | np.generic) -> np.ndarray:
@@ -104,8 +112,9 @@ def random_values(data_type: str, shape: Sequence[int], rng: np.random.Generator
     n = math.prod(shape)
     if data_type == "bool":
         values = rng.integers(0, 2, n).astype(bool)
-    elif data_type == "int4":
-        values = rng.integers(-8, 8, n).astype(np.int8)
+    elif data_type in ("int2", "int4"):
+        bound = 2 if data_type == "int2" else 8
+        values = rng.integers(-bound, bound, n).astype(np.int8)
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
         values = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
@@ -357,14 +366,14 @@ def _ts_spec(path: str) -> dict[str, Any]:
 
 
 def from_tensorstore(data: np.ndarray, data_type: str) -> np.ndarray:
-    return np.asarray(data).astype(np.int8) if data_type == "int4" else np.asarray(data)
+    return np.asarray(data).astype(np.int8) if data_type in ("int2", "int4") else np.asarray(data)
 
 
 def write_tensorstore(path: str, doc: dict[str, Any], data: np.ndarray) -> None:
     array = ts.open({**_ts_spec(path), "metadata": doc}, create=True).result()
-    if data.size and doc["data_type"] == "int4":
-        # Through an int8 view: TensorStore then holds int4 sign-extended, as its fill value
-        # is, so all-fill chunks are recognised (from ml_dtypes.int4 they would not be).
+    if data.size and doc["data_type"] in ("int2", "int4"):
+        # Through an int8 view: TensorStore then holds int2/int4 sign-extended, as its fill value
+        # is, so all-fill chunks are recognised (from ml_dtypes types they would not be).
         ts.cast(array, ts.int8)[...] = data
     elif data.size:
         array[...] = data
@@ -477,6 +486,12 @@ FILLS: dict[str, Any] = {
     "float64": -1e300,
     "complex64": [1.5, -2.0],
     "complex128": [-0.5, 1e200],
+    "int2": -2,
+    "float8_e5m2": "-Infinity",
+    "float8_e4m3fn": "NaN",
+    "float8_e4m3fnuz": -0.25,
+    "float8_e4m3b11fnuz": "0x81",
+    "float8_e5m2fnuz": 1.5,
 }
 
 

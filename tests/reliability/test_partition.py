@@ -7,10 +7,14 @@ With `-o timeout=T`: stat, ls and reads of cached bytes answer at once; an open 
 of bytes the mount does not have fails with EIO within T, without holding up the reads it
 can answer; a write is accepted into the cache and its fsync fails with EIO within T, the
 data kept dirty; once the network heals, the next fsync stores it and uncached reads work,
-without a remount."""
+without a remount.
+
+Each runs in both logging configurations an operator has: the daemon forked with no log
+destination (no `log=`, no syslog in a container: it logs nowhere), and `-o log=FILE`."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -44,8 +48,33 @@ def storage_options(server: S3Server) -> dict[str, Any]:
     return {"endpoint_url": server.endpoint_url, "key": "testing", "secret": "testing"}
 
 
+@pytest.fixture(params=["no-log", "log-file"])
+def logging_to(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@contextlib.contextmanager
+def mounted_logging(logging_to: str, source: str, mountpoint: Path,
+                    options: list[str]) -> Iterator[Mount]:
+    """`source` mounted with the daemon logging nowhere (forked, no `log=`) or to a file."""
+    if logging_to == "no-log":
+        with mounted(source, mountpoint, options, foreground=False) as mount:
+            yield mount
+        return
+    log = mountpoint.parent / "daemon.log"
+    with mounted(source, mountpoint, [*options, f"log={log}"]) as mount:
+        mount.log_path = log
+        yield mount
+
+
+def assert_logged(mount: Mount, logging_to: str, text: str) -> None:
+    if logging_to == "log-file":
+        assert text in mount.log(), mount.log()
+
+
 @pytest.fixture
-def partitioned(s3_server: S3Server, tmp_path: Path) -> Iterator[tuple[Mount, TcpProxy, S3Server]]:
+def partitioned(s3_server: S3Server, tmp_path: Path,
+                logging_to: str) -> Iterator[tuple[Mount, TcpProxy, S3Server]]:
     """A group of two arrays in S3, mounted through a proxy; the first array read whole."""
     group = zarr.open_group(f"s3://{s3_server.bucket}/group", mode="w",
                             storage_options=storage_options(s3_server))
@@ -54,10 +83,11 @@ def partitioned(s3_server: S3Server, tmp_path: Path) -> Iterator[tuple[Mount, Tc
     with proxied(s3_server.port) as proxy:
         # direct_io: every read reaches the daemon, so "cached" means the daemon's chunk cache.
         options = [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", "direct_io"]
-        with mounted(f"s3://{s3_server.bucket}/group", tmp_path / "mnt", options) as mount:
+        source = f"s3://{s3_server.bucket}/group"
+        with mounted_logging(logging_to, source, tmp_path / "mnt", options) as mount:
             cached = read_array(mount, "cached")
             assert np.array_equal(cached, VALUES["cached"])
-            assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
+            assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
             assert sorted(os.listdir(mount.path / "uncached")) == sorted(os.listdir(mount.path / "cached"))
             yield mount, proxy, s3_server
 
@@ -71,7 +101,7 @@ def assert_eio(result: Any) -> None:
 
 
 def test_a_partition_degrades_to_cached_data_and_bounded_eio(
-        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+        partitioned: tuple[Mount, TcpProxy, S3Server], logging_to: str) -> None:
     mount, proxy, _ = partitioned
     cached, uncached = mount.path / "cached" / "data", mount.path / "uncached" / "data"
     proxy.swallow()
@@ -97,7 +127,41 @@ def test_a_partition_degrades_to_cached_data_and_bounded_eio(
     missing, took = timed(lambda: pread(uncached, 4096, 0))
     assert_eio(missing)
     assert took < TIMEOUT + SLACK
-    assert "no answer" in mount.log()
+    assert_logged(mount, logging_to, "no answer")
+
+
+def test_a_fresh_open_reads_cached_bytes_at_once_beside_a_silent_store(
+        s3_server: S3Server, tmp_path: Path, logging_to: str) -> None:
+    """The first half of an array read, then the store silent: a new open of `data` and a
+    1 MiB read of that half answer at once. A sequential reader's slab (the rows ahead it
+    decodes, here the whole array) holds uncached rows too, and its jobs queue on loader
+    threads behind loads waiting on the store: reading the cached bytes from the cache, not
+    from the slab, is what answers them (they used to wait the whole timeout, or more)."""
+    shape, chunks = (512, 1024), (64, 256)
+    values = np.arange(shape[0] * shape[1], dtype="<f4").reshape(shape)
+    zarr.create_array(f"s3://{s3_server.bucket}/halves", shape=shape, chunks=chunks, dtype="<f4",
+                      fill_value=0, storage_options=storage_options(s3_server))[...] = values
+    half = values.nbytes // 2
+    with proxied(s3_server.port) as proxy, mounted_logging(
+            logging_to, f"s3://{s3_server.bucket}/halves", tmp_path / "mnt",
+            [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", "direct_io"]) as mount:
+        # Through the chunk files, which read ahead only inside their chunk: exactly the
+        # first half's chunks in the cache.
+        for i in range(shape[0] // chunks[0] // 2):
+            for j in range(shape[1] // chunks[1]):
+                block = values[i * chunks[0] : (i + 1) * chunks[0], j * chunks[1] : (j + 1) * chunks[1]]
+                assert mount.chunk(f"c/{i}/{j}").read_bytes() == block.tobytes()
+        proxy.swallow()
+        pread(mount.data, 4096, 0)  # (the open after the partition waits for the recheck bound)
+        for _ in range(3):
+            fd, opened = timed(lambda: os.open(mount.data, os.O_RDONLY))
+            try:
+                read, took = timed(lambda fd=fd: os.pread(fd, half, 0))
+            finally:
+                os.close(fd)
+            assert isinstance(read, bytes) and len(read) == half, (read, took)  # (short: EIO)
+            assert read == values.tobytes()[:half]
+            assert opened + took < AT_ONCE, (opened, took)
 
 
 def test_a_read_waiting_on_the_store_holds_up_no_other(
@@ -169,7 +233,7 @@ def mount_stats_dirty(mount: Mount) -> int:
 
 
 def test_a_write_into_a_shard_during_a_partition_keeps_the_rest_of_the_shard(
-        s3_server: S3Server, tmp_path: Path) -> None:
+        s3_server: S3Server, tmp_path: Path, logging_to: str) -> None:
     """A write into part of a shard nothing was read from: the write-back needs the stored
     shard (to keep its other inner chunks), which the partition withholds; the fsync fails
     within the timeout, the data stays dirty, and once healed the shard is stored whole."""
@@ -180,8 +244,8 @@ def test_a_write_into_a_shard_during_a_partition_keeps_the_rest_of_the_shard(
     on_s3[...] = values
     row = np.full(SHAPE[1] // 2, -3.5, dtype="<f4")  # (half a row: partial inner chunks)
     where = (5 * SHAPE[1] + 16) * 4
-    with proxied(s3_server.port) as proxy, mounted(
-            f"s3://{s3_server.bucket}/sharded", tmp_path / "mnt",
+    with proxied(s3_server.port) as proxy, mounted_logging(
+            logging_to, f"s3://{s3_server.bucket}/sharded", tmp_path / "mnt",
             [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", "direct_io"]) as mount:
         data = mount.path / "data"
         fd = os.open(data, os.O_WRONLY)
@@ -210,7 +274,7 @@ def test_a_write_into_a_shard_during_a_partition_keeps_the_rest_of_the_shard(
 
 
 def test_metadata_edits_during_a_partition_fail_within_the_timeout_and_work_after(
-        partitioned: tuple[Mount, TcpProxy, S3Server]) -> None:
+        partitioned: tuple[Mount, TcpProxy, S3Server], logging_to: str) -> None:
     mount, proxy, server = partitioned
     data = mount.path / "cached" / "data"
     size = data.stat().st_size
@@ -227,9 +291,8 @@ def test_metadata_edits_during_a_partition_fail_within_the_timeout_and_work_afte
         # (a new name is first looked for among other writers' changes: the recheck bound)
         assert took < TIMEOUT + (RECHECK_BOUND if name == "group" else 0) + SLACK, name
     assert data.stat().st_size == size  # (nothing changed)
-    assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
-    log = mount.log()
-    assert "setattr: no answer from the store within" in log, log  # (the request, no key)
+    assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
+    assert_logged(mount, logging_to, "setattr: no answer from the store within")  # (the request, no key)
 
     proxy.heal()
     for name, edit in edits.items():
@@ -266,6 +329,6 @@ def test_uploads_deletes_and_moves_during_a_partition_leave_the_store_as_it_was(
         assert took < 3 * (TIMEOUT + SLACK) + RECHECK_BOUND, (name, took)
     assert stored() == before
     proxy.heal()
-    assert sorted(os.listdir(mount.path)) == ["cached", "uncached", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
     assert np.array_equal(read_array(mount, "uncached"), VALUES["uncached"])
     assert stored() == before

@@ -1,23 +1,28 @@
 """Left-over and doubled mounts: a daemon killed with SIGKILL leaves a mountpoint that answers
 "Transport endpoint is not connected"; `zarrfs mount` on it clears it (saying so in one line)
-and mounts, and `fusermount3 -u` clears it too. Mounting on a live zarrfs mount is refused in
+and mounts, also right after a kill under a write load (writes acknowledged before the kill are
+all there), and `fusermount3 -u` clears it too. Mounting on a live zarrfs mount is refused in
 one line and leaves that mount serving."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import itertools
 import os
 import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, is_mounted, mounted, without_views
+from mounting import ZARRFS, Mount, is_mounted, mounted, without_views
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -126,6 +131,14 @@ def one_line(stderr: str) -> str:
 def check_mount_clears_the_stale_mount(
     array: Path, mountpoint: Path, log: Path, background: list[tuple[Path, Path]]
 ) -> None:
+    check_mount_clears_the_stale_mount_with(array, mountpoint, log, background)
+    assert np.array_equal(read_values(mountpoint), VALUES)
+
+
+def check_mount_clears_the_stale_mount_with(
+    array: Path, mountpoint: Path, log: Path, background: list[tuple[Path, Path]]
+) -> None:
+    """`zarrfs mount` on the stale mountpoint: says it cleared it, in one line, and serves."""
     background.append((mountpoint, log))
     done = zarrfs_mount(array, mountpoint, log)
     assert done.returncode == 0, done.stderr
@@ -136,7 +149,6 @@ def check_mount_clears_the_stale_mount(
     with open("/proc/self/mounts") as f:
         entries = [entry for entry in f if entry.split()[1] == str(mountpoint)]
     assert len(entries) == 1, entries
-    assert np.array_equal(read_values(mountpoint), VALUES)
     assert without_views(os.listdir(mountpoint)) == ["chunks", "data", "zarr.json"]
 
 
@@ -182,4 +194,99 @@ def test_mount_on_a_live_mount_is_refused_in_one_line(
         assert live.process.poll() is None
         with open("/proc/self/mounts") as f:
             assert sum(entry.split()[1] == str(mountpoint) for entry in f) == 1
+        assert np.array_equal(read_values(mountpoint), VALUES)
+
+
+def write_rounds(fd: int, acknowledged: list[int], stop: threading.Event) -> OSError:
+    """Round r writes VALUES + r over the whole array and fsyncs it; the rounds whose fsync
+    returned go to `acknowledged`. Returns the error that ended the loop (the daemon died)."""
+    for r in itertools.count(1):
+        try:
+            os.pwrite(fd, (VALUES + r).astype("<u2").tobytes(), 0)
+            os.fsync(fd)
+        except OSError as e:
+            return e
+        acknowledged.append(r)
+        if stop.is_set():
+            break
+    raise AssertionError("writes went on after the daemon was killed")
+
+
+def read_until_error(fd: int, stop: threading.Event) -> OSError | None:
+    """Reads of another view of the same bytes (the daemon keeps the views coherent) through a
+    file of the first mount, until one fails; None if they still succeeded when `stop` was
+    set (reads the kernel answers from its page cache never reach the dead daemon)."""
+    while not stop.is_set():
+        try:
+            os.pread(fd, 1 << 16, 0)
+        except OSError as e:
+            return e
+    return None
+
+
+def close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):  # a file of a dead mount may fail to close
+        os.close(fd)
+
+
+def killed_under_load(mount: Mount, fds: list[int], acknowledged: list[int],
+                      stop: threading.Event) -> list[Future[OSError | None]]:
+    """The writer on fds[0] and readers on the others; SIGKILL once 20 rounds are
+    acknowledged. The futures of the errors that ended each of them."""
+    pool = ThreadPoolExecutor(len(fds))
+    try:
+        futures = [pool.submit(write_rounds, fds[0], acknowledged, stop),
+                   *(pool.submit(read_until_error, fd, stop) for fd in fds[1:])]
+        deadline = time.monotonic() + 30
+        while len(acknowledged) < 20 and not futures[0].done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(acknowledged) >= 20, (acknowledged, futures[0].done() and futures[0].result())
+        mount.process.send_signal(signal.SIGKILL)
+        mount.process.wait(timeout=10)
+        return futures
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_remount_after_sigkill_under_a_write_load(
+    array: Path, tmp_path: Path, background: list[tuple[Path, Path]]
+) -> None:
+    """A writer (pwrite + fsync, round after round) and readers of the other views while the
+    daemon is killed: every request of an open file that reaches the daemon fails (ENOTCONN,
+    or ECONNABORTED for a request in flight) and keeps failing; `zarrfs mount` on the same
+    mountpoint right away clears the stale mount and serves; and the array holds the last
+    acknowledged round or the one after it (written, its fsync failed: maybe stored), never
+    anything older."""
+    mountpoint = tmp_path / "mnt"
+    acknowledged: list[int] = []
+    stop = threading.Event()
+    with mounted(array, mountpoint) as first, contextlib.ExitStack() as files:
+        fds = [os.open(first.data, os.O_WRONLY), os.open(mountpoint / "data.npy", os.O_RDONLY),
+               os.open(mountpoint / "chunks/c/1/1", os.O_RDONLY)]
+        for fd in fds:
+            files.callback(close_quietly, fd)
+        try:
+            futures = killed_under_load(first, fds, acknowledged, stop)
+            check_mount_clears_the_stale_mount_with(array, mountpoint, tmp_path / "second.log",
+                                                    background)
+        finally:
+            stop.set()  # the threads end whatever happened
+        write_error, npy_error, chunk_error = (f.result(timeout=30) for f in futures)
+        dead = {errno.ENOTCONN, errno.ECONNABORTED}
+        # The writer and the chunk file (no page cache) reach the daemon: they must fail.
+        # data.npy may still answer from the kernel's page cache, the old bytes.
+        assert write_error is not None and write_error.errno in dead, write_error
+        assert chunk_error is not None and chunk_error.errno in dead, chunk_error
+        assert npy_error is None or npy_error.errno in dead, npy_error
+        last = acknowledged[-1]
+        now = read_values(mountpoint)
+        older = (now != VALUES + last) & (now != VALUES + last + 1)
+        assert not older.any(), (last, now - VALUES)
+        # The new mount takes writes as usual.
+        fd = os.open(mountpoint / "data", os.O_WRONLY)
+        try:
+            os.pwrite(fd, VALUES.tobytes(), 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         assert np.array_equal(read_values(mountpoint), VALUES)

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..codecs import BytesLike, Pipeline, is_fill
-from ..errors import StoreError
+from ..errors import ChunkError, StoreError
 from ..grid import Index
-from ..store import Expect, Store, Versioned
+from ..store import ByteRange, Expect, Store, Versioned
 from .cache import Counters
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,7 @@ class Stats:
 
     loads: int = 0
     bytes_fetched: int = 0
+    stores: int = 0  # objects put or deleted (what was located before may have moved)
 
 
 @dataclass
@@ -43,6 +44,17 @@ class Fetched:
     object it came from."""
 
     data: np.ndarray | None
+    generation: str | None
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """Where a read chunk's encoded bytes lie: bytes [offset, offset + nbytes) of the object
+    `key`, as of its `generation`."""
+
+    key: str
+    offset: int
+    nbytes: int
     generation: str | None
 
 
@@ -86,11 +98,36 @@ class PlainChunkIO:
         if found is None:
             return Fetched(None, None)
         self.count_fetch(len(found.data))
-        return Fetched(self.timed_decode(self.pipeline.decode, found.data), found.generation)
+        return Fetched(self.decode_chunk(chunk, found.data), found.generation)
+
+    def decode_chunk(self, chunk: Index, data: BytesLike) -> np.ndarray:
+        """A stored chunk decoded (every chunk of a regular grid has one shape)."""
+        return self.timed_decode(self.pipeline.decode, data)
+
+    def encode_chunk(self, chunk: Index, data: np.ndarray) -> BytesLike:
+        return self.timed_encode(self.pipeline.encode, data)
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
         """Read chunks of one stored object (a plain chunk is one), decoded one at a time."""
         return (self.fetch(key, chunk, inner) for inner in inners)
+
+    def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
+        """Where the read chunks of the stored objects `keys` (chunk -> key) lie now, by read
+        chunk; those not stored are left out."""
+        found = self.store.stats(keys.values())
+        return {chunk: StoredChunk(key, 0, described[0], described[1])
+                for chunk, key in keys.items() if (described := found[key]) is not None}
+
+    def read_located(self, where: StoredChunk) -> BytesLike:
+        """A read chunk's encoded bytes, as `locate` found them (ChunkError: they changed)."""
+        found = self.store.read(where.key, ByteRange(where.offset, where.nbytes))
+        changed = found is None or len(found.data) != where.nbytes or (
+            None not in (found.generation, where.generation) and found.generation != where.generation)
+        if changed:
+            raise ChunkError(where.key, "changed in the store since it was located (open the file again)")
+        assert found is not None
+        self.count_fetch(len(found.data))
+        return found.data
 
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
@@ -124,7 +161,7 @@ class PlainChunkIO:
             for key in keys:
                 self._parked.pop(key, None)
 
-    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+    def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
         return None
 
@@ -133,10 +170,11 @@ class PlainChunkIO:
         """Store a chunk if the stored object is still `expect`; its new generation. (`ready`:
         see ShardedChunkIO.put; plain chunks are not encoded ahead.)"""
         (data,) = arrays.values()
+        self.stats.stores += 1
         if is_fill(data, self.fill_value):
             self.store.delete(key, expect=expect)
             return None
-        encoded = self.timed_encode(self.pipeline.encode, data)
+        encoded = self.encode_chunk(chunk, data)
         generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
         self.counters.add(bytes_stored=len(encoded))
         return generation

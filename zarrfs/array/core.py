@@ -26,18 +26,20 @@ from concurrent.futures import Future
 
 import numpy as np
 
-from ..codecs import ChunkSpec, Pipeline
+from ..codecs import BytesLike, ChunkSpec, Pipeline
+from ..codecs.stored_form import StoredForm, stored_form
 from ..errors import ReadOnlyError
 from ..formats.description import ArrayDescription
-from ..grid import Box, Index, cells_of
+from ..grid import Box, Index
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, PlainChunkIO, Stats
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
 from .loader import ChunkLoader
 from .recheck import Changes, Rechecker
+from .rectilinear_io import rectilinear_io
 from .resize import MetadataWriter, Resizer
 from .sharded_io import ShardedChunkIO, partial_read_sharding
 from .shared import Shared
@@ -70,11 +72,17 @@ class ZarrArray:
         self.sharding = partial_read_sharding(self.pipeline)
         self.read_chunk_shape = self.sharding.inner_shape if self.sharding else description.chunk_shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
-        self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape)
+        read_grid = None if self.sharding else description.rectilinear
+        self.regular_read_chunks = read_grid is None  # (every read chunk is read_chunk_shape)
+        self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
         self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
         self.io: PlainChunkIO
-        if self.sharding is None:
+        if description.rectilinear is not None:
+            self.io = rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
+                                     self.stats, self.shared.counters,
+                                     (self.shared.cache, self.owner, self.shared.loaders))
+        elif self.sharding is None:
             self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
                                    self.shared.counters)
         else:
@@ -135,8 +143,7 @@ class ZarrArray:
     @property
     def extended_shape(self) -> Index:
         """The shape of the whole chunk grid, edge chunks included."""
-        geometry = self._geometry
-        return tuple(g * c for g, c in zip(geometry.grid_shape, geometry.chunk_shape, strict=True))
+        return self._geometry.description.covered()
 
     @property
     def read_only(self) -> bool:
@@ -164,6 +171,16 @@ class ZarrArray:
     def dirty_bytes(self) -> int:
         return self.view.dirty_bytes
 
+    @property
+    def fetches_remotely(self) -> bool:
+        """Whether a read of stored bytes waits on a network round trip."""
+        return not self.store.is_local
+
+    @property
+    def changes(self) -> tuple[int, int]:
+        """A value that changes whenever the elements or the stored objects may have."""
+        return self.view.mutations, self.stats.stores
+
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
         geometry = self._geometry
@@ -181,14 +198,43 @@ class ZarrArray:
         """The elements of each box, all taken from one version of every chunk they touch."""
         return self.loader.read_boxes(boxes)
 
+    def cached(self, boxes: Sequence[Box]) -> bool:
+        """Whether the cache holds every read chunk the boxes touch whole."""
+        units = [piece.cell for box in boxes for piece in self._geometry.cells_of(box)]
+        return not self.view.missing(units)
+
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
-        self.loader.start(piece.cell for piece in cells_of(box, self.read_chunk_shape))
+        self.loader.start(piece.cell for piece in self._geometry.cells_of(box))
 
     def stream(self, box: Box) -> Stream | None:
         """Start filling a buffer with `box` (zarrfs.array.streaming); None: no room for it."""
         itemsize = self.data_type.storage.itemsize
         return self.streams.start(self._geometry, box, self.read_chunk.nbytes, itemsize)
+
+    # -- encoded chunks, for readers that decode them (the TIFF view) --------------------------
+
+    @property
+    def stored_form(self) -> StoredForm | None:
+        """What a read chunk's stored bytes are, when a reader can take them as they are (not
+        located in the shards of a rectilinear grid: each has an index of its own shape)."""
+        if not self.metadata.is_regular:
+            return None
+        return stored_form(self.sharding.inner if self.sharding else self.pipeline)
+
+    def locate_stored(self) -> dict[Index, StoredChunk]:
+        """Where every stored read chunk's encoded bytes lie now (missing: not stored)."""
+        geometry = self._geometry
+        chunks = np.ndindex(*geometry.grid_shape)
+        return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in chunks})
+
+    def read_stored(self, where: StoredChunk) -> BytesLike:
+        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
+        return self.io.read_located(where)
+
+    def encoded_fill(self) -> BytesLike:
+        """A read chunk of fill values, encoded."""
+        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)
 
     def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
         """Read chunks of one stored object as stored now (ChunkLoader.fetch)."""
@@ -206,7 +252,7 @@ class ZarrArray:
             raise ReadOnlyError("the array is read-only")
         self.writeback.make_room()
         geometry = self._geometry
-        whole = [piece.cell for piece in cells_of(box, geometry.read_chunk_shape)
+        whole = [piece.cell for piece in geometry.cells_of(box)
                  if self._write_piece(geometry, piece.cell, piece.in_cell, values[piece.in_box])]
         self.view.mount.evict()
         if whole:

@@ -9,14 +9,15 @@ with the grid of another.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..formats.description import ArrayDescription
-from ..grid import Index, extent_inside
+from ..grid import Box, Index, Piece, cells_of, extent_inside
+from ..rectilinear import RectilinearGrid
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Geometry:
     description: ArrayDescription
     raw_metadata: bytes
     read_chunk_shape: Index  # the unit read and cached: the chunk, or a shard's inner chunk
+    # The grid of read chunks when it is not regular (a rectilinear grid's chunks, each
+    # cached in a buffer of `read_chunk_shape`, its largest edges; the rest is overhang).
+    read_grid: RectilinearGrid | None = None
 
     @property
     def shape(self) -> Index:
@@ -41,20 +45,32 @@ class Geometry:
         return self.description.chunk_key_encoding.key(chunk)
 
     def resized(self, shape: Index, raw_metadata: bytes) -> Geometry:
-        return dataclasses.replace(self, description=dataclasses.replace(self.description, shape=shape),
-                                   raw_metadata=raw_metadata)
+        description = self.description.resized(shape)
+        read_grid = self.read_grid and description.rectilinear
+        return dataclasses.replace(self, description=description, raw_metadata=raw_metadata,
+                                   read_grid=read_grid)
 
     def described(self, description: ArrayDescription, raw_metadata: bytes) -> Geometry:
         """The same grid with a new description (its attributes changed)."""
         return dataclasses.replace(self, description=description, raw_metadata=raw_metadata)
 
+    def cells_of(self, box: Box) -> Iterator[Piece]:
+        """The read chunks `box` touches, with the part of it in each (grid.cells_of)."""
+        if self.read_grid is None:
+            return cells_of(box, self.read_chunk_shape)
+        return self.read_grid.cells_of(box)
+
     # -- edge chunks ---------------------------------------------------------------------------
 
     def is_edge(self, unit: Index) -> bool:
+        if self.read_grid is not None:
+            return self.inside(unit) != self.read_chunk_shape
         return any((u + 1) * c > n for u, c, n in zip(unit, self.read_chunk_shape, self.shape, strict=True))
 
     def inside(self, unit: Index) -> Index:
         """How far a read chunk reaches into the array along each axis."""
+        if self.read_grid is not None:
+            return self.read_grid.inside(unit, self.shape)
         return extent_inside(unit, self.read_chunk_shape, self.shape)
 
     def clear_overhang(self, unit: Index, data: np.ndarray, fill: Any) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..codecs import CodecError
 from ..errors import ChunkError
-from ..grid import Box, Index, Piece, cells_of
+from ..grid import Box, Index, Piece
 from ..store import Store
 from .cache import Counters, Entry
 from .chunk_io import Fetched, PlainChunkIO
@@ -37,8 +37,8 @@ class ChunkLoader:
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """The elements of each box, all taken from one version of every chunk they touch:
         a reply made of several boxes never mixes two versions of a chunk."""
-        read_chunk_shape = self.geometry().read_chunk_shape
-        pieces = [list(cells_of(box, read_chunk_shape)) for box in boxes]
+        geometry = self.geometry()
+        pieces = [list(geometry.cells_of(box)) for box in boxes]
         lent = self._written_only(pieces)
         touched = dict.fromkeys(piece.cell for found in pieces for piece in found)
         units = [unit for unit in touched if unit not in lent]

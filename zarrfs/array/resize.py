@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ReadOnlyError, ResizeError
 from ..formats.description import MAX_ARRAY_BYTES
-from ..grid import Box, Index, cells_of
+from ..grid import Box, Index
 from ..store import Store
 from .entries import ArrayCache
 from .geometry import Geometry
@@ -97,20 +97,29 @@ class Resizer:
             raise ResizeError(f"shape {list(shape)} does not fit an array of rank {len(old.shape)}")
         if math.prod(shape) * old.description.data_type.itemsize > MAX_ARRAY_BYTES:
             raise ResizeError(f"shape {list(shape)} is too large to address")
+        grown = old.description.resized(shape)
+        sharded = old.read_grid is None  # (a rectilinear grid's read chunks: inner chunks)
+        if grown.rectilinear and sharded and grown.rectilinear.divisible_by(old.read_chunk_shape) is not None:
+            raise ResizeError(f"growing to {list(shape)} would add a shard edge its inner chunks "
+                              f"({list(old.read_chunk_shape)}) do not divide")
+        if grown.chunk_shape != old.chunk_shape:
+            # (the cache holds every chunk in a buffer of the largest edges, fixed at open)
+            raise ResizeError(f"growing to {list(shape)} would add a chunk edge larger than any the "
+                              f"rectilinear grid has ({list(old.chunk_shape)}): grow in smaller steps")
         return self.metadata_writer
 
     def _clear_cut_region(self, old: Geometry, shape: Index) -> None:
         """Set to the fill value what lies between the new and the old shape inside the
         chunks that stay (the new edge chunks), one chunk-sized piece at a time."""
-        chunks = old.chunk_shape
-        kept_end = [min(o, -(-n // c) * c) for n, o, c in zip(shape, old.shape, chunks, strict=True)]
+        covered = old.description.resized(shape).covered()
+        kept_end = [min(o, c) for o, c in zip(old.shape, covered, strict=True)]
         fill = self.view.fill_element
         for d, (new, end) in enumerate(zip(shape, kept_end, strict=True)):
             if new >= end:
                 continue
             start = tuple(new if e == d else 0 for e in range(len(shape)))
             stop = tuple(end if e == d else kept_end[e] for e in range(len(shape)))
-            for piece in cells_of(Box(start, stop), old.read_chunk_shape):
+            for piece in old.cells_of(Box(start, stop)):
                 region = Box(tuple(s.start + b for s, b in zip(piece.in_box, start, strict=True)),
                              tuple(s.stop + b for s, b in zip(piece.in_box, start, strict=True)))
                 values = np.empty(region.shape, dtype=self.view.fill_chunk.dtype)
@@ -118,7 +127,7 @@ class Resizer:
                 self.write(region, values)
 
     def _delete_outside(self, old: Geometry, shape: Index) -> None:
-        grid = [-(-n // c) for n, c in zip(shape, old.chunk_shape, strict=True)]
+        grid = old.description.resized(shape).grid_shape
         encoding = old.description.chunk_key_encoding
         for key in list(self.store.list()):
             index = encoding.parse(key, len(shape))

@@ -52,9 +52,13 @@ class ShardReader:
     """Reads of one array's shards (its ShardedChunkIO's)."""
 
     def __init__(self, store: Store, sharding: ShardingCodec, cache: ChunkCache, owner: int,
-                 count_fetch: Callable[[int], None]) -> None:
+                 count_fetch: Callable[[int], None],
+                 sharding_of: Callable[[Index], ShardingCodec] | None = None) -> None:
+        """`sharding_of`: the codec of a shard, when shards differ in shape (a rectilinear
+        grid; `sharding` is then built for the largest, for estimates of sizes)."""
         self.store = store
         self.sharding = sharding
+        self.sharding_of = sharding_of or (lambda chunk: sharding)
         self.cache = cache
         self.owner = owner
         self.count_fetch = count_fetch
@@ -75,7 +79,7 @@ class ShardReader:
         cached = self.cached_index(chunk)
         if cached is not None:
             return cached
-        found = self._fetch_index(key)
+        found = self._fetch_index(key, self.sharding_of(chunk))
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 
@@ -100,23 +104,23 @@ class ShardReader:
         self._drop_held(chunk)
         self.cache.remember_index((self.owner, chunk), (index, generation), index_cost)
 
-    def _fetch_index(self, key: str) -> CachedIndex:
+    def _fetch_index(self, key: str, sharding: ShardingCodec) -> CachedIndex:
         """Read and check a shard's index: its size first, so entries can be bounded by it."""
         for _ in range(MAX_SHARD_RETRIES):
             described = self.store.stat(key)
             if described is None:
                 return None, None
             shard_nbytes, generation = described
-            if shard_nbytes < self.sharding.index_nbytes:
+            if shard_nbytes < sharding.index_nbytes:
                 raise CodecError(f"shard of {shard_nbytes} bytes is shorter than its index")
-            span = self.sharding.index_span(shard_nbytes)
+            span = sharding.index_span(shard_nbytes)
             found = self.store.read(key, ByteRange(span.offset, span.nbytes))
             if found is None:
                 return None, None  # deleted meanwhile
             if found.generation is not None and found.generation != generation:
                 continue  # replaced between the two calls
             self.count_fetch(len(found.data))
-            return self.sharding.decode_index(found.data, shard_nbytes), found.generation
+            return sharding.decode_index(found.data, shard_nbytes), found.generation
         raise CodecError("shard kept changing while its index was read")
 
     # -- whole shards ------------------------------------------------------------------------
@@ -141,13 +145,14 @@ class ShardReader:
             self.cache.remember_index((self.owner, chunk), (None, None), index_cost)
             return
         shard = found.data
-        if len(shard) < self.sharding.index_nbytes:
+        sharding = self.sharding_of(chunk)
+        if len(shard) < sharding.index_nbytes:
             raise CodecError(f"shard of {len(shard)} bytes is shorter than its index")
-        span = self.sharding.index_span(len(shard))
-        index = self.sharding.decode_index(shard[span.offset : span.end], len(shard))
+        span = sharding.index_span(len(shard))
+        index = sharding.decode_index(shard[span.offset : span.end], len(shard))
         self.count_fetch(len(shard))
         self._last_whole = len(shard)
-        stored = {inner for inner in self.sharding.inner_positions() if index.span(inner) is not None}
+        stored = {inner for inner in sharding.inner_positions() if index.span(inner) is not None}
         if stored and len(shard) <= self._held_budget():
             self._hold(chunk, HeldShard(shard, found.generation, stored))
         self.cache.remember_index((self.owner, chunk), (index, found.generation), index_cost)

@@ -16,7 +16,7 @@ from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
 from .cache import ChunkCache, Counters
-from .chunk_io import Fetched, PlainChunkIO, Stats, StoredShard
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 
@@ -28,11 +28,15 @@ class ShardedChunkIO(PlainChunkIO):
                  owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
         super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
         self.encoders = encoders
-        self.sharding = sharding
+        self.sharding = sharding  # (of a rectilinear grid: built for its largest edges)
         self.cache = cache
         self.owner = owner
-        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch)
+        self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch, self.sharding_of)
         self._shard_lock = self.reader.lock
+
+    def sharding_of(self, chunk: Index) -> ShardingCodec:
+        """The codec of the shard `chunk` (every shard of a regular grid has the same shape)."""
+        return self.sharding
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         per = self.sharding.chunks_per_shard
@@ -43,6 +47,23 @@ class ShardedChunkIO(PlainChunkIO):
         per = self.sharding.chunks_per_shard
         return [tuple(c * p + i for c, p, i in zip(chunk, per, inner, strict=True))
                 for inner in self.sharding.inner_positions()]
+
+    def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
+        """As PlainChunkIO.locate, from the shards' indexes (read at once on a remote store)."""
+        shards = list(keys.items())
+        found = self.encoders.map(self._locate_shard, shards) if self.reader.remote else map(
+            self._locate_shard, shards)
+        return {unit: where for located in found for unit, where in located.items()}
+
+    def _locate_shard(self, shard: tuple[Index, str]) -> dict[Index, StoredChunk]:
+        chunk, key = shard
+        with self._shard_lock(chunk):
+            index, generation = self.reader.index(chunk, key)
+        if index is None:
+            return {}
+        units = zip(self.units_of(chunk), self.sharding.inner_positions(), strict=True)
+        return {unit: StoredChunk(key, span.offset, span.nbytes, generation)
+                for unit, inner in units if (span := index.span(inner)) is not None}
 
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)
@@ -105,16 +126,16 @@ class ShardedChunkIO(PlainChunkIO):
             self.reader.forget(chunk)  # rewritten meanwhile
         raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")
 
-    def stored_for_write(self, key: str, units: int, whole: bool) -> StoredShard | None:
+    def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """The stored shard a write-back keeps the other inner chunks of. Not read when every
         inner chunk is new (then it is replaced whatever it holds)."""
-        if whole and units == math.prod(self.sharding.chunks_per_shard):
+        if whole and units == math.prod(self.sharding_of(chunk).chunks_per_shard):
             return StoredShard(None, known=False)
         found = self.store.read(key)
         if found is None:
             return StoredShard(None)
         self.count_fetch(len(found.data))
-        return StoredShard(found.generation, self._inner_chunks(key, found.data))
+        return StoredShard(found.generation, self._inner_chunks(key, chunk, found.data))
 
     def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
         inner = self.location(unit)[1]
@@ -168,22 +189,24 @@ class ShardedChunkIO(PlainChunkIO):
                        expect: Expect) -> str | None:
         index: ShardIndex | None = None
         generation = None
+        self.stats.stores += 1
         if encoded:
             # Written from its pieces: the shard is never held twice (pieces and joined).
-            parts = self.sharding.shard_parts(encoded)
+            sharding = self.sharding_of(chunk)
+            parts = sharding.shard_parts(encoded)
             nbytes = sum(len(part) for part in parts)
             generation = self.store.put(key, parts, sync_directory=False, expect=expect)
             self.counters.add(bytes_stored=nbytes)
-            index_part = parts[0] if self.sharding.index_at_start else parts[-1]
-            index = self.sharding.decode_index(bytes(index_part), nbytes)
+            index_part = parts[0] if sharding.index_at_start else parts[-1]
+            index = sharding.decode_index(bytes(index_part), nbytes)
         else:
             self.store.delete(key, expect=expect)
         self.reader.remember(chunk, index, generation)
         return generation
 
-    def _inner_chunks(self, key: str, shard: BytesLike) -> dict[Index, BytesLike]:
+    def _inner_chunks(self, key: str, chunk: Index, shard: BytesLike) -> dict[Index, BytesLike]:
         """The encoded bytes of every inner chunk a stored shard holds."""
-        sharding = self.sharding
+        sharding = self.sharding_of(chunk)
         try:
             if len(shard) < sharding.index_nbytes:
                 raise CodecError("shard is shorter than its index")

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..errors import ZarrfsError
-from ..grid import Box, Index, Piece, cells_of
+from ..grid import Box, Index, Piece
 from .geometry import Geometry
 from .loader import ChunkLoader
 from .sharded_io import ShardedChunkIO
@@ -199,7 +199,7 @@ def _jobs(streams: Streams, geometry: Geometry, box: Box, chunk_nbytes: int) -> 
     """The pieces of `box`, a job's worth at a time: small chunks several to a job (a job
     costs more than decoding a 4 KiB chunk); the inner chunks of one shard together, so that
     those lying next to each other are read with one request."""
-    pieces = list(cells_of(box, geometry.read_chunk_shape))
+    pieces = list(geometry.cells_of(box))
     chunk_bytes = max(1, chunk_nbytes)
     if not streams.sharded:
         per_job = max(1, JOB_BYTES // chunk_bytes)

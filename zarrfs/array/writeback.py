@@ -198,7 +198,7 @@ class WriteBack:
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
             for unit in self.view.incomplete(units):
                 self.loader.wait(unit, {})  # merge with what is stored before encoding
-            stored = self.io.stored_for_write(key, len(units), self.view.all_whole(units))
+            stored = self.io.stored_for_write(key, chunk, len(units), self.view.all_whole(units))
             if stored is not None and stored.known:
                 if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
                     self.rechecker.forget({chunk})  # changed outside: cached inner chunks may be stale

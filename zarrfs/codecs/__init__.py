@@ -9,14 +9,23 @@ from .base import (
     ChunkSpec,
     CodecError,
 )
+from .bitround import BitroundCodec
 from .bytes import BytesCodec
+from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
+from .gdeflate import GDeflateCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
 from .numcodecs_adapter import from_spec as numcodecs_from_spec
+from .packbits import PackBitsCodec
+from .pcodec import PcodecCodec
 from .pipeline import REGISTRY, Pipeline, is_fill
+from .reshape import ReshapeCodec
+from .scale_offset import ScaleOffsetCodec
 from .sharding import EMPTY, ByteSpan, ShardIndex, ShardingCodec
 from .transpose import TransposeCodec
+from .zfp import ZfpCodec
+from .zfpy import ZfpyCodec
 from .zstd import ZstdCodec
 
 
@@ -32,6 +41,16 @@ REGISTRY.update(
         "gzip": GzipCodec.from_spec,
         "crc32c": Crc32cCodec.from_spec,
         **dict.fromkeys(NUMCODECS_NAMES, _from_numcodecs),
+        "bitround": BitroundCodec.from_spec,
+        "packbits": PackBitsCodec.from_spec,
+        "reshape": ReshapeCodec.from_spec,
+        "zarrs.squeeze": ReshapeCodec.squeeze,
+        "zfp": ZfpCodec.from_spec,
+        "numcodecs.pcodec": PcodecCodec.from_spec,
+        "cast_value": CastValueCodec.from_spec,
+        "scale_offset": ScaleOffsetCodec.from_spec,
+        "zarrs.gdeflate": GDeflateCodec.from_spec,
+        "numcodecs.zfpy": ZfpyCodec.from_spec,
     }
 )
 

@@ -1,8 +1,9 @@
 """The `bytes` codec: a chunk's elements in C order with a chosen byte order.
 
-Two element types need care: int4 is stored one per byte, the value in the low nibble
-(TensorStore's layout; the high nibble is ignored on read), and bool bytes other than 0 and 1
-are corrupt (TensorStore refuses them too).
+Two kinds of element need care: the sub-byte integers (int2, int4, uint2, uint4) are stored
+one per byte, the value in the low bits (TensorStore's layout; the registry says the high bits
+are ignored on read), and bool bytes other than 0 and 1 are corrupt (TensorStore refuses them
+too). 1-byte floats and complex types of 1-byte parts have no byte order to choose.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..formats.description import CodecSpec
+from ..formats.dtypes import from_low_bits
 from .base import (
     ArrayBytesCodec,
     BytesLike,
@@ -49,19 +51,18 @@ class BytesCodec(ArrayBytesCodec):
         return self.chunk.nbytes
 
     def encode(self, chunk: np.ndarray) -> BytesLike:
-        if self.chunk.data_type.name == "int4":
-            return (chunk.view(np.uint8) & 0x0F).tobytes()
+        bits = self.chunk.data_type.sub_byte_bits
+        if bits is not None:
+            return (chunk.view(np.uint8) & np.uint8((1 << bits) - 1)).tobytes()
         return np.ascontiguousarray(chunk, dtype=self.stored_dtype).tobytes()
 
     def decode(self, data: BytesLike) -> np.ndarray:
         if len(data) != self.chunk.nbytes:
             raise CodecError(f"holds {len(data)} bytes, a chunk needs {self.chunk.nbytes}")
         stored = np.frombuffer(data, dtype=self.stored_dtype).reshape(self.chunk.shape)
-        name = self.chunk.data_type.name
-        if name == "int4":
-            nibbles = stored.view(np.uint8) & 0x0F
-            return (nibbles ^ 8).astype(np.int8) - np.int8(8)
-        if name == "bool" and stored.view(np.uint8).max(initial=0) > 1:
+        if self.chunk.data_type.sub_byte_bits is not None:
+            return from_low_bits(stored, self.chunk.data_type)
+        if self.chunk.data_type.name == "bool" and stored.view(np.uint8).max(initial=0) > 1:
             raise CodecError("bool chunk holds bytes other than 0 and 1")
         if self.stored_dtype.isnative:
             return stored

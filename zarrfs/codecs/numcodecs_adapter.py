@@ -65,15 +65,17 @@ def from_spec(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytes
         dtype = stored if stored is not None else chunk.data_type.storage.newbyteorder("<")
         adapter = NumcodecsBytesCodec(codec, dtype if typed else None)
         if codec_id not in ARRAY_CODEC_IDS:
-            _check_by_encoding(adapter, spec, config)
+            _check_by_encoding(adapter, spec, config, chunk.data_type.itemsize)
         return adapter
     return NumcodecsArrayCodec(codec, chunk, spec)
 
 
-def _check_by_encoding(adapter: NumcodecsBytesCodec, spec: CodecSpec, config: Mapping[str, Any]) -> None:
+def _check_by_encoding(adapter: NumcodecsBytesCodec, spec: CodecSpec, config: Mapping[str, Any],
+                       itemsize: int) -> None:
     """numcodecs checks some options (blosc's cname, zlib's level) only when it encodes:
-    encode a few zero elements now, so a bad option fails the open, naming it."""
-    sample = bytes(64 * (adapter.input_dtype.itemsize if adapter.input_dtype is not None else 1))
+    encode a few zero elements now, so a bad option fails the open, naming it. Whole
+    elements of the array's type: shuffle refuses a part of a 3-byte r24 element."""
+    sample = bytes(64 * itemsize)
     try:
         adapter.encode(sample)
     except CodecError as e:

@@ -2,7 +2,14 @@
 
 from .children import GroupChildren, children_of
 from .description import ArrayDescription, ChunkKeyEncoding, CodecSpec, is_index_text
-from .dtypes import CORE_TYPES, DataType, fill_value_to_json, parse_user_fill_value
+from .dtypes import (
+    CORE_TYPES,
+    DataType,
+    element_name,
+    fill_value_to_json,
+    from_low_bits,
+    parse_user_fill_value,
+)
 from .nodes import NodeMetadata, consolidated_children, discover
 
 __all__ = [
@@ -16,7 +23,9 @@ __all__ = [
     "children_of",
     "consolidated_children",
     "discover",
+    "element_name",
     "fill_value_to_json",
+    "from_low_bits",
     "is_index_text",
     "parse_user_fill_value",
 ]

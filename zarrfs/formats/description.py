@@ -1,19 +1,23 @@
 """The format-neutral description of an array: what every layer below `formats` sees.
 
-Zarr v3, v2 and v1 metadata all become an `ArrayDescription`: shape, data type, regular chunk
-grid, chunk key encoding, fill value bits and a codec chain in v3 terms (v2's `order: F` is a
-transpose, its filters and compressor run on the serialized bytes, its dtype's byte order is
-the bytes codec's). Nothing below this layer asks which format it serves.
+Zarr v3, v2 and v1 metadata all become an `ArrayDescription`: shape, data type, chunk grid
+(regular, or v3's rectilinear: zarrfs.rectilinear), chunk key encoding, fill value bits and a
+codec chain in v3 terms (v2's `order: F` is a transpose, its filters and compressor run on the
+serialized bytes, its dtype's byte order is the bytes codec's). Nothing below this layer asks
+which format it serves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import MetadataError
+from ..grid import Box, Piece, cells_of
+from ..rectilinear import RectilinearGrid
 from .dtypes import DataType, fill_value_to_json
 
 MAX_RANK = 32
@@ -72,6 +76,8 @@ def is_index_text(text: str) -> bool:
 class ArrayDescription:
     shape: tuple[int, ...]
     data_type: DataType
+    # The regular grid's chunk shape; of a rectilinear grid, the largest edge along each axis
+    # (every chunk fits in it: the array layer caches its chunks in buffers of this shape).
     chunk_shape: tuple[int, ...]
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: bytes  # raw bits of one element, native byte order
@@ -79,14 +85,49 @@ class ArrayDescription:
     dimension_names: tuple[str | None, ...] | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
     zarr_format: int = 3
+    rectilinear: RectilinearGrid | None = None  # None: the regular grid of `chunk_shape`
 
     @property
     def rank(self) -> int:
         return len(self.shape)
 
     @property
+    def is_regular(self) -> bool:
+        """Whether every chunk has the shape `chunk_shape` (views that need equal tiles ask)."""
+        return self.rectilinear is None
+
+    @property
     def grid_shape(self) -> tuple[int, ...]:
+        if self.rectilinear is not None:
+            return self.rectilinear.grid_shape(self.shape)
         return tuple(-(-s // c) for s, c in zip(self.shape, self.chunk_shape, strict=True))
+
+    def chunk_box(self, index: Sequence[int]) -> Box:
+        """Where chunk `index` lies in array coordinates (an edge chunk's overhang included)."""
+        if self.rectilinear is not None:
+            return self.rectilinear.chunk_box(index)
+        start = tuple(i * c for i, c in zip(index, self.chunk_shape, strict=True))
+        return Box(start, tuple(s + c for s, c in zip(start, self.chunk_shape, strict=True)))
+
+    def cells_of(self, box: Box) -> Iterator[Piece]:
+        """The chunks `box` touches, with the part of it in each (grid.cells_of)."""
+        if self.rectilinear is not None:
+            return self.rectilinear.cells_of(box)
+        return cells_of(box, self.chunk_shape)
+
+    def covered(self, shape: Sequence[int] | None = None) -> tuple[int, ...]:
+        """Where the chunks overlapping the array (of `shape`, or its own) end on each axis."""
+        shape = self.shape if shape is None else shape
+        if self.rectilinear is not None:
+            return self.rectilinear.covered(shape)
+        return tuple(-(-n // c) * c for n, c in zip(shape, self.chunk_shape, strict=True))
+
+    def resized(self, shape: tuple[int, ...]) -> ArrayDescription:
+        """The description after a resize (a rectilinear grid may gain an edge)."""
+        if self.rectilinear is None:
+            return dataclasses.replace(self, shape=shape)
+        grid = self.rectilinear.resized(shape)
+        return dataclasses.replace(self, shape=shape, rectilinear=grid, chunk_shape=grid.largest)
 
     @property
     def nbytes(self) -> int:
@@ -97,6 +138,17 @@ class ArrayDescription:
         return description_to_json(self)
 
 
+@dataclass(frozen=True)
+class VariableDescription:
+    """An array of strings or bytes (zarrfs.formats.variable): no fixed size, no flat view."""
+
+    grid: ArrayDescription  # shape, chunk grid, keys, names, attributes (its data type a stand-in)
+    kind: str  # "string" or "bytes"
+    fill: str | bytes
+    codecs: tuple[CodecSpec, ...]  # the vlen codec first, then bytes->bytes codecs
+    order: str = "C"  # of the elements in a chunk (v2's `order`)
+
+
 def description_to_json(description: ArrayDescription) -> dict[str, Any]:
     """The Zarr v3 array document (here, not in v3.py, which reads documents into descriptions)."""
     doc: dict[str, Any] = {
@@ -104,7 +156,7 @@ def description_to_json(description: ArrayDescription) -> dict[str, Any]:
         "node_type": "array",
         "shape": list(description.shape),
         "data_type": description.data_type.name,
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(description.chunk_shape)}},
+        "chunk_grid": _grid_to_json(description),
         "chunk_key_encoding": description.chunk_key_encoding.to_json(),
         "fill_value": fill_value_to_json(description.fill_value, description.data_type),
         "codecs": [_codec_to_json(c) for c in description.codecs],
@@ -113,6 +165,12 @@ def description_to_json(description: ArrayDescription) -> dict[str, Any]:
     if description.dimension_names is not None:
         doc["dimension_names"] = list(description.dimension_names)
     return doc
+
+
+def _grid_to_json(description: ArrayDescription) -> dict[str, Any]:
+    if description.rectilinear is not None:
+        return description.rectilinear.to_json()
+    return {"name": "regular", "configuration": {"chunk_shape": list(description.chunk_shape)}}
 
 
 def _codec_to_json(spec: CodecSpec) -> dict[str, Any]:

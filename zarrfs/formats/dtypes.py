@@ -1,17 +1,20 @@
 """Data types of every format, and their fill values.
 
 Every data type has a *storage* numpy dtype: how one element looks in a decoded chunk and in
-every view, in native byte order. bool is one byte (0 or 1), int4 one signed byte (as
-TensorStore keeps it in memory), bfloat16 two bytes, datetime64 its int64 count, fixed-size
-strings and records as numpy packs them. Fill values are kept as the raw bits of one element,
-because "equal to the fill value" is a bit-for-bit comparison (TensorStore's rule: -0.0 is not
-0.0, NaN payloads matter).
+every view, in native byte order. bool is one byte (0 or 1), the sub-byte integers (int2,
+int4, uint2, uint4) one byte each holding the value (as TensorStore keeps int4 in memory),
+bfloat16 and float8 their ml_dtypes type, a complex type without a numpy one (complex_float16,
+complex_bfloat16, complex_float8_*) a record of its real and imaginary parts, datetime64 its
+int64 count, fixed-size strings and records as numpy packs them. Fill values are kept as the
+raw bits of one element, because "equal to the fill value" is a bit-for-bit comparison
+(TensorStore's rule: -0.0 is not 0.0, NaN payloads matter).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -37,10 +40,20 @@ class DataType:
     int_range: tuple[int, int] | None = None
     # The byte order the format itself stores (v2 and v1 typestrs); None when a codec says.
     stored: np.dtype[Any] | None = None
+    # A type narrower than a byte (int2, int4, float4_e2m1fn, ...; a complex one's parts): its
+    # bits, the low ones of each byte (the high ones are ignored).
+    sub_byte_bits: int | None = None
 
     @property
     def itemsize(self) -> int:
         return int(self.storage.itemsize)
+
+    @property
+    def part(self) -> np.dtype[Any]:
+        """The type of a complex element's real and imaginary parts."""
+        if self.storage.fields is not None:
+            return np.dtype(self.storage.fields["real"][0])
+        return np.dtype(f"f{self.itemsize // 2}")
 
     @classmethod
     def from_numpy(cls, name: str, dtype: np.dtype[Any], *, stored: bool = False) -> DataType:
@@ -62,11 +75,23 @@ def _int_type(name: str, storage: str) -> DataType:
     return DataType.from_numpy(name, np.dtype(storage))
 
 
+def _complex_type(name: str, part: Any, sub_byte_bits: int | None = None) -> DataType:
+    storage = np.dtype([("real", part), ("imag", part)])
+    return DataType(name, storage, "complex", sub_byte_bits=sub_byte_bits)
+
+
+def _float_types(name: str, sub_byte_bits: int | None = None) -> list[DataType]:
+    """An ml_dtypes float type and the complex type of two of them."""
+    part = np.dtype(getattr(ml_dtypes, name))
+    return [DataType(name, part, "float", sub_byte_bits=sub_byte_bits),
+            _complex_type(f"complex_{name}", part, sub_byte_bits)]
+
+
 CORE_TYPES: dict[str, DataType] = {
     dt.name: dt
     for dt in [
         DataType("bool", np.dtype(np.bool_), "bool"),
-        DataType("int4", np.dtype("i1"), "int", (-8, 7)),
+        DataType("int4", np.dtype("i1"), "int", (-8, 7), sub_byte_bits=4),
         *(_int_type(f"{sign}int{bits}", f"{'u' if sign else 'i'}{bits // 8}")
           for bits in (8, 16, 32, 64) for sign in ("", "u")),
         DataType("float16", np.dtype(np.float16), "float"),
@@ -78,6 +103,68 @@ CORE_TYPES: dict[str, DataType] = {
     ]
 }
 DATA_TYPES = CORE_TYPES  # the types `zarrfs create` offers
+# The zarr-extensions registry's other fixed-size types. Kept apart from the core ones: two of
+# them share a storage dtype with a core type (complex_float32 is complex64's bytes), and a
+# .npy stream's dtype maps to the core name.
+EXTENSION_TYPES: dict[str, DataType] = {
+    dt.name: dt
+    for dt in [
+        DataType("int2", np.dtype("i1"), "int", (-2, 1), sub_byte_bits=2),
+        DataType("uint2", np.dtype("u1"), "int", (0, 3), sub_byte_bits=2),
+        DataType("uint4", np.dtype("u1"), "int", (0, 15), sub_byte_bits=4),
+        # The registry's float8_e4m3 is IEEE-like (infinities, NaN 0x7c): ml_dtypes'
+        # float8_e4m3, not float8_e4m3fn.
+        *_float_types("float8_e4m3"),
+        *_float_types("float8_e5m2"),
+        *_float_types("float8_e3m4"),
+        *_float_types("float8_e4m3fnuz"),
+        *_float_types("float8_e4m3b11fnuz"),
+        *_float_types("float8_e5m2fnuz"),
+        *_float_types("float8_e8m0fnu"),
+        *_float_types("float6_e2m3fn", 6),
+        *_float_types("float6_e3m2fn", 6),
+        *_float_types("float4_e2m1fn", 4),
+        # Not in the registry, but TensorStore writes it (NaN 0x7f, no infinities).
+        DataType("float8_e4m3fn", np.dtype(ml_dtypes.float8_e4m3fn), "float"),
+        _complex_type("complex_bfloat16", ml_dtypes.bfloat16),
+        _complex_type("complex_float16", np.float16),
+        DataType("complex_float32", np.dtype(np.complex64), "complex"),
+        DataType("complex_float64", np.dtype(np.complex128), "complex"),
+    ]
+}
+REGISTERED_TYPES = {**CORE_TYPES, **EXTENSION_TYPES}  # every fixed-size type known by its name alone
+
+
+def from_low_bits(values: np.ndarray, data_type: DataType) -> np.ndarray:
+    """Elements of a sub-byte type from bytes holding them (or a complex one's parts) in their
+    low bits, the high bits ignored as the registry says; other types unchanged."""
+    bits = data_type.sub_byte_bits
+    if bits is None:
+        return values
+    low: np.ndarray = values.view(np.uint8) & np.uint8((1 << bits) - 1)
+    if data_type.kind != "int":
+        return low.view(data_type.storage)
+    if data_type.int_range is None or data_type.int_range[0] == 0:
+        return low
+    sign = np.uint8(1 << (bits - 1))
+    signed: np.ndarray = (low ^ sign).astype(np.int8) - sign.astype(np.int8)
+    return signed
+
+
+def element_name(data_type: DataType, file_dtype: np.dtype[Any]) -> str:
+    """The name of an element of the flat view (`file_dtype`, in its byte order): numpy's type
+    string where numpy has one (records: the JSON of their descr); else the registry's name
+    (bfloat16, float8_e4m3, complex_float16: ml_dtypes types have no type string numpy reads
+    back, and a complex type of two such parts is no record)."""
+    if data_type.kind == "complex" and file_dtype.fields is not None:
+        return data_type.name
+    if file_dtype.fields is not None:
+        return json.dumps(file_dtype.descr)
+    try:
+        readable = np.dtype(file_dtype.str) == file_dtype
+    except TypeError:
+        readable = False
+    return file_dtype.str if readable else data_type.name
 
 
 # -- fill values --------------------------------------------------------------------------------
@@ -104,8 +191,13 @@ def _float_bits(value: object, storage: np.dtype[Any], member: str) -> bytes:
             raise MetadataError(member, f"{value} is too large for a float") from None
     else:
         raise MetadataError(member, f"expected a number, NaN, Infinity or 0x bits, got {value!r}")
-    with np.errstate(over="ignore"):
-        return np.array(number, dtype=storage).tobytes()
+    with np.errstate(over="ignore", invalid="ignore"):
+        element = np.array(number, dtype=storage)
+    # Types without NaN (float4_e2m1fn) or without infinities (the fn/fnuz ones; ml_dtypes
+    # makes them NaN), and float8_e8m0fnu's missing zero: refused, not silently changed.
+    if math.isnan(float(element)) != math.isnan(number):
+        raise MetadataError(member, f"{value!r} has no representation in {storage}")
+    return element.tobytes()
 
 
 def parse_fill_value(value: object, dtype: DataType, member: str = "fill_value") -> bytes:
@@ -122,17 +214,22 @@ def parse_fill_value(value: object, dtype: DataType, member: str = "fill_value")
     if kind in ("int", "datetime"):
         return _integer_bits(value, dtype, member)
     if kind == "float":
-        return _float_bits(value, dtype.storage, member)
+        return _low_bits(_float_bits(value, dtype.storage, member), dtype)
     if kind == "complex":
-        part = np.dtype(f"f{dtype.itemsize // 2}")
+        part = dtype.part
         if not (isinstance(value, list) and len(value) == 2):
             raise MetadataError(member, f"expected [real, imaginary] for {dtype.name}, got {value!r}")
-        return _float_bits(value[0], part, member) + _float_bits(value[1], part, member)
+        return _low_bits(_float_bits(value[0], part, member) + _float_bits(value[1], part, member), dtype)
     if kind == "string":
         if not isinstance(value, str):
             raise MetadataError(member, f"expected a string, got {value!r}")
         return np.array(value, dtype=dtype.storage).tobytes()
     return _base64_bits(value, dtype, member)
+
+
+def _low_bits(raw: bytes, dtype: DataType) -> bytes:
+    """A sub-byte float's bits as they are read (hex bits may set the ignored high ones)."""
+    return from_low_bits(np.frombuffer(raw, dtype=dtype.storage), dtype).tobytes()
 
 
 def _integer_bits(value: object, dtype: DataType, member: str) -> bytes:
@@ -172,7 +269,7 @@ def fill_value_to_json(bits: bytes, dtype: DataType) -> Any:
     """The JSON form of a fill value, exact for every bit pattern."""
     if dtype.kind == "complex":
         half = dtype.itemsize // 2
-        part = np.dtype(f"f{half}")
+        part = dtype.part
         return [_float_json(bits[:half], part), _float_json(bits[half:], part)]
     if dtype.kind == "float":
         return _float_json(bits, dtype.storage)

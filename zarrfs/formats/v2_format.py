@@ -25,7 +25,7 @@ from .format import (
     join_path,
     mapping_or_empty,
 )
-from .layout import new_layout
+from .layout import CodecChoice, new_layout
 from .v2 import ATTRIBUTES_KEY, CONSOLIDATED_KEY, GROUP_KEY, METADATA_KEY, metadata_from_json
 
 _KINDS = ((METADATA_KEY, "array"), (GROUP_KEY, "group"))
@@ -123,10 +123,10 @@ class V2Format(Format):
     def new_array_files(self, shape: Sequence[int], dtype: np.dtype[Any],
                         chunks: Sequence[int] | None, codec: str) -> dict[str, bytes]:
         data_type = _new_data_type(dtype)
-        chunk_shape, name, level = new_layout(shape, data_type.itemsize, chunks, codec)
+        chunk_shape, choice = new_layout(shape, data_type.itemsize, chunks, codec)
         fill = fill_value_to_json(bytes(data_type.itemsize), data_type)
         doc = {"zarr_format": 2, "shape": list(shape), "chunks": list(chunk_shape),
-               "dtype": data_type.name, "compressor": _compressor(name, level, data_type.itemsize),
+               "dtype": data_type.name, "compressor": _compressor(choice, data_type.itemsize),
                "fill_value": fill, "order": "C", "filters": None, "dimension_separator": "."}
         return {METADATA_KEY: self.dump(doc), ATTRIBUTES_KEY: self.dump({})}
 
@@ -168,13 +168,11 @@ def _new_data_type(dtype: np.dtype[Any]) -> DataType:
     raise MetadataError("dtype", f"{dtype.str} cannot be stored in a Zarr v2 array")
 
 
-def _compressor(codec: str, level: int, itemsize: int) -> dict[str, Any] | None:
-    if codec == "zstd":
-        return {"id": "zstd", "level": level}
-    if codec == "gzip":
-        return {"id": "gzip", "level": level}
-    if codec == "blosc":
-        return {"id": "blosc", "cname": "lz4", "clevel": level, "shuffle": 1 if itemsize > 1 else 2,
-                "blocksize": 0}
+def _compressor(codec: CodecChoice, itemsize: int) -> dict[str, Any] | None:
+    if codec.name in ("zstd", "gzip"):
+        return {"id": codec.name, "level": codec.level}
+    if codec.name == "blosc":
+        return {"id": "blosc", "cname": codec.cname, "clevel": codec.level,
+                "shuffle": 2 if codec.shuffles_bits(itemsize) else 1, "blocksize": 0}
     return None
 

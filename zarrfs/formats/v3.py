@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
+from ..rectilinear import RectilinearGrid, parse_rectilinear
 from .description import (
     ArrayDescription,
     ChunkKeyEncoding,
@@ -24,7 +25,7 @@ from .description import (
     parse_shape,
     require,
 )
-from .dtypes import CORE_TYPES, DataType, parse_fill_value
+from .dtypes import EXTENSION_TYPES, REGISTERED_TYPES, DataType, parse_fill_value
 
 METADATA_KEY = "zarr.json"
 _KNOWN_MEMBERS = {
@@ -47,8 +48,9 @@ def metadata_from_json(doc: Mapping[str, Any]) -> ArrayDescription:
     _check_extensions(doc)
     data_type = parse_data_type(require(doc, "data_type"))
     shape = parse_shape(require(doc, "shape"), "shape", allow_zero=True)
-    chunk_shape = _parse_chunk_grid(require(doc, "chunk_grid"), len(shape))
-    check_sizes(shape, chunk_shape, data_type, "chunk_grid.configuration.chunk_shape")
+    chunk_shape, rectilinear = _parse_chunk_grid(require(doc, "chunk_grid"), shape)
+    check_sizes(shape, chunk_shape, data_type,
+                "chunk_grid.configuration" + (".chunk_shapes" if rectilinear else ".chunk_shape"))
     return ArrayDescription(
         shape=shape,
         data_type=data_type,
@@ -59,6 +61,7 @@ def metadata_from_json(doc: Mapping[str, Any]) -> ArrayDescription:
         dimension_names=_parse_dimension_names(doc.get("dimension_names"), len(shape)),
         attributes=parse_attributes(doc.get("attributes", {})),
         zarr_format=3,
+        rectilinear=rectilinear,
     )
 
 
@@ -78,10 +81,11 @@ def _check_extensions(doc: Mapping[str, Any]) -> None:
 
 
 def parse_data_type(value: object, member: str = "data_type") -> DataType:
-    """A core type by name, or one of zarr-python's fixed-size extension types."""
+    """A core or registered type by name (alone or as an object without configuration), or one
+    of zarr-python's fixed-size extension types."""
     if isinstance(value, str):
-        if value in CORE_TYPES:
-            return CORE_TYPES[value]
+        if value in REGISTERED_TYPES:
+            return REGISTERED_TYPES[value]
         bits = value[1:]
         if value.startswith("r") and bits.isascii() and bits.isdigit() and int(bits) % 8 == 0 and int(bits):
             return DataType.from_numpy(value, _numpy_dtype(f"V{int(bits) // 8}", member))
@@ -91,6 +95,10 @@ def parse_data_type(value: object, member: str = "data_type") -> DataType:
     name, config = value["name"], value.get("configuration", {})
     if not isinstance(config, Mapping):
         raise MetadataError(f"{member}.configuration", f"expected an object, got {config!r}")
+    if name in REGISTERED_TYPES:
+        if config:
+            raise MetadataError(f"{member}.configuration", f"{name} takes no configuration: {dict(config)!r}")
+        return REGISTERED_TYPES[name]
     return DataType.from_numpy(name, _extension_dtype(name, config, member))
 
 
@@ -132,7 +140,7 @@ def _field(item: object, member: str) -> tuple[str, np.dtype[Any]]:
     if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
         raise MetadataError(member, f"expected [name, data type], got {item!r}")
     field_type = parse_data_type(item[1], f"{member}[1]")
-    if field_type.name in ("int4", "bfloat16"):
+    if field_type.name in ("int4", "bfloat16") or field_type.name in EXTENSION_TYPES:
         raise MetadataError(f"{member}[1]", f"{field_type.name} cannot be a field of a record")
     # Fields are stored little-endian (zarr-python writes no byte order for them).
     return item[0], field_type.storage.newbyteorder("<")
@@ -141,14 +149,29 @@ def _field(item: object, member: str) -> tuple[str, np.dtype[Any]]:
 # -- chunking and codecs ---------------------------------------------------------------------------
 
 
-def _parse_chunk_grid(grid: object, rank: int) -> tuple[int, ...]:
+def _parse_chunk_grid(grid: object, shape: tuple[int, ...]) -> tuple[tuple[int, ...], RectilinearGrid | None]:
+    """The chunk shape (of a rectilinear grid: the largest edges) and the rectilinear grid."""
     member = "chunk_grid"
+    if isinstance(grid, Mapping) and grid.get("name") == "rectilinear":
+        rectilinear = parse_rectilinear(grid.get("configuration"), shape, member)
+        return rectilinear.largest, rectilinear
     if not isinstance(grid, Mapping) or grid.get("name") != "regular":
-        raise MetadataError(f"{member}.name", f"only the 'regular' chunk grid is supported: {grid!r}")
+        raise MetadataError(f"{member}.name",
+                            f"only the 'regular' and 'rectilinear' chunk grids are supported: {grid!r}")
     config = grid.get("configuration")
     if not isinstance(config, Mapping) or "chunk_shape" not in config:
         raise MetadataError(f"{member}.configuration.chunk_shape", "missing")
-    return parse_chunk_shape(config["chunk_shape"], f"{member}.configuration.chunk_shape", rank)
+    return parse_chunk_shape(config["chunk_shape"], f"{member}.configuration.chunk_shape", len(shape)), None
+
+
+def resized_grid(doc: dict[str, Any], shape: list[int]) -> None:
+    """Give an array document a new shape, and its rectilinear grid the edges that covers."""
+    grid = doc.get("chunk_grid")
+    if isinstance(grid, Mapping) and grid.get("name") == "rectilinear":
+        old = parse_shape(doc.get("shape"), "shape", allow_zero=True)
+        parsed = parse_rectilinear(grid.get("configuration"), old, "chunk_grid")
+        doc["chunk_grid"] = parsed.resized(shape).to_json()
+    doc["shape"] = shape
 
 
 def _parse_key_encoding(value: object) -> ChunkKeyEncoding:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MetadataError
-from .description import ArrayDescription, load_json_object
+from .description import ArrayDescription, ChunkKeyEncoding, load_json_object
 from .dtypes import CORE_TYPES, DataType, fill_value_to_json
 from .format import (
     Change,
@@ -22,8 +22,8 @@ from .format import (
     join_path,
     mapping_or_empty,
 )
-from .layout import new_layout
-from .v3 import METADATA_KEY, metadata_from_json
+from .layout import CodecChoice, new_layout
+from .v3 import METADATA_KEY, metadata_from_json, resized_grid
 
 _NO_NEW_TYPES = ("int4", "bfloat16")  # (no .npy stream carries them)
 
@@ -75,9 +75,20 @@ class V3Format(Format):
     def new_array_files(self, shape: Sequence[int], dtype: np.dtype[Any],
                         chunks: Sequence[int] | None, codec: str) -> dict[str, bytes]:
         data_type = _new_data_type(dtype)
-        chunk_shape, name, level = new_layout(shape, data_type.itemsize, chunks, codec)
+        chunk_shape, choice = new_layout(shape, data_type.itemsize, chunks, codec)
         fill = fill_value_to_json(bytes(data_type.itemsize), data_type)
-        return {METADATA_KEY: self.dump(_array_document(shape, data_type, chunk_shape, name, level, fill))}
+        return {METADATA_KEY: self.dump(new_array_document(shape, data_type, chunk_shape, choice, fill))}
+
+    def resized_document(self, raw: bytes, shape: Sequence[int]) -> bytes:
+        doc = load_json_object(raw, METADATA_KEY)
+        resized_grid(doc, list(shape))
+        return self.dump(doc)
+
+    def resize_listed(self, files: dict[str, Any], shape: Sequence[int]) -> None:
+        if isinstance(files.get(METADATA_KEY), dict):
+            doc = dict(files[METADATA_KEY])
+            resized_grid(doc, list(shape))
+            files[METADATA_KEY] = doc
 
     def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
         doc = load_json_object(stored, METADATA_KEY)
@@ -122,24 +133,42 @@ def _new_data_type(dtype: np.dtype[Any]) -> DataType:
     raise MetadataError("dtype", f"{dtype.str} cannot be stored in a Zarr v3 array")
 
 
-def _array_document(shape: Sequence[int], data_type: DataType, chunks: Sequence[int], codec: str,
-                    level: int, fill: Any) -> dict[str, Any]:
+def new_array_document(shape: Sequence[int], data_type: DataType, chunks: Sequence[int],
+                       codec: CodecChoice, fill_value: Any, *, shards: Sequence[int] | None = None,
+                       dimension_names: Sequence[str] | None = None,
+                       key_separator: str = "/") -> dict[str, Any]:
+    """The document of every new v3 array (`zarrfs create`, `zarrfs import`, an array made
+    through a mount): `chunks` are inner chunks when `shards` are given; `fill_value` as JSON."""
     data_type_json: Any = data_type.name
     if data_type.kind == "datetime":
         unit, scale = np.datetime_data(data_type.storage)
         data_type_json = {"name": data_type.name, "configuration": {"unit": unit, "scale_factor": scale}}
-    codecs: list[dict[str, Any]] = [{"name": "bytes"} if data_type.itemsize == 1 else
-                                    {"name": "bytes", "configuration": {"endian": "little"}}]
-    if codec == "zstd":
-        codecs.append({"name": "zstd", "configuration": {"level": level, "checksum": False}})
-    elif codec == "gzip":
-        codecs.append({"name": "gzip", "configuration": {"level": level}})
-    elif codec == "blosc":
-        codecs.append({"name": "blosc", "configuration": {
-            "cname": "lz4", "clevel": level, "shuffle": "shuffle" if data_type.itemsize > 1 else "bitshuffle",
-            "typesize": data_type.itemsize, "blocksize": 0}})
-    return {"shape": list(shape), "data_type": data_type_json,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": fill, "codecs": codecs, "attributes": {}, "zarr_format": 3,
-            "node_type": "array", "storage_transformers": []}
+    codecs = [_bytes_codec(data_type.itemsize), *_compressor(codec, data_type.itemsize)]
+    if shards:
+        codecs = [{"name": "sharding_indexed", "configuration": {
+            "chunk_shape": list(chunks), "codecs": codecs,
+            "index_codecs": [_bytes_codec(8), {"name": "crc32c"}], "index_location": "end"}}]
+    doc = {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": data_type_json,
+           "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}},
+           "chunk_key_encoding": ChunkKeyEncoding("default", key_separator).to_json(),
+           "fill_value": fill_value, "codecs": codecs, "attributes": {}}
+    if dimension_names is not None:
+        doc["dimension_names"] = list(dimension_names)
+    return doc
+
+
+def _bytes_codec(itemsize: int) -> dict[str, Any]:
+    return {"name": "bytes"} if itemsize == 1 else {"name": "bytes", "configuration": {"endian": "little"}}
+
+
+def _compressor(codec: CodecChoice, itemsize: int) -> list[dict[str, Any]]:
+    if codec.name == "zstd":
+        return [{"name": "zstd", "configuration": {"level": codec.level, "checksum": False}}]
+    if codec.name == "gzip":
+        return [{"name": "gzip", "configuration": {"level": codec.level}}]
+    if codec.name == "blosc":
+        return [{"name": "blosc", "configuration": {
+            "cname": codec.cname, "clevel": codec.level,
+            "shuffle": "bitshuffle" if codec.shuffles_bits(itemsize) else "shuffle",
+            "typesize": itemsize, "blocksize": 0}}]
+    return []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -33,12 +34,22 @@ class Counters(Protocol):
     def add(self, **amounts: float) -> None: ...
 
 
+class Timings(Protocol):
+    """Where request latencies go (the daemon's metrics): called on the event loop only."""
+
+    def begin(self) -> None: ...
+    def end(self, operation: str, seconds: float) -> None: ...
+
+
 class Served(Protocol):
     @property
     def options(self) -> MountOptions: ...
 
     @property
     def counters(self) -> Counters: ...
+
+    @property
+    def timings(self) -> Timings | None: ...
 
 
 S = TypeVar("S", bound=Served)
@@ -80,6 +91,10 @@ def boundary(
         if self.options.debug:
             log.debug("%s%s", handler.__name__, brief(args))
         self.counters.add(requests=1)
+        timings = self.timings
+        if timings is not None:
+            timings.begin()
+        start = time.perf_counter()
         try:
             return await handler(self, *args, **kwargs)
         except pyfuse3.FUSEError:
@@ -97,6 +112,9 @@ def boundary(
             log.exception("internal error in %s%r", handler.__name__, args[:3])
             self.counters.add(errors=1)
             raise pyfuse3.FUSEError(errno.EIO) from None
+        finally:
+            if timings is not None:
+                timings.end(handler.__name__, time.perf_counter() - start)
 
     return wrapper  # type: ignore[return-value]
 

@@ -26,16 +26,16 @@ from typing import Any, TypeVar
 import pyfuse3
 
 from ..options import MountOptions
-from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, Ref, Tree
+from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, GROUP_VIEW, HEADER, METADATA, Ref, Tree
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .boundary import Counters, boundary
+from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
 from .workers import Workers
 
 T = TypeVar("T")
 ATTRIBUTES_XATTR = XATTR_PREFIX + "attributes"
 MARK_SECONDS = 30.0  # how long an accepted unlink waits for the rmdir of its directory
-NODE_FILES = (METADATA, DATA, HEADER, CHUNK)
+NODE_FILES = (METADATA, DATA, HEADER, CHUNK, GROUP_VIEW)
 
 
 class Removals:
@@ -73,6 +73,7 @@ class ChangeOperations:
     tree: Tree
     options: MountOptions
     counters: Counters
+    timings: Timings | None
     workers: Workers
     fresh: Freshness
     read_only: bool

@@ -21,7 +21,7 @@ from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree
 from ..views import FileView
 from ..views.readahead import Readahead
-from .boundary import Counters, boundary
+from .boundary import Counters, Timings, boundary
 from .freshness import Freshness, WriteOrder
 from .workers import Workers
 
@@ -46,6 +46,7 @@ class FileOperations:
     tree: Tree
     options: MountOptions
     counters: Counters
+    timings: Timings | None
     workers: Workers
     fresh: Freshness
     order: WriteOrder

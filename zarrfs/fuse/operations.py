@@ -26,7 +26,7 @@ from ..tree import UPLOAD, Ref, Tree
 from ..views import FileView
 from ..views.files import FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .boundary import boundary
+from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
 from .freshness import Freshness, WriteOrder
@@ -48,15 +48,17 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
 
     def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool,
                  timeout: float | None = None,
-                 room: Callable[[], os.statvfs_result | None] = lambda: None) -> None:
+                 room: Callable[[], os.statvfs_result | None] = lambda: None,
+                 timings: Timings | None = None) -> None:
         """`timeout`: the store's deadline, the longest a request waits (None: no bound, a
         local store). `room`: what the store's own filesystem has room for (None: a remote
-        store: see `room`)."""
+        store: see `room`). `timings`: where each request's latency goes (metrics)."""
         super().__init__()
         self.tree = tree
         tree.new_arrays.codec, tree.new_arrays.chunks = options.new_codec, options.new_chunks
         self._room = room
         self.counters = tree.shared.counters
+        self.timings = timings
         self.options = options
         self.read_only = options.read_only or read_only
         self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1))

@@ -30,14 +30,18 @@ from ..errors import ConflictError, ReadOnlyError, StoreError
 from . import deadline, gcs, local, prefixes, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
+from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
-from .sources import is_read_only, open_filesystem
+from .sources import endpoint, is_read_only, open_filesystem
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
 # Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
 # Icechunk): each range its own request, these many in flight across the mount.
 _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
+# Opening a remote store first tries to connect to its server, this long at most: a refused
+# connection or an unknown host fails the opening at once (deadline.reach).
+REACH_SECONDS = 2.0
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -73,12 +77,18 @@ class Store:
         *,
         read_only: bool = False,
         retry: RetryPolicy | None = None,
+        observer: StoreObserver | None = None,
     ) -> None:
         self.fs = fs
+        self.observer = observer  # (metrics: every operation reported to it)
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
         self.is_gcs = gcs.is_gcs(fs)
+        # An HTTP server lists nothing reliably (a directory URL: 403, 404 or a page of links):
+        # what many keys are is asked key by key there, never taken from a listing.
+        protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+        self.lists = not {"http", "https"} & set(protocols)
         # (Icechunk: each read comes with the snapshot its key last changed in)
         self.reads_generations = bool(getattr(fs, "reads_report_generations", False))
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
@@ -90,7 +100,8 @@ class Store:
 
     @classmethod
     def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
-             read_only: bool = False, settings: SourceSettings | None = None) -> Store:
+             read_only: bool = False, settings: SourceSettings | None = None,
+             observer: StoreObserver | None = None) -> Store:
         """A store for a local path, an fsspec URL, a reference set or an Icechunk
         repository (see `sources`)."""
         settings = settings or SourceSettings()
@@ -100,19 +111,23 @@ class Store:
             raise StoreError(url, f"cannot open: {one_line(e)}") from None
         timeout = settings.timeout_for(fs)
         retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
-        return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry)
+        server = endpoint(url, storage_options or {})
+        if server is not None and timeout is not None:
+            deadline.reach(server, min(timeout, REACH_SECONDS))
+        return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry, observer=observer)
 
     def child(self, path: str) -> Store:
         """The same store rooted at `path` below this one (an array inside a group)."""
         if not path:
             return self
-        return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry)
+        return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry,
+                     observer=self.observer)
 
     def without_retries(self) -> Store:
         """The same store, failing at the first fault (within its deadline): a check that may
         be skipped."""
         return Store(self.fs, self.root, read_only=self.read_only,
-                     retry=dataclasses.replace(self.retry, retries=False))
+                     retry=dataclasses.replace(self.retry, retries=False), observer=self.observer)
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -137,24 +152,27 @@ class Store:
             return None if found is None else as_bytes(found.data)
         path = self.path(key)
         if byte_range is None:
-            return self.call(key, lambda s: self.fs_call(s, "cat_file", path))
+            return self.call(key, lambda s: self.fs_call(s, "cat_file", path), kind=GET)
         start, end = byte_range.start, byte_range.start + byte_range.length
-        return self.call(key, lambda s: self.fs_call(s, "cat_file", path, start=start, end=end))
+        return self.call(key, lambda s: self.fs_call(s, "cat_file", path, start=start, end=end),
+                         kind=GET_RANGE)
 
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
         (local files, S3); elsewhere the generation is None."""
         path = self.path(key)
         start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
+        kind = GET if byte_range is None else GET_RANGE
         if self.is_local:
             # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-            return self.call(key, lambda s: local.read(path, start, length))
+            return self.call(key, lambda s: local.read(path, start, length), kind=kind)
         if self.is_s3:
-            return self.call(key, lambda s: remote.s3_read(self.fs, s, path, start, length))
+            return self.call(key, lambda s: remote.s3_read(self.fs, s, path, start, length), kind=kind)
         if self.is_gcs:
-            return self.call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length))
+            return self.call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length), kind=kind)
         if self.reads_generations:
-            return self.call(key, lambda s: self.fs_call(s, "cat_versioned", path, start, length))
+            return self.call(key, lambda s: self.fs_call(s, "cat_versioned", path, start, length),
+                             kind=kind)
         data = self.get(key, byte_range)
         return None if data is None else Versioned(data, None)
 
@@ -165,7 +183,8 @@ class Store:
         on S3 as one batch of requests on fsspec's loop, elsewhere a thread each."""
         if self.is_s3 and len(ranges) > 1:
             path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
-            return self.call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs))
+            return self.call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs),
+                             kind=GET_RANGE)
         if self.is_local or len(ranges) <= 1:
             found = [self.read(key, byte_range) for byte_range in ranges]
         else:
@@ -178,7 +197,8 @@ class Store:
         if not self.is_s3 or len(keys) <= 1:
             return [self.read(key) for key in keys]
         paths = [self.path(key) for key in keys]
-        found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False)
+        found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False,
+                          kind=GET)
         return found or []  # (missing objects are None in the list)
 
     def generation(self, key: str) -> str | None:
@@ -188,12 +208,20 @@ class Store:
 
     def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
         """The generations of many keys: one stat each locally, one listing remotely."""
+        return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
+
+    def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
+        """The size and generation of many keys (None: not stored): one stat each locally and
+        on HTTP servers, one listing on other remote stores."""
         wanted = list(keys)
         if self.is_local or len(wanted) <= 4:
-            return {key: self.generation(key) for key in wanted}
+            return {key: self.stat(key) for key in wanted}
+        if not self.lists:  # (each key asked for, all at once)
+            return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
         self.fs.invalidate_cache(self.root)
-        listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True)) or {}
-        by_key = {self._key_of(path): remote.info_generation(info) for path, info in listed.items()}
+        listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True), kind=LIST) or {}
+        by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
+                  for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}
 
     def _get_suffix(self, key: str, length: int) -> bytes | None:
@@ -201,7 +229,8 @@ class Store:
         if size is None:
             return None
         start = max(0, size - length)
-        return self.call(key, lambda s: self.fs_call(s, "cat_file", self.path(key), start=start, end=size))
+        return self.call(key, lambda s: self.fs_call(s, "cat_file", self.path(key), start=start, end=size),
+                         kind=GET_RANGE)
 
     def size(self, key: str) -> int | None:
         described = self.stat(key)
@@ -211,10 +240,10 @@ class Store:
         """The size and generation of `key` (None: not stored)."""
         path = self.path(key)
         if self.is_local:
-            status = self.call(key, lambda s: os.stat(path))
+            status = self.call(key, lambda s: os.stat(path), kind=STAT)
             return None if status is None else (status.st_size, local.generation_of(status))
         self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
-        info = self.call(key, lambda s: self.fs_call(s, "info", path))
+        info = self.call(key, lambda s: self.fs_call(s, "info", path), kind=STAT)
         return None if info is None else (int(info["size"]), remote.info_generation(info))
 
     def exists(self, key: str) -> bool:
@@ -223,7 +252,7 @@ class Store:
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys below `prefix` (a directory-like prefix such as "c/1"), in no set order."""
         base = self.path(prefix)
-        found = self.call(prefix, lambda s: self.fs_call(s, "find", base))
+        found = self.call(prefix, lambda s: self.fs_call(s, "find", base), kind=LIST)
         for path in found or []:
             key = self._key_of(path)
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
@@ -237,9 +266,9 @@ class Store:
         """The names of the directories (common prefixes) directly below `prefix`."""
         base = self.path(prefix)
         if self.is_local:
-            found = self.call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()])
+            found = self.call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()], kind=LIST)
             return tuple(sorted(found or []))
-        entries = self.call(prefix, lambda s: self.fs_call(s, "ls", base, detail=True))
+        entries = self.call(prefix, lambda s: self.fs_call(s, "ls", base, detail=True), kind=LIST)
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))
 
@@ -263,7 +292,7 @@ class Store:
         else:
             put = functools.partial(self._put_anyway, path=path, data=_joined(data))
         try:
-            return self.call(key, put, missing_ok=False)
+            return self.call(key, put, missing_ok=False, kind=PUT)
         except ConflictError:
             raise ConflictError(key) from None  # named by the store's key, whatever the store
 
@@ -271,13 +300,13 @@ class Store:
         self.check_writable(key)
         try:
             if self.is_local and not isinstance(expect, _Any):
-                self.call(key, lambda s: self._local_delete(key, expect))
+                self.call(key, lambda s: self._local_delete(key, expect), kind=DELETE)
             elif self.is_s3 and not isinstance(expect, _Any):
-                self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect))
+                self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect), kind=DELETE)
             elif self.is_gcs and not isinstance(expect, _Any):
-                self.call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect))
+                self.call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect), kind=DELETE)
             else:
-                self.call(key, lambda s: self._remove(s, key))
+                self.call(key, lambda s: self._remove(s, key), kind=DELETE)
         except ConflictError:
             raise ConflictError(key) from None
 
@@ -296,7 +325,7 @@ class Store:
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
-            self.call(directory, functools.partial(_fsync_directory, directory))
+            self.call(directory, functools.partial(_fsync_directory, directory), kind=SYNC)
 
     def _put_anyway(self, seconds: float | None, path: str, data: bytes) -> str | None:
         self.fs_call(seconds, "pipe_file", path, data)
@@ -334,11 +363,17 @@ class Store:
     # -- errors and deadlines ------------------------------------------------------------
 
     def call(self, key: str, operation: Callable[[float | None], T], *,
-              missing_ok: bool = True) -> T | None:
+             missing_ok: bool = True, kind: str = OTHER) -> T | None:
         """Run one store operation under the store's deadline (see `deadline.run`):
-        `operation` is given the seconds its attempt may take."""
-        return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
-                            missing_ok=missing_ok)
+        `operation` is given the seconds its attempt may take. `kind` (`observe.KINDS`) is
+        what the observer, if any, files it under."""
+        observer = self.observer
+        if observer is None:
+            return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
+                                missing_ok=missing_ok)
+        return observed(observer, kind, lambda: deadline.run(
+            key, operation, self.retry, self._errors, bounded=self.bounded, missing_ok=missing_ok,
+            on_retry=functools.partial(observer.retried, kind)))
 
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
         return deadline.call(self.fs, seconds, method, *args, **kwargs)

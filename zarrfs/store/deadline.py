@@ -9,7 +9,10 @@ import contextlib
 import functools
 import logging
 import random
+import socket
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -17,7 +20,7 @@ from typing import Any, TypeVar
 import fsspec
 from fsspec.asyn import sync
 
-from ..errors import StoreError
+from ..errors import StoreError, StoreTimeout
 from .settings import DEFAULT_REMOTE_TIMEOUT
 
 log = logging.getLogger("zarrfs.store")
@@ -60,9 +63,10 @@ def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
 
 
 def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors, Errors], *,
-        bounded: bool, missing_ok: bool = True) -> T | None:
+        bounded: bool, missing_ok: bool = True, on_retry: Callable[[], None] | None = None) -> T | None:
     """One store operation: None for a missing key (when reading), retries of transient
-    faults while the deadline allows, StoreError naming `key` for the rest."""
+    faults while the deadline allows (`on_retry` called before each), StoreError naming `key`
+    for the rest (StoreTimeout: no answer within the deadline)."""
     deadline = time.monotonic() + policy.deadline_seconds
     delay = policy.first_delay
     while True:
@@ -76,22 +80,75 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
         except errors[1] as e:
             raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
         except errors[0] as e:
-            if _refused(e):
-                raise StoreError(key, one_line(e)) from None
+            answer = definite(e)
+            if answer is not None:
+                raise StoreError(key, answer) from None
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
-                    raise StoreError(key, f"no answer within {policy.deadline_seconds:g} s") from None
+                    raise StoreTimeout(key, f"no answer within {policy.deadline_seconds:g} s") from None
                 raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
             log.warning("store key %r: %s; retrying", key, one_line(e))
+            if on_retry is not None:
+                on_retry()
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, policy.max_delay)
 
 
-def _refused(error: BaseException) -> bool:
-    """An HTTP answer that another try would not change (403 Forbidden, 400, 405...): only a
-    timeout (408) and throttling (429) among the 4xx are worth retrying."""
+# Resolver answers that a name does not exist (not EAI_AGAIN: a resolver that is down).
+_NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+
+def definite(error: BaseException) -> str | None:
+    """What the store answered, when another try would get the same answer: an HTTP 4xx
+    (403 Forbidden, 400, 405...; not a timeout, 408, or throttling, 429), a refused
+    connection (nothing listens there) or a host name that does not exist. None for the
+    faults worth retrying within the deadline: silence, a dropped connection, a 5xx.
+    (A mistyped endpoint then fails a mount at once, not after its whole timeout.)"""
     status = getattr(error, "status", None)
-    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
+    if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
+        return one_line(error)
+    unreachable = _unreachable(error)
+    return None if unreachable is None else f"{unreachable}: {one_line(error)}"
+
+
+def _unreachable(error: BaseException) -> str | None:
+    """"unknown host" or "connection refused" when that is what `error` comes from."""
+    seen: BaseException | None = error
+    while seen is not None:  # (clients wrap the socket's error: aiohttp, botocore, s3fs)
+        if isinstance(seen, socket.gaierror) and seen.errno in _NO_SUCH_NAME:
+            return "unknown host"
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def reach(url: str, seconds: float) -> None:
+    """StoreError at once when the server at `url` cannot be reached for good: its host name
+    does not exist, or nothing listens on its port (a mistyped endpoint). A client may hide
+    those behind retries of its own (gcsfs retries a refused connection for half a minute).
+    A connection accepted, or no answer within `seconds` (silence), is no answer here: the
+    requests that follow wait for the store within their deadlines."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return
+    place = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    found: list[str | None] = []
+
+    def connect() -> None:  # (name resolution has no timeout of its own: in a thread)
+        try:
+            socket.create_connection(place, timeout=seconds).close()
+        except OSError as e:
+            found.append(_unreachable(e))
+
+    trying = threading.Thread(target=connect, daemon=True, name="reach")
+    trying.start()
+    trying.join(seconds)
+    # (the host and port only: a URL may carry credentials)
+    if found and found[0] == "unknown host":
+        raise StoreError(None, f"unknown host {place[0]}: no such name")
+    if found and found[0] is not None:
+        raise StoreError(None, f"connection refused by {place[0]}:{place[1]}: nothing listens there")
 
 
 def call(fs: fsspec.AbstractFileSystem, seconds: float | None, method: str, *args: Any,

@@ -3,29 +3,28 @@ returns the object's generation with its bytes, and a put or a delete carries a 
 precondition (`ifGenerationMatch`; 0: the object must not exist), so that a write-back that
 finds the object replaced fails with ConflictError instead of losing the other writer's update.
 
-Requests go through gcsfs's own `_call` (its session, credentials, endpoint and retries of
-5xx answers), each under the store's deadline (`deadline.on_loop`).
+Requests go through gcsfs's `call` (its session, credentials, endpoint and retries of 5xx
+answers), each under the store's deadline: fsspec's `sync` takes `timeout=` and cancels the
+request on gcsfs's loop when it is up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 import fsspec
 
 from ..errors import ConflictError
-from .deadline import on_loop
 from .local import Versioned
 
-T = TypeVar("T")
 PROTOCOLS = {"gs", "gcs"}
 
 
 def is_gcs(fs: fsspec.AbstractFileSystem) -> bool:
     protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-    return bool(protocols & PROTOCOLS) and hasattr(fs, "_call")
+    return bool(protocols & PROTOCOLS) and hasattr(fs, "call")
 
 
 def gcs_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
@@ -37,12 +36,12 @@ def gcs_read(fs: Any, seconds: float | None, path: str, start: int | None = None
         return Versioned(b"", gcs_generation(fs, seconds, path))
     headers = {} if start is None or length is None else {"Range": f"bytes={start}-{start + length - 1}"}
 
-    async def get() -> tuple[bytes, str | None]:
-        response_headers, data = await fs._call("GET", fs.url(path), headers=headers)
+    def get() -> tuple[bytes, str | None]:
+        response_headers, data = _call(fs, seconds, "GET", fs.url(path), headers=headers)
         return bytes(data), response_headers.get("x-goog-generation")
 
     try:
-        data, generation = _run(fs, seconds, get)
+        data, generation = get()
     except _RangeNotSatisfiable:  # the range starts past the end: nothing there
         return Versioned(b"", gcs_generation(fs, seconds, path))
     if generation is not None:
@@ -51,11 +50,11 @@ def gcs_read(fs: Any, seconds: float | None, path: str, start: int | None = None
 
 
 def _read_between_generations(fs: Any, seconds: float | None, path: str,
-                              get: Callable[[], Awaitable[tuple[bytes, str | None]]]) -> Versioned:
+                              get: Callable[[], tuple[bytes, str | None]]) -> Versioned:
     before = gcs_generation(fs, seconds, path)
     if before is None:
         raise FileNotFoundError(path)
-    data, _ = _run(fs, seconds, get)
+    data, _ = get()
     if gcs_generation(fs, seconds, path) != before:
         raise OSError(f"{path} was replaced while it was read")  # transient: read again
     return Versioned(data, before)
@@ -66,12 +65,8 @@ def gcs_generation(fs: Any, seconds: float | None, path: str) -> str | None:
     also lists a missing object's "directory"."""
     bucket, key, _ = fs.split_path(path)
 
-    async def metadata() -> dict[str, Any]:
-        found: dict[str, Any] = await fs._call("GET", "b/{}/o/{}", bucket, key, json_out=True)
-        return found
-
     try:
-        return str(_run(fs, seconds, metadata)["generation"])
+        return str(_call(fs, seconds, "GET", "b/{}/o/{}", bucket, key, json_out=True)["generation"])
     except FileNotFoundError:
         return None
 
@@ -82,14 +77,10 @@ def gcs_put(fs: Any, seconds: float | None, path: str, data: bytes, expect: str 
     bucket, key, _ = fs.split_path(path)
     upload = fs.base.removesuffix("storage/v1/") + f"upload/storage/v1/b/{quote(bucket, safe='')}/o"
 
-    async def put() -> dict[str, Any]:
-        stored: dict[str, Any] = await fs._call(
-            "POST", upload, uploadType="media", name=key, ifGenerationMatch=expect or "0",
-            data=data, headers={"Content-Type": "application/octet-stream"}, json_out=True)
-        return stored
-
     try:
-        stored = _run(fs, seconds, put)
+        stored = _call(fs, seconds, "POST", upload, uploadType="media", name=key,
+                       ifGenerationMatch=expect or "0", data=data,
+                       headers={"Content-Type": "application/octet-stream"}, json_out=True)
     except FileExistsError:  # gcsfs's name for 412 Precondition Failed
         raise ConflictError(key) from None
     fs.invalidate_cache(path)
@@ -104,11 +95,8 @@ def gcs_delete(fs: Any, seconds: float | None, path: str, expect: str | None) ->
             raise ConflictError(key)
         return
 
-    async def delete() -> None:
-        await fs._call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=expect)
-
     try:
-        _run(fs, seconds, delete)
+        _call(fs, seconds, "DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=expect)
     except (FileExistsError, FileNotFoundError):  # replaced, or deleted, meanwhile
         raise ConflictError(key) from None
     fs.invalidate_cache(path)
@@ -118,15 +106,15 @@ class _RangeNotSatisfiable(Exception):
     pass
 
 
-def _run(fs: Any, seconds: float | None, request: Callable[[], Awaitable[T]]) -> T:
-    """`request` on gcsfs's loop within `seconds`, its errors as the store classifies them:
-    401 and 403 are PermissionError (not retried), other HTTP failures OSError (retried while
-    the deadline allows). gcsfs raises 403 as a bare OSError, 404 as FileNotFoundError and 412
-    as FileExistsError."""
+def _call(fs: Any, seconds: float | None, *request: Any, **options: Any) -> Any:
+    """One request of gcsfs's JSON API (`GCSFileSystem.call`) within `seconds`, its errors as
+    the store classifies them: 401 and 403 are PermissionError (not retried), other HTTP
+    failures OSError (retried while the deadline allows). gcsfs raises 403 as a bare OSError,
+    404 as FileNotFoundError and 412 as FileExistsError."""
     from gcsfs.retry import HttpError
 
     try:
-        result: T = on_loop(fs, seconds, request)
+        result = fs.call(*request, timeout=seconds, **options)
     except HttpError as e:
         if e.code == 416:
             raise _RangeNotSatisfiable from None

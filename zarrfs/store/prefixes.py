@@ -13,6 +13,8 @@ from typing import Any, Protocol, TypeVar
 
 import fsspec
 
+from .observe import DELETE, PUT
+
 T = TypeVar("T")
 
 REQUESTS_AT_ONCE = 16  # deletes or copies in flight on stores without bulk requests
@@ -30,7 +32,7 @@ class Store(Protocol):
     def delete(self, key: str) -> None: ...
     def check_writable(self, key: str) -> None: ...
     def call(self, key: str, operation: Callable[[float | None], T], *,
-             missing_ok: bool = True) -> T | None: ...
+             missing_ok: bool = True, kind: str = ...) -> T | None: ...
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
 
 
@@ -42,14 +44,14 @@ def delete_prefix(store: Store, prefix: str) -> int:
     if store.is_local:
         path = store.path(prefix)
         count = sum(len(files) for _, _, files in os.walk(path))
-        store.call(prefix, lambda s: shutil.rmtree(path))
+        store.call(prefix, lambda s: shutil.rmtree(path), kind=DELETE)
         return count
     store.fs.invalidate_cache(store.path(prefix))
     keys = [key for key in store.list(prefix) if key != prefix]
     if store.is_s3:
         for start in range(0, len(keys), 1000):
             paths = [store.path(key) for key in keys[start : start + 1000]]
-            store.call(prefix, lambda s, paths=paths: store.fs_call(s, "rm", paths))  # type: ignore[misc]
+            store.call(prefix, lambda s, paths=paths: store.fs_call(s, "rm", paths), kind=DELETE)  # type: ignore[misc]
     else:
         with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="delete") as requests:
             list(requests.map(store.delete, keys))
@@ -64,8 +66,8 @@ def move_prefix(store: Store, old: str, new: str) -> int:
     store.check_writable(new)
     if store.is_local:
         source, target = store.path(old), store.path(new)
-        store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True))
-        store.call(new, lambda s: os.rename(source, target), missing_ok=False)
+        store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True), kind=PUT)
+        store.call(new, lambda s: os.rename(source, target), missing_ok=False, kind=PUT)
         return 1
     store.fs.invalidate_cache(store.path(old))
     keys = [key for key in store.list(old) if key != old]
@@ -73,7 +75,7 @@ def move_prefix(store: Store, old: str, new: str) -> int:
     def copy(key: str) -> None:
         target = new + key[len(old):]
         store.call(key, lambda s: store.fs_call(s, "cp_file", store.path(key), store.path(target)),
-                   missing_ok=False)
+                   missing_ok=False, kind=PUT)
 
     with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="copy") as requests:
         list(requests.map(copy, keys))

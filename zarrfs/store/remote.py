@@ -1,12 +1,16 @@
 """Remote stores through fsspec: S3 reads that return the object's ETag with its bytes (as
 presigned GETs where they can: zarrfs.store.presigned), and
 S3's conditional writes (If-Match / If-None-Match), which make a write-back a
-compare-and-swap. Other filesystems have neither: their generation comes from `info`."""
+compare-and-swap. Other filesystems have neither: their generation comes from `info`.
+
+Only public interfaces: s3fs's `call_s3` (botocore's operations with s3fs's credentials,
+retries and error translation; fsspec's `sync` takes `timeout=` and cancels the request on
+s3fs's loop when it is up), and, inside a batch of GETs already on that loop, the botocore
+client s3fs hands out (`get_s3`) with s3fs's `translate_boto_error`."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +25,7 @@ _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 
 
 def is_s3(fs: fsspec.AbstractFileSystem) -> bool:
-    return hasattr(fs, "_call_s3") and "s3" in fs.protocol
+    return hasattr(fs, "call_s3") and "s3" in fs.protocol
 
 
 def info_generation(info: Mapping[str, Any]) -> str:
@@ -101,7 +105,15 @@ async def _get(fs: Any, bucket: str, key: str, start: int | None,
         found = await presigned.get(fs, bucket, key, extra)
         if found is not None:
             return found
-    response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **extra, **fs.req_kw)
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    await fs.set_session()
+    client = await fs.get_s3(bucket)
+    try:
+        response = await client.get_object(Bucket=bucket, Key=key, **extra, **fs.req_kw)
+    except ClientError as e:  # (as s3fs's own calls raise it: FileNotFoundError, ...)
+        raise translate_boto_error(e) from e
     async with response["Body"] as body:
         return await body.read(), str(response["ETag"])
 
@@ -118,8 +130,8 @@ def s3_put(fs: Any, seconds: float | None, path: str, data: bytes, expect: str |
     bucket, key, _ = fs.split_path(path)
     condition = {"IfNoneMatch": "*"} if expect is None else {"IfMatch": expect}
     try:
-        response = on_loop(fs, seconds, functools.partial(
-            fs._call_s3, "put_object", Bucket=bucket, Key=key, Body=data, **condition, **fs.req_kw))
+        response = fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, **condition,
+                              **fs.req_kw, timeout=seconds)
     except FileNotFoundError:
         raise ConflictError(key) from None  # If-Match on an object deleted meanwhile
     except (OSError, ValueError) as e:
@@ -137,8 +149,8 @@ def s3_delete(fs: Any, seconds: float | None, path: str, expect: str | None) -> 
             raise ConflictError(key)
         return
     try:
-        on_loop(fs, seconds, functools.partial(fs._call_s3, "delete_object", Bucket=bucket, Key=key,
-                                              IfMatch=expect, **fs.req_kw))
+        fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=expect, **fs.req_kw,
+                   timeout=seconds)
     except FileNotFoundError:
         raise ConflictError(key) from None
     except (OSError, ValueError) as e:

@@ -49,6 +49,22 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     return fs, root
 
 
+def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
+    """The address of the server a source names: an http(s) source itself, the endpoint of
+    S3 or GCS when one is set (None: the cloud's own, or no server at all)."""
+    protocol = fsspec.utils.get_protocol(url)
+    if protocol in ("http", "https"):
+        return url
+    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS):
+        return None
+    client = storage_options.get("client_kwargs") or {}
+    found = storage_options.get("endpoint_url") or client.get("endpoint_url")
+    if found is None and protocol in gcs.PROTOCOLS:
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+        found = emulator if emulator is None or "://" in emulator else f"http://{emulator}"
+    return str(found) if found else None
+
+
 def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
     """`endpoint_url=` reaches an emulator or a private endpoint: gcsfs takes it as a keyword
     of its own, not among botocore's client arguments."""

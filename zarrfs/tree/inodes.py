@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 GROUP, ARRAY, METADATA, DATA, HEADER, CHUNKS, CHUNK = (
     "group", "array", "metadata", "data", "header", "chunks", "chunk")
 UPLOAD = "upload"  # a .npy file being written into a group (`uploads`)
+GROUP_VIEW = "group view"  # a file of a group directory showing the whole group (`group_views`)
 ROOT_INODE = 1
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
+from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..grid import Box
 from ..views.array_dir import ArrayDirectory
@@ -34,6 +35,26 @@ class Siblings:
 
     node: Callable[[str], NodeMetadata | None]
     open: Callable[[str], ArrayDirectory | None]
+
+
+Nodes = Callable[[str], "NodeMetadata | None"]  # the tree's node at a path
+
+
+def placement_finder(node: NodeMetadata, description: ArrayDescription, nodes: Nodes,
+                     child: Callable[[str, str], NodeMetadata | None],
+                     open_array: Callable[[str], ArrayDirectory | None]) -> Callable[[], Placement]:
+    """Where the array's elements are, found when a header first needs it (OME-Zarr metadata of
+    the parent group, CF attributes, coordinate arrays beside it). `nodes`: the tree's node at a
+    path; `child`: a group's child by name; `open_array`: an array's directory by path."""
+    parent, _, name = node.path.rpartition("/")
+    siblings = Siblings(lambda sibling: child(parent, sibling),
+                        lambda sibling: open_array(join_path(parent, sibling)))
+
+    def find() -> Placement:
+        group = nodes(parent) if name else None
+        return find_placement(node, description, group, siblings if name else None)
+
+    return find
 
 
 def find_placement(node: NodeMetadata, description: ArrayDescription,

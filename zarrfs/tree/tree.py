@@ -3,9 +3,9 @@
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
 without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
-opened on first use; one that cannot be opened (or whose elements have no fixed size) is shown
-with its metadata files only, and the log says why once. After a resize, what the kernel may cache of
-the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+opened on first use; one that cannot be opened is shown with its metadata files only (one of
+strings or bytes with `data.txt` too), and the log says why once. After a resize, what the
+kernel may cache of the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 import errno
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,23 +22,24 @@ from ..array import Shared, ZarrArray
 from ..array_metadata import array_of, resized_listing
 from ..errors import EditRefused, ZarrfsError
 from ..formats import GroupChildren, NodeMetadata, discover
-from ..formats.description import ArrayDescription
 from ..formats.documents import node_documents
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.header_registry import SHARING_DATA
+from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
-from ..views.placement import Placement
+from ..views.text import TEXT_NAME, TextFile
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
+from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
 from .metadata_files import MetadataFiles
 from .new_arrays import NewArrays, array_name
-from .placement import Siblings, find_placement
+from .placement import placement_finder
 from .reshaped import new_shape
+from .text_views import text_view
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 class OpenedArray:
     directory: ArrayDirectory | None
     problem: str | None
+    text: TextFile | None = None  # `data.txt` of an array of strings or bytes (no directory)
 
 
 class Tree:
@@ -71,6 +73,7 @@ class Tree:
         self.uploads = Uploads()
         self.groups = GroupRecheck(self)
         self.new_arrays = NewArrays()
+        self.group_views = GroupViews(self, layout)
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -84,9 +87,11 @@ class Tree:
             return opened.names.names(directory.parts) if opened else []
         files = self.metadata.stored(directory.path, self._node(directory.path).files)
         if directory.role == GROUP:
-            return [*files, *self._group_children(directory.path), *self.uploads.names(directory.path)]
-        opened = self.open_array(directory.path).directory
-        return [*files, *(opened.entries() if opened else ())]
+            return [*files, *self.group_views.names_in(directory.path), *self.group_children(directory.path),
+                    *self.uploads.names(directory.path)]
+        found = self.open_array(directory.path)
+        opened = found.directory
+        return [*files, *(opened.entries() if opened else ()), *([TEXT_NAME] if found.text else ())]
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
@@ -97,10 +102,13 @@ class Tree:
         if directory.role == GROUP and self.uploads.find(directory.path, name) is not None:
             return Ref(directory.path, UPLOAD, (name,))
         if directory.role == GROUP:
-            child = self._group_child(directory.path, name)
+            view = self.group_views.lookup(directory.path, name)
+            child = None if view else self._group_child(directory.path, name)
             if child is None:
-                return None
+                return view
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
+        if directory.role == ARRAY and name == TEXT_NAME and self.open_array(directory.path).text:
+            return Ref(directory.path, HEADER, (name,))
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
             return None
@@ -122,7 +130,7 @@ class Tree:
         with self._lock:
             return self._nodes[path]
 
-    def _group_children(self, path: str) -> dict[str, NodeMetadata]:
+    def group_children(self, path: str) -> dict[str, NodeMetadata]:
         return self._remembered(self.children_of(path).all())
 
     def _group_child(self, path: str, name: str) -> NodeMetadata | None:
@@ -165,31 +173,21 @@ class Tree:
         try:
             array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
-            log.warning("array %s is shown as metadata only: %s", node.path or "/", e)
-            return OpenedArray(None, str(e))
+            text, problem = text_view(self.store, node, str(e))
+            if text is None:
+                log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
+            return OpenedArray(None, problem, text)
         if self.rechecks:
             self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
-        directory = ArrayDirectory(array, self.layout, placement=self._placement(node, array.metadata),
+        where = placement_finder(node, array.metadata, self.node, self._group_child,
+                                 lambda path: self.open_array(path).directory)
+        directory = ArrayDirectory(array, self.layout, placement=where,
                                    on_resize=lambda shape: self._resized(node.path, shape))
         return OpenedArray(directory, None)
 
     def opened_arrays(self) -> list[ZarrArray]:
         with self._lock:
             return [o.directory.array for o in self._arrays.values() if o.directory is not None]
-
-    def _placement(self, node: NodeMetadata, description: ArrayDescription) -> Callable[[], Placement]:
-        """Where the array's elements are, found when a header first needs it: OME-Zarr
-        metadata of the parent group, CF attributes, coordinate arrays beside it."""
-        parent, _, name = node.path.rpartition("/")
-        siblings = Siblings(lambda child: self._group_child(parent, child),
-                            lambda child: self.open_array(join_path(parent, child)).directory)
-
-        def find() -> Placement:
-            with self._lock:
-                group = self._nodes.get(parent) if name else None
-            return find_placement(node, description, group, siblings if name else None)
-
-        return find
 
     # -- files and attributes ----------------------------------------------------------------
 
@@ -201,7 +199,12 @@ class Tree:
             if upload is None:
                 raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
             return upload
-        opened = self.open_array(ref.path).directory
+        if self.group_views.serves(ref):
+            return self.group_views.file(ref.path, ref.parts[0])
+        opened_array = self.open_array(ref.path)
+        if opened_array.text is not None and ref.parts == (TEXT_NAME,):
+            return opened_array.text
+        opened = opened_array.directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
         if ref.role == DATA:
@@ -228,7 +231,8 @@ class Tree:
         bytes are also in `data` and headers such as `data.npy`), so a write to `ref` must make them stale."""
         if ref.role not in (CHUNK, DATA, HEADER):
             return []
-        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA)]
+        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA),
+                  *self.group_views.showing(ref.path)]
         found = (self.inodes.known(other) for other in others if other != ref)
         return [number for number in found if number is not None]
 
@@ -238,12 +242,19 @@ class Tree:
         """Whether another writer changed what the file `ref` shows since it was last looked
         at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
         the kernel caches of the array's files is queued as stale (`take_stale`)."""
+        if self.group_views.serves(ref):  # (its size changes with any array's: the kernel is told)
+            changed = self.group_views.recheck(ref.path, ref.parts[0])
+            self._stale.inodes += [self.inode(ref)] if changed else []
+            return changed
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
         opened = self.open_array(ref.path).directory
         if opened is None:
             return False
         reshaped = self._recheck_shape(ref.path, opened)
+        if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
+            opened.forget_files()  # (made from the chunks the store holds now: it may differ)
+            return True
         chunks = None
         if ref.role == CHUNK:
             found = opened.names.resolve(ref.parts)
@@ -302,6 +313,7 @@ class Tree:
                 elif ref.role in (CHUNK, CHUNKS) and ref.parts and opened.names.resolve(ref.parts) is None:
                     parent = Ref(path, CHUNKS, ref.parts[:-1])
                     self._stale.entries.append((self.inode(parent), ref.parts[-1]))
+            self._stale.inodes += [n for r in self.group_views.showing(path) if (n := self.inodes.known(r))]
 
     # -- changes made through the mount (`edits`) -------------------------------------------
 

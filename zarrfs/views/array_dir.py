@@ -1,5 +1,5 @@
-"""What an array directory holds besides its metadata files: `data`, the header files for
-legacy tools (`header_registry`: `data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`) and
+"""What an array directory holds besides its metadata files: `data`, the files for legacy
+tools (`header_registry`: `data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
 `chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE, no store of
 its own (the array has one)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 from ..grid import Box, Index
 from .chunks import ChunkNames
 from .files import BytesFile, FileView, RegionArray, RegionFile
-from .header_registry import HEADER_VIEWS, VIEW_KINDS
+from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .xattrs import array_attributes
@@ -46,18 +46,27 @@ class ArrayDirectory:
         self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
+        self._files: dict[str, tuple[Any, FileView]] = {}
+        self._files_lock = threading.Lock()
 
     # -- names -------------------------------------------------------------------------------
 
     def entries(self) -> list[str]:
         found = [view.file_name for kind, view in HEADER_VIEWS.items() if self.header(kind) is not None]
-        return [DATA_NAME, *found, CHUNKS_NAME]
+        made = [view.file_name for kind, view in ARRAY_FILE_VIEWS.items() if self._shows(kind)]
+        return [DATA_NAME, *found, *made, CHUNKS_NAME]
 
     def header_kind(self, name: str) -> str | None:
         for kind, view in HEADER_VIEWS.items():
             if view.file_name == name and self.header(kind) is not None:
                 return kind
+        for kind, made in ARRAY_FILE_VIEWS.items():
+            if made.file_name == name and self._shows(kind):
+                return kind
         return None
+
+    def _shows(self, kind: str) -> bool:
+        return kind in self.layout.views and ARRAY_FILE_VIEWS[kind].shows(self.array)
 
     # -- files -------------------------------------------------------------------------------
 
@@ -83,6 +92,8 @@ class ArrayDirectory:
             return self._placement
 
     def header_file(self, kind: str) -> FileView:
+        if kind in ARRAY_FILE_VIEWS:
+            return self._array_file(kind)
         with_data = HEADER_VIEWS[kind].with_data
         if with_data is not None:
             return with_data(self.data, lambda: self.header(kind))
@@ -90,10 +101,25 @@ class ArrayDirectory:
         assert contents is not None
         return BytesFile(contents)
 
+    def _array_file(self, kind: str) -> FileView:
+        """Made once for the array as it is now (finding its chunks in the store costs)."""
+        state = (kind, tuple(self.array.shape), self.array.changes)
+        with self._files_lock:
+            found = self._files.get(kind)
+            if found is not None and found[0] == state:
+                return found[1]
+        made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.byteorder, lambda: self.placement)
+        with self._files_lock:
+            self._files[kind] = (state, made)
+        return made
+
+    def forget_files(self) -> None:
+        """Another writer may have changed the store: make the array's files again."""
+        with self._files_lock:
+            self._files.clear()
+
     def chunk_file(self, index: Index) -> RegionFile:
-        chunk_shape = self.array.chunk_shape
-        start = tuple(i * c for i, c in zip(index, chunk_shape, strict=True))
-        box = Box(start, tuple(s + c for s, c in zip(start, chunk_shape, strict=True)))
+        box = self.array.metadata.chunk_box(index)
         if self.layout.fortran:
             box = Box(box.start[::-1], box.stop[::-1])
         return RegionFile(self.view, box, self.layout.byteorder, direct_io=True)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ..errors import ResizeError, ZarrfsError
-from ..formats import DataType
+from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead
 
@@ -51,6 +51,10 @@ class RegionArray(Protocol):
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """Each box's elements, from one version of every chunk they touch."""
+
+    def cached(self, boxes: Sequence[Box]) -> bool:
+        """Whether the cache holds every chunk the boxes touch whole (a read of them waits
+        on nothing)."""
 
     def stream(self, box: Box) -> Stream | None:
         """A buffer being filled with the elements of `box` in C order (None: no room)."""
@@ -208,6 +212,11 @@ class RegionFile:
         joined = raw[0] if len(raw) == 1 else np.concatenate(raw)
         return joined.data[skip : skip + size]
 
+    def cached(self, offset: int, size: int) -> bool:
+        """Whether bytes [offset, offset + size) are all in the cache (RegionArray.cached)."""
+        size = max(0, min(size, self.size - offset))
+        return self.array.cached(self.boxes(offset, size)) if size else True
+
     def write(self, offset: int, data: bytes | memoryview) -> int:
         if offset + len(data) > self.size and self.resizable:
             self.resize(offset + len(data), round_up=True)
@@ -271,8 +280,8 @@ class RegionFile:
         if self.array.data_type.kind == "bool":
             nonzero: np.ndarray = values.view(np.uint8) != 0
             return nonzero
-        if self.array.data_type.name == "int4":
-            return ((values.view(np.uint8) & 0x0F) ^ 8).astype(np.int8) - np.int8(8)
+        if self.array.data_type.sub_byte_bits is not None:
+            return from_low_bits(values, self.array.data_type)
         converted: np.ndarray = values.astype(self.array.data_type.storage, copy=False)
         return converted
 

@@ -1,8 +1,10 @@
-"""The header files beside an array's `data`, for legacy tools, by view kind (the names of
-the `views=` mount option).
+"""The files beside an array's `data`, for legacy tools, by view kind (the names of the
+`views=` mount option): headers over `data`'s bytes, and files made from the array's chunks
+(`data.tif`).
 
-A new header view is a module that makes its bytes and one line in `HEADER_VIEWS`: the mount
-option, the array directory and the tree read the names, makers and sharing from here.
+A new header view is a module that makes its bytes and one line in `HEADER_VIEWS` (a file of
+its own: one line in `ARRAY_FILE_VIEWS`): the mount option, the array directory and the tree
+read the names, makers and sharing from here.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import numpy as np
 
 from . import headers
 from .files import FileView, RegionFile
+from .netcdf_file import NC_NAME
 from .npy import NpyFile
+from .ome_tiff import OME_TIFF_NAME
 from .placement import Placement
+from .tiff_view import shows_tiff, tiff_file
 
 # (file dtype, shape in file order, Fortran order, where the elements are: asked only when
 # the header needs it, as it may read coordinate arrays) -> the header's bytes, or None when
@@ -49,6 +54,24 @@ HEADER_VIEWS: dict[str, HeaderView] = {
     "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
         dtype, shape, fortran, placement=where())),
 }
-VIEW_KINDS = frozenset(HEADER_VIEWS)
-# The header files whose bytes are also `data`'s.
-SHARING_DATA = tuple(view.file_name for view in HEADER_VIEWS.values() if view.shares_data)
+
+
+@dataclass(frozen=True)
+class ArrayFileView:
+    """A file made from the array itself (its chunks), not a header over `data`'s bytes."""
+
+    file_name: str
+    shows: Callable[[Any], bool]  # (the array) -> whether the format can hold it
+    # (the array, the mount's byte order, where its elements are) -> the file
+    make: Callable[[Any, str, Callable[[], Placement]], FileView]
+
+
+ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
+    "tif": ArrayFileView("data.tif", shows_tiff, tiff_file),
+}
+# Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
+GROUP_VIEWS = {"nc": NC_NAME, "ome": OME_TIFF_NAME}
+VIEW_KINDS = frozenset(HEADER_VIEWS) | frozenset(ARRAY_FILE_VIEWS) | frozenset(GROUP_VIEWS)
+# The files whose bytes are also `data`'s (a write to one makes the others stale).
+SHARING_DATA = (*(view.file_name for view in HEADER_VIEWS.values() if view.shares_data),
+                *(view.file_name for view in ARRAY_FILE_VIEWS.values()))

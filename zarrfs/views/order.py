@@ -43,6 +43,9 @@ class FortranOrder:
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         return [values.transpose() for values in self.array.read_boxes([_reversed(b) for b in boxes])]
 
+    def cached(self, boxes: Sequence[Box]) -> bool:
+        return self.array.cached([_reversed(b) for b in boxes])
+
     def write(self, box: Box, values: np.ndarray) -> None:
         self.array.write(_reversed(box), values.transpose())
 

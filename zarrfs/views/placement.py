@@ -134,19 +134,19 @@ def _is_axis(coordinate: Coordinate, which: str) -> bool:
 def _nodata(attributes: Mapping[str, Any], dtype: np.dtype[Any], stored_fill: object) -> float | None:
     for key in ("_FillValue", "missing_value"):
         if key in attributes:
-            value = _fill_number(attributes[key])
+            value = fill_number(attributes[key])
             if value is not None:
                 return value
     if stored_fill is not None:
-        return _fill_number(stored_fill)
+        return fill_number(stored_fill)
     return None
 
 
-def _fill_number(value: object) -> float | None:
+def fill_number(value: object) -> float | None:
     """A CF fill value as JSON holds it: a number, a list of them (missing_value), the names
     zarr gives NaN and the infinities, or xarray's base64 of the value's bytes (v3)."""
     if isinstance(value, list):
-        return _fill_number(value[0]) if value else None
+        return fill_number(value[0]) if value else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):

@@ -60,6 +60,7 @@ class Rows(Protocol):
 
     def slab_rows(self) -> int | None: ...
     def stream_rows(self, first: int, stop: int) -> Stream | None: ...
+    def cached(self, offset: int, size: int) -> bool: ...
 
 
 class Readahead:
@@ -88,10 +89,18 @@ class Readahead:
         return _join(found)  # (None when a slab was closed meanwhile: `read` reads it)
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
-        """The bytes, from slabs (waiting for them to finish) or read through the cache."""
+        """The bytes, from slabs (waiting for them to finish) or read through the cache.
+
+        Bytes the cache holds are never made to wait for a slab still being filled: a slab
+        spans whole rows of chunks, some of which may wait on the store (for its whole
+        timeout, when it has stopped answering), and its jobs queue on the loader threads
+        behind other loads that wait on it too."""
         layout = self._layout()
         sequential = self._advance(layout, offset, size)
         found = self._slabs_for(layout, offset, size)
+        if found and layout is not None and not all(stream.done for stream, _, _ in found) \
+                and self._data.cached(offset - layout.skip, size):
+            found = []
         joined = _join(found) if found and all(stream.wait() for stream, _, _ in found) else None
         if joined is not None:
             return joined

@@ -9,19 +9,20 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import ArrayDescription, fill_value_to_json
+from ..formats import ArrayDescription, element_name, fill_value_to_json
 
 PREFIX = "user.zarr."
 
 
 def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
                      inner_chunks: tuple[int, ...] | None) -> dict[str, bytes]:
-    dtype = file_dtype.str if file_dtype.fields is None else json.dumps(file_dtype.descr)
+    dtype = element_name(description.data_type, file_dtype)
     names = None if description.dimension_names is None else list(description.dimension_names)
     found = {
         "shape": _dims(description.shape),
         "dtype": dtype,
-        "chunks": _dims(description.chunk_shape),
+        "chunks": _dims(description.chunk_shape) if description.rectilinear is None
+        else json.dumps(description.rectilinear.to_json()["configuration"]["chunk_shapes"]),
         "fill_value": json.dumps(fill_value_to_json(description.fill_value, description.data_type)),
         "dimension_names": json.dumps(names),
         "attributes": json.dumps(dict(description.attributes)),

@@ -1,0 +1,192 @@
+"""Random 512x512 tiles of a large image, as viewers read them: through `data.tif` of a fresh
+mount (tifffile's zarr interface, GDAL windows), the same readers on a local copy of the same
+file, TensorStore reading the same tiles from the Zarr array, and `np.memmap` of `data` (the
+row-major flat view). Plain and sharded arrays, local and on S3 (the moto server of `s3.py`).
+
+Each reader runs in a child process and reads `--tiles` tiles at random tile positions (the
+same positions for every reader of a repeat); its seconds exclude opening. zarrfs's counters
+say how many chunks the daemon decoded and how many bytes it fetched."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .arrays import gen_array, ts_create_spec, ts_open
+from .common import HERE, VENV_BIN, log, median, parse_size
+from .mounting import Mount
+from .s3 import BUCKET, environ, s3_server, s3_server_module, upload
+
+TILE = 512
+TILES_PY = HERE / "tiles.py"
+READERS = ("tifffile", "gdal")
+# GDAL's Python bindings are Debian's (python3-gdal), for the system's python3.
+GDAL_READER = """
+import json, sys, time
+from osgeo import gdal
+path, positions = sys.argv[1], json.loads(sys.argv[2])
+dataset = gdal.Open(path)  # (kept: a band outlives no dataset)
+band = dataset.GetRasterBand(1)
+t0 = time.perf_counter()
+total = sum(int(band.ReadAsArray(x, y, 512, 512).astype("int64").sum()) for y, x in positions)
+print(json.dumps({"seconds": time.perf_counter() - t0, "checksum": total}))
+"""
+
+
+def read_tiles(kind: str, where: str, positions: list[list[int]], shape: list[int]) -> dict[str, Any]:
+    """The child process: read the tiles at `positions` (y, x) with reader `kind`."""
+    tiles: Any
+    if kind == "tifffile":
+        import tifffile
+        import zarr
+
+        store = tifffile.imread(where, aszarr=True)
+        tiles = zarr.open_array(store, mode="r")
+    elif kind == "memmap":
+        tiles = np.memmap(where, dtype="<u2", mode="r", shape=tuple(shape))
+    else:
+        tiles = ts_open(json.loads(where))
+    t0 = time.perf_counter()
+    total = 0
+    for y, x in positions:
+        block = tiles[y : y + TILE, x : x + TILE]
+        total += int(np.asarray(block.read().result() if kind == "tensorstore" else block, "int64").sum())
+    return {"seconds": time.perf_counter() - t0, "checksum": total}
+
+
+def child(kind: str, where: str, positions: list[list[int]], shape: tuple[int, ...]) -> dict[str, Any]:
+    if kind == "gdal":
+        command = ["/usr/bin/python3", "-c", GDAL_READER, where, json.dumps(positions)]
+    else:
+        command = [sys.executable, str(TILES_PY), "--_worker", "tiles", kind, where, json.dumps(positions),
+                   json.dumps(list(shape))]
+    out = subprocess.run(command, check=True, capture_output=True, text=True, timeout=600).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
+def zarrfs_counters(mp: Path) -> dict[str, float]:
+    out = subprocess.run([str(VENV_BIN / "zarrfs"), "stats", "--json", str(mp)], check=True,
+                         capture_output=True, text=True).stdout
+    return dict(json.loads(out))
+
+
+def build(work: Path, shape: tuple[int, int], sharded: bool) -> Path:
+    import tensorstore as ts
+
+    path = work / ("sharded" if sharded else "plain")
+    spec = ts_create_spec(path, "uint16", shape, (TILE, TILE), (4096, 4096) if sharded else None, "zstd")
+    array = ts.open(spec, create=True, delete_existing=True).result()
+    array.write(gen_array("uint16", shape, seed=5)).result()
+    return path
+
+
+def positions_for(shape: tuple[int, int], count: int, seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    rows, columns = shape[0] // TILE, shape[1] // TILE
+    picked = rng.choice(rows * columns, size=count, replace=False)
+    return [[int(p // columns) * TILE, int(p % columns) * TILE] for p in picked]
+
+
+def one_repeat(source: str, opts: str, copy: Path, kvstore: dict[str, Any], shape: tuple[int, int],
+               positions: list[list[int]], work: Path) -> dict[str, Any]:
+    """Every reader once on the same tiles; zarrfs on a fresh mount per reader."""
+    found: dict[str, Any] = {"tensorstore": child("tensorstore", json.dumps(kvstore), positions, shape)}
+    checksum = found["tensorstore"]["checksum"]
+    for reader in READERS:
+        found[f"{reader} local copy"] = child(reader, str(copy), positions, shape)
+        for name, file in ((reader, "data.tif"), ("memmap of data", "data")):
+            if name == "memmap of data" and reader != READERS[0]:
+                continue
+            with Mount(str(VENV_BIN / "zarrfs"), source, work / "mnt", opts) as mount:
+                kind = "memmap" if file == "data" else reader
+                found[f"{name} zarrfs"] = {**child(kind, str(mount.mp / file), positions, shape),
+                                           **zarrfs_counters(mount.mp)}
+    for name, figures in found.items():
+        if figures["checksum"] != checksum:
+            raise AssertionError(f"{name} read other values than TensorStore")
+    return found
+
+
+def run(args: argparse.Namespace) -> str:
+    shape = (8192, parse_size(args.size) // 2 // 8192)
+    work = Path(tempfile.mkdtemp(prefix="zarrfs-tiles-", dir="/var/tmp"))
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    try:
+        for layout in ("plain", "sharded"):
+            path = build(work, shape, layout == "sharded")
+            copy = work / f"{layout}.tif"
+            with Mount(str(VENV_BIN / "zarrfs"), path, work / "mnt", "ro") as mount:
+                shutil.copyfile(mount.mp / "data.tif", copy)
+            places = [("local", str(path), "ro", {"driver": "file", "path": str(path)})]
+            for place, source, opts, kvstore in places:
+                results[(place, layout)] = [
+                    one_repeat(source, opts, copy, kvstore, shape,
+                               positions_for(shape, args.tiles, seed), work)
+                    for seed in range(args.repeat)]
+            if not args.skip_s3:
+                results[("s3", layout)] = s3_repeats(args, path, copy, shape, work, layout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return report(results, args)
+
+
+def s3_repeats(args: argparse.Namespace, path: Path, copy: Path, shape: tuple[int, int], work: Path,
+               layout: str) -> list[dict[str, Any]]:
+    mod = s3_server_module()
+    with environ(mod.S3_ENV), open(work / "s3.log", "ab") as logfile, s3_server(logfile) as endpoint:
+        upload(SimpleNamespace(path=path, name=layout, stored=0), endpoint, layout)  # type: ignore[arg-type]
+        kvstore = {"driver": "s3", "bucket": BUCKET, "path": f"{layout}/", "endpoint": endpoint,
+                   "aws_region": "us-east-1", "aws_credentials": {"type": "environment"}}
+        return [one_repeat(f"s3://{BUCKET}/{layout}", f"ro,endpoint_url={endpoint}", copy,
+                           kvstore, shape,
+                           positions_for(shape, args.tiles, seed), work)
+                for seed in range(args.repeat)]
+
+
+def report(results: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.Namespace) -> str:
+    lines = [f"# Tile reads: {args.tiles} random {TILE}x{TILE} tiles of a uint16 zstd image "
+             f"({args.size}), medians of {args.repeat}", "",
+             "| store | layout | reader | TensorStore ms | local copy ms | zarrfs ms | zarrfs / local copy "
+             "| zarrfs / TensorStore | chunks decoded | MB fetched |", "|---" * 10 + "|"]
+    for (place, layout), runs in results.items():
+        ts_ms = median([r["tensorstore"]["seconds"] * 1e3 for r in runs]) or 0.0
+        for reader in (*READERS, "memmap of data"):
+            ours = [r[f"{reader} zarrfs"] for r in runs]
+            mine = median([o["seconds"] * 1e3 for o in ours]) or 0.0
+            copies = [r[f"{reader} local copy"]["seconds"] * 1e3 for r in runs if f"{reader} local copy" in r]
+            local = median(copies)
+            decoded = median([o["chunks_decoded"] for o in ours])
+            fetched = median([o["bytes_fetched"] / 1e6 for o in ours])
+            lines.append(f"| {place} | {layout} | {reader} | {ts_ms:.1f} | "
+                         f"{'-' if local is None else f'{local:.1f}'} | {mine:.1f} | "
+                         f"{'-' if local is None else f'{local / mine:.2f}x'} | {ts_ms / mine:.2f}x | "
+                         f"{decoded:.0f} | {fetched:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(doc: str | None) -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--_worker":
+        kind, where, positions, shape = sys.argv[3:7]
+        print(json.dumps(read_tiles(kind, where, json.loads(positions), json.loads(shape))))
+        return
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="256M")
+    parser.add_argument("--tiles", type=int, default=24)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--skip-s3", action="store_true")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    text = run(args)
+    log(text)
+    if args.out:
+        args.out.write_text(text)

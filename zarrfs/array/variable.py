@@ -1,0 +1,51 @@
+"""Reading arrays of strings or bytes (no fixed element size, so no flat view and no cache
+entries): regions as object arrays, decoded chunk by chunk straight from the store. Read
+only; what reads them (the text view) keeps what it needs."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ..codecs import CodecError
+from ..codecs.vlen import VlenDecoder
+from ..errors import ChunkError
+from ..formats.description import VariableDescription
+from ..grid import Box, Index
+from ..store import Store
+
+log = logging.getLogger(__name__)
+
+
+class VariableArray:
+    def __init__(self, store: Store, description: VariableDescription) -> None:
+        self.store = store
+        self.description = description
+        self.grid = description.grid
+        self.decoder = VlenDecoder(description.codecs, self.grid.chunk_shape)
+
+    @property
+    def shape(self) -> Index:
+        return self.grid.shape
+
+    def read(self, box: Box) -> np.ndarray:
+        """The elements of `box` (inside the array), an object array of str or bytes."""
+        out = np.empty(box.shape, dtype=object)
+        for piece in self.grid.cells_of(box):
+            out[piece.in_box] = self._chunk(piece.cell)[piece.in_cell]
+        return out
+
+    def _chunk(self, index: Index) -> np.ndarray:
+        key = self.grid.chunk_key_encoding.key(index)
+        shape = self.grid.chunk_box(index).shape
+        found = self.store.read(key)
+        if found is None:
+            out = np.empty(shape, dtype=object)
+            out[...] = self.description.fill
+            return out
+        try:
+            return self.decoder.decode(found.data, shape, self.description.order)
+        except CodecError as e:
+            log.error("corrupt chunk %r: %s", self.store.path(key), e)
+            raise ChunkError(key, str(e)) from None

@@ -1,0 +1,53 @@
+"""What a stored chunk's bytes are, for readers that decode them themselves (the TIFF view
+hands them out as its tiles untouched): a chunk whose codecs are only `bytes`, at most one
+compressor a TIFF reader also knows, and at most a `crc32c` checksum after them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numcodecs
+
+from .bytes import BytesCodec
+from .crc32c import Crc32cCodec
+from .numcodecs_adapter import NumcodecsBytesCodec
+from .pipeline import Pipeline
+from .zstd import ZstdCodec
+
+NONE, ZSTD, ZLIB = "none", "zstd", "zlib"
+
+
+@dataclass(frozen=True)
+class StoredForm:
+    compression: str  # NONE, ZSTD or ZLIB (a zlib stream, header and all)
+    byteorder: str | None  # the elements' byte order; None for one-byte elements
+    trailer: int  # bytes after the compressed data that are not part of it (a checksum)
+
+
+def stored_form(pipeline: Pipeline) -> StoredForm | None:
+    """The form of the chunks `pipeline` encodes, or None when it is not that simple."""
+    codec = pipeline.array_to_bytes
+    if (pipeline.array_codecs or not isinstance(codec, BytesCodec)
+            or codec.chunk.data_type.sub_byte_bits is not None):
+        return None
+    rest = list(pipeline.bytes_codecs)
+    trailer = 0
+    if rest and isinstance(rest[-1], Crc32cCodec):
+        rest.pop()
+        trailer = 4
+    if len(rest) > 1:
+        return None
+    compression = NONE if not rest else _compression(rest[0])
+    if compression is None:
+        return None
+    order = codec.stored_dtype.byteorder
+    byteorder = None if codec.stored_dtype.itemsize == 1 else ("big" if order == ">" else "little")
+    return StoredForm(compression, byteorder, trailer)
+
+
+def _compression(codec: object) -> str | None:
+    if isinstance(codec, ZstdCodec):
+        return ZSTD
+    if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.Zlib):
+        return ZLIB
+    return None

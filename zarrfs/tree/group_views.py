@@ -1,0 +1,186 @@
+"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`),
+and `data.ome.tif` in OME-Zarr image groups (`ome_views`).
+
+Listing a group shows `data.nc` in every group directory (it holds only the group's
+attributes when no array is one NetCDF can hold). Its header is made from the metadata the
+tree knows of the group's arrays, at each open or stat, so neither opens an array (a group
+of thousands of arrays is listed with `ls -l` without a request per array); an array is
+opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
+does (close-to-open). Arrays it cannot hold are named in the log, once each.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..errors import MetadataError
+from ..formats import NodeMetadata
+from ..formats.description import ArrayDescription
+from ..formats.nodes import join_path
+from ..formats.registry import xarray_fill_value
+from ..views import FileView, RegionArray
+from ..views.array_dir import ArrayDirectory, Layout
+from ..views.netcdf_file import NC_NAME, Member, group_file
+from ..views.ome_tiff import OME_TIFF_NAME
+from .inodes import DATA, GROUP_VIEW, Ref
+from .ome_views import OmeTiffViews
+
+log = logging.getLogger(__name__)
+NC_KIND = "nc"  # (its name in `-o views=`)
+
+
+class Opened(Protocol):
+    directory: ArrayDirectory | None  # None: it cannot be opened, because of `problem`
+    problem: str | None
+
+
+class Groups(Protocol):
+    """What the tree offers (implemented by `Tree`)."""
+
+    def node(self, path: str) -> NodeMetadata | None: ...
+    def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
+    def open_array(self, path: str) -> Opened: ...
+    def recheck(self, ref: Ref) -> bool: ...
+    def opened_arrays(self) -> Sequence[object]: ...
+
+
+class GroupViews:
+    def __init__(self, groups: Groups, layout: Layout) -> None:
+        self.groups = groups
+        self.names = [NC_NAME] if NC_KIND in layout.views else []
+        self.ome = OmeTiffViews(groups, layout.views, layout.byteorder)
+        self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
+        # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
+        # still holds them: a deleted array is not).
+        self._opened: dict[str, Any] = {}
+        self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
+        self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
+        self._lock = threading.Lock()
+
+    def serves(self, ref: Ref) -> bool:
+        return ref.role == GROUP_VIEW
+
+    def names_in(self, group: str) -> list[str]:
+        return [*self.names, *self.ome.names(group)]
+
+    def lookup(self, group: str, name: str) -> Ref | None:
+        return Ref(group, GROUP_VIEW, (name,)) if name in self.names_in(group) else None
+
+    def file(self, group: str, name: str) -> FileView:
+        if name == OME_TIFF_NAME:
+            return self.ome.file(group)
+        node = self.groups.node(group)
+        if node is None:
+            raise FileNotFoundError(join_path(group, NC_NAME))
+        live = {id(array) for array in self.groups.opened_arrays()}
+        members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
+        made = group_file(members, node.attributes)
+        for name, why in made.left_out.items():
+            self._say(join_path(group, name), f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
+        for note in made.notes:
+            self._say(f"{group}: {note}", f"{join_path(group, NC_NAME)}: {note}")
+        return made.file
+
+    def recheck(self, group: str, name: str) -> bool:
+        """Close-to-open, as `data`: whether another writer changed any array of the group
+        (each is opened: an array never opened before may differ from the metadata the tree
+        had of it when it listed the group)."""
+        if name == OME_TIFF_NAME:
+            self.ome.forget(group)  # (made from the chunks the store holds now: it may differ)
+            return True
+        changed = False
+        for child in self._arrays(group):
+            changed = self.groups.recheck(Ref(child.path, DATA)) or changed
+            opened = self.groups.open_array(child.path)
+            changed = self._learn(child.path, opened) or changed
+            if opened.directory is not None:
+                changed = changed or opened.directory.array.metadata.shape != _described_shape(child)
+        return changed
+
+    def showing(self, array: str) -> list[Ref]:
+        """The group files that also show the bytes of the array at `array`."""
+        if not array:
+            return []
+        pyramids = [Ref(group, GROUP_VIEW, (OME_TIFF_NAME,)) for group in self.ome.showing(array)]
+        return [*(Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names), *pyramids]
+
+    def _arrays(self, group: str) -> list[NodeMetadata]:
+        return [c for c in self.groups.group_children(group).values() if c.kind == "array"]
+
+    def _member(self, node: NodeMetadata, live: set[int]) -> Member | None:
+        with self._lock:
+            array, problem = self._opened.get(node.path), self._failed.get(node.path)
+        try:
+            if problem is not None:
+                raise MetadataError("", f"it cannot be opened: {problem}")
+            description = array.metadata if array is not None and id(array) in live else self._describe(node)
+        except MetadataError as e:
+            group = node.path.rpartition("/")[0]
+            self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
+            return None
+        return Member(node.name, description.data_type, description.shape, description.dimension_names,
+                      description.attributes, _fill(node, description.attributes, description),
+                      lambda: self._open(node.path))
+
+    def _describe(self, node: NodeMetadata) -> ArrayDescription:
+        """The node's description, parsed once per version of its metadata (the tree replaces
+        the node when the metadata changes)."""
+        with self._lock:
+            known = self._described.get(node.path)
+        if known is not None and known[0] is node:
+            return known[1]
+        description = node.describe()
+        with self._lock:
+            self._described[node.path] = (node, description)
+        return description
+
+    def _open(self, path: str) -> RegionArray:
+        opened = self.groups.open_array(path)
+        self._learn(path, opened)
+        if opened.directory is None:
+            raise MetadataError("", f"{path} cannot be opened: {opened.problem}")
+        array: RegionArray = opened.directory.array
+        return array
+
+    def _learn(self, path: str, opened: Opened) -> bool:
+        """Keep what opening the array gave; whether it failed for the first time (the next
+        header leaves it out)."""
+        with self._lock:
+            if opened.directory is not None:
+                self._opened[path] = opened.directory.array
+                return False
+            first = path not in self._failed
+            self._failed[path] = opened.problem or "unknown"
+            return first
+
+    def _say(self, key: str, text: str) -> None:
+        with self._lock:
+            if key in self._said:
+                return
+            self._said.add(key)
+        log.warning("%s", text)
+
+
+def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayDescription) -> object:
+    """What the variable's `_FillValue` is: the CF attribute, or where xarray keeps it
+    instead (a v2 array's fill value). Arrays with named dimensions are xarray's: without
+    either, they have none (xarray masks nothing there); others get their fill value."""
+    if "_FillValue" in attributes:
+        return attributes["_FillValue"]
+    stated = xarray_fill_value(node, attributes)
+    if stated is not None or description.dimension_names is not None:
+        return stated
+    storage = description.data_type.storage
+    return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None
+
+
+def _described_shape(node: NodeMetadata) -> tuple[int, ...] | None:
+    try:
+        return node.describe().shape
+    except MetadataError:
+        return None

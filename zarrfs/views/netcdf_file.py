@@ -1,0 +1,209 @@
+"""`data.nc` of a group directory: its arrays as NetCDF variables (`netcdf` makes the header),
+each variable's bytes being the array's flat view in big-endian (`files.RegionFile`), read as
+the reader asks for them. Pure: no FUSE, no store of its own (the arrays have one).
+
+The header needs only the arrays' descriptions (their metadata, known without reading the
+store), so the file's size is known without opening any array (`ls -l` of a group of
+thousands of arrays reads nothing); an array is opened when its bytes are first read.
+
+Variables: every array of a fixed-size numeric type (bool as byte, with xarray's `dtype: bool`
+so xarray reads booleans back), and fixed-length byte strings as char with one more dimension,
+`<array>_strlen`. Dimensions: the arrays' names for them, `<array>_dim<i>` for unnamed ones,
+`<name>_<length>` for a name met again with another length. Attributes: the arrays' and the
+group's, `_FillValue` typed as its variable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..formats import DataType
+from ..grid import Box
+from .files import FixedBytesError, RegionArray, RegionFile
+from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
+from .placement import fill_number
+from .readahead import Readahead
+
+NC_NAME = "data.nc"
+# Attributes that are xarray's bookkeeping in Zarr, said otherwise in NetCDF.
+_NOT_COPIED = frozenset({"_ARRAY_DIMENSIONS", "_FillValue"})
+
+
+@dataclass(frozen=True)
+class Member:
+    """An array of the group, as a variable."""
+
+    name: str
+    data_type: DataType
+    shape: tuple[int, ...]
+    dimension_names: tuple[str | None, ...] | None
+    attributes: Mapping[str, Any]
+    fill: object  # the variable's _FillValue: a number, text as CF writes it, or None: none
+    array: Callable[[], RegionArray]  # opens it (MetadataError when it cannot be)
+
+
+@dataclass
+class _Dimensions:
+    lengths: dict[str, int] = field(default_factory=dict)
+    renamed: list[str] = field(default_factory=list)  # what was said about names met again
+
+    def name(self, wanted: str | None, fallback: str, length: int) -> str:
+        name = wanted if wanted and valid_name(wanted) else fallback
+        if self.lengths.setdefault(name, length) != length:
+            renamed = f"{name}_{length}"
+            self.renamed.append(f"dimension {name} of length {self.lengths[name]} is also met with "
+                                f"length {length}: named {renamed} there")
+            name = renamed
+            self.lengths.setdefault(name, length)
+        return name
+
+
+@dataclass(frozen=True)
+class GroupFile:
+    """The file, and what it left out (array name -> why) or renamed."""
+
+    file: NetcdfFile
+    left_out: dict[str, str]
+    notes: list[str]
+
+
+def group_file(members: Sequence[Member], attributes: Mapping[str, Any]) -> GroupFile:
+    dimensions = _Dimensions()
+    variables, held, left_out = [], [], {}
+    for member in members:
+        problem = _problem(member)
+        if problem is not None:
+            left_out[member.name] = problem
+            continue
+        variables.append(_variable(member, dimensions))
+        held.append(member)
+    dataset = Dataset(tuple(dimensions.lengths.items()), tuple(variables), _attributes(attributes))
+    return GroupFile(NetcdfFile(Layout(dataset), held), left_out, dimensions.renamed)
+
+
+def _problem(member: Member) -> str | None:
+    data_type = member.data_type
+    if not valid_name(member.name):
+        return "its name is not a NetCDF name"
+    if nc_type(data_type.storage) is None or data_type.kind not in ("bool", "int", "float", "bytes"):
+        return f"NetCDF classic files have no {data_type.name} type"
+    if 0 in member.shape:
+        return "an axis of length 0 would be a record dimension"
+    return None
+
+
+def _variable(member: Member, dimensions: _Dimensions) -> Variable:
+    names = member.dimension_names or (None,) * len(member.shape)
+    dims = [dimensions.name(wanted, f"{member.name}_dim{i}", length)
+            for i, (wanted, length) in enumerate(zip(names, member.shape, strict=True))]
+    storage = member.data_type.storage
+    type_ = nc_type(storage)
+    assert type_ is not None  # (`_problem` said so)
+    if type_ == NC_CHAR:
+        dims.append(dimensions.name(None, f"{member.name}_strlen", storage.itemsize))
+    attributes = _attributes(member.attributes)
+    fill = _fill(member.fill, type_)
+    if fill is not None:
+        attributes += (fill,)
+    if member.data_type.kind == "bool" and "dtype" not in member.attributes:
+        attributes += (Attribute.of("dtype", "bool"),)  # (xarray's mark of booleans kept as bytes)
+    return Variable(member.name, tuple(dims), type_, attributes, math.prod(member.shape) * storage.itemsize)
+
+
+def _attributes(attributes: Mapping[str, Any]) -> tuple[Attribute, ...]:
+    return tuple(Attribute.of(name, value) for name, value in attributes.items()
+                 if name not in _NOT_COPIED and valid_name(name))
+
+
+def _fill(value: object, type_: int) -> Attribute | None:
+    """`_FillValue` of the variable's type, from a number, CF's text for one (NaN, xarray's
+    base64) or an element; None when there is none the type can hold."""
+    if value is None or type_ == NC_CHAR:
+        return None
+    number: int | float | None
+    if isinstance(value, bool | int | np.integer | np.bool_):
+        number = int(value)
+    else:
+        number = fill_number(float(value) if isinstance(value, np.floating) else value)
+    dtype = np.dtype(NC_DTYPES[type_])
+    if number is None or (dtype.kind in "iu" and not _fits(number, dtype)):
+        return None
+    return Attribute.typed("_FillValue", [number], type_)
+
+
+def _fits(number: float, dtype: np.dtype[Any]) -> bool:
+    info = np.iinfo(dtype)
+    return float(number).is_integer() and info.min <= number <= info.max
+
+
+class NetcdfFile:
+    """The header, then each variable's bytes at its `begin` (a read across variables is split)."""
+
+    writable = False
+    direct_io = False
+    resizable = False
+    row_bytes = 0  # (as `readahead.Rows`: no slabs; what is ahead is loaded into the cache)
+
+    def __init__(self, layout: Layout, members: Sequence[Member]) -> None:
+        self.layout = layout
+        self.members = members
+        self._data: dict[int, RegionFile] = {}
+
+    def data(self, variable: int) -> RegionFile:
+        """The variable's bytes: its array (opened now if it was not), as the header's shape."""
+        found = self._data.get(variable)
+        if found is None:
+            member = self.members[variable]
+            whole = Box((0,) * len(member.shape), member.shape)
+            found = self._data[variable] = RegionFile(member.array(), whole, "big")
+        return found
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        parts: list[bytes | memoryview] = []
+        for piece in self.layout.pieces(offset, size):
+            if piece.variable is None:
+                parts.append(self.layout.header[piece.start : piece.stop])
+                continue
+            data = self.data(piece.variable)
+            parts.append(data.read(piece.start, piece.stop - piece.start))
+            parts.append(bytes(max(0, piece.stop - max(piece.start, data.size))))  # (padding)
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1:
+            return parts[0]
+        return b"".join(parts)
+
+    def prefetch(self, offset: int, size: int) -> None:
+        for piece in self.layout.pieces(offset, size):
+            if piece.variable is not None:
+                self.data(piece.variable).prefetch(piece.start, piece.stop - piece.start)
+
+    def readahead(self) -> Readahead:
+        return Readahead(self, self)
+
+    def cached(self, offset: int, size: int) -> bool:
+        return all(p.variable is None or self.data(p.variable).cached(p.start, p.stop - p.start)
+                   for p in self.layout.pieces(offset, size))
+
+    def slab_rows(self) -> None:
+        return None
+
+    def stream_rows(self, first: int, stop: int) -> None:
+        return None
+
+    def write(self, offset: int, data: bytes | memoryview) -> int:
+        raise PermissionError("data.nc is read-only")
+
+    def resize(self, size: int, *, round_up: bool = False) -> None:
+        raise FixedBytesError("data.nc has its group's size")
+
+    def flush(self) -> None:
+        return None
