@@ -13,6 +13,10 @@ be accepted with the right values, and the fuzz tests count what they accepted.
 
 blosc is left out on purpose: a mutated blosc header can crash the process (see the corpus
 case chunks/blosc_cbytes_beyond_buffer), which would take the test run down with it.
+
+tests/fuzz/ is the other half: coverage-guided atheris harnesses (scripts/fuzz) over every
+input zarrfs parses, blosc and reference sets included, checking only that nothing but
+zarrfs's own errors escapes; their corpus (seeded with VALID_DOCS) is replayed there.
 """
 
 from __future__ import annotations

@@ -43,11 +43,13 @@ V3_PREFIX = "numcodecs."
 BUFFER_PREFIX = "numcodecs-buffer."
 # zarr-python 3 runs these on the decoded chunk (its array->array wrappers).
 ARRAY_CODEC_IDS = {"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"}
+_PROBE_ELEMENTS = 4096  # encoded to learn what an array->array codec makes of a chunk
 _BLOSC_SHUFFLES = {"noshuffle": 0, "shuffle": 1, "bitshuffle": 2}
 _BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
-# What numcodecs' codecs raise on bad input (zlib, lzma and the C extensions have their own).
+# What numcodecs' codecs raise on bad input (zlib, lzma and the C extensions have their own;
+# the checksums' IndexError: a buffer shorter than its checksum).
 _DECODE_ERRORS = (RuntimeError, ValueError, TypeError, OverflowError, MemoryError, EOFError, OSError,
-                  zlib.error, lzma.LZMAError)
+                  IndexError, zlib.error, lzma.LZMAError)
 
 
 def from_spec(spec: CodecSpec, chunk: ChunkSpec) -> ArrayArrayCodec | BytesBytesCodec:
@@ -165,14 +167,18 @@ class NumcodecsArrayCodec(ArrayArrayCodec):
     def __init__(self, codec: Numcodec, chunk: ChunkSpec, spec: CodecSpec) -> None:
         self.codec = codec
         self.chunk = chunk
-        try:
-            sample = np.asarray(codec.encode(chunk.fill_array()))
-        except _DECODE_ERRORS as e:
-            problem = f"{codec.codec_id} cannot encode {chunk.data_type.name}: {e}"
-            raise MetadataError(spec.member, problem) from None
-        # zarr-python keeps the chunk's shape unless the codec changes the element count.
+        # What the codec makes of the fill value, learnt from a few elements: a whole chunk
+        # (up to 4 GiB, as a document may claim) would be allocated at open, three times over.
         size = math.prod(chunk.shape)
-        shape = chunk.shape if sample.size == size else (sample.size,)
+        probe = min(size, _PROBE_ELEMENTS)
+        sample = _encoded_fill(codec, ChunkSpec((probe,), chunk.data_type, chunk.fill_value), spec)
+        # zarr-python keeps the chunk's shape unless the codec changes the element count.
+        shape = chunk.shape
+        if sample.size != probe:
+            # A codec that changes the element count (packbits): its count for the whole chunk,
+            # which decoding such a chunk allocates anyway.
+            sample = sample if probe == size else _encoded_fill(codec, chunk, spec)
+            shape = (sample.size,)
         out_type = DataType.from_numpy(sample.dtype.str, sample.dtype)
         fill = sample.reshape(-1)[:1].astype(out_type.storage).tobytes()
         self._output = ChunkSpec(shape, out_type, fill or bytes(out_type.itemsize))
@@ -190,6 +196,14 @@ class NumcodecsArrayCodec(ArrayArrayCodec):
             return out.astype(self.chunk.data_type.storage, copy=False).reshape(self.chunk.shape)
         except _DECODE_ERRORS as e:
             raise CodecError(f"{self.codec.codec_id}: {e}") from None
+
+
+def _encoded_fill(codec: Numcodec, chunk: ChunkSpec, spec: CodecSpec) -> np.ndarray:
+    try:
+        return np.asarray(codec.encode(chunk.fill_array()))
+    except _DECODE_ERRORS as e:
+        problem = f"{codec.codec_id} cannot encode {chunk.data_type.name}: {e}"
+        raise MetadataError(spec.member, problem) from None
 
 
 # -- decoded sizes declared in headers ---------------------------------------------------------

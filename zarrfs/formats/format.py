@@ -161,6 +161,9 @@ class NodeMetadata:
         """A metadata file's JSON: known already, or parsed now (then bad JSON is reported
         here, when the array is opened, not when its group is listed)."""
         if name in self.documents:
+            # (Consolidated metadata may list anything for a node's file, not only an object.)
+            if not isinstance(self.documents[name], Mapping):
+                raise MetadataError(name, f"expected a JSON object, got {self.documents[name]!r}")
             return self.documents[name]
         if name in self.raw:
             return load_json_object(self.raw[name], name)

@@ -97,8 +97,6 @@ class V2Format(Format):
 
     def describe(self, node: NodeMetadata) -> ArrayDescription:
         attributes = node.document(ATTRIBUTES_KEY) if ATTRIBUTES_KEY in node.files else {}
-        if not isinstance(attributes, Mapping):
-            raise MetadataError(ATTRIBUTES_KEY, f"expected a JSON object, got {attributes!r}")
         return metadata_from_json(node.document(METADATA_KEY), attributes)
 
     def xarray_fill_value(self, node: NodeMetadata, attributes: Mapping[str, Any]) -> object:
@@ -106,10 +104,11 @@ class V2Format(Format):
         array's; `_ARRAY_DIMENSIONS` among them says xarray wrote it)."""
         if "_ARRAY_DIMENSIONS" not in attributes:
             return None
-        document = node.documents.get(METADATA_KEY)
-        if document is None and METADATA_KEY in node.raw:
-            document = json.loads(node.raw[METADATA_KEY])
-        return document.get("fill_value") if isinstance(document, Mapping) else None
+        try:
+            document = node.document(METADATA_KEY)
+        except MetadataError:  # (not JSON: the array does not open, and says why)
+            return None
+        return document.get("fill_value")
 
     def dump(self, doc: Any) -> bytes:
         return dump(doc)

@@ -86,8 +86,9 @@ def parse_data_type(value: object, member: str = "data_type") -> DataType:
     if isinstance(value, str):
         if value in REGISTERED_TYPES:
             return REGISTERED_TYPES[value]
-        if value.startswith("r") and value[1:].isdigit() and int(value[1:]) % 8 == 0 and int(value[1:]):
-            return DataType.from_numpy(value, np.dtype(f"V{int(value[1:]) // 8}"))
+        bits = value[1:]
+        if value.startswith("r") and bits.isascii() and bits.isdigit() and int(bits) % 8 == 0 and int(bits):
+            return DataType.from_numpy(value, _numpy_dtype(f"V{int(bits) // 8}", member))
         raise MetadataError(member, f"unknown or unsupported data type {value!r}")
     if not isinstance(value, Mapping) or not isinstance(value.get("name"), str):
         raise MetadataError(member, f"expected a name or an object with a name, got {value!r}")
@@ -101,6 +102,16 @@ def parse_data_type(value: object, member: str = "data_type") -> DataType:
     return DataType.from_numpy(name, _extension_dtype(name, config, member))
 
 
+def _numpy_dtype(spec: Any, member: str) -> np.dtype[Any]:
+    """numpy's dtype for what a document asks; numpy refuses sizes, units and fields it cannot
+    hold (a length of 10**15, a scale of 2**40 microseconds, a field named twice)."""
+    try:
+        dtype: np.dtype[Any] = np.dtype(spec)
+    except (TypeError, ValueError) as e:
+        raise MetadataError(member, f"not a data type numpy can hold: {e}") from None
+    return dtype
+
+
 def _extension_dtype(name: str, config: Mapping[str, Any], member: str) -> np.dtype[Any]:
     if name in ("numpy.datetime64", "numpy.timedelta64"):
         unit = config.get("unit")
@@ -108,20 +119,20 @@ def _extension_dtype(name: str, config: Mapping[str, Any], member: str) -> np.dt
         if unit not in _TIME_UNITS or not isinstance(scale, int) or isinstance(scale, bool) or scale < 1:
             raise MetadataError(f"{member}.configuration", f"bad unit or scale_factor: {dict(config)!r}")
         letter = "M8" if name == "numpy.datetime64" else "m8"
-        return np.dtype(f"{letter}[{'' if scale == 1 else scale}{unit}]")
+        return _numpy_dtype(f"{letter}[{'' if scale == 1 else scale}{unit}]", f"{member}.configuration")
     if name in ("fixed_length_utf32", "null_terminated_bytes", "raw_bytes"):
         length = config.get("length_bytes")
         unit = 4 if name == "fixed_length_utf32" else 1
         if not isinstance(length, int) or isinstance(length, bool) or length < unit or length % unit:
             raise MetadataError(f"{member}.configuration.length_bytes", f"bad length {length!r}")
         letter = {"fixed_length_utf32": "U", "null_terminated_bytes": "S", "raw_bytes": "V"}[name]
-        return np.dtype(f"{letter}{length // unit}")
+        return _numpy_dtype(f"{letter}{length // unit}", f"{member}.configuration.length_bytes")
     if name == "structured":
         fields = config.get("fields")
         if not isinstance(fields, list) or not fields:
             raise MetadataError(f"{member}.configuration.fields", f"expected a list of fields: {fields!r}")
         where = f"{member}.configuration.fields"
-        return np.dtype([_field(item, f"{where}[{i}]") for i, item in enumerate(fields)])
+        return _numpy_dtype([_field(item, f"{where}[{i}]") for i, item in enumerate(fields)], where)
     raise MetadataError(member, f"unknown or unsupported data type {name!r}")
 
 

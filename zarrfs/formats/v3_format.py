@@ -103,7 +103,9 @@ class V3Format(Format):
         return self.dump(doc)
 
     def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:
-        files[METADATA_KEY] = {**files[METADATA_KEY], "attributes": dict(attributes)}
+        # (An entry that is not a document is not a node, and is left as it is: see resize_listed.)
+        if isinstance(files.get(METADATA_KEY), dict):
+            files[METADATA_KEY] = {**files[METADATA_KEY], "attributes": dict(attributes)}
 
 
 FORMAT = V3Format(zarr_format=3, metadata_file=METADATA_KEY, attributes_file=METADATA_KEY,

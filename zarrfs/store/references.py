@@ -106,7 +106,10 @@ def _load(loader: fsspec.AbstractFileSystem, path: str,
     if loader.isdir(path):
         return LazyReferenceMapper(path, fs=loader)
     with loader.open(path, "rb", compression="infer") as f:
-        references = json.load(f)
+        try:
+            references = json.load(f)
+        except RecursionError:  # (json's own errors are ValueErrors)
+            raise ValueError(f"{location}: JSON nested too deeply") from None
     problem = _reference_set_problem(references) or _generator_problem(references)
     if problem:
         raise ValueError(f"{location}: not a kerchunk reference set ({problem})")
@@ -123,9 +126,28 @@ def _reference_set_problem(references: Any) -> str | None:
     if "version" not in references and not any(
             str(key).rsplit("/", 1)[-1] in ZARR_MARKERS for key in refs):
         return "no .zgroup, .zarray or zarr.json key"
-    if not all(isinstance(v, str | dict) or (isinstance(v, list) and len(v) in (1, 3))
-               for v in refs.values()):
-        return "a reference is neither data nor [url] nor [url, offset, length]"
+    return None
+
+
+def _reference_problem(key: str, part: Any) -> str | None:
+    """What is wrong with one reference as fsspec keeps it (templates and `gen` expanded):
+    inline data (text, or "base64:" and base64) or [url] or [url, offset, length]. fsspec
+    itself would fail on a bad one only when the key is read, with a builtin error."""
+    if isinstance(part, str | bytes):
+        encoded = part.encode() if isinstance(part, str) else part
+        if encoded.startswith(b"base64:"):
+            try:
+                base64.b64decode(encoded[7:])
+            except ValueError:  # (binascii.Error)
+                return f"reference {key!r}: not valid base64"
+        return None
+    if isinstance(part, list) and len(part) == 1:
+        return None
+    if not (isinstance(part, list) and len(part) == 3):
+        return f"reference {key!r} is neither data nor [url] nor [url, offset, length]"
+    offset, length = part[1], part[2]
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 62 for n in (offset, length)):
+        return f"reference {key!r}: offset and length must be integers from 0 to 2**62, got {part[1:]!r}"
     return None
 
 
@@ -194,6 +216,11 @@ class GuardedReferenceFileSystem(ReferenceFileSystem):  # type: ignore[misc]
         self.fss = TargetFilesystems(source_scheme, options)
         self.policy = policy
         self.lazy = isinstance(self.references, LazyReferenceMapper)
+        if not self.lazy:  # (a Parquet set's references are read as they are needed)
+            for key, part in self.references.items():
+                problem = _reference_problem(key, part)
+                if problem:
+                    raise ValueError(problem)
 
     @classmethod
     def _strip_protocol(cls, path: str) -> str:
