@@ -97,23 +97,14 @@ class FileView(Protocol):
     def resize(self, size: int, *, round_up: bool = False) -> None: ...
 
 
-class StoredFile:
-    """A small read-only file whose size is known before its bytes, which are read on the
-    first read (a metadata file known from consolidated metadata). direct_io: no page cache,
-    so a new version (after a resize) shows at once."""
+class ReadOnlyFile:
+    """What every read-only view shares: its size is fixed, nothing is written, prefetched or
+    flushed, and it is read at once (subclasses give `size`, `read` and `direct_io`)."""
 
     writable = False
-    direct_io = True
     resizable = False
 
-    def __init__(self, size: int, load: Callable[[], bytes]) -> None:
-        self.size = size
-        self._load = load
-
-    def read(self, offset: int, size: int) -> bytes:
-        return self._load()[offset : offset + size]
-
-    def readahead(self) -> None:
+    def readahead(self) -> Readahead | None:
         return None
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
@@ -127,6 +118,21 @@ class StoredFile:
 
     def flush(self) -> None:
         return None
+
+
+class StoredFile(ReadOnlyFile):
+    """A small read-only file whose size is known before its bytes, which are read on the
+    first read (a metadata file known from consolidated metadata). direct_io: no page cache,
+    so a new version (after a resize) shows at once."""
+
+    direct_io = True
+
+    def __init__(self, size: int, load: Callable[[], bytes]) -> None:
+        self.size = size
+        self._load = load
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self._load()[offset : offset + size]
 
 
 class BytesFile(StoredFile):

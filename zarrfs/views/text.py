@@ -21,7 +21,7 @@ import numpy as np
 
 from ..array.variable import VariableArray
 from ..grid import Box
-from .files import FixedBytesError
+from .files import ReadOnlyFile
 
 TEXT_NAME = "data.txt"
 CACHED_BYTES = 32 << 20
@@ -37,10 +37,8 @@ def render(values: np.ndarray, kind: str) -> bytes:
     return b"".join(line.encode() + b"\n" for line in lines)
 
 
-class TextFile:
-    writable = False
+class TextFile(ReadOnlyFile):
     direct_io = False  # (read-only, and the same until the array is opened again)
-    resizable = False
 
     def __init__(self, array: VariableArray) -> None:
         self.array = array
@@ -104,18 +102,3 @@ class TextFile:
             offset = start + len(text)
             i += 1
         return b"".join(pieces)
-
-    def readahead(self) -> None:
-        return None
-
-    def write(self, offset: int, data: bytes | memoryview) -> int:
-        raise PermissionError("read-only file")
-
-    def prefetch(self, offset: int, size: int) -> None:
-        """Nothing: a read decodes the slabs it covers."""
-
-    def flush(self) -> None:
-        """Nothing to write."""
-
-    def resize(self, size: int, *, round_up: bool = False) -> None:
-        raise FixedBytesError("the size of this file is fixed")

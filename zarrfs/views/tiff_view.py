@@ -28,7 +28,7 @@ from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..grid import Box, Index
-from .files import FixedBytesError, RegionArray, RegionFile
+from .files import ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
 from .tiff_format import Tag, TiffImage, tiff_header
@@ -205,15 +205,13 @@ class HeldTiles:
             return memoryview(data)[at : at + count]
 
 
-class TiffFile:
+class TiffFile(ReadOnlyFile):
     """The header (IFDs and their values), then the data of each part in turn.
 
     Served without the page cache: a reader of one tile gets that tile, not the kernel's
     readahead of the tiles after it in the file (other rows of the image)."""
 
-    writable = False
     direct_io = True
-    resizable = False
 
     def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
                  byteorder: str) -> None:
@@ -250,19 +248,3 @@ class TiffFile:
         if len(parts) == 1:
             return parts[0]
         return b"".join(parts)
-
-    def readahead(self) -> None:
-        return None
-
-    def write(self, offset: int, data: bytes | memoryview) -> int:
-        raise PermissionError("data.tif is read-only")
-
-    def prefetch(self, offset: int, size: int) -> None:
-        return None
-
-    def flush(self) -> None:
-        return None
-
-    def resize(self, size: int, *, round_up: bool = False) -> None:
-        raise FixedBytesError("the size of data.tif is fixed")
-
