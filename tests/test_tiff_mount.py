@@ -213,3 +213,15 @@ def test_ome_zarr_image_as_an_ome_tiff_pyramid(tmp_path: Path, mount_array: Any,
     with open(mount.path / levels[0] / "data", "r+b") as flat:
         flat.write(np.uint16(65000).tobytes())
     wait_until(lambda: tifffile.imread(tif, series=0)[0, 0, 0] == 65000, what="the written value")
+
+
+def test_another_writers_shards_show_at_the_next_open(tmp_path: Path, mount_array: Any) -> None:
+    """Close-to-open, as `data`: tiles located in shards another writer rewrote (other sizes,
+    other places) are located again, from the shard indexes as stored now."""
+    data = image(tmp_path / "a.zarr", (256, 256), (64, 64), shards=(128, 128), compressors=ZstdCodec())
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
+    rewritten = np.zeros_like(data)
+    rewritten[::3, ::5] = 7  # (compresses far better: every tile moves)
+    zarr.open_array(tmp_path / "a.zarr", mode="r+")[...] = rewritten
+    assert np.array_equal(tifffile.imread(mount.path / "data.tif"), rewritten)

@@ -232,6 +232,10 @@ class ZarrArray:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
         return self.io.read_located(where)
 
+    def forget_stored(self) -> None:
+        """Forget where stored objects keep their chunks (the shard indexes): read them again."""
+        self.io.forget_stored()
+
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""
         return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)

@@ -114,7 +114,9 @@ class ArrayDirectory:
         return made
 
     def forget_files(self) -> None:
-        """Another writer may have changed the store: make the array's files again."""
+        """Another writer may have changed the store: make the array's files again, from the
+        shard indexes as stored now (not as cached)."""
+        self.array.forget_stored()
         with self._files_lock:
             self._files.clear()
 
