@@ -40,14 +40,14 @@ def test_tiles_as_stored_from_s3(s3_server: S3Server, tmp_path: Path, sharded: b
             page = tiff.pages[0]
             assert page.compression == 50000 and (page.tilelength, page.tilewidth) == (64, 128)
             offsets, counts = page.dataoffsets, page.databytecounts
-        before = stats(mount.path)["bytes_fetched"]
         tile = 2 * 4 + 3  # rows 128..191, columns 384..511
-        fd = os.open(tif, os.O_RDONLY)
+        fd = os.open(tif, os.O_RDONLY)  # (an open reads the shard indexes again: close-to-open)
         try:
+            before = stats(mount.path)["bytes_fetched"]
             encoded = os.pread(fd, counts[tile], offsets[tile])
+            assert stats(mount.path)["bytes_fetched"] - before == counts[tile]
         finally:
             os.close(fd)
-        assert stats(mount.path)["bytes_fetched"] - before == counts[tile]
         tile_values = np.frombuffer(numcodecs.Zstd().decode(encoded), "<u2")
         assert np.array_equal(tile_values.reshape(64, 128)[:, :116], values[128:192, 384:500])
         assert np.array_equal(tifffile.imread(tif), values)
