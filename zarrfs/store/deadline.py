@@ -100,15 +100,19 @@ _NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NON
 
 def definite(error: BaseException) -> str | None:
     """What the store answered, when another try would get the same answer: an HTTP 4xx
-    (403 Forbidden, 400, 405...; not a timeout, 408, or throttling, 429), a refused
-    connection (nothing listens there) or a host name that does not exist. None for the
-    faults worth retrying within the deadline: silence, a dropped connection, a 5xx.
+    (403 Forbidden, 400, 405...; not a timeout, 408, or throttling, 429) or a host name that
+    does not exist. None for the faults worth retrying within the deadline: silence, a
+    dropped or refused connection (a server restarting), a 5xx.
     (A mistyped endpoint then fails a mount at once, not after its whole timeout.)"""
     status = getattr(error, "status", None)
     if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
         return one_line(error)
     unreachable = _unreachable(error)
-    return None if unreachable is None else f"{unreachable}: {one_line(error)}"
+    # A refusal once the store was reached is a server restarting: retried within the deadline
+    # (a mistyped endpoint is refused when the store is opened: `reach`).
+    if unreachable is None or unreachable == "connection refused":
+        return None
+    return f"{unreachable}: {one_line(error)}"
 
 
 def _unreachable(error: BaseException) -> str | None:
