@@ -24,7 +24,7 @@ from ..errors import ResizeError
 from ..options import STATS_XATTR, MountOptions
 from ..tree import UPLOAD, Ref, Tree
 from ..views import FileView
-from ..views.files import FixedBytesError
+from ..views.files import STREAM_BLOCK, FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
@@ -36,7 +36,6 @@ from .workers import Workers
 log = logging.getLogger(__name__)
 
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
-BLOCK_HINT = 1 << 20  # st_blksize: tools that honour it read 1 MiB at a time
 READDIR_BATCH = 32
 RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
@@ -123,6 +122,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             attrs.st_mode = stat.S_IFDIR | ((0o555 if self.read_only else 0o755) & ~umask)
             attrs.st_nlink = 2
             attrs.st_size = 0
+            attrs.st_blksize = STREAM_BLOCK
         else:
             view = self.tree.file(node)
             writable = view.writable and not self.read_only
@@ -130,7 +130,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             attrs.st_nlink = 1
             attrs.st_size = view.size
             attrs.st_blocks = -(-view.size // 512)
-        attrs.st_blksize = BLOCK_HINT
+            attrs.st_blksize = view.block_size
         attrs.st_uid = self.options.file_uid
         attrs.st_gid = self.options.file_gid
         attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self.fresh.mtime_ns

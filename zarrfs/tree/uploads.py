@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from ..errors import EditRefused, ResizeError
 from ..views import FileTooLargeError, RegionArray, RegionFile
+from ..views.files import STREAM_BLOCK
 from ..views.npy import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 from ..views.order import FortranOrder
 
@@ -30,6 +31,7 @@ class Upload:
     """The file `NAME.npy` being written (a FileView)."""
 
     direct_io = True
+    block_size = STREAM_BLOCK
     resizable = True
     writable = True
 

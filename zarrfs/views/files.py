@@ -68,6 +68,12 @@ class RegionArray(Protocol):
 
 # -- file views -------------------------------------------------------------------------------
 
+# st_blksize: tools that honour it read this much at a time (cp, dd's peers, stdio). A file read
+# at random in small pieces (tiles) says less: Python's buffered reads fill a whole block, and a
+# block of 1 MiB past a tile would be the next tiles, fetched for nothing.
+STREAM_BLOCK = 1 << 20
+RANDOM_ACCESS_BLOCK = 4096
+
 
 class FileView(Protocol):
     """A file's contents, and how the fuse layer should serve it."""
@@ -82,6 +88,10 @@ class FileView(Protocol):
     def direct_io(self) -> bool:
         """Served without the page cache: always current, even when another view of the
         same bytes was written (chunk files)."""
+
+    @property
+    def block_size(self) -> int:
+        """The read size to suggest to readers (st_blksize)."""
 
     def readahead(self) -> Readahead | None:
         """What reads ahead for one open file, or None: small, read at once."""
@@ -103,6 +113,7 @@ class ReadOnlyFile:
 
     writable = False
     resizable = False
+    block_size = STREAM_BLOCK
 
     def readahead(self) -> Readahead | None:
         return None
@@ -155,6 +166,7 @@ class RegionFile:
         given, makes the file resizable: it gets the array's new shape."""
         self.array = array
         self.direct_io = direct_io
+        self.block_size = STREAM_BLOCK
         self._region = region
         self._resizer = resizer
         self.itemsize = array.data_type.itemsize

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..formats import DataType
 from ..grid import Box
-from .files import FixedBytesError, RegionArray, RegionFile
+from .files import STREAM_BLOCK, FixedBytesError, RegionArray, RegionFile
 from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
 from .placement import fill_number
 from .readahead import Readahead
@@ -146,6 +146,7 @@ class NetcdfFile:
 
     writable = False
     direct_io = False
+    block_size = STREAM_BLOCK
     resizable = False
     row_bytes = 0  # (as `readahead.Rows`: no slabs; what is ahead is loaded into the cache)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import FileTooLargeError, FixedBytesError, RegionFile
+from .files import STREAM_BLOCK, FileTooLargeError, FixedBytesError, RegionFile
 from .readahead import Readahead
 
 Header = Callable[[], bytes | None]
@@ -20,6 +20,7 @@ Header = Callable[[], bytes | None]
 
 class NpyFile:
     direct_io = False
+    block_size = STREAM_BLOCK
     resizable = False
 
     def __init__(self, data: RegionFile, header: Header) -> None:

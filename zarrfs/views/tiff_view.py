@@ -28,7 +28,7 @@ from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..grid import Box, Index
-from .files import ReadOnlyFile, RegionArray, RegionFile
+from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
 from .tiff_format import Tag, TiffImage, tiff_header
@@ -212,6 +212,7 @@ class TiffFile(ReadOnlyFile):
     readahead of the tiles after it in the file (other rows of the image)."""
 
     direct_io = True
+    block_size = RANDOM_ACCESS_BLOCK  # (tiles are read one by one: see files.STREAM_BLOCK)
 
     def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
                  byteorder: str) -> None:
