@@ -16,13 +16,14 @@ import tifffile
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
+from zarrfs.array.chunk_io import StoredChunk
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
 from zarrfs.views.tiff_layout import Pieces
-from zarrfs.views.tiff_view import TiffFile, shows_tiff, tiff_file
+from zarrfs.views.tiff_view import StoredTiles, TiffFile, shows_tiff, tiff_file
 
 
 class ViewReader(io.RawIOBase):
@@ -210,6 +211,34 @@ def test_pieces_cover_a_range_once() -> None:
     assert list(pieces.spans(4, 3)) == [(0, 4, 1), (1, 0, 2)]
     assert list(pieces.spans(9, 100)) == [(3, 1, 6)]
     assert list(pieces.spans(15, 10)) == []
+
+
+def test_aligned_pieces_start_at_multiples_with_zeros_between() -> None:
+    pieces = Pieces.of([5, 3, 0, 7], align=4)
+    assert list(pieces.starts) == [0, 8, 12, 12] and pieces.total == 20
+    assert list(pieces.spans(0, 20)) == [(0, 0, 8), (1, 0, 4), (3, 0, 8)]  # (past a length: zeros)
+    assert list(pieces.spans(6, 3)) == [(0, 6, 2), (1, 0, 1)]
+
+
+def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
+    """Unaligned tiles: a read of a small part (a block reaching over from the tile beside)
+    fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held."""
+    stored = bytes(range(100))
+    fetched: list[tuple[int, int]] = []
+
+    def read(where: StoredChunk) -> bytes:
+        fetched.append((where.offset, where.nbytes))
+        return stored[where.offset : where.offset + where.nbytes]
+
+    tile = StoredChunk("c/0/0", 0, 100, None)
+    loose = StoredTiles(read, b"fill", [tile], whole=False)
+    assert bytes(loose.read(1, 90, 10)) == stored[90:] and fetched == [(90, 10)]
+    assert loose.held(1, 0, 10) is None
+    assert bytes(loose.read(1, 0, 60)) == stored[:60] and fetched[-1] == (0, 100)
+    assert bytes(loose.held(1, 50, 50) or b"") == stored[50:] and len(fetched) == 2
+    aligned = StoredTiles(read, b"fill", [tile], whole=True)
+    assert bytes(aligned.read(1, 0, 4)) == stored[:4] and fetched[-1] == (0, 100)
+    assert bytes(aligned.held(0, 1, 2) or b"") == b"il"  # (the fill tile: always at hand)
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])

@@ -20,7 +20,7 @@ import pyfuse3
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree
 from ..views import FileView
-from ..views.readahead import Readahead
+from ..views.readahead import Reading
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness, WriteOrder
 from .workers import Workers
@@ -35,7 +35,7 @@ class Handle:
     view: FileView
     writable: bool
     page_cached: bool  # (not direct_io)
-    readahead: Readahead | None  # None: a small file, read at once
+    readahead: Reading | None  # None: a small file, read at once
     wrote: bool = False
 
 

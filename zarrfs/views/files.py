@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
-from .readahead import Readahead
+from .readahead import Readahead, Reading
 
 if TYPE_CHECKING:
     from ..array.streaming import Stream
@@ -93,8 +93,8 @@ class FileView(Protocol):
     def block_size(self) -> int:
         """The read size to suggest to readers (st_blksize)."""
 
-    def readahead(self) -> Readahead | None:
-        """What reads ahead for one open file, or None: small, read at once."""
+    def readahead(self) -> Reading | None:
+        """What reads ahead (or holds bytes) for one open file, or None: read at once."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...
@@ -115,7 +115,7 @@ class ReadOnlyFile:
     resizable = False
     block_size = STREAM_BLOCK
 
-    def readahead(self) -> Readahead | None:
+    def readahead(self) -> Reading | None:
         return None
 
     def write(self, offset: int, data: bytes | memoryview) -> int:

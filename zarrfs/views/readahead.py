@@ -49,6 +49,15 @@ class Reader(Protocol):
     def prefetch(self, offset: int, size: int) -> None: ...
 
 
+class Reading(Protocol):
+    """How one open file is read: `ready` answers without blocking when it can (in the fuse
+    layer's own thread), `read` may wait (in a worker)."""
+
+    def ready(self, offset: int, size: int) -> bytes | memoryview | None: ...
+    def read(self, offset: int, size: int) -> bytes | memoryview: ...
+    def close(self) -> None: ...
+
+
 class Rows(Protocol):
     """The flat file of an array, as rows (a `files.RegionFile`)."""
 

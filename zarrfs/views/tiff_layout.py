@@ -163,27 +163,29 @@ def strip_extents(groups: Sequence[Group], leading: Index, height: int, width: i
 @dataclass(frozen=True)
 class Pieces:
     """The data after the header as a run of pieces; piece i is [starts[i], starts[i] + lengths[i])
-    of the data."""
+    of the data, then zeros up to the next piece (aligned pieces: a reader reading whole blocks
+    of one reaches into no other)."""
 
     starts: np.ndarray
     lengths: np.ndarray
+    total: int
 
     @classmethod
-    def of(cls, lengths: Sequence[int] | np.ndarray) -> Pieces:
+    def of(cls, lengths: Sequence[int] | np.ndarray, align: int = 1) -> Pieces:
         sizes = np.asarray(lengths, dtype=np.int64)
-        return cls(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64), sizes)
-
-    @property
-    def total(self) -> int:
-        return int(self.starts[-1] + self.lengths[-1]) if len(self.starts) else 0
+        ends = np.cumsum(-(-sizes // align) * align)
+        starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+        return cls(starts, sizes, int(ends[-1]) if len(ends) else 0)
 
     def spans(self, offset: int, size: int) -> Iterator[tuple[int, int, int]]:
-        """(piece, offset in it, byte count) covering [offset, offset + size) of the data."""
+        """(piece, offset in it, byte count) covering [offset, offset + size) of the data; the
+        bytes of a span past its piece's length are zeros."""
         end = min(offset + size, self.total)
         piece = int(np.searchsorted(self.starts, offset, side="right")) - 1
         while offset < end and piece < len(self.starts):
             inside = offset - int(self.starts[piece])
-            count = min(int(self.lengths[piece]) - inside, end - offset)
+            stop = int(self.starts[piece + 1]) if piece + 1 < len(self.starts) else self.total
+            count = min(stop, end) - offset
             if count > 0:
                 yield piece, inside, count
                 offset += count

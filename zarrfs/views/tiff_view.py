@@ -44,7 +44,11 @@ from .tiff_layout import (
     strip_rows,
 )
 
-HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per open file (a tile is read in several requests)
+HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per file (a tile is read in several requests)
+# Tiles of this size and more start at multiples of the block size the file gives readers, the
+# zeros after each reaching the next: a reader reading whole blocks (stdio, Python's buffered
+# files) reaches into no tile it does not want, so each request wants one tile, fetched whole.
+ALIGNED_TILE, ALIGNED_TILE_BYTES = RANDOM_ACCESS_BLOCK, 64 << 10
 # The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
 # request of 1 MiB or of aligned pages reaches into several tiles, each a request of its own.
 _PIECE_READS = ThreadPoolExecutor(8, thread_name_prefix="tiles")
@@ -94,6 +98,11 @@ def tiff_file(array: TiffArray, byteorder: str, placement: Callable[[], Placemen
 
 
 PieceReader = Callable[[int, int, int], "bytes | memoryview"]  # (piece, offset in it, byte count)
+HeldReader = Callable[[int, int, int], "bytes | memoryview | None"]  # (the same, None: not held)
+
+
+def _nothing_held(piece: int, at: int, count: int) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -102,8 +111,9 @@ class Part:
 
     images: list[TiffImage]
     pieces: Pieces
-    read_piece: PieceReader
+    read_piece: PieceReader  # (never past a piece's length)
     remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
+    held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
 
 
 def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
@@ -128,17 +138,19 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
                     Pieces.of([flat.size]), lambda piece, at, count: flat.read(at, count))
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
     boxes = tiling.boxes(groups, height, width)
+    tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
+    align = ALIGNED_TILE if tile_bytes >= ALIGNED_TILE_BYTES else 1
     form = array.stored_form
     if form is not None and _passes_through(form, byteorder, read_chunk):
-        offsets, counts, pieces, read = _as_stored(array, boxes, form)
+        offsets, counts, pieces, held = _as_stored(array, boxes, form, align)
         images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
-        return Part(images, pieces, read, remote=array.fetches_remotely)
-    pieces = Pieces.of(np.full(len(boxes), read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize))
+        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held)
+    pieces = Pieces.of(np.full(len(boxes), tile_bytes), align)
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
-    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
+    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)  # (strips: a piece)
     return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded,
                 remote=array.fetches_remotely)
 
@@ -147,8 +159,8 @@ def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool
     return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
 
 
-def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm) -> tuple[np.ndarray, np.ndarray, Pieces,
-                                                                             PieceReader]:
+def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm,
+               align: int) -> tuple[np.ndarray, np.ndarray, Pieces, StoredTiles]:
     """Tiles as stored: the fill tile first, then every stored chunk's bytes in file order."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
@@ -157,44 +169,55 @@ def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm) -> tuple[np
     stored = [located.get(tuple(b // c for b, c in zip(box.start, read_chunk, strict=True))) for box in boxes]
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
-    pieces = Pieces.of([len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None])
+    pieces = Pieces.of([len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None],
+                       align)
     offsets = np.zeros(len(boxes), dtype=np.uint64)
     counts = np.full(len(boxes), len(fill), dtype=np.uint64)
-    sources: list[Any] = [None]
+    sources: list[StoredChunk] = []
     for position, where in enumerate(stored):
         if where is not None:
+            sources.append(where)
             offsets[position] = pieces.starts[len(sources)]
             counts[position] = pieces.lengths[len(sources)]
-            sources.append(where)
-    held = HeldTiles(array.read_stored)
-
-    def passed(piece: int, at: int, count: int) -> bytes | memoryview:
-        return memoryview(fill)[at : at + count] if piece == 0 else held.get(piece, sources[piece], at, count)
-
-    return offsets, counts, pieces, passed
+    return offsets, counts, pieces, StoredTiles(array.read_stored, fill, sources, whole=align > 1)
 
 
-class HeldTiles:
-    """Encoded tiles as read from the store: whole when a read wants most of one (and kept a
-    while, as a tile may come in several requests), else just the bytes asked for (a reader
-    reading in aligned pages reaches a little into the tiles beside the one it wants)."""
+class StoredTiles:
+    """Encoded tiles as read from the store (piece 0 the fill tile, then `sources`): whole when
+    a read wants most of one or when tiles are aligned (no read reaches into a tile it does not
+    want), and kept a while, as a tile may come in several requests; else just the bytes asked
+    for (a reader reading in blocks reaches a little into the tiles beside the one it wants)."""
 
-    def __init__(self, read: Callable[[StoredChunk], BytesLike]) -> None:
+    def __init__(self, read: Callable[[StoredChunk], BytesLike], fill: bytes,
+                 sources: Sequence[StoredChunk], *, whole: bool) -> None:
         self._read = read
+        self._fill = fill
+        self._sources = sources
+        self._whole = whole
         self._lock = threading.Lock()
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._held: OrderedDict[int, BytesLike] = OrderedDict()
         self._bytes = 0
 
-    def get(self, piece: int, where: StoredChunk, at: int, count: int) -> memoryview:
-        """Bytes [at, at + count) of the tile stored at `where`."""
+    def held(self, piece: int, at: int, count: int) -> memoryview | None:
+        """Bytes [at, at + count) of tile `piece` when at hand (never waits for the store)."""
+        if piece == 0:
+            return memoryview(self._fill)[at : at + count]
+        with self._lock:
+            found = self._held.get(piece)
+            if found is None:
+                return None
+            self._held.move_to_end(piece)
+            return memoryview(found)[at : at + count]
+
+    def read(self, piece: int, at: int, count: int) -> memoryview:
+        """Bytes [at, at + count) of tile `piece`."""
         with self._loading((piece,)):
-            with self._lock:
-                found = self._held.get(piece)
-                if found is not None:
-                    self._held.move_to_end(piece)
-                    return memoryview(found)[at : at + count]
-            if 2 * count < where.nbytes:
+            found = self.held(piece, at, count)
+            if found is not None:
+                return found
+            where = self._sources[piece - 1]
+            if not self._whole and 2 * count < where.nbytes:
                 return memoryview(self._read(replace(where, offset=where.offset + at, nbytes=count)))
             data = self._read(where)
             with self._lock:
@@ -203,6 +226,9 @@ class HeldTiles:
                 while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
                     self._bytes -= len(self._held.popitem(last=False)[1])
             return memoryview(data)[at : at + count]
+
+
+Span = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros
 
 
 class TiffFile(ReadOnlyFile):
@@ -218,34 +244,80 @@ class TiffFile(ReadOnlyFile):
                  byteorder: str) -> None:
         """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images."""
         self._parts = list(parts)
-        self._bases = np.concatenate([[0], np.cumsum([p.pieces.total for p in parts])]).astype(np.int64)
+        self._sizes = Pieces.of([p.pieces.total for p in parts], ALIGNED_TILE)
         shifted = [[image.with_data_at(int(base)) for image in part.images]
-                   for part, base in zip(parts, self._bases, strict=False)]
-        header = tiff_header(arrange(shifted), int(self._bases[-1]), byteorder)
+                   for part, base in zip(parts, self._sizes.starts, strict=True)]
+        header = tiff_header(arrange(shifted), self._sizes.total, byteorder)
         self.big = header.big
         self.header = header.contents
         self.data_start = header.data_start
-        self.size = self.data_start + int(self._bases[-1])
+        self.size = self.data_start + self._sizes.total
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
-        size = max(0, min(size, self.size - offset))
-        parts: list[bytes | memoryview] = []
-        if offset < self.data_start:
-            head = self.header[offset : offset + size]
-            parts.append(head + b"\0" * (min(self.data_start, offset + size) - offset - len(head)))
-        at = max(offset, self.data_start) - self.data_start
-        end = offset + size - self.data_start
-        reads: list[tuple[Part, int, int, int]] = []
-        while at < end:
-            number = int(np.searchsorted(self._bases, at, side="right")) - 1
-            part, base = self._parts[number], int(self._bases[number])
-            stop = min(end, int(self._bases[number + 1]))
-            reads += [(part, *span) for span in part.pieces.spans(at - base, stop - at)]
-            at = stop
-        if len(reads) > 1 and any(part.remote for part, *_ in reads):  # (round trips at once)
-            parts += _PIECE_READS.map(lambda read: read[0].read_piece(*read[1:]), reads)
+        head, spans = self._spans(offset, size)
+        if len(spans) > 1 and any(part is not None and part.remote for part, *_ in spans):
+            found = list(_PIECE_READS.map(_span_bytes, spans))  # (round trips at once)
         else:
-            parts += [part.read_piece(piece, inside, count) for part, piece, inside, count in reads]
-        if len(parts) == 1:
-            return parts[0]
-        return b"".join(parts)
+            found = [_span_bytes(span) for span in spans]
+        return _joined(head, found)
+
+    def readahead(self) -> HeldBytes:
+        return HeldBytes(self)
+
+    def held(self, offset: int, size: int) -> bytes | memoryview | None:
+        """The bytes when all are at hand (the header, zeros, tiles read already), else None."""
+        head, spans = self._spans(offset, size)
+        found = [_span_bytes(span, held=True) for span in spans]
+        return None if any(f is None for f in found) else _joined(head, found)
+
+    def _spans(self, offset: int, size: int) -> tuple[list[bytes], list[Span]]:
+        size = max(0, min(size, self.size - offset))
+        head: list[bytes] = []
+        if offset < self.data_start:
+            found = self.header[offset : offset + size]
+            head.append(found + b"\0" * (min(self.data_start, offset + size) - offset - len(found)))
+        at = max(offset, self.data_start) - self.data_start
+        spans: list[Span] = []
+        for number, inside, count in self._sizes.spans(at, offset + size - self.data_start - at):
+            part = self._parts[number]
+            within = max(0, min(count, part.pieces.total - inside))
+            spans += [(part, *span) for span in part.pieces.spans(inside, within)]
+            if within < count:
+                spans.append((None, 0, 0, count - within))
+        return head, spans
+
+
+def _span_bytes(span: Span, *, held: bool = False) -> bytes | memoryview | None:
+    """A span's bytes (those past its piece's length are zeros); with `held`, None unless at hand."""
+    part, piece, inside, count = span
+    if part is None:
+        return bytes(count)
+    length = int(part.pieces.lengths[piece])
+    if inside >= length:
+        return bytes(count)
+    wanted = min(count, length - inside)
+    found = (part.held if held else part.read_piece)(piece, inside, wanted)
+    return found if found is None or wanted == count else b"".join((found, bytes(count - wanted)))
+
+
+def _joined(head: list[bytes], found: Sequence[bytes | memoryview | None]) -> bytes | memoryview:
+    parts = [*head, *(f for f in found if f is not None)]
+    if len(parts) == 1:
+        return parts[0]
+    return b"".join(parts)
+
+
+class HeldBytes:
+    """What an open `data.tif` has at hand: bytes answered without a worker thread."""
+
+    def __init__(self, file: TiffFile) -> None:
+        self._file = file
+
+    def ready(self, offset: int, size: int) -> bytes | memoryview | None:
+        return self._file.held(offset, size)
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        return self._file.read(offset, size)
+
+    def close(self) -> None:
+        return None
