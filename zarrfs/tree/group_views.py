@@ -1,5 +1,6 @@
 """The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`),
-and `data.ome.tif` in OME-Zarr image groups (`ome_views`).
+`data.ome.tif` in OME-Zarr image groups (`ome_views`) and GeoTIFFs with overviews in GeoZarr
+multiscale groups (`pyramid_views`).
 
 Listing a group shows `data.nc` in every group directory (it holds only the group's
 attributes when no array is one NetCDF can hold). Its header is made from the metadata the
@@ -26,9 +27,9 @@ from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
 from ..views.array_dir import ArrayDirectory, Layout
 from ..views.netcdf_file import NC_NAME, Member, group_file
-from ..views.ome_tiff import OME_TIFF_NAME
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
+from .pyramid_views import GeoTiffViews
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
@@ -53,7 +54,8 @@ class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
         self.names = [NC_NAME] if NC_KIND in layout.views else []
-        self.ome = OmeTiffViews(groups, layout.views, layout.byteorder)
+        self.pyramids = (OmeTiffViews(groups, layout.views, layout.byteorder),
+                         GeoTiffViews(groups, layout.views, layout.byteorder))
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
         # still holds them: a deleted array is not).
@@ -66,14 +68,18 @@ class GroupViews:
         return ref.role == GROUP_VIEW
 
     def names_in(self, group: str) -> list[str]:
-        return [*self.names, *self.ome.names(group)]
+        return [*self.names, *(name for pyramids in self.pyramids for name in pyramids.names(group))]
+
+    def _pyramids_of(self, group: str, name: str) -> OmeTiffViews | GeoTiffViews | None:
+        return next((p for p in self.pyramids if name not in self.names and name in p.names(group)), None)
 
     def lookup(self, group: str, name: str) -> Ref | None:
         return Ref(group, GROUP_VIEW, (name,)) if name in self.names_in(group) else None
 
     def file(self, group: str, name: str) -> FileView:
-        if name == OME_TIFF_NAME:
-            return self.ome.file(group)
+        pyramids = self._pyramids_of(group, name)
+        if pyramids is not None:
+            return pyramids.file(group, name)
         node = self.groups.node(group)
         if node is None:
             raise FileNotFoundError(join_path(group, NC_NAME))
@@ -90,8 +96,9 @@ class GroupViews:
         """Close-to-open, as `data`: whether another writer changed any array of the group
         (each is opened: an array never opened before may differ from the metadata the tree
         had of it when it listed the group)."""
-        if name == OME_TIFF_NAME:
-            self.ome.forget(group)  # (made from the chunks the store holds now: it may differ)
+        pyramids = self._pyramids_of(group, name)
+        if pyramids is not None:
+            pyramids.forget(group, name)  # (made from the chunks the store holds now: it may differ)
             return True
         changed = False
         for child in self._arrays(group):
@@ -106,7 +113,8 @@ class GroupViews:
         """The group files that also show the bytes of the array at `array`."""
         if not array:
             return []
-        pyramids = [Ref(group, GROUP_VIEW, (OME_TIFF_NAME,)) for group in self.ome.showing(array)]
+        pyramids = [Ref(group, GROUP_VIEW, (name,))
+                    for views in self.pyramids for group, name in views.showing(array)]
         return [*(Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names), *pyramids]
 
     def _arrays(self, group: str) -> list[NodeMetadata]:

@@ -27,6 +27,7 @@ from ..array.cache import KeyedLocks
 from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
+from ..formats import DataType
 from ..grid import Box, Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
@@ -71,13 +72,22 @@ class TiffArray(RegionArray, Protocol):
     def encoded_fill(self) -> BytesLike: ...
 
 
-def shows_tiff(array: RegionArray) -> bool:
+class Typed(Protocol):
+    """An array's shape and type (an opened array's, or a description's)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def data_type(self) -> DataType: ...
+
+
+def shows_tiff(array: Typed) -> bool:
     return (ImageShape.of(array.shape) is not None
             and sample_format(array.data_type.kind, array.data_type.storage) is not None
             and _whole_int_range(array))
 
 
-def _whole_int_range(array: RegionArray) -> bool:
+def _whole_int_range(array: Typed) -> bool:
     """Not a narrow integer type kept in a wider one (int4 in a byte)."""
     data_type = array.data_type
     if data_type.int_range is None:

@@ -1,0 +1,100 @@
+"""A GeoZarr multiscale group as GeoTIFFs with overviews, as QGIS and GDAL read them.
+
+The group follows the zarr-conventions `multiscales` convention, version 1 (schema
+https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json; its
+0.1 drafts have the same `layout`): `multiscales.layout` lists the levels, each an `asset`
+path below the group, an array or a group of arrays. The full resolution (the largest level)
+is the file's first image, georeferenced; every coarser level follows it in the same IFD chain
+as a reduced-resolution image (NewSubfileType 1), which is where a COG keeps its overviews and
+GDAL looks for them. Tiles are chunks as in `data.tif` (`tiff_view`).
+
+Levels that are arrays make one `data.tif`; levels that are groups make a `<name>.tif` for
+each array name they hold. Pure: the tree finds and opens the levels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .geotiff import geotiff_tags
+from .geozarr import geozarr_georeference
+from .placement import Placement
+from .tiff_layout import ImageShape
+from .tiff_view import TiffArray, TiffFile, array_part, shows_tiff
+
+ARRAY_LEVELS_NAME = "data.tif"
+_PROJ_PREFIX = "proj:"
+
+
+@dataclass(frozen=True)
+class Level:
+    """One entry of the layout: its asset's path below the group, and the entry as written."""
+
+    asset: str
+    entry: Mapping[str, Any]
+
+
+def geo_multiscale_of(attributes: Mapping[str, Any]) -> tuple[Level, ...] | None:
+    """The levels of a group's `multiscales` layout (None: it has none, or one that names an
+    asset twice or outside the group). OME-Zarr's `multiscales`, a list, is not this."""
+    found = attributes.get("multiscales")
+    layout = found.get("layout") if isinstance(found, Mapping) else None
+    if not isinstance(layout, list) or not layout:
+        return None
+    levels = [Level(entry["asset"], entry) for entry in layout
+              if isinstance(entry, Mapping) and _inside(entry.get("asset"))]
+    if len(levels) != len(layout) or len({level.asset for level in levels}) != len(levels):
+        return None
+    return tuple(levels)
+
+
+def _inside(asset: object) -> bool:
+    """A relative path below the group (the convention allows no `/` first and no `..`)."""
+    return isinstance(asset, str) and all(part not in ("", ".", "..") for part in asset.split("/"))
+
+
+def level_placement(placement: Placement, level: Level, first: bool, group_attributes: Mapping[str, Any],
+                    dimension_names: Sequence[str | None] | None) -> Placement:
+    """The full resolution's placement, completed from the layout where its array says less:
+    the level's own `spatial:transform`, or the group's when the level is the layout's first
+    (the group's describes that one), and the group's CRS."""
+    if placement.geotransform is not None and placement.crs is not None:
+        return placement
+    own: dict[str, Any] = {}
+    if "spatial:transform" in level.entry:
+        own = {key: value for key, value in group_attributes.items() if key == "spatial:dimensions"}
+        own.update(level.entry)
+    fallback = group_attributes if first and not own else {
+        key: value for key, value in group_attributes.items() if key.startswith(_PROJ_PREFIX)}
+    found = geozarr_georeference(own, fallback, dimension_names)
+    if found is None:
+        return placement
+    return replace(placement, geotransform=placement.geotransform or found.geotransform,
+                   crs=placement.crs or found.crs)
+
+
+def pyramid_file(levels: Sequence[TiffArray], placement: Placement, byteorder: str) -> TiffFile | None:
+    """The largest of `levels` (arrays of one variable) as the image, placed as `placement`
+    says, with the others that are smaller in both image dimensions (and alike in the others
+    and in type) as its overviews, largest first. None: the largest is no TIFF image."""
+    full = max(levels, key=lambda level: level.shape[-2] * level.shape[-1])
+    image = ImageShape.of(full.shape) if shows_tiff(full) else None
+    if image is None:
+        return None
+    overviews: dict[tuple[int, ...], TiffArray] = {}
+    for level in levels:
+        if (level.shape[:-2] == full.shape[:-2] and level.data_type == full.data_type
+                and all(n < f for n, f in zip(level.shape[-2:], full.shape[-2:], strict=True))):
+            overviews.setdefault(tuple(level.shape), level)
+    smaller = sorted(overviews.values(), key=lambda level: -level.shape[-1])
+    groups = image.groups()
+    tags = tuple(geotiff_tags(placement, image.samples))
+    parts = [array_part(full, byteorder, groups, [tags] * len(groups)),
+             *(array_part(level, byteorder, groups, [()] * len(groups), reduced=True) for level in smaller)]
+
+    def chained(images: list[list[Any]]) -> list[Any]:
+        """Each page, then its overviews (GDAL takes the reduced images after a page as its)."""
+        return [level[page] for page in range(len(groups)) for level in images]
+
+    return TiffFile(parts, chained, byteorder)
