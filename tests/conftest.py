@@ -61,6 +61,8 @@ FAST_MODULES = {
     "test_tiff_view.py", "test_registry_codecs.py",
 }
 FAST_TESTS = {
+    "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",
+                            "test_a_level_is_placed_by_its_entry_or_the_group"},
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
     "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},
     "test_store_cas.py": {"test_conditional_put", "test_conditional_delete",

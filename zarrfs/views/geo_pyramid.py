@@ -20,6 +20,7 @@ from typing import Any
 from .geotiff import geotiff_tags
 from .geozarr import geozarr_georeference
 from .placement import Placement
+from .tiff_format import TiffImage
 from .tiff_layout import ImageShape
 from .tiff_view import TiffArray, TiffFile, array_part, shows_tiff
 
@@ -93,8 +94,13 @@ def pyramid_file(levels: Sequence[TiffArray], placement: Placement, byteorder: s
     parts = [array_part(full, byteorder, groups, [tags] * len(groups)),
              *(array_part(level, byteorder, groups, [()] * len(groups), reduced=True) for level in smaller)]
 
-    def chained(images: list[list[Any]]) -> list[Any]:
-        """Each page, then its overviews (GDAL takes the reduced images after a page as its)."""
-        return [level[page] for page in range(len(groups)) for level in images]
+    def chained(images: list[list[TiffImage]]) -> list[TiffImage]:
+        """One page: it, then its overviews, as a COG (GDAL takes the reduced images of the
+        chain as the first page's). More pages: each with its overviews as its SubIFDs."""
+        if len(groups) == 1:
+            return [level[0] for level in images]
+        return [TiffImage(page.tags, page.offsets, page.byte_counts, page.tiled,
+                          tuple(level[number] for level in images[1:]))
+                for number, page in enumerate(images[0])]
 
     return TiffFile(parts, chained, byteorder)

@@ -7,6 +7,7 @@ The same `Placement` makes `data.vrt`, so both views put the array at the same p
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from xml.sax.saxutils import escape
@@ -14,6 +15,7 @@ from xml.sax.saxutils import escape
 from .placement import WGS84, Placement
 from .tiff_format import ASCII, Tag
 
+log = logging.getLogger(__name__)
 MODEL_PIXEL_SCALE, MODEL_TIEPOINT, MODEL_TRANSFORMATION = 33550, 33922, 34264
 GEO_KEY_DIRECTORY, GEO_DOUBLE_PARAMS, GEO_ASCII_PARAMS = 34735, 34736, 34737
 GDAL_METADATA, GDAL_NODATA = 42112, 42113
@@ -25,6 +27,7 @@ _PROJECTED, _GEOGRAPHIC, _PIXEL_IS_AREA, _USER_DEFINED = 1, 2, 1, 32767
 # The authority of the CRS as a whole: WKT names it last (its parts' come before).
 _EPSG_CODE = re.compile(r'(?:AUTHORITY|ID)\[\s*"EPSG"\s*,\s*"?(\d+)"?\s*\]\s*\]\s*$', re.IGNORECASE)
 _GEOGRAPHIC_WKT = ("GEOGCS", "GEOGCRS", "GEOGRAPHICCRS", "GEODCRS")
+_WKT_START = re.compile(r"\s*[A-Z_]+\s*\[", re.IGNORECASE)
 
 
 def geotiff_tags(placement: Placement, samples: int) -> list[Tag]:
@@ -54,9 +57,9 @@ def _georeferencing(placement: Placement) -> list[Tag]:
 def _geo_keys(crs: str | None) -> list[Tag]:
     keys: list[tuple[int, int]] = [(_RASTER_TYPE, _PIXEL_IS_AREA)]
     citations: list[tuple[int, str]] = []
-    if crs is not None:
-        geographic = crs == WGS84 or crs.lstrip().upper().startswith(_GEOGRAPHIC_WKT)
-        code = 4326 if crs == WGS84 else _epsg_code(crs)
+    known = None if crs is None else _crs_keys(crs)
+    if known is not None:
+        geographic, code, crs = known
         keys.append((_MODEL_TYPE, _GEOGRAPHIC if geographic else _PROJECTED))
         keys.append((_GEOGRAPHIC_TYPE if geographic else _PROJECTED_TYPE, code or _USER_DEFINED))
         if code is None:  # GDAL reads a WKT it cannot find a code for from the citation
@@ -73,6 +76,24 @@ def _geo_keys(crs: str | None) -> list[Tag]:
     if ascii_params:
         tags.append(Tag(GEO_ASCII_PARAMS, ASCII, ascii_params.encode("utf-8")))
     return tags
+
+
+def _crs_keys(crs: str) -> tuple[bool, int | None, str] | None:
+    """Whether the CRS is geographic, its EPSG code (None: none), its WKT. A CRS given as a
+    code ("EPSG:32632", GeoZarr's `proj:code`) or as PROJJSON is looked up in PROJ's database,
+    which knows whether a code is geographic; None when it cannot be found there."""
+    if crs == WGS84:
+        return True, 4326, crs
+    if _WKT_START.match(crs):
+        return crs.lstrip().upper().startswith(_GEOGRAPHIC_WKT), _epsg_code(crs), crs
+    import pyproj  # (only here: loading PROJ's database costs a mount nothing until needed)
+
+    try:
+        found = pyproj.CRS.from_user_input(crs)
+    except pyproj.exceptions.CRSError as e:
+        log.warning("a CRS PROJ does not know (%s): GeoTIFF views without one", e)
+        return None
+    return found.is_geographic, found.to_epsg(min_confidence=100), found.to_wkt()
 
 
 def _epsg_code(wkt: str) -> int | None:
