@@ -7,7 +7,7 @@ The file is served a slab at a time: the elements of one row of chunks along the
 (a chunk, for one dimension), contiguous in C order. Its size needs every slab's length in
 bytes, so the first `stat` or read decodes every chunk once and keeps an index of the slabs'
 offsets (one integer per row of chunks); after that a read decodes only the slabs its range
-covers. Rendered slabs are kept up to `CACHED_BYTES` (the most recently used).
+covers. Rendered slabs are kept up to `RENDERED`'s budget (the most recently used, of all files).
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from __future__ import annotations
 import bisect
 import itertools
 import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from ..array.variable import VariableArray
 from ..grid import Box
 from .files import ReadOnlyFile
+from .held_bytes import HeldBytes
 
 TEXT_NAME = "data.txt"
-CACHED_BYTES = 32 << 20
+RENDERED = HeldBytes(32 << 20)
 
 
 def render(values: np.ndarray, kind: str) -> bytes:
@@ -52,8 +52,7 @@ class TextFile(ReadOnlyFile):
             self._rows = [*starts, shape[0]] if starts else [0]
         self._lock = threading.Lock()
         self._ends: list[int] | None = None  # where each slab ends in the file
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
-        self._cached = 0
+        self._slabs = object()  # (this file's key in RENDERED)
 
     @property
     def size(self) -> int:
@@ -71,23 +70,15 @@ class TextFile(ReadOnlyFile):
         return ends
 
     def _slab(self, i: int) -> bytes:
-        with self._lock:
-            found = self._cache.get(i)
-            if found is not None:
-                self._cache.move_to_end(i)
-                return found
+        found = RENDERED.get((self._slabs, i))
+        if found is not None:
+            return bytes(found)
         shape = self.array.shape
         box = Box((), ())
         if shape:
             box = Box((self._rows[i], *(0,) * (len(shape) - 1)), (self._rows[i + 1], *shape[1:]))
         text = render(self.array.read(box), self.array.description.kind)
-        with self._lock:
-            if i not in self._cache and len(text) <= CACHED_BYTES:
-                self._cache[i] = text
-                self._cached += len(text)
-                while self._cached > CACHED_BYTES:
-                    _, oldest = self._cache.popitem(last=False)
-                    self._cached -= len(oldest)
+        RENDERED.put((self._slabs, i), text)
         return text
 
     def read(self, offset: int, size: int) -> bytes:

@@ -14,8 +14,6 @@ nothing but its bytes."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -31,6 +29,7 @@ from ..formats import DataType
 from ..grid import Box, Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
+from .held_bytes import HeldBytes
 from .placement import Placement
 from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
@@ -45,7 +44,8 @@ from .tiff_layout import (
     strip_rows,
 )
 
-HELD_TILE_BYTES = 32 << 20  # encoded tiles kept per file (a tile is read in several requests)
+# Encoded tiles kept, of all files (a tile is read in several requests).
+HELD_TILES = HeldBytes(32 << 20)
 # Tiles of this size and more start at multiples of the block size the file gives readers, the
 # zeros after each reaching the next: a reader reading whole blocks (stdio, Python's buffered
 # files) reaches into no tile it does not want, so each request wants one tile, fetched whole.
@@ -160,7 +160,7 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
-    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)  # (strips: a piece)
+    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
     return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded,
                 remote=array.fetches_remotely)
 
@@ -204,21 +204,13 @@ class StoredTiles:
         self._fill = fill
         self._sources = sources
         self._whole = whole
-        self._lock = threading.Lock()
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
-        self._held: OrderedDict[int, BytesLike] = OrderedDict()
-        self._bytes = 0
+        self._tiles = object()  # (these tiles' key in HELD_TILES)
 
     def held(self, piece: int, at: int, count: int) -> memoryview | None:
         """Bytes [at, at + count) of tile `piece` when at hand (never waits for the store)."""
-        if piece == 0:
-            return memoryview(self._fill)[at : at + count]
-        with self._lock:
-            found = self._held.get(piece)
-            if found is None:
-                return None
-            self._held.move_to_end(piece)
-            return memoryview(found)[at : at + count]
+        found = self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
+        return None if found is None else memoryview(found)[at : at + count]
 
     def read(self, piece: int, at: int, count: int) -> memoryview:
         """Bytes [at, at + count) of tile `piece`."""
@@ -230,11 +222,7 @@ class StoredTiles:
             if not self._whole and 2 * count < where.nbytes:
                 return memoryview(self._read(replace(where, offset=where.offset + at, nbytes=count)))
             data = self._read(where)
-            with self._lock:
-                self._held[piece] = data
-                self._bytes += len(data)
-                while self._bytes > HELD_TILE_BYTES and len(self._held) > 1:
-                    self._bytes -= len(self._held.popitem(last=False)[1])
+            HELD_TILES.put((self._tiles, piece), data)
             return memoryview(data)[at : at + count]
 
 
@@ -271,8 +259,8 @@ class TiffFile(ReadOnlyFile):
             found = [_span_bytes(span) for span in spans]
         return _joined(head, found)
 
-    def readahead(self) -> HeldBytes:
-        return HeldBytes(self)
+    def readahead(self) -> TiffReading:
+        return TiffReading(self)
 
     def held(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes when all are at hand (the header, zeros, tiles read already), else None."""
@@ -317,7 +305,7 @@ def _joined(head: list[bytes], found: Sequence[bytes | memoryview | None]) -> by
     return b"".join(parts)
 
 
-class HeldBytes:
+class TiffReading:
     """What an open `data.tif` has at hand: bytes answered without a worker thread."""
 
     def __init__(self, file: TiffFile) -> None:
