@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tifffile
+import xarray as xr
 import zarr
 
 from tests.mounting import wait_until
@@ -106,13 +107,43 @@ def test_level_arrays_in_any_order_make_data_tif(tmp_path: Path, mount_array: An
     assert "data.tif" not in os.listdir(without.path)
 
 
+def test_an_xarray_pyramid_as_ndpyramid_writes_it(tmp_path: Path, mount_array: Any) -> None:
+    """ndpyramid's layout: `multiscales` a list of `datasets` (level paths, each with its CRS),
+    the coarsest first; each level an xarray dataset placed by its x/y coordinates (CF)."""
+    full = np.random.default_rng(8).random((256, 512)).astype("float32")
+    levels = {}
+    for n in range(3):
+        factor = 2 ** (2 - n)
+        data = downsampled(full, factor) if factor > 1 else full
+        cell = 100.0 * factor
+        x = -20037508.0 + cell * (np.arange(data.shape[1]) + 0.5)
+        y = 10000000.0 - cell * (np.arange(data.shape[0]) + 0.5)
+        xr.Dataset({"tas": (("y", "x"), data)}, coords={"x": x, "y": y}).to_zarr(
+            tmp_path / "p.zarr", group=str(n), zarr_format=3, consolidated=False, mode="w")
+        levels[n] = data
+    zarr.open_group(tmp_path / "p.zarr", mode="r+").attrs["multiscales"] = [
+        {"datasets": [{"path": str(n), "level": n, "crs": "EPSG:3857"} for n in range(3)], "type": "reduce",
+         "metadata": {"method": "pyramid_coarsen"}}]
+    mount = mount_array(tmp_path / "p.zarr", ["ro"])
+    assert [name for name in os.listdir(mount.path) if name.endswith(".tif")] == ["tas.tif"]
+    info = gdalinfo(mount.path / "tas.tif")
+    assert info["size"] == [512, 256] and info["geoTransform"] == [-20037508.0, 100.0, 0.0, 1e7, 0.0, -100.0]
+    assert 'ID["EPSG",3857]' in info["coordinateSystem"]["wkt"]
+    assert [o["size"] for o in info["bands"][0]["overviews"]] == [[256, 128], [128, 64]]
+    assert np.array_equal(overview(tmp_path, str(mount.path / "tas.tif"), 1), levels[0])
+
+
 def test_the_layout_is_read_as_the_convention_says() -> None:
     entry = {"asset": "r10m", "spatial:transform": [10.0, 0, 5e5, 0, -10.0, 5e6]}
     assert geo_multiscale_of({"multiscales": {"layout": [entry]}}) == (Level("r10m", entry),)
     for bad in ("../x", "/r10m", "a//b", "", 7):
         assert geo_multiscale_of({"multiscales": {"layout": [{"asset": bad}]}}) is None, bad
     assert geo_multiscale_of({"multiscales": {"layout": [{"asset": "0"}, {"asset": "0"}]}}) is None
-    assert geo_multiscale_of({"multiscales": [{"datasets": [{"path": "0"}]}]}) is None  # (OME-Zarr's)
+    ome = [{"axes": [{"name": "y"}, {"name": "x"}], "datasets": [{"path": "0"}]}]
+    assert geo_multiscale_of({"multiscales": ome}) is None  # (an OME-Zarr image's: data.ome.tif)
+    xarray = [{"datasets": [{"path": "0", "crs": "EPSG:3857"}, {"path": "1"}]}]
+    assert geo_multiscale_of({"multiscales": xarray}) == (
+        Level("0", {"asset": "0", "proj:code": "EPSG:3857"}), Level("1", {"asset": "1"}))
 
 
 @pytest.mark.parametrize(("own", "first", "want"), [

@@ -25,7 +25,7 @@ from .tiff_layout import ImageShape
 from .tiff_view import TiffArray, TiffFile, array_part, shows_tiff
 
 ARRAY_LEVELS_NAME = "data.tif"
-_PROJ_PREFIX = "proj:"
+_PROJ_PREFIX, _PROJ_CODE = "proj:", "proj:code"
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,11 @@ class Level:
 
 def geo_multiscale_of(attributes: Mapping[str, Any]) -> tuple[Level, ...] | None:
     """The levels of a group's `multiscales` layout (None: it has none, or one that names an
-    asset twice or outside the group). OME-Zarr's `multiscales`, a list, is not this."""
+    asset twice or outside the group). Also the `multiscales` list that xarray pyramids
+    (ndpyramid) write: `datasets` of level paths, each with its `crs`; but not OME-Zarr's, a list
+    with `axes`, which is an image's (`ome_tiff`)."""
     found = attributes.get("multiscales")
-    layout = found.get("layout") if isinstance(found, Mapping) else None
+    layout = found.get("layout") if isinstance(found, Mapping) else _datasets(found)
     if not isinstance(layout, list) or not layout:
         return None
     levels = [Level(entry["asset"], entry) for entry in layout
@@ -48,6 +50,15 @@ def geo_multiscale_of(attributes: Mapping[str, Any]) -> tuple[Level, ...] | None
     if len(levels) != len(layout) or len({level.asset for level in levels}) != len(levels):
         return None
     return tuple(levels)
+
+
+def _datasets(found: object) -> list[Any] | None:
+    """ndpyramid's `datasets` as layout entries (`path` the asset, `crs` a `proj:code`)."""
+    first = found[0] if isinstance(found, list) and found else None
+    if not isinstance(first, Mapping) or "axes" in first or not isinstance(first.get("datasets"), list):
+        return None
+    return [{"asset": d.get("path"), **({_PROJ_CODE: d["crs"]} if isinstance(d.get("crs"), str) else {})}
+            if isinstance(d, Mapping) else d for d in first["datasets"]]
 
 
 def _inside(asset: object) -> bool:
@@ -59,15 +70,16 @@ def level_placement(placement: Placement, level: Level, first: bool, group_attri
                     dimension_names: Sequence[str | None] | None) -> Placement:
     """The full resolution's placement, completed from the layout where its array says less:
     the level's own `spatial:transform`, or the group's when the level is the layout's first
-    (the group's describes that one), and the group's CRS."""
+    (the group's describes that one), and the level's CRS or else the group's."""
     if placement.geotransform is not None and placement.crs is not None:
         return placement
     own: dict[str, Any] = {}
     if "spatial:transform" in level.entry:
         own = {key: value for key, value in group_attributes.items() if key == "spatial:dimensions"}
         own.update(level.entry)
-    fallback = group_attributes if first and not own else {
-        key: value for key, value in group_attributes.items() if key.startswith(_PROJ_PREFIX)}
+    fallback = dict(group_attributes) if first and not own else {}
+    fallback.update((key, value) for key, value in (*group_attributes.items(), *level.entry.items())
+                    if key.startswith(_PROJ_PREFIX))
     found = geozarr_georeference(own, fallback, dimension_names)
     if found is None:
         return placement
