@@ -105,6 +105,10 @@ def test_level_arrays_in_any_order_make_data_tif(tmp_path: Path, mount_array: An
                                     capture_output=True, text=True).stdout
     without = mount_array(tmp_path / "p.zarr", ["ro", "views=npy"])
     assert "data.tif" not in os.listdir(without.path)
+    (tmp_path / "p.zarr" / "1" / "zarr.json").write_text("{not json")  # (a level that cannot be opened)
+    broken = mount_array(tmp_path / "p.zarr", ["ro"])
+    info = gdalinfo(broken.path / "data.tif")
+    assert info["size"] == [768, 1024] and [o["size"] for o in info["bands"][0]["overviews"]] == [[192, 256]]
 
 
 def test_an_xarray_pyramid_as_ndpyramid_writes_it(tmp_path: Path, mount_array: Any) -> None:

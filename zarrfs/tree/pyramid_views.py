@@ -86,10 +86,12 @@ class GeoTiffViews:
     def file(self, group: str, name: str) -> FileView:
         node = self.groups.node(group)
         layout = geo_multiscale_of(node.attributes) if node is not None else None
-        levels = self._variables(group).get(name)
-        if node is None or layout is None or not levels:
+        listed = self._variables(group).get(name) or []
+        opened = [(self.groups.open_array(path).directory, level) for path, level in listed]
+        levels = [(directory, level) for directory, level in opened if directory is not None]
+        if node is None or layout is None or not levels:  # (levels that cannot be opened are left out)
             raise FileNotFoundError(join_path(group, name))
-        directories = [opened_level(self.groups, path) for path, _ in levels]
+        directories = [directory for directory, _ in levels]
 
         def make() -> FileView | None:
             number = max(range(len(levels)), key=lambda n: _area(directories[n].array.shape))
