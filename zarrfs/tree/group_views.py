@@ -25,27 +25,20 @@ from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
-from ..views.array_dir import ArrayDirectory, Layout
+from ..views.array_dir import Layout
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
-from .pyramid_views import GeoTiffViews
+from .pyramid_views import GeoTiffViews, Opened
+from .pyramid_views import Groups as PyramidGroups
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
 
 
-class Opened(Protocol):
-    directory: ArrayDirectory | None  # None: it cannot be opened, because of `problem`
-    problem: str | None
-
-
-class Groups(Protocol):
+class Groups(PyramidGroups, Protocol):
     """What the tree offers (implemented by `Tree`)."""
 
-    def node(self, path: str) -> NodeMetadata | None: ...
-    def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
-    def open_array(self, path: str) -> Opened: ...
     def recheck(self, ref: Ref) -> bool: ...
     def opened_arrays(self) -> Sequence[object]: ...
 
