@@ -86,13 +86,13 @@ def test_tiles_pass_through_to_tile_readers(tmp_path: Path, mount_array: Any) ->
             assert len(os.pread(f.fileno(), counts[tile], offsets[tile])) == counts[tile]
     fetched = sum(counts[tile] for tile in wanted)
     assert stats(mount.path)["bytes_fetched"] == fetched
-    assert os.stat(tif).st_blksize == 4096 and all(offset % 4096 == 0 for offset in offsets)
-    with open(tif, "rb", buffering=0) as f:  # (as GDAL's stdio reads a tile: in whole blocks)
-        blocks = -(-int(counts[12]) // 4096)
-        read = [os.pread(f.fileno(), 4096, offsets[12]),
-                os.pread(f.fileno(), (blocks - 2) * 4096, offsets[12] + 4096),
-                os.pread(f.fileno(), 4096, offsets[12] + (blocks - 1) * 4096)]
-    assert b"".join(read)[counts[12]:] == bytes(blocks * 4096 - int(counts[12]))  # (no other tile)
+    block = os.stat(tif).st_blksize  # (a tile's slot: 256x256 uint16 tiles, 128 KiB decoded)
+    assert block == 128 << 10 and all(offset % block == 0 for offset in offsets)
+    with open(tif, "rb") as f:  # (as Python's buffered files and GDAL's stdio read: a block)
+        f.seek(offsets[12])
+        assert len(f.read(counts[12])) == counts[12]
+        past = os.pread(f.fileno(), block, offsets[12])[counts[12]:]  # (held: no second fetch)
+    assert past == bytes(block - int(counts[12]))  # (the rest of the block: zeros, no other tile)
     assert stats(mount.path)["bytes_fetched"] == fetched + counts[12]  # (that tile, once)
     with tifffile.imread(tif, aszarr=True) as tiles:
         assert np.array_equal(zarr.open_array(tiles, mode="r")[300:600, 500:900], data[300:600, 500:900])

@@ -101,12 +101,9 @@ def tiff_header(images: Sequence[TiffImage], data_bytes: int, byteorder: str = "
 
 def _start(header_bytes: int) -> int:
     """Where the data starts: past the first MiB, which readers read whole to find the
-    header (tifffile does), so that it holds nothing that costs a fetch."""
-    return max(_aligned(header_bytes), HEADER_ROOM)
-
-
-def _aligned(length: int) -> int:  # (data after the header starts at a multiple of 16)
-    return length + (-length) % 16
+    header (tifffile does), so that it holds nothing that costs a fetch; at a multiple of it,
+    so that the data's aligned tiles stay aligned in the file."""
+    return max(header_bytes + (-header_bytes) % HEADER_ROOM, HEADER_ROOM)
 
 
 class _Writer:

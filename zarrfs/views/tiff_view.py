@@ -46,10 +46,18 @@ from .tiff_layout import (
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
 HELD_TILES = HeldBytes(32 << 20)
-# Tiles of this size and more start at multiples of the block size the file gives readers, the
-# zeros after each reaching the next: a reader reading whole blocks (stdio, Python's buffered
-# files) reaches into no tile it does not want, so each request wants one tile, fetched whole.
-ALIGNED_TILE, ALIGNED_TILE_BYTES = RANDOM_ACCESS_BLOCK, 64 << 10
+# Tiles of 64 KiB and more (decoded) each take a slot of the next power of two, up to 1 MiB
+# (the largest request FUSE sends), and the file says the slot is its block size: a reader
+# reading through a buffer (stdio, Python's buffered files) fills a whole block from a tile's
+# start, so it reads a tile in one request and reaches into no other tile. The slot's zeros
+# past the tile cost FUSE a copy, not a fetch.
+ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
+
+
+def _slot(tile_bytes: int) -> int:
+    if tile_bytes < ALIGNED_TILE_BYTES:
+        return 1
+    return min(1 << (tile_bytes - 1).bit_length(), LARGEST_SLOT)
 # The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
 # request of 1 MiB or of aligned pages reaches into several tiles, each a request of its own.
 _PIECE_READS = ThreadPoolExecutor(8, thread_name_prefix="tiles")
@@ -124,6 +132,7 @@ class Part:
     read_piece: PieceReader  # (never past a piece's length)
     remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
     held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
+    slot: int = 1  # (what its pieces are aligned to)
 
 
 def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
@@ -149,20 +158,20 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
     boxes = tiling.boxes(groups, height, width)
     tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
-    align = ALIGNED_TILE if tile_bytes >= ALIGNED_TILE_BYTES else 1
+    slot = _slot(tile_bytes)
     form = array.stored_form
     if form is not None and _passes_through(form, byteorder, read_chunk):
-        offsets, counts, pieces, held = _as_stored(array, boxes, form, align)
+        offsets, counts, pieces, held = _as_stored(array, boxes, form, slot)
         images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
-        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held)
-    pieces = Pieces.of(np.full(len(boxes), tile_bytes), align)
+        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held, slot=slot)
+    pieces = Pieces.of(np.full(len(boxes), tile_bytes), slot)
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
     placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
     return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded,
-                remote=array.fetches_remotely)
+                remote=array.fetches_remotely, slot=slot)
 
 
 def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
@@ -236,13 +245,14 @@ class TiffFile(ReadOnlyFile):
     readahead of the tiles after it in the file (other rows of the image)."""
 
     direct_io = True
-    block_size = RANDOM_ACCESS_BLOCK  # (tiles are read one by one: see files.STREAM_BLOCK)
 
     def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
                  byteorder: str) -> None:
         """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images."""
         self._parts = list(parts)
-        self._sizes = Pieces.of([p.pieces.total for p in parts], ALIGNED_TILE)
+        # Tiles are read one by one: blocks no larger than a tile's slot (see files.STREAM_BLOCK).
+        self.block_size = max([RANDOM_ACCESS_BLOCK, *(part.slot for part in parts)])
+        self._sizes = Pieces.of([p.pieces.total for p in parts], self.block_size)
         shifted = [[image.with_data_at(int(base)) for image in part.images]
                    for part, base in zip(parts, self._sizes.starts, strict=True)]
         header = tiff_header(arrange(shifted), self._sizes.total, byteorder)
