@@ -27,7 +27,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, gcs, local, prefixes, remote
+from . import deadline, gcs, listing, local, prefixes, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
@@ -42,6 +42,9 @@ _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
+# Local keys whose sizes and generations are asked for one stat each, up to this many; more
+# are found by scanning their directories (a stat each of those found, no lookup of the rest).
+STATS_ONE_BY_ONE = 64
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -211,15 +214,22 @@ class Store:
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
-        """The size and generation of many keys (None: not stored): one stat each locally and
-        on HTTP servers, one listing on other remote stores."""
+        """The size and generation of many keys (None: not stored): a few keys one stat
+        each; more, locally one scan of each directory holding them, on HTTP servers one
+        request each (all at once), on other remote stores one listing of the deepest
+        directory holding them all (`listing`)."""
         wanted = list(keys)
-        if self.is_local or len(wanted) <= 4:
+        if len(wanted) <= (STATS_ONE_BY_ONE if self.is_local else 4):
             return {key: self.stat(key) for key in wanted}
         if not self.lists:  # (each key asked for, all at once)
             return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
-        self.fs.invalidate_cache(self.root)
-        listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True), kind=LIST) or {}
+        if self.is_local:
+            scanned = self.call("", lambda s: listing.scanned(self.root, wanted), kind=LIST) or {}
+            return {key: scanned.get(key) for key in wanted}
+        prefix = listing.common_directory(wanted)
+        base = self.path(prefix)
+        self.fs.invalidate_cache(base)
+        listed = self.call(prefix, lambda s: self.fs_call(s, "find", base, detail=True), kind=LIST) or {}
         by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
                   for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}

@@ -46,7 +46,8 @@ class ArrayDirectory:
         self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
-        self._files: dict[str, tuple[Any, FileView]] = {}
+        # kind -> (the array's state, the file, the digest of the listing it was made from)
+        self._files: dict[str, tuple[Any, FileView, bytes | None]] = {}
         self._files_lock = threading.Lock()
 
     # -- names -------------------------------------------------------------------------------
@@ -108,17 +109,28 @@ class ArrayDirectory:
             found = self._files.get(kind)
             if found is not None and found[0] == state:
                 return found[1]
+        before = self.array.stored_listing.number
         made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.byteorder, lambda: self.placement)
+        after = self.array.stored_listing
+        # Made from that listing if it took exactly one look at the stored objects (none
+        # came between); else from none it can vouch for.
+        listed = after.digest if after.number == before + 1 else None
         with self._files_lock:
-            self._files[kind] = (state, made)
+            self._files[kind] = (state, made, listed)
         return made
 
-    def forget_files(self) -> None:
-        """Another writer may have changed the store: make the array's files again, from the
-        shard indexes as stored now (not as cached)."""
-        self.array.forget_stored()
+    def forget_files(self) -> bool:
+        """Another writer may have changed the store: the array's files made from stored
+        objects (located chunks) are kept if a new listing finds every object as it was (its
+        size and generation), the others are made again. Whether any was (or none was kept)."""
         with self._files_lock:
-            self._files.clear()
+            listed = [found[2] for found in self._files.values()]
+        now = self.array.list_stored().digest if any(listed) else None
+        with self._files_lock:
+            kept = {kind: found for kind, found in self._files.items() if now is not None and found[2] == now}
+            changed = not kept or len(kept) < len(self._files)
+            self._files = kept
+        return changed
 
     def chunk_file(self, index: Index) -> RegionFile:
         box = self.array.metadata.chunk_box(index)
