@@ -42,9 +42,7 @@ _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
-# Local keys whose sizes and generations are asked for one stat each, up to this many; more
-# are found by scanning their directories (a stat each of those found, no lookup of the rest).
-STATS_ONE_BY_ONE = 64
+STATS_ONE_BY_ONE = 64  # local keys `stats` asks for one by one; more: a scan (`listing`)
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -210,14 +208,14 @@ class Store:
         return None if described is None else described[1]
 
     def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
-        """The generations of many keys: one stat each locally, one listing remotely."""
+        """The generations of many keys, found as `stats` finds them."""
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
         """The size and generation of many keys (None: not stored): a few keys one stat
         each; more, locally one scan of each directory holding them, on HTTP servers one
-        request each (all at once), on other remote stores one listing of the deepest
-        directory holding them all (`listing`)."""
+        request each (all at once), on S3 and GCS one listing of the deepest directory holding
+        them all (`listing`), on other remote stores one of the store."""
         wanted = list(keys)
         if len(wanted) <= (STATS_ONE_BY_ONE if self.is_local else 4):
             return {key: self.stat(key) for key in wanted}
@@ -226,7 +224,8 @@ class Store:
         if self.is_local:
             scanned = self.call("", lambda s: listing.scanned(self.root, wanted), kind=LIST) or {}
             return {key: scanned.get(key) for key in wanted}
-        prefix = listing.common_directory(wanted)
+        # (object stores list any prefix; others, such as Icechunk, only a node's)
+        prefix = listing.common_directory(wanted) if self.is_s3 or self.is_gcs else ""
         base = self.path(prefix)
         self.fs.invalidate_cache(base)
         listed = self.call(prefix, lambda s: self.fs_call(s, "find", base, detail=True), kind=LIST) or {}

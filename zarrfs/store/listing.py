@@ -15,7 +15,8 @@ Described = tuple[int, str]  # (size, generation), as `Store.stat` says
 def common_directory(keys: Sequence[str]) -> str:
     """The deepest directory ("/"-separated prefix) holding every key ("": the root)."""
     low, high = min(keys), max(keys)  # (what all keys share, these two share)
-    shared = next((n for n, (a, b) in enumerate(zip(low, high, strict=False)) if a != b), min(len(low), len(high)))
+    differ = (n for n, (a, b) in enumerate(zip(low, high, strict=False)) if a != b)
+    shared = next(differ, min(len(low), len(high)))
     return low[:shared].rpartition("/")[0]
 
 
