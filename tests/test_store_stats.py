@@ -64,7 +64,7 @@ def test_scan_agrees_with_stat_key_by_key(tmp_path: Path, encoding: dict[str, An
     assert len(wanted) > STATS_ONE_BY_ONE
     calls = Calls()
     store = Store.open(str(tmp_path / "a.zarr"), observer=calls)
-    found = store.stats(wanted)
+    found = store.stats(wanted, dense=True)
     assert calls.kinds == ["list"]  # (one scan, no stat of a missing key)
     assert found.pop("not-a-directory/0") is None  # (stat: ENOTDIR, an error; a scan: not stored)
     assert found == {key: store.stat(key) for key in wanted if key != "not-a-directory/0"}
@@ -73,16 +73,27 @@ def test_scan_agrees_with_stat_key_by_key(tmp_path: Path, encoding: dict[str, An
     assert len(missing) == 11 + 4 + 2  # the first row, the hole, the two made-up keys left
 
 
+def test_a_few_of_many_keys_are_asked_for_one_by_one(tmp_path: Path) -> None:
+    """Keys that are not most of their directories' (a recheck's: the chunks read so far)
+    cost a stat each, not a scan of every chunk."""
+    keys = sparse_array(tmp_path / "a.zarr", ENCODINGS["v2-dot"])  # (every chunk in one directory)
+    calls = Calls()
+    store = Store.open(str(tmp_path / "a.zarr"), observer=calls)
+    found = store.stats(keys[:100])
+    assert calls.kinds == ["stat"] * 100
+    assert found == store.stats(keys[:100], dense=True)
+
+
 def test_generations_follow_another_writers_rewrite(tmp_path: Path) -> None:
     """What a scan reports is what `stat` reports, before and after zarr-python rewrites a
     chunk (same size, new bytes) and deletes one: only those two change."""
     keys = sparse_array(tmp_path / "a.zarr", ENCODINGS["v3-slash"])
     store = Store.open(str(tmp_path / "a.zarr"))
-    before = store.stats(keys)
+    before = store.stats(keys, dense=True)
     other = zarr.open_array(tmp_path / "a.zarr", mode="r+")
     other[10:20, 0:10] = other[10:20, 0:10][::-1]  # chunk (1, 0): same size, new bytes
     other[20:30, 0:10] = 0  # chunk (2, 0): fill, deleted
-    after = store.stats(keys)
+    after = store.stats(keys, dense=True)
     assert after == {key: store.stat(key) for key in keys}
     assert {key for key in keys if after[key] != before[key]} == {"c/1/0", "c/2/0"}
     assert after["c/2/0"] is None and before["c/1/0"] is not None and after["c/1/0"] is not None

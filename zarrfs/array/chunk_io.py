@@ -138,7 +138,7 @@ class PlainChunkIO:
         and that look as a `Listing` (also kept as `last_listing`). The digest covers the
         stores whose listings give the generations their reads and writes use (local, S3,
         GCS): equal digests there mean that no object changed between two looks."""
-        found = self.store.stats(keys)
+        found = self.store.stats(keys, dense=True)
         digest = None
         if self.store.conditional:
             digest = hashlib.blake2b(repr(list(found.items())).encode(), digest_size=16).digest()

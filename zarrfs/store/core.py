@@ -211,13 +211,14 @@ class Store:
         """The generations of many keys, found as `stats` finds them."""
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
-    def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
-        """The size and generation of many keys (None: not stored): a few keys one stat
-        each; more, locally one scan of each directory holding them, on HTTP servers one
+    def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:
+        """The size and generation of many keys (None: not stored): on HTTP servers one
         request each (all at once), on S3 and GCS one listing of the deepest directory holding
-        them all (`listing`), on other remote stores one of the store."""
+        them all (`listing`), on other remote stores one of the store. Locally a stat each,
+        unless `dense` (the keys are most of what their directories may hold: every chunk of
+        an array) and many: then one scan of each directory holding them."""
         wanted = list(keys)
-        if len(wanted) <= (STATS_ONE_BY_ONE if self.is_local else 4):
+        if len(wanted) <= 4 or (self.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
             return {key: self.stat(key) for key in wanted}
         if not self.lists:  # (each key asked for, all at once)
             return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
