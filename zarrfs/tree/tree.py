@@ -253,7 +253,8 @@ class Tree:
             return False
         reshaped = self._recheck_shape(ref.path, opened)
         if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
-            return opened.forget_files() or reshaped  # (made again if the stored chunks changed)
+            opened.forget_files()  # (made from the chunks the store holds now: it may differ)
+            return True
         chunks = None
         if ref.role == CHUNK:
             found = opened.names.resolve(ref.parts)
