@@ -41,7 +41,7 @@ def test_tiles_as_stored_from_s3(s3_server: S3Server, tmp_path: Path, sharded: b
             assert page.compression == 50000 and (page.tilelength, page.tilewidth) == (64, 128)
             offsets, counts = page.dataoffsets, page.databytecounts
         tile = 2 * 4 + 3  # rows 128..191, columns 384..511
-        fd = os.open(tif, os.O_RDONLY)  # (an open reads the shard indexes again: close-to-open)
+        fd = os.open(tif, os.O_RDONLY)  # (an open lists the shards again: close-to-open)
         try:
             before = stats(mount.path)["bytes_fetched"]
             encoded = os.pread(fd, counts[tile], offsets[tile])

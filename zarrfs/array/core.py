@@ -33,7 +33,7 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
+from .chunk_io import Fetched, Listing, PlainChunkIO, Stats, StoredChunk
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
@@ -223,18 +223,27 @@ class ZarrArray:
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
     def locate_stored(self) -> dict[Index, StoredChunk]:
-        """Where every stored read chunk's encoded bytes lie now (missing: not stored)."""
+        """Where every stored read chunk's encoded bytes lie now (missing: not stored), from
+        one listing of the stored objects (`stored_listing` is that look)."""
+        return self.io.locate(self._stored_keys())
+
+    def list_stored(self) -> Listing:
+        """Look at the size and generation of every stored object again (one listing): equal
+        digests say what was located is still where it was."""
+        return self.io.list_stored(self._stored_keys().values())[1]
+
+    @property
+    def stored_listing(self) -> Listing:
+        """The last look at every stored object (by `locate_stored` or `list_stored`)."""
+        return self.io.last_listing
+
+    def _stored_keys(self) -> dict[Index, str]:
         geometry = self._geometry
-        chunks = np.ndindex(*geometry.grid_shape)
-        return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in chunks})
+        return {chunk: geometry.chunk_key(chunk) for chunk in np.ndindex(*geometry.grid_shape)}
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
         return self.io.read_located(where)
-
-    def forget_stored(self) -> None:
-        """Forget where stored objects keep their chunks (the shard indexes): read them again."""
-        self.io.forget_stored()
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""

@@ -1,10 +1,10 @@
 """Noticing what other writers changed (close-to-open consistency, `-o recheck=`).
 
 The array remembers the generation of every stored object (chunk or shard) it has read or
-written. A recheck asks the store for the generations of those objects in one batch (a stat
-each locally, one listing on a remote store) and forgets the cached chunks of the ones that
-changed, so they are read afresh; an unchanged chunk is never read again. Dirty chunks stay:
-their write-back merges with what the other writer stored.
+written. A recheck asks the store for the generations of those objects in one batch
+(`Store.stats`: one listing, or a stat each of a few local ones) and forgets the cached
+chunks of the ones that changed, so they are read afresh; an unchanged chunk is never read
+again. Dirty chunks stay: their write-back merges with what the other writer stored.
 """
 
 from __future__ import annotations

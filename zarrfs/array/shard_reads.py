@@ -83,6 +83,23 @@ class ShardReader:
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 
+    def index_as_listed(self, chunk: Index, key: str, listed: tuple[int, str | None] | None) -> CachedIndex:
+        """The shard's index and generation as a listing found the shard (`listed`: its size
+        and generation; None: not stored): the cached index while it is of that generation,
+        else read again (the shard's lock is held). A shard not stored is forgotten, not
+        remembered as missing (another writer may store it before the next listing)."""
+        cached = self.cached_index(chunk)
+        if cached is not None and listed is not None and cached[1] is not None and cached[1] == listed[1]:
+            return cached
+        if cached is not None:
+            self.forget(chunk)
+        if listed is None:
+            return None, None
+        # (the size listed spares a request, where reads tell whether it is still that shard)
+        found = self._fetch_index(key, self.sharding_of(chunk), listed if self.store.versioned else None)
+        self.cache.remember_index((self.owner, chunk), found, index_cost)
+        return found
+
     def cached_index(self, chunk: Index) -> CachedIndex | None:
         cached: CachedIndex | None = self.cache.index_of((self.owner, chunk))
         return cached
@@ -104,10 +121,12 @@ class ShardReader:
         self._drop_held(chunk)
         self.cache.remember_index((self.owner, chunk), (index, generation), index_cost)
 
-    def _fetch_index(self, key: str, sharding: ShardingCodec) -> CachedIndex:
-        """Read and check a shard's index: its size first, so entries can be bounded by it."""
+    def _fetch_index(self, key: str, sharding: ShardingCodec,
+                     listed: tuple[int, str | None] | None = None) -> CachedIndex:
+        """Read and check a shard's index: its size first (`listed`, or asked for), so
+        entries can be bounded by it."""
         for _ in range(MAX_SHARD_RETRIES):
-            described = self.store.stat(key)
+            described, listed = listed or self.store.stat(key), None
             if described is None:
                 return None, None
             shard_nbytes, generation = described

@@ -16,7 +16,7 @@ from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
 from .cache import ChunkCache, Counters
-from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk, StoredShard
+from .chunk_io import Described, Fetched, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 
@@ -49,16 +49,19 @@ class ShardedChunkIO(PlainChunkIO):
                 for inner in self.sharding.inner_positions()]
 
     def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
-        """As PlainChunkIO.locate, from the shards' indexes (read at once on a remote store)."""
-        shards = list(keys.items())
+        """As PlainChunkIO.locate, from the shards' indexes: one listing of the shards, then
+        the index of each shard stored, read again only when the listing shows that the
+        shard changed since it was read (all at once on a remote store)."""
+        listed, _ = self.list_stored(keys.values())
+        shards = [(chunk, key, listed[key]) for chunk, key in keys.items()]
         found = self.encoders.map(self._locate_shard, shards) if self.reader.remote else map(
             self._locate_shard, shards)
         return {unit: where for located in found for unit, where in located.items()}
 
-    def _locate_shard(self, shard: tuple[Index, str]) -> dict[Index, StoredChunk]:
-        chunk, key = shard
+    def _locate_shard(self, shard: tuple[Index, str, Described]) -> dict[Index, StoredChunk]:
+        chunk, key, described = shard
         with self._shard_lock(chunk):
-            index, generation = self.reader.index(chunk, key)
+            index, generation = self.reader.index_as_listed(chunk, key, described)
         if index is None:
             return {}
         units = zip(self.units_of(chunk), self.sharding.inner_positions(), strict=True)

@@ -27,7 +27,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, gcs, local, prefixes, remote
+from . import deadline, gcs, listing, local, prefixes, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
@@ -42,6 +42,7 @@ _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
+STATS_ONE_BY_ONE = 64  # local keys `stats` asks for one by one; more: a scan (`listing`)
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -207,19 +208,28 @@ class Store:
         return None if described is None else described[1]
 
     def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
-        """The generations of many keys: one stat each locally, one listing remotely."""
+        """The generations of many keys, found as `stats` finds them."""
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
-    def stats(self, keys: Iterable[str]) -> dict[str, tuple[int, str | None] | None]:
-        """The size and generation of many keys (None: not stored): one stat each locally and
-        on HTTP servers, one listing on other remote stores."""
+    def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:
+        """The size and generation of many keys (None: not stored): on HTTP servers one
+        request each (all at once), on S3 and GCS one listing of the deepest directory holding
+        them all (`listing`), on other remote stores one of the store. Locally a stat each,
+        unless `dense` (the keys are most of what their directories may hold: every chunk of
+        an array) and many: then one scan of each directory holding them."""
         wanted = list(keys)
-        if self.is_local or len(wanted) <= 4:
+        if len(wanted) <= 4 or (self.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
             return {key: self.stat(key) for key in wanted}
         if not self.lists:  # (each key asked for, all at once)
             return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
-        self.fs.invalidate_cache(self.root)
-        listed = self.call("", lambda s: self.fs_call(s, "find", self.root, detail=True), kind=LIST) or {}
+        if self.is_local:
+            scanned = self.call("", lambda s: listing.scanned(self.root, wanted), kind=LIST) or {}
+            return {key: scanned.get(key) for key in wanted}
+        # (object stores list any prefix; others, such as Icechunk, only a node's)
+        prefix = listing.common_directory(wanted) if self.is_s3 or self.is_gcs else ""
+        base = self.path(prefix)
+        self.fs.invalidate_cache(base)
+        listed = self.call(prefix, lambda s: self.fs_call(s, "find", base, detail=True), kind=LIST) or {}
         by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
                   for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}

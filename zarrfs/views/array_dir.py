@@ -30,6 +30,16 @@ class Layout:
     views: frozenset[str] = VIEW_KINDS
 
 
+@dataclass
+class MadeFile:
+    """A file made from the array's stored objects (`ARRAY_FILE_VIEWS`)."""
+
+    state: Any  # what the array was: (kind, shape, changes)
+    file: FileView
+    listed: bytes | None  # the digest of the listing it was made from (None: none it vouches for)
+    checked: int  # the calls of forget_files it was made or found current after
+
+
 class ArrayDirectory:
     def __init__(self, array: Any, layout: Layout, *, placement: Callable[[], Placement] | None = None,
                  on_resize: Callable[[tuple[int, ...]], None] | None = None) -> None:
@@ -46,7 +56,8 @@ class ArrayDirectory:
         self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
-        self._files: dict[str, tuple[Any, FileView]] = {}
+        self._files: dict[str, MadeFile] = {}
+        self._checks = 0  # calls of forget_files
         self._files_lock = threading.Lock()
 
     # -- names -------------------------------------------------------------------------------
@@ -102,23 +113,39 @@ class ArrayDirectory:
         return BytesFile(contents)
 
     def _array_file(self, kind: str) -> FileView:
-        """Made once for the array as it is now (finding its chunks in the store costs)."""
+        """Made once for the array as it is now (finding its chunks in the store costs), and
+        kept while the stored objects it was made from are as they were."""
         state = (kind, tuple(self.array.shape), self.array.changes)
         with self._files_lock:
-            found = self._files.get(kind)
-            if found is not None and found[0] == state:
-                return found[1]
+            found, checks = self._files.get(kind), self._checks
+        if found is not None and found.state == state and self._current(found, checks):
+            return found.file
+        before = self.array.stored_listing.number
         made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.byteorder, lambda: self.placement)
+        after = self.array.stored_listing
+        # Made from that listing if it took exactly one look at the stored objects (none
+        # came between); else from none it can vouch for.
+        listed = after.digest if after.number == before + 1 else None
         with self._files_lock:
-            self._files[kind] = (state, made)
+            self._files[kind] = MadeFile(state, made, listed, checks)
         return made
 
+    def _current(self, found: MadeFile, checks: int) -> bool:
+        """Whether `found` shows what is stored: checked since the last forget_files, or a
+        listing now finds the stored objects as they were when it was made."""
+        if found.checked != checks:
+            if found.listed is None or self.array.list_stored().digest != found.listed:
+                return False
+            with self._files_lock:
+                found.checked = max(found.checked, checks)
+        return True
+
     def forget_files(self) -> None:
-        """Another writer may have changed the store: make the array's files again, from the
-        shard indexes as stored now (not as cached)."""
-        self.array.forget_stored()
+        """Another writer may have changed the store: each of the array's files is checked
+        when next asked for (one listing of the stored objects: their sizes and generations),
+        kept if every object it was made from is as it was, else made again."""
         with self._files_lock:
-            self._files.clear()
+            self._checks += 1
 
     def chunk_file(self, index: Index) -> RegionFile:
         box = self.array.metadata.chunk_box(index)

@@ -1,0 +1,156 @@
+"""data.tif opened again (close-to-open) through real mounts of a local store and of S3 (a
+moto server): one listing of the array's objects; a shard's index read again only when
+another writer (zarr-python) rewrote the shard, what it wrote shown exactly; a chunk or a
+shard it deleted shown as the fill tile. And `Store.stats` over S3: one listing, agreeing
+with `Store.stat` key by key."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import pytest
+import tifffile
+import zarr
+from zarr.codecs import ZstdCodec
+
+from tests.mounting import Mount, mounted
+from tests.reliability.s3_server import S3Server
+from tests.test_store_stats import Calls
+from zarrfs.store import Store
+
+SHAPE = (256, 512)
+SHARDS, CHUNKS = (64, 128), (32, 64)  # 4 x 4 shards of 2 x 2 inner chunks
+INDEX_BYTES = 4 * 16 + 4  # a shard's index: an offset and a length per inner chunk, a CRC32C
+TILES_PER_ROW = SHAPE[1] // CHUNKS[1]
+
+
+@dataclass
+class Where:
+    """An array's place, for zarr-python (the other writer) and for the mount."""
+
+    url: str
+    mount_options: list[str]
+    storage_options: dict[str, Any] = field(default_factory=dict)
+
+    def stored(self, key: str) -> bool:
+        fs, root = fsspec.core.url_to_fs(self.url, **self.storage_options)
+        return bool(fs.exists(f"{root}/{key}"))
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Where:
+    if request.param == "local":
+        return Where(str(tmp_path / "image.zarr"), ["ro"])
+    server: S3Server = request.getfixturevalue("s3_server")
+    options = {"endpoint_url": server.endpoint_url, "key": "testing", "secret": "testing"}
+    return Where(f"s3://{server.bucket}/image", [f"endpoint_url={server.endpoint_url}", "ro"], options)
+
+
+@pytest.fixture
+def mount(where: Where, tmp_path: Path) -> Iterator[Callable[[], Mount]]:
+    """mount() -> the array at `where` mounted (call it once the array is written);
+    unmounted at the end of the test."""
+    with ExitStack() as stack:
+        yield lambda: stack.enter_context(mounted(where.url, tmp_path / "mnt", where.mount_options))
+
+
+def written(where: Where, sharded: bool) -> tuple[np.ndarray[Any, Any], zarr.Array]:
+    values = np.random.default_rng(5).integers(1, 4000, SHAPE).astype("<u2")
+    values[: CHUNKS[0], : CHUNKS[1]] = 0  # tile 0: fill, not stored
+    chunking = {"shards": SHARDS, "chunks": CHUNKS} if sharded else {"chunks": CHUNKS}
+    array = zarr.create_array(store=where.url, shape=SHAPE, dtype="<u2", fill_value=0,
+                              compressors=ZstdCodec(level=1), storage_options=where.storage_options or None,
+                              **chunking)
+    array[...] = values
+    return values, array
+
+
+def fetched(mount: Mount) -> float:
+    out = subprocess.run(["zarrfs", "stats", "--json", str(mount.path)], check=True, capture_output=True,
+                         text=True).stdout
+    return float(json.loads(out)["bytes_fetched"])
+
+
+def reopened(tif: Path) -> tuple[list[int], list[int]]:
+    """Open data.tif again (what a reader's open does: the mount rechecks the store); its
+    tiles' offsets and byte counts."""
+    with tifffile.TiffFile(tif) as tiff:  # (it reads the header, no tile)
+        page = tiff.pages[0]
+        return list(page.dataoffsets), list(page.databytecounts)  # type: ignore[union-attr]
+
+
+def test_a_reopen_of_unchanged_shards_reads_no_index(where: Where, mount: Callable[[], Mount]) -> None:
+    values, _ = written(where, sharded=True)
+    mounted_array = mount()
+    tif = mounted_array.path / "data.tif"
+    assert np.array_equal(tifffile.imread(tif), values)
+    layout = reopened(tif)
+    before = fetched(mounted_array)
+    for _ in range(3):
+        os.close(os.open(tif, os.O_RDONLY))
+        assert reopened(tif) == layout
+    assert fetched(mounted_array) == before
+
+
+def test_another_writers_shards_at_the_next_open(where: Where, mount: Callable[[], Mount]) -> None:
+    """One shard rewritten (its index read again, exactly one), one deleted (its tiles are
+    the fill tile), the others as they were (their indexes not read)."""
+    values, other = written(where, sharded=True)
+    mounted_array = mount()
+    tif = mounted_array.path / "data.tif"
+    assert np.array_equal(tifffile.imread(tif), values)
+    values[64:128, 0:128] = np.random.default_rng(6).integers(1, 60000, (64, 128))  # shard (1, 0)
+    other[64:128, 0:128] = values[64:128, 0:128]
+    values[128:192, 128:256] = 0  # shard (2, 1)
+    other[128:192, 128:256] = 0
+    assert not where.stored("c/2/1") and where.stored("c/1/0")
+    before = fetched(mounted_array)
+    offsets, counts = reopened(tif)
+    assert fetched(mounted_array) - before == INDEX_BYTES
+    assert np.array_equal(tifffile.imread(tif), values)
+    deleted = [row * TILES_PER_ROW + column for row in (4, 5) for column in (2, 3)]
+    assert all((offsets[tile], counts[tile]) == (offsets[0], counts[0]) for tile in deleted)
+
+
+def test_a_chunk_another_writer_deleted_is_the_fill_tile(where: Where, mount: Callable[[], Mount]) -> None:
+    values, other = written(where, sharded=False)
+    mounted_array = mount()
+    tif = mounted_array.path / "data.tif"
+    assert np.array_equal(tifffile.imread(tif), values)
+    offsets, counts = reopened(tif)
+    assert (offsets[9], counts[9]) != (offsets[0], counts[0])
+    values[32:64, 64:128] = 0  # chunk (1, 1), tile 9
+    other[32:64, 64:128] = 0
+    assert not where.stored("c/1/1")
+    offsets, counts = reopened(tif)
+    assert (offsets[9], counts[9]) == (offsets[0], counts[0])
+    assert np.array_equal(tifffile.imread(tif), values)
+
+
+def test_s3_stats_list_once_and_agree_with_stat(s3_server: S3Server) -> None:
+    """Keys whose common prefix is not a directory ("c/1/..." and "c/10/...") and keys not
+    stored: one listing, the same answers as a HEAD each."""
+    options = {"endpoint_url": s3_server.endpoint_url, "key": "testing", "secret": "testing"}
+    array = zarr.create_array(store=f"s3://{s3_server.bucket}/group/a", shape=(120, 20), chunks=(10, 10),
+                              dtype="u1", fill_value=0, storage_options=options)
+    array[...] = 1
+    array[20:30] = 0  # row 2: not stored
+    zarr.create_array(store=f"s3://{s3_server.bucket}/group/b", shape=(10,), chunks=(5,), dtype="u1",
+                      fill_value=0, storage_options=options)[...] = 2
+    calls = Calls()
+    store = Store(fsspec.filesystem("s3", **s3_server.s3fs_options()), f"{s3_server.bucket}/group",
+                  observer=calls)
+    keys = [f"a/c/{row}/{column}" for row in (1, 2, 10, 11) for column in (0, 1)]
+    found = store.stats(keys)
+    assert calls.kinds == ["list"]
+    assert found == {key: store.stat(key) for key in keys}
+    assert [key for key, described in found.items() if described is None] == ["a/c/2/0", "a/c/2/1"]

@@ -1,0 +1,54 @@
+"""Finding the size and generation of many keys at once (`Store.stats`) without asking for
+each: locally one scan of each directory that holds any of them, remotely one listing of the
+deepest directory that holds them all (an array's chunks, not the whole store)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from .local import generation_of
+
+Described = tuple[int, str]  # (size, generation), as `Store.stat` says
+
+
+def common_directory(keys: Sequence[str]) -> str:
+    """The deepest directory ("/"-separated prefix) holding every key ("": the root)."""
+    low, high = min(keys), max(keys)  # (what all keys share, these two share)
+    differ = (n for n, (a, b) in enumerate(zip(low, high, strict=False)) if a != b)
+    shared = next(differ, min(len(low), len(high)))
+    return low[:shared].rpartition("/")[0]
+
+
+def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:
+    """The size and generation of those of `keys` (below the local directory `root`) that
+    are stored, from one scan of each directory holding any of them: no lookup of a key that
+    is not there, and one stat (not a path walk) of each that is. Generations are
+    `local.generation_of`'s, as `Store.stat` gives them."""
+    names_by_directory: dict[str, set[str]] = {}
+    for key in keys:
+        directory, _, name = key.rpartition("/")
+        names_by_directory.setdefault(directory, set()).add(name)
+    found: dict[str, Described] = {}
+    for directory, names in names_by_directory.items():
+        try:
+            # (opened, so each entry's stat is relative to it: no walk of the whole path)
+            fd = os.open(os.path.join(root, directory), os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # (none of its keys is stored)
+        try:
+            _scan(fd, f"{directory}/" if directory else "", names, found)
+        finally:
+            os.close(fd)
+    return found
+
+
+def _scan(fd: int, prefix: str, names: set[str], found: dict[str, Described]) -> None:
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.name in names:
+                try:
+                    status = entry.stat()  # (follows a symbolic link, as os.stat does)
+                except FileNotFoundError:
+                    continue  # deleted since the scan: not stored
+                found[prefix + entry.name] = (status.st_size, generation_of(status))
