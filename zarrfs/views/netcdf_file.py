@@ -230,6 +230,11 @@ class NetcdfReading:
             reader = self._variables.setdefault(inside.variable, data.readahead())
         return reader.read(inside.start, inside.stop - inside.start)
 
+    def variables(self) -> dict[int, Readahead]:
+        """The variables' readaheads begun, by index (a copy: for looking at, as the tests do)."""
+        with self._lock:
+            return dict(self._variables)
+
     def close(self) -> None:
         with self._lock:
             readers, self._variables = list(self._variables.values()), {}
