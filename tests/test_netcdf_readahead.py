@@ -99,6 +99,7 @@ def test_data_nc_read_in_order_is_answered_from_big_endian_slabs(tmp_path: Path,
     offset = begin + T_SLAB + 1000  # (in the slab: answered without waiting, as it is)
     assert bytes(reading.ready(offset, 3000) or b"") == big_endian[T_SLAB + 1000 : T_SLAB + 4000]
     rest, _ = _read_in_order(reading, 2 * REQUEST, view.size)
+    assert t not in reading.variables(), "t was read to its end: its slabs are given back"
     reading.close()
     assert first + rest == bytes(view.read(0, view.size))  # (read at once: through the cache)
     for name, values in _variables(first + rest).items():

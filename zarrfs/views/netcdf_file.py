@@ -204,6 +204,9 @@ class NetcdfReading:
     """The reading ahead of one open data.nc: each variable's own (`RegionFile.readahead`, its
     slabs decoded ahead in big-endian), for requests inside that variable's bytes; the header,
     padding and requests across variables are read at once (a few bytes, or once per variable).
+    A variable read to its end gives its slabs back: the next one's may need the room (a reader
+    of the whole file, as nccopy), while a reader going through several variables side by side
+    (time steps of each in turn) keeps each one's.
 
     `ready` is called on the event loop, so it answers only from variables read before (their
     arrays open: opening one may wait on the store); `read`, on workers, several at once."""
@@ -219,16 +222,22 @@ class NetcdfReading:
             return None
         with self._lock:
             reader = self._variables.get(inside.variable)
-        return None if reader is None else reader.ready(inside.start, inside.stop - inside.start)
+        found = None if reader is None else reader.ready(inside.start, inside.stop - inside.start)
+        if found is not None:
+            self._close_finished(offset, size)
+        return found
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         inside = self._inside(offset, size)
         if inside is None:
-            return self._file.read(offset, size)
-        data = self._file.data(inside.variable)  # (outside the lock: it may open the array)
-        with self._lock:
-            reader = self._variables.setdefault(inside.variable, data.readahead())
-        return reader.read(inside.start, inside.stop - inside.start)
+            found = self._file.read(offset, size)
+        else:
+            data = self._file.data(inside.variable)  # (outside the lock: it may open the array)
+            with self._lock:
+                reader = self._variables.setdefault(inside.variable, data.readahead())
+            found = reader.read(inside.start, inside.stop - inside.start)
+        self._close_finished(offset, size)
+        return found
 
     def variables(self) -> dict[int, Readahead]:
         """The variables' readaheads begun, by index (a copy: for looking at, as the tests do)."""
@@ -238,6 +247,16 @@ class NetcdfReading:
     def close(self) -> None:
         with self._lock:
             readers, self._variables = list(self._variables.values()), {}
+        for reader in readers:
+            reader.close()
+
+    def _close_finished(self, offset: int, size: int) -> None:
+        """Close the readahead of each variable whose last bytes were just read."""
+        variables = self._file.layout.dataset.variables
+        ended = [p.variable for p in self._file.layout.pieces(offset, size)
+                 if p.variable is not None and p.stop >= variables[p.variable].nbytes]
+        with self._lock:
+            readers = [r for r in (self._variables.pop(v, None) for v in ended) if r is not None]
         for reader in readers:
             reader.close()
 
