@@ -232,10 +232,7 @@ class NetcdfReading:
         if inside is None:
             found = self._file.read(offset, size)
         else:
-            data = self._file.data(inside.variable)  # (outside the lock: it may open the array)
-            with self._lock:
-                reader = self._variables.setdefault(inside.variable, data.readahead())
-            found = reader.read(inside.start, inside.stop - inside.start)
+            found = self._reader(inside.variable).read(inside.start, inside.stop - inside.start)
         self._close_finished(offset, size)
         return found
 
@@ -249,6 +246,15 @@ class NetcdfReading:
             readers, self._variables = list(self._variables.values()), {}
         for reader in readers:
             reader.close()
+
+    def _reader(self, variable: int) -> Readahead:
+        with self._lock:
+            reader = self._variables.get(variable)
+        if reader is None:
+            data = self._file.data(variable)  # (outside the lock: it may open the array)
+            with self._lock:
+                reader = self._variables.setdefault(variable, data.readahead())
+        return reader
 
     def _close_finished(self, offset: int, size: int) -> None:
         """Close the readahead of each variable whose last bytes were just read."""
