@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 
@@ -207,10 +208,11 @@ class ZarrArray:
         """Start loading the chunks of `box` in the background."""
         self.loader.start(piece.cell for piece in self._geometry.cells_of(box))
 
-    def stream(self, box: Box) -> Stream | None:
-        """Start filling a buffer with `box` (zarrfs.array.streaming); None: no room for it."""
-        itemsize = self.data_type.storage.itemsize
-        return self.streams.start(self._geometry, box, self.read_chunk.nbytes, itemsize)
+    def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> Stream | None:
+        """Start filling a buffer with `box` (zarrfs.array.streaming), its elements as `dtype`
+        (the storage type in any byte order; None: as stored); None: no room for it."""
+        dtype = self.data_type.storage if dtype is None else dtype
+        return self.streams.start(self._geometry, box, self.read_chunk.nbytes, dtype)
 
     # -- encoded chunks, for readers that decode them (the TIFF view) --------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -62,10 +63,12 @@ class Streams:
         self._reported: set[type[BaseException]] = set()
         self._reported_lock = threading.Lock()
 
-    def start(self, geometry: Geometry, box: Box, read_chunk_nbytes: int, itemsize: int) -> Stream | None:
-        """A stream of `box`, or None when readers' buffers hold their share of the cache."""
-        buffer = self.view.mount.lend_slab(box.size * itemsize)
-        return None if buffer is None else Stream(self, geometry, box, buffer, read_chunk_nbytes)
+    def start(self, geometry: Geometry, box: Box, read_chunk_nbytes: int,
+              dtype: np.dtype[Any]) -> Stream | None:
+        """A stream of `box` as elements of `dtype` (the array's, in any byte order: swapped
+        as chunks are copied in), or None when readers' buffers hold their share of the cache."""
+        buffer = self.view.mount.lend_slab(box.size * dtype.itemsize)
+        return None if buffer is None else Stream(self, geometry, box, buffer, dtype, read_chunk_nbytes)
 
     def failed(self, geometry: Geometry, box: Box, error: BaseException) -> None:
         """A job failed (the reader falls back to reading through the cache, which reports
@@ -88,13 +91,13 @@ class Stream:
     may be another slab's: readers take its bytes only through `piece`, which closing ends."""
 
     def __init__(self, streams: Streams, geometry: Geometry, box: Box, buffer: np.ndarray,
-                 read_chunk_nbytes: int) -> None:
+                 dtype: np.dtype[Any], read_chunk_nbytes: int) -> None:
         self._streams = streams
         self._geometry = geometry
         self._box = box
         self._buffer: np.ndarray | None = buffer
         view = streams.view
-        self.out: np.ndarray | None = buffer.view(view.fill_chunk.dtype).reshape(box.shape)
+        self.out: np.ndarray | None = buffer.view(dtype).reshape(box.shape)
         self.stamp = view.mutations
         self.error: BaseException | None = None
         self._closed = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -56,8 +56,9 @@ class RegionArray(Protocol):
         """Whether the cache holds every chunk the boxes touch whole (a read of them waits
         on nothing)."""
 
-    def stream(self, box: Box) -> Stream | None:
-        """A buffer being filled with the elements of `box` in C order (None: no room)."""
+    def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> Stream | None:
+        """A buffer being filled with the elements of `box` in C order, as `dtype` (the
+        storage type in either byte order; None: as stored) (None: no room)."""
 
     def write(self, box: Box, values: np.ndarray) -> None: ...
     def resize(self, shape: tuple[int, ...]) -> None: ...
@@ -273,10 +274,10 @@ class RegionFile:
         return math.prod(self.region.shape[1:]) * self.itemsize
 
     def slab_rows(self) -> int | None:
-        """Rows per row of read chunks, when this file is the whole array in its own byte
-        order (so a run of such rows is a stream's buffer as it is); else None."""
+        """Rows per row of read chunks, when this file is the whole array as it is now (so a
+        run of such rows, in the file's byte order, is a stream's buffer as it is); else None."""
         shape = self.array.shape
-        if self._region is not None or self._convert or not shape or not self.row_bytes:
+        if self.region.stop != shape or any(self.region.start) or not shape or not self.row_bytes:
             return None
         return self.array.read_chunk_shape[0]
 
@@ -284,7 +285,7 @@ class RegionFile:
         """Start filling a buffer with rows [first, stop) of the array (clipped to it)."""
         shape = self.array.shape
         return self.array.stream(Box((min(first, shape[0]), *(0,) * (len(shape) - 1)),
-                                     (min(stop, shape[0]), *shape[1:])))
+                                     (min(stop, shape[0]), *shape[1:])), self.file_dtype)
 
     def flush(self) -> None:
         self.array.flush()

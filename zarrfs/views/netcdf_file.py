@@ -16,9 +16,10 @@ group's, `_FillValue` typed as its variable.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -148,7 +149,6 @@ class NetcdfFile:
     direct_io = False
     block_size = STREAM_BLOCK
     resizable = False
-    row_bytes = 0  # (as `readahead.Rows`: no slabs; what is ahead is loaded into the cache)
 
     def __init__(self, layout: Layout, members: Sequence[Member]) -> None:
         self.layout = layout
@@ -187,18 +187,8 @@ class NetcdfFile:
             if piece.variable is not None:
                 self.data(piece.variable).prefetch(piece.start, piece.stop - piece.start)
 
-    def readahead(self) -> Readahead:
-        return Readahead(self, self)
-
-    def cached(self, offset: int, size: int) -> bool:
-        return all(p.variable is None or self.data(p.variable).cached(p.start, p.stop - p.start)
-                   for p in self.layout.pieces(offset, size))
-
-    def slab_rows(self) -> None:
-        return None
-
-    def stream_rows(self, first: int, stop: int) -> None:
-        return None
+    def readahead(self) -> NetcdfReading:
+        return NetcdfReading(self)
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         raise PermissionError("data.nc is read-only")
@@ -208,3 +198,87 @@ class NetcdfFile:
 
     def flush(self) -> None:
         return None
+
+
+class NetcdfReading:
+    """The reading ahead of one open data.nc: each variable's own (`RegionFile.readahead`, its
+    slabs decoded ahead in big-endian), for requests inside that variable's bytes; the header,
+    padding and requests across variables are read at once (a few bytes, or once per variable).
+    A variable read to its end gives its slabs back: the next one's may need the room (a reader
+    of the whole file, as nccopy), while a reader going through several variables side by side
+    (time steps of each in turn) keeps each one's.
+
+    `ready` is called on the event loop, so it answers only from variables read before (their
+    arrays open: opening one may wait on the store); `read`, on workers, several at once."""
+
+    def __init__(self, file: NetcdfFile) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+        self._variables: dict[int, Readahead] = {}
+
+    def ready(self, offset: int, size: int) -> bytes | memoryview | None:
+        inside = self._inside(offset, size)
+        if inside is None:
+            return None
+        with self._lock:
+            reader = self._variables.get(inside.variable)
+        found = None if reader is None else reader.ready(inside.start, inside.stop - inside.start)
+        if found is not None:
+            self._close_finished(offset, size)
+        return found
+
+    def read(self, offset: int, size: int) -> bytes | memoryview:
+        inside = self._inside(offset, size)
+        if inside is None:
+            found = self._file.read(offset, size)
+        else:
+            found = self._reader(inside.variable).read(inside.start, inside.stop - inside.start)
+        self._close_finished(offset, size)
+        return found
+
+    def variables(self) -> dict[int, Readahead]:
+        """The variables' readaheads begun, by index (a copy: for looking at, as the tests do)."""
+        with self._lock:
+            return dict(self._variables)
+
+    def close(self) -> None:
+        with self._lock:
+            readers, self._variables = list(self._variables.values()), {}
+        for reader in readers:
+            reader.close()
+
+    def _reader(self, variable: int) -> Readahead:
+        with self._lock:
+            reader = self._variables.get(variable)
+        if reader is None:
+            data = self._file.data(variable)  # (outside the lock: it may open the array)
+            with self._lock:
+                reader = self._variables.setdefault(variable, data.readahead())
+        return reader
+
+    def _close_finished(self, offset: int, size: int) -> None:
+        """Close the readahead of each variable whose last bytes were just read."""
+        variables = self._file.layout.dataset.variables
+        ended = [p.variable for p in self._file.layout.pieces(offset, size)
+                 if p.variable is not None and p.stop >= variables[p.variable].nbytes]
+        with self._lock:
+            readers = [r for r in (self._variables.pop(v, None) for v in ended) if r is not None]
+        for reader in readers:
+            reader.close()
+
+    def _inside(self, offset: int, size: int) -> _Inside | None:
+        """Where bytes [offset, offset + size) lie in one variable's bytes (padding aside), or
+        None when they do not all lie in one."""
+        pieces = self._file.layout.pieces(offset, size)
+        if len(pieces) != 1:
+            return None
+        variable, start, stop = pieces[0]
+        if variable is None or stop > self._file.layout.dataset.variables[variable].nbytes:
+            return None
+        return _Inside(variable, start, stop)
+
+
+class _Inside(NamedTuple):
+    variable: int
+    start: int
+    stop: int

@@ -5,6 +5,7 @@ C-order bytes of the same array with its axes reversed, so an F-order file is a 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class FortranOrder:
     def prefetch(self, box: Box) -> None:
         self.array.prefetch(_reversed(box))
 
-    def stream(self, box: Box) -> None:
+    def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> None:
         """No slabs: the array's buffers are in the other order (reads go through the cache)."""
         return None
 

@@ -1,14 +1,15 @@
 """Reading ahead of one open file's sequential reader.
 
-A flat C-order file of the whole array (`data`, and `data.npy` after its header) is, slab by
-slab, a run of whole rows of the array: rows of read chunks. While a reader goes forward,
-the next slabs are decoded on the loader threads straight into buffers in file order
-(zarrfs.array.streaming), so a request inside a finished slab is answered with a slice of it,
-at once and without copying. A slab is used only while no element of the array changed since
-it began (any write, through any view, makes it stale).
+A flat C-order file of the whole array (`data`, `data.npy` after its header, a variable of
+`data.nc`) is, slab by slab, a run of whole rows of the array: rows of read chunks. While a
+reader goes forward, the next slabs are decoded on the loader threads straight into buffers in
+file order (zarrfs.array.streaming; in the file's byte order, swapped as chunks are copied in),
+so a request inside a finished slab is answered with a slice of it, at once and without
+copying. A slab is used only while no element of the array changed since it began (any
+write, through any view, makes it stale).
 
-Files that are not such runs (chunk files, other byte orders, arrays whose rows of chunks
-are too large to hold) read ahead the old way: the chunks ahead are loaded into the cache.
+Files that are not such runs (chunk files, arrays whose rows of chunks are too large to hold)
+read ahead the old way: the chunks ahead are loaded into the cache.
 
 `ready` is called on the event loop and `read` on worker threads, several at once: every
 field that changes is read and written under the one lock.
