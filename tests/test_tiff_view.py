@@ -221,24 +221,36 @@ def test_aligned_pieces_start_at_multiples_with_zeros_between() -> None:
 
 
 def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
-    """Unaligned tiles: a read of a small part (a block reaching over from the tile beside)
-    fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held."""
-    stored = bytes(range(100))
+    """Packed tiles: a read of a small part (a block reaching over from the tile beside)
+    fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held in
+    its slot, zeros after it; aligned tiles in the page cache are read without waiting."""
+    stored = bytes(range(100)) + b"crc!"
     fetched: list[tuple[int, int]] = []
 
-    def read(where: StoredChunk) -> bytes:
-        fetched.append((where.offset, where.nbytes))
-        return stored[where.offset : where.offset + where.nbytes]
+    class Array:
+        cached = False
 
-    tile = StoredChunk("c/0/0", 0, 100, None)
-    loose = StoredTiles(read, b"fill", [tile], whole=False)
-    assert bytes(loose.read(1, 90, 10)) == stored[90:] and fetched == [(90, 10)]
+        def read_stored(self, where: StoredChunk) -> bytes:
+            fetched.append((where.offset, where.nbytes))
+            return stored[where.offset : where.offset + where.nbytes]
+
+        def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
+            if self.cached:
+                into[:] = stored[where.offset : where.offset + len(into)]
+            return self.cached
+
+    tile = StoredChunk("c/0/0", 0, 104, None)
+    loose = StoredTiles(Array(), b"fill", [tile], slot=1, trailer=4)
+    assert bytes(loose.read(1, 90, 10)) == stored[90:100] and fetched == [(90, 10)]
     assert loose.held(1, 0, 10) is None
-    assert bytes(loose.read(1, 0, 60)) == stored[:60] and fetched[-1] == (0, 100)
-    assert bytes(loose.held(1, 50, 50) or b"") == stored[50:] and len(fetched) == 2
-    aligned = StoredTiles(read, b"fill", [tile], whole=True)
-    assert bytes(aligned.read(1, 0, 4)) == stored[:4] and fetched[-1] == (0, 100)
-    assert bytes(aligned.held(0, 1, 2) or b"") == b"il"  # (the fill tile: always at hand)
+    assert bytes(loose.read(1, 0, 60)) == stored[:60] and fetched[-1] == (0, 104)
+    assert bytes(loose.held(1, 50, 50) or b"") == stored[50:100] and len(fetched) == 2
+    aligned = StoredTiles(array := Array(), b"fill", [tile], slot=64, trailer=4)
+    assert bytes(aligned.read(1, 0, 128)) == stored[:100] + bytes(28) and fetched[-1] == (0, 104)
+    assert bytes(aligned.held(0, 1, 63) or b"") == b"ill" + bytes(60)  # (the fill tile, in its slot)
+    array.cached = True
+    again = StoredTiles(array, b"fill", [tile], slot=64, trailer=4)
+    assert bytes(again.held(1, 96, 8) or b"") == stored[96:100] + bytes(4) and len(fetched) == 3
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])

@@ -157,6 +157,15 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return found.data
 
+    def read_located_now(self, where: StoredChunk, into: memoryview) -> bool:
+        """Fill `into` with a read chunk's encoded bytes as located, if that waits for nothing
+        (`Store.read_cached`); False: it would wait, or they changed (`read_located` tells)."""
+        generation = self.store.read_cached(where.key, where.offset, into)
+        if generation is None or where.generation not in (None, generation):
+            return False
+        self.count_fetch(len(into))
+        return True
+
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""
 

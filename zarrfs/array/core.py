@@ -247,6 +247,10 @@ class ZarrArray:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
         return self.io.read_located(where)
 
+    def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
+        """Fill `into` with a read chunk's encoded bytes as located, if that waits for nothing."""
+        return self.io.read_located_now(where, into)
+
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""
         return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)

@@ -177,6 +177,10 @@ class Store:
         data = self.get(key, byte_range)
         return None if data is None else Versioned(data, None)
 
+    def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
+        """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
+        return local.read_cached(self.path(key), start, into) if self.is_local else None
+
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
         is not stored). Each range is one request under the store's deadline; on a remote
@@ -351,8 +355,7 @@ class Store:
             raise ReadOnlyError(f"store is read-only; cannot write {key!r}")
 
     def statvfs(self) -> os.statvfs_result | None:
-        """What the filesystem holding a local store has room for (None: a remote store,
-        which has no such limit to report)."""
+        """What the filesystem holding a local store has room for (None: a remote store)."""
         return os.statvfs(self.root) if self.is_local else None
 
     def remove_stale_temporaries(self) -> int:
@@ -366,8 +369,7 @@ class Store:
         return prefixes.delete_prefix(self, prefix)
 
     def move_prefix(self, old: str, new: str) -> int:
-        """Move every key below `old` to below `new` (which must hold nothing); how many were
-        moved (see `prefixes`)."""
+        """Move every key below `old` to below `new` (holding nothing); how many (`prefixes`)."""
         return prefixes.move_prefix(self, old, new)
 
     # -- errors and deadlines ------------------------------------------------------------

@@ -68,6 +68,25 @@ def generation(path: str) -> str | None:
         return None
 
 
+def read_cached(path: str, start: int, into: memoryview) -> str | None:
+    """Fill `into` from byte `start` of the file at `path` if the page cache holds every byte
+    (RWF_NOWAIT: no wait on a disk); its generation, or None when it would wait, is shorter,
+    or is gone. The path's lookup is the one step that may touch the disk: callers use it
+    for files they have just looked at (located), whose directory entries are cached."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if os.preadv(fd, [into], start, os.RWF_NOWAIT) != len(into):
+            return None
+        return generation_of(os.fstat(fd))
+    except OSError:  # (EAGAIN: not all cached; EOPNOTSUPP: a filesystem without RWF_NOWAIT)
+        return None
+    finally:
+        os.close(fd)
+
+
 def read(path: str, start: int | None = None, length: int | None = None) -> Versioned:
     fd = os.open(path, os.O_RDONLY)
     try:

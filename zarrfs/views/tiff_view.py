@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..array.cache import KeyedLocks
 from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
@@ -29,8 +28,8 @@ from ..formats import DataType
 from ..grid import Box, Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
-from .held_bytes import HeldBytes
 from .placement import Placement
+from .stored_tiles import StoredTiles
 from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
     Group,
@@ -44,8 +43,6 @@ from .tiff_layout import (
     strip_rows,
 )
 
-# Encoded tiles kept, of all files (a tile is read in several requests).
-HELD_TILES = HeldBytes(32 << 20)
 # Tiles of 64 KiB and more (decoded) each take a slot of the next power of two, up to 1 MiB
 # (the largest request FUSE sends), and the file says the slot is its block size: a reader
 # reading through a buffer (stdio, Python's buffered files) fills a whole block from a tile's
@@ -77,6 +74,7 @@ class TiffArray(RegionArray, Protocol):
     def dirty_bytes(self) -> int: ...
     def locate_stored(self) -> dict[Index, Any]: ...
     def read_stored(self, where: Any) -> BytesLike: ...
+    def read_stored_now(self, where: Any, into: memoryview) -> bool: ...
     def encoded_fill(self) -> BytesLike: ...
 
 
@@ -129,10 +127,11 @@ class Part:
 
     images: list[TiffImage]
     pieces: Pieces
-    read_piece: PieceReader  # (never past a piece's length)
+    read_piece: PieceReader  # (past a piece's length only when `padded`)
     remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
     held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
     slot: int = 1  # (what its pieces are aligned to)
+    padded: bool = False  # (its readers give the zeros after each piece too)
 
 
 def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
@@ -163,7 +162,8 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     if form is not None and _passes_through(form, byteorder, read_chunk):
         offsets, counts, pieces, held = _as_stored(array, boxes, form, slot)
         images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
-        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held, slot=slot)
+        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held, slot=slot,
+                    padded=True)
     pieces = Pieces.of(np.full(len(boxes), tile_bytes), slot)
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
@@ -198,41 +198,7 @@ def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm,
             sources.append(where)
             offsets[position] = pieces.starts[len(sources)]
             counts[position] = pieces.lengths[len(sources)]
-    return offsets, counts, pieces, StoredTiles(array.read_stored, fill, sources, whole=align > 1)
-
-
-class StoredTiles:
-    """Encoded tiles as read from the store (piece 0 the fill tile, then `sources`): whole when
-    a read wants most of one or when tiles are aligned (no read reaches into a tile it does not
-    want), and kept a while, as a tile may come in several requests; else just the bytes asked
-    for (a reader reading in blocks reaches a little into the tiles beside the one it wants)."""
-
-    def __init__(self, read: Callable[[StoredChunk], BytesLike], fill: bytes,
-                 sources: Sequence[StoredChunk], *, whole: bool) -> None:
-        self._read = read
-        self._fill = fill
-        self._sources = sources
-        self._whole = whole
-        self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
-        self._tiles = object()  # (these tiles' key in HELD_TILES)
-
-    def held(self, piece: int, at: int, count: int) -> memoryview | None:
-        """Bytes [at, at + count) of tile `piece` when at hand (never waits for the store)."""
-        found = self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
-        return None if found is None else memoryview(found)[at : at + count]
-
-    def read(self, piece: int, at: int, count: int) -> memoryview:
-        """Bytes [at, at + count) of tile `piece`."""
-        with self._loading((piece,)):
-            found = self.held(piece, at, count)
-            if found is not None:
-                return found
-            where = self._sources[piece - 1]
-            if not self._whole and 2 * count < where.nbytes:
-                return memoryview(self._read(replace(where, offset=where.offset + at, nbytes=count)))
-            data = self._read(where)
-            HELD_TILES.put((self._tiles, piece), data)
-            return memoryview(data)[at : at + count]
+    return offsets, counts, pieces, StoredTiles(array, fill, sources, slot=align, trailer=form.trailer)
 
 
 Span = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros
@@ -300,6 +266,8 @@ def _span_bytes(span: Span, *, held: bool = False) -> bytes | memoryview | None:
     part, piece, inside, count = span
     if part is None:
         return bytes(count)
+    if part.padded:
+        return (part.held if held else part.read_piece)(piece, inside, count)
     length = int(part.pieces.lengths[piece])
     if inside >= length:
         return bytes(count)

@@ -1,0 +1,77 @@
+"""The tiles of `data.tif` that are chunks as stored (`tiff_view`): read from the store whole
+(or, unaligned, just the bytes asked for), kept a while in their slot with its zeros, so a
+reader's requests for one tile cost one fetch and no copy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
+
+from ..array.cache import KeyedLocks
+from ..array.chunk_io import StoredChunk
+from ..codecs import BytesLike
+from .held_bytes import HeldBytes
+
+# Encoded tiles kept, of all files (a tile is read in several requests).
+HELD_TILES = HeldBytes(32 << 20)
+
+
+class StoredReads(Protocol):
+    def read_stored(self, where: StoredChunk) -> BytesLike: ...
+    def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool: ...
+
+
+class StoredTiles:
+    """Piece 0 is the fill tile, then the tiles stored at `sources`, each in a slot of `slot`
+    bytes or a multiple (1: packed). Aligned tiles are fetched whole, as no read reaches into
+    a tile it does not want; packed ones whole when a read wants most of one, else just the
+    bytes asked for (a reader reading in blocks reaches a little into the tiles beside it)."""
+
+    def __init__(self, array: StoredReads, fill: bytes, sources: Sequence[StoredChunk], *, slot: int,
+                 trailer: int) -> None:
+        self._array = array
+        self._sources = sources
+        self._slot = slot
+        self._trailer = trailer  # (stored bytes after the tile: a checksum)
+        self._fill = self._room(len(fill))
+        self._fill[: len(fill)] = fill
+        self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
+        self._tiles = object()  # (these tiles' key in HELD_TILES)
+
+    def held(self, piece: int, at: int, count: int) -> memoryview | None:
+        """Bytes [at, at + count) of tile `piece`'s slot when they need no wait: kept, or (a
+        local store, aligned tiles) all in the page cache."""
+        found = self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
+        if found is None and self._slot > 1:
+            found = self._read_now(piece)
+        return None if found is None else memoryview(found)[at : at + count]
+
+    def read(self, piece: int, at: int, count: int) -> memoryview:
+        """Bytes [at, at + count) of tile `piece`'s slot."""
+        with self._loading((piece,)):
+            found = self.held(piece, at, count)
+            if found is not None:
+                return found
+            where = self._sources[piece - 1]
+            if self._slot == 1 and 2 * count < where.nbytes:
+                part = replace(where, offset=where.offset + at, nbytes=count)
+                return memoryview(self._array.read_stored(part))
+            length = where.nbytes - self._trailer
+            room = self._room(length)
+            room[:length] = memoryview(self._array.read_stored(where))[:length]
+            HELD_TILES.put((self._tiles, piece), room)
+            return memoryview(room)[at : at + count]
+
+    def _read_now(self, piece: int) -> bytearray | None:
+        where = self._sources[piece - 1]
+        length = where.nbytes - self._trailer
+        room = self._room(length)
+        if not self._array.read_stored_now(replace(where, nbytes=length), memoryview(room)[:length]):
+            return None
+        HELD_TILES.put((self._tiles, piece), room)
+        return room
+
+    def _room(self, length: int) -> bytearray:
+        """A tile's slot: its length rounded up to the slot size (zeros past the tile)."""
+        return bytearray(length + (-length) % self._slot)
