@@ -118,7 +118,9 @@ def test_decoded_tiles_of_a_sharded_blosc_array(tmp_path: Path, mount_array: Any
     pixels = tifffile.imread(mount.path / "data.tif")
     assert np.array_equal(pixels, data)
     assert stats(mount.path)["chunks_decoded"] == 3 * 5 * 4  # each inner chunk once
-
+    rewritten = np.full_like(data, 9)  # (another writer; the mount has these chunks decoded)
+    zarr.open_array(tmp_path / "a.zarr", mode="r+")[...] = rewritten
+    assert np.array_equal(tifffile.imread(mount.path / "data.tif"), rewritten)  # (at the next open)
 
 
 def test_opencv_reads_deflate_tiles_as_stored(tmp_path: Path, mount_array: Any) -> None:

@@ -253,7 +253,7 @@ class Tree:
             return False
         reshaped = self._recheck_shape(ref.path, opened)
         if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
-            opened.forget_files()  # (made from the chunks the store holds now: it may differ)
+            opened.recheck_files()  # (made from the chunks the store holds now: it may differ)
             return True
         chunks = None
         if ref.role == CHUNK:

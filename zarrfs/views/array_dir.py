@@ -37,7 +37,7 @@ class MadeFile:
     state: Any  # what the array was: (kind, shape, changes)
     file: FileView
     listed: bytes | None  # the digest of the listing it was made from (None: none it vouches for)
-    checked: int  # the calls of forget_files it was made or found current after
+    checked: int  # the calls of recheck_files it was made or found current after
 
 
 class ArrayDirectory:
@@ -57,7 +57,7 @@ class ArrayDirectory:
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
         self._files: dict[str, MadeFile] = {}
-        self._checks = 0  # calls of forget_files
+        self._checks = 0  # calls of recheck_files
         self._files_lock = threading.Lock()
 
     # -- names -------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class ArrayDirectory:
         return made
 
     def _current(self, found: MadeFile, checks: int) -> bool:
-        """Whether `found` shows what is stored: checked since the last forget_files, or a
+        """Whether `found` shows what is stored: checked since the last recheck_files, or a
         listing now finds the stored objects as they were when it was made."""
         if found.checked != checks:
             if found.listed is None or self.array.list_stored().digest != found.listed:
@@ -140,12 +140,14 @@ class ArrayDirectory:
                 found.checked = max(found.checked, checks)
         return True
 
-    def forget_files(self) -> None:
+    def recheck_files(self) -> None:
         """Another writer may have changed the store: each of the array's files is checked
         when next asked for (one listing of the stored objects: their sizes and generations),
-        kept if every object it was made from is as it was, else made again."""
+        kept if every object it was made from is as it was, else made again; and the chunks
+        cached of the array are rechecked now (decoded tiles and strips are read through them)."""
         with self._files_lock:
             self._checks += 1
+        self.array.recheck()
 
     def chunk_file(self, index: Index) -> RegionFile:
         box = self.array.metadata.chunk_box(index)
