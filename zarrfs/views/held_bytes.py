@@ -34,8 +34,3 @@ class HeldBytes:
             self._held[key] = value
             while self._bytes > self.budget and len(self._held) > 1:
                 self._bytes -= len(self._held.popitem(last=False)[1])
-
-    @property
-    def size(self) -> int:
-        with self._lock:
-            return self._bytes

@@ -42,17 +42,17 @@ class StoredTiles:
     def held(self, piece: int, at: int, count: int) -> memoryview | None:
         """Bytes [at, at + count) of tile `piece`'s slot when they need no wait: kept, or (a
         local store, aligned tiles) all in the page cache."""
-        found = self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
+        found = self._kept(piece)
         if found is None and self._slot > 1:
             found = self._read_now(piece)
         return None if found is None else memoryview(found)[at : at + count]
 
     def read(self, piece: int, at: int, count: int) -> memoryview:
-        """Bytes [at, at + count) of tile `piece`'s slot."""
+        """Bytes [at, at + count) of tile `piece`'s slot (`held` has just tried the page cache)."""
         with self._loading((piece,)):
-            found = self.held(piece, at, count)
+            found = self._kept(piece)
             if found is not None:
-                return found
+                return memoryview(found)[at : at + count]
             where = self._sources[piece - 1]
             if self._slot == 1 and 2 * count < where.nbytes:
                 part = replace(where, offset=where.offset + at, nbytes=count)
@@ -62,6 +62,9 @@ class StoredTiles:
             room[:length] = memoryview(self._array.read_stored(where))[:length]
             HELD_TILES.put((self._tiles, piece), room)
             return memoryview(room)[at : at + count]
+
+    def _kept(self, piece: int) -> BytesLike | None:
+        return self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
 
     def _read_now(self, piece: int) -> bytearray | None:
         where = self._sources[piece - 1]

@@ -55,6 +55,8 @@ def _slot(tile_bytes: int) -> int:
     if tile_bytes < ALIGNED_TILE_BYTES:
         return 1
     return min(1 << (tile_bytes - 1).bit_length(), LARGEST_SLOT)
+
+
 # The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
 # request of 1 MiB or of aligned pages reaches into several tiles, each a request of its own.
 _PIECE_READS = ThreadPoolExecutor(8, thread_name_prefix="tiles")
@@ -235,14 +237,18 @@ class TiffFile(ReadOnlyFile):
             found = [_span_bytes(span) for span in spans]
         return _joined(head, found)
 
-    def readahead(self) -> TiffReading:
-        return TiffReading(self)
+    def readahead(self) -> TiffFile:
+        return self  # (the file's held tiles serve every open of it: see `ready`)
 
-    def held(self, offset: int, size: int) -> bytes | memoryview | None:
-        """The bytes when all are at hand (the header, zeros, tiles read already), else None."""
+    def ready(self, offset: int, size: int) -> bytes | memoryview | None:
+        """The bytes when all are at hand without a wait (the header, zeros, tiles read
+        already or in the page cache), else None: answered without a worker thread."""
         head, spans = self._spans(offset, size)
         found = [_span_bytes(span, held=True) for span in spans]
         return None if any(f is None for f in found) else _joined(head, found)
+
+    def close(self) -> None:
+        """An open of the file ends (what it holds is shared by every open: nothing to drop)."""
 
     def _spans(self, offset: int, size: int) -> tuple[list[bytes], list[Span]]:
         size = max(0, min(size, self.size - offset))
@@ -281,19 +287,3 @@ def _joined(head: list[bytes], found: Sequence[bytes | memoryview | None]) -> by
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
-
-
-class TiffReading:
-    """What an open `data.tif` has at hand: bytes answered without a worker thread."""
-
-    def __init__(self, file: TiffFile) -> None:
-        self._file = file
-
-    def ready(self, offset: int, size: int) -> bytes | memoryview | None:
-        return self._file.held(offset, size)
-
-    def read(self, offset: int, size: int) -> bytes | memoryview:
-        return self._file.read(offset, size)
-
-    def close(self) -> None:
-        return None
