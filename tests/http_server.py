@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,6 +142,22 @@ def _byte_range(header: str, size: int) -> tuple[int, int] | None:
 
 
 @contextlib.contextmanager
+def answering(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 answering with `handler`, in a thread of its own for the
+    duration of the block: its port."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+
+
+@contextlib.contextmanager
 def serving(directory: Path, *, listings: bool = False, directory_status: int = 404) -> Iterator[Server]:
     """Serve `directory` for the duration of the block."""
     state = Server("", directory, listings, directory_status)
@@ -151,14 +167,6 @@ def serving(directory: Path, *, listings: bool = False, directory_status: int = 
         made: _Handler = handler(*args, directory=str(directory))
         return made
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), make)
-    httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with answering(make) as port:
+        state.url = f"http://127.0.0.1:{port}"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()

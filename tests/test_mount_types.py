@@ -19,7 +19,6 @@ import http.server
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tensorstore as ts
+from http_server import answering
 from mounting import without_views
 
 REPO = Path(__file__).resolve().parent.parent
@@ -293,16 +293,8 @@ def http_root(array: Path) -> Iterator[tuple[str, list[str | None]]]:
     scheme, Authorization headers received)."""
     authorizations: list[str | None] = []
     handler = type("Handler", (_Recorder,), {"authorizations": authorizations})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(array.parent)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}", authorizations
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with answering(functools.partial(handler, directory=str(array.parent))) as port:
+        yield f"127.0.0.1:{port}", authorizations
 
 
 def test_proc_mounts_shows_the_source_without_credentials(

@@ -17,7 +17,6 @@ import dataclasses
 import http.server
 import os
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 from mounting import ZARRFS, is_mounted
 
+from tests.http_server import answering
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port
 from zarrfs.errors import StoreError
 from zarrfs.store import Store
@@ -49,14 +49,8 @@ class _Forbidden(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def forbidding() -> Iterator[str]:
     """The URL of an HTTP server that answers 403 Forbidden to everything."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forbidden)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/array"
-    finally:
-        server.shutdown()
-        thread.join(10)
+    with answering(_Forbidden) as port:
+        yield f"http://127.0.0.1:{port}/array"
 
 
 def mount_fails(source: str, mountpoint: Path, options: list[str]) -> tuple[str, float]:
@@ -123,17 +117,10 @@ def test_a_store_fails_at_once_on_a_definite_answer() -> None:
             ("http://no-such-host.invalid/array", {}, "unknown host no-such-host.invalid")):
         assert_fails_at_once(lambda url=url, options=options: Store.open(url, options).get("zarr.json"), said)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Forbidden)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    store = Store.open(f"http://127.0.0.1:{server.server_address[1]}/array")
-    assert store.retry.deadline_seconds > ONE_ATTEMPT * 5
-    try:
+    with answering(_Forbidden) as port:
+        store = Store.open(f"http://127.0.0.1:{port}/array")
+        assert store.retry.deadline_seconds > ONE_ATTEMPT * 5
         assert_fails_at_once(lambda: store.get("zarr.json"), "403")
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(10)
     # A refusal once the store was opened is a server restarting: retried within the deadline.
     store.retry = dataclasses.replace(store.retry, deadline_seconds=2 * ONE_ATTEMPT)
     began = time.monotonic()

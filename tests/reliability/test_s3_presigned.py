@@ -10,9 +10,8 @@ import asyncio
 import datetime
 import ipaddress
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fsspec.asyn import sync
 
+from tests.http_server import answering
 from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server
 from zarrfs.store import ByteRange, RetryPolicy, Store, objstore, presigned
@@ -95,14 +95,8 @@ def unavailable() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowDown)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/bucket/k"
-    finally:
-        server.shutdown()
-        thread.join()
+    with answering(SlowDown) as port:
+        yield f"http://127.0.0.1:{port}/bucket/k"
 
 
 def test_an_answer_it_does_not_take_is_asked_of_get_object(

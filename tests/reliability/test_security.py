@@ -31,7 +31,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mounting import ZARRFS, is_mounted, mounted, without_views
 
+from tests.http_server import answering
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from tests.reliability.s3_server import S3Server
 from zarrfs import array_metadata
@@ -785,15 +785,8 @@ def http_server(directory: Path) -> Iterator[int]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    handler = functools.partial(Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with answering(functools.partial(Quiet, directory=str(directory))) as port:
+        yield port
 
 
 PASSWORD = "UrlPasswordDoNotLeak42"
