@@ -29,7 +29,7 @@ from ..views.array_dir import Layout
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
-from .pyramid_views import GeoTiffViews, Opened
+from .pyramid_views import GeoTiffViews, Opened, PyramidViews
 from .pyramid_views import Groups as PyramidGroups
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class GroupViews:
     def names_in(self, group: str) -> list[str]:
         return [*self.names, *(name for pyramids in self.pyramids for name in pyramids.names(group))]
 
-    def _pyramids_of(self, group: str, name: str) -> OmeTiffViews | GeoTiffViews | None:
+    def _pyramids_of(self, group: str, name: str) -> PyramidViews | None:
         return next((p for p in self.pyramids if name not in self.names and name in p.names(group)), None)
 
     def lookup(self, group: str, name: str) -> Ref | None:

@@ -6,17 +6,13 @@ from __future__ import annotations
 from ..formats.nodes import join_path
 from ..views import FileView
 from ..views.ome_tiff import OME_TIFF_NAME, multiscale_of, ome_tiff_file
-from .pyramid_views import Groups, MadeFiles, opened_level
+from .pyramid_views import PyramidViews, opened_level
 
 OME_KIND = "ome"  # (its name in `-o views=`)
 
 
-class OmeTiffViews:
-    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
-        self.groups = groups
-        self.enabled = OME_KIND in views
-        self.byteorder = byteorder
-        self.made = MadeFiles()
+class OmeTiffViews(PyramidViews):
+    kind = OME_KIND
 
     def names(self, group: str) -> list[str]:
         node = self.groups.node(group) if self.enabled else None
@@ -29,10 +25,6 @@ class OmeTiffViews:
             raise FileNotFoundError(join_path(group, name))
         levels = [opened_level(self.groups, join_path(group, path)).array for path in multiscale.paths]
         return self.made.get(group, name, levels, lambda: ome_tiff_file(multiscale, levels, self.byteorder))
-
-    def forget(self, group: str, name: str) -> None:
-        """Make the file again when next asked for (another writer may have changed a level)."""
-        self.made.forget(group, name)
 
     def showing(self, array: str) -> list[tuple[str, str]]:
         """The group whose `data.ome.tif` shows the array at `array` (one of its levels)."""

@@ -70,14 +70,39 @@ class MadeFiles:
             return [key for key in self._made if path.startswith(f"{key[0]}/") or not key[0]]
 
 
-class GeoTiffViews:
-    """The GeoTIFFs of GeoZarr multiscale groups (`views.geo_pyramid`)."""
+class PyramidViews:
+    """What the pyramid files of one kind share: their `-o views=` kind, the files made."""
+
+    kind = ""
 
     def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
         self.groups = groups
-        self.enabled = TIFF_KIND in views
+        self.enabled = self.kind in views
         self.byteorder = byteorder
         self.made = MadeFiles()
+
+    def names(self, group: str) -> list[str]:
+        raise NotImplementedError
+
+    def file(self, group: str, name: str) -> FileView:
+        raise NotImplementedError
+
+    def forget(self, group: str, name: str) -> None:
+        """Make the file again when next asked for (another writer may have changed a level)."""
+        self.made.forget(group, name)
+
+    def showing(self, array: str) -> list[tuple[str, str]]:
+        """The (group, name) of the files made that show the array at `array`."""
+        return self.made.made_above(array)
+
+
+class GeoTiffViews(PyramidViews):
+    """The GeoTIFFs of GeoZarr multiscale groups (`views.geo_pyramid`)."""
+
+    kind = TIFF_KIND
+
+    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
+        super().__init__(groups, views, byteorder)
         self._tiffable: dict[str, tuple[NodeMetadata, bool]] = {}  # (parsed once per metadata)
 
     def names(self, group: str) -> list[str]:
@@ -101,12 +126,6 @@ class GeoTiffViews:
             return pyramid_file([d.array for d in directories], placement, self.byteorder)
 
         return self.made.get(group, name, [d.array for d in directories], make)
-
-    def forget(self, group: str, name: str) -> None:
-        self.made.forget(group, name)
-
-    def showing(self, array: str) -> list[tuple[str, str]]:
-        return self.made.made_above(array)
 
     def _variables(self, group: str) -> dict[str, list[tuple[str, Level]]]:
         """Each file's name: the arrays it shows (their paths, and their levels)."""
