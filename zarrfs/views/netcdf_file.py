@@ -25,7 +25,7 @@ import numpy as np
 
 from ..formats import DataType
 from ..grid import Box
-from .files import STREAM_BLOCK, FixedBytesError, RegionArray, RegionFile
+from .files import ReadOnlyFile, RegionArray, RegionFile
 from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
 from .placement import fill_number
 from .readahead import Readahead
@@ -142,13 +142,10 @@ def _fits(number: float, dtype: np.dtype[Any]) -> bool:
     return float(number).is_integer() and info.min <= number <= info.max
 
 
-class NetcdfFile:
+class NetcdfFile(ReadOnlyFile):
     """The header, then each variable's bytes at its `begin` (a read across variables is split)."""
 
-    writable = False
     direct_io = False
-    block_size = STREAM_BLOCK
-    resizable = False
 
     def __init__(self, layout: Layout, members: Sequence[Member]) -> None:
         self.layout = layout
@@ -189,15 +186,6 @@ class NetcdfFile:
 
     def readahead(self) -> NetcdfReading:
         return NetcdfReading(self)
-
-    def write(self, offset: int, data: bytes | memoryview) -> int:
-        raise PermissionError("data.nc is read-only")
-
-    def resize(self, size: int, *, round_up: bool = False) -> None:
-        raise FixedBytesError("data.nc has its group's size")
-
-    def flush(self) -> None:
-        return None
 
 
 class NetcdfReading:
