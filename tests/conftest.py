@@ -58,7 +58,7 @@ FAST_MODULES = {
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
     "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
     "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
-    "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py",
+    "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py", "test_page_cache.py",
 }
 FAST_TESTS = {
     "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",

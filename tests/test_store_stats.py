@@ -110,15 +110,3 @@ def test_generations_follow_another_writers_rewrite(tmp_path: Path) -> None:
 ])
 def test_common_directory(keys: list[str], directory: str) -> None:
     assert common_directory(keys) == directory
-
-
-def test_read_cached_reads_what_waits_for_nothing(tmp_path: Path) -> None:
-    """A local file's bytes in the page cache (just written) fill the buffer, with the
-    generation `stat` gives; past the end, a missing key or a remote store: None (read it)."""
-    (tmp_path / "k").write_bytes(bytes(range(256)) * 4)
-    store = Store.open(str(tmp_path))
-    into = bytearray(8)
-    assert store.read_cached("k", 100, memoryview(into)) == store.stat("k")[1]  # type: ignore[index]
-    assert bytes(into) == bytes(range(100, 108))
-    assert store.read_cached("k", 1020, memoryview(bytearray(8))) is None  # (4 of 8 bytes)
-    assert store.read_cached("missing", 0, memoryview(bytearray(8))) is None

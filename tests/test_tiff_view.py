@@ -223,7 +223,8 @@ def test_aligned_pieces_start_at_multiples_with_zeros_between() -> None:
 def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
     """Packed tiles: a read of a small part (a block reaching over from the tile beside)
     fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held in
-    its slot, zeros after it; aligned tiles in the page cache are read without waiting."""
+    its slot, zeros after it; aligned tiles in the page cache are read without waiting, into a
+    buffer lent again (zeros past the tile, whatever the last read left there)."""
     stored = bytes(range(100)) + b"crc!"
     fetched: list[tuple[int, int]] = []
 
@@ -250,7 +251,10 @@ def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
     assert bytes(aligned.held(0, 1, 63) or b"") == b"ill" + bytes(60)  # (the fill tile, in its slot)
     array.cached = True
     again = StoredTiles(array, b"fill", [tile], slot=64, trailer=4)
+    assert bytes(again.held(1, 0, 64) or b"") == stored[:64]
     assert bytes(again.held(1, 96, 8) or b"") == stored[96:100] + bytes(4) and len(fetched) == 3
+    array.cached = False
+    assert again.held(1, 0, 8) is None  # (read again at each request from the page cache: not kept)
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])

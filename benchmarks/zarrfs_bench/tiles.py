@@ -5,12 +5,15 @@ row-major flat view). Plain and sharded arrays, local and on S3 (the moto server
 
 Each reader runs in a child process and reads `--tiles` tiles at random tile positions (the
 same positions for every reader of a repeat); its seconds exclude opening. zarrfs's counters
-say how many chunks the daemon decoded and how many bytes it fetched."""
+say how many chunks the daemon decoded and how many bytes it fetched. The same readers also read
+the local copy through a bare pyfuse3 server (`fuse_floor.py`): what any Python FUSE daemon
+costs them here, the floor under zarrfs's figures."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -18,12 +21,13 @@ import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from .arrays import gen_array, ts_create_spec, ts_open
 from .common import HERE, VENV_BIN, log, median, parse_size
+from .fuse_floor import passed_through
 from .mounting import Mount
 from .s3 import BUCKET, environ, s3_server, s3_server_module, upload
 
@@ -41,6 +45,13 @@ t0 = time.perf_counter()
 total = sum(int(band.ReadAsArray(x, y, 512, 512).astype("int64").sum()) for y, x in positions)
 print(json.dumps({"seconds": time.perf_counter() - t0, "checksum": total}))
 """
+
+
+class Copy(NamedTuple):
+    """The local copy of a mount's `data.tif`, and the block size the mount gives that file."""
+
+    path: Path
+    blksize: int
 
 
 def read_tiles(kind: str, where: str, positions: list[list[int]], shape: list[int]) -> dict[str, Any]:
@@ -97,13 +108,15 @@ def positions_for(shape: tuple[int, int], count: int, seed: int) -> list[list[in
     return [[int(p // columns) * TILE, int(p % columns) * TILE] for p in picked]
 
 
-def one_repeat(source: str, opts: str, copy: Path, kvstore: dict[str, Any], shape: tuple[int, int],
+def one_repeat(source: str, opts: str, copy: Copy, kvstore: dict[str, Any], shape: tuple[int, int],
                positions: list[list[int]], work: Path) -> dict[str, Any]:
     """Every reader once on the same tiles; zarrfs on a fresh mount per reader."""
     found: dict[str, Any] = {"tensorstore": child("tensorstore", json.dumps(kvstore), positions, shape)}
     checksum = found["tensorstore"]["checksum"]
     for reader in READERS:
-        found[f"{reader} local copy"] = child(reader, str(copy), positions, shape)
+        found[f"{reader} local copy"] = child(reader, str(copy.path), positions, shape)
+        with passed_through(copy.path, work / "floor", copy.blksize) as served:
+            found[f"{reader} bare FUSE"] = child(reader, str(served), positions, shape)
         for name, file in ((reader, "data.tif"), ("memmap of data", "data")):
             if name == "memmap of data" and reader != READERS[0]:
                 continue
@@ -124,9 +137,10 @@ def run(args: argparse.Namespace) -> str:
     try:
         for layout in ("plain", "sharded"):
             path = build(work, shape, layout == "sharded")
-            copy = work / f"{layout}.tif"
+            copy = Copy(work / f"{layout}.tif", 0)
             with Mount(str(VENV_BIN / "zarrfs"), path, work / "mnt", "ro") as mount:
-                shutil.copyfile(mount.mp / "data.tif", copy)
+                shutil.copyfile(mount.mp / "data.tif", copy.path)
+                copy = Copy(copy.path, os.stat(mount.mp / "data.tif").st_blksize)
             places = [("local", str(path), "ro", {"driver": "file", "path": str(path)})]
             for place, source, opts, kvstore in places:
                 results[(place, layout)] = [
@@ -140,7 +154,7 @@ def run(args: argparse.Namespace) -> str:
     return report(results, args)
 
 
-def s3_repeats(args: argparse.Namespace, path: Path, copy: Path, shape: tuple[int, int], work: Path,
+def s3_repeats(args: argparse.Namespace, path: Path, copy: Copy, shape: tuple[int, int], work: Path,
                layout: str) -> list[dict[str, Any]]:
     mod = s3_server_module()
     with environ(mod.S3_ENV), open(work / "s3.log", "ab") as logfile, s3_server(logfile) as endpoint:
@@ -156,22 +170,31 @@ def s3_repeats(args: argparse.Namespace, path: Path, copy: Path, shape: tuple[in
 def report(results: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.Namespace) -> str:
     lines = [f"# Tile reads: {args.tiles} random {TILE}x{TILE} tiles of a uint16 zstd image "
              f"({args.size}), medians of {args.repeat}", "",
-             "| store | layout | reader | TensorStore ms | local copy ms | zarrfs ms | zarrfs / local copy "
-             "| zarrfs / TensorStore | chunks decoded | MB fetched |", "|---" * 10 + "|"]
+             "| store | layout | reader | TensorStore ms | local copy ms | bare FUSE ms | zarrfs ms "
+             "| zarrfs / local copy | bare FUSE / local copy | zarrfs / bare FUSE | zarrfs / TensorStore "
+             "| chunks decoded | MB fetched |", "|---" * 13 + "|"]
     for (place, layout), runs in results.items():
         ts_ms = median([r["tensorstore"]["seconds"] * 1e3 for r in runs]) or 0.0
         for reader in (*READERS, "memmap of data"):
             ours = [r[f"{reader} zarrfs"] for r in runs]
             mine = median([o["seconds"] * 1e3 for o in ours]) or 0.0
-            copies = [r[f"{reader} local copy"]["seconds"] * 1e3 for r in runs if f"{reader} local copy" in r]
-            local = median(copies)
+            local, bare = (median([r[f"{reader} {how}"]["seconds"] * 1e3 for r in runs
+                                   if f"{reader} {how}" in r]) for how in ("local copy", "bare FUSE"))
             decoded = median([o["chunks_decoded"] for o in ours])
             fetched = median([o["bytes_fetched"] / 1e6 for o in ours])
-            lines.append(f"| {place} | {layout} | {reader} | {ts_ms:.1f} | "
-                         f"{'-' if local is None else f'{local:.1f}'} | {mine:.1f} | "
-                         f"{'-' if local is None else f'{local / mine:.2f}x'} | {ts_ms / mine:.2f}x | "
-                         f"{decoded:.0f} | {fetched:.1f} |")
+            lines.append(f"| {place} | {layout} | {reader} | {ts_ms:.1f} | {_ms(local)} | {_ms(bare)} | "
+                         f"{mine:.1f} | "
+                         f"{_ratio(local, mine)} | {_ratio(local, bare)} | {_ratio(bare, mine)} | "
+                         f"{ts_ms / mine:.2f}x | {decoded:.0f} | {fetched:.1f} |")
     return "\n".join(lines) + "\n"
+
+
+def _ms(figure: float | None) -> str:
+    return "-" if figure is None else f"{figure:.1f}"
+
+
+def _ratio(faster: float | None, slower: float | None) -> str:
+    return "-" if faster is None or not slower else f"{faster / slower:.2f}x"
 
 
 def main(doc: str | None) -> None:

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from ..errors import ConflictError
+from . import page_cache
 
 TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
 
@@ -70,21 +71,33 @@ def generation(path: str) -> str | None:
 
 def read_cached(path: str, start: int, into: memoryview) -> str | None:
     """Fill `into` from byte `start` of the file at `path` if the page cache holds every byte
-    (RWF_NOWAIT: no wait on a disk); its generation, or None when it would wait, is shorter,
-    or is gone. The path's lookup is the one step that may touch the disk: callers use it
-    for files they have just looked at (located), whose directory entries are cached."""
+    (no wait on a disk); its generation, or None when it would wait, is shorter, or is gone.
+    The path's lookup is the one step that may touch the disk: callers use it for files they
+    have just looked at (located), whose directory entries are cached."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        if os.preadv(fd, [into], start, os.RWF_NOWAIT) != len(into):
-            return None
-        return generation_of(os.fstat(fd))
-    except OSError:  # (EAGAIN: not all cached; EOPNOTSUPP: a filesystem without RWF_NOWAIT)
+        done = _read_now(fd, start, into)
+        if done is not None and done < len(into) and page_cache.cached(fd, start + done, len(into) - done):
+            done += os.preadv(fd, [into[done:]], start + done)  # (cached: see page_cache)
+        return generation_of(os.fstat(fd)) if done == len(into) else None
+    except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _read_now(fd: int, start: int, into: memoryview) -> int | None:
+    """How many bytes an RWF_NOWAIT read reads; None on a filesystem without it (a network
+    filesystem may wait on its server even for cached bytes: it is never read here)."""
+    try:
+        return os.preadv(fd, [into], start, os.RWF_NOWAIT)
+    except BlockingIOError:
+        return 0
+    except OSError:  # (EOPNOTSUPP)
+        return None
 
 
 def read(path: str, start: int | None = None, length: int | None = None) -> Versioned:

@@ -52,7 +52,8 @@ class Reader(Protocol):
 
 class Reading(Protocol):
     """How one open file is read: `ready` answers without blocking when it can (in the fuse
-    layer's own thread), `read` may wait (in a worker)."""
+    layer's own thread), `read` may wait (in a worker). What `ready` gives is good until the
+    thread's next call (it may be a view of a buffer lent again): reply with it first."""
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None: ...
     def read(self, offset: int, size: int) -> bytes | memoryview: ...

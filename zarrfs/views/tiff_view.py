@@ -242,10 +242,16 @@ class TiffFile(ReadOnlyFile):
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes when all are at hand without a wait (the header, zeros, tiles read
-        already or in the page cache), else None: answered without a worker thread."""
+        already or in the page cache), else None: answered without a worker thread. They
+        may be a view of the thread's buffer, good until its next read (`StoredTiles.held`)."""
         head, spans = self._spans(offset, size)
-        found = [_span_bytes(span, held=True) for span in spans]
-        return None if any(f is None for f in found) else _joined(head, found)
+        found: list[bytes | memoryview] = []
+        for span in spans:
+            part = _span_bytes(span, held=True)
+            if part is None:
+                return None
+            found.append(part if len(spans) == 1 else bytes(part))  # (before the next overwrites it)
+        return _joined(head, found)
 
     def close(self) -> None:
         """An open of the file ends (what it holds is shared by every open: nothing to drop)."""

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""The floor of a FUSE daemon in Python: one file passed through by a bare pyfuse3 server (no
+layers, no cache, no checks), `direct_io` and the `st_blksize` of `data.tif`, as zarrfs
+serves it. A reader reading a local file through it pays what any pyfuse3 daemon pays on this
+machine (the kernel's round trip, trio, the copy into the reply); what zarrfs takes beyond it
+is zarrfs's own.
+
+    python fuse_floor.py FILE MOUNTPOINT BLKSIZE   (serves FILE as MOUNTPOINT/file until unmounted)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+NAME = b"file"
+FILE_INODE = 2
+
+
+def serve(source: str, mountpoint: str, blksize: int) -> None:
+    import pyfuse3
+    import trio
+
+    fd = os.open(source, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    reply = bytearray(4 << 20)  # (one request at a time: the reply is sent before the next)
+
+    class Passthrough(pyfuse3.Operations):
+        async def getattr(self, inode: int, ctx: object = None) -> pyfuse3.EntryAttributes:
+            entry = pyfuse3.EntryAttributes()
+            entry.st_ino = inode
+            entry.st_blksize = blksize
+            if inode == pyfuse3.ROOT_INODE:
+                entry.st_mode, entry.st_size = stat.S_IFDIR | 0o755, 0
+            else:
+                entry.st_mode, entry.st_size = stat.S_IFREG | 0o444, size
+            return entry
+
+        async def lookup(self, parent: int, name: bytes, ctx: object = None) -> pyfuse3.EntryAttributes:
+            if parent != pyfuse3.ROOT_INODE or name != NAME:
+                raise pyfuse3.FUSEError(errno.ENOENT)
+            return await self.getattr(FILE_INODE)
+
+        async def open(self, inode: int, flags: int, ctx: object) -> pyfuse3.FileInfo:
+            return pyfuse3.FileInfo(fh=inode, direct_io=True)
+
+        async def read(self, fh: int, offset: int, length: int) -> memoryview:  # type: ignore[override]
+            view = memoryview(reply)[:length]
+            return view[: os.preadv(fd, [view], offset)]
+
+    options = set(pyfuse3.default_options)
+    options.add("fsname=fuse-floor")
+    pyfuse3.init(Passthrough(), mountpoint, options)
+    try:
+        trio.run(pyfuse3.main)
+    finally:
+        pyfuse3.close()
+
+
+@contextlib.contextmanager
+def passed_through(source: Path, mountpoint: Path, blksize: int) -> Iterator[Path]:
+    """`source` served by the bare server at `mountpoint`; yields the served file's path."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    server = subprocess.Popen([sys.executable, __file__, str(source), str(mountpoint), str(blksize)])
+    served = mountpoint / NAME.decode()
+    try:
+        deadline = time.monotonic() + 30
+        while not served.exists():
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the bare FUSE server did not mount")
+            time.sleep(0.05)
+        yield served
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mountpoint)], check=False)
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
