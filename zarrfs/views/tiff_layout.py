@@ -99,14 +99,38 @@ class Tiling:
     def fits(cls, read_chunk: Sequence[int]) -> bool:
         return all(edge % TILE_MULTIPLE == 0 for edge in read_chunk[-2:])
 
-    def boxes(self, groups: Sequence[Group], height: int, width: int) -> list[Box]:
+    def boxes(self, groups: Sequence[Group], height: int, width: int) -> TileBoxes:
         """Each tile's box in the array (edge tiles reach past it, as edge chunks do), in file order."""
-        rows, columns = -(-height // self.tile[0]), -(-width // self.tile[1])
-        th, tw = self.tile
-        return [Box((*plane, row * th, column * tw),
-                    (*(i + 1 for i in plane), (row + 1) * th, (column + 1) * tw))
-                for group in groups for plane in group
-                for row, column in product(range(rows), range(columns))]
+        planes = tuple(plane for group in groups for plane in group)
+        return TileBoxes(planes, -(-height // self.tile[0]), -(-width // self.tile[1]), self.tile)
+
+
+@dataclass(frozen=True)
+class TileBoxes:
+    """Tiles' boxes, each made when asked for (an image may have millions of tiles: making
+    them all cost an open of `data.tif` 0.17 s per 100,000)."""
+
+    planes: tuple[Plane, ...]
+    rows: int
+    columns: int
+    tile: tuple[int, int]
+
+    def __len__(self) -> int:
+        return len(self.planes) * self.rows * self.columns
+
+    def __getitem__(self, number: int) -> Box:
+        plane, inside = divmod(number, self.rows * self.columns)
+        row, column = divmod(inside, self.columns)
+        (height, width), leading = self.tile, self.planes[plane]
+        return Box((*leading, row * height, column * width),
+                   (*(i + 1 for i in leading), (row + 1) * height, (column + 1) * width))
+
+    def chunks(self, leading_chunk: Index) -> Iterator[Index]:
+        """Each tile's read chunk (tiles are read chunks' last two dimensions), in file order."""
+        for plane in self.planes:
+            leading = tuple(i // edge for i, edge in zip(plane, leading_chunk, strict=True))
+            for row, column in product(range(self.rows), range(self.columns)):
+                yield (*leading, row, column)
 
 
 def strip_rows(width: int, height: int, itemsize: int) -> int:

@@ -25,7 +25,7 @@ from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..formats import DataType
-from ..grid import Box, Index
+from ..grid import Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
@@ -35,6 +35,7 @@ from .tiff_layout import (
     Group,
     ImageShape,
     Pieces,
+    TileBoxes,
     Tiling,
     grouped,
     image_tags,
@@ -180,14 +181,14 @@ def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool
     return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
 
 
-def _as_stored(array: TiffArray, boxes: list[Box], form: StoredForm,
+def _as_stored(array: TiffArray, boxes: TileBoxes, form: StoredForm,
                align: int) -> tuple[np.ndarray, np.ndarray, Pieces, StoredTiles]:
     """Tiles as stored: the fill tile first, then every stored chunk's bytes in file order."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     located = array.locate_stored()
     read_chunk = array.read_chunk_shape
-    stored = [located.get(tuple(b // c for b, c in zip(box.start, read_chunk, strict=True))) for box in boxes]
+    stored = [located.get(chunk) for chunk in boxes.chunks(read_chunk[:-2])]
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
     pieces = Pieces.of([len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None],
