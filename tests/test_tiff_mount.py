@@ -86,13 +86,13 @@ def test_tiles_pass_through_to_tile_readers(tmp_path: Path, mount_array: Any) ->
             assert len(os.pread(f.fileno(), counts[tile], offsets[tile])) == counts[tile]
     fetched = sum(counts[tile] for tile in wanted)
     assert stats(mount.path)["bytes_fetched"] == fetched
-    block = os.stat(tif).st_blksize  # (a tile's slot: 256x256 uint16 tiles, 128 KiB decoded)
-    assert block == 128 << 10 and all(offset % block == 0 for offset in offsets)
-    with open(tif, "rb") as f:  # (tile 17, not read yet, as buffered files and stdio read: a block)
+    slot = 128 << 10  # (a tile's: 256x256 uint16 tiles, 128 KiB decoded)
+    assert os.stat(tif).st_blksize == 4096 and all(offset % slot == 0 for offset in offsets)
+    with open(tif, "rb") as f:  # (tile 17, not read yet, as buffered files and stdio read: blocks)
         f.seek(offsets[17])
         assert len(f.read(counts[17])) == counts[17]
-        past = os.pread(f.fileno(), block, offsets[17])[counts[17]:]
-    assert past == bytes(block - int(counts[17]))  # (the rest of the block: zeros, no other tile)
+        past = os.pread(f.fileno(), slot, offsets[17])[counts[17]:]
+    assert past == bytes(slot - int(counts[17]))  # (the rest of the slot: zeros, no other tile)
     # (that tile, twice: a local store's tile in the page cache is read again, not kept)
     assert stats(mount.path)["bytes_fetched"] == fetched + 2 * counts[17]
     with tifffile.imread(tif, aszarr=True) as tiles:
