@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +225,8 @@ def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
     """Packed tiles: a read of a small part (a block reaching over from the tile beside)
     fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held in
     its slot, zeros after it; aligned tiles in the page cache are read without waiting, into a
-    buffer lent again (zeros past the tile, whatever the last read left there)."""
+    buffer lent again (zeros past the tile, whatever the last read left there), which serves
+    the tile's next request."""
     stored = bytes(range(100)) + b"crc!"
     fetched: list[tuple[int, int]] = []
 
@@ -250,11 +252,15 @@ def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
     assert bytes(aligned.read(1, 0, 128)) == stored[:100] + bytes(28) and fetched[-1] == (0, 104)
     assert bytes(aligned.held(0, 1, 63) or b"") == b"ill" + bytes(60)  # (the fill tile, in its slot)
     array.cached = True
-    again = StoredTiles(array, b"fill", [tile], slot=64, trailer=4)
+    again = StoredTiles(array, b"fill", [tile, replace(tile, key="c/0/1")], slot=64, trailer=4)
     assert bytes(again.held(1, 0, 64) or b"") == stored[:64]
+    array.cached = False  # (the tile's next request: from the buffer it was read into)
     assert bytes(again.held(1, 96, 8) or b"") == stored[96:100] + bytes(4) and len(fetched) == 3
+    assert again.held(2, 0, 8) is None
+    array.cached = True
+    assert bytes(again.held(2, 90, 38) or b"") == stored[90:100] + bytes(28)
     array.cached = False
-    assert again.held(1, 0, 8) is None  # (read again at each request from the page cache: not kept)
+    assert again.held(1, 0, 8) is None  # (the buffer holds the last tile read: nothing else is kept)
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])

@@ -9,7 +9,7 @@ buffer of the fuse thread's: new memory costs more than the read (measured: a 51
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -49,11 +49,12 @@ class StoredTiles:
     def held(self, piece: int, at: int, count: int) -> memoryview | None:
         """Bytes [at, at + count) of tile `piece`'s slot when they need no wait: kept, or (a
         local store, aligned tiles) all in the page cache: then a view of this thread's
-        buffer, good until the thread's next call (the fuse thread replies first)."""
+        buffer, good until the thread's next call (the fuse thread replies first), which
+        holds the whole tile for the reader's next request of it."""
         found = self._kept(piece)
-        if found is not None:
-            return memoryview(found)[at : at + count]
-        return self._read_now(piece, at, count) if self._slot > 1 else None
+        if found is None and self._slot > 1:
+            found = SCRATCH.holding((self._tiles, piece)) or self._read_now(piece)
+        return None if found is None else memoryview(found)[at : at + count]
 
     def read(self, piece: int, at: int, count: int) -> memoryview:
         """Bytes [at, at + count) of tile `piece`'s slot (`held` has just tried the page cache)."""
@@ -74,12 +75,14 @@ class StoredTiles:
     def _kept(self, piece: int) -> BytesLike | None:
         return self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
 
-    def _read_now(self, piece: int, at: int, count: int) -> memoryview | None:
+    def _read_now(self, piece: int) -> memoryview | None:
         where = self._sources[piece - 1]
-        stored = max(0, min(count, where.nbytes - self._trailer - at))
-        into = SCRATCH.zeros_from(stored, count)
-        part = replace(where, offset=where.offset + at, nbytes=stored)
-        return into if stored == 0 or self._array.read_stored_now(part, into[:stored]) else None
+        length = where.nbytes - self._trailer
+        slot = SCRATCH.lend((self._tiles, piece), length, length + (-length) % self._slot)
+        if self._array.read_stored_now(replace(where, nbytes=length), slot[:length]):
+            return slot
+        SCRATCH.forget()
+        return None
 
     def _room(self, length: int) -> bytearray:
         """A tile's slot: its length rounded up to the slot size (zeros past the tile)."""
@@ -87,20 +90,30 @@ class StoredTiles:
 
 
 class Scratch(threading.local):
-    """One buffer per thread, lent again at each call."""
+    """One buffer per thread, lent again at each call, and what it holds."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
         self._written = 0  # (bytes before it may be other than zeros)
+        self._holds: tuple[Hashable, int] | None = None  # (what, and how many bytes)
 
-    def zeros_from(self, start: int, length: int) -> memoryview:
-        """`length` bytes, zeros from `start` on (the caller fills those before)."""
+    def lend(self, key: Hashable, start: int, length: int) -> memoryview:
+        """`length` bytes, zeros from `start` on (the caller fills those before), for `key`."""
         if len(self._buffer) < length:
             self._buffer, self._written = bytearray(length), 0
         if self._written > start:
             np.frombuffer(self._buffer, np.uint8, self._written - start, start).fill(0)
-        self._written = start
+        self._written, self._holds = start, (key, length)
         return memoryview(self._buffer)[:length]
+
+    def holding(self, key: Hashable) -> memoryview | None:
+        """What was lent last for `key`, if that was the last lent."""
+        if self._holds is None or self._holds[0] != key:
+            return None
+        return memoryview(self._buffer)[: self._holds[1]]
+
+    def forget(self) -> None:
+        self._holds = None
 
 
 SCRATCH = Scratch()
