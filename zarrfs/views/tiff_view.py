@@ -48,8 +48,9 @@ from .tiff_layout import (
 # (the largest request FUSE sends): a reader reading through a buffer (stdio, Python's buffered
 # files) reads a tile's whole blocks straight into its own memory and fills its buffer with the
 # last block, which reaches into the slot's zeros and never into the next tile. The block is
-# 4 KiB: with the slot as the block, a tile was one request of the whole slot (tile and zeros,
-# copied twice more), and tifffile read 24 tiles 15% slower than in two requests of 4 KiB blocks.
+# 4 KiB: a tile is two requests (the second answered from the tile as just read) and no zeros
+# are sent; with the slot as the block it was one request of the slot, zeros and all, which
+# measured the same (tifffile, 24 tiles on fresh mounts: 33.6 ms against 32.3, medians of 10).
 ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
 
 
