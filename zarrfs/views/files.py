@@ -95,7 +95,8 @@ class FileView(Protocol):
         """The read size to suggest to readers (st_blksize)."""
 
     def readahead(self) -> Reading | None:
-        """What reads ahead (or holds bytes) for one open file, or None: read at once."""
+        """What reads ahead (or holds bytes) for one open file, or None: read at once. Called
+        in the thread that will call its `ready`."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...

@@ -29,7 +29,7 @@ from ..grid import Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
-from .stored_tiles import StoredTiles
+from .stored_tiles import SCRATCH, StoredTiles
 from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
     Group,
@@ -242,6 +242,8 @@ class TiffFile(ReadOnlyFile):
         return _joined(head, found)
 
     def readahead(self) -> TiffFile:
+        """(Called in the thread that reads: the fuse thread's buffer for tiles is made now.)"""
+        SCRATCH.reserve(max([0, *(part.slot for part in self._parts if part.padded)]))
         return self  # (the file's held tiles serve every open of it: see `ready`)
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
