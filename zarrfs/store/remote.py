@@ -49,13 +49,25 @@ def find(fs: Any, seconds: float | None, path: str) -> dict[str, dict[str, Any]]
         if found is not None:
             return dict(found)
     fs.invalidate_cache(path)
-    left = None if seconds is None else max(seconds - (time.monotonic() - started), 0.01)
-    return dict(call(fs, left, "find", path, detail=True))
+    return dict(call(fs, _left(seconds, started), "find", path, detail=True))
+
+
+def _left(seconds: float | None, started: float) -> float | None:
+    """What is left of `seconds` given at `started` (a first way that did not answer)."""
+    return None if seconds is None else max(seconds - (time.monotonic() - started), 0.01)
 
 
 def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
             length: int | None = None) -> Versioned:
-    """One GET: the bytes and the ETag of the version they came from, within `seconds`."""
+    """One GET: the bytes and the ETag of the version they came from, within `seconds`: in
+    this thread where obstore can (`objstore.get_now`), else on fsspec's loop."""
+    if length is None or length > 0:
+        started = time.monotonic()
+        bucket, key, _ = fs.split_path(path)
+        found = objstore.get_now(fs, bucket, key, start, length, seconds)
+        if found is not None:
+            return Versioned(*found)
+        seconds = _left(seconds, started)
     return s3_read_ranges(fs, seconds, path, [(start, length)])[0]
 
 
