@@ -6,7 +6,8 @@ An S3 mount's cold read is CPU-bound on a small machine: every GET through aioht
 and the decoders want. obstore does the request, signing included, in Rust without the lock;
 its coroutine still runs on fsspec's loop, so the store's deadline cancels it as any other.
 Measured on the latency benchmark (moto behind a 20 ms proxy, 512 KiB chunks): the daemon's
-CPU per GET about halves.
+CPU per GET about halves. A single GET whose caller has time for obstore's own bound on it
+skips the loop altogether (`get_now`, in the caller's thread).
 
 Only what this path would answer exactly as botocore does goes through it: static
 credentials (refreshable ones stay with botocore, which refreshes them), no proxies,
