@@ -1,6 +1,7 @@
 """S3 reads through obstore (zarrfs.store.objstore) against a moto server: what they read and
 the generation they report, that neither botocore nor the presigned aiohttp path is asked,
-that a server that never answers costs a read the store's deadline and no more, and that a
+that a server that never answers costs a read the store's deadline and no more (a GET made
+in the caller's thread too), and that a
 mount of a plain and a sharded array on S3 reads the values zarr-python wrote."""
 
 from __future__ import annotations
@@ -93,6 +94,32 @@ def test_a_server_that_never_answers_costs_the_deadline(s3_server: S3Server,
         with pytest.raises(StoreError):
             store.read("k")
         assert time.monotonic() - started < 2.0 + 2.0
+
+
+def test_a_get_in_the_callers_thread_is_bounded_within_the_deadline(s3_server: S3Server) -> None:
+    """A single GET is made in the caller's own thread (objstore.get_now), where it cannot be
+    cancelled: only when obstore's bound on it (one try of `read_timeout` seconds, connecting
+    to the body's last byte) is within the caller's time. A server that never answers then
+    costs that bound and a read the store's deadline, no more."""
+    Store(s3fs.S3FileSystem(**s3_server.s3fs_options()), s3_server.bucket).put("p/k", CONTENT)
+    with proxied(s3_server.port) as proxy:
+        options: Any = s3_server.s3fs_options()
+        options["client_kwargs"]["endpoint_url"] = proxy.url
+        options["config_kwargs"]["read_timeout"] = 1  # (botocore's: obstore's client takes it)
+        fs = s3fs.S3FileSystem(**options)
+        store = Store(fs, f"{s3_server.bucket}/p", retry=RetryPolicy(deadline_seconds=3.0))
+        generation = store.generation("k")
+        assert store.read("k") == (CONTENT, generation)  # (obstore's clients made)
+        assert objstore.get_now(fs, s3_server.bucket, "p/k", 0, 10, 1.0) == (CONTENT[:10], generation)
+        assert objstore.get_now(fs, s3_server.bucket, "p/k", 0, 10, 0.9) is None  # (not within 0.9 s)
+        proxy.swallow()
+        started = time.monotonic()
+        assert objstore.get_now(fs, s3_server.bucket, "p/k", None, None, 3.0) is None
+        assert 1.0 <= time.monotonic() - started < 1.0 + 1.5
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            store.read("k", ByteRange(0, 100))
+        assert time.monotonic() - started < 3.0 + 2.0
 
 
 @pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])

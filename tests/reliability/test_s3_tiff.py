@@ -1,11 +1,13 @@
 """data.tif of arrays in S3 (a local moto server): tiles located from the listing (plain) or
-the shard indexes (sharded), handed out as stored, each tile read costing that tile."""
+the shard indexes (sharded), handed out as stored, each tile read costing that tile: one
+request to the server, a GET of its object (counted by the server)."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numcodecs
@@ -15,7 +17,8 @@ import tifffile
 import zarr
 from mounting import mounted
 
-from tests.reliability.s3_server import S3Server
+from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.reliability.test_s3_group import LoggedS3Server
 
 
 def written(server: S3Server, name: str, sharded: bool) -> np.ndarray:
@@ -52,6 +55,41 @@ def test_tiles_as_stored_from_s3(s3_server: S3Server, tmp_path: Path, sharded: b
         assert np.array_equal(tile_values.reshape(64, 128)[:, :116], values[128:192, 384:500])
         assert np.array_equal(tifffile.imread(tif), values)
         assert stats(mount.path)["chunks_decoded"] == 0
+
+
+@pytest.fixture
+def logged_s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoggedS3Server]:
+    yield from serving(LoggedS3Server(free_port()), monkeypatch)
+
+
+def test_a_tile_read_is_one_get_of_its_object(logged_s3: LoggedS3Server, tmp_path: Path) -> None:
+    """Tiles of 64 KiB and more (each in a slot of its own) read through data.tif: one request
+    each to the server, a ranged GET of the tile's object, and nothing else (its generation
+    comes with the GET: no HEAD, no listing)."""
+    values = np.random.default_rng(3).integers(0, 60000, (512, 768)).astype("<u2")
+    options = {"endpoint_url": logged_s3.endpoint_url, "key": "testing", "secret": "testing"}
+    zarr.create_array(store=f"s3://{logged_s3.bucket}/big", shape=values.shape, dtype="<u2",
+                      chunks=(256, 256), compressors=zarr.codecs.ZstdCodec(level=1),
+                      storage_options=options)[...] = values
+    with mounted(f"s3://{logged_s3.bucket}/big", tmp_path / "mnt",
+                 [f"endpoint_url={logged_s3.endpoint_url}", "ro"]) as mount:
+        tif = mount.path / "data.tif"
+        with tifffile.TiffFile(tif) as tiff:
+            offsets, counts = tiff.pages[0].dataoffsets, tiff.pages[0].databytecounts  # type: ignore[union-attr]
+        assert min(counts) > 64 << 10
+        fd = os.open(tif, os.O_RDONLY)
+        try:
+            assert logged_s3.log is not None
+            logged_s3.log.take()
+            tiles = {4: (1, 1), 1: (0, 1), 5: (1, 2)}  # tile -> its chunk (3 tiles a row)
+            read = {tile: os.pread(fd, counts[tile], offsets[tile]) for tile in tiles}
+            requests = logged_s3.log.take()
+        finally:
+            os.close(fd)
+    assert [(r.method, r.key, r.status) for r in requests] == [
+        ("GET", f"big/c/{row}/{column}", 206) for row, column in tiles.values()]
+    tile = np.frombuffer(numcodecs.Zstd().decode(read[5]), "<u2").reshape(256, 256)
+    assert np.array_equal(tile, values[256:, 512:])
 
 
 def stats(mountpoint: Path) -> dict[str, float]:

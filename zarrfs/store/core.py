@@ -232,8 +232,7 @@ class Store:
         # (object stores list any prefix; others, such as Icechunk, only a node's)
         prefix = listing.common_directory(wanted) if self.is_s3 or self.is_gcs else ""
         base = self.path(prefix)
-        self.fs.invalidate_cache(base)
-        listed = self.call(prefix, lambda s: self.fs_call(s, "find", base, detail=True), kind=LIST) or {}
+        listed = self.call(prefix, lambda s: remote.find(self.fs, s, base), kind=LIST) or {}
         by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
                   for path, info in listed.items()}
         return {key: by_key.get(key) for key in wanted}

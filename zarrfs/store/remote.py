@@ -11,6 +11,7 @@ client s3fs hands out (`get_s3`) with s3fs's `translate_boto_error`."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,9 +38,36 @@ def info_generation(info: Mapping[str, Any]) -> str:
     return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"
 
 
+def find(fs: Any, seconds: float | None, path: str) -> dict[str, dict[str, Any]]:
+    """Every object below `path` as fsspec's `find(path, detail=True)` describes it, as stored
+    now (no cached listing), within `seconds`: on S3 through obstore where it can (a listing
+    of 512 objects from moto: 80 -> 54 ms, see `objstore.listed`)."""
+    started = time.monotonic()
+    if is_s3(fs) and objstore.usable(fs):
+        bucket, key, _ = fs.split_path(path)
+        found = on_loop(fs, seconds, objstore.listed, fs, bucket, key)
+        if found is not None:
+            return dict(found)
+    fs.invalidate_cache(path)
+    return dict(call(fs, _left(seconds, started), "find", path, detail=True))
+
+
+def _left(seconds: float | None, started: float) -> float | None:
+    """What is left of `seconds` given at `started` (a first way that did not answer)."""
+    return None if seconds is None else max(seconds - (time.monotonic() - started), 0.01)
+
+
 def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
             length: int | None = None) -> Versioned:
-    """One GET: the bytes and the ETag of the version they came from, within `seconds`."""
+    """One GET: the bytes and the ETag of the version they came from, within `seconds`: in
+    this thread where obstore can (`objstore.get_now`), else on fsspec's loop."""
+    if length is None or length > 0:
+        started = time.monotonic()
+        bucket, key, _ = fs.split_path(path)
+        found = objstore.get_now(fs, bucket, key, start, length, seconds)
+        if found is not None:
+            return Versioned(*found)
+        seconds = _left(seconds, started)
     return s3_read_ranges(fs, seconds, path, [(start, length)])[0]
 
 
