@@ -41,12 +41,11 @@ class StoredTiles:
         self._sources = sources
         self._slot = slot
         self._trailer = trailer  # (stored bytes after the tile: a checksum)
-        self._fill = self._room(len(fill))
-        self._fill[: len(fill)] = fill
+        self._fill = fill
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._tiles = object()  # (these tiles' key in HELD_TILES)
 
-    def held(self, piece: int, at: int, count: int) -> memoryview | None:
+    def held(self, piece: int, at: int, count: int) -> bytes | memoryview | None:
         """Bytes [at, at + count) of tile `piece`'s slot when they need no wait: kept, or (a
         local store, aligned tiles) all in the page cache: then a view of this thread's
         buffer, good until the thread's next call (the fuse thread replies first), which
@@ -54,23 +53,20 @@ class StoredTiles:
         found = self._kept(piece)
         if found is None and self._slot > 1:
             found = SCRATCH.holding((self._tiles, piece)) or self._read_now(piece)
-        return None if found is None else memoryview(found)[at : at + count]
+        return None if found is None else _in_slot(found, at, count)
 
-    def read(self, piece: int, at: int, count: int) -> memoryview:
+    def read(self, piece: int, at: int, count: int) -> bytes | memoryview:
         """Bytes [at, at + count) of tile `piece`'s slot (`held` has just tried the page cache)."""
         with self._loading((piece,)):
             found = self._kept(piece)
-            if found is not None:
-                return memoryview(found)[at : at + count]
-            where = self._sources[piece - 1]
-            if self._slot == 1 and 2 * count < where.nbytes:
-                part = replace(where, offset=where.offset + at, nbytes=count)
-                return memoryview(self._array.read_stored(part))
-            length = where.nbytes - self._trailer
-            room = self._room(length)
-            room[:length] = memoryview(self._array.read_stored(where))[:length]
-            HELD_TILES.put((self._tiles, piece), room)
-            return memoryview(room)[at : at + count]
+            if found is None:
+                where = self._sources[piece - 1]
+                if self._slot == 1 and 2 * count < where.nbytes:
+                    return memoryview(self._array.read_stored(replace(where, offset=where.offset + at,
+                                                                       nbytes=count)))
+                found = memoryview(self._array.read_stored(where))[: where.nbytes - self._trailer]
+                HELD_TILES.put((self._tiles, piece), found)  # (as fetched: no slot made, nor copy)
+            return _in_slot(found, at, count)
 
     def _kept(self, piece: int) -> BytesLike | None:
         return self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
@@ -84,9 +80,13 @@ class StoredTiles:
         SCRATCH.forget()
         return None
 
-    def _room(self, length: int) -> bytearray:
-        """A tile's slot: its length rounded up to the slot size (zeros past the tile)."""
-        return bytearray(length + (-length) % self._slot)
+
+
+def _in_slot(tile: BytesLike, at: int, count: int) -> bytes | memoryview:
+    """Bytes [at, at + count) of a tile's slot: the tile's, then zeros (copied only then: the
+    last block of a tile, a few KiB)."""
+    found = memoryview(tile)[at : at + count]
+    return found if len(found) == count else b"".join((found, bytes(count - len(found))))
 
 
 class Scratch(threading.local):
