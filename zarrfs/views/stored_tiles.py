@@ -1,6 +1,7 @@
 """The tiles of `data.tif` that are chunks as stored (`tiff_view`): read from the store whole
-(or, unaligned, just the bytes asked for), kept a while in their slot with its zeros, so a
-reader's requests for one tile cost one fetch and no copy.
+(or, unaligned, just the bytes asked for) and kept a while as fetched, so a reader's requests
+for one tile cost one fetch; the zeros after a tile in its slot are joined only to the
+request that reaches them (a reader's last block of the tile).
 
 Bytes a local store has in the page cache are read again at each request instead, into one
 buffer of the fuse thread's: new memory costs more than the read (measured: a 512 KiB slot
@@ -12,8 +13,6 @@ import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import Protocol
-
-import numpy as np
 
 from ..array.cache import KeyedLocks
 from ..array.chunk_io import StoredChunk
@@ -74,12 +73,11 @@ class StoredTiles:
     def _read_now(self, piece: int) -> memoryview | None:
         where = self._sources[piece - 1]
         length = where.nbytes - self._trailer
-        slot = SCRATCH.lend((self._tiles, piece), length, length + (-length) % self._slot)
-        if self._array.read_stored_now(replace(where, nbytes=length), slot[:length]):
-            return slot
+        tile = SCRATCH.lend((self._tiles, piece), length)
+        if self._array.read_stored_now(replace(where, nbytes=length), tile):
+            return tile
         SCRATCH.forget()
         return None
-
 
 
 def _in_slot(tile: BytesLike, at: int, count: int) -> bytes | memoryview:
@@ -94,22 +92,18 @@ class Scratch(threading.local):
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._written = 0  # (bytes before it may be other than zeros)
         self._holds: tuple[Hashable, int] | None = None  # (what, and how many bytes)
 
     def reserve(self, length: int) -> None:
         """Make the buffer `length` bytes long ahead of its first use (its pages cost a first
         tile read 0.25 ms: at the file's open instead)."""
         if len(self._buffer) < length:
-            self._buffer, self._written, self._holds = bytearray(length), 0, None
+            self._buffer, self._holds = bytearray(length), None
 
-    def lend(self, key: Hashable, start: int, length: int) -> memoryview:
-        """`length` bytes, zeros from `start` on (the caller fills those before), for `key`."""
-        if len(self._buffer) < length:
-            self._buffer, self._written = bytearray(length), 0
-        if self._written > start:
-            np.frombuffer(self._buffer, np.uint8, self._written - start, start).fill(0)
-        self._written, self._holds = start, (key, length)
+    def lend(self, key: Hashable, length: int) -> memoryview:
+        """`length` bytes for `key` (the caller fills them)."""
+        self.reserve(length)
+        self._holds = (key, length)
         return memoryview(self._buffer)[:length]
 
     def holding(self, key: Hashable) -> memoryview | None:
