@@ -15,6 +15,7 @@ from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
 from zarrfs.store.core import STATS_ONE_BY_ONE
 from zarrfs.store.listing import common_directory
+from zarrfs.store.observe import Operation
 
 SHAPE, CHUNKS = (120, 110), (10, 10)  # 12 x 11 chunks: more than are asked for one by one
 
@@ -28,8 +29,8 @@ class Calls:
     def started(self) -> None:
         pass
 
-    def finished(self, kind: str, outcome: str, seconds: float) -> None:
-        self.kinds.append(kind)
+    def finished(self, operation: Operation) -> None:
+        self.kinds.append(operation.kind)
 
     def retried(self, kind: str) -> None:
         pass

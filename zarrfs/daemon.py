@@ -31,6 +31,7 @@ from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, set_readahead
 from .options import MountOptions
 from .store import Store
+from .store.observe import Observers, RequestLog, StoreObserver
 from .tree import Tree
 from .views.array_dir import Layout
 
@@ -123,7 +124,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source, observer=metrics)
+                           settings=options.source, observer=_observer(metrics))
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
@@ -184,6 +185,13 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
             guard.terminate()
             guard.wait()
     return status
+
+
+def _observer(metrics: Metrics | None) -> StoreObserver | None:
+    """What watches the store's operations: the metrics, and the request log when asked for
+    (ZARRFS_REQUEST_LOG), both, or nothing."""
+    watching = [o for o in (metrics, RequestLog.from_environment()) if o is not None]
+    return None if not watching else watching[0] if len(watching) == 1 else Observers(*watching)
 
 
 def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:

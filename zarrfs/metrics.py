@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from .errors import ZarrfsError
-from .store.observe import KINDS, TIMEOUT
+from .store.observe import KINDS, TIMEOUT, Operation
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -132,12 +132,13 @@ class Metrics:
     def started(self) -> None:
         self._store_in_flight.inc()
 
-    def finished(self, kind: str, outcome: str, seconds: float) -> None:
+    def finished(self, operation: Operation) -> None:
         self._store_in_flight.dec()
+        kind, outcome = operation.kind, operation.outcome
         child = self._store.get((kind, outcome))
         if child is None:  # (two threads may both make it: labels() returns the same child)
             child = self._store[kind, outcome] = self._store_family.labels(self.mount, kind, outcome)
-        child.observe(seconds)
+        child.observe(operation.seconds)
         if outcome == TIMEOUT:
             self._timeouts[kind].inc()
 

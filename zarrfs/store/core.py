@@ -189,7 +189,7 @@ class Store:
         if self.is_s3 and len(ranges) > 1:
             path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
             return self.call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs),
-                             kind=GET_RANGE)
+                             kind=GET_RANGE, objects=len(pairs))
         if self.is_local or len(ranges) <= 1:
             found = [self.read(key, byte_range) for byte_range in ranges]
         else:
@@ -203,7 +203,7 @@ class Store:
             return [self.read(key) for key in keys]
         paths = [self.path(key) for key in keys]
         found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False,
-                          kind=GET)
+                          kind=GET, objects=len(keys))
         return found or []  # (missing objects are None in the list)
 
     def generation(self, key: str) -> str | None:
@@ -374,17 +374,17 @@ class Store:
     # -- errors and deadlines ------------------------------------------------------------
 
     def call(self, key: str, operation: Callable[[float | None], T], *,
-             missing_ok: bool = True, kind: str = OTHER) -> T | None:
+             missing_ok: bool = True, kind: str = OTHER, objects: int = 1) -> T | None:
         """Run one store operation under the store's deadline (see `deadline.run`):
         `operation` is given the seconds its attempt may take. `kind` (`observe.KINDS`) is
-        what the observer, if any, files it under."""
+        what the observer, if any, files it under; `objects`, how many objects it covers."""
         observer = self.observer
         if observer is None:
             return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
                                 missing_ok=missing_ok)
-        return observed(observer, kind, lambda: deadline.run(
+        return observed(observer, kind, self.path(key), lambda: deadline.run(
             key, operation, self.retry, self._errors, bounded=self.bounded, missing_ok=missing_ok,
-            on_retry=functools.partial(observer.retried, kind)))
+            on_retry=functools.partial(observer.retried, kind)), objects=objects)
 
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
         return deadline.call(self.fs, seconds, method, *args, **kwargs)

@@ -1,0 +1,139 @@
+"""Real scale: an access costs store requests in proportion to what it touches, never to the
+array's chunk count (issue 37). Counted with the daemon's request log on arrays of 10^5
+chunks (a dense twin) and of 10^9 grid cells with three chunks stored (a sparse giant)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import MountFactory
+from mounting import Mount, pread
+from scale_arrays import RequestLog, Requests, chunks_touched, values, write_twin
+
+# 10,000 x 10 chunks of 16 x 16: rows of 160 bytes, so a small read touches few chunks, and
+# chunk keys c/I/J spread over 10,000 directories of 10 (a listing of one is cheap, of the
+# array is not).
+GRID, CHUNK = (10_000, 10), (16, 16)
+SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
+# Sparse giant: a 1,000,000 x 1,000,000 canvas in 32 x 32 chunks (31,250^2, about 10^9 cells)
+GIANT_SHAPE, GIANT_CHUNK = (1_000_000, 1_000_000), (32, 32)
+GIANT_STORED = [(0, 0), (15_625, 15_625), (31_249, 31_249)]
+FEW = 16  # requests an access that touches no chunk may make (metadata, a directory or two)
+KIB = 1 << 10
+
+
+@pytest.fixture(scope="module")
+def dense(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_twin(tmp_path_factory.mktemp("scale") / "dense.zarr", GRID, CHUNK)
+
+
+@pytest.fixture(scope="module")
+def giant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_twin(tmp_path_factory.mktemp("scale") / "giant.zarr",
+                      (GIANT_SHAPE[0] // GIANT_CHUNK[0], GIANT_SHAPE[1] // GIANT_CHUNK[1]),
+                      GIANT_CHUNK, stored=GIANT_STORED, shape=GIANT_SHAPE)
+
+
+@pytest.fixture
+def counted(tmp_path: Path, mount_array: MountFactory) -> Iterator[tuple[RequestLog, MountFactory]]:
+    log = RequestLog(tmp_path / "requests.log")
+
+    def mount(source: Path, options: tuple[str, ...] = ()) -> Mount:
+        return mount_array(source, options, env=log.env)
+
+    yield log, mount
+
+
+def assert_few(requests: Requests, what: str, limit: int = FEW) -> None:
+    assert requests.count() <= limit, f"{what}: {requests.summary()}"
+
+
+def test_mounting_and_stat_of_every_file_cost_a_few_requests(
+        dense: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(dense)
+    assert_few(log.take(), "mount")
+    names = sorted(os.listdir(mnt.path))
+    assert {"data", "data.npy", "data.tif", "chunks", "zarr.json"} <= set(names)
+    for name in names:
+        os.stat(mnt.path / name)
+        assert_few(log.take(), f"stat {name}")
+
+
+def test_a_small_read_fetches_the_chunks_it_touches(dense: Path,
+                                                    counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(dense)
+    log.take()
+    offset, size = SHAPE[0] // 2 * SHAPE[1], 16 * KIB
+    with open(mnt.data, "rb") as f:
+        data = os.pread(f.fileno(), size, offset)
+    requests = log.take()
+    # The kernel may widen a read to its readahead window (128 KiB here, -o readahead_kb),
+    # never more: what the daemon reads besides must be bounded by what the reader asked.
+    touched = chunks_touched(SHAPE, CHUNK, offset, 128 * KIB)
+    assert requests.listed() == 0, requests.summary()
+    assert 0 < requests.read() <= touched, requests.summary()
+    rows = size // SHAPE[1]
+    first = offset // SHAPE[1]
+    assert data[: rows * SHAPE[1]] == values((first, 0), (first + rows, SHAPE[1])).tobytes()
+
+
+def test_the_next_open_rechecks_only_what_was_read(dense: Path,
+                                                   counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(dense)
+    offset, size = SHAPE[0] // 3 * SHAPE[1], 16 * KIB
+    first = pread(mnt.data, size, offset)
+    log.take()
+    assert pread(mnt.data, size, offset) == first
+    recheck = log.take()
+    touched = chunks_touched(SHAPE, CHUNK, offset, 128 * KIB)
+    assert recheck.count() <= touched + FEW, recheck.summary()
+    assert recheck.listed() <= touched, recheck.summary()
+
+
+def test_getfattr_and_a_chunk_row_listing_cost_what_they_show(
+        dense: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(dense)
+    log.take()
+    for name in os.listxattr(mnt.path):
+        os.getxattr(mnt.path, name)
+    assert_few(log.take(), "getfattr -d")
+    row = mnt.path / "chunks" / "c" / "5000"
+    assert sorted(os.listdir(row), key=int) == [str(j) for j in range(GRID[1])]
+    listing = log.take()
+    assert listing.count() <= GRID[1] + FEW, listing.summary()
+    assert (row / "7").stat().st_size == CHUNK[0] * CHUNK[1]
+    assert_few(log.take(), "stat of one chunk file")
+
+
+def test_a_sparse_giant_costs_what_each_access_touches(giant: Path,
+                                                       counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(giant)
+    assert_few(log.take(), "mount")
+    for name in sorted(os.listdir(mnt.path)):
+        os.stat(mnt.path / name)
+    assert_few(log.take(), "stat of every file")
+    # 1 KiB at the middle stored chunk's first row: 32 chunks of that row of the grid, one
+    # stored, each missing one a lookup.
+    i, j = GIANT_STORED[1]
+    row, column = i * GIANT_CHUNK[0], j * GIANT_CHUNK[1] - 512
+    offset = row * GIANT_SHAPE[1] + column
+    expected = bytearray(KIB)  # (fill, but for the stored chunk's 32 elements)
+    start = column + 512
+    expected[512 : 512 + GIANT_CHUNK[1]] = values((row, start), (row + 1, start + GIANT_CHUNK[1]))
+    assert pread(mnt.data, KIB, offset) == expected
+    read = log.take()
+    touched = chunks_touched(GIANT_SHAPE, GIANT_CHUNK, offset, 128 * KIB)
+    assert read.listed() == 0 and read.count() <= touched, read.summary()
+    with open(mnt.data, "r+b") as f:
+        os.pwrite(f.fileno(), b"\x01" * 64, offset)
+        os.fsync(f.fileno())
+    written = log.take()
+    assert written.count() <= touched + FEW, written.summary()
