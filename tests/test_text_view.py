@@ -143,3 +143,38 @@ def test_an_unknown_codec_of_strings_is_named(tmp_path: Path, mount_array: Any) 
     m = mount_array(path)
     assert os.listdir(m.path / "names") == ["zarr.json"]
     assert "nosuchcodec" in m.wait_for_log("names")
+
+
+# zarr-python 2 wrote `"fill_value": 0` for text and bytes arrays by default, and fills the
+# chunks never written with numpy's text of it: np.full(shape, 0, "<U4") holds "0" (2.18, read
+# through zarr.open_array). Variable-length ones read as "0" in zarr-python 3 too.
+@pytest.mark.parametrize("dtype", ["<U4", "|S4"])
+def test_v2_fixed_text_with_a_numeric_fill(tmp_path: Path, mount_array: Any, dtype: str) -> None:
+    path = tmp_path / "fixed.zarr"
+    values = np.array(["ab", "cd"], dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        array = zarr.create_array(path, shape=(4,), chunks=(2,), dtype=dtype, zarr_format=2)
+        array[:2] = values
+    metadata = json.loads((path / ".zarray").read_text())
+    (path / ".zarray").write_text(json.dumps({**metadata, "fill_value": 0}))
+    m = mount_array(path)
+    expected = np.concatenate([values, np.full(2, 0, dtype=dtype)])
+    assert (m.path / "data").read_bytes() == expected.tobytes()
+    assert os.getxattr(m.path, "user.zarr.shape") == b"4"
+
+
+@pytest.mark.parametrize("kind", ["string", "bytes"])
+def test_v2_variable_text_with_a_numeric_fill(tmp_path: Path, mount_array: Any, kind: str) -> None:
+    path = tmp_path / "vlen.zarr"
+    values = np.array(["ab", "cd"] if kind == "string" else [b"ab", b"cd"], dtype=object)
+    read_back = create(path, np.concatenate([values, values]), (2,), 2,
+                       dtype=str if kind == "string" else VariableLengthBytes(),
+                       fill="" if kind == "string" else b"", region=(slice(0, 2),))
+    metadata = json.loads((path / ".zarray").read_text())
+    (path / ".zarray").write_text(json.dumps({**metadata, "fill_value": 0}))
+    filled = np.array(["0", "0"] if kind == "string" else [b"0", b"0"], dtype=object)
+    expected = np.concatenate([read_back[:2], filled])
+    m = mount_array(path)
+    assert (m.path / "data.txt").read_bytes() == lines(expected, kind)
+    assert os.getxattr(m.path, "user.zarr.shape") == b"4"

@@ -145,7 +145,16 @@ def parse_v2_fill_value(value: object, data_type: DataType) -> bytes:
         value = [value, 0]
     if data_type.kind == "bool" and isinstance(value, int) and value in (0, 1):
         value = bool(value)
+    if numeric_text_fill(value) and (data_type.kind == "string" or data_type.storage.kind == "S"):
+        # zarr-python 2 wrote 0 for text and bytes arrays, and fills with numpy's text of it
+        return np.array(value).astype(data_type.storage).tobytes()
     return parse_fill_value(value, data_type)
+
+
+def numeric_text_fill(value: object) -> bool:
+    """A number (or true/false) where text is stored: what zarr-python 2 wrote as the fill of
+    string and bytes arrays by default (0), reading it as numpy's text of it ("0")."""
+    return isinstance(value, int | float)
 
 
 def _dimension_names(attributes: Mapping[str, Any], rank: int) -> tuple[str | None, ...] | None:

@@ -15,6 +15,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ..errors import MetadataError
 from . import v2, v3
 from .description import CodecSpec, VariableDescription, require
@@ -68,8 +70,9 @@ def _from_v2(doc: Mapping[str, Any], attributes: Mapping[str, Any]) -> VariableD
     if compressor is not None:
         rest.append(v2.buffer_codec(compressor, "compressor"))
     codecs = (CodecSpec(str(first["id"]), {}, "filters[0]"), *rest)
-    return VariableDescription(v2.metadata_from_json(stand_in, attributes), kind,
-                               _fill(doc.get("fill_value"), kind), codecs, v2.parse_order(doc.get("order")))
+    fill = _v2_fill(doc.get("fill_value"), kind)
+    return VariableDescription(v2.metadata_from_json(stand_in, attributes), kind, fill, codecs,
+                               v2.parse_order(doc.get("order")))
 
 
 def _check_chain(codecs: tuple[CodecSpec, ...], kind: str) -> None:
@@ -77,6 +80,14 @@ def _check_chain(codecs: tuple[CodecSpec, ...], kind: str) -> None:
         raise MetadataError(f"{codecs[0].member}.name",
                             f"a {kind} array needs the vlen-{'utf8' if kind == 'string' else 'bytes'} "
                             f"codec first, got {codecs[0].name!r}")
+
+
+def _v2_fill(value: object, kind: str) -> str | bytes:
+    """v2's fill forms: those of v3, and numbers, as zarr-python 2 wrote and reads them."""
+    if v2.numeric_text_fill(value):
+        text = str(np.array(value).astype(str))
+        return text if kind == "string" else text.encode()
+    return _fill(value, kind)
 
 
 def _fill(value: object, kind: str) -> str | bytes:

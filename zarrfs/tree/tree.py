@@ -220,11 +220,11 @@ class Tree:
         return opened.chunk_file(found[1])
 
     def xattrs(self, ref: Ref) -> dict[str, bytes]:
-        if ref.role not in (GROUP, ARRAY, DATA):
-            return {}
-        node = self._node(ref.path)
-        opened = self.open_array(ref.path).directory if ref.role != GROUP else None
-        return group_attributes(node.attributes) if opened is None else opened.xattrs()
+        if ref.role == GROUP:
+            return group_attributes(self._node(ref.path).attributes)
+        opened = self.open_array(ref.path) if ref.role in (ARRAY, DATA) else None
+        shown = None if opened is None else opened.directory or opened.text  # (strings: their text)
+        return {} if shown is None else shown.xattrs()
 
     def sharing_bytes(self, ref: Ref) -> list[int]:
         """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's

@@ -22,6 +22,7 @@ from ..array.variable import VariableArray
 from ..grid import Box
 from .files import ReadOnlyFile
 from .held_bytes import HeldBytes
+from .xattrs import variable_attributes
 
 TEXT_NAME = "data.txt"
 RENDERED = HeldBytes(32 << 20)
@@ -53,6 +54,9 @@ class TextFile(ReadOnlyFile):
         self._lock = threading.Lock()
         self._ends: list[int] | None = None  # where each slab ends in the file
         self._slabs = object()  # (this file's key in RENDERED)
+
+    def xattrs(self) -> dict[str, bytes]:
+        return variable_attributes(self.array.description)
 
     @property
     def size(self) -> int:

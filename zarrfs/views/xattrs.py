@@ -3,6 +3,7 @@ chunking, fill value, dimension names and attributes, read-only, as `user.zarr.*
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import ArrayDescription, element_name, fill_value_to_json
+from ..formats.description import VariableDescription
 
 PREFIX = "user.zarr."
 
@@ -17,18 +19,32 @@ PREFIX = "user.zarr."
 def array_attributes(description: ArrayDescription, file_dtype: np.dtype[Any],
                      inner_chunks: tuple[int, ...] | None) -> dict[str, bytes]:
     dtype = element_name(description.data_type, file_dtype)
+    fill = fill_value_to_json(description.fill_value, description.data_type)
+    found = _grid_attributes(description, dtype, fill)
+    if inner_chunks is not None:
+        found[PREFIX + "inner_chunks"] = _dims(inner_chunks).encode()
+    return found
+
+
+def variable_attributes(description: VariableDescription) -> dict[str, bytes]:
+    """An array of strings or bytes (shown as data.txt): the data type is its kind, the fill
+    its text (base64 for bytes, as Zarr v3 writes it)."""
+    fill = description.fill
+    fill_json = fill if isinstance(fill, str) else base64.b64encode(fill).decode()
+    return _grid_attributes(description.grid, description.kind, fill_json)
+
+
+def _grid_attributes(description: ArrayDescription, dtype: str, fill: Any) -> dict[str, bytes]:
     names = None if description.dimension_names is None else list(description.dimension_names)
     found = {
         "shape": _dims(description.shape),
         "dtype": dtype,
         "chunks": _dims(description.chunk_shape) if description.rectilinear is None
         else json.dumps(description.rectilinear.to_json()["configuration"]["chunk_shapes"]),
-        "fill_value": json.dumps(fill_value_to_json(description.fill_value, description.data_type)),
+        "fill_value": json.dumps(fill),
         "dimension_names": json.dumps(names),
         "attributes": json.dumps(dict(description.attributes)),
     }
-    if inner_chunks is not None:
-        found["inner_chunks"] = _dims(inner_chunks)
     return {PREFIX + name: value.encode() for name, value in found.items()}
 
 
