@@ -30,7 +30,7 @@ from .fuse import ZarrOperations
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, set_readahead
 from .options import MountOptions
-from .store import Store
+from .store import Store, one_line
 from .store.observe import Observers, RequestLog, StoreObserver
 from .tree import Tree
 from .views.array_dir import Layout
@@ -81,10 +81,10 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
         status = 1
         try:
             status = _serve(source, mountpoint, options, ready)
-        except BaseException:
+        except BaseException as e:
             log.exception("the daemon failed")
             if not reported:
-                ready("the daemon failed before mounting; see the log")
+                ready(f"the daemon failed before mounting: {_failure(e)} (see the log)")
         finally:
             os._exit(status)
     os.close(write_end)
@@ -192,6 +192,21 @@ def _observer(metrics: Metrics | None) -> StoreObserver | None:
     (ZARRFS_REQUEST_LOG), both, or nothing."""
     watching = [o for o in (metrics, RequestLog.from_environment()) if o is not None]
     return None if not watching else watching[0] if len(watching) == 1 else Observers(*watching)
+
+
+# Optional packages the daemon may need, and the extra of zarrfs that installs each.
+EXTRAS = {"obstore": "s3", "s3fs": "s3", "aiobotocore": "s3", "botocore": "s3", "gcsfs": "gcs",
+          "aiohttp": "http", "icechunk": "icechunk", "pcodec": "codecs", "zfpy": "codecs",
+          "pandas": "references", "fastparquet": "references"}
+
+
+def _failure(e: BaseException) -> str:
+    """What stopped the daemon, in a line; a missing package with the extra that installs it."""
+    if isinstance(e, ImportError) and e.name:
+        package = e.name.split(".")[0]
+        extra = EXTRAS.get(package)
+        return f"the package {package} is missing" + (f": pip install 'zarrfs[{extra}]'" if extra else "")
+    return one_line(e)
 
 
 def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:

@@ -28,9 +28,13 @@ _KEYS = {"level", "mode_spec", "delta_spec", "paging_spec", "delta_encoding_orde
 
 
 class PcodecCodec(ArrayBytesCodec):
-    def __init__(self, chunk: ChunkSpec, config: dict[str, Any]) -> None:
+    def __init__(self, chunk: ChunkSpec, config: dict[str, Any], member: str = "") -> None:
         self.chunk = chunk
-        self.codec = numcodecs.PCodec(**config)
+        try:  # (numcodecs has no PCodec, or one that cannot work, without the pcodec package)
+            self.codec = numcodecs.PCodec(**config)
+        except (AttributeError, ImportError):
+            raise MetadataError(member, "the numcodecs.pcodec codec needs pcodec: "
+                                        "pip install 'zarrfs[codecs]'") from None
         complex_type = chunk.data_type.kind == "complex" or chunk.data_type.name.startswith("complex_")
         parts = 2 if complex_type else 1
         kind = "u" if chunk.data_type.storage.kind == "u" else "i"  # datetimes are int64
@@ -53,7 +57,7 @@ class PcodecCodec(ArrayBytesCodec):
             "delta_encoding_order": config_int(spec, "delta_encoding_order", 0, 0, 7) if has_order else None,
             "equal_pages_up_to": config_int(spec, "equal_pages_up_to", 262144, 1, 1 << 31),
         }
-        return cls(chunk, config)
+        return cls(chunk, config, spec.member)
 
     def encode(self, chunk: np.ndarray) -> BytesLike:
         values = np.ascontiguousarray(chunk).reshape(-1).view(self.element)

@@ -84,12 +84,12 @@ def get_now(fs: Any, bucket: str, key: str, start: int | None, length: int | Non
     (one try, `_timeout` from connecting to the body's last byte) is within `seconds`, with
     the client `get` made. None when it is not, or on any failure but a missing object (the
     caller then asks `get`, which retries, or hands over to botocore)."""
-    import obstore
-    from obstore.exceptions import NotFoundError
-
     stores = _stores.get((id(fs), bucket))
     if stores is None or not usable(fs) or (seconds is not None and seconds < _timeout(fs)):
         return None
+    import obstore  # (after `usable`: without the package, GETs go through botocore)
+    from obstore.exceptions import NotFoundError
+
     options: dict[str, Any] = {} if start is None or length is None else {"range": (start, start + length)}
     try:
         result = obstore.get(stores[1], key, options=options)  # type: ignore[arg-type]
