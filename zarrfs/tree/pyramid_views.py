@@ -33,10 +33,20 @@ class Groups(Protocol):
 
 
 def opened_level(groups: Groups, path: str) -> ArrayDirectory:
+    _look_up(groups, path)
     opened = groups.open_array(path)
     if opened.directory is None:
         raise FileNotFoundError(f"{path} cannot be opened: {opened.problem}")
     return opened.directory
+
+
+def _look_up(groups: Groups, path: str) -> None:
+    """Make the node at `path` known, with the groups above it (a pyramid file opened by its
+    path on a fresh mount, before anything listed its group)."""
+    parts = path.split("/")
+    for depth in range(1, len(parts) + 1):
+        if groups.node("/".join(parts[:depth])) is None:
+            groups.group_children("/".join(parts[: depth - 1]))
 
 
 class MadeFiles:
