@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import crc32c
+import google_crc32c
 import ml_dtypes
 import numpy as np
 import tensorstore as ts
@@ -342,7 +342,7 @@ def shard_index(case: Case, shard: bytes) -> np.ndarray:
     raw = shard[:size] if config.get("index_location", "end") == "start" else shard[-size:]
     if has_crc:
         body, checksum = raw[:-4], raw[-4:]
-        assert crc32c.crc32c(body) == int.from_bytes(checksum, "little"), "index crc32c mismatch"
+        assert google_crc32c.value(body) == int.from_bytes(checksum, "little"), "index crc32c mismatch"
         raw = body
     dtype = np.dtype("<u8" if endian == "little" else ">u8")
     return np.frombuffer(raw, dtype=dtype).astype(np.uint64).reshape((*per_shard, 2))

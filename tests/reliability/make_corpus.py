@@ -50,7 +50,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import crc32c as crc32c_module
+import google_crc32c
 import numpy as np
 from numcodecs import Blosc, Zstd
 
@@ -547,7 +547,7 @@ def blocks(array: np.ndarray, chunk: tuple[int, ...]) -> dict[tuple[int, ...], n
 
 
 def crc(data: bytes) -> bytes:
-    return struct.pack("<I", crc32c_module.crc32c(data))
+    return struct.pack("<I", google_crc32c.value(data))
 
 
 def zstd(data: bytes, level: int = 3, checksum: bool = False) -> bytes:
