@@ -127,7 +127,7 @@ def test_a_sparse_giant_costs_what_each_access_touches(giant: Path,
     offset = row * GIANT_SHAPE[1] + column
     expected = bytearray(KIB)  # (fill, but for the stored chunk's 32 elements)
     start = column + 512
-    expected[512 : 512 + GIANT_CHUNK[1]] = values((row, start), (row + 1, start + GIANT_CHUNK[1]))
+    expected[512 : 512 + GIANT_CHUNK[1]] = values((row, start), (row + 1, start + GIANT_CHUNK[1])).tobytes()
     assert pread(mnt.data, KIB, offset) == expected
     read = log.take()
     touched = chunks_touched(GIANT_SHAPE, GIANT_CHUNK, offset, 128 * KIB)
