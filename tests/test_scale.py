@@ -199,3 +199,25 @@ def test_getfattr_of_the_giant_costs_a_few_requests(giant: Path,
         assert found["user.zarr.chunks"] == b"32,32", found
     assert os.listxattr(mnt.path / "chunks" / "c" / "0" / "0") == []
     assert_few(log.take(), "getfattr -d", limit=2)
+
+
+def peak_memory_mib(mount: Mount) -> int:
+    """The daemon's peak resident memory so far (VmHWM), in MiB."""
+    status = Path(f"/proc/{mount.process.pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) >> 10
+
+
+def test_data_tif_of_a_sparse_grid_finds_its_chunks_without_a_key_per_cell(
+        tmp_path: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    """2,048 x 2,048 chunks, three stored: finding them (data.tif's tiles) lists the array,
+    never making a key for each of its 4 million cells (that took the daemon past 1.2 GB; a
+    grid of 10^9 cells, past all the machine's memory)."""
+    stored = [(0, 0), (1000, 7), (2047, 2047)]
+    path = write_twin(tmp_path / "sparse.zarr", (2048, 2048), (16, 16), stored=stored)
+    log, mount = counted
+    mnt = mount(path)
+    log.take()
+    assert (mnt.path / "data.tif").stat().st_size > 2048 * 2048 * 8  # (a tile table's two numbers per tile)
+    listing = log.take()
+    assert listing.read() == 0 and listing.listed() <= 2 * len(stored), listing.summary()
+    assert (peak := peak_memory_mib(mnt)) < 640, f"the daemon took {peak} MiB"
