@@ -49,8 +49,8 @@ from .streaming import Stream, Streams
 from .writeback import WriteBack
 
 # Grids of more cells than this find their stored objects by listing the array (`_stored_keys`):
-# a key per cell would take memory and time in proportion to the grid (10^9 cells: some 100 GB).
-KEYS_FROM_GRID_UP_TO = 1 << 20
+# a key per cell takes some 280 bytes (here at most 70 MB; 10^9 cells, hundreds of GB).
+KEYS_FROM_GRID_UP_TO = 1 << 18
 
 
 class ZarrArray:
