@@ -4,6 +4,8 @@ chunks (a dense twin) and of 10^9 grid cells with three chunks stored (a sparse 
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ GRID, CHUNK = (10_000, 10), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
 # Sparse giant: a 1,000,000 x 1,000,000 canvas in 32 x 32 chunks (31,250^2, about 10^9 cells)
 GIANT_SHAPE, GIANT_CHUNK = (1_000_000, 1_000_000), (32, 32)
+GIANT_GRID = (GIANT_SHAPE[0] // GIANT_CHUNK[0], GIANT_SHAPE[1] // GIANT_CHUNK[1])
 GIANT_STORED = [(0, 0), (15_625, 15_625), (31_249, 31_249)]
 FEW = 16  # requests an access that touches no chunk may make (metadata, a directory or two)
 KIB = 1 << 10
@@ -127,7 +130,7 @@ def test_a_sparse_giant_costs_what_each_access_touches(giant: Path,
     offset = row * GIANT_SHAPE[1] + column
     expected = bytearray(KIB)  # (fill, but for the stored chunk's 32 elements)
     start = column + 512
-    expected[512 : 512 + GIANT_CHUNK[1]] = values((row, start), (row + 1, start + GIANT_CHUNK[1]))
+    expected[512 : 512 + GIANT_CHUNK[1]] = values((row, start), (row + 1, start + GIANT_CHUNK[1])).tobytes()
     assert pread(mnt.data, KIB, offset) == expected
     read = log.take()
     touched = chunks_touched(GIANT_SHAPE, GIANT_CHUNK, offset, 128 * KIB)
@@ -137,3 +140,84 @@ def test_a_sparse_giant_costs_what_each_access_touches(giant: Path,
         os.fsync(f.fileno())
     written = log.take()
     assert written.count() <= touched + FEW, written.summary()
+
+
+@pytest.fixture(scope="module")
+def flat_giant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The giant's grid with chunk keys "c.I.J" and nothing stored: 10^9 files in chunks/."""
+    path = write_twin(tmp_path_factory.mktemp("scale") / "flat.zarr",
+                      (GIANT_SHAPE[0] // GIANT_CHUNK[0], GIANT_SHAPE[1] // GIANT_CHUNK[1]),
+                      GIANT_CHUNK, stored=[], shape=GIANT_SHAPE)
+    metadata = json.loads((path / "zarr.json").read_text())
+    metadata["chunk_key_encoding"]["configuration"]["separator"] = "."
+    (path / "zarr.json").write_text(json.dumps(metadata))
+    return path
+
+
+def test_a_chunk_row_of_the_giant_lists_its_cells_and_reads_one(
+        giant: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    """chunks/c/I/ names every chunk of the row from the grid: no listing of the store (of
+    the row's prefix or of the array), whatever is stored; a file read costs its chunk."""
+    log, mount = counted
+    mnt = mount(giant)
+    i, j = GIANT_STORED[1]
+    row = mnt.path / "chunks" / "c" / str(i)
+    log.take()
+    names = os.listdir(row)
+    assert len(names) == GIANT_GRID[1] and sorted(names, key=int) == [str(n) for n in range(GIANT_GRID[1])]
+    assert log.take().count() == 0
+    assert (row / str(j)).read_bytes() == values((i * 32, j * 32), ((i + 1) * 32, (j + 1) * 32)).tobytes()
+    assert (row / str(j + 1)).read_bytes() == bytes(32 * 32)  # (missing: the fill value)
+    read = log.take()
+    assert read.listed() == 0 and read.read() <= 2, read.summary()
+
+
+def test_a_directory_of_a_billion_chunk_files_streams(flat_giant: Path,
+                                                      counted: tuple[RequestLog, MountFactory]) -> None:
+    """readdir answers page by page from the offset the kernel gives: the first entries of
+    chunks/ (10^9 of them) come without the rest being made, and cost no store request."""
+    log, mount = counted
+    mnt = mount(flat_giant)
+    log.take()
+    with os.scandir(mnt.path / "chunks") as entries:
+        first = [entry.name for entry in itertools.islice(entries, 3 * KIB)]
+    assert first == [f"c.0.{j}" for j in range(3 * KIB)]
+    assert (mnt.path / "chunks" / f"c.{GIANT_GRID[0] - 1}.{GIANT_GRID[1] - 1}").stat().st_size == 32 * 32
+    assert log.take().count() == 0
+
+
+def test_getfattr_of_the_giant_costs_a_few_requests(giant: Path,
+                                                    counted: tuple[RequestLog, MountFactory]) -> None:
+    """Every user.zarr.* attribute comes from the array's metadata (none counts stored chunks:
+    `zarrfs info` does, with a listing)."""
+    log, mount = counted
+    mnt = mount(giant)
+    log.take()
+    for path in (mnt.path, mnt.data):
+        found = {name: os.getxattr(path, name) for name in os.listxattr(path)}
+        assert found["user.zarr.shape"] == b"1000000,1000000", found
+        assert found["user.zarr.chunks"] == b"32,32", found
+    assert os.listxattr(mnt.path / "chunks" / "c" / "0" / "0") == []
+    assert_few(log.take(), "getfattr -d", limit=2)
+
+
+def peak_memory_mib(mount: Mount) -> int:
+    """The daemon's peak resident memory so far (VmHWM), in MiB."""
+    status = Path(f"/proc/{mount.process.pid}/status").read_text()
+    return int(status.split("VmHWM:")[1].split()[0]) >> 10
+
+
+def test_data_tif_of_a_sparse_grid_finds_its_chunks_without_a_key_per_cell(
+        tmp_path: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    """2,048 x 2,048 chunks, three stored: finding them (data.tif's tiles) lists the array,
+    never making a key for each of its 4 million cells (that took the daemon past 1.2 GB; a
+    grid of 10^9 cells, past all the machine's memory)."""
+    stored = [(0, 0), (1000, 7), (2047, 2047)]
+    path = write_twin(tmp_path / "sparse.zarr", (2048, 2048), (16, 16), stored=stored)
+    log, mount = counted
+    mnt = mount(path)
+    log.take()
+    assert (mnt.path / "data.tif").stat().st_size > 2048 * 2048 * 8  # (a tile table's two numbers per tile)
+    listing = log.take()
+    assert listing.read() == 0 and listing.listed() <= 2 * len(stored), listing.summary()
+    assert (peak := peak_memory_mib(mnt)) < 640, f"the daemon took {peak} MiB"

@@ -21,6 +21,7 @@ is merged with the stored one only when it is read or written back.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -46,6 +47,10 @@ from .sharded_io import ShardedChunkIO, partial_read_sharding
 from .shared import Shared
 from .streaming import Stream, Streams
 from .writeback import WriteBack
+
+# Grids of more cells than this find their stored objects by listing the array (`_stored_keys`):
+# a key per cell takes some 280 bytes (here at most 70 MB; 10^9 cells, hundreds of GB).
+KEYS_FROM_GRID_UP_TO = 1 << 18
 
 
 class ZarrArray:
@@ -240,8 +245,20 @@ class ZarrArray:
         return self.io.last_listing
 
     def _stored_keys(self) -> dict[Index, str]:
+        """The keys of the stored objects to look at, by chunk: every cell's on a small grid;
+        on a large one (a sparse giant of 10^9 cells) those a listing of the array finds, so
+        the cost follows what is stored, never the grid (a store that cannot list: every cell's)."""
         geometry = self._geometry
-        return {chunk: geometry.chunk_key(chunk) for chunk in np.ndindex(*geometry.grid_shape)}
+        grid = geometry.grid_shape
+        if math.prod(grid) <= KEYS_FROM_GRID_UP_TO or not self.store.lists:
+            return {chunk: geometry.chunk_key(chunk) for chunk in np.ndindex(*grid)}
+        encoding = geometry.description.chunk_key_encoding
+        found = {}
+        for key in self.store.list():
+            chunk = encoding.parse(key, len(grid))
+            if chunk is not None and all(i < n for i, n in zip(chunk, grid, strict=True)):
+                found[chunk] = key
+        return dict(sorted(found.items()))
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
