@@ -337,8 +337,8 @@ class Store:
         """Make the puts and deletes of `keys` durable (local stores: fsync their directories)."""
         if not self.is_local:
             return
-        for directory in sorted({os.path.dirname(self.path(key)) for key in keys}):
-            self.call(directory, functools.partial(_fsync_directory, directory), kind=SYNC)
+        for directory in sorted({os.path.dirname(key) for key in keys}):
+            self.call(directory, functools.partial(_fsync_directory, self.path(directory)), kind=SYNC)
 
     def _put_anyway(self, seconds: float | None, path: str, data: bytes) -> str | None:
         self.fs_call(seconds, "pipe_file", path, data)
