@@ -129,7 +129,9 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
-    shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS))
+    shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
+                    fill_missing_reads=options.fill_missing_data_reads,
+                    store_fill_chunks=options.store_data_equal_to_fill_value)
     if metrics is not None:
         metrics.watch(shared)
     try:

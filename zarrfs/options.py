@@ -67,6 +67,11 @@ class MountOptions:
     # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
     # None: no metrics (zarrfs.metrics).
     metrics: tuple[str, int] | None = None
+    # TensorStore's zarr3 driver options, by its names and defaults: a read of a chunk that
+    # is not stored gives the fill value (False: EIO), and a chunk written equal to the fill
+    # value is deleted (True: stored).
+    fill_missing_data_reads: bool = True
+    store_data_equal_to_fill_value: bool = False
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -143,6 +148,8 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
         "metrics": ("metrics", _parse_address),
+        "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
+        "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
     }
     if name in parsers:
         key, parse = parsers[name]
@@ -239,6 +246,14 @@ def _parse_recheck(text: str) -> float | None:
     if not 0 < seconds < 1e9:
         raise ValueError(text)
     return seconds
+
+
+def _parse_bool(text: str) -> bool:
+    """`true` or `false` (TensorStore's JSON words; 1, 0, yes, no too)."""
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if text.lower() not in words:
+        raise ValueError(text)
+    return words[text.lower()]
 
 
 def _parse_order(text: str) -> bool:

@@ -84,6 +84,10 @@ class StoredShard:
 class PlainChunkIO:
     """Each stored object is one chunk, decoded and encoded whole."""
 
+    # A chunk written equal to the fill value is stored (True), or deleted (the default, as
+    # in TensorStore and zarr-python): set by the array that owns this.
+    keep_fill = False
+
     def __init__(self, store: Store, pipeline: Pipeline, fill_value: bytes, stats: Stats,
                  counters: Counters) -> None:
         self.store = store
@@ -208,13 +212,17 @@ class PlainChunkIO:
         see ShardedChunkIO.put; plain chunks are not encoded ahead.)"""
         (data,) = arrays.values()
         self.stats.stores += 1
-        if is_fill(data, self.fill_value):
+        if self.omits(data):
             self.store.delete(key, expect=expect)
             return None
         encoded = self.encode_chunk(chunk, data)
         generation = self.store.put(key, encoded, sync_directory=False, expect=expect)
         self.counters.add(bytes_stored=len(encoded))
         return generation
+
+    def omits(self, data: np.ndarray) -> bool:
+        """Whether a chunk (or inner chunk) of these elements is left out of the store."""
+        return not self.keep_fill and is_fill(data, self.fill_value)
 
     def count_fetch(self, nbytes: int) -> None:
         with self._lock:

@@ -94,9 +94,11 @@ class ZarrArray:
         else:
             self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.shared.cache, self.owner,
                                      self.stats, self.shared.counters, self.shared.loaders)
+        self.io.keep_fill = self.shared.store_fill_chunks
         self.rechecker = Rechecker(self.view, self.io, store, self.geometry, self.shared.counters)
         self.loader = ChunkLoader(self.view, self.io, store, self.geometry, self.rechecker.seen,
-                                  self.shared.loaders, self.shared.counters)
+                                  self.shared.loaders, self.shared.counters,
+                                  fill_missing=self.shared.fill_missing_reads)
         self.writeback = WriteBack(self.loader, self.rechecker, self.shared, self.geometry)
         self.streams = Streams(self.loader, self.shared)
         self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,

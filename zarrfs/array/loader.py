@@ -25,7 +25,10 @@ log = logging.getLogger(__name__)
 
 class ChunkLoader:
     def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
-                 seen: Seen, loaders: Executor, counters: Counters) -> None:
+                 seen: Seen, loaders: Executor, counters: Counters, *, fill_missing: bool = True) -> None:
+        """`fill_missing`: a chunk that is not stored reads as the fill value (False: a read
+        of it fails, as TensorStore's fill_missing_data_reads=false)."""
+        self.fill_missing = fill_missing
         self.view = view
         self.io = io
         self.store = store
@@ -99,22 +102,28 @@ class ChunkLoader:
     def _load(self, unit: Index) -> Entry:
         """Decode a read chunk from the store into the cache (worker thread)."""
         try:
-            (fetched,) = self.fetch([unit])
+            # (a chunk this mount wrote part of is merged with the fill value if not stored)
+            (fetched,) = self.fetch([unit], merging=bool(self.view.dirty_among([unit])))
             entry = self.view.install(unit, fetched)
         finally:
             self.view.load_ended(unit)
         self.view.mount.evict()
         return entry
 
-    def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
+    def fetch(self, units: Sequence[Index], *, merging: bool = False) -> Iterator[Fetched]:
         """Read chunks of one stored object (a chunk, or inner chunks of one shard, read
-        together) as stored now: decoded (None: not stored, all fill), and the generation."""
+        together) as stored now: decoded (None: not stored, all fill), and the generation.
+        `merging`: for a write-back to merge with, where a missing chunk is the fill value
+        whatever `fill_missing` says (ChunkError otherwise, when it says no)."""
         geometry = self.geometry()
         chunk = self.io.location(units[0])[0]
         key = geometry.chunk_key(chunk)
         try:
             run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
             for unit, fetched in zip(units, run, strict=True):
+                if fetched.data is None and not (self.fill_missing or merging):
+                    log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
+                    raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
                 if fetched.data is not None and geometry.is_edge(unit):
                     # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
                     fetched.data = np.array(fetched.data, order="C")

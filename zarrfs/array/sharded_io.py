@@ -11,7 +11,7 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec, is_fill
+from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec
 from ..errors import ChunkError
 from ..grid import Index
 from ..store import ByteRange, Expect, Store
@@ -161,7 +161,7 @@ class ShardedChunkIO(PlainChunkIO):
                     encoded.pop(inner, None)
                 else:
                     encoded[inner] = done
-            elif is_fill(data, self.fill_value):
+            elif self.omits(data):
                 encoded.pop(inner, None)
             else:
                 changed[inner] = data
@@ -186,7 +186,7 @@ class ShardedChunkIO(PlainChunkIO):
 
     def encode_ahead(self, data: np.ndarray) -> BytesLike | None:
         """An inner chunk's encoding ahead of its shard's write-back (None: all fill)."""
-        return None if is_fill(data, self.fill_value) else self.encode_inner(data)
+        return None if self.omits(data) else self.encode_inner(data)
 
     def _replace_shard(self, key: str, chunk: Index, encoded: dict[Index, BytesLike],
                        expect: Expect) -> str | None:

@@ -17,7 +17,12 @@ from .shard_reads import index_cost
 class Shared:
     """The cache and worker threads of one mount (or of one array used on its own)."""
 
-    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None) -> None:
+    def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None, *,
+                 fill_missing_reads: bool = True, store_fill_chunks: bool = False) -> None:
+        """`fill_missing_reads`, `store_fill_chunks`: TensorStore's fill_missing_data_reads and
+        store_data_equal_to_fill_value, for every array of the mount."""
+        self.fill_missing_reads = fill_missing_reads
+        self.store_fill_chunks = store_fill_chunks
         self.cache = ChunkCache(cache_bytes)
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2

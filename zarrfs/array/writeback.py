@@ -235,7 +235,7 @@ class WriteBack:
 
     def _refetch(self, units: list[Index]) -> None:
         for unit in units:
-            (fetched,) = self.loader.fetch([unit])
+            (fetched,) = self.loader.fetch([unit], merging=True)
             self.view.merge_stored(unit, fetched)
 
 
