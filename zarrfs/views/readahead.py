@@ -27,7 +27,12 @@ if TYPE_CHECKING:
 SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
 MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
 SLABS_AHEAD = 2
-PREFETCH_BYTES = 32 << 20  # what the cache-filling way loads ahead
+# What the cache-filling way loads ahead: a window that starts at a few times the reader's
+# request once it reads in order, doubles with each read in order up to this, and is gone at
+# its first read out of order (as the kernel's readahead window): a read at random loads only
+# what it asks for, however small the array.
+PREFETCH_BYTES = 32 << 20
+FIRST_WINDOW_REQUESTS = 4
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
@@ -86,8 +91,9 @@ class Readahead:
         self._prefetch_bytes = prefetch_bytes
         self._lock = threading.Lock()
         self._slabs: dict[int, Stream] = {}
-        self._last_end = 0
+        self._last_end: int | None = None  # (None: nothing read yet)
         self._streak = 0  # bytes read in order, up to the last read
+        self._window = 0  # what the cache-filling way loads ahead of the reader now
         self._prefetched_to = 0
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
@@ -171,9 +177,14 @@ class Readahead:
         index = None if layout is None or offset < layout.skip else (offset - layout.skip) // layout.nbytes
         with self._lock:
             # Inside the slabs held counts as in order: the kernel's readahead has several
-            # requests in flight, and they may arrive further apart than the slack.
-            sequential = abs(offset - self._last_end) <= SEQUENTIAL_SLACK or index in self._slabs
+            # requests in flight, and they may arrive further apart than the slack. A first
+            # read is in order only at the file's start.
+            last = self._last_end
+            sequential = (offset == 0 if last is None else abs(offset - last) <= SEQUENTIAL_SLACK) \
+                or index in self._slabs
             self._streak = (self._streak if sequential else 0) + size
+            self._window = min(self._prefetch_bytes, max(2 * self._window, FIRST_WINDOW_REQUESTS * size)) \
+                if sequential else 0
             self._last_end = offset + size
             if layout is None or index is None:
                 return sequential
@@ -197,14 +208,15 @@ class Readahead:
     # -- the cache-filling way -------------------------------------------------------------
 
     def _prefetch(self, end: int) -> None:
-        """Load the chunks ahead of the reader into the cache, when what is loaded ahead
-        runs low (and no slabs are held: they read ahead instead)."""
+        """Load the chunks ahead of the reader into the cache, up to the window, when what is
+        loaded ahead runs low (and no slabs are held: they read ahead instead)."""
         with self._lock:
-            if self._slabs or self._prefetched_to - end >= self._prefetch_bytes // 2:
+            window = self._window
+            if self._slabs or not window or self._prefetched_to - end >= window // 2:
                 return
             start = max(self._prefetched_to, end)
-            self._prefetched_to = end + self._prefetch_bytes
-        self._view.prefetch(start, end + self._prefetch_bytes - start)
+            self._prefetched_to = end + window
+        self._view.prefetch(start, end + window - start)
 
 
 def _stale(stream: Stream) -> bool:
