@@ -13,8 +13,8 @@ import zarr
 
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
-from zarrfs.store.core import STATS_ONE_BY_ONE
 from zarrfs.store.listing import common_directory
+from zarrfs.store.many import STATS_ONE_BY_ONE
 from zarrfs.store.observe import Operation
 
 SHAPE, CHUNKS = (120, 110), (10, 10)  # 12 x 11 chunks: more than are asked for one by one

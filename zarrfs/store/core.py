@@ -27,7 +27,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, gcs, listing, local, prefixes, remote
+from . import deadline, gcs, local, many, prefixes, remote
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
@@ -42,7 +42,6 @@ _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
-STATS_ONE_BY_ONE = 64  # local keys `stats` asks for one by one; more: a scan (`listing`)
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
@@ -216,26 +215,10 @@ class Store:
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:
-        """The size and generation of many keys (None: not stored): on HTTP servers one
-        request each (all at once), on S3 and GCS one listing of the deepest directory holding
-        them all (`listing`), on other remote stores one of the store. Locally a stat each,
-        unless `dense` (the keys are most of what their directories may hold: every chunk of
-        an array) and many: then one scan of each directory holding them."""
-        wanted = list(keys)
-        if len(wanted) <= 4 or (self.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
-            return {key: self.stat(key) for key in wanted}
-        if not self.lists:  # (each key asked for, all at once)
-            return dict(zip(wanted, _RANGE_REQUESTS.map(self.stat, wanted), strict=True))
-        if self.is_local:
-            scanned = self.call("", lambda s: listing.scanned(self.root, wanted), kind=LIST) or {}
-            return {key: scanned.get(key) for key in wanted}
-        # (object stores list any prefix; others, such as Icechunk, only a node's)
-        prefix = listing.common_directory(wanted) if self.is_s3 or self.is_gcs else ""
-        base = self.path(prefix)
-        listed = self.call(prefix, lambda s: remote.find(self.fs, s, base), kind=LIST) or {}
-        by_key = {self._key_of(path): (int(info["size"]), remote.info_generation(info))
-                  for path, info in listed.items()}
-        return {key: by_key.get(key) for key in wanted}
+        """The size and generation of many keys (None: not stored), at a cost in proportion to
+        the keys, never to the store (`many.stats`). `dense`: the keys are most of what their
+        directories may hold (every chunk of an array): one listing of them is cheapest."""
+        return many.stats(self, list(keys), dense=dense)
 
     def _get_suffix(self, key: str, length: int) -> bytes | None:
         size = self.size(key)
@@ -267,11 +250,12 @@ class Store:
         base = self.path(prefix)
         found = self.call(prefix, lambda s: self.fs_call(s, "find", base), kind=LIST)
         for path in found or []:
-            key = self._key_of(path)
+            key = self.key_of(path)
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
 
-    def _key_of(self, path: str) -> str:
+    def key_of(self, path: str) -> str:
+        """The key of a path of the filesystem's below this store's root."""
         path = path.rstrip("/")
         return path[len(self.root) + 1 :] if path.startswith(self.root + "/") else path
 

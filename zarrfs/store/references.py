@@ -13,7 +13,7 @@ set; symlinks resolved) or from its own bucket/host (remote set); `references_al
 places. The check is made on the URL actually fetched, after templates, `gen` entries and
 relative paths are resolved, and the fetch uses that very URL; a refused reference fails its
 own key with PermissionError, never the mount. Keys are presented with a leading "/" so that
-`Store(fs, "")` and its children line up (`Store.path`, `Store._key_of`).
+`Store(fs, "")` and its children line up (`Store.path`, `Store.key_of`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,76 @@
+"""The size and generation of many keys at once (`Store.stats`), at a cost in proportion to
+the keys asked for, never to what the store holds.
+
+- Local files: a stat each; or, for keys that are most of what their directories may hold
+  (`dense`: every chunk of an array), one scan of each directory (`listing.scanned`).
+- HTTP servers list nothing reliably: a request each, all at once.
+- S3 and GCS: a HEAD each, many at once, for the keys an access read (a close-to-open check
+  asks for what a reader touched: a few hundred at most where it matters); past that, or for
+  `dense` keys, a listing of each deepest directory holding them (a row of chunks with "/"
+  keys), never of a directory above. A listing costs a request per thousand entries, a HEAD a
+  request per key: for a handful of keys in a directory of 10^5 chunks, HEADs are cheaper.
+- Other stores (Icechunk, references) list only a node: one listing of the store.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+from . import listing, remote
+from .observe import LIST
+
+T = TypeVar("T")
+Described = tuple[int, str | None] | None  # (size, generation), or None: not stored
+STATS_ONE_BY_ONE = 64  # local keys asked for one by one; more (and dense): a scan
+HEADS_AT_MOST = 512  # keys of an object store asked for one by one, at once; more: listings
+_HEADS = ThreadPoolExecutor(32, thread_name_prefix="heads")  # (requests in flight at once)
+
+
+class Store(Protocol):
+    """What of a `core.Store` this needs."""
+
+    fs: Any
+    root: str
+    is_local: bool
+    is_s3: bool
+    is_gcs: bool
+    lists: bool
+
+    def stat(self, key: str) -> Described: ...
+    def path(self, key: str) -> str: ...
+    def key_of(self, path: str) -> str: ...
+    def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
+             kind: str = ..., objects: int = 1) -> T | None: ...
+
+
+def stats(store: Store, wanted: Sequence[str], *, dense: bool) -> dict[str, Described]:
+    if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
+        return {key: store.stat(key) for key in wanted}
+    object_store = store.is_s3 or store.is_gcs
+    if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
+        return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
+    if store.is_local:
+        scanned = store.call("", lambda s: listing.scanned(store.root, wanted), kind=LIST) or {}
+        return {key: scanned.get(key) for key in wanted}
+    if not object_store:  # (Icechunk and reference sets list only a node: the store's)
+        return _listed(store, [""], wanted)
+    if dense:
+        return _listed(store, [listing.common_directory(wanted)], wanted)
+    return _listed(store, sorted({os.path.dirname(key) for key in wanted}), wanted)
+
+
+def _listed(store: Store, directories: Sequence[str], wanted: Sequence[str]) -> dict[str, Described]:
+    """What listings of `directories` (each with all below it) say of `wanted`."""
+    found: dict[str, Described] = {}
+    for directory in directories:
+        listed = store.call(directory, _finder(store, store.path(directory)), kind=LIST) or {}
+        found.update((store.key_of(path), (int(info["size"]), remote.info_generation(info)))
+                     for path, info in listed.items())
+    return {key: found.get(key) for key in wanted}
+
+
+def _finder(store: Store, base: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
+    return lambda seconds: remote.find(store.fs, seconds, base)
