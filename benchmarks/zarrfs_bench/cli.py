@@ -10,6 +10,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from . import tables
 from .common import HERE, VENV_BIN, GiB, MiB, log, parse_size
 from .context import Bench
 from .plot import plot
@@ -107,7 +108,7 @@ def main(doc: str | None = None) -> None:
     except Exception as e:
         b.res.err("plot", e)
         drawn = None
-    text = Report(b, drawn).render()
+    text = Report(b, tables.targets(b), tables.SECTIONS, drawn).render()
     print(text)
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(text + "\n")

@@ -7,13 +7,14 @@ import contextlib
 import os
 import platform
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from . import tables
 from .common import WARM_RUNS, fmt_size, fs_type
 from .context import Bench
 
@@ -27,8 +28,11 @@ class Check:
 
 
 class Report:
-    def __init__(self, b: Bench, plot: Path | None = None) -> None:
+    def __init__(self, b: Bench, targets: Sequence[Any], sections: Sequence[Callable[[Report], None]],
+                 plot: Path | None = None) -> None:
+        """`targets` (the summary's rows) and `sections` (each adds its table): `tables`'."""
         self.b, self.a, self.res = b, b.args, b.res
+        self.targets, self.sections = targets, sections
         self.plot = plot
         self.checks: dict[str, list[Check]] = {}
         self.lines: list[str] = []
@@ -129,7 +133,7 @@ class Report:
             "| figure | target | result | worst |",
             "|---|---|---|---|",
         ]
-        for t in tables.targets(self.b):
+        for t in self.targets:
             checks = self.checks.get(t.key, [])
             if not checks:
                 out.append(f"| {t.figure} | {t.target} | not measured | |")
@@ -148,6 +152,6 @@ class Report:
         return out
 
     def render(self) -> str:
-        for section in tables.SECTIONS:
+        for section in self.sections:
             section(self)
         return "\n".join(self.header() + self.summary() + self.lines)
