@@ -21,7 +21,7 @@ from .netcdf_file import NC_NAME
 from .npy import NpyFile
 from .ome_tiff import OME_TIFF_NAME
 from .placement import Placement
-from .tiff_view import shows_tiff, tiff_file
+from .tiff_view import shows_array_tiff, tiff_file
 
 # (file dtype, shape in file order, Fortran order, where the elements are: asked only when
 # the header needs it, as it may read coordinate arrays) -> the header's bytes, or None when
@@ -67,7 +67,7 @@ class ArrayFileView:
 
 
 ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
-    "tif": ArrayFileView("data.tif", shows_tiff, tiff_file),
+    "tif": ArrayFileView("data.tif", shows_array_tiff, tiff_file),
 }
 # Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
 GROUP_VIEWS = {"nc": NC_NAME, "ome": OME_TIFF_NAME}

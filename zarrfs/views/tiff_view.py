@@ -14,6 +14,7 @@ nothing but its bytes."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -96,6 +97,24 @@ def shows_tiff(array: Typed) -> bool:
     return (ImageShape.of(array.shape) is not None
             and sample_format(array.data_type.kind, array.data_type.storage) is not None
             and _whole_int_range(array))
+
+
+# Past this many tiles data.tif is left out: readers load the tile tables (16 bytes a tile in
+# BigTIFF: 256 MiB here), and the daemon makes them; 10^9 tiles of a sparse giant would be
+# 16 GB of table for a few chunks stored.
+MAX_TILES = 1 << 24
+
+
+def shows_array_tiff(array: TiffArray) -> bool:
+    """Whether an opened array has `data.tif`: its type fits TIFF (`shows_tiff`) and its tile
+    table fits readers (at most MAX_TILES tiles; strips, of an irregular grid, always fit)."""
+    if not shows_tiff(array):
+        return False
+    if not array.regular_read_chunks:
+        return True
+    shape, chunk = array.shape, array.read_chunk_shape
+    tiles = math.prod(shape[:-2]) * -(-shape[-2] // chunk[-2]) * -(-shape[-1] // chunk[-1])
+    return tiles <= MAX_TILES
 
 
 def _whole_int_range(array: Typed) -> bool:
