@@ -208,7 +208,8 @@ def test_two_mounts_making_arrays_in_one_group_keep_both(tmp_path: Path, mount_a
         assert isinstance(stored, zarr.Array) and np.array_equal(stored[...], expected), name
 
 
-def test_a_second_npy_of_a_name_is_eexist_at_once_and_later(tmp_path: Path, mount_array: MountFactory) -> None:
+def test_a_second_npy_of_a_name_is_eexist_at_once_and_later(tmp_path: Path,
+                                                            mount_array: MountFactory) -> None:
     """Within the 30 s the closed NAME.npy is still found by its name, as after: EEXIST (it
     was an internal error, EIO), and the first array is left as it was."""
     store = tmp_path / "g.zarr"
