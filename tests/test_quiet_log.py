@@ -34,7 +34,8 @@ def test_reads_writes_and_shrinks_log_no_error(tmp_path: Path, mount_array: Moun
                                                shards: tuple[int, int] | None) -> None:
     path = tmp_path / "a.zarr"
     values = np.arange(400, dtype="<i4").reshape(SHAPE)
-    zarr.create_array(path, shape=SHAPE, dtype="<i4", chunks=CHUNKS, shards=shards, fill_value=-1)[...] = values
+    array = zarr.create_array(path, shape=SHAPE, dtype="<i4", chunks=CHUNKS, shards=shards, fill_value=-1)
+    array[...] = values
     mount = mount_array(path, ["rw"])
     assert np.array_equal(np.fromfile(mount.data, dtype="<i4").reshape(SHAPE), values)
     chunk_dir = mount.path / "chunks" / "c"
