@@ -206,3 +206,24 @@ def test_two_mounts_making_arrays_in_one_group_keep_both(tmp_path: Path, mount_a
     for name, expected in made.items():
         stored = group[f"s/{name}"]
         assert isinstance(stored, zarr.Array) and np.array_equal(stored[...], expected), name
+
+
+def test_a_second_npy_of_a_name_is_eexist_at_once_and_later(tmp_path: Path,
+                                                            mount_array: MountFactory) -> None:
+    """Within the 30 s the closed NAME.npy is still found by its name, as after: EEXIST (it
+    was an internal error, EIO), and the first array is left as it was."""
+    store = tmp_path / "g.zarr"
+    _group(store, 3)
+    mount = mount_array(store, ["rw"])
+    first, second = np.arange(12, dtype="<i4").reshape(3, 4), np.ones((5,), dtype="<f8")
+    source = tmp_path / "x.npy"
+    np.save(source, first)
+    subprocess.run(["cp", str(source), str(mount.path / "s")], check=True)
+    np.save(source, second)
+    again = subprocess.run(["cp", str(source), str(mount.path / "s")], capture_output=True, text=True)
+    assert again.returncode != 0 and "File exists" in again.stderr, again.stderr
+    _fails(errno.EEXIST, lambda: np.save(mount.path / "s" / "x.npy", second))
+    _fails(errno.EEXIST, lambda: os.open(mount.path / "s" / "x.npy", os.O_WRONLY))
+    assert np.array_equal(np.load(mount.path / "s" / "x" / "data.npy"), first)
+    assert np.array_equal(_consolidated(store)["s/x"][...], first)
+    assert "Traceback" not in mount.log() and "ERROR" not in mount.log()

@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from .errors import MountError
-from .mountpoint import STATS_XATTR, unescape
+from .mountpoint import STATS_XATTR, answering, mount_device, unescape
 
 MOUNT_SECONDS = 60.0
 # The daemon retries a failing final write-back for a minute (daemon.FINAL_FLUSH_SECONDS).
@@ -58,6 +58,8 @@ class Mount:
         self.log_path = self._workdir / "daemon.log"
         self._final_log: str | None = None
         self.metrics_address: str | None = None
+        # A mount already there is not ours to clear if ours fails (its daemon may be stuck).
+        self._mounted_before = mount_device(str(self.path))
         self.process = self._start(source, option_text)
 
     # -- starting ---------------------------------------------------------------------------
@@ -109,7 +111,7 @@ class Mount:
         if process.poll() is None:
             process.kill()
             process.wait()
-        if _is_mounted(self.path):
+        if mount_device(str(self.path)) != self._mounted_before:
             subprocess.run(["fusermount3", "-u", "-z", str(self.path)], capture_output=True)
         self._remove_workdir()
 
@@ -178,7 +180,7 @@ class Mount:
         if self._temporary and not _is_mounted(self.path):
             with contextlib.suppress(OSError):
                 self.path.rmdir()  # rmdir, not rmtree: never delete through a mount
-        if not _is_mounted(self.path):
+        if not self._temporary or not _is_mounted(self.path):  # (never delete through a mount)
             shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self) -> Mount:
@@ -246,7 +248,8 @@ def _is_mounted(path: Path) -> bool:
 def read_stats(mountpoint: str | Path) -> dict[str, Any]:
     """The counters and cache figures of the zarrfs mounted at `mountpoint`."""
     try:
-        counters: dict[str, Any] = json.loads(os.getxattr(mountpoint, STATS_XATTR))
+        text = answering(mountpoint, lambda: os.getxattr(mountpoint, STATS_XATTR))
+        counters: dict[str, Any] = json.loads(text)
     except OSError as e:
         raise MountError(f"{mountpoint}: not a zarrfs mount ({e.strerror})") from None
     return counters

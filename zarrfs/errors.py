@@ -66,6 +66,11 @@ class MountError(ZarrfsError):
     (from the Python API: with the daemon's last words)."""
 
 
+class MountNotAnswering(MountError):
+    """A probe of a mountpoint did not return in time: its daemon is stuck (the message says
+    how to abort the mount)."""
+
+
 class EditRefused(ZarrfsError):
     """A change to the tree refused (a request the user may get wrong, not a fault), with the
     errno that says why (EINVAL, EEXIST, ENOTEMPTY...)."""

@@ -11,19 +11,27 @@ import re
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
-from .errors import MountError
+from .errors import MountError, MountNotAnswering
 
 log = logging.getLogger("zarrfs")
 
 # The extended attribute of a mount's root holding its counters (`zarrfs stats`).
 STATS_XATTR = "user.zarrfs.stats"
-STAT_SECONDS = 10.0  # how long a stat of the mountpoint may take before it is called stuck
+STAT_SECONDS = 10.0  # how long a probe of a mountpoint may take before it is called stuck
+T = TypeVar("T")
 
 
 def check_mountpoint(mountpoint: str) -> None:
+    """MountError if `mountpoint` cannot take a new mount; a stale one is cleared first."""
+    answering(mountpoint, lambda: _check(mountpoint))
+
+
+def _check(mountpoint: str) -> None:
     try:
-        info = _stat_within(mountpoint, STAT_SECONDS)
+        info = os.stat(mountpoint)
     except FileNotFoundError:
         raise MountError(f"mountpoint {mountpoint} does not exist") from None
     except OSError as e:
@@ -45,31 +53,39 @@ def check_mountpoint(mountpoint: str) -> None:
         raise MountError(f"{mountpoint} is already a mount point; unmount it first")
 
 
-def _stat_within(path: str, seconds: float) -> os.stat_result:
-    """stat, but a mount whose daemon is stuck (or killed while the kernel waited on it) must
-    not hang the command: say what is wrong and how to clear it."""
-    result: list[os.stat_result | OSError] = []
+def answering(path: str | os.PathLike[str], probe: Callable[[], T], seconds: float = STAT_SECONDS) -> T:
+    """What `probe` (of the mount at `path`: a stat, a listing, an attribute) returns, but a
+    mount whose daemon is stuck (or killed while the kernel waited on it) must not hang the
+    command: past `seconds`, MountNotAnswering says what is wrong and how to clear it. The
+    probe's thread is left blocked in the kernel; the abort releases it."""
+    result: list[T] = []
+    failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            result.append(os.stat(path))
-        except OSError as e:
-            result.append(e)
+            result.append(probe())
+        except BaseException as e:  # (re-raised in the caller's thread)
+            failure.append(e)
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
     worker.join(seconds)
+    if failure:
+        raise failure[0]
     if not result:
-        device = mount_device(path) or "?"
-        raise MountError(
-            f"mountpoint {path} does not answer: its daemon is stuck or died mid-request; abort "
-            f"it with: echo 1 > /sys/fs/fuse/connections/{device.split(':')[-1]}/abort "
-            f"(mount -t fusectl none /sys/fs/fuse/connections if that is missing), then "
-            f"fusermount3 -u {path}"
-        )
-    if isinstance(result[0], OSError):
-        raise result[0]
+        raise MountNotAnswering(not_answering(os.path.abspath(path)))
     return result[0]
+
+
+def not_answering(path: str) -> str:
+    """The one message for a mount that does not answer, with the commands that abort it."""
+    device = mount_device(path) or "?"
+    return (
+        f"mountpoint {path} does not answer: its daemon is stuck or died mid-request; abort "
+        f"it with: echo 1 > /sys/fs/fuse/connections/{device.split(':')[-1]}/abort "
+        f"(mount -t fusectl none /sys/fs/fuse/connections if that is missing), then "
+        f"fusermount3 -u {path}"
+    )
 
 
 def _clear_stale_mount(mountpoint: str) -> None:

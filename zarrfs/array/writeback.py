@@ -196,8 +196,7 @@ class WriteBack:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:  # two writers that keep colliding must not stay in step
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
-            for unit in self.view.incomplete(units):
-                self.loader.wait(unit, {})  # merge with what is stored before encoding
+            self._merge_stored(self.view.incomplete(units))
             stored = self.io.stored_for_write(key, chunk, len(units), self.view.all_whole(units))
             if stored is not None and stored.known:
                 if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
@@ -232,6 +231,14 @@ class WriteBack:
         assert isinstance(self.io, ShardedChunkIO)
         for unit in self.view.read_from_other(units, stored.generation):
             self.view.merge_stored(unit, Fetched(self.io.decode_stored(stored, unit), stored.generation))
+
+    def _merge_stored(self, units: list[Index]) -> None:
+        """Merge the chunks partly written with what is stored, read here, under one deadline:
+        not by joining the loads readers started, which may be queued behind others on a
+        silent store (a flush must fail within the timeout, not after every load before it)."""
+        if units:
+            for unit, fetched in zip(units, self.loader.fetch(units), strict=True):
+                self.view.merge_stored(unit, fetched)
 
     def _refetch(self, units: list[Index]) -> None:
         for unit in units:

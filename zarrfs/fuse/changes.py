@@ -193,7 +193,7 @@ class ChangeOperations:
             raise pyfuse3.FUSEError(errno.EINVAL)
         await self._edit(self.tree.edits.move, child.path, parent.path, name_new.decode("utf-8", "replace"))
         # The kernel keeps the moved entry's old inode, which names the old path: look it up again.
-        pyfuse3.invalidate_entry_async(parent_inode_new, name_new)
+        pyfuse3.invalidate_entry_async(parent_inode_new, name_new, ignore_enoent=True)
 
     @boundary
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any) -> None:

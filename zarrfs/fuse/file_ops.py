@@ -66,9 +66,9 @@ class FileOperations:
         if node.is_dir:
             raise pyfuse3.FUSEError(errno.EISDIR)
         view = await self.workers.run(self.tree.file, node)
-        if node.role == UPLOAD:
-            self.tree.uploads.opened(node.path, node.parts[0])
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
+        if node.role == UPLOAD:
+            self.tree.uploads.opened(node.path, node.parts[0], writing=writable)
         if writable and self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
         if writable and not view.writable:

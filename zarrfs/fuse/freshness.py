@@ -184,7 +184,7 @@ class Freshness:
         stale = self.tree.take_stale()
         for parent, name in stale.entries:
             with contextlib.suppress(OSError):
-                pyfuse3.invalidate_entry_async(parent, name.encode())
+                pyfuse3.invalidate_entry_async(parent, name.encode(), ignore_enoent=True)
         for inode in stale.inodes:
             await trio.to_thread.run_sync(invalidate_attributes, inode)
 

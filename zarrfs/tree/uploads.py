@@ -169,10 +169,16 @@ class Uploads:
         with self._lock:
             return [name for (path, name) in self._open if path == group]
 
-    def opened(self, group: str, name: str) -> None:
+    def opened(self, group: str, name: str, *, writing: bool) -> None:
+        """Another opener. A file closed already (still found by its name) is read as it
+        was; writing it again is EEXIST: its array exists, as after CLOSED_SECONDS."""
         with self._lock:
-            upload, count = self._open[(group, name)]
-            self._open[(group, name)] = (upload, count + 1)
+            found = self._open.get((group, name))
+            if found is not None:
+                self._open[(group, name)] = (found[0], found[1] + 1)
+                return
+        if writing:
+            raise EditRefused(errno.EEXIST, f"{name}: its array exists (made by an earlier copy)")
 
     def closed(self, group: str, name: str, *, released: bool = True) -> bool:
         """An opener closed it (`released` False: a close(2) of its only opener, which
