@@ -212,7 +212,7 @@ class WriteBack:
                 self.shared.counters.add(write_conflicts=1)
                 log.info("chunk %r was changed by another writer; merging and retrying", self.store.path(key))
                 if stored is None:
-                    self._refetch(units)
+                    self._merge_stored(units)
                 continue
             except BaseException:
                 self.view.give_back(snapshot)
@@ -237,13 +237,8 @@ class WriteBack:
         not by joining the loads readers started, which may be queued behind others on a
         silent store (a flush must fail within the timeout, not after every load before it)."""
         if units:
-            for unit, fetched in zip(units, self.loader.fetch(units), strict=True):
+            for unit, fetched in zip(units, self.loader.fetch(units, merging=True), strict=True):
                 self.view.merge_stored(unit, fetched)
-
-    def _refetch(self, units: list[Index]) -> None:
-        for unit in units:
-            (fetched,) = self.loader.fetch([unit], merging=True)
-            self.view.merge_stored(unit, fetched)
 
 
 def _expected(snapshot: WriteSnapshot, stored: StoredShard | None) -> Expect:
