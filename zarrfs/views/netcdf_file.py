@@ -28,7 +28,7 @@ from ..grid import Box
 from .files import ReadOnlyFile, RegionArray, RegionFile
 from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
 from .placement import fill_number
-from .readahead import Readahead
+from .readahead import SEQUENTIAL_SLACK, Readahead
 
 NC_NAME = "data.nc"
 # Attributes that are xarray's bookkeeping in Zarr, said otherwise in NetCDF.
@@ -203,6 +203,7 @@ class NetcdfReading:
         self._file = file
         self._lock = threading.Lock()
         self._variables: dict[int, Readahead] = {}
+        self._last_end = 0  # of the reader's last request, in the file
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
         inside = self._inside(offset, size)
@@ -217,10 +218,13 @@ class NetcdfReading:
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
         inside = self._inside(offset, size)
+        with self._lock:  # (a reader in order enters each variable from the one before it)
+            in_order, self._last_end = abs(offset - self._last_end) <= SEQUENTIAL_SLACK, offset + size
         if inside is None:
             found = self._file.read(offset, size)
         else:
-            found = self._reader(inside.variable).read(inside.start, inside.stop - inside.start)
+            reader = self._reader(inside.variable, inside.start if in_order else None)
+            found = reader.read(inside.start, inside.stop - inside.start)
         self._close_finished(offset, size)
         return found
 
@@ -235,13 +239,17 @@ class NetcdfReading:
         for reader in readers:
             reader.close()
 
-    def _reader(self, variable: int) -> Readahead:
+    def _reader(self, variable: int, continues_from: int | None) -> Readahead:
+        """The variable's readahead; begun now, it goes on from `continues_from`, where a
+        reader in order entered it (None: at random)."""
         with self._lock:
             reader = self._variables.get(variable)
         if reader is None:
-            data = self._file.data(variable)  # (outside the lock: it may open the array)
+            made = self._file.data(variable).readahead()  # (outside the lock: it may open the array)
+            if continues_from is not None:
+                made.continue_from(continues_from)
             with self._lock:
-                reader = self._variables.setdefault(variable, data.readahead())
+                reader = self._variables.setdefault(variable, made)
         return reader
 
     def _close_finished(self, offset: int, size: int) -> None:

@@ -126,6 +126,13 @@ class Readahead:
             self._prefetch(offset + size)
         return data
 
+    def continue_from(self, offset: int) -> None:
+        """A reader in order reached this file at `offset` (from the file before it: a
+        variable of data.nc after the one before); its first read there is in order."""
+        with self._lock:
+            if self._last_end is None:
+                self._last_end = offset
+
     def slabs(self) -> dict[int, Stream]:
         """The slabs held now, by index (a copy: for looking at, as the tests do)."""
         with self._lock:
