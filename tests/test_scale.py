@@ -56,14 +56,26 @@ def assert_few(requests: Requests, what: str, limit: int = FEW) -> None:
 
 def test_mounting_and_stat_of_every_file_cost_a_few_requests(
         dense: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    """Every file but data.tif (its own test, below)."""
     log, mount = counted
-    mnt = mount(dense)
+    mnt = mount(dense, ("views=npy:nrrd:mhd:vrt:nc:ome",))
     assert_few(log.take(), "mount")
     names = sorted(os.listdir(mnt.path))
-    assert {"data", "data.npy", "data.tif", "chunks", "zarr.json"} <= set(names)
+    assert {"data", "data.npy", "data.nhdr", "data.vrt", "chunks", "zarr.json"} <= set(names)
+    assert_few(log.take(), "ls")
     for name in names:
         os.stat(mnt.path / name)
         assert_few(log.take(), f"stat {name}")
+
+
+@pytest.mark.xfail(strict=True, reason="issue 37 part 2, open: data.tif's header holds every tile's "
+                   "byte count, found with one listing of the array (100,000 entries here)")
+def test_stat_of_data_tif_costs_a_few_requests(dense: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    log, mount = counted
+    mnt = mount(dense)
+    log.take()
+    os.stat(mnt.path / "data.tif")
+    assert_few(log.take(), "stat data.tif")
 
 
 def test_a_small_read_fetches_the_chunks_it_touches(dense: Path,
