@@ -168,6 +168,8 @@ def test_killed_daemon_is_reported_at_unmount(source: Path) -> None:
     ({"references_allow": ["/data", "s3://other/x"]}, "references_allow=/data:s3://other/x"),
     ({"endpoint_url": "http://127.0.0.1:9000", "anon": True}, "endpoint_url=http://127.0.0.1:9000,anon"),
     ({"log": Path("/var/log/z.log")}, "log=/var/log/z.log"),
+    ({"fill_missing_data_reads": False, "store_data_equal_to_fill_value": True},
+     "fill_missing_data_reads=false,store_data_equal_to_fill_value=true"),
 ])
 def test_keyword_options_are_the_o_options(options: dict[str, object], text: str) -> None:
     assert options_text(options) == text

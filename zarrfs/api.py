@@ -41,6 +41,8 @@ MOUNT_SECONDS = 60.0
 UNMOUNT_SECONDS = 120.0
 BUSY_SECONDS = 5.0
 FLAG_OFF = {"ro": "rw", "rw": "ro"}  # `ro=False` means read-write, and the other way round
+# Options that take true or false (TensorStore's names): passed either way, never as flags.
+TRUE_OR_FALSE = frozenset({"fill_missing_data_reads", "store_data_equal_to_fill_value"})
 _ROUTINE = ("DEBUG ", "INFO ", "WARNING ")
 
 
@@ -217,7 +219,7 @@ def options_text(options: dict[str, Any]) -> str:
 
     parts = []
     for name, value in options.items():
-        if value is None or (value is False and name not in FLAG_OFF):
+        if value is None or (value is False and name not in FLAG_OFF and name not in TRUE_OR_FALSE):
             continue
         text = _option(name, value)
         if "," in text:
@@ -227,6 +229,8 @@ def options_text(options: dict[str, Any]) -> str:
 
 
 def _option(name: str, value: Any) -> str:
+    if name in TRUE_OR_FALSE and isinstance(value, bool):
+        return f"{name}={'true' if value else 'false'}"
     if value is True:
         return name
     if value is False:
