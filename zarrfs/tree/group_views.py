@@ -8,6 +8,11 @@ tree knows of the group's arrays, at each open or stat, so neither opens an arra
 of thousands of arrays is listed with `ls -l` without a request per array); an array is
 opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
 does (close-to-open). Arrays it cannot hold are named in the log, once each.
+
+It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): the type a 64-bit
+integer array is served as depends on its values, so those arrays (up to
+`netcdf_classic.SCANNED_ELEMENTS`) are read when the header is first made, and again after a
+recheck at open; a stat uses the type chosen before.
 """
 
 from __future__ import annotations
@@ -15,17 +20,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import MetadataError
+from ..errors import MetadataError, ZarrfsError
 from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
 from ..views.array_dir import Layout
+from ..views.netcdf_classic import served_type
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
@@ -47,6 +54,7 @@ class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
         self.names = [NC_NAME] if NC_KIND in layout.views else []
+        self.cdf5 = layout.nc_cdf5
         self.pyramids = (OmeTiffViews(groups, layout.views, layout.byteorder),
                          GeoTiffViews(groups, layout.views, layout.byteorder))
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
@@ -55,6 +63,8 @@ class GroupViews:
         self._opened: dict[str, Any] = {}
         self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
         self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
+        # The classic type chosen for each array's elements, with the description it was for.
+        self._served: dict[str, tuple[ArrayDescription, np.dtype[Any] | None]] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -78,7 +88,7 @@ class GroupViews:
             raise FileNotFoundError(join_path(group, NC_NAME))
         live = {id(array) for array in self.groups.opened_arrays()}
         members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
-        made = group_file(members, node.attributes)
+        made = group_file(members, node.attributes, cdf5=self.cdf5)
         for name, why in made.left_out.items():
             self._say(join_path(group, name), f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
         for note in made.notes:
@@ -94,6 +104,8 @@ class GroupViews:
             pyramids.forget(group, name)  # (made from the chunks the store holds now: it may differ)
             return True
         changed = False
+        with self._lock:  # (their values may have changed: the types are chosen again)
+            self._served.clear()
         for child in self._arrays(group):
             changed = self.groups.recheck(Ref(child.path, DATA)) or changed
             opened = self.groups.open_array(child.path)
@@ -124,9 +136,29 @@ class GroupViews:
             group = node.path.rpartition("/")[0]
             self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
             return None
-        return Member(node.name, description.data_type, description.shape, description.dimension_names,
-                      description.attributes, _fill(node, description.attributes, description),
-                      lambda: self._open(node.path))
+        member = Member(node.name, description.data_type, description.shape, description.dimension_names,
+                        description.attributes, _fill(node, description.attributes, description),
+                        lambda: self._open(node.path))
+        if self.cdf5:
+            return member
+        return replace(member, served=self._served_type(node.path, description, member))
+
+    def _served_type(self, path: str, description: ArrayDescription, member: Member) -> np.dtype[Any] | None:
+        """The classic type of the array's elements, chosen once per description (and recheck)."""
+        with self._lock:
+            known = self._served.get(path)
+        if known is not None and known[0] is description:
+            return known[1]
+        try:
+            served = served_type(description.data_type.storage, description.shape, member.array)
+        except ZarrfsError as e:
+            group = path.rpartition("/")[0]
+            self._say(f"{path} type", f"{join_path(group, NC_NAME)}: {member.name} is served as its own "
+                                      f"type (its values could not be read to choose a classic one: {e})")
+            served = None
+        with self._lock:
+            self._served[path] = (description, served)
+        return served
 
     def _describe(self, node: NodeMetadata) -> ArrayDescription:
         """The node's description, parsed once per version of its metadata (the tree replaces
@@ -169,12 +201,13 @@ class GroupViews:
 
 def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayDescription) -> object:
     """What the variable's `_FillValue` is: the CF attribute, or where xarray keeps it
-    instead (a v2 array's fill value). Arrays with named dimensions are xarray's: without
+    instead (a v2 array's fill value). Arrays with named dimensions are xarray's, and so are
+    scalars (v3 names no dimensions of an array of rank 0: xarray's grid mappings): without
     either, they have none (xarray masks nothing there); others get their fill value."""
     if "_FillValue" in attributes:
         return attributes["_FillValue"]
     stated = xarray_fill_value(node, attributes)
-    if stated is not None or description.dimension_names is not None:
+    if stated is not None or description.dimension_names is not None or not description.shape:
         return stated
     storage = description.data_type.storage
     return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None
