@@ -6,6 +6,7 @@ for scalars. Datasets written by xarray itself are read back through real mounts
 
 from __future__ import annotations
 
+import errno
 import json
 import subprocess
 import warnings
@@ -219,3 +220,19 @@ def test_cdf5_when_asked(tmp_path: Path, mount_array: Any) -> None:
         assert nc["ids"].dtype == np.int64 and nc["visits"].dtype == np.uint16 and nc.total == 2**40
     with xr.open_dataset(path) as got:
         xr.testing.assert_identical(got.load(), xr.open_zarr(source, consolidated=False).load())
+
+
+def test_a_value_written_past_the_type_chosen_is_eio_until_reopened(tmp_path: Path, mount_array: Any) -> None:
+    ds = xr.Dataset({"n": (("x",), np.arange(4, dtype="i8"))})
+    mount = mount_array(_to_zarr(ds, tmp_path / "n.zarr", 3))
+    with open(mount.path / "data.nc", "rb") as nc_file:
+        header = nc_file.read(4)
+        with open(mount.path / "n" / "data", "r+b") as data:  # (a value 32 bits cannot hold)
+            data.write(np.array([2**40], "<i8").tobytes())
+        nc_file.seek(0)
+        with pytest.raises(OSError) as raised:
+            nc_file.read()
+    assert header == b"CDF\x02" and raised.value.errno == errno.EIO
+    assert "no longer holds them exactly" in mount.log()
+    with netCDF4.Dataset(mount.path / "data.nc") as nc:  # (opened again: a type that holds it)
+        assert nc["n"].dtype == np.float64 and nc["n"][:].tolist() == [2**40, 1, 2, 3]
