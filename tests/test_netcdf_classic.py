@@ -22,7 +22,7 @@ import xarray as xr
 from zarrfs.errors import MetadataError
 from zarrfs.options import MountOptions, OptionError
 from zarrfs.views.netcdf import NC_DOUBLE, NC_INT, NC_INT64, NC_UINT64, Attribute, Dataset, Layout
-from zarrfs.views.netcdf_classic import classic_attribute, classic_type, exactly_as
+from zarrfs.views.netcdf_classic import classic_attribute, exactly_as, needs_values, served_type
 
 FORMATS = [pytest.param(2, id="v2"), pytest.param(3, id="v3")]
 WGS84 = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'
@@ -33,34 +33,27 @@ WGS84 = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.2572235
 # -- the types, without FUSE --------------------------------------------------------------------
 
 
-def test_classic_types_hold_every_value_exactly() -> None:
-    assert classic_type(np.dtype("<u1")) == ">i2" and classic_type(np.dtype("<u2")) == ">i4"
-    assert classic_type(np.dtype("<u4")) == ">f8" and classic_type(np.dtype("<f4")) == ">f4"
-    assert classic_type(np.dtype("<i8")) is None  # (it depends on the values)
-    cases = {
-        ">i4": [np.array([0, -(2**31), 2**31 - 1], "i8"), np.array([7], "u8"), np.array([], "i8")],
-        ">f8": [np.array([2**31, -(2**53), 2**53], "i8"), np.array([2**63 + 2**11], "u8"),
-                np.array([-(2**63), 1], "i8"),  # (xarray's NaT: -2^63 is a double)
-                np.array([1_700_000_000 * 10**9], "i8")],  # (nanoseconds of a whole second)
-        None: [np.array([2**53 + 1], "i8"), np.array([2**63 - 1], "i8"), np.array([2**64 - 1], "u8")],
-    }
-    for expected, arrays in cases.items():
-        for values in arrays:
-            found = classic_type(values.dtype, values)
-            assert (found and found.str) == (expected and np.dtype(expected).str), values
-            if found is not None:
-                np.testing.assert_array_equal(exactly_as(values, found).astype(values.dtype), values)
+def test_classic_types_of_cdf5_types() -> None:
+    served = {t: served_type(np.dtype(t)) for t in ("<u1", ">u2", "<u4", "<i8", "<u8", "<f4", "<i2", "S3")}
+    assert served == {"<u1": ">i2", ">u2": ">i4", "<u4": ">f8", "<i8": ">f8", "<u8": ">f8",
+                      "<f4": None, "<i2": None, "S3": None}  # (None: served as they are)
+    assert [needs_values(np.dtype(t)) for t in ("<u2", "<u4", "<i8", ">u8", "<f8")] == [False, False, True,
+                                                                                      True, False]
 
 
-def test_a_value_no_longer_held_is_an_error_not_a_rounded_number() -> None:
-    with pytest.raises(MetadataError, match="no longer holds them exactly"):
-        exactly_as(np.array([1, 2**31], "i8"), np.dtype(">i4"))
-    with pytest.raises(MetadataError, match=r"open data\.nc again"):
-        exactly_as(np.array([2**53 + 1], "i8"), np.dtype(">f8"))
-    assert exactly_as(np.array([255], "u1"), np.dtype(">i2")).tolist() == [255]
+def test_doubles_hold_values_exactly_or_reading_them_is_an_error() -> None:
+    held = [np.array([0, -(2**53), 2**53, 2**31], "i8"), np.array([2**63 + 2**11, 7], "u8"),
+            np.array([-(2**63), 1], "i8"),  # (xarray's NaT: -2^63 is a double)
+            np.array([1_700_000_000 * 10**9], "i8"), np.array([], "i8")]  # (nanoseconds of whole seconds)
+    for values in held:
+        np.testing.assert_array_equal(exactly_as(values, np.dtype(">f8")).astype(values.dtype), values)
+    for values in (np.array([1, 2**53 + 1], "i8"), np.array([2**63 - 1], "i8"), np.array([2**64 - 1], "u8")):
+        with pytest.raises(MetadataError, match=r"not a float64 exactly.*-o nc_format=cdf5"):
+            exactly_as(values, np.dtype(">f8"))
+    assert exactly_as(np.array([255, 0], "u1"), np.dtype(">i2")).tolist() == [255, 0]
 
 
-def test_64_bit_attributes_are_int_or_double_where_exact(tmp_path: Path) -> None:
+def test_64_bit_attributes_are_doubles_where_exact(tmp_path: Path) -> None:
     attributes = [Attribute.of("small", 2**40 // 2**20), Attribute.of("large", 2**40),
                   Attribute.of("nat", -(2**63)), Attribute.of("odd", 2**53 + 1), Attribute.of("u", 2**64 - 1)]
     classic = [classic_attribute(a) for a in attributes]
@@ -131,8 +124,7 @@ def _scalars() -> xr.Dataset:
 
 
 DATASETS = {"geo": _geo, "masked": _masked, "scalars": _scalars}
-# Variables whose 64-bit values no 32-bit int holds: served as doubles.
-AS_DOUBLES = {"masked": {"ids"}}
+SERVED_KINDS = {"u1": "i", "u2": "i", "u4": "f", "i8": "f", "u8": "f"}  # (as xarray reads them back)
 
 
 def _to_zarr(ds: xr.Dataset, path: Path, fmt: int) -> Path:
@@ -164,9 +156,9 @@ def test_xarray_reads_classic_data_nc_as_open_zarr(name: str, fmt: int, tmp_path
     with xr.open_dataset(path) as got:
         got.load()
         xr.testing.assert_identical(got, expected)  # values, CF times, masks, packing, attributes
-        for variable in expected.variables:  # (unsigned ones widened to signed types)
-            kind = "f" if variable in AS_DOUBLES.get(name, ()) else expected[variable].dtype.kind
-            assert got[variable].dtype.kind == kind.replace("u", "i"), variable
+        for variable in expected.variables:
+            dtype = expected[variable].dtype
+            assert got[variable].dtype.kind == SERVED_KINDS.get(dtype.str[1:], dtype.kind), variable
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -225,14 +217,13 @@ def test_cdf5_when_asked(tmp_path: Path, mount_array: Any) -> None:
 def test_a_value_written_past_the_type_chosen_is_eio_until_reopened(tmp_path: Path, mount_array: Any) -> None:
     ds = xr.Dataset({"n": (("x",), np.arange(4, dtype="i8"))})
     mount = mount_array(_to_zarr(ds, tmp_path / "n.zarr", 3))
-    with open(mount.path / "data.nc", "rb") as nc_file:
-        header = nc_file.read(4)
-        with open(mount.path / "n" / "data", "r+b") as data:  # (a value 32 bits cannot hold)
-            data.write(np.array([2**40], "<i8").tobytes())
-        nc_file.seek(0)
-        with pytest.raises(OSError) as raised:
+    with open(mount.path / "data.nc", "rb") as nc_file:  # (its types chosen: doubles hold 0..3)
+        with open(mount.path / "n" / "data", "r+b") as data:  # (a value no double holds)
+            data.write(np.array([2**53 + 1], "<i8").tobytes())
+        with pytest.raises(OSError) as raised:  # (nothing of it was read before: not cached)
             nc_file.read()
-    assert header == b"CDF\x02" and raised.value.errno == errno.EIO
-    assert "no longer holds them exactly" in mount.log()
-    with netCDF4.Dataset(mount.path / "data.nc") as nc:  # (opened again: a type that holds it)
-        assert nc["n"].dtype == np.float64 and nc["n"][:].tolist() == [2**40, 1, 2, 3]
+    assert raised.value.errno == errno.EIO
+    assert "is not a float64 exactly" in mount.log()
+    with netCDF4.Dataset(mount.path / "data.nc") as nc:  # (opened again: its own type, in CDF-5)
+        assert nc.data_model == "NETCDF3_64BIT_DATA"
+        assert nc["n"].dtype == np.int64 and nc["n"][:].tolist() == [2**53 + 1, 1, 2, 3]

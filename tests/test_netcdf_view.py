@@ -223,7 +223,7 @@ def test_xarray_reads_data_nc_as_open_zarr_reads_the_store(fmt: int, tmp_path: P
     with netCDF4.Dataset(path) as nc:
         assert nc.data_model == "NETCDF3_64BIT_OFFSET"
         assert nc["count"].dtype == np.int32 and nc["ids"].dtype == np.float64
-        assert nc["time"].dtype == np.int32
+        assert nc["time"].dtype == np.float64
         np.testing.assert_array_equal(nc["count"][:], expected["count"].values)
         assert nc["sp"]._FillValue == -32768 and nc["sp"][0, 1, 1] is np.ma.masked
     assert "\t\tt2m:units = \"K\" ;" in _ncdump("-h", path).splitlines()

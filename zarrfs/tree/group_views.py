@@ -9,10 +9,11 @@ of thousands of arrays is listed with `ls -l` without a request per array); an a
 opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
 does (close-to-open). Arrays it cannot hold are named in the log, once each.
 
-It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): the type a 64-bit
-integer array is served as depends on its values, so those arrays (up to
-`netcdf_classic.SCANNED_ELEMENTS`) are read when the header is first made, and again after a
-recheck at open; a stat uses the type chosen before.
+It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): 64-bit integer
+arrays are served as doubles where doubles hold their values. Whether they do is known only
+from the values, so the recheck at open reads them (`netcdf_classic.exact_type`), and an
+array one of whose values no double holds is then served as its own type (the file is
+CDF-5); a stat uses what the last recheck found (doubles, before any), so it reads nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
 from ..views.array_dir import Layout
-from ..views.netcdf_classic import served_type
+from ..views.netcdf_classic import exact_type, needs_values, served_type
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
@@ -63,8 +64,9 @@ class GroupViews:
         self._opened: dict[str, Any] = {}
         self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
         self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
-        # The classic type chosen for each array's elements, with the description it was for.
-        self._served: dict[str, tuple[ArrayDescription, np.dtype[Any] | None]] = {}
+        # What the last recheck found the classic type of each 64-bit integer array to be (None:
+        # none holds its values), with the shape and type of the array it read.
+        self._exact: dict[str, tuple[tuple[int, ...], np.dtype[Any], np.dtype[Any] | None]] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -104,14 +106,14 @@ class GroupViews:
             pyramids.forget(group, name)  # (made from the chunks the store holds now: it may differ)
             return True
         changed = False
-        with self._lock:  # (their values may have changed: the types are chosen again)
-            self._served.clear()
         for child in self._arrays(group):
             changed = self.groups.recheck(Ref(child.path, DATA)) or changed
             opened = self.groups.open_array(child.path)
             changed = self._learn(child.path, opened) or changed
             if opened.directory is not None:
                 changed = changed or opened.directory.array.metadata.shape != _described_shape(child)
+                array = opened.directory.array
+                changed = self._check_values(child.path, array.metadata, array) or changed
         return changed
 
     def showing(self, array: str) -> list[Ref]:
@@ -139,26 +141,32 @@ class GroupViews:
         member = Member(node.name, description.data_type, description.shape, description.dimension_names,
                         description.attributes, _fill(node, description.attributes, description),
                         lambda: self._open(node.path))
-        if self.cdf5:
-            return member
-        return replace(member, served=self._served_type(node.path, description, member))
+        return member if self.cdf5 else replace(member, served=self._served(node.path, description))
 
-    def _served_type(self, path: str, description: ArrayDescription, member: Member) -> np.dtype[Any] | None:
-        """The classic type of the array's elements, chosen once per description (and recheck)."""
+    def _served(self, path: str, description: ArrayDescription) -> np.dtype[Any] | None:
+        """The classic type of the array's elements: as the last recheck found it for an array
+        of this shape and type, else the one its type has (`served_type`)."""
+        storage = description.data_type.storage
         with self._lock:
-            known = self._served.get(path)
-        if known is not None and known[0] is description:
-            return known[1]
+            known = self._exact.get(path)
+        if known is not None and known[:2] == (description.shape, storage):
+            return known[2]
+        return served_type(storage)
+
+    def _check_values(self, path: str, description: ArrayDescription, array: RegionArray) -> bool:
+        """Read a 64-bit integer array's values for its classic type; whether that changed."""
+        storage, shape = description.data_type.storage, description.shape
+        if self.cdf5 or not needs_values(storage):
+            return False
+        before = self._served(path, description)
         try:
-            served = served_type(description.data_type.storage, description.shape, member.array)
-        except ZarrfsError as e:
-            group = path.rpartition("/")[0]
-            self._say(f"{path} type", f"{join_path(group, NC_NAME)}: {member.name} is served as its own "
-                                      f"type (its values could not be read to choose a classic one: {e})")
-            served = None
+            found = exact_type(storage, shape, lambda: array)
+        except ZarrfsError as e:  # (it stays as it was: a read of a value it cannot hold fails)
+            self._say(f"{path} values", f"{path}: its values could not be read for data.nc: {e}")
+            return False
         with self._lock:
-            self._served[path] = (description, served)
-        return served
+            self._exact[path] = (shape, storage, found)
+        return found != before
 
     def _describe(self, node: NodeMetadata) -> ArrayDescription:
         """The node's description, parsed once per version of its metadata (the tree replaces
