@@ -114,11 +114,15 @@ def _masked() -> xr.Dataset:
 
 
 def _scalars() -> xr.Dataset:
-    """Scalars of every kind xarray writes: a grid mapping, a time, a float, a flag."""
+    """Scalars of every kind xarray writes (a grid mapping, a time, a duration, a float, a
+    flag), and model times of a noleap calendar (cftime)."""
+    noleap = xr.date_range("2001-02-27", periods=3, freq="D", calendar="noleap", use_cftime=True)
     return xr.Dataset(
         {"field": (("lat",), np.array([1.0, 2.0], "f4"), {"grid_mapping": "crs"}),
          "offset": ((), 0.0), "level": ((), np.int64(0)), "valid": ((), True),
-         "when": ((), np.datetime64("2020-02-29T12:00:00", "ns"))},
+         "when": ((), np.datetime64("2020-02-29T12:00:00", "ns")),
+         "lead": ((), np.timedelta64(36, "h").astype("timedelta64[ns]")),
+         "model_time": (("step",), noleap)},
         coords={"lat": [10.0, 20.0], "crs": ((), 0, {"grid_mapping_name": "latitude_longitude",
                                                       "semi_major_axis": 6378137.0})})
 
