@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+import zarr
 
 from zarrfs.errors import MetadataError
 from zarrfs.options import MountOptions, OptionError
@@ -231,3 +232,13 @@ def test_a_value_written_past_the_type_chosen_is_eio_until_reopened(tmp_path: Pa
     with netCDF4.Dataset(mount.path / "data.nc") as nc:  # (opened again: its own type, in CDF-5)
         assert nc.data_model == "NETCDF3_64BIT_DATA"
         assert nc["n"].dtype == np.int64 and nc["n"][:].tolist() == [2**53 + 1, 1, 2, 3]
+
+
+def test_another_writers_value_no_double_holds_makes_cdf5_at_the_next_open(tmp_path: Path,
+                                                                           mount_array: Any) -> None:
+    source = _to_zarr(xr.Dataset({"n": (("x",), np.arange(4, dtype="i8"))}), tmp_path / "w.zarr", 3)
+    mount = mount_array(source)
+    assert _run("ncdump", "-k", mount.path / "data.nc").strip() == "64-bit offset"
+    zarr.open_array(source / "n", mode="r+")[3] = -(2**62) - 1  # (beyond 2^53, odd: no double)
+    with netCDF4.Dataset(mount.path / "data.nc") as nc:
+        assert nc.data_model == "NETCDF3_64BIT_DATA" and nc["n"][:].tolist() == [0, 1, 2, -(2**62) - 1]

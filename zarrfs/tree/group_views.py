@@ -65,8 +65,8 @@ class GroupViews:
         self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
         self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
         # What the last recheck found the classic type of each 64-bit integer array to be (None:
-        # none holds its values), with the shape and type of the array it read.
-        self._exact: dict[str, tuple[tuple[int, ...], np.dtype[Any], np.dtype[Any] | None]] = {}
+        # none holds its values), with the shape, type and `changes` of the array it read.
+        self._exact: dict[str, tuple[tuple[int, ...], np.dtype[Any], np.dtype[Any] | None, object]] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -107,13 +107,14 @@ class GroupViews:
             return True
         changed = False
         for child in self._arrays(group):
-            changed = self.groups.recheck(Ref(child.path, DATA)) or changed
+            written = self.groups.recheck(Ref(child.path, DATA))
             opened = self.groups.open_array(child.path)
-            changed = self._learn(child.path, opened) or changed
+            changed = self._learn(child.path, opened) or written or changed
             if opened.directory is not None:
-                changed = changed or opened.directory.array.metadata.shape != _described_shape(child)
                 array = opened.directory.array
-                changed = self._check_values(child.path, array.metadata, array) or changed
+                changed = changed or array.metadata.shape != _described_shape(child)
+                token = None if written else array.changes  # (None: read them again)
+                changed = self._check_values(child.path, array.metadata, array, token) or changed
         return changed
 
     def showing(self, array: str) -> list[Ref]:
@@ -153,10 +154,17 @@ class GroupViews:
             return known[2]
         return served_type(storage)
 
-    def _check_values(self, path: str, description: ArrayDescription, array: RegionArray) -> bool:
-        """Read a 64-bit integer array's values for its classic type; whether that changed."""
+    def _check_values(self, path: str, description: ArrayDescription, array: RegionArray,
+                      changes: object) -> bool:
+        """Read a 64-bit integer array's values for its classic type, unless they were read
+        when the array's `changes` were these; whether the type changed."""
         storage, shape = description.data_type.storage, description.shape
         if self.cdf5 or not needs_values(storage):
+            return False
+        with self._lock:
+            known = self._exact.get(path)
+        unchanged = known is not None and known[:2] == (shape, storage) and known[3] == changes
+        if changes is not None and unchanged:
             return False
         before = self._served(path, description)
         try:
@@ -165,7 +173,7 @@ class GroupViews:
             self._say(f"{path} values", f"{path}: its values could not be read for data.nc: {e}")
             return False
         with self._lock:
-            self._exact[path] = (shape, storage, found)
+            self._exact[path] = (shape, storage, found, changes)
         return found != before
 
     def _describe(self, node: NodeMetadata) -> ArrayDescription:
