@@ -178,8 +178,9 @@ class RegionFile:
         self._served = served
         self.writable = not array.read_only and served is None
         storage = array.data_type.storage
-        self.file_dtype = served_dtype or storage.newbyteorder("<" if byteorder == "little" else ">")
-        self.itemsize = array.data_type.itemsize if served_dtype is None else served_dtype.itemsize
+        own = storage.newbyteorder("<" if byteorder == "little" else ">")
+        self.file_dtype = own if served_dtype is None else served_dtype
+        self.itemsize = self.file_dtype.itemsize
         self._convert = self.itemsize > 1 and not self.file_dtype.isnative
 
     @property

@@ -84,17 +84,18 @@ class GroupFile:
 def group_file(members: Sequence[Member], attributes: Mapping[str, Any], *, cdf5: bool = False) -> GroupFile:
     """The file of a group's `members`: classic (CDF-2) where every variable has a classic
     type, else (or with `cdf5`) CDF-5, every variable as its own type."""
-    held = [m for m in members if _problem(m) is None]
-    left_out = {m.name: problem for m in members if (problem := _problem(m)) is not None}
-    if not cdf5:
-        made = _file(held, attributes, classic=True)
-        if not made.file.layout.dataset.cdf5:
-            return GroupFile(made.file, left_out, made.notes)
-    made = _file(held, attributes, classic=False)
-    return GroupFile(made.file, left_out, made.notes)
+    problems = {m.name: _problem(m) for m in members}
+    held = [m for m in members if problems[m.name] is None]
+    left_out = {name: problem for name, problem in problems.items() if problem is not None}
+    file, notes = _file(held, attributes, classic=not cdf5)
+    if file.layout.dataset.cdf5 and not cdf5:
+        file, notes = _file(held, attributes, classic=False)
+    return GroupFile(file, left_out, notes)
 
 
-def _file(members: Sequence[Member], attributes: Mapping[str, Any], *, classic: bool) -> GroupFile:
+def _file(members: Sequence[Member], attributes: Mapping[str, Any], *,
+          classic: bool) -> tuple[NetcdfFile, list[str]]:
+    """The file, as classic types where `classic`, and what was said of dimensions renamed."""
     dimensions = _Dimensions()
     variables = tuple(_variable(member, dimensions, classic) for member in members)
     group_attributes = _attributes(attributes)
@@ -102,7 +103,7 @@ def _file(members: Sequence[Member], attributes: Mapping[str, Any], *, classic: 
         group_attributes = tuple(map(classic_attribute, group_attributes))
     dataset = Dataset(tuple(dimensions.lengths.items()), variables, group_attributes)
     served = [m.served if classic else None for m in members]
-    return GroupFile(NetcdfFile(Layout(dataset), members, served), {}, dimensions.renamed)
+    return NetcdfFile(Layout(dataset), members, served), dimensions.renamed
 
 
 def _problem(member: Member) -> str | None:
