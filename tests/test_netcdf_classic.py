@@ -45,7 +45,8 @@ def test_classic_types_of_cdf5_types() -> None:
 def test_doubles_hold_values_exactly_or_reading_them_is_an_error() -> None:
     held = [np.array([0, -(2**53), 2**53, 2**31], "i8"), np.array([2**63 + 2**11, 7], "u8"),
             np.array([-(2**63), 1], "i8"),  # (xarray's NaT: -2^63 is a double)
-            np.array([1_700_000_000 * 10**9], "i8"), np.array([], "i8")]  # (nanoseconds of whole seconds)
+            np.array([1_700_000_000 * 10**9], "i8"),  # (nanoseconds of a whole second, past 2^53)
+            np.array([], "i8")]
     for values in held:
         np.testing.assert_array_equal(exactly_as(values, np.dtype(">f8")).astype(values.dtype), values)
     for values in (np.array([1, 2**53 + 1], "i8"), np.array([2**63 - 1], "i8"), np.array([2**64 - 1], "u8")):
@@ -143,11 +144,13 @@ def _run(*args: str | Path) -> str:
     return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True).stdout
 
 
-def _r_values(path: Path, name: str) -> np.ndarray:
-    """The variable's stored values as R's ncdf4 reads them (no unpacking), in C order."""
-    script = (f'library(ncdf4); n <- nc_open("{path}"); v <- ncvar_get(n, "{name}", raw_datavals = TRUE); '
+def _r_values(path: Path, name: str, raw: bool = True) -> list[str]:
+    """The variable's values as R's ncdf4 reads them, in C order: as stored (`raw`), or
+    unpacked with missing ones as NA."""
+    script = (f'library(ncdf4); n <- nc_open("{path}"); '
+              f'v <- ncvar_get(n, "{name}", raw_datavals = {str(raw).upper()}); '
               'cat(sprintf("%.17g", as.vector(v)), sep = "\\n")')
-    return np.array([float(v) for v in _run("Rscript", "-e", script).split()])
+    return _run("Rscript", "-e", script).split()
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -172,7 +175,8 @@ def test_older_readers_read_every_value_exactly(fmt: int, tmp_path: Path, mount_
     path = mount_array(source).path / "data.nc"
     raw = xr.open_zarr(source, consolidated=False, mask_and_scale=False, decode_times=False).load()
     for name in ("temperature", "count", "visits", "ids", "time", "station"):
-        np.testing.assert_array_equal(_r_values(path, name), raw[name].values.astype("f8").ravel(), name)
+        got = np.array([float(v) for v in _r_values(path, name)])
+        np.testing.assert_array_equal(got, raw[name].values.astype("f8").ravel(), name)
     ncks = json.loads(_run("ncks", "--json", "-v", "ids,visits,time", path))["variables"]
     assert ncks["ids"]["data"] == [2**40 + 1, -(2**45)] and ncks["visits"]["data"] == [0, 65535]
     dumped = _run("ncdump", "-h", path)
@@ -190,8 +194,8 @@ def test_gdal_and_r_read_a_grid_mapping_and_its_scalar(fmt: int, tmp_path: Path,
     assert info["geoTransform"] == [5.0, 1.0, 0.0, 46.0, 0.0, -1.0]
     value = _run("gdallocationinfo", "-valonly", "-b", "2", f'NETCDF:"{path}":t2m', "3", "1").strip()
     assert np.float32(value) == ds.t2m.values[1, 1, 3]
-    assert list(_r_values(path, "spatial_ref")) == [0.0]  # (a value, not a missing one)
-    assert list(_r_values(path, "landcover")) == list(ds.landcover.values.ravel().astype("f8"))
+    assert _r_values(path, "spatial_ref", raw=False) == ["0"]  # (a value, not NA)
+    assert _r_values(path, "landcover", raw=False) == [str(v) for v in ds.landcover.values.ravel()]
     assert "spatial_ref = 0 ;" in _run("ncks", "-H", "-v", "spatial_ref", path)
     with netCDF4.Dataset(path) as nc:
         assert "_FillValue" not in nc["spatial_ref"].ncattrs() and nc["spatial_ref"][...] == 0
