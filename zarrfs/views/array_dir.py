@@ -28,6 +28,7 @@ class Layout:
     byteorder: str = "little"
     fortran: bool = False
     views: frozenset[str] = VIEW_KINDS
+    nc_cdf5: bool = False  # every group's data.nc as CDF-5 (else classic CDF-2 where it can be)
 
 
 @dataclass(frozen=True)
