@@ -252,15 +252,18 @@ class TiffFile(ReadOnlyFile):
     direct_io = True
 
     def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
-                 byteorder: str) -> None:
-        """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images."""
-        self._parts = list(parts)
+                 byteorder: str, *, smallest_first: bool = False) -> None:
+        """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images.
+        The parts' data follow the header in their order, or, `smallest_first`, the last part's
+        first and the first's last: a cloud-optimized GeoTIFF's overviews before its image."""
+        order = list(range(len(parts)))[:: -1 if smallest_first else 1]
+        self._parts = [parts[number] for number in order]  # (in the order of their data)
         # Tiles are read one by one, in small blocks (see _slot and files.STREAM_BLOCK).
         self.block_size = RANDOM_ACCESS_BLOCK
-        self._sizes = Pieces.of([p.pieces.total for p in parts],
-                                max([RANDOM_ACCESS_BLOCK, *(part.slot for part in parts)]))
-        shifted = [[image.with_data_at(int(base)) for image in part.images]
-                   for part, base in zip(parts, self._sizes.starts, strict=True)]
+        self._sizes = Pieces.of([part.pieces.total for part in self._parts], LARGEST_SLOT)
+        base = {number: int(start) for number, start in zip(order, self._sizes.starts, strict=True)}
+        shifted = [[image.with_data_at(base[number]) for image in part.images]
+                   for number, part in enumerate(parts)]
         self.header = tiff_header(arrange(shifted), self._sizes.total, byteorder)
         self.big = self.header.big
         self.data_start = self.header.data_start
