@@ -271,9 +271,6 @@ def test_stored_tiles_in_slots() -> None:
             fetched.append(unit)
             return stored.get(unit)
 
-        def read_stored(self, where: StoredChunk) -> bytes:
-            raise AssertionError("a tile is read by its chunk")
-
         def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
             if self.cached:
                 into[:] = stored[(0, 0)][where.offset : where.offset + len(into)]
