@@ -122,7 +122,7 @@ def test_projected_grid_mapping_and_noleap_times(tmp_path: Path, mount_array: An
     assert [b["description"] for b in info["bands"]] == [
         "2001-01-01T00:00:00", "2001-03-01T00:00:00", "2002-01-01T00:00:00"]
     assert info["bands"][0]["noDataValue"] == "NaN"  # xarray's default _FillValue for floats
-    for name in ("data.mhd", "data.nhdr"):  # CF coordinates for ITK too; uneven times count elements
+    for name in ("data.mhd", "data.raw.nhdr"):  # CF coordinates for ITK too; uneven times count elements
         image = sitk.ReadImage(str(mount.path / "ndvi" / name))
         assert image.GetOrigin() == (500000.0, 5000000.0, 0.0) and image.GetSpacing() == (1000.0, 1000.0, 1.0)
         assert image.GetDirection() == (1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0)  # y runs south
@@ -170,11 +170,11 @@ def test_ome_zarr_04_translation_becomes_the_origin(tmp_path: Path, mount_array:
     for dataset in datasets:
         scale, origin = transforms[dataset["path"]]["scale"], transforms[dataset["path"]]["translation"]
         want = zarr.open_array(store / dataset["path"], mode="r")[...]
-        for name in ("data.mhd", "data.nhdr"):
+        for name in ("data.mhd", "data.raw.nhdr"):
             got_origin, got_spacing, values = _itk(mount.path / dataset["path"] / name)
             assert got_origin == tuple(origin[::-1]) and got_spacing == tuple(scale[::-1])
             assert np.array_equal(values, want)
-        fields = nrrd.read_header(str(mount.path / dataset["path"] / "data.nhdr"))
+        fields = nrrd.read_header(str(mount.path / dataset["path"] / "data.raw.nhdr"))
         if any(origin):
             assert list(fields["space origin"]) == origin[::-1]
             assert np.array_equal(fields["space directions"], np.diag(scale[::-1]))
@@ -193,7 +193,7 @@ def test_ome_zarr_05_with_a_multiscale_transform(tmp_path: Path, mount_array: An
             {"type": "scale", "scale": [2.0, 0.75]}, {"type": "translation", "translation": [1.0, 3.0]}]}],
         "coordinateTransformations": [{"type": "scale", "scale": [10.0, 10.0]}]}]}
     mount = mount_array(store, ["ro", "order=F"])
-    for name in ("data.mhd", "data.nhdr"):
+    for name in ("data.mhd", "data.raw.nhdr"):
         origin, spacing, read = _itk(mount.path / "0" / name)
         assert origin == (10.0, 30.0) and spacing == (20.0, 7.5)  # Fortran order: y is fastest
         assert np.array_equal(read, values.T)

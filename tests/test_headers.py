@@ -145,7 +145,7 @@ def test_nrrd_opens_in_pynrrd_and_simpleitk(tmp_path: Path, dtype: str, shape: t
     header = nrrd_header(array.dtype, shape, fortran, placement=Placement(spacing=tuple(spacings)))
     assert header is not None
     write_data(tmp_path, array, fortran)
-    path = tmp_path / "data.nhdr"
+    path = tmp_path / "data.raw.nhdr"
     path.write_bytes(header)
     # pynrrd lists axes as the file does (fastest first); index_order="C" reverses them.
     got, fields = nrrd.read(str(path), index_order="F" if fortran else "C")

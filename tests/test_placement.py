@@ -167,7 +167,7 @@ def test_itk_origin_spacing_and_flips(tmp_path: Path, fortran: bool) -> None:
     values = np.arange(2 * 3 * 4, dtype="<u2").reshape(2, 3, 4)
     (tmp_path / "data").write_bytes(values.tobytes(order="F" if fortran else "C"))
     placement = Placement(spacing=(2.0, 0.5, 0.25), origin=(7.0, -1.0, 3.5), flipped=(False, True, False))
-    for name, make in (("data.mhd", mhd_header), ("data.nhdr", nrrd_header)):
+    for name, make in (("data.mhd", mhd_header), ("data.raw.nhdr", nrrd_header)):
         header = make(values.dtype, values.shape, fortran, placement=placement)
         assert header is not None
         (tmp_path / name).write_bytes(header)
@@ -179,7 +179,7 @@ def test_itk_origin_spacing_and_flips(tmp_path: Path, fortran: bool) -> None:
         assert list(diagonal) == [1.0, -1.0, 1.0][order]
         read = sitk.GetArrayFromImage(image)
         assert np.array_equal(read, values.T if fortran else values)
-    fields = nrrd.read_header(str(tmp_path / "data.nhdr"))
+    fields = nrrd.read_header(str(tmp_path / "data.raw.nhdr"))
     assert fields["space dimension"] == 3 and "spacings" not in fields
     assert list(fields["space origin"]) == [7.0, -1.0, 3.5][order]
 

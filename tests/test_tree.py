@@ -83,7 +83,7 @@ def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_p
     assert list(tree.names(tree.root)) == ["zarr.json", "data.nc", "bad", "good"]
     good, broken = tree.lookup(tree.root, "good"), tree.lookup(tree.root, "bad")
     assert good == Ref("good", ARRAY) and broken == Ref("bad", ARRAY)
-    assert list(tree.names(good)) == ["zarr.json", "data", "data.npy", "data.nhdr", "data.mhd",
+    assert list(tree.names(good)) == ["zarr.json", "data", "data.npy", "data.raw.nhdr", "data.mhd",
                                       "data.vrt", "data.tif", "chunks"]
     assert list(tree.names(broken)) == ["zarr.json"]
     assert tree.lookup(broken, "data") is None

@@ -1,4 +1,4 @@
-"""The header views beside `data` (`data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`) on a real
+"""The header views beside `data` (`data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`) on a real
 mount, each opened by the tool it is made for (numpy, pynrrd, SimpleITK, GDAL's gdal_translate)
 and compared bit for bit with what zarr-python wrote: several element types, ranks 1-4, both
 byte orders of the files (`-o endian=`), C and Fortran order (`-o order=F`); writes through a
@@ -31,7 +31,7 @@ from ome_zarr.writer import write_image
 from zarr.codecs import BytesCodec
 
 HAS_GDAL = shutil.which("gdal_translate") is not None
-ALL_VIEWS = {"npy", "nhdr", "mhd", "vrt"}
+ALL_VIEWS = {"npy", "raw.nhdr", "mhd", "vrt"}
 TIFF = {"tif"}  # (data.tif: rank 2 and more, numbers TIFF holds)
 
 
@@ -125,16 +125,16 @@ MATRIX: dict[str, tuple[str, tuple[int, ...], tuple[int, ...], set[str]]] = {
     "u1": ("|u1", (7, 9), (4, 4), ALL_VIEWS | TIFF),
     "i2": ("<i2", (3, 5, 6), (2, 2, 4), ALL_VIEWS | TIFF),
     "u2_big": (">u2", (6, 11), (4, 5), ALL_VIEWS | TIFF),
-    "f4": ("<f4", (2, 3, 4, 5), (1, 2, 3, 2), {"npy", "nhdr", "mhd", "tif"}),  # VRT: rank 2 and 3 only
+    "f4": ("<f4", (2, 3, 4, 5), (1, 2, 3, 2), {"npy", "raw.nhdr", "mhd", "tif"}),  # VRT: rank 2 and 3 only
     "f8_big": (">f8", (4, 3, 5), (3, 3, 3), ALL_VIEWS | TIFF),
     "i4": ("<i4", (5, 6), (5, 6), ALL_VIEWS | TIFF),
     "u8": ("<u8", (9, 4), (4, 4), ALL_VIEWS | TIFF),
     "i8": ("<i8", (3, 4, 2), (2, 2, 2), ALL_VIEWS | TIFF),
     "bool": ("|b1", (5, 4, 3), (2, 2, 2), ALL_VIEWS | TIFF),  # as uint8
-    "i1": ("|i1", (6, 5), (4, 4), {"npy", "nhdr", "mhd", "tif"}),  # GDAL 3.6 has no Int8
+    "i1": ("|i1", (6, 5), (4, 4), {"npy", "raw.nhdr", "mhd", "tif"}),  # GDAL 3.6 has no Int8
     "c8": ("<c8", (4, 6), (3, 3), {"npy", "vrt", "tif"}),  # NRRD and MetaImage have no complex
     "f2": ("<f2", (4, 6), (3, 3), {"npy", "tif"}),
-    "rank1": ("<u2", (13,), (5,), {"npy", "nhdr", "mhd"}),  # (TIFF: rank 2 and more)
+    "rank1": ("<u2", (13,), (5,), {"npy", "raw.nhdr", "mhd"}),  # (TIFF: rank 2 and more)
     "rank0": ("<i4", (), (), {"npy"}),
     "time": ("<M8[s]", (4, 5), (3, 3), ALL_VIEWS),  # as the int64 count (TIFF: numbers only)
 }
@@ -180,14 +180,14 @@ def test_every_view_reads_as_the_array(matrix_store: tuple[Path, dict[str, np.nd
         loaded = np.load(directory / "data.npy", mmap_mode="r")
         _assert_bit_equal(loaded, want)
         assert loaded.dtype == want.dtype.newbyteorder(">" if big else "<") or want.dtype.itemsize == 1
-        if "nhdr" in views:
-            got, fields = _read_nrrd(directory / "data.nhdr", fortran)
+        if "raw.nhdr" in views:
+            got, fields = _read_nrrd(directory / "data.raw.nhdr", fortran)
             _assert_bit_equal(got, _numeric(want))
             assert "spacings" not in fields
             if want.dtype.itemsize > 1:
                 assert fields["endian"] == ("big" if big else "little")
             if len(shape) >= 2:  # SimpleITK has no 1-d images
-                image, _ = _read_sitk(directory / "data.nhdr", fortran)
+                image, _ = _read_sitk(directory / "data.raw.nhdr", fortran)
                 _assert_bit_equal(image, _numeric(want))
         if "mhd" in views and len(shape) >= 2:
             image, spacing = _read_sitk(directory / "data.mhd", fortran)
@@ -233,7 +233,7 @@ def test_views_option_picks_the_views(matrix_store: tuple[Path, dict[str, np.nda
     some = mount_array(path, ["ro", "views=npy:vrt"])
     assert sorted(os.listdir(some.path / "u1")) == ["chunks", "data", "data.npy", "data.vrt", "zarr.json"]
     assert sorted(os.listdir(some.path / "f4")) == ["chunks", "data", "data.npy", "zarr.json"]
-    for absent in ("data.nhdr", "data.mhd"):
+    for absent in ("data.raw.nhdr", "data.mhd"):
         with pytest.raises(FileNotFoundError):
             (some.path / "u1" / absent).stat()
     assert np.array_equal(np.load(some.path / "i2" / "data.npy"), expected["i2"])
@@ -362,7 +362,7 @@ def test_header_views_are_read_only(tmp_path: Path, mount_array: Any) -> None:
     path = tmp_path / "a.zarr"
     _store_array(path, 3)
     mount = mount_array(path, ["rw"])
-    for name in ("data.nhdr", "data.mhd", "data.vrt"):
+    for name in ("data.raw.nhdr", "data.mhd", "data.vrt"):
         with pytest.raises(PermissionError):
             open(mount.path / name, "r+b").close()
         assert not os.access(mount.path / name, os.W_OK)
@@ -376,7 +376,7 @@ def test_headers_follow_a_resize(tmp_path: Path, mount_array: Any, fortran: bool
     path = tmp_path / "a.zarr"
     want = _store_array(path, 3, sharded=True)
     mount = mount_array(path, ["rw", *(["order=F"] if fortran else [])])
-    before = {name: (mount.path / name).read_bytes() for name in ("data.nhdr", "data.mhd", "data.vrt")}
+    before = {name: (mount.path / name).read_bytes() for name in ("data.raw.nhdr", "data.mhd", "data.vrt")}
     # Keep 12 of 20 rows (C) or 18 of 30 columns (F: the last axis is data's slowest).
     new_shape = (20, 18) if fortran else (12, 30)
     os.truncate(mount.data, 4 * 20 * 18 if fortran else 4 * 12 * 30)
@@ -385,7 +385,7 @@ def test_headers_follow_a_resize(tmp_path: Path, mount_array: Any, fortran: bool
     assert np.array_equal(np.load(mount.path / "data.npy"), cut)
     for name, old in before.items():
         assert (mount.path / name).read_bytes() != old, name
-    _assert_bit_equal(_read_nrrd(mount.path / "data.nhdr", fortran)[0], cut)
+    _assert_bit_equal(_read_nrrd(mount.path / "data.raw.nhdr", fortran)[0], cut)
     _assert_bit_equal(_read_sitk(mount.path / "data.mhd", fortran)[0], cut)
     if HAS_GDAL:
         _assert_bit_equal(_read_gdal(mount.path / "data.vrt", tmp_path, 2), cut)
@@ -419,13 +419,13 @@ def test_ome_zarr_scales_become_spacings(tmp_path: Path, mount_array: Any) -> No
     mount = mount_array(store, ["ro"])
     for level, scale in scales.items():
         want = zarr.open_array(store / level, mode="r")[...]
-        data, fields = _read_nrrd(mount.path / level / "data.nhdr", False)
+        data, fields = _read_nrrd(mount.path / level / "data.raw.nhdr", False)
         assert np.array_equal(data, want) and fields["axis spacings"] == scale
         values, spacing = _read_sitk(mount.path / level / "data.mhd", False)
         assert np.array_equal(values, want) and spacing == scale
     level = datasets[1]["path"]
     fortran = mount_array(store, ["ro", "order=F"])
-    values, spacing = _read_sitk(fortran.path / level / "data.nhdr", True)
+    values, spacing = _read_sitk(fortran.path / level / "data.raw.nhdr", True)
     assert spacing == scales[level]
     assert np.array_equal(values, zarr.open_array(store / level, mode="r")[...])
 
@@ -446,10 +446,10 @@ def test_ome_zarr_v05_scales_by_hand(tmp_path: Path, mount_array: Any) -> None:
                      for name, (_, scale) in levels.items()]}]}
     mount = mount_array(store, ["ro"])
     for name, (values, scale) in levels.items():
-        data, fields = _read_nrrd(mount.path / name / "data.nhdr", False)
+        data, fields = _read_nrrd(mount.path / name / "data.raw.nhdr", False)
         assert np.array_equal(data, values) and fields["axis spacings"] == scale
         assert _read_sitk(mount.path / name / "data.mhd", False)[1] == scale
-    assert "spacings" not in _read_nrrd(mount.path / "labels_like" / "data.nhdr", False)[1]
+    assert "spacings" not in _read_nrrd(mount.path / "labels_like" / "data.raw.nhdr", False)[1]
     assert _read_sitk(mount.path / "labels_like" / "data.mhd", False)[1] == [1.0, 1.0]
 
 
@@ -466,7 +466,7 @@ def test_ome_scales_that_do_not_fit_are_ignored(tmp_path: Path, mount_array: Any
                                       {"type": "scale", "scale": scale}]}]}]
     mount = mount_array(store, ["ro"])
     assert _views_in(mount.path / "0") == ALL_VIEWS | TIFF
-    data, fields = _read_nrrd(mount.path / "0" / "data.nhdr", False)
+    data, fields = _read_nrrd(mount.path / "0" / "data.raw.nhdr", False)
     assert np.array_equal(data, values) and "spacings" not in fields
     image, spacing = _read_sitk(mount.path / "0" / "data.mhd", False)
     assert np.array_equal(image, values) and spacing == [1.0, 1.0]

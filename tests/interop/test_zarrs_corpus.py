@@ -166,7 +166,7 @@ def test_exactly_the_listed_arrays_fail(corpus: Corpus) -> None:
 # user.zarr.dtype (numpy's type string where numpy has one for the flat view's element, else
 # the registry's name) and the header views able to describe the element.
 # (No TIFF of a type narrower than its byte; GDAL 3.6 has no Int8.)
-NUMBER_VIEWS = {"data.npy", "data.nhdr", "data.mhd"}
+NUMBER_VIEWS = {"data.npy", "data.raw.nhdr", "data.mhd"}
 NEW_TYPES: dict[str, tuple[str, set[str]]] = {
     "int2": ("|i1", NUMBER_VIEWS),
     "uint2": ("|u1", NUMBER_VIEWS | {"data.vrt"}),

@@ -31,6 +31,11 @@ from mounting import Mount, mounted, pread, timed
 
 from tests.netproxy import TcpProxy, proxied
 from tests.reliability.s3_server import S3Server
+from zarrfs.array_metadata import open_array
+from zarrfs.errors import StoreTimeout
+from zarrfs.grid import Box
+from zarrfs.store import Store
+from zarrfs.store.settings import SourceSettings
 
 zarr = pytest.importorskip("zarr")
 
@@ -190,6 +195,44 @@ def test_a_read_waiting_on_the_store_holds_up_no_other(
     result, took = outcome[0]
     assert_eio(result)
     assert took < TIMEOUT + SLACK
+
+
+def test_readers_of_one_shard_share_the_load_of_its_index(s3_server: S3Server) -> None:
+    """Readers of four inner chunks of one shard, the store silent: their loads wait for one
+    load of the shard's index (here with its bytes: a small shard is fetched whole), whose
+    failure fails them all within the timeout. They used to wait for the shard's lock in
+    turn, each its own timeout (the fourth: four), holding loader threads all that time
+    (a read through the mount gives up at the timeout; its loads went on). After the heal
+    each reads its values. The array layer's reads, which wait for their loads."""
+    shape, chunks = (128, 1024), (32, 1024)  # a shard of four inner chunks of 32 rows each
+    values = np.arange(shape[0] * shape[1], dtype="<f4").reshape(shape)
+    zarr.create_array(f"s3://{s3_server.bucket}/sharded", shape=shape, shards=shape, chunks=chunks,
+                      dtype="<f4", fill_value=0, storage_options=storage_options(s3_server))[...] = values
+    rows = {row: Box((row, 0), (row + 1, shape[1])) for row in range(1, shape[0], chunks[0])}
+    outcomes: dict[int, Any] = {}
+    with proxied(s3_server.port) as proxy:
+        store = Store.open(f"s3://{s3_server.bucket}/sharded",
+                           {**storage_options(s3_server), "endpoint_url": proxy.url},
+                           settings=SourceSettings(timeout=TIMEOUT))
+        array = open_array(store, threads=len(rows))
+        try:
+            proxy.swallow()
+            readers = [threading.Thread(target=lambda row=row: outcomes.update(
+                {row: timed(lambda: array.read(rows[row]))})) for row in rows]
+            for reader in readers:
+                reader.start()
+            for reader in readers:
+                reader.join(len(rows) * TIMEOUT + 10)
+            assert sorted(outcomes) == sorted(rows)
+            for row, (result, took) in outcomes.items():
+                assert isinstance(result, StoreTimeout), (row, result)
+                assert took < TIMEOUT + SLACK, (row, took)
+
+            proxy.heal()
+            for row, box in rows.items():
+                assert np.array_equal(array.read(box)[0], values[row])
+        finally:
+            array.close()
 
 
 def test_a_write_during_a_partition_is_kept_and_stored_once_it_heals(

@@ -33,10 +33,7 @@ from tests.reliability.test_partition import (
 __all__ = ["logging_to"]  # (the fixture, used by name)
 
 
-@pytest.mark.parametrize("shards", [None, pytest.param((64, 128), marks=pytest.mark.xfail(
-    strict=True, reason="left: readers of a shard's inner chunks each wait the timeout for its "
-    "index under the shard's lock, and the fsync's read of the shard waits behind them all"))],
-    ids=["chunks", "shards"])
+@pytest.mark.parametrize("shards", [None, (64, 128)], ids=["chunks", "shards"])
 def test_a_write_while_a_read_of_its_chunk_waits_on_the_store_is_accepted_at_once(
         s3_server: S3Server, tmp_path: Path, logging_to: str, shards: tuple[int, int] | None) -> None:
     """The write does not wait for the read's load (which fails after the timeout): it is

@@ -110,6 +110,15 @@ class ChunkLoader:
         self.view.mount.evict()
         return entry
 
+    def as_read(self, unit: Index, fetched: Fetched, geometry: Geometry | None = None) -> Fetched:
+        """A chunk as stored, as a read gives it: outside the array the fill value, whatever
+        a writer left there (v1, v2: undefined)."""
+        geometry = geometry or self.geometry()
+        if fetched.data is not None and geometry.is_edge(unit):
+            fetched.data = np.array(fetched.data, order="C")
+            geometry.clear_overhang(unit, fetched.data, self.view.fill_element)
+        return fetched
+
     def fetch(self, units: Sequence[Index], *, merging: bool = False) -> Iterator[Fetched]:
         """Read chunks of one stored object (a chunk, or inner chunks of one shard, read
         together) as stored now: decoded (None: not stored, all fill), and the generation.
@@ -124,12 +133,8 @@ class ChunkLoader:
                 if fetched.data is None and not (self.fill_missing or merging):
                     log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
                     raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
-                if fetched.data is not None and geometry.is_edge(unit):
-                    # Outside the array: the fill value, whatever a writer left (v1, v2: undefined).
-                    fetched.data = np.array(fetched.data, order="C")
-                    geometry.clear_overhang(unit, fetched.data, self.view.fill_element)
                 self.seen.note(chunk, fetched.generation)
-                yield fetched
+                yield self.as_read(unit, fetched, geometry)
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None

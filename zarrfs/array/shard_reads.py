@@ -20,6 +20,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ..codecs import BytesLike, ByteSpan, CodecError, ShardIndex, ShardingCodec
@@ -65,6 +66,8 @@ class ShardReader:
         # One index fetch per shard at a time. Where the store reports no generations, the
         # locks also keep a read from straddling a rewrite.
         self.lock = KeyedLocks()
+        self._loads: dict[Index, Future[CachedIndex]] = {}  # shard -> its index being loaded
+        self._loads_lock = threading.Lock()
         self.remote = not store.is_local
         self._held: OrderedDict[Index, HeldShard] = OrderedDict()
         self._held_lock = threading.Lock()
@@ -82,6 +85,34 @@ class ShardReader:
         found = self._fetch_index(key, self.sharding_of(chunk))
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
+
+    def load(self, chunk: Index, key: str, *, whole: bool) -> CachedIndex:
+        """The shard's index and generation, cached, else loaded (`whole`: with the whole
+        shard, see fetch_whole) once for every reader asking meanwhile: they wait for that
+        load, not for the shard's lock in turn, so on a silent store its failure fails them
+        all within one deadline, not one deadline each. (Not with the shard's lock held.)"""
+        cached = self.cached_index(chunk)
+        if cached is not None:
+            return cached
+        load: Future[CachedIndex] = Future()
+        with self._loads_lock:
+            running = self._loads.setdefault(chunk, load)
+        if running is not load:
+            return running.result()
+        try:
+            with self.lock(chunk):
+                if whole:
+                    self.fetch_whole(key, chunk)
+                found = self.index(chunk, key)
+        except BaseException as e:
+            load.set_exception(e)
+            raise
+        else:
+            load.set_result(found)
+            return found
+        finally:
+            with self._loads_lock:
+                del self._loads[chunk]
 
     def index_as_listed(self, chunk: Index, key: str, listed: tuple[int, str | None] | None) -> CachedIndex:
         """The shard's index and generation as a listing found the shard (`listed`: its size
@@ -182,8 +213,8 @@ class ShardReader:
         needs). Errors are left to that read, which reports them."""
         if not self.remote or not self._small_enough() or self.cached_index(chunk) is not None:
             return
-        with self.lock(chunk), contextlib.suppress(CodecError):
-            self.fetch_whole(key, chunk)
+        with contextlib.suppress(CodecError):
+            self.load(chunk, key, whole=True)
 
     def read_early(self, key: str, chunk: Index, submit: Callable[..., object]) -> None:
         """A sequential reader will reach this shard after the ones it reads now: on a remote

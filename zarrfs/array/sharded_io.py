@@ -83,37 +83,39 @@ class ShardedChunkIO(PlainChunkIO):
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
         assert inner is not None
         for _ in range(MAX_SHARD_RETRIES):
-            found = None
-            with self._shard_lock(chunk):
-                if self.reader.wants_whole(1):
-                    self.reader.fetch_whole(key, chunk)
-                index, generation = self.reader.index(chunk, key)
-                span = None if index is None else index.span(inner)
-                if span is None:
-                    return Fetched(None, generation)
-                if generation is None:  # no generations: read before a rewrite can begin
-                    found = self.store.read(key, ByteRange(span.offset, span.nbytes))
-            if generation is not None:
-                encoded = self.reader.read_inner(key, chunk, {inner: span}, generation)
-                if encoded is None:
-                    self.reader.forget(chunk)  # rewritten meanwhile
-                    continue
-                return Fetched(self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
-            if found is None or len(found.data) != span.nbytes:
-                raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
-            self.count_fetch(len(found.data))
-            return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
+            index, generation = self.reader.load(chunk, key, whole=self.reader.wants_whole(1))
+            if generation is None and index is not None:
+                return self._fetch_unversioned(key, chunk, inner)
+            span = None if index is None else index.span(inner)
+            if span is None or generation is None:
+                return Fetched(None, generation)
+            encoded = self.reader.read_inner(key, chunk, {inner: span}, generation)
+            if encoded is None:
+                self.reader.forget(chunk)  # rewritten meanwhile
+                continue
+            return Fetched(self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
         raise CodecError(f"shard kept changing while inner chunk {inner} was read")
+
+    def _fetch_unversioned(self, key: str, chunk: Index, inner: Index) -> Fetched:
+        """An inner chunk of a store that reports no generations: its index and its bytes
+        read under the shard's lock, before a rewrite can begin."""
+        with self._shard_lock(chunk):
+            index, generation = self.reader.index(chunk, key)
+            span = None if index is None else index.span(inner)
+            if span is None:
+                return Fetched(None, generation)
+            found = self.store.read(key, ByteRange(span.offset, span.nbytes))
+        if found is None or len(found.data) != span.nbytes:
+            raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
+        self.count_fetch(len(found.data))
+        return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
         """Inner chunks of one shard, read with as few requests as the store wants (see
         ShardReader.read_inner; on a remote store the whole shard when the read needs most
         of it); decoded one at a time as taken."""
         for _ in range(MAX_SHARD_RETRIES):
-            with self._shard_lock(chunk):
-                if self.reader.wants_whole(len(inners)):
-                    self.reader.fetch_whole(key, chunk)
-                index, generation = self.reader.index(chunk, key)
+            index, generation = self.reader.load(chunk, key, whole=self.reader.wants_whole(len(inners)))
             if index is None or generation is None:
                 # (no generations: each read under the lock, before a rewrite can begin)
                 yield from super().fetch_run(key, chunk, inners)

@@ -196,9 +196,10 @@ class WriteBack:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:  # two writers that keep colliding must not stay in step
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
-            self._merge_stored(self.view.incomplete(units))
             stored = self.io.stored_for_write(key, chunk, len(units), self.view.all_whole(units))
-            if stored is not None and stored.known:
+            if stored is None:
+                self._merge_stored(self.view.incomplete(units))
+            elif stored.known:
                 if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
                     self.rechecker.forget({chunk})  # changed outside: cached inner chunks may be stale
                 self._rebase(units, stored)
@@ -226,14 +227,16 @@ class WriteBack:
         raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
 
     def _rebase(self, units: list[Index], stored: StoredShard) -> None:
-        """Inner chunks read from an older version of the shard than the one about to be
-        rewritten (only shards are read for a write-back)."""
+        """Merge with the shard about to be rewritten (one read, under one deadline: not
+        through its index, whose load readers of the shard may be waiting on) its inner
+        chunks partly written, and those read from an older version of it."""
         assert isinstance(self.io, ShardedChunkIO)
-        for unit in self.view.read_from_other(units, stored.generation):
-            self.view.merge_stored(unit, Fetched(self.io.decode_stored(stored, unit), stored.generation))
+        for unit in [*self.view.incomplete(units), *self.view.read_from_other(units, stored.generation)]:
+            fetched = Fetched(self.io.decode_stored(stored, unit), stored.generation)
+            self.view.merge_stored(unit, self.loader.as_read(unit, fetched))
 
     def _merge_stored(self, units: list[Index]) -> None:
-        """Merge the chunks partly written with what is stored, read here, under one deadline:
+        """Merge the plain chunks partly written with what is stored, read here, under one deadline:
         not by joining the loads readers started, which may be queued behind others on a
         silent store (a flush must fail within the timeout, not after every load before it)."""
         if units:

@@ -1,5 +1,5 @@
 """What an array directory holds besides its metadata files: `data`, the files for legacy
-tools (`header_registry`: `data.npy`, `data.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
+tools (`header_registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
 `chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE, no store of
 its own (the array has one)."""
 

@@ -44,10 +44,13 @@ class HeaderView:
         return self.with_data is not None
 
 
+# The NRRD header's base name is no other file's: Bio-Formats (Fiji, QuPath, OMERO) opens any
+# `X` or `X.*` beside an `X.nhdr` as that NRRD, before trying TIFF (a `data.nhdr` took
+# `data.tif`).
 HEADER_VIEWS: dict[str, HeaderView] = {
     "npy": HeaderView("data.npy", lambda dtype, shape, fortran, _: headers.npy_header(dtype, shape, fortran),
                       NpyFile),
-    "nrrd": HeaderView("data.nhdr", lambda dtype, shape, fortran, where: headers.nrrd_header(
+    "nrrd": HeaderView("data.raw.nhdr", lambda dtype, shape, fortran, where: headers.nrrd_header(
         dtype, shape, fortran, placement=where())),
     "mhd": HeaderView("data.mhd", lambda dtype, shape, fortran, where: headers.mhd_header(
         dtype, shape, fortran, placement=where())),
