@@ -10,6 +10,7 @@ Accesses, each on a fresh mount unless it says otherwise:
 - small read: open `data`, read 16 KiB in the middle, close;
 - again: the same on the same mount (the close-to-open check at the second open);
 - gdal window: `gdal_translate -srcwin` of one 16 x 16 window of data.tif, in the middle;
+- chunk file: read `chunks/c/I/J`, the middle chunk (one chunk, on every twin);
 - ls row: `ls chunks/c/I/` of the middle row of chunks;
 - getfattr: every `user.zarr.*` attribute of the array's directory;
 - TensorStore: open the array and read the elements of the small read (cold, no cache).
@@ -41,7 +42,13 @@ from .s3 import BUCKET, environ, s3_server, s3_server_module
 
 CHUNK = (16, 16)
 SMALL_READ = 16 << 10
-ACCESSES = ("mount", "stat data.tif", "small read", "again", "gdal window", "ls row", "getfattr")
+ACCESSES = ("mount", "stat data.tif", "small read", "again", "gdal window", "chunk file", "ls row",
+            "getfattr")
+# Accesses that touch more on a bigger twin (square twins: a row of the flat file crosses more
+# chunks, a row of chunks/ holds more names): their growth is not judged against the target,
+# which asks the same of accesses touching as many chunks.
+GROWING = {"small read": "a row crosses more chunks", "again": "a row crosses more chunks",
+           "ls row": "a row holds more chunks", "TensorStore": "a row crosses more chunks"}
 TARGET_GROWTH = 3.0  # each access on the biggest twin within 3x of the smallest
 TARGET_TS = 5.0  # a cold small read within 5x of TensorStore reading the same elements
 
@@ -155,6 +162,7 @@ def measure_twin(twin: Twin, work: Path, repeat: int, figures: Figures, options:
                                                                         work / "window.tif")))
         with mounted.mount() as m:
             row = m.mp / "chunks" / "c" / str(twin.side // 2)
+            found["chunk file"].add(*mounted.timed((row / str(twin.side // 2)).read_bytes))
             found["ls row"].add(*mounted.timed(functools.partial(os.listdir, row)))
             found["getfattr"].add(*mounted.timed(lambda: getfattr(m.mp)))
         found["TensorStore"].add(ts_small_read(twin, offset), 0)
@@ -190,7 +198,7 @@ def report(figures: Figures, wheres: dict[str, str]) -> str:
         cells, growth = [], []
         for where in dict.fromkeys(wheres.values()):
             seconds = [median(figures[label][access].seconds) for label in labels if wheres[label] == where]
-            growth.append(f"{where} {_growth(seconds)}")
+            growth.append(f"{where} {_growth(seconds, GROWING.get(access))}")
         for label in labels:
             figure = figures[label][access]
             s, n = median(figure.seconds), median([float(r) for r in figure.requests])
@@ -207,11 +215,13 @@ def report(figures: Figures, wheres: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _growth(seconds: list[float | None]) -> str:
+def _growth(seconds: list[float | None], growing: str | None) -> str:
     known = [s for s in seconds if s is not None]
     if len(known) < 2 or not known[0]:
         return "-"
     ratio = known[-1] / known[0]
+    if growing:
+        return f"{ratio:.1f}x (not judged: {growing})"
     return f"{ratio:.1f}x ({'ok' if ratio <= TARGET_GROWTH else 'MISS'})"
 
 
