@@ -8,7 +8,6 @@ zips: tests/reliability/test_s3_zip.py."""
 from __future__ import annotations
 
 import errno
-import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -21,6 +20,8 @@ import zarr
 
 from tests.mounting import ZARRFS, Mount, is_mounted
 from tests.zip_fixtures import (
+    assert_array_matches,
+    assert_group_matches,
     entries,
     file_names,
     ome_image,
@@ -31,34 +32,6 @@ from tests.zip_fixtures import (
     zipstore_array,
     zipstore_group,
 )
-
-
-def assert_array_matches(directory: Path, array: Any) -> None:
-    """The array directory's files hold what zarr-python reads from the zip, every view
-    opens and reads whole."""
-    expected = array[...]
-    little = expected.dtype.newbyteorder("<")
-    flat = np.fromfile(directory / "data", dtype=little)
-    assert np.array_equal(flat.reshape(expected.shape), expected)
-    assert np.array_equal(np.load(directory / "data.npy"), expected)
-    assert np.array_equal(tifffile.imread(directory / "data.tif").reshape(expected.shape), expected)
-    for name in ("data.nhdr", "data.mhd", "data.vrt", "data.tif"):
-        content = (directory / name).read_bytes()
-        assert content and len(content) == os.path.getsize(directory / name)
-    if array.shards is None:  # (the first chunk file holds the first chunk, decoded)
-        first = ("c/" + "/".join("0" * array.ndim)) if array.metadata.zarr_format == 3 \
-            else ".".join("0" * array.ndim)
-        region = tuple(slice(0, c) for c in array.chunks)
-        decoded = np.frombuffer((directory / "chunks" / first).read_bytes(), dtype=little)
-        assert np.array_equal(decoded.reshape(array.chunks), expected[region])
-
-
-def assert_group_matches(directory: Path, group: Any) -> None:
-    arrays = dict(group.arrays())
-    assert arrays and {p.name for p in directory.iterdir() if p.is_dir()} == set(arrays)
-    for name, array in arrays.items():
-        assert_array_matches(directory / name, array)
-    assert (directory / "data.nc").read_bytes()[:3] == b"CDF"
 
 
 def test_zipstore_v3_group_with_a_sharded_array(tmp_path: Path, mount_array: Any) -> None:

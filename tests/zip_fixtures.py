@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tifffile
 import zarr
 from zarr.storage import ZipStore
 
@@ -124,3 +125,33 @@ def entries(path: Path) -> dict[str, bytes]:
 def file_names(directory: Path) -> set[str]:
     return {os.path.relpath(os.path.join(top, name), directory)
             for top, _, names in os.walk(directory) for name in names}
+
+
+def assert_array_matches(directory: Path, array: Any) -> None:
+    """The array directory's files hold what zarr-python reads from the zip, every view
+    opens and reads whole."""
+    expected = array[...]
+    little = expected.dtype.newbyteorder("<")
+    # (read_bytes lets go of the GIL while FUSE waits, np.fromfile does not: a server in
+    # this process, answering the mount's requests, would wait for it)
+    flat = np.frombuffer((directory / "data").read_bytes(), dtype=little)
+    assert np.array_equal(flat.reshape(expected.shape), expected)
+    assert np.array_equal(np.load(directory / "data.npy"), expected)
+    assert np.array_equal(tifffile.imread(directory / "data.tif").reshape(expected.shape), expected)
+    for name in ("data.nhdr", "data.mhd", "data.vrt", "data.tif"):
+        content = (directory / name).read_bytes()
+        assert content and len(content) == os.path.getsize(directory / name)
+    if array.shards is None:  # (the first chunk file holds the first chunk, decoded)
+        first = ("c/" + "/".join("0" * array.ndim)) if array.metadata.zarr_format == 3 \
+            else ".".join("0" * array.ndim)
+        region = tuple(slice(0, c) for c in array.chunks)
+        decoded = np.frombuffer((directory / "chunks" / first).read_bytes(), dtype=little)
+        assert np.array_equal(decoded.reshape(array.chunks), expected[region])
+
+
+def assert_group_matches(directory: Path, group: Any) -> None:
+    arrays = dict(group.arrays())
+    assert arrays and {p.name for p in directory.iterdir() if p.is_dir()} == set(arrays)
+    for name, array in arrays.items():
+        assert_array_matches(directory / name, array)
+    assert (directory / "data.nc").read_bytes()[:3] == b"CDF"

@@ -46,6 +46,8 @@ def test_a_16384_entry_zip_on_s3_costs_a_few_dozen_requests(s3_server: S3Server,
     log = RequestLog(tmp_path / "requests.log")
     with proxied(s3_server.port, delay=ROUND_TRIP / 2) as proxy, \
             mounted(f"s3://{s3_server.bucket}/big.zarr.zip", tmp_path / "mnt",
+                    # (direct_io: the kernel's 128 KiB window would make a small read one
+                    # of 64 chunks of 2 KiB, each a ranged GET of its own)
                     [f"endpoint_url={proxy.url}", "direct_io"], env=log.env) as m:
         opened = log.take()
         assert opened.listed() == 0 and 0 < opened.count() <= 8, opened.summary()
