@@ -148,3 +148,24 @@ def test_listings_and_sizes_come_from_the_central_directory() -> None:
         fs.zarr_root("nowhere")
     assert len(reads.reads) == before
     assert fs.cat_file("/g/a/c/0/0", start=1, end=3) == b"23"
+
+
+def test_names_that_cannot_be_keys_are_left_out() -> None:
+    names = ["zarr.json", "dir/", "a//b", "./c", "../d", "e/../f", "g/h"]
+    index = CountedReads(archive(dict.fromkeys(names, b"{}"))).opened()
+    assert set(index.entries) == {"zarr.json", "g/h"}
+    assert ZippedFileSystem(index).ls("", detail=False) == ["/g", "/zarr.json"]
+
+
+def test_sizes_claimed_past_the_end_of_the_archive_read_no_more_than_it_holds() -> None:
+    data = bytearray(archive({"c/0": b"abc" * 100}, zipfile.ZIP_STORED))
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 20 : central + 28] = (0xFFFFFFF0).to_bytes(4, "little") * 2  # (both sizes)
+    reads = CountedReads(bytes(data))
+    index = reads.opened()
+    assert index.entries["c/0"].size == 0xFFFFFFF0
+    with pytest.raises(StoreError, match="archive ends inside this entry"):
+        index.read("c/0")
+    with pytest.raises(StoreError, match="archive ends inside this entry"):
+        index.read("c/0", 1 << 20, 2 << 20)
+    assert all(start + length <= len(data) for start, length in reads.reads)

@@ -37,6 +37,9 @@ TAIL_BYTES = 128 << 10
 # header's extra fields (timestamps, ZIP64 sizes, alignment padding) are often longer.
 HEADER_MARGIN = 256
 STORED, DEFLATED = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED
+# A deflated entry is inflated whole, in memory: no larger than this (a zip bomb's entry
+# may claim any size; a stored entry is read by ranges and has no such bound).
+MAX_INFLATED = 1 << 30
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")  # (zipfile's structFileHeader)
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _ENCRYPTED = 0x1
@@ -59,8 +62,9 @@ class ZipIndex:
     """The entries of one archive (names without a leading "/"; directories not listed) and
     how to read them."""
 
-    def __init__(self, name: str, entries: dict[str, Entry], read_range: RangeReader) -> None:
+    def __init__(self, name: str, size: int, entries: dict[str, Entry], read_range: RangeReader) -> None:
         self.name = name
+        self.size = size
         self.entries = entries
         self._read_range = read_range
         self._data_starts: dict[str, int] = {}  # (learned from local headers as they are read)
@@ -75,8 +79,8 @@ class ZipIndex:
                 infos = archive.infolist()
         except (zipfile.BadZipFile, ValueError, struct.error, EOFError, NotImplementedError) as e:
             raise StoreError(name, f"not a readable zip archive: {e}") from None
-        entries = {info.filename: _entry(info) for info in infos if not info.is_dir()}
-        return cls(name, entries, read_range)
+        entries = {info.filename: _entry(info) for info in infos if _is_key(info.filename)}
+        return cls(name, size, entries, read_range)
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes [start, end) of the entry `key` (KeyError: no such entry)."""
@@ -95,11 +99,11 @@ class ZipIndex:
         raw = self._raw(key, entry)
         if entry.method == STORED:
             data = raw
-        elif entry.method == DEFLATED:
+        elif entry.method == DEFLATED and entry.size <= MAX_INFLATED:
             data = _inflated(self.name, key, raw, entry.size)
         else:
             raise StoreError(key, f"{self.name}: zip compression method {entry.method} is not "
-                                  "supported (stored and deflated are)")
+                                  f"supported (stored, and deflated up to {MAX_INFLATED} bytes, are)")
         if len(data) != entry.size or zlib.crc32(data) != entry.crc:
             raise StoreError(key, f"{self.name}: the entry's bytes do not match its CRC-32 or size")
         return data
@@ -111,7 +115,7 @@ class ZipIndex:
         if known is not None:
             return self._read_exactly(key, known, entry.compressed_size)
         head_length = entry.header_guess + HEADER_MARGIN
-        fetched = self._read_range(entry.header_offset, head_length + entry.compressed_size)
+        fetched = self._fetch(entry.header_offset, head_length + entry.compressed_size)
         header_length = self._header_length(key, entry, fetched)
         raw = fetched[header_length : header_length + entry.compressed_size]
         if len(raw) < entry.compressed_size:
@@ -122,7 +126,7 @@ class ZipIndex:
     def _data_start(self, key: str, entry: Entry) -> int:
         known = self._data_starts.get(key)
         if known is None:
-            fetched = self._read_range(entry.header_offset, entry.header_guess + HEADER_MARGIN)
+            fetched = self._fetch(entry.header_offset, entry.header_guess + HEADER_MARGIN)
             known = entry.header_offset + self._header_length(key, entry, fetched)
         return known
 
@@ -135,11 +139,24 @@ class ZipIndex:
         self._data_starts[key] = entry.header_offset + length
         return length
 
+    def _fetch(self, start: int, length: int) -> bytes:
+        """Bytes of the archive, never asked for past its end (an entry's sizes are someone
+        else's numbers: a claimed 4 GiB must not become a 4 GiB buffer)."""
+        length = min(length, self.size - start)
+        return self._read_range(start, length) if length > 0 else b""
+
     def _read_exactly(self, key: str, start: int, length: int) -> bytes:
-        data = self._read_range(start, length)
+        data = self._fetch(start, length)
         if len(data) != length:
             raise StoreError(key, f"{self.name}: the archive ends inside this entry (truncated?)")
         return data
+
+
+def _is_key(name: str) -> bool:
+    """Whether an entry's name can be a store key: not a directory entry ("a/"), no empty,
+    "." or ".." part (someone else's archive: such a name would make odd or empty file
+    names; it is left out)."""
+    return not any(part in ("", ".", "..") for part in name.split("/"))
 
 
 def _entry(info: zipfile.ZipInfo) -> Entry:
