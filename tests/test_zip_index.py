@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import io
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from tests.zip_fixtures import ome_image, ozx
 from zarrfs.errors import StoreError
-from zarrfs.store import zip_index
+from zarrfs.store import zip_index, zip_spans
 from zarrfs.store.zip_index import ZipIndex
 from zarrfs.store.zipped import ZippedFileSystem, ZipSource
 
@@ -169,3 +170,48 @@ def test_sizes_claimed_past_the_end_of_the_archive_read_no_more_than_it_holds() 
     with pytest.raises(StoreError, match="archive ends inside this entry"):
         index.read("c/0", 1 << 20, 2 << 20)
     assert all(start + length <= len(data) for start, length in reads.reads)
+
+
+def test_a_remote_archives_neighbouring_entries_come_in_one_read() -> None:
+    members = {f"c/0/{j}": bytes([j]) * 2048 for j in range(200)}
+    data = archive(members, zipfile.ZIP_STORED)
+    reads = CountedReads(data)
+    index = ZipIndex.open("test.zip", len(data), reads, with_neighbours=True)
+    opened = len(reads.reads)
+    for j in range(200):
+        assert index.read(f"c/0/{j}") == bytes([j]) * 2048
+    spans = reads.reads[opened:]
+    # (440 KB of entries: two reads of at most SPAN_BYTES, no byte read twice but the margins)
+    assert len(spans) == 2 and all(length <= zip_spans.SPAN_BYTES for _, length in spans), spans
+    assert sum(length for _, length in spans) < len(data)
+    assert index.read("c/0/7") == bytes([7]) * 2048  # (taken already: read again, alone)
+    assert len(reads.reads) == opened + len(spans) + 1
+
+
+def test_many_threads_reading_a_row_of_entries_share_a_few_reads() -> None:
+    members = {f"c/3/{j}": bytes([j]) * 2048 for j in range(128)}
+    data = archive(members, zipfile.ZIP_DEFLATED)
+    reads = CountedReads(data)
+    index = ZipIndex.open("test.zip", len(data), reads, with_neighbours=True)
+    opened = len(reads.reads)
+    with ThreadPoolExecutor(32) as pool:
+        found = list(pool.map(index.read, members))
+    assert found == list(members.values())
+    assert len(reads.reads) - opened < 32
+
+
+def test_a_failed_read_fails_the_entries_waiting_for_it() -> None:
+    data = archive({f"c/{j}": bytes(100) for j in range(10)}, zipfile.ZIP_STORED)
+    failing = {"now": False}
+
+    def read_range(start: int, length: int) -> bytes:
+        if failing["now"]:
+            raise StoreError("test.zip", "no answer")
+        return data[start : start + length]
+
+    index = ZipIndex.open("test.zip", len(data), read_range, with_neighbours=True)
+    failing["now"] = True
+    with pytest.raises(StoreError, match="no answer"):
+        index.read("c/0")
+    failing["now"] = False
+    assert index.read("c/1") == bytes(100)  # (its span failed: read again, and it answers)

@@ -1,7 +1,8 @@
 """Remote zips are read by byte ranges (issue 41, item 1): a 16,384-entry zip on S3 behind a
-20 ms round trip mounts and answers two small reads with a few dozen requests (the daemon's
-request log) fetching a small part of the zip (the bytes the proxy passed); the same by HTTP,
-whose server must be asked for ranges, and through fsspec's `zip::URL` form."""
+20 ms round trip mounts and answers two small reads (each widened by the kernel across a row
+of 128 chunks) with a few dozen requests at most (the daemon's request log), fetching a small
+part of the zip (the bytes the proxy passed); the same by HTTP, whose server must be asked for
+ranges, and through fsspec's `zip::URL` form."""
 
 from __future__ import annotations
 
@@ -46,9 +47,8 @@ def test_a_16384_entry_zip_on_s3_costs_a_few_dozen_requests(s3_server: S3Server,
     log = RequestLog(tmp_path / "requests.log")
     with proxied(s3_server.port, delay=ROUND_TRIP / 2) as proxy, \
             mounted(f"s3://{s3_server.bucket}/big.zarr.zip", tmp_path / "mnt",
-                    # (direct_io: the kernel's 128 KiB window would make a small read one
-                    # of 64 chunks of 2 KiB, each a ranged GET of its own)
-                    [f"endpoint_url={proxy.url}", "direct_io"], env=log.env) as m:
+                    # (the kernel widens each read to a chunk row's 128 chunks: zip_spans)
+                    [f"endpoint_url={proxy.url}"], env=log.env) as m:
         opened = log.take()
         assert opened.listed() == 0 and 0 < opened.count() <= 8, opened.summary()
         assert len(os.listdir(m.path / "chunks" / "c")) == GRID[0]  # (the central directory's)
@@ -57,8 +57,9 @@ def test_a_16384_entry_zip_on_s3_costs_a_few_dozen_requests(s3_server: S3Server,
             offset = (row * SHAPE[1] + column) * 2
             reads.append(np.frombuffer(pread(m.data, 64, offset), dtype="<u2"))
             assert np.array_equal(reads[-1], expected[row, column : column + 32])
-        # (measured: the mount 4 requests, with the two reads 7; 0.9 MB of 35 MB fetched,
-        # the central directory's 0.8 MB most of it)
+        # (measured: the mount 4 requests, with the two reads 6 to 8, each read a chunk row's
+        # 128 entries in one or two spans; 1.7 MB of 35 MB fetched, 0.8 MB the central
+        # directory. Before zip_spans: 131 requests.)
         both = Requests([*opened, *log.take()])
         assert both.listed() == 0 and both.count() <= FEW_DOZEN, both.summary()
         assert all(r.key.endswith("big.zarr.zip") for r in both)  # (one object, by ranges)

@@ -9,7 +9,8 @@ people run), given a file object (`_RangedFile`) that serves its reads from that
 makes a ranged read only for what lies outside it. What is kept is a compact index, name ->
 `Entry`; the `ZipInfo` objects are dropped.
 
-An entry is read as one ranged read covering its local header and its data: the local
+An entry is read as one ranged read covering its local header and its data (in a remote
+archive, with the entries that follow it: `zip_spans`): the local
 header's name and extra lengths can differ from the central directory's (writers put other
 extra fields there), so a margin is fetched beyond the central directory's idea of them and
 the header's own lengths decide where the data starts (a second read only when the margin
@@ -27,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import StoreError
+from .zip_spans import Spans
 
 # Bytes [start, start + length) of the archive (fewer past its end).
 RangeReader = Callable[[int, int], bytes]
@@ -62,17 +64,22 @@ class ZipIndex:
     """The entries of one archive (names without a leading "/"; directories not listed) and
     how to read them."""
 
-    def __init__(self, name: str, size: int, entries: dict[str, Entry], read_range: RangeReader) -> None:
+    def __init__(self, name: str, size: int, entries: dict[str, Entry], read_range: RangeReader, *,
+                 with_neighbours: bool = False) -> None:
         self.name = name
         self.size = size
         self.entries = entries
         self._read_range = read_range
         self._data_starts: dict[str, int] = {}  # (learned from local headers as they are read)
+        self._spans = Spans({key: (e.header_offset, e.header_guess + HEADER_MARGIN + e.compressed_size)
+                             for key, e in entries.items()}, self._fetch) if with_neighbours else None
 
     @classmethod
-    def open(cls, name: str, size: int, read_range: RangeReader) -> ZipIndex:
+    def open(cls, name: str, size: int, read_range: RangeReader, *,
+             with_neighbours: bool = False) -> ZipIndex:
         """The index of the archive `name` of `size` bytes. StoreError when it is not a zip
-        archive (or one zipfile cannot read)."""
+        archive (or one zipfile cannot read). `with_neighbours` (a remote archive): a whole
+        entry is read with the entries after it (`zip_spans`)."""
         ranged = _RangedFile(size, read_range)
         try:
             with zipfile.ZipFile(ranged) as archive:
@@ -80,7 +87,7 @@ class ZipIndex:
         except (zipfile.BadZipFile, ValueError, struct.error, EOFError, NotImplementedError) as e:
             raise StoreError(name, f"not a readable zip archive: {e}") from None
         entries = {info.filename: _entry(info) for info in infos if _is_key(info.filename)}
-        return cls(name, size, entries, read_range)
+        return cls(name, size, entries, read_range, with_neighbours=with_neighbours)
 
     def read(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         """Bytes [start, end) of the entry `key` (KeyError: no such entry)."""
@@ -112,10 +119,13 @@ class ZipIndex:
         """The entry's stored bytes, in one ranged read (two when the local header is longer
         than the margin read with it)."""
         known = self._data_starts.get(key)
-        if known is not None:
+        if self._spans is not None:
+            fetched = self._spans.read(key)
+        elif known is not None:
             return self._read_exactly(key, known, entry.compressed_size)
-        head_length = entry.header_guess + HEADER_MARGIN
-        fetched = self._fetch(entry.header_offset, head_length + entry.compressed_size)
+        else:
+            extent = entry.header_guess + HEADER_MARGIN + entry.compressed_size
+            fetched = self._fetch(entry.header_offset, extent)
         header_length = self._header_length(key, entry, fetched)
         raw = fetched[header_length : header_length + entry.compressed_size]
         if len(raw) < entry.compressed_size:

@@ -14,7 +14,8 @@ The Zarr root is the folder nearest the top holding Zarr metadata, when there is
 folder (or the one `zip://FOLDER::` names). The archive itself is read through a store of
 its own (`core.Store.open`), so each read of it has the store's deadline and retries and the
 request log counts it; `zip_index` reads the central directory once and each entry with one
-ranged read. Listings and sizes come from the central directory, at no request.
+ranged read (remotely, together with the entries after it: `zip_spans`). Listings and
+sizes come from the central directory, at no request.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class ZipSource:
 class Container(Protocol):
     """What of a `core.Store` of the zip's directory this reads the archive through."""
 
+    is_local: bool
+
     def size(self, key: str) -> int | None: ...
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None: ...
 
@@ -83,7 +86,9 @@ def open_zip(source: ZipSource, container: Container) -> tuple[ZippedFileSystem,
     def read_range(start: int, length: int) -> bytes:
         return container.get(source.name, ByteRange(start, length)) or b""
 
-    fs = ZippedFileSystem(ZipIndex.open(source.name, size, read_range))
+    # (a remote archive's entries are read with their neighbours: a request costs a round trip)
+    index = ZipIndex.open(source.name, size, read_range, with_neighbours=not container.is_local)
+    fs = ZippedFileSystem(index)
     try:
         return fs, fs.zarr_root(source.inside)
     except FileNotFoundError as e:
