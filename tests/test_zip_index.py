@@ -215,3 +215,12 @@ def test_a_failed_read_fails_the_entries_waiting_for_it() -> None:
         index.read("c/0")
     failing["now"] = False
     assert index.read("c/1") == bytes(100)  # (its span failed: read again, and it answers)
+
+
+def test_an_entry_larger_than_a_span_is_read_alone_and_not_kept() -> None:
+    big = bytes(range(256)) * (zip_spans.SPAN_BYTES // 256 + 1)
+    data = archive({"shard": big, "after": b"x"}, zipfile.ZIP_STORED)
+    reads = CountedReads(data)
+    index = ZipIndex.open("test.zip", len(data), reads, with_neighbours=True)
+    assert index.read("shard") == big and index.read("after") == b"x"
+    assert reads.reads[-2][1] < len(big) + 1024 and reads.reads[-1][1] < 1024  # (two reads)

@@ -77,7 +77,10 @@ class Spans:
         return members
 
     def _remember(self, span: Span, members: list[str]) -> None:
-        """Note that `span` brings `members` (but the first, its reader's own)."""
+        """Note that `span` brings `members` (but the first, its reader's own). A span that
+        brings no other entry is not kept: it is its reader's alone."""
+        if len(members) <= 1:
+            return
         for later in members[1:]:
             self._coming[later] = span
         self._spans[span] = members[1:]
