@@ -71,8 +71,7 @@ class ZipIndex:
         self.entries = entries
         self._read_range = read_range
         self._data_starts: dict[str, int] = {}  # (learned from local headers as they are read)
-        self._spans = Spans({key: (e.header_offset, e.header_guess + HEADER_MARGIN + e.compressed_size)
-                             for key, e in entries.items()}, self._fetch) if with_neighbours else None
+        self._spans = Spans(entries, self._extent, self._fetch) if with_neighbours else None
 
     @classmethod
     def open(cls, name: str, size: int, read_range: RangeReader, *,
@@ -132,6 +131,11 @@ class ZipIndex:
             raw += self._read_exactly(key, entry.header_offset + header_length + len(raw),
                                       entry.compressed_size - len(raw))
         return raw
+
+    def _extent(self, key: str) -> tuple[int, int]:
+        """Where the entry's local header starts, and how much to read for it and its data."""
+        entry = self.entries[key]
+        return entry.header_offset, entry.header_guess + HEADER_MARGIN + entry.compressed_size
 
     def _data_start(self, key: str, entry: Entry) -> int:
         known = self._data_starts.get(key)

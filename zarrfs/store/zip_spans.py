@@ -18,9 +18,11 @@ those asked for after it are read again.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 
 # Bytes [start, start + length) of the archive.
@@ -35,10 +37,12 @@ class Spans:
     """Reads entries (by their extents: the bytes from the local header to the end of the
     data, with a margin) joined with the entries that follow them."""
 
-    def __init__(self, extents: Mapping[str, tuple[int, int]], read_range: RangeReader) -> None:
-        self._extents = extents  # key -> (start, length) in the archive
-        self._order = sorted(extents, key=lambda key: extents[key][0])
-        self._position = {key: n for n, key in enumerate(self._order)}
+    def __init__(self, keys: Iterable[str], extent: Callable[[str], tuple[int, int]],
+                 read_range: RangeReader) -> None:
+        self._extent = extent  # key -> (start, length) in the archive
+        # (two flat lists: a zip of 10^6 entries keeps no second dictionary of them)
+        self._order = sorted(keys, key=lambda key: extent(key)[0])
+        self._starts = [extent(key)[0] for key in self._order]
         self._read_range = read_range
         self._lock = threading.Lock()
         self._coming: dict[str, Span] = {}  # entries a span holds or will hold, not yet taken
@@ -46,7 +50,7 @@ class Spans:
 
     def read(self, key: str) -> bytes:
         """The bytes of `key`'s extent (fewer at the end of the archive)."""
-        start, length = self._extents[key]
+        start, length = self._extent(key)
         with self._lock:
             span = self._coming.pop(key, None)
             members = [] if span is not None else self._following(key)
@@ -54,7 +58,7 @@ class Spans:
                 span = Span()
                 self._remember(span, members)
         if members:  # (this thread reads the span; the others wait for it)
-            end = max(sum(self._extents[member]) for member in members)
+            end = max(sum(self._extent(member)) for member in members)
             try:
                 span.set_result((start, self._read_range(start, end - start)))
             except BaseException as e:
@@ -65,10 +69,10 @@ class Spans:
 
     def _following(self, key: str) -> list[str]:
         """`key` and the entries after it that join its read (with the lock held)."""
-        start, length = self._extents[key]
+        start, length = self._extent(key)
         members, end = [key], start + length
-        for later in self._order[self._position[key] + 1 :]:
-            later_start, later_length = self._extents[later]
+        for later in itertools.islice(self._order, bisect.bisect_left(self._starts, start) + 1, None):
+            later_start, later_length = self._extent(later)
             later_end = later_start + later_length
             if later in self._coming or later_start > end + GAP or later_end - start > SPAN_BYTES:
                 break

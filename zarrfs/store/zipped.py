@@ -144,8 +144,8 @@ class ZippedFileSystem(AbstractFileSystem):  # type: ignore[misc]
     def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         key = _key(path)
         if key not in self.directories:
-            self.info(path)  # (FileNotFoundError, or a file: listed as itself)
-            return [self.info(path) if detail else _path(key)]
+            found = self.info(path)  # (FileNotFoundError, or a file: listed as itself)
+            return [found if detail else found["name"]]
         names = self.directories[key]
         prefix = f"{key}/" if key else ""
         described = [self.info(prefix + name) for name in sorted(names)]
