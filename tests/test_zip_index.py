@@ -8,6 +8,7 @@ import io
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -224,3 +225,40 @@ def test_an_entry_larger_than_a_span_is_read_alone_and_not_kept() -> None:
     index = ZipIndex.open("test.zip", len(data), reads, with_neighbours=True)
     assert index.read("shard") == big and index.read("after") == b"x"
     assert reads.reads[-2][1] < len(big) + 1024 and reads.reads[-1][1] < 1024  # (two reads)
+
+
+class Unseekable(io.RawIOBase):
+    """A stream zipfile cannot seek back in: it writes each entry's sizes after its data
+    (a data descriptor), as streaming writers do, and zeros in the local header."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.written += bytes(data)
+        return len(data)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_entries_written_as_a_stream_with_data_descriptors(method: int) -> None:
+    stream = Unseekable()
+    with zipfile.ZipFile(stream, "w", method) as z:
+        for name, content in {"zarr.json": b"{}", "c/0": bytes(range(256)) * 8}.items():
+            with z.open(name, "w") as entry:
+                entry.write(content)
+    data = bytes(stream.written)
+    assert zipfile.ZipFile(io.BytesIO(data)).getinfo("c/0").flag_bits & 0x8  # (a descriptor)
+    for neighbours in (False, True):
+        index = ZipIndex.open("test.zip", len(data), CountedReads(data), with_neighbours=neighbours)
+        assert index.read("c/0") == bytes(range(256)) * 8 and index.read("zarr.json") == b"{}"
+
+
+def test_a_zip_made_on_a_mac_finds_the_store_beside_macosx() -> None:
+    names = ["cells.ome.zarr/zarr.json", "cells.ome.zarr/0/zarr.json",
+             "__MACOSX/cells.ome.zarr/._zarr.json", "__MACOSX/._cells.ome.zarr"]
+    fs = ZippedFileSystem(CountedReads(archive(dict.fromkeys(names, b"{}"))).opened())
+    assert fs.zarr_root(None) == "/cells.ome.zarr"
