@@ -262,3 +262,11 @@ def test_a_zip_made_on_a_mac_finds_the_store_beside_macosx() -> None:
              "__MACOSX/cells.ome.zarr/._zarr.json", "__MACOSX/._cells.ome.zarr"]
     fs = ZippedFileSystem(CountedReads(archive(dict.fromkeys(names, b"{}"))).opened())
     assert fs.zarr_root(None) == "/cells.ome.zarr"
+
+
+@pytest.mark.parametrize(("given", "insists"), [([], False), (["rw"], True), (["rw,ro"], False),
+                                                (["ro", "rw"], True), (["defaults"], False)])
+def test_only_an_explicit_rw_insists_on_writing(given: list[str], insists: bool) -> None:
+    from zarrfs.options import MountOptions
+
+    assert MountOptions.parse(given).read_write is insists
