@@ -59,6 +59,7 @@ FAST_MODULES = {
     "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
     "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
     "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py", "test_page_cache.py",
+    "test_zip_index.py",
 }
 FAST_TESTS = {
     "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",
@@ -72,6 +73,7 @@ FAST_TESTS = {
     "test_views_mount.py": {"test_fortran_order_chunk_files_and_data"},
     "test_recheck.py": {"test_a_change_noticed_through_one_file_shows_in_the_others"},
     "test_http.py": {"test_ome_zarr_plate_without_listings"},
+    "test_zip.py": {"test_an_rfc9_ozx"},
     "test_references.py": {"test_references_outside_the_set_are_refused",
                            "test_inline_chunks_base64_and_text"},
     "test_icechunk.py": {"test_a_group_mounts_with_its_plain_and_sharded_arrays"},

@@ -141,11 +141,18 @@ def _byte_range(header: str, size: int) -> tuple[int, int] | None:
     return (start, end) if start < size and start < end else None
 
 
+class _Listening(http.server.ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops the connections of a burst of requests (a mount's
+    # reads in flight at once); each dropped one waits for the kernel's SYN retries, 1 s then
+    # 3 s, 7 s...: a server on the internet answers them.
+    request_queue_size = 128
+
+
 @contextlib.contextmanager
 def answering(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
     """An HTTP server on 127.0.0.1 answering with `handler`, in a thread of its own for the
     duration of the block: its port."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = _Listening(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

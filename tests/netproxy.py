@@ -8,8 +8,9 @@ reached through, made bad on purpose (no mock of the server: the server is real)
   on and nothing answered; open connections go silent the same way. `heal()` ends it: the
   connections that were silenced are closed (their streams lost bytes), new ones pass again.
 
-Counts what it passed (`requests`: pieces sent from client to server), so a test can count a
-client's requests.
+Counts what it passed (`requests`: pieces sent from client to server; `downloaded`: bytes
+sent from server to client, headers included), so a test can count a client's requests and
+what they fetched.
 
 With `tls` (a server-side SSLContext) it is an HTTPS front for a plain HTTP server: clients
 connect with TLS, the server behind it is reached in the clear (`url` is then https).
@@ -34,6 +35,7 @@ class TcpProxy:
         self.tls = tls
         self.port = 0
         self.requests = 0
+        self.downloaded = 0
         self._swallowing = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -140,6 +142,8 @@ class TcpProxy:
                     continue
                 if upstream:
                     self.requests += 1
+                else:
+                    self.downloaded += len(piece)
                 queue.put_nowait((time.monotonic() + self.delay, piece))
         finally:
             queue.put_nowait((0.0, b""))

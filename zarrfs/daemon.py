@@ -124,7 +124,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source, observer=_observer(metrics))
+                           settings=options.source, observer=_observer(metrics),
+                           writable=options.read_write)
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1

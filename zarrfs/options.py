@@ -34,6 +34,8 @@ _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 @dataclass(frozen=True)
 class MountOptions:
     read_only: bool = False
+    # `-o rw` given (not only the default): a source that is never written (a zip) is refused.
+    read_write: bool = False
     allow_other: bool = False
     default_permissions: bool = False
     uid: int | None = None
@@ -124,7 +126,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
                           "store's config files, never from mount options")
     if (name in _IGNORED and not has_value) or name.startswith(_IGNORED_PREFIXES):
         if name == "rw":
-            values["read_only"] = False
+            values["read_only"], values["read_write"] = False, True
         return
     if name in _KERNEL and not has_value:
         kernel.add(name)
@@ -135,6 +137,8 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
     if name in flags and not has_value:
         key, flag = flags[name]
         values[key] = flag
+        if name == "ro":
+            values["read_write"] = False
         return
     if name == "anon" and not has_value:
         storage["anon"] = True

@@ -56,7 +56,7 @@ def write_seed(target: str, name: str, data: bytes) -> None:
     (folder / f"seed-{name.replace('/', '-')}").write_bytes(data)
 
 
-TARGETS = ("metadata", "consolidated", "shard", "references", "codecs")
+TARGETS = ("metadata", "consolidated", "shard", "references", "codecs", "zip")
 
 
 def harness_module(target: str) -> str:

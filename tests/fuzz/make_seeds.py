@@ -154,6 +154,16 @@ def reference_seeds(root: Path) -> None:
     write_seed("references", "v1-outside", json.dumps(outside).encode())
 
 
+def zip_seeds(root: Path) -> None:
+    from zip_fixtures import ome_image, ozx, zipped_folder, zipstore_array, zipstore_group
+
+    write_seed("zip", "zipstore-v3-deflated", zipstore_array(root / "a.zip").read_bytes())
+    write_seed("zip", "zipstore-v2-group", zipstore_group(root / "g.zip", zarr_format=2).read_bytes())
+    image = ome_image(root / "source" / "cells.ome.zarr")
+    write_seed("zip", "ozx-zip64", ozx(image, root / "cells.ozx").read_bytes())
+    write_seed("zip", "folder-python", zipped_folder(image, root / "f.zip", "python").read_bytes())
+
+
 def main() -> None:
     for folder in CORPUS.glob("*/"):
         for old in folder.glob("seed-*"):
@@ -165,6 +175,7 @@ def main() -> None:
         shard_seeds(stores)
         codec_seeds(stores)
         reference_seeds(Path(tmp))
+        zip_seeds(Path(tmp))
 
 
 if __name__ == "__main__":

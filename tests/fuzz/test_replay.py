@@ -10,6 +10,8 @@ import importlib
 import numpy as np
 import pytest
 
+from zarrfs.store import Store
+
 from .common import CORPUS, TARGETS, corpus_files, harness_module, split
 from .nodes import explore, store_of
 
@@ -58,3 +60,15 @@ def test_chunks_and_shards_decode() -> None:
     _, shard = split((CORPUS / "shard" / "seed-tensorstore").read_bytes(), fuzz_shard.NAMES)
     expected = np.arange(60).reshape(6, 10)[:4, :6].astype("u2")
     assert np.array_equal(fuzz_shard.CODECS["end-crc"].decode(shard), expected)
+
+
+def test_zip_seeds_open() -> None:
+    from . import fuzz_zip
+
+    seeds = [p for p in corpus_files("zip") if p.name.startswith("seed-")]
+    assert len(seeds) == 4
+    for path in seeds:
+        fuzz_zip.ARCHIVE.write_bytes(path.read_bytes())
+        store = Store.open(str(fuzz_zip.ARCHIVE))
+        files = {key: store.get(key) or b"" for key in store.list()}
+        assert len(files) > 5 and explore(files) >= 2, path.name  # (the root, each way it is found)

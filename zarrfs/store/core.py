@@ -20,7 +20,6 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import fsspec
@@ -28,11 +27,13 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
 from . import deadline, gcs, local, many, prefixes, remote
+from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
 from .sources import endpoint, is_read_only, open_filesystem
+from .zipped import ZipSource, open_zip
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
@@ -52,21 +53,6 @@ class _Any:
 
 ANY: Final = _Any()
 Expect = str | None | _Any
-
-
-@dataclass(frozen=True)
-class ByteRange:
-    """Bytes [start, start + length) of an object; fewer come back past its end."""
-
-    start: int
-    length: int
-
-
-@dataclass(frozen=True)
-class SuffixRange:
-    """The last `length` bytes of an object."""
-
-    length: int
 
 
 class Store:
@@ -101,10 +87,24 @@ class Store:
     @classmethod
     def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
              read_only: bool = False, settings: SourceSettings | None = None,
-             observer: StoreObserver | None = None) -> Store:
-        """A store for a local path, an fsspec URL, a reference set or an Icechunk
-        repository (see `sources`)."""
+             observer: StoreObserver | None = None, writable: bool = False) -> Store:
+        """A store for a local path, an fsspec URL, a reference set, an Icechunk repository
+        (see `sources`) or a zip archive (`zipped`: read-only; the archive is read through a
+        store of its directory, and `writable`, a caller that insists on writing, is refused)."""
         settings = settings or SourceSettings()
+        source = ZipSource.parse(url)
+        if source is None:
+            return cls._open_source(url, storage_options, read_only, settings, observer)
+        if writable:
+            raise ReadOnlyError(f"zip mounts are read-only: mount {url} without -o rw")
+        container = cls._open_source(source.directory, storage_options, True, settings, observer)
+        fs, root = open_zip(source, container)
+        # (the archive's reads are retried, and observed, by the container alone)
+        return cls(fs, root, read_only=True, retry=dataclasses.replace(container.retry, retries=False))
+
+    @classmethod
+    def _open_source(cls, url: str, storage_options: Mapping[str, Any] | None, read_only: bool,
+                     settings: SourceSettings, observer: StoreObserver | None) -> Store:
         try:
             fs, root = open_filesystem(url, storage_options or {}, settings)
         except (ValueError, ImportError, OSError) as e:

@@ -73,6 +73,8 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
         left = deadline - time.monotonic()
         try:
             return attempt(max(left, 0.01) if bounded else None)
+        except StoreError:
+            raise  # (from a store this one reads through, typed and retried there: a zip's)
         except FileNotFoundError as e:
             if missing_ok:
                 return None
