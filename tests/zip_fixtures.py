@@ -138,7 +138,7 @@ def assert_array_matches(directory: Path, array: Any) -> None:
     assert np.array_equal(flat.reshape(expected.shape), expected)
     assert np.array_equal(np.load(directory / "data.npy"), expected)
     assert np.array_equal(tifffile.imread(directory / "data.tif").reshape(expected.shape), expected)
-    for name in ("data.nhdr", "data.mhd", "data.vrt", "data.tif"):
+    for name in ("data.raw.nhdr", "data.mhd", "data.vrt", "data.tif"):
         content = (directory / name).read_bytes()
         assert content and len(content) == os.path.getsize(directory / name)
     if array.shards is None:  # (the first chunk file holds the first chunk, decoded)
