@@ -59,6 +59,11 @@ def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
             from aiohttp import ClientError
 
             transient.append(ClientError)
+        with contextlib.suppress(ImportError):
+            from azure.core.exceptions import AzureError, ClientAuthenticationError
+
+            transient.append(AzureError)  # (a 4xx among them: `definite`)
+            permanent.append(ClientAuthenticationError)
     return tuple(transient), tuple(permanent)
 
 
@@ -104,7 +109,7 @@ def definite(error: BaseException) -> str | None:
     does not exist. None for the faults worth retrying within the deadline: silence, a
     dropped or refused connection (a server restarting), a 5xx.
     (A mistyped endpoint then fails a mount at once, not after its whole timeout.)"""
-    status = getattr(error, "status", None)
+    status = getattr(error, "status", None) or getattr(error, "status_code", None)  # (aiohttp, Azure)
     if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
         return one_line(error)
     unreachable = _unreachable(error)

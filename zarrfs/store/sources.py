@@ -16,12 +16,12 @@ from typing import Any
 
 import fsspec
 
-from . import gcs
+from . import azure, gcs
 from .settings import SourceSettings
 
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
-LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}
+LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *azure.PROTOCOLS}
 # Sources that are never written through: a write mount of them falls back to read-only.
 READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
 
@@ -45,17 +45,19 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
         options.setdefault("use_listings_cache", False)
     if protocol in gcs.PROTOCOLS:
         options = _gcs_options(options)
+    if protocol in azure.PROTOCOLS:
+        options = _azure_options(options)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, root
 
 
 def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
     """The address of the server a source names: an http(s) source itself, the endpoint of
-    S3 or GCS when one is set (None: the cloud's own, or no server at all)."""
+    S3, GCS or Azure when one is set (None: the cloud's own, or no server at all)."""
     protocol = fsspec.utils.get_protocol(url)
     if protocol in ("http", "https"):
         return url
-    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS):
+    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS, *azure.PROTOCOLS):
         return None
     client = storage_options.get("client_kwargs") or {}
     found = storage_options.get("endpoint_url") or client.get("endpoint_url")
@@ -81,6 +83,35 @@ def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
     if options.pop("anon", False):
         options.setdefault("token", "anon")
     return options
+
+
+def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
+    """`endpoint_url=` reaches Azurite or a private endpoint. adlfs takes an endpoint only
+    inside a connection string (`BlobEndpoint=`; its `account_host` is always https), so the
+    credentials it would take from the environment (AZURE_STORAGE_CONNECTION_STRING, or
+    AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN) go
+    into one with it; with none of them (or `anon`), the endpoint is read anonymously."""
+    client = dict(options.pop("client_kwargs", None) or {})
+    endpoint = client.pop("endpoint_url", None) or options.pop("endpoint_url", None)
+    if endpoint is None or "connection_string" in options:
+        return options
+    environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
+    fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
+    name = options.pop("account_name", None) or environment.get("AZURE_STORAGE_ACCOUNT_NAME")
+    key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
+    if not fields and name and key:
+        fields = {"AccountName": name, "AccountKey": key}
+    elif not fields and name and sas:
+        fields = {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")}
+    fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **fields, "BlobEndpoint": endpoint}
+    options["connection_string"] = ";".join(f"{k}={v}" for k, v in fields.items() if v)
+    return options
+
+
+def _connection_fields(text: str) -> list[tuple[str, str]]:
+    """The `Name=value` fields of an Azure connection string (values may hold `=`)."""
+    pairs = (field.partition("=") for field in text.split(";") if field.strip())
+    return [(name.strip(), value) for name, _, value in pairs if name.strip()]
 
 
 def is_read_only(fs: fsspec.AbstractFileSystem) -> bool:

@@ -1,0 +1,212 @@
+"""Azure Blob Storage (`az://`, `abfs://`, adlfs) as a compare-and-swap store, against Azurite
+on 127.0.0.1 (`azurite_server`; the first test checks with the SDK alone that it refuses a
+write whose ETag condition does not hold, so a test relying on that cannot pass because it
+stopped).
+
+Store level: a put or delete whose expected ETag (None: absent) no longer holds raises
+ConflictError and changes nothing, and reads report the ETags puts return. Through real
+mounts: a v3 array zarr-python wrote through adlfs reads back equal, by either URL scheme; a
+write through the mount is what zarr-python then reads; two mounts writing different elements
+of one chunk, each holding a stale copy, lose no update (each write-back after the first
+conflicts and merges); credentials come from a connection string, or an account name and key
+with `-o endpoint_url=`, and `-o anon` reads a public container whatever the environment
+names; and the daemon's log at the default level holds no line per request (the Azure SDK
+logs each request's headers at INFO).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import adlfs
+import numpy as np
+import pytest
+import zarr
+from azure.core import MatchConditions
+from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
+from mounting import Mount
+from zarr.codecs import ZstdCodec
+
+from tests.reliability.azurite_server import AzuriteServer, running
+from tests.reliability.test_two_mounts import Writer, lost
+from zarrfs.errors import ConflictError
+from zarrfs.store import ByteRange, Store
+
+SHAPE = (64, 48)
+CHUNKS = (16, 16)
+VALUES = np.arange(SHAPE[0] * SHAPE[1], dtype="<f4").reshape(SHAPE) / 4 - 100
+ROUNDS = 12
+
+
+@pytest.fixture(scope="module")
+def azurite() -> Iterator[AzuriteServer]:
+    with running() as server:
+        yield server
+
+
+@pytest.fixture
+def container(azurite: AzuriteServer, request: pytest.FixtureRequest) -> str:
+    """A fresh container of the module's server for each test (names: 3-63 of [a-z0-9-])."""
+    name = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:50].strip("-")
+    azurite.service().create_container(name)  # type: ignore[attr-defined]
+    return name
+
+
+def test_fixture_server_honours_etag_conditions(azurite: AzuriteServer, container: str) -> None:
+    blob = azurite.service().get_blob_client(container, "k")  # type: ignore[attr-defined]
+    first = blob.upload_blob(b"one", overwrite=True, match_condition=MatchConditions.IfMissing)["etag"]
+    with pytest.raises(ResourceExistsError):
+        blob.upload_blob(b"two", overwrite=True, match_condition=MatchConditions.IfMissing)
+    second = blob.upload_blob(b"two", overwrite=True, etag=first,
+                              match_condition=MatchConditions.IfNotModified)["etag"]
+    assert second != first
+    with pytest.raises(ResourceModifiedError):
+        blob.upload_blob(b"three", overwrite=True, etag=first, match_condition=MatchConditions.IfNotModified)
+    with pytest.raises(ResourceModifiedError):
+        blob.delete_blob(etag=first, match_condition=MatchConditions.IfNotModified)
+    assert blob.download_blob().readall() == b"two"
+
+
+def test_store_compare_and_swap(azurite: AzuriteServer, container: str) -> None:
+    store = Store(adlfs.AzureBlobFileSystem(**azurite.adlfs_options()), f"{container}/cas")
+    assert store.versioned and store.conditional
+    first = store.put("k", b"first", expect=None)
+    with pytest.raises(ConflictError):
+        store.put("k", b"again", expect=None)  # must not exist: it does
+    found = store.read("k")
+    assert found is not None and (found.data, found.generation) == (b"first", first)
+    assert store.generation("k") == first
+    assert store.generations(["k", "a", "b", "c", "d"])["k"] == first  # one listing
+    second = store.put("k", b"second", expect=first)
+    assert second != first
+    with pytest.raises(ConflictError):
+        store.put("k", b"stale", expect=first)  # a writer that read `first`
+    ranged = store.read("k", ByteRange(1, 3))
+    assert ranged is not None and (ranged.data, ranged.generation) == (b"eco", second)
+    past_end = store.read("k", ByteRange(100, 4))
+    assert past_end is not None and past_end.data == b""
+    with pytest.raises(ConflictError):
+        store.delete("k", expect=first)
+    with pytest.raises(ConflictError):
+        store.delete("k", expect=None)
+    assert store.get("k") == b"second"
+    store.delete("k", expect=second)
+    assert store.read("k") is None
+    store.delete("k", expect=None)  # absent, as expected
+    with pytest.raises(ConflictError):
+        store.delete("k", expect=second)  # deleted meanwhile
+
+
+def create_array(azurite: AzuriteServer, container: str, chunks: tuple[int, int] = CHUNKS,
+                 values: np.ndarray = VALUES) -> None:
+    array = zarr.create_array(
+        store=f"az://{container}/array", shape=values.shape, chunks=chunks, dtype=values.dtype,
+        fill_value=0, compressors=ZstdCodec(level=1), storage_options=azurite.adlfs_options())
+    array[...] = values
+
+
+def read_zarr_python(azurite: AzuriteServer, container: str) -> np.ndarray:
+    array = zarr.open_array(f"az://{container}/array", mode="r", storage_options=azurite.adlfs_options())
+    return np.asarray(array[...])
+
+
+def by_connection_string(azurite: AzuriteServer) -> dict[str, str]:
+    return {"AZURE_STORAGE_CONNECTION_STRING": azurite.connection_string}
+
+
+@pytest.mark.parametrize("scheme", ["az", "abfs"])
+def test_mount_reads_and_writes_an_array_on_azure(azurite: AzuriteServer, container: str,
+                                                  mount_array: Any, scheme: str) -> None:
+    create_array(azurite, container)
+    mount: Mount = mount_array(f"{scheme}://{container}/array", ["direct_io"],
+                               env=by_connection_string(azurite))
+    data = np.frombuffer(mount.data.read_bytes(), "<f4").reshape(SHAPE)
+    assert np.array_equal(data, VALUES)
+
+    expected = VALUES.copy()
+    row = np.linspace(-1, 1, SHAPE[1], dtype="<f4")
+    expected[5] = row
+    expected[40:44, 20:30] = 7
+    fd = os.open(mount.data, os.O_WRONLY)
+    try:
+        os.pwrite(fd, row.tobytes(), 5 * SHAPE[1] * 4)
+        for i in range(40, 44):
+            os.pwrite(fd, np.full(10, 7, "<f4").tobytes(), (i * SHAPE[1] + 20) * 4)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert np.array_equal(read_zarr_python(azurite, container), expected)
+    assert mount.unmount() == 0, mount.log()
+    assert "Traceback" not in mount.log(), mount.log()
+    assert "cannot write conditionally" not in mount.log(), mount.log()
+
+
+def test_two_mounts_lose_no_update(azurite: AzuriteServer, container: str, mount_array: Any) -> None:
+    """Each round both mounts read everything (caching chunk (0, 0)), then A writes rows 0-3
+    of it and B rows 4-7, each fsyncing: B's copy is stale, so its put must fail on the ETag
+    and merge its elements into A's chunk."""
+    create_array(azurite, container, chunks=(8, 8))
+    source, env = f"az://{container}/array", by_connection_string(azurite)
+    a = Writer("A", mount_array(source, ["direct_io", "cache=16M"], env=env)).open()
+    b = Writer("B", mount_array(source, ["direct_io", "cache=16M"], env=env)).open()
+    expected = VALUES.copy()
+    try:
+        for r in range(ROUNDS):
+            for writer in (a, b):
+                os.pread(writer.fd, VALUES.nbytes, 0)
+            writes = [(a, {(r % 4, r % 8): 1000.0 + r}), (b, {(4 + r % 4, (r + 3) % 8): 2000.0 + r})]
+            for writer, elements in writes:
+                for (i, j), value in elements.items():
+                    os.pwrite(writer.fd, np.float32(value).tobytes(), (i * SHAPE[1] + j) * 4)
+                    expected[i, j] = value
+                writer.fsync()
+        conflicts = sum(int(w.stats()["write_conflicts"]) for w in (a, b))
+    finally:
+        a.close()
+        b.close()
+    for writer in (a, b):
+        assert writer.mount.unmount() == 0, writer.mount.log()
+    stored = read_zarr_python(azurite, container)
+    assert lost(stored, expected) == 0, (stored[:8, :8], expected[:8, :8])
+    assert conflicts >= 2 * ROUNDS - 2, conflicts  # every write-back but the first
+    assert not any("cannot write conditionally" in w.mount.log() for w in (a, b))
+
+
+def test_account_name_and_key_with_an_endpoint(azurite: AzuriteServer, container: str,
+                                               mount_array: Any) -> None:
+    create_array(azurite, container)
+    mount: Mount = mount_array(f"az://{container}/array", [f"endpoint_url={azurite.endpoint_url}", "rw"],
+                               env=azurite.account_env)
+    assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(SHAPE), VALUES)
+    with open(mount.data, "r+b") as f:
+        f.write(np.full(SHAPE[1], 3, "<f4").tobytes())
+    expected = VALUES.copy()
+    expected[0] = 3
+    assert np.array_equal(read_zarr_python(azurite, container), expected)
+
+
+def test_anon_reads_a_public_container(azurite: AzuriteServer, mount_array: Any) -> None:
+    public = "public-read"
+    azurite.service().create_container(public, public_access="container")  # type: ignore[attr-defined]
+    create_array(azurite, public)
+    # Credentials that are wrong for this server: with `anon`, none are used.
+    wrong_key = azurite.connection_string.replace("AccountKey=Eby8", "AccountKey=AAAA")
+    wrong = {"AZURE_STORAGE_CONNECTION_STRING": wrong_key}
+    mount: Mount = mount_array(f"az://{public}/array", [f"endpoint_url={azurite.endpoint_url}", "anon", "ro"],
+                               env=wrong)
+    assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(SHAPE), VALUES)
+
+
+def test_daemon_log_of_a_mount_and_a_read_has_no_request_lines(azurite: AzuriteServer, container: str,
+                                                              mount_array: Any) -> None:
+    values = np.arange(512 * 512, dtype="<f4").reshape(512, 512)  # 1 MiB
+    create_array(azurite, container, chunks=(128, 128), values=values)
+    mount: Mount = mount_array(f"az://{container}/array", [], env=by_connection_string(azurite))
+    assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(values.shape), values)
+    assert mount.unmount() == 0
+    lines = mount.log().splitlines()
+    requests = [line for line in lines if "Request URL" in line or "x-ms-" in line or "azure" in line]
+    assert not requests, "\n".join(requests[:20]) + f"\n({len(requests)} lines)"
+    assert len(lines) < 20, "\n".join(lines)
