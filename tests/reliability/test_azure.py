@@ -32,10 +32,13 @@ from mounting import Mount, pread, timed
 from zarr.codecs import ZstdCodec
 
 from tests.netproxy import proxied
-from tests.reliability.azurite_server import ACCOUNT, AzuriteServer, running
+from tests.reliability.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.reliability.test_two_mounts import Writer, lost
 from zarrfs.errors import ConflictError
+from zarrfs.options import MountOptions, OptionError
 from zarrfs.store import ByteRange, Store
+from zarrfs.store.settings import SourceSettings
+from zarrfs.store.sources import open_filesystem
 
 SHAPE = (64, 48)
 CHUNKS = (16, 16)
@@ -241,5 +244,25 @@ def test_a_silent_server_costs_a_read_its_timeout_then_eio(azurite: AzuriteServe
         assert isinstance(missing, OSError) and missing.errno == errno.EIO, missing
         assert took < 2 * timeout + 5, took  # a bound on a hang, not a pace
         proxy.heal()
-        assert pread(mount.data, 4096, 0) == VALUES.tobytes()[:4096]
+        # A load the silent read began may still be spending the last of its deadline: a read
+        # that joins it fails with it; the next starts its own.
+        healed = [timed(lambda: pread(mount.data, 4096, 0))[0] for _ in range(2)]
+        assert VALUES.tobytes()[:4096] in healed, (healed, mount.log())
     assert "no answer" in mount.log(), mount.log()
+
+
+def test_anon_uses_no_credentials_whatever_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an endpoint too: adlfs alone would sign with the environment's connection
+    string, `anon` or not. (Opening a filesystem sends no request.)"""
+    other = f"AccountName=other;AccountKey={KEY};EndpointSuffix=core.windows.net"
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", other)
+    options = MountOptions.parse(["ro,anon,account_name=pcdata"]).storage_options
+    fs, root = open_filesystem("az://public/cube.zarr", options, SourceSettings())
+    assert root == "public/cube.zarr"
+    assert fs.service_client.url.startswith("https://pcdata.blob.core.windows.net")
+    assert fs.service_client.credential is None
+    signed, _ = open_filesystem("az://public/cube.zarr", {"account_name": "pcdata"}, SourceSettings())
+    assert signed.service_client.url.startswith("https://other.blob.core.windows.net")  # (the control)
+    for secret in ("account_key=x", "sas_token=x", "connection_string=x"):
+        with pytest.raises(OptionError):
+            MountOptions.parse([secret])

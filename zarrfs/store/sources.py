@@ -86,24 +86,30 @@ def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
-    """`endpoint_url=` reaches Azurite or a private endpoint. adlfs takes an endpoint only
-    inside a connection string (`BlobEndpoint=`; its `account_host` is always https), so the
-    credentials it would take from the environment (AZURE_STORAGE_CONNECTION_STRING, or
-    AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN) go
-    into one with it; with none of them (or `anon`), the endpoint is read anonymously."""
+    """`endpoint_url=` reaches Azurite or a private endpoint, and `anon` a public container.
+    adlfs takes an endpoint only inside a connection string (`BlobEndpoint=`; its
+    `account_host` is always https), and prefers AZURE_STORAGE_CONNECTION_STRING to `anon`;
+    so both become a connection string of the endpoint (with `anon`: the account's own) and
+    the credentials adlfs would take from the environment (that connection string's, or
+    AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN);
+    with none of them, or `anon`, it is read anonymously."""
     client = dict(options.pop("client_kwargs", None) or {})
     endpoint = client.pop("endpoint_url", None) or options.pop("endpoint_url", None)
+    anon = bool(options.get("anon"))
+    name = options.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
+    if endpoint is None and anon and name:
+        endpoint = f"https://{name}.blob.core.windows.net"
     if endpoint is None or "connection_string" in options:
         return options
     environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
     fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
-    name = options.pop("account_name", None) or environment.get("AZURE_STORAGE_ACCOUNT_NAME")
     key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
     if not fields and name and key:
         fields = {"AccountName": name, "AccountKey": key}
     elif not fields and name and sas:
         fields = {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")}
     fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **fields, "BlobEndpoint": endpoint}
+    options.pop("account_name", None)
     options["connection_string"] = ";".join(f"{k}={v}" for k, v in fields.items() if v)
     return options
 
