@@ -84,6 +84,10 @@ def test_store_compare_and_swap(azurite: AzuriteServer, container: str) -> None:
     found = store.read("k")
     assert found is not None and (found.data, found.generation) == (b"first", first)
     assert store.generation("k") == first
+    other = store.put("j", b"other", expect=None)
+    many = store.read_many(["k", "nothing", "j"])  # (in flight at once)
+    found = [(v.data, v.generation) if v else None for v in many]
+    assert found == [(b"first", first), None, (b"other", other)]
     assert store.generations(["k", "a", "b", "c", "d"])["k"] == first  # one listing
     second = store.put("k", b"second", expect=first)
     assert second != first

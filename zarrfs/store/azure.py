@@ -13,7 +13,8 @@ itself, within the deadline, and a retry with backoff inside one attempt would e
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 import fsspec
@@ -44,20 +45,41 @@ def azure_read(fs: Any, seconds: float | None, path: str, start: int | None = No
     """One GET: the bytes and the ETag of the version they came from."""
     if length is not None and length <= 0:
         return Versioned(b"", azure_generation(fs, seconds, path))
-
-    async def download() -> Versioned | None:
-        blob = _blob(fs, path)
-        try:
-            stream = await _request(path, blob.download_blob(offset=start, length=length, max_concurrency=1,
-                                                             **_timeouts(seconds)))
-        except _RangeNotSatisfiable:
-            return None
-        return Versioned(await _request(path, stream.readall()), quoted(stream.properties.etag))
-
-    found = on_loop(fs, seconds, download)
+    found = on_loop(fs, seconds, _download, fs, seconds, path, start, length)
     if found is None:  # the range starts past the end: nothing there
         return Versioned(b"", azure_generation(fs, seconds, path))
     return found  # type: ignore[no-any-return]
+
+
+def azure_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> list[Versioned | None]:
+    """Whole blobs (None: not stored), all in flight at once on adlfs's loop (the caller waits
+    once, not once a GET), within `seconds` together."""
+
+    async def download_all() -> list[Versioned | BaseException | None]:
+        downloads = [_download(fs, seconds, path, None, None) for path in paths]
+        return list(await asyncio.gather(*downloads, return_exceptions=True))
+
+    read: list[Versioned | None] = []
+    for answer in on_loop(fs, seconds, download_all):
+        if isinstance(answer, FileNotFoundError):
+            read.append(None)
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            read.append(answer)
+    return read
+
+
+async def _download(fs: Any, seconds: float | None, path: str, start: int | None,
+                    length: int | None) -> Versioned | None:
+    """The bytes and ETag of one GET (None: the range starts past the end)."""
+    blob = _blob(fs, path)
+    try:
+        stream = await _request(path, blob.download_blob(offset=start, length=length, max_concurrency=1,
+                                                         **_timeouts(seconds)))
+    except _RangeNotSatisfiable:
+        return None
+    return Versioned(await _request(path, stream.readall()), quoted(stream.properties.etag))
 
 
 def azure_generation(fs: Any, seconds: float | None, path: str) -> str | None:

@@ -199,12 +199,13 @@ class Store:
         return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
     def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
-        """Whole objects as `read` (None: not stored); on S3 all in flight at once, one batch
-        under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
-        if not self.is_s3 or len(keys) <= 1:
+        """Whole objects as `read` (None: not stored); on S3 and Azure all in flight at once, one
+        batch under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
+        batch = remote.s3_read_objects if self.is_s3 else azure.azure_read_objects if self.is_azure else None
+        if batch is None or len(keys) <= 1:
             return [self.read(key) for key in keys]
         paths = [self.path(key) for key in keys]
-        found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False,
+        found = self.call(keys[0], lambda s: batch(self.fs, s, paths), missing_ok=False,
                           kind=GET, objects=len(keys))
         return found or []  # (missing objects are None in the list)
 
