@@ -17,7 +17,9 @@ logs each request's headers at INFO).
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,7 +57,8 @@ def azurite() -> Iterator[AzuriteServer]:
 @pytest.fixture
 def container(azurite: AzuriteServer, request: pytest.FixtureRequest) -> str:
     """A fresh container of the module's server for each test (names: 3-63 of [a-z0-9-])."""
-    name = "t-" + "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:50].strip("-")
+    slug = "".join(c if c.isalnum() else "-" for c in request.node.name.lower())[:40].strip("-")
+    name = f"t-{slug}-{hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]}"
     azurite.service().create_container(name)  # type: ignore[attr-defined]
     return name
 
@@ -220,17 +223,25 @@ def test_anon_reads_a_public_container(azurite: AzuriteServer, mount_array: Any)
     assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(SHAPE), VALUES)
 
 
-def test_daemon_log_of_a_mount_and_a_read_has_no_request_lines(azurite: AzuriteServer, container: str,
-                                                              mount_array: Any) -> None:
+@pytest.mark.parametrize("debug", [False, True], ids=["default", "debug"])
+def test_daemon_log_of_a_mount_a_read_and_a_write_has_no_request_lines(
+        azurite: AzuriteServer, container: str, mount_array: Any, debug: bool) -> None:
+    """The Azure SDK logs each request and response with its headers at INFO: 632 lines for
+    this mount and read before its loggers were quieted. Not even `debug` lets them in (they
+    may carry credentials, as the other clients' do)."""
     values = np.arange(512 * 512, dtype="<f4").reshape(512, 512)  # 1 MiB
     create_array(azurite, container, chunks=(128, 128), values=values)
-    mount: Mount = mount_array(f"az://{container}/array", [], env=by_connection_string(azurite))
+    mount: Mount = mount_array(f"az://{container}/array", ["debug"] if debug else [],
+                               env=by_connection_string(azurite))
     assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(values.shape), values)
+    with open(mount.data, "r+b") as f:
+        f.write(np.ones(512, "<f4").tobytes())
     assert mount.unmount() == 0
     lines = mount.log().splitlines()
     requests = [line for line in lines if "Request URL" in line or "x-ms-" in line or "azure" in line]
     assert not requests, "\n".join(requests[:20]) + f"\n({len(requests)} lines)"
-    assert len(lines) < 20, "\n".join(lines)
+    if not debug:
+        assert len(lines) < 20, "\n".join(lines)
 
 
 def test_a_silent_server_costs_a_read_its_timeout_then_eio(azurite: AzuriteServer, container: str,
@@ -248,10 +259,13 @@ def test_a_silent_server_costs_a_read_its_timeout_then_eio(azurite: AzuriteServe
         assert isinstance(missing, OSError) and missing.errno == errno.EIO, missing
         assert took < 2 * timeout + 5, took  # a bound on a hang, not a pace
         proxy.heal()
-        # A load the silent read began may still be spending the last of its deadline: a read
-        # that joins it fails with it; the next starts its own.
-        healed = [timed(lambda: pread(mount.data, 4096, 0))[0] for _ in range(2)]
-        assert VALUES.tobytes()[:4096] in healed, (healed, mount.log())
+        # Loads the silent read began (its chunks, and read-ahead) may still be spending the
+        # rest of their deadlines, at most `timeout`: a read that joins one fails with it.
+        until = time.monotonic() + timeout + 5
+        healed = [timed(lambda: pread(mount.data, 4096, 0))[0]]
+        while isinstance(healed[-1], OSError) and time.monotonic() < until:
+            healed.append(timed(lambda: pread(mount.data, 4096, 0))[0])
+        assert healed[-1] == VALUES.tobytes()[:4096], (healed, mount.log())
     assert "no answer" in mount.log(), mount.log()
 
 
