@@ -198,11 +198,21 @@ def test_two_mounts_lose_no_update(azurite: AzuriteServer, container: str, mount
     assert not any("cannot write conditionally" in w.mount.log() for w in (a, b))
 
 
-def test_account_name_and_key_with_an_endpoint(azurite: AzuriteServer, container: str,
-                                               mount_array: Any) -> None:
+@pytest.mark.parametrize("credentials", ["account name and key", "UseDevelopmentStorage",
+                                         "connection string of another endpoint"])
+def test_credentials_with_an_endpoint(azurite: AzuriteServer, container: str, mount_array: Any,
+                                      credentials: str) -> None:
+    """`-o endpoint_url=` with the credentials of the environment: an account name and key,
+    Azurite's development account (the SDK alone would go to port 10000), or a connection
+    string whose own endpoint is elsewhere (nothing listens on port 1)."""
+    elsewhere = azurite.connection_string.replace(f":{azurite.port}/", ":1/")
+    named = "AZURE_STORAGE_CONNECTION_STRING"
+    env = {"account name and key": azurite.account_env,
+           "UseDevelopmentStorage": {named: "UseDevelopmentStorage=true"},
+           "connection string of another endpoint": {named: elsewhere}}[credentials]
     create_array(azurite, container)
     mount: Mount = mount_array(f"az://{container}/array", [f"endpoint_url={azurite.endpoint_url}", "rw"],
-                               env=azurite.account_env)
+                               env=env)
     assert np.array_equal(np.fromfile(mount.data, "<f4").reshape(SHAPE), VALUES)
     with open(mount.data, "r+b") as f:
         f.write(np.full(SHAPE[1], 3, "<f4").tobytes())

@@ -22,6 +22,12 @@ from .settings import SourceSettings
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *azure.PROTOCOLS}
+# Azurite's development account, as `UseDevelopmentStorage=true` names it (published, the
+# same in every Azurite: not a secret).
+AZURITE_ACCOUNT = {
+    "AccountName": "devstoreaccount1",
+    "AccountKey": "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+}
 # Sources that are never written through: a write mount of them falls back to read-only.
 READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
 
@@ -103,6 +109,8 @@ def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
         return options
     environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
     fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
+    if {k.lower(): v.lower() for k, v in fields.items()}.get("usedevelopmentstorage") == "true":
+        fields = dict(AZURITE_ACCOUNT)  # (the SDK would take its endpoint, port 10000, over ours)
     key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
     if not fields and name and key:
         fields = {"AccountName": name, "AccountKey": key}
