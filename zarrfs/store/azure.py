@@ -161,8 +161,9 @@ class AzureAnswer(OSError):
 async def _request(path: str, request: Awaitable[T]) -> T:
     """`request` awaited, the SDK's errors as the store classifies them: a missing blob or
     container is FileNotFoundError, a condition that does not hold ConflictError, 401 and 403
-    PermissionError (not retried), an unsatisfiable range `_RangeNotSatisfiable`, other
-    answers AzureAnswer, a failed connection OSError (both retried while the deadline allows)."""
+    PermissionError (not retried), an unsatisfiable range `_RangeNotSatisfiable`, anything
+    else AzureAnswer (a failed connection or a 5xx retried while the deadline allows, another
+    4xx not: `deadline.definite`)."""
     from azure.core import exceptions
 
     try:

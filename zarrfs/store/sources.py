@@ -108,18 +108,25 @@ def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
     if endpoint is None or "connection_string" in options:
         return options
     environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
-    fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
-    if {k.lower(): v.lower() for k, v in fields.items()}.get("usedevelopmentstorage") == "true":
-        fields = dict(AZURITE_ACCOUNT)  # (the SDK would take its endpoint, port 10000, over ours)
-    key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
-    if not fields and name and key:
-        fields = {"AccountName": name, "AccountKey": key}
-    elif not fields and name and sas:
-        fields = {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")}
-    fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **fields, "BlobEndpoint": endpoint}
+    fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **_azure_credentials(name, environment),
+              "BlobEndpoint": endpoint}
     options.pop("account_name", None)
     options["connection_string"] = ";".join(f"{k}={v}" for k, v in fields.items() if v)
     return options
+
+
+def _azure_credentials(name: str | None, environment: Mapping[str, str]) -> dict[str, str]:
+    """The fields of a connection string that say who signs, from the environment (none: the
+    requests are anonymous)."""
+    fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
+    if {k.lower(): v.lower() for k, v in fields.items()}.get("usedevelopmentstorage") == "true":
+        return dict(AZURITE_ACCOUNT)  # (the SDK would take its endpoint, port 10000, over ours)
+    key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
+    if fields or not name:
+        return fields
+    if key:
+        return {"AccountName": name, "AccountKey": key}
+    return {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")} if sas else {}
 
 
 def _connection_fields(text: str) -> list[tuple[str, str]]:
