@@ -8,10 +8,12 @@ ConflictError and changes nothing, and reads report the ETags puts return. Throu
 mounts: a v3 array zarr-python wrote through adlfs reads back equal, by either URL scheme; a
 write through the mount is what zarr-python then reads; two mounts writing different elements
 of one chunk, each holding a stale copy, lose no update (each write-back after the first
-conflicts and merges); credentials come from a connection string, or an account name and key
-with `-o endpoint_url=`, and `-o anon` reads a public container whatever the environment
-names; and the daemon's log at the default level holds no line per request (the Azure SDK
-logs each request's headers at INFO).
+conflicts and merges; v3, sharded v3, v2), nor do two mounts creating one chunk, nor a mount
+writing over a chunk zarr-python rewrote; credentials come from a connection string, or an
+account name and key (or Azurite's development account) with `-o endpoint_url=`, and
+`-o anon` reads a public container whatever the environment names; the daemon's log holds no
+line per request (the Azure SDK logs each request's headers at INFO); and a silent server
+costs a read its timeout, then EIO.
 """
 
 from __future__ import annotations
@@ -196,6 +198,54 @@ def test_two_mounts_lose_no_update(azurite: AzuriteServer, container: str, mount
     if layout != "v3-sharded":
         assert conflicts >= 2 * ROUNDS - 2, conflicts  # every write-back but the first
     assert not any("cannot write conditionally" in w.mount.log() for w in (a, b))
+
+
+def test_two_mounts_create_one_chunk(azurite: AzuriteServer, container: str, mount_array: Any) -> None:
+    """Chunk (0, 0) not stored yet (all fill value): both mounts read it as such, A stores it
+    first, B's put with If-None-Match: * then fails, and B merges its element into A's."""
+    array = zarr.create_array(store=f"az://{container}/array", shape=SHAPE, chunks=(8, 8), dtype="<f4",
+                              fill_value=0, storage_options=azurite.adlfs_options())
+    array[40:, 40:] = 1  # (one chunk stored elsewhere: the array is not empty)
+    source, env = f"az://{container}/array", by_connection_string(azurite)
+    a = Writer("A", mount_array(source, ["direct_io"], env=env)).open()
+    b = Writer("B", mount_array(source, ["direct_io"], env=env)).open()
+    try:
+        for writer in (a, b):
+            os.pread(writer.fd, VALUES.nbytes, 0)
+        for writer, (i, j), value in ((a, (1, 1), 5.0), (b, (6, 6), 7.0)):
+            os.pwrite(writer.fd, np.float32(value).tobytes(), (i * SHAPE[1] + j) * 4)
+            writer.fsync()
+        conflicts = int(b.stats()["write_conflicts"])
+    finally:
+        a.close()
+        b.close()
+    stored = read_zarr_python(azurite, container)
+    assert (stored[1, 1], stored[6, 6]) == (5.0, 7.0), stored[:8, :8]
+    assert conflicts == 1
+
+
+def test_a_mount_writes_over_a_chunk_zarr_python_rewrote(azurite: AzuriteServer, container: str,
+                                                         mount_array: Any) -> None:
+    """Each round zarr-python (adlfs, unconditional) rewrites all of chunk (0, 0), then the
+    mount, whose cached copy is stale, writes two elements of it: the store holds zarr-python's
+    chunk with the mount's two elements, never the mount's stale copy."""
+    create_array(azurite, container, chunks=(8, 8))
+    writer = Writer("M", mount_array(f"az://{container}/array", ["direct_io", "cache=16M"],
+                                     env=by_connection_string(azurite))).open()
+    other = zarr.open_array(f"az://{container}/array", mode="r+", storage_options=azurite.adlfs_options())
+    expected = VALUES.copy()
+    try:
+        for r in range(4):
+            os.pread(writer.fd, VALUES.nbytes, 0)  # (chunk (0, 0) cached)
+            expected[:8, :8] = other[:8, :8] = np.full((8, 8), 100.0 + r, "<f4")
+            for i, j in ((r, r), (7 - r, r)):
+                os.pwrite(writer.fd, np.float32(-r).tobytes(), (i * SHAPE[1] + j) * 4)
+                expected[i, j] = -r
+            writer.fsync()
+    finally:
+        writer.close()
+    stored = read_zarr_python(azurite, container)
+    assert lost(stored, expected) == 0, (stored[:8, :8], expected[:8, :8])
 
 
 @pytest.mark.parametrize("credentials", ["account name and key", "UseDevelopmentStorage",
