@@ -97,7 +97,7 @@ class Store:
         # operations get one attempt and no deadline. Remote ones get both.
         self.bounded = not self.is_local
         self.retry = RetryPolicy(retries=False) if self.is_local else (retry or RetryPolicy())
-        self._errors = deadline.error_kinds(not self.is_local)
+        self._errors = deadline.error_kinds(not self.is_local, self.is_azure)
 
     @classmethod
     def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,

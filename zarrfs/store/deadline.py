@@ -43,10 +43,11 @@ class RetryPolicy:
 
 
 @functools.cache
-def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
+def error_kinds(remote_clients: bool, azure: bool = False) -> tuple[Errors, Errors]:
     """(worth retrying, not worth retrying). Remote clients raise errors that are not OSErrors
-    (botocore's through s3fs, aiohttp's through the http filesystem); they are imported only
-    for a remote store (a local mount does not carry them: ~15 MB)."""
+    (botocore's through s3fs, aiohttp's through the http filesystem, the Azure SDK's through
+    adlfs); they are imported only for a remote store (a local mount does not carry them:
+    ~15 MB), the Azure SDK's only for Azure (~60 ms)."""
     transient: list[type[BaseException]] = [OSError, TimeoutError]
     permanent: list[type[BaseException]] = [PermissionError, IsADirectoryError, NotADirectoryError]
     if remote_clients:
@@ -59,11 +60,11 @@ def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
             from aiohttp import ClientError
 
             transient.append(ClientError)
-        with contextlib.suppress(ImportError):
-            from azure.core.exceptions import AzureError, ClientAuthenticationError
+    if azure:
+        from azure.core.exceptions import AzureError, ClientAuthenticationError
 
-            transient.append(AzureError)  # (a 4xx among them: `definite`)
-            permanent.append(ClientAuthenticationError)
+        transient.append(AzureError)  # (a 4xx among them: `definite`)
+        permanent.append(ClientAuthenticationError)
     return tuple(transient), tuple(permanent)
 
 
