@@ -85,6 +85,8 @@ FAST_TESTS = {
     "test_geo_views.py": {"test_xarray_grid_in_gdal"},
     "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
     "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
+    "reliability/test_azure.py": {"test_store_compare_and_swap",
+                                  "test_anon_uses_no_credentials_whatever_the_environment_names"},
     "test_metrics.py": {"test_a_scrape_during_a_workload_shows_it", "test_public_source",
                         "test_the_option_parses", "test_a_bad_address_is_refused"},
     "test_rectilinear.py": {"test_the_registry_example_expands_as_it_says",

@@ -199,6 +199,7 @@ def _observer(metrics: Metrics | None) -> StoreObserver | None:
 
 # Optional packages the daemon may need, and the extra of zarrfs that installs each.
 EXTRAS = {"obstore": "s3", "s3fs": "s3", "aiobotocore": "s3", "botocore": "s3", "gcsfs": "gcs",
+          "adlfs": "azure", "azure": "azure",
           "aiohttp": "http", "icechunk": "icechunk", "pcodec": "codecs", "zfpy": "codecs",
           "pandas": "references", "fastparquet": "references"}
 
@@ -300,7 +301,9 @@ def _setup_logging(options: MountOptions, *, foreground: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if options.debug else logging.INFO)
     # Even with debug: these libraries log request headers and URLs, credentials included.
-    for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs"):
+    # The Azure SDK logs every request and response, headers and all, at INFO.
+    for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs", "adlfs",
+                    "azure"):
         logging.getLogger(library).setLevel(logging.WARNING)
 
 

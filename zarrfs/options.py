@@ -27,7 +27,8 @@ _IGNORED_PREFIXES = ("x-systemd.", "x-", "comment=")
 _KERNEL = {"nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime", "relatime",
            "norelatime", "sync", "async", "dirsync"}
 _CREDENTIALS = {"key", "secret", "token", "password", "aws_access_key_id",
-                "aws_secret_access_key", "aws_session_token"}
+                "aws_secret_access_key", "aws_session_token", "account_key", "sas_token",
+                "connection_string", "credential", "client_secret"}
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
@@ -166,7 +167,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         except ValueError:
             raise OptionError(f"option {name}={value!r}: bad value") from None
         return
-    if name in ("endpoint_url", "profile", "region", "anon"):
+    if name in ("endpoint_url", "profile", "region", "anon", "account_name"):
         storage[name] = value.lower() in ("1", "true", "yes") if name == "anon" else value
         return
     raise OptionError(f"unknown option {name!r}")

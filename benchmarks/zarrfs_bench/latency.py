@@ -3,7 +3,8 @@ process) reached through a TCP proxy that delays every piece of data by `delay` 
 each direction (tests/netproxy.py, in a child process of its own: a request costs a round
 trip of 2 x delay on top of the server's time), plain and sharded. TensorStore (s3 kvstore,
 no cache pool), zarr-python (fsspec/s3fs) and a cold `dd bs=1M` of `data` on a fresh zarrfs
-mount each read the whole array; the proxy counts the requests each sends."""
+mount each read the whole array; the proxy counts the requests each sends. With `azure`, a
+zarrfs mount of the same arrays on Azurite (`azure.py`) through the same kind of proxy too."""
 
 from __future__ import annotations
 
@@ -21,13 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from . import azure
 from .arrays import Config, gen_array, shape_for, ts_context, ts_create_spec, ts_open
 from .common import REPO, RUN_PY, dd, dir_bytes, fmt_size, log, median, run_checked
 from .mounting import Mount, daemon_counters
 from .s3 import BUCKET, environ, s3_server, s3_server_module, upload
 
 MB = 1e6
-TOOLS = ("zarrfs", "TensorStore", "zarr-python")
+AZURE = "zarrfs on Azure"  # (the same arrays on Azurite)
+TOOLS = ("zarrfs", "TensorStore", "zarr-python", AZURE)
 
 
 @dataclass
@@ -149,7 +152,7 @@ def counted(proxy: ProxyChild, read: Callable[[], Any]) -> tuple[float, int, Any
 
 
 def measure(configs: list[Config], delays: list[float], repeat: int, zarrfs: str, mnt: Path,
-            logfile: Path, cache: str = "256M") -> Figures:
+            logfile: Path, cache: str = "256M", with_azure: bool = False) -> Figures:
     import zarr
 
     mod = s3_server_module()
@@ -182,23 +185,48 @@ def measure(configs: list[Config], delays: list[float], repeat: int, zarrfs: str
                             if rep == 0 and not np.array_equal(out, expected):
                                 raise RuntimeError(f"{tool} reads other values")
                         del out
+                        source, opts = f"s3://{BUCKET}/{prefix}", f"cache={cache},endpoint_url={proxy.url}"
                         try:
-                            zarrfs_read(figures, proxy, cfg, delay, layout, zarrfs, mnt / f"l{rep}", logfile,
-                                        cache, verify=rep == 0)
+                            zarrfs_read(figures, proxy, cfg, delay, "zarrfs", zarrfs, source, opts,
+                                        mnt / f"l{rep}", logfile, verify=rep == 0)
                         except Exception as e:  # recorded: the baselines still count
                             figures.errors.append(f"zarrfs {layout} at {delay}: {e}")
+    if with_azure:
+        measure_azure(figures, configs, delays, repeat, zarrfs, mnt, logfile, cache)
     return figures
 
 
-def zarrfs_read(figures: Figures, proxy: ProxyChild, cfg: Config, delay: float, layout: str, zarrfs: str,
-                mp: Path, logfile: Path, cache: str, verify: bool) -> None:
-    opts = f"cache={cache},endpoint_url={proxy.url}"
-    with Mount(zarrfs, f"s3://{BUCKET}/{cfg.path.name}", mp, opts, logfile=logfile) as m:
+def measure_azure(figures: Figures, configs: list[Config], delays: list[float], repeat: int, zarrfs: str,
+                  mnt: Path, logfile: Path, cache: str) -> None:
+    """zarrfs's reads of the same arrays on Azurite, through a proxy with the same delays."""
+    with open(logfile, "ab") as log_out, azure.azurite() as server, environ(server.account_env):
+        for cfg in configs:
+            azure.upload(cfg, server, cfg.path.name)
+        for delay in delays:
+            with proxy_child(server.port, delay, log_out) as proxy:
+                opts = f"cache={cache},endpoint_url={proxy.url}/{azure.azurite_module().ACCOUNT}"
+                for cfg in configs:
+                    source = f"az://{server.container}/{cfg.path.name}"
+                    for rep in range(repeat):
+                        try:
+                            zarrfs_read(figures, proxy, cfg, delay, AZURE, zarrfs, source, opts,
+                                        mnt / f"az{rep}", logfile, verify=rep == 0)
+                        except Exception as e:  # recorded: the other figures still count
+                            figures.errors.append(f"{AZURE} {cfg.path.name} at {delay}: {e}")
+
+
+def zarrfs_read(figures: Figures, proxy: ProxyChild, cfg: Config, delay: float, tool: str, zarrfs: str,
+                source: str, opts: str, mp: Path, logfile: Path, verify: bool) -> None:
+    """A cold `dd` of `data` on a fresh mount of `source`: its seconds and requests under
+    `tool`, and (S3) the daemon's CPU seconds and peak RSS."""
+    layout = "sharded" if cfg.sharded else "plain"
+    with Mount(zarrfs, source, mp, opts, logfile=logfile) as m:
         assert m.pid is not None
         cpu = daemon_counters(m.pid)[0]
         seconds, sent, _ = counted(proxy, lambda: dd(m.mp / "data", "/dev/null", expect=cfg.nbytes))
         cpu = daemon_counters(m.pid)[0] - cpu
-        figures.add(delay, layout, "zarrfs", seconds, sent)
+        figures.add(delay, layout, tool, seconds, sent)
         if verify:
             run_checked(["cmp", str(m.mp / "data"), str(cfg.raw)])
-    figures.daemon.setdefault((delay, layout), []).append((cpu, m.peak_rss))
+    if tool == "zarrfs":
+        figures.daemon.setdefault((delay, layout), []).append((cpu, m.peak_rss))

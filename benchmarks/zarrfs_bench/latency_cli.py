@@ -20,6 +20,8 @@ def main(doc: str | None = None) -> None:
     p.add_argument("--layouts", default="both", choices=["both", "plain", "sharded"])
     p.add_argument("--cache", default="256M")
     p.add_argument("--zarrfs", default=str(VENV_BIN / "zarrfs"))
+    p.add_argument("--azure", action=argparse.BooleanOptionalAction, default=True,
+                   help="also zarrfs on Azurite (the 'zarrfs on Azure' column)")
     p.add_argument("--out", default=str(Path(tempfile.gettempdir()) / "zarrfs-latency.md"))
     a = p.parse_args()
     delays = [float(d) for d in a.delays.split(",")]
@@ -30,7 +32,7 @@ def main(doc: str | None = None) -> None:
                    if a.layouts in ("both", "sharded" if c.sharded else "plain")]
         settle()
         logfile = Path(tempfile.gettempdir()) / "zarrfs-latency-daemon.log"
-        figures = measure(configs, delays, a.repeat, a.zarrfs, work / "mnt", logfile, a.cache)
+        figures = measure(configs, delays, a.repeat, a.zarrfs, work / "mnt", logfile, a.cache, a.azure)
     finally:
         shutil.rmtree(shm, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)

@@ -8,7 +8,7 @@ atomically (local files: `local.write_atomically`), so a reader never sees half 
 
 Compare-and-swap: `put` and `delete` take `expect`, the generation the caller read (None: the
 key must not exist), and raise `ConflictError` when the object is no longer that one. Local
-stores, S3 and GCS honour it (`conditional`); on other stores it is ignored and concurrent writers
+stores, S3, GCS and Azure honour it (`conditional`); on other stores it is ignored and concurrent writers
 are not coordinated.
 """
 
@@ -26,7 +26,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import deadline, gcs, local, many, prefixes, remote
+from . import azure, deadline, gcs, local, many, prefixes, remote
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
@@ -71,6 +71,7 @@ class Store:
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
         self.is_gcs = gcs.is_gcs(fs)
+        self.is_azure = azure.is_azure(fs)
         # An HTTP server lists nothing reliably (a directory URL: 403, 404 or a page of links):
         # what many keys are is asked key by key there, never taken from a listing.
         protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
@@ -82,7 +83,7 @@ class Store:
         # operations get one attempt and no deadline. Remote ones get both.
         self.bounded = not self.is_local
         self.retry = RetryPolicy(retries=False) if self.is_local else (retry or RetryPolicy())
-        self._errors = deadline.error_kinds(not self.is_local)
+        self._errors = deadline.error_kinds(not self.is_local, self.is_azure)
 
     @classmethod
     def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
@@ -137,12 +138,12 @@ class Store:
     @property
     def versioned(self) -> bool:
         """Whether reads report the generation of what they read."""
-        return self.is_local or self.is_s3 or self.is_gcs or self.reads_generations
+        return self.conditional or self.reads_generations
 
     @property
     def conditional(self) -> bool:
         """Whether puts and deletes honour `expect` (compare-and-swap)."""
-        return self.is_local or self.is_s3 or self.is_gcs
+        return self.is_local or self.is_s3 or self.is_gcs or self.is_azure
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
@@ -170,6 +171,8 @@ class Store:
             return self.call(key, lambda s: remote.s3_read(self.fs, s, path, start, length), kind=kind)
         if self.is_gcs:
             return self.call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length), kind=kind)
+        if self.is_azure:
+            return self.call(key, lambda s: azure.azure_read(self.fs, s, path, start, length), kind=kind)
         if self.reads_generations:
             return self.call(key, lambda s: self.fs_call(s, "cat_versioned", path, start, length),
                              kind=kind)
@@ -196,12 +199,13 @@ class Store:
         return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
     def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
-        """Whole objects as `read` (None: not stored); on S3 all in flight at once, one batch
-        under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
-        if not self.is_s3 or len(keys) <= 1:
+        """Whole objects as `read` (None: not stored); on S3 and Azure all in flight at once, one
+        batch under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
+        batch = remote.s3_read_objects if self.is_s3 else azure.azure_read_objects if self.is_azure else None
+        if batch is None or len(keys) <= 1:
             return [self.read(key) for key in keys]
         paths = [self.path(key) for key in keys]
-        found = self.call(keys[0], lambda s: remote.s3_read_objects(self.fs, s, paths), missing_ok=False,
+        found = self.call(keys[0], lambda s: batch(self.fs, s, paths), missing_ok=False,
                           kind=GET, objects=len(keys))
         return found or []  # (missing objects are None in the list)
 
@@ -286,6 +290,8 @@ class Store:
             put = functools.partial(remote.s3_put, self.fs, path=path, data=_joined(data), expect=expect)
         elif self.is_gcs and not isinstance(expect, _Any):
             put = functools.partial(gcs.gcs_put, self.fs, path=path, data=_joined(data), expect=expect)
+        elif self.is_azure and not isinstance(expect, _Any):
+            put = functools.partial(azure.azure_put, self.fs, path=path, data=_joined(data), expect=expect)
         else:
             put = functools.partial(self._put_anyway, path=path, data=_joined(data))
         try:
@@ -302,6 +308,8 @@ class Store:
                 self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect), kind=DELETE)
             elif self.is_gcs and not isinstance(expect, _Any):
                 self.call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect), kind=DELETE)
+            elif self.is_azure and not isinstance(expect, _Any):
+                self.call(key, lambda s: azure.azure_delete(self.fs, s, self.path(key), expect), kind=DELETE)
             else:
                 self.call(key, lambda s: self._remove(s, key), kind=DELETE)
         except ConflictError:

@@ -43,10 +43,11 @@ class RetryPolicy:
 
 
 @functools.cache
-def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
+def error_kinds(remote_clients: bool, azure: bool = False) -> tuple[Errors, Errors]:
     """(worth retrying, not worth retrying). Remote clients raise errors that are not OSErrors
-    (botocore's through s3fs, aiohttp's through the http filesystem); they are imported only
-    for a remote store (a local mount does not carry them: ~15 MB)."""
+    (botocore's through s3fs, aiohttp's through the http filesystem, the Azure SDK's through
+    adlfs); they are imported only for a remote store (a local mount does not carry them:
+    ~15 MB), the Azure SDK's only for Azure (~60 ms)."""
     transient: list[type[BaseException]] = [OSError, TimeoutError]
     permanent: list[type[BaseException]] = [PermissionError, IsADirectoryError, NotADirectoryError]
     if remote_clients:
@@ -59,6 +60,11 @@ def error_kinds(remote_clients: bool) -> tuple[Errors, Errors]:
             from aiohttp import ClientError
 
             transient.append(ClientError)
+    if azure:
+        from azure.core.exceptions import AzureError, ClientAuthenticationError
+
+        transient.append(AzureError)  # (a 4xx among them: `definite`)
+        permanent.append(ClientAuthenticationError)
     return tuple(transient), tuple(permanent)
 
 
@@ -106,7 +112,7 @@ def definite(error: BaseException) -> str | None:
     does not exist. None for the faults worth retrying within the deadline: silence, a
     dropped or refused connection (a server restarting), a 5xx.
     (A mistyped endpoint then fails a mount at once, not after its whole timeout.)"""
-    status = getattr(error, "status", None)
+    status = getattr(error, "status", None) or getattr(error, "status_code", None)  # (aiohttp, Azure)
     if isinstance(status, int) and 400 <= status < 500 and status not in (408, 429):
         return one_line(error)
     unreachable = _unreachable(error)

@@ -4,8 +4,8 @@ the keys asked for, never to what the store holds.
 - Local files: a stat each; or, for thousands of keys that are most of what their directories
   may hold (`dense`), one scan of each directory (`listing.scanned`).
 - HTTP servers list nothing reliably: a request each, all at once.
-- S3 and GCS: a HEAD each, many at once, for the keys an access read (a close-to-open check
-  asks for what a reader touched: a few hundred at most where it matters); past that, a
+- S3, GCS and Azure: a HEAD each, many at once, for the keys an access read (a close-to-open
+  check asks for what a reader touched: a few hundred at most where it matters); past that, a
   listing of each deepest directory holding them, all at once. `dense` keys (runs of
   neighbouring chunks: data.tif's tiles as a reader reaches them) are listed by their key
   prefix, all at once: a row of chunks ("c/5/" or "c.5."), never the array. A listing costs a
@@ -41,6 +41,7 @@ class Store(Protocol):
     is_local: bool
     is_s3: bool
     is_gcs: bool
+    is_azure: bool
     lists: bool
 
     def stat(self, key: str) -> Described: ...
@@ -53,7 +54,7 @@ class Store(Protocol):
 def stats(store: Store, wanted: Sequence[str], *, dense: bool) -> dict[str, Described]:
     if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
         return {key: store.stat(key) for key in wanted}
-    object_store = store.is_s3 or store.is_gcs
+    object_store = store.is_s3 or store.is_gcs or store.is_azure
     if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     if store.is_local:

@@ -16,12 +16,18 @@ from typing import Any
 
 import fsspec
 
-from . import gcs
+from . import azure, gcs
 from .settings import SourceSettings
 
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
-LISTING_CACHES = {"s3", "s3a", "gs", "gcs", "abfs", "az"}
+LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *azure.PROTOCOLS}
+# Azurite's development account, as `UseDevelopmentStorage=true` names it (published, the
+# same in every Azurite: not a secret).
+AZURITE_ACCOUNT = {
+    "AccountName": "devstoreaccount1",
+    "AccountKey": "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
+}
 # Sources that are never written through: a write mount of them falls back to read-only.
 READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
 
@@ -45,17 +51,19 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
         options.setdefault("use_listings_cache", False)
     if protocol in gcs.PROTOCOLS:
         options = _gcs_options(options)
+    if protocol in azure.PROTOCOLS:
+        options = _azure_options(options)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, root
 
 
 def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
     """The address of the server a source names: an http(s) source itself, the endpoint of
-    S3 or GCS when one is set (None: the cloud's own, or no server at all)."""
+    S3, GCS or Azure when one is set (None: the cloud's own, or no server at all)."""
     protocol = fsspec.utils.get_protocol(url)
     if protocol in ("http", "https"):
         return url
-    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS):
+    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS, *azure.PROTOCOLS):
         return None
     client = storage_options.get("client_kwargs") or {}
     found = storage_options.get("endpoint_url") or client.get("endpoint_url")
@@ -81,6 +89,50 @@ def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
     if options.pop("anon", False):
         options.setdefault("token", "anon")
     return options
+
+
+def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
+    """`endpoint_url=` reaches Azurite or a private endpoint, and `anon` a public container.
+    adlfs takes an endpoint only inside a connection string (`BlobEndpoint=`; its
+    `account_host` is always https), and prefers AZURE_STORAGE_CONNECTION_STRING to `anon`;
+    so both become a connection string of the endpoint (with `anon`: the account's own) and
+    the credentials adlfs would take from the environment (that connection string's, or
+    AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN);
+    with none of them, or `anon`, it is read anonymously."""
+    client = dict(options.pop("client_kwargs", None) or {})
+    endpoint = client.pop("endpoint_url", None) or options.pop("endpoint_url", None)
+    anon = bool(options.get("anon"))
+    name = options.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
+    if endpoint is None and anon and name:
+        endpoint = f"https://{name}.blob.core.windows.net"
+    if endpoint is None or "connection_string" in options:
+        return options
+    environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
+    fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **_azure_credentials(name, environment),
+              "BlobEndpoint": endpoint}
+    options.pop("account_name", None)
+    options["connection_string"] = ";".join(f"{k}={v}" for k, v in fields.items() if v)
+    return options
+
+
+def _azure_credentials(name: str | None, environment: Mapping[str, str]) -> dict[str, str]:
+    """The fields of a connection string that say who signs, from the environment (none: the
+    requests are anonymous)."""
+    fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
+    if {k.lower(): v.lower() for k, v in fields.items()}.get("usedevelopmentstorage") == "true":
+        return dict(AZURITE_ACCOUNT)  # (the SDK would take its endpoint, port 10000, over ours)
+    key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
+    if fields or not name:
+        return fields
+    if key:
+        return {"AccountName": name, "AccountKey": key}
+    return {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")} if sas else {}
+
+
+def _connection_fields(text: str) -> list[tuple[str, str]]:
+    """The `Name=value` fields of an Azure connection string (values may hold `=`)."""
+    pairs = (field.partition("=") for field in text.split(";") if field.strip())
+    return [(name.strip(), value) for name, _, value in pairs if name.strip()]
 
 
 def is_read_only(fs: fsspec.AbstractFileSystem) -> bool:
