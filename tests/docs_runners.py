@@ -1,0 +1,123 @@
+"""How each kind of example of the docs is run on a scratch machine (`tests/docs_scratch.py`).
+
+- `sh` blocks: one `bash -e -o pipefail` script; every command must succeed.
+- `console` blocks: a transcript. `$ ` starts a command (`> ` continues it); the lines up to
+  the next command are its output, compared exactly after the scratch root is taken out. A
+  line `...` stands for any lines; a last line `[N]` is the exit status (0 when absent), as
+  in cram and prysk transcripts.
+- `python` blocks starting with `>>>`: doctests (the standard `doctest` module, ELLIPSIS on).
+- other `python` blocks: a script run by the test's interpreter; it must exit 0.
+"""
+
+from __future__ import annotations
+
+import doctest
+import io
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from docs_examples import Example
+from docs_scratch import Scratch
+
+TIMEOUT = 180
+
+
+class ExampleFailed(AssertionError):
+    pass
+
+
+def run(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    kinds = {"shell": run_shell, "console": run_console, "session": run_session, "script": run_script}
+    if example.kind not in kinds:
+        raise ExampleFailed(f"{example.name}: no way to run a {example.language or 'plain'} block: "
+                            "mark it <!-- docs-test: not run: REASON -->")
+    kinds[example.kind](example, machine, session)
+
+
+def _completed(command: list[str], machine: Scratch, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=machine.work, env=machine.environment(), input=stdin,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def run_shell(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    done = _completed(["bash", "-e", "-o", "pipefail", "-s"], machine, machine.localize(example.text))
+    if done.returncode != 0:
+        raise ExampleFailed(f"{example.name}: exit status {done.returncode}\n"
+                            f"{machine.delocalize(done.stdout + done.stderr)}")
+
+
+def run_script(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    done = _completed([sys.executable, "-"], machine, machine.localize(example.text))
+    if done.returncode != 0:
+        raise ExampleFailed(f"{example.name}: exit status {done.returncode}\n"
+                            f"{machine.delocalize(done.stdout + done.stderr)}")
+
+
+def run_session(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    """`session` holds the interpreter's names, shared along a chain of blocks that continue
+    one another."""
+    test = doctest.DocTestParser().get_doctest(machine.localize(example.text), session, example.name,
+                                               example.document, example.line)
+    out = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    result = runner.run(test, out=out.write, clear_globs=False)
+    session.update(test.globs)  # (a DocTest runs in a copy of the names it is given)
+    if result.failed:
+        raise ExampleFailed(machine.delocalize(out.getvalue()))
+
+
+@dataclass
+class Command:
+    text: str
+    expected: list[str]
+    status: int = 0
+
+
+def transcript(text: str) -> list[Command]:
+    commands: list[Command] = []
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            commands.append(Command(line[2:], []))
+        elif line.startswith("> ") and commands and not commands[-1].expected:
+            commands[-1].text += "\n" + line[2:]
+        elif commands:
+            commands[-1].expected.append(line)
+        elif line.strip():
+            raise ExampleFailed(f"output before the first command: {line!r}")
+    for command in commands:
+        if command.expected and command.expected[-1].startswith("[") and command.expected[-1].endswith("]"):
+            command.status = int(command.expected.pop()[1:-1])
+    return commands
+
+
+_MARK = "@@docs-test-{}@@"
+
+
+def run_console(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    commands = transcript(example.text)
+    script = ["exec 2>&1"]
+    for number, command in enumerate(commands):
+        script += [command.text, f'echo "{_MARK.format(number)} $?"']
+    done = _completed(["bash", "-s"], machine, machine.localize("\n".join(script) + "\n"))
+    outputs = machine.delocalize(done.stdout).split("\n")
+    for number, command in enumerate(commands):
+        mark = _MARK.format(number) + " "
+        end = next((i for i, line in enumerate(outputs) if line.startswith(mark)), None)
+        if end is None:
+            raise ExampleFailed(f"{example.name}: `{command.text}` did not finish:\n" + "\n".join(outputs))
+        got, status, outputs = outputs[:end], int(outputs[end][len(mark):]), outputs[end + 1:]
+        if not matches(command.expected, got) or status != command.status:
+            expected = "\n".join(command.expected)
+            raise ExampleFailed(f"{example.name}: `{command.text}`\nexpected (status {command.status}):\n"
+                                f"{expected}\ngot (status {status}):\n" + "\n".join(got))
+
+
+def matches(expected: list[str], got: list[str]) -> bool:
+    """Whether `got` is `expected`, a line `...` standing for any lines."""
+    if not expected:
+        return not got
+    if expected[0] == "...":
+        return any(matches(expected[1:], got[start:]) for start in range(len(got) + 1))
+    return bool(got) and got[0] == expected[0] and matches(expected[1:], got[1:])

@@ -1,0 +1,49 @@
+"""The docs are tests: every fenced example of README.md and docs/*.md runs here as it is
+written, on a scratch machine (`docs_scratch.py`: the paths it names under a temporary root,
+the test servers for remote stores), and its shown output is compared (`docs_runners.py`);
+the few that cannot run here say so, with the reason, in the Markdown itself
+(`docs_examples.py`). One test per example, named by its document and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import docs_remote  # noqa: F401  (its givens)
+import pytest
+from docs_examples import Example, chain, examples
+from docs_givens import prepare
+from docs_runners import ExampleFailed, matches, run, transcript
+from docs_scratch import mounts_below, scratch
+
+EXAMPLES = examples()
+RUN = [e for e in EXAMPLES if e.not_run is None]
+
+
+@pytest.mark.parametrize("example", RUN, ids=[e.name for e in RUN])
+def test_example_does_what_the_text_says(example: Example, tmp_path: Path) -> None:
+    before = chain(example, EXAMPLES)
+    with scratch(tmp_path / "machine") as machine:
+        prepare(machine, tuple(name for e in [*before, example] for name in e.given))
+        session: dict[str, Any] = {}
+        for earlier in before:
+            run(earlier, machine, session)
+        run(example, machine, session)
+    assert not mounts_below(tmp_path), "the example left a mount behind its scratch machine's unmount"
+
+
+def test_every_example_runs_or_says_why_not() -> None:
+    unrunnable = [e.name for e in RUN if e.kind == "other"]
+    assert not unrunnable, f"blocks with no runner and no `not run:` reason: {unrunnable}"
+    assert {e.document for e in EXAMPLES} >= {"README.md", "docs/usage.md", "docs/python.md"}
+
+
+def test_a_transcript_compares_output_and_status() -> None:
+    commands = transcript("$ echo a &&\n> echo b\na\nb\n$ false\n[1]\n$ ls\n...\nx\n")
+    assert [(c.text, c.expected, c.status) for c in commands] == [
+        ("echo a &&\necho b", ["a", "b"], 0), ("false", [], 1), ("ls", ["...", "x"], 0)]
+    assert matches(["...", "x"], ["a", "b", "x"]) and matches(["...", "x"], ["x"])
+    assert not matches(["...", "x"], ["x", "y"]) and not matches(["a"], ["a", "b"])
+    with pytest.raises(ExampleFailed):
+        transcript("output\n$ true\n")
