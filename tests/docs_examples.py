@@ -72,13 +72,26 @@ def examples() -> list[Example]:
 
 
 def examples_of(document: str) -> Iterator[Example]:
-    tokens = MarkdownIt("commonmark").parse((ROOT / document).read_text())
+    return examples_in((ROOT / document).read_text(), document)
+
+
+def examples_in(markdown: str, document: str) -> Iterator[Example]:
+    tokens = MarkdownIt("commonmark").parse(markdown)
     comment: Token | None = None
     for token in tokens:
-        if token.type == "fence" and token.map is not None:
-            directive = comment.content if comment and _just_above(comment, token) else ""
-            yield _example(document, token, directive)
+        attached = comment is not None and token.type == "fence" and _just_above(comment, token)
+        if comment is not None and not attached and _DIRECTIVE.search(comment.content):
+            raise DirectiveError(f"{document}:{_line(comment)}: a docs-test comment not just above a fence")
+        if token.type == "fence":
+            yield _example(document, token, comment.content if comment is not None and attached else "")
         comment = token if token.type == "html_block" else None
+    if comment is not None and _DIRECTIVE.search(comment.content):
+        raise DirectiveError(f"{document}:{_line(comment)}: a docs-test comment not just above a fence")
+
+
+def _line(token: Token) -> int:
+    assert token.map is not None
+    return token.map[0] + 1
 
 
 def _just_above(comment: Token, fence: Token) -> bool:
@@ -87,8 +100,7 @@ def _just_above(comment: Token, fence: Token) -> bool:
 
 
 def _example(document: str, fence: Token, comment: str) -> Example:
-    assert fence.map is not None
-    example = Example(document, fence.map[0] + 1, fence.info.split()[0] if fence.info else "", fence.content)
+    example = Example(document, _line(fence), fence.info.split()[0] if fence.info else "", fence.content)
     match = _DIRECTIVE.search(comment)
     if match is None:
         return example

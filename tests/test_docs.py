@@ -12,7 +12,7 @@ from typing import Any
 
 import docs_remote  # noqa: F401  (its givens)
 import pytest
-from docs_examples import Example, chain, examples
+from docs_examples import DirectiveError, Example, chain, examples, examples_in
 from docs_givens import prepare
 from docs_runners import ExampleFailed, matches, run, transcript
 from docs_scratch import mounts_below, scratch
@@ -37,6 +37,21 @@ def test_every_example_runs_or_says_why_not() -> None:
     unrunnable = [e.name for e in RUN if e.kind == "other"]
     assert not unrunnable, f"blocks with no runner and no `not run:` reason: {unrunnable}"
     assert {e.document for e in EXAMPLES} >= {"README.md", "docs/usage.md", "docs/python.md"}
+
+
+def test_comments_above_fences_say_how_to_run_them() -> None:
+    markdown = ("<!-- docs-test: given mounted, rows.raw; continues -->\n```sh\ntrue\n```\n\n"
+                "<!-- docs-test: not run: a cluster; of many hosts -->\n```yaml\na: 1\n```\n\n"
+                "<!-- an ordinary comment -->\n```python\n>>> 1\n1\n```\n")
+    first, second, third = examples_in(markdown, "x.md")
+    assert (first.line, first.given, first.continues) == (2, ("mounted", "rows.raw"), True)
+    assert first.kind == "shell"
+    assert (second.not_run, second.kind) == ("a cluster; of many hosts", "other")
+    assert (third.given, third.not_run, third.kind) == ((), None, "session")
+    for wrong in ("<!-- docs-test: gven x -->\n```sh\n```\n", "<!-- docs-test: not run: -->\n```sh\n```\n",
+                  "<!-- docs-test: given x -->\n\n```sh\n```\n", "<!-- docs-test: given x -->\ntext\n"):
+        with pytest.raises(DirectiveError):
+            list(examples_in(wrong, "x.md"))
 
 
 def test_a_transcript_compares_output_and_status() -> None:
