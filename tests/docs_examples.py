@@ -31,6 +31,7 @@ _DIRECTIVE = re.compile(r"<!--\s*docs-test:(?P<body>.*?)-->\s*$", re.DOTALL)
 SHELLS = ("sh", "bash", "shell")
 PYTHON = ("python", "py", "pycon")
 CONSOLE = ("console",)
+FSTAB = ("fstab",)
 
 
 class DirectiveError(ValueError):
@@ -62,6 +63,8 @@ class Example:
             return "shell"
         if self.language in CONSOLE:
             return "console"
+        if self.language in FSTAB:
+            return "fstab"
         if self.language in PYTHON:
             return "session" if self.is_session else "script"
         return "other"

@@ -60,6 +60,21 @@ def _mounted(machine: Scratch) -> None:
     machine.mount("/srv/data/array.zarr", "/mnt/zarr", "rw")
 
 
+@given("big")
+def _big(machine: Scratch) -> None:
+    """/srv/data/big.zarr as usage.md creates it (metadata only: nothing is stored yet)."""
+    machine.run("zarrfs", "create", str(machine.path("/srv/data/big.zarr")), "--shape", "40000,40000",
+                "--dtype", "float32", "--chunks", "256,256", "--shards", "4096,4096",
+                "--codec", "blosc:lz4:5", "--fill-value", "nan", "--dimension-names", "y,x")
+
+
+@given("private-address")
+def _private_address(machine: Scratch) -> None:
+    """The address of a private interface the docs show (10.0.0.5) is this machine's loopback,
+    on a port of its choosing."""
+    machine.urls["10.0.0.5:9464"] = "127.0.0.1:0"
+
+
 @given("dataset")
 def _dataset(machine: Scratch) -> None:
     group = zarr.open_group(machine.path("/srv/data/dataset.zarr"), mode="w")

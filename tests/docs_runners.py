@@ -7,6 +7,9 @@
   in cram and prysk transcripts.
 - `python` blocks starting with `>>>`: doctests (the standard `doctest` module, ELLIPSIS on).
 - other `python` blocks: a script run by the test's interpreter; it must exit 0.
+- `fstab` blocks: each line mounted as mount(8) mounts it, by the helper its type names
+  (`mount.zarrfs`, or `mount.fuse3 -t fuse.zarrfs`, which runs `zarrfs`) with every option
+  of the line, then unmounted.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import io
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from docs_examples import Example
-from docs_scratch import Scratch
+from docs_scratch import Scratch, unmount_below
+from mounting import is_mounted
 
 TIMEOUT = 180
 
@@ -29,7 +34,8 @@ class ExampleFailed(AssertionError):
 
 
 def run(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
-    kinds = {"shell": run_shell, "console": run_console, "session": run_session, "script": run_script}
+    kinds = {"shell": run_shell, "console": run_console, "session": run_session, "script": run_script,
+             "fstab": run_fstab}
     if example.kind not in kinds:
         raise ExampleFailed(f"{example.name}: no way to run a {example.language or 'plain'} block: "
                             "mark it <!-- docs-test: not run: REASON -->")
@@ -121,3 +127,21 @@ def matches(expected: list[str], got: list[str]) -> bool:
     if expected[0] == "...":
         return any(matches(expected[1:], got[start:]) for start in range(len(got) + 1))
     return bool(got) and got[0] == expected[0] and matches(expected[1:], got[1:])
+
+
+def run_fstab(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    for line in machine.localize(example.text).splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        source, mountpoint, kind, options = line.split()[:4]
+        Path(mountpoint).mkdir(parents=True, exist_ok=True)
+        if kind.startswith("fuse."):
+            helper = ["mount.fuse3", source, mountpoint, "-t", kind, "-o", options]
+        else:
+            helper = [f"mount.{kind}", source, mountpoint, "-o", options]
+        done = _completed(helper, machine, "")
+        shown = machine.delocalize(line)
+        if done.returncode != 0 or not is_mounted(Path(mountpoint)):
+            raise ExampleFailed(f"{example.name}: `{shown}` did not mount (exit status {done.returncode}):\n"
+                                f"{machine.delocalize(done.stdout + done.stderr)}")
+        unmount_below(Path(mountpoint).parent)
