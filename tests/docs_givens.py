@@ -68,6 +68,14 @@ def _big(machine: Scratch) -> None:
                 "--codec", "blosc:lz4:5", "--fill-value", "nan", "--dimension-names", "y,x")
 
 
+@given("metrics-port")
+def _metrics_port(machine: Scratch) -> None:
+    """The docs' port 9464 is a free one (another run on this machine may hold 9464)."""
+    from reliability.s3_server import free_port
+
+    machine.urls["127.0.0.1:9464"] = f"127.0.0.1:{free_port()}"
+
+
 @given("private-address")
 def _private_address(machine: Scratch) -> None:
     """The address of a private interface the docs show (10.0.0.5) is this machine's loopback,

@@ -53,7 +53,8 @@ class Scratch:
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ, **self.env)
-        env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+        # (mount helpers are in /sbin, where mount(8) looks for them)
+        env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin"
         return env
 
     def run(self, *command: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
