@@ -110,10 +110,12 @@ def run_console(example: Example, machine: Scratch, session: dict[str, Any]) -> 
     outputs = machine.delocalize(done.stdout).split("\n")
     for number, command in enumerate(commands):
         mark = _MARK.format(number) + " "
-        end = next((i for i, line in enumerate(outputs) if line.startswith(mark)), None)
+        end = next((i for i, line in enumerate(outputs) if mark in line), None)
         if end is None:
             raise ExampleFailed(f"{example.name}: `{command.text}` did not finish:\n" + "\n".join(outputs))
-        got, status, outputs = outputs[:end], int(outputs[end][len(mark):]), outputs[end + 1:]
+        unended, _, status_text = outputs[end].partition(mark)  # (output without a last newline)
+        got = outputs[:end] + ([unended] if unended else [])
+        status, outputs = int(status_text), outputs[end + 1:]
         if not matches(command.expected, got) or status != command.status:
             expected = "\n".join(command.expected)
             raise ExampleFailed(f"{example.name}: `{command.text}`\nexpected (status {command.status}):\n"
