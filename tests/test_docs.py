@@ -60,5 +60,8 @@ def test_a_transcript_compares_output_and_status() -> None:
         ("echo a &&\necho b", ["a", "b"], 0), ("false", [], 1), ("ls", ["...", "x"], 0)]
     assert matches(["...", "x"], ["a", "b", "x"]) and matches(["...", "x"], ["x"])
     assert not matches(["...", "x"], ["x", "y"]) and not matches(["a"], ["a", "b"])
+    assert matches(["sound: 3 arrays, ... bytes"], ["sound: 3 arrays, 572 bytes"])
+    assert not matches(["sound: 3 arrays, ... bytes"], ["sound: 4 arrays, 572 bytes"])
+    assert not matches(["a (b)"], ["a b"])
     with pytest.raises(ExampleFailed):
         transcript("output\n$ true\n")
