@@ -26,7 +26,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ("README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")))
+DOCUMENTS = ("README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")))
 _DIRECTIVE = re.compile(r"<!--\s*docs-test:(?P<body>.*?)-->\s*$", re.DOTALL)
 SHELLS = ("sh", "bash", "shell")
 PYTHON = ("python", "py", "pycon")
