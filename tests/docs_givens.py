@@ -9,6 +9,7 @@ OME-Zarr image for `ome`, strings for `stations`), so the tools the examples run
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -106,7 +107,9 @@ def _era5(machine: Scratch) -> None:
     dataset = xr.Dataset({"t2m": t2m}, coords={"time": times, "latitude": latitude, "longitude": longitude})
     dataset.latitude.attrs.update(units="degrees_north", standard_name="latitude")
     dataset.longitude.attrs.update(units="degrees_east", standard_name="longitude")
-    dataset.to_zarr(machine.path("/srv/data/era5.zarr"), mode="w", consolidated=True, zarr_format=3)
+    with warnings.catch_warnings():  # (zarr-python: v3 consolidated metadata is not in the spec yet)
+        warnings.simplefilter("ignore", UserWarning)
+        dataset.to_zarr(machine.path("/srv/data/era5.zarr"), mode="w", consolidated=True, zarr_format=3)
     machine.mount("/srv/data/era5.zarr", "/mnt/era5", "ro")
 
 
