@@ -3,7 +3,7 @@ by the test servers on 127.0.0.1, with the URLs the docs show substituted by the
 
 - `s3`: a moto server as AWS itself: its address is `AWS_ENDPOINT_URL` (what botocore and
   obstore take as the default endpoint) and replaces `https://minio.example.org:9000`; the
-  buckets `climate` (`era5.zarr`, `era5/t2m.zarr`), `bucket` (`a.zarr`) and `public-bucket`
+  buckets `climate` (`era5.zarr`, a group), `bucket` (`a.zarr`) and `public-bucket`
   (`array.zarr`); a profile `archive` in `AWS_SHARED_CREDENTIALS_FILE`.
 - `gcs`: the GCS emulator as `STORAGE_EMULATOR_HOST`, bucket `bucket` holding `era5.zarr`.
 - `http`: an HTTP server that lists nothing, as `https://example.org`: `image.ome.zarr`.
@@ -72,7 +72,7 @@ def _s3(machine: Scratch) -> None:
     machine.urls["https://minio.example.org:9000"] = server.endpoint_url
     client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
     staging = machine.root / "staging-s3"
-    for bucket, prefix, make in (("climate", "era5.zarr", _group), ("climate", "era5/t2m.zarr", _array),
+    for bucket, prefix, make in (("climate", "era5.zarr", _group),
                                  ("bucket", "a.zarr", _array), ("public-bucket", "array.zarr", _array)):
         with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
             client.create_bucket(Bucket=bucket)
