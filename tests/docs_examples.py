@@ -83,12 +83,18 @@ def examples_in(markdown: str, document: str) -> Iterator[Example]:
     comment: Token | None = None
     for token in tokens:
         attached = comment is not None and token.type == "fence" and _just_above(comment, token)
-        if comment is not None and not attached and _DIRECTIVE.search(comment.content):
-            raise DirectiveError(f"{document}:{_line(comment)}: a docs-test comment not just above a fence")
+        if comment is not None and not attached:
+            _refuse_directive(comment, document)
         if token.type == "fence":
             yield _example(document, token, comment.content if comment is not None and attached else "")
         comment = token if token.type == "html_block" else None
-    if comment is not None and _DIRECTIVE.search(comment.content):
+    if comment is not None:
+        _refuse_directive(comment, document)
+
+
+def _refuse_directive(comment: Token, document: str) -> None:
+    """A docs-test comment that is not just above a fence would silently apply to nothing."""
+    if _DIRECTIVE.search(comment.content):
         raise DirectiveError(f"{document}:{_line(comment)}: a docs-test comment not just above a fence")
 
 

@@ -122,8 +122,9 @@ def _ome(machine: Scratch) -> None:
     axes = [{"name": n, "type": "space", "unit": "micrometer"} for n in "zyx"]
     scale = [{"type": "scale", "scale": [2.0, 0.5, 0.5]},
              {"type": "translation", "translation": [0.0, 10.0, 20.0]}]
-    image.attrs["multiscales"] = [{"version": "0.4", "axes": axes,
-                                   "datasets": [{"path": "s0", "coordinateTransformations": scale}]}]
+    multiscales: Any = [{"version": "0.4", "axes": axes,
+                         "datasets": [{"path": "s0", "coordinateTransformations": scale}]}]
+    image.attrs["multiscales"] = multiscales
     machine.mount("/srv/data/ome.zarr", "/mnt/ome", "ro")
 
 

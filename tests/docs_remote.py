@@ -18,6 +18,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import zarr
 from docs_givens import given
@@ -53,10 +54,10 @@ def _array(path: Path) -> Path:
     return path
 
 
-def _upload(client: object, local: Path, bucket: str, prefix: str) -> None:
+def _upload(client: Any, local: Path, bucket: str, prefix: str) -> None:
     for file in sorted(p for p in local.rglob("*") if p.is_file()):
         key = f"{prefix}/{file.relative_to(local).as_posix()}"
-        client.put_object(Bucket=bucket, Key=key, Body=file.read_bytes())  # type: ignore[attr-defined]
+        client.put_object(Bucket=bucket, Key=key, Body=file.read_bytes())
 
 
 @given("s3")
@@ -110,8 +111,9 @@ def _http(machine: Scratch) -> None:
     image.create_array("0", shape=(32, 32), chunks=(16, 16), dtype="uint8")[...] = 1
     axes = [{"name": n, "type": "space"} for n in "yx"]
     transforms = [{"type": "scale", "scale": [1.0, 1.0]}]
-    image.attrs["multiscales"] = [{"version": "0.4", "axes": axes,
-                                   "datasets": [{"path": "0", "coordinateTransformations": transforms}]}]
+    multiscales: Any = [{"version": "0.4", "axes": axes,
+                         "datasets": [{"path": "0", "coordinateTransformations": transforms}]}]
+    image.attrs["multiscales"] = multiscales
     server = machine.stack.enter_context(serving(served))
     machine.urls["https://example.org"] = server.url
 

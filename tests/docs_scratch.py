@@ -57,10 +57,10 @@ class Scratch:
         env["PATH"] = f"{BIN}:{env.get('PATH', '/usr/bin:/bin')}:/usr/sbin:/sbin"
         return env
 
-    def run(self, *command: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    def run(self, *command: str) -> subprocess.CompletedProcess[str]:
         """A command of the scratch machine's setup; it must succeed."""
-        done = subprocess.run(command, cwd=self.work, env=self.environment(), input=stdin and stdin.decode(),
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(command, cwd=self.work, env=self.environment(), capture_output=True, text=True,
+                              timeout=120)
         assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
         return done
 
