@@ -49,6 +49,9 @@ def _completed(command: list[str], machine: Scratch, stdin: str) -> subprocess.C
 
 
 def run_shell(example: Example, machine: Scratch, session: dict[str, Any]) -> None:
+    if example.text.startswith("$ "):
+        raise ExampleFailed(f"{example.name}: a transcript (`$ ` prompts) in a {example.language} fence: "
+                            "make it ```console, so its output is compared")
     done = _completed(["bash", "-e", "-o", "pipefail", "-s"], machine, machine.localize(example.text))
     if done.returncode != 0:
         raise ExampleFailed(f"{example.name}: exit status {done.returncode}\n"

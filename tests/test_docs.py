@@ -65,3 +65,5 @@ def test_a_transcript_compares_output_and_status() -> None:
     assert not matches(["a (b)"], ["a b"])
     with pytest.raises(ExampleFailed):
         transcript("output\n$ true\n")
+    with pytest.raises(ExampleFailed, match="console"):
+        run(next(examples_in("```sh\n$ true\n```\n", "x.md")), None, {})  # type: ignore[arg-type]
