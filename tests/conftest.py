@@ -101,6 +101,10 @@ FAST_TESTS = {
                             "test_a_variable_past_4_gib_makes_cdf5", "test_json_attributes_get_netcdf_types",
                             "test_names_netcdf_c_refuses", "test_listing_and_sizing_data_nc_open_no_array",
                             "test_xarray_reads_data_nc_as_open_zarr_reads_the_store"},
+    "test_netcdf_classic.py": {"test_classic_types_of_cdf5_types",
+                               "test_doubles_hold_values_exactly_or_reading_them_is_an_error",
+                               "test_64_bit_attributes_are_doubles_where_exact",
+                               "test_the_option_parses"},
     "test_netcdf_readahead.py": {"test_data_nc_read_in_order_is_answered_from_big_endian_slabs",
                                  "test_a_write_to_an_array_shows_in_data_nc_read_ahead"},
 }

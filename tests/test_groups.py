@@ -331,7 +331,8 @@ def test_ome_zarr_multiscale_image(tmp_path: Path, mount_array: Any) -> None:
         assert zarray["dimension_separator"] == "/" and zarray["zarr_format"] == 2
 
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == {".zgroup", ".zattrs", "data.nc", "data.ome.tif", *levels}
+    views = {"data.nc", "data.ome.tif", "data.tif"}  # (data.tif: the levels as a cloud-optimized GeoTIFF)
+    assert set(os.listdir(mount.path)) == {".zgroup", ".zattrs", *views, *levels}
     assert _assert_metadata_files_as_stored(mount.path, store) == 2 + 2 * len(levels)
     for index, level in enumerate(levels):
         assert without_views(os.listdir(mount.path / level)) == [".zarray", ".zattrs", "chunks", "data"]

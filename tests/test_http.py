@@ -35,7 +35,7 @@ from zarrfs.store import Store
 ServerFactory = Callable[..., Server]
 METADATA = {2: {".zgroup", ".zattrs", "data.nc"}, 3: {"zarr.json", "data.nc"}}  # (a group's files)
 ARRAY_METADATA = {2: {".zarray", ".zattrs"}, 3: {"zarr.json"}}
-PYRAMID = {"data.ome.tif"}  # (beside the levels of an OME-Zarr image)
+PYRAMID = {"data.ome.tif", "data.tif"}  # (beside the levels of an OME-Zarr image)
 
 
 @pytest.fixture

@@ -219,10 +219,11 @@ def test_xarray_reads_data_nc_as_open_zarr_reads_the_store(fmt: int, tmp_path: P
         xr.testing.assert_identical(got, expected)  # values, dims, attributes, CF times, packing
         assert got.time.dtype.kind == "M" and got.land.dtype == bool and got.station.dtype == "S3"
         assert got.sp.encoding["dtype"] == np.int16 and got.sp.encoding["scale_factor"] == 0.01
-    assert _ncdump("-k", path).strip() == "cdf5"  # (u2, i8 and the times' int64)
+    assert _ncdump("-k", path).strip() == "64-bit offset"  # (u2, i8 and the times' int64 in classic types)
     with netCDF4.Dataset(path) as nc:
-        assert nc.data_model == "NETCDF3_64BIT_DATA"
-        assert nc["count"].dtype == np.uint16 and nc["ids"].dtype == np.int64
+        assert nc.data_model == "NETCDF3_64BIT_OFFSET"
+        assert nc["count"].dtype == np.int32 and nc["ids"].dtype == np.float64
+        assert nc["time"].dtype == np.float64
         np.testing.assert_array_equal(nc["count"][:], expected["count"].values)
         assert nc["sp"]._FillValue == -32768 and nc["sp"][0, 1, 1] is np.ma.masked
     assert "\t\tt2m:units = \"K\" ;" in _ncdump("-h", path).splitlines()

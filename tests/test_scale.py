@@ -7,10 +7,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+import tifffile
 from conftest import MountFactory
 from mounting import Mount, pread
 from scale_arrays import RequestLog, Requests, chunks_touched, values, write_twin
@@ -68,14 +71,36 @@ def test_mounting_and_stat_of_every_file_cost_a_few_requests(
         assert_few(log.take(), f"stat {name}")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 37 part 2, open: data.tif's header holds every tile's "
-                   "byte count, found with one listing of the array (100,000 entries here)")
 def test_stat_of_data_tif_costs_a_few_requests(dense: Path, counted: tuple[RequestLog, MountFactory]) -> None:
     log, mount = counted
     mnt = mount(dense)
     log.take()
     os.stat(mnt.path / "data.tif")
     assert_few(log.take(), "stat data.tif")
+
+
+def test_data_tif_tables_cost_nothing_and_a_tile_costs_its_chunk(
+        dense: Path, counted: tuple[RequestLog, MountFactory], tmp_path: Path) -> None:
+    """tifffile reads every tile's offset and byte count (10^5 of each) at no request for them;
+    GDAL's window of one tile costs that tile's chunk, whatever the array."""
+    log, mount = counted
+    mnt = mount(dense)
+    tif = mnt.path / "data.tif"
+    log.take()
+    with tifffile.TiffFile(tif) as tiff:
+        page = tiff.pages[0]
+        assert len(page.dataoffsets) == GRID[0] * GRID[1] == len(set(page.dataoffsets))  # type: ignore[union-attr]
+    opened = log.take()  # (the open's close-to-open check: the array's metadata)
+    assert opened.read() == opened.listed() == 0 and opened.count() <= 2, opened.summary()
+    row, column = 5000, 5
+    window = tmp_path / "window.tif"
+    subprocess.run(["gdal_translate", "-q", "-srcwin", str(column * CHUNK[1]), str(row * CHUNK[0]),
+                    str(CHUNK[1]), str(CHUNK[0]), str(tif), str(window)], check=True)
+    start = (row * CHUNK[0], column * CHUNK[1])
+    assert np.array_equal(tifffile.imread(window), values(start, (start[0] + CHUNK[0], start[1] + CHUNK[1])))
+    requests = log.take()  # (a local tile in the page cache is read at no logged request)
+    assert {Path(r.key).relative_to(dense).as_posix() for r in requests} <= {"zarr.json", f"c/{row}/{column}"}
+    assert requests.listed() == 0 and requests.count() <= 4, requests.summary()
 
 
 def test_a_small_read_fetches_the_chunks_it_touches(dense: Path,
@@ -221,9 +246,9 @@ def peak_memory_mib(mount: Mount) -> int:
 
 def test_data_tif_of_a_sparse_grid_finds_its_chunks_without_a_key_per_cell(
         tmp_path: Path, counted: tuple[RequestLog, MountFactory]) -> None:
-    """2,048 x 2,048 chunks, three stored: finding them (data.tif's tiles) lists the array,
-    never making a key for each of its 4 million cells (that took the daemon past 1.2 GB; a
-    grid of 10^9 cells, past all the machine's memory)."""
+    """2,048 x 2,048 chunks, three stored: data.tif's size costs no request and its layout
+    no table of 4 million cells (a key per cell took the daemon past 1.2 GB; a grid of 10^9
+    cells, past all the machine's memory)."""
     stored = [(0, 0), (1000, 7), (2047, 2047)]
     path = write_twin(tmp_path / "sparse.zarr", (2048, 2048), (16, 16), stored=stored)
     log, mount = counted

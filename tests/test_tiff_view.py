@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,14 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCode
 
 from zarrfs.array.chunk_io import StoredChunk
 from zarrfs.array_metadata import open_array
-from zarrfs.grid import Box
+from zarrfs.grid import Box, Index
 from zarrfs.store import Store
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
-from zarrfs.views.tiff_layout import Pieces
+from zarrfs.views.stored_tiles import Padding
+from zarrfs.views.tiff_format import IMAGE_WIDTH, Tag, TiffImage, tiff_header
+from zarrfs.views.tiff_layout import Pieces, Slots
+from zarrfs.views.tiff_tables import Stepped
 from zarrfs.views.tiff_view import StoredTiles, TiffFile, shows_tiff, tiff_file
 
 
@@ -221,46 +224,78 @@ def test_aligned_pieces_start_at_multiples_with_zeros_between() -> None:
     assert list(pieces.spans(6, 3)) == [(0, 6, 2), (1, 0, 1)]
 
 
-def test_stored_tiles_fetch_a_part_or_the_whole_tile() -> None:
-    """Packed tiles: a read of a small part (a block reaching over from the tile beside)
-    fetches that part; aligned ones, or a read of most of a tile: the tile, once, then held in
-    its slot, zeros after it; aligned tiles in the page cache are read without waiting, into a
-    buffer lent again (zeros past the tile, whatever the last read left there), which serves
-    the tile's next request."""
-    stored = bytes(range(100)) + b"crc!"
-    fetched: list[tuple[int, int]] = []
+def test_slots_are_pieces_of_one_size() -> None:
+    slots = Slots(8, 3, 5)
+    assert slots.total == 24 and slots.length(2) == 5
+    assert list(slots.spans(6, 12)) == [(0, 6, 2), (1, 0, 8), (2, 0, 2)]
+    assert list(slots.spans(20, 10)) == [(2, 4, 4)]
+    assert list(slots.offsets().values(0, 3)) == [0, 8, 16]
+
+
+def test_a_header_of_a_million_tiles_makes_its_tables_as_read() -> None:
+    """The tables of 10^6 tiles (8 MB) are not in the header's bytes: their values are made
+    where a reader reads them."""
+    count = 1_000_000
+    image = TiffImage((Tag.long(IMAGE_WIDTH, 16),), Stepped(count, 0, 4096), Stepped(count, 300, 0),
+                      tiled=True)
+    header = tiff_header([image], count * 4096)  # (classic TIFF: 4 bytes a value)
+    offsets, counts = header.tables
+    assert len(header.contents) < 1024 and header.data_start >= counts.end == offsets.at + 8 * count
+    assert np.frombuffer(header.read(counts.at + 4 * 10, 8), "<u4").tolist() == [300, 300]
+    ten_and_eleven = np.array([header.data_start + 4096 * 10, header.data_start + 4096 * 11], "<u4").tobytes()
+    assert header.read(offsets.at + 4 * 10 + 2, 4) == ten_and_eleven[2:6]  # (a read not on a value's edge)
+    first = np.frombuffer(header.read(offsets.at + 4 * (count - 2), 8), "<u4")
+    assert first.tolist() == [header.data_start + 4096 * (count - 2), header.data_start + 4096 * (count - 1)]
+
+
+def test_stored_tiles_in_slots() -> None:
+    """Tile n in slot n: nothing is asked of the store until a tile's bytes are; a stored
+    tile is fetched whole once and held, then its padding (a zstd skippable frame up to the
+    byte count) and zeros; a tile not stored is the fill tile; one too long for its count is
+    encoded again; a local tile in the page cache is read without waiting into the thread's
+    buffer, which serves the tile's next request (and nothing else is kept)."""
+    stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 2): bytes(200) + b"crc!"}
+    fetched: list[Index] = []
+    looked: list[list[Index]] = []
 
     class Array:
         cached = False
+        fetches_remotely = False
 
-        def read_stored(self, where: StoredChunk) -> bytes:
-            fetched.append((where.offset, where.nbytes))
-            return stored[where.offset : where.offset + where.nbytes]
+        def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
+            looked.append(list(units))
+            return {unit: StoredChunk(str(unit), 0, len(stored[unit]), None)
+                    for unit in units if unit in stored}
+
+        def read_stored_unit(self, unit: Index) -> bytes | None:
+            fetched.append(unit)
+            return stored.get(unit)
 
         def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
             if self.cached:
-                into[:] = stored[where.offset : where.offset + len(into)]
+                into[:] = stored[(0, 0)][where.offset : where.offset + len(into)]
             return self.cached
 
-    tile = StoredChunk("c/0/0", 0, 104, None)
-    loose = StoredTiles(Array(), b"fill", [tile], slot=1, trailer=4)
-    assert bytes(loose.read(1, 90, 10)) == stored[90:100] and fetched == [(90, 10)]
-    assert loose.held(1, 0, 10) is None
-    assert bytes(loose.read(1, 0, 60)) == stored[:60] and fetched[-1] == (0, 104)
-    assert bytes(loose.held(1, 50, 50) or b"") == stored[50:100] and len(fetched) == 2
-    aligned = StoredTiles(array := Array(), b"fill", [tile], slot=64, trailer=4)
-    assert bytes(aligned.read(1, 0, 128)) == stored[:100] + bytes(28) and fetched[-1] == (0, 104)
-    assert bytes(aligned.held(0, 1, 63) or b"") == b"ill" + bytes(60)  # (the fill tile, in its slot)
+    def tiles_of(array: Array) -> StoredTiles:
+        return StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
+                           reencode=lambda tile: b"again %d" % tile)
+
+    array = Array()
+    tiles = tiles_of(array)
+    skippable = b"\x50\x2a\x4d\x18" + (120 - 100 - 8).to_bytes(4, "little")
+    assert bytes(tiles.read(0, 0, 128)) == stored[(0, 0)][:100] + skippable + bytes(20)
+    assert bytes(tiles.held(0, 96, 8) or b"") == stored[(0, 0)][96:100] + skippable[:4]
+    assert bytes(tiles.read(1, 1, 11)) == b"ill" + b"\x50\x2a\x4d\x18" + (108).to_bytes(4, "little")
+    assert bytes(tiles.read(2, 0, 8)) == b"again 2" + b"\x50"
+    assert fetched == [(0, 0), (0, 1), (0, 2)] and looked == []
+    again = tiles_of(array)
     array.cached = True
-    again = StoredTiles(array, b"fill", [tile, replace(tile, key="c/0/1")], slot=64, trailer=4)
-    assert bytes(again.held(1, 0, 64) or b"") == stored[:64]
+    assert bytes(again.held(0, 0, 64) or b"") == stored[(0, 0)][:64] and looked == [[(0, 0)]]
     array.cached = False  # (the tile's next request: from the buffer it was read into)
-    assert bytes(again.held(1, 96, 8) or b"") == stored[96:100] + bytes(4) and len(fetched) == 3
-    assert again.held(2, 0, 8) is None
-    array.cached = True
-    assert bytes(again.held(2, 90, 38) or b"") == stored[90:100] + bytes(28)
-    array.cached = False
-    assert again.held(1, 0, 8) is None  # (the buffer holds the last tile read: nothing else is kept)
+    assert bytes(again.held(0, 96, 4) or b"") == stored[(0, 0)][96:100]
+    assert bytes(again.held(1, 0, 4) or b"") == b"fill" and looked[-1] == [(0, 1)]
+    assert tiles_of(array).held(0, 0, 8) is None  # (what another file's tiles read is not its)
+    assert len(fetched) == 3
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])

@@ -49,6 +49,10 @@ class MountOptions:
     # Header files beside `data` for legacy tools, and the element order of `data`.
     views: frozenset[str] = VIEW_KINDS
     fortran_order: bool = False
+    # Every group's data.nc as CDF-5, each variable as its own type (False: classic CDF-2,
+    # unsigned and 64-bit variables served as classic types that hold their values, where
+    # the dataset allows it).
+    nc_cdf5: bool = False
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
     recheck: float | None = 0.0
@@ -147,7 +151,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "ref": ("ref", _parse_name), "fo": ("fo", _parse_name),
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
-        "metrics": ("metrics", _parse_address),
+        "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
     }
@@ -254,6 +258,13 @@ def _parse_bool(text: str) -> bool:
     if text.lower() not in words:
         raise ValueError(text)
     return words[text.lower()]
+
+
+def _parse_nc_format(text: str) -> bool:
+    """`auto` (classic where the dataset allows it) or `cdf5`: whether data.nc is CDF-5."""
+    if text not in ("auto", "cdf5"):
+        raise ValueError(text)
+    return text == "cdf5"
 
 
 def _parse_order(text: str) -> bool:

@@ -9,7 +9,6 @@ retries when another writer got there first."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -59,16 +58,6 @@ class StoredChunk:
     generation: str | None
 
 
-@dataclass(frozen=True)
-class Listing:
-    """One look at the size and generation of every stored object of an array."""
-
-    number: int  # how many such looks were taken, this one included
-    # Of every object's size and generation; None where the store's listings do not vouch
-    # for what is stored (no generations, or not the ones its reads and writes use).
-    digest: bytes | None
-
-
 Described = tuple[int, str | None] | None  # an object's size and generation (None: not stored)
 
 
@@ -99,7 +88,6 @@ class PlainChunkIO:
         self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
         self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
-        self.last_listing = Listing(0, None)
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -133,22 +121,22 @@ class PlainChunkIO:
     def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
         """Where the read chunks of the stored objects `keys` (chunk -> key) lie now, by read
         chunk; those not stored are left out."""
-        found, _ = self.list_stored(keys.values())
+        found = self.list_stored(keys.values())
         return {chunk: StoredChunk(key, 0, described[0], described[1])
                 for chunk, key in keys.items() if (described := found[key]) is not None}
 
-    def list_stored(self, keys: Iterable[str]) -> tuple[dict[str, Described], Listing]:
-        """The size and generation of the stored objects `keys` (one listing: Store.stats),
-        and that look as a `Listing` (also kept as `last_listing`). The digest covers the
-        stores whose listings give the generations their reads and writes use (local, S3,
-        GCS): equal digests there mean that no object changed between two looks."""
-        found = self.store.stats(keys, dense=True)
-        digest = None
-        if self.store.conditional:
-            digest = hashlib.blake2b(repr(list(found.items())).encode(), digest_size=16).digest()
-        with self._lock:
-            listing = self.last_listing = Listing(self.last_listing.number + 1, digest)
-        return found, listing
+    def list_stored(self, keys: Iterable[str]) -> dict[str, Described]:
+        """The size and generation of the stored objects `keys`: one look at them all, as
+        `Store.stats` finds neighbouring keys (listings of their key prefixes)."""
+        return self.store.stats(keys, dense=True)
+
+    def read_object(self, key: str) -> BytesLike | None:
+        """A stored object's bytes, not decoded (None: not stored)."""
+        found = self.store.read(key)
+        if found is None:
+            return None
+        self.count_fetch(len(found.data))
+        return found.data
 
     def read_located(self, where: StoredChunk) -> BytesLike:
         """A read chunk's encoded bytes, as `locate` found them (ChunkError: they changed)."""

@@ -21,7 +21,6 @@ is merged with the stored one only when it is read or written back.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -35,7 +34,7 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, Listing, PlainChunkIO, Stats, StoredChunk
+from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
 from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
@@ -47,10 +46,6 @@ from .sharded_io import ShardedChunkIO, partial_read_sharding
 from .shared import Shared
 from .streaming import Stream, Streams
 from .writeback import WriteBack
-
-# Grids of more cells than this find their stored objects by listing the array (`_stored_keys`):
-# a key per cell takes some 280 bytes (here at most 70 MB; 10^9 cells, hundreds of GB).
-KEYS_FROM_GRID_UP_TO = 1 << 18
 
 
 class ZarrArray:
@@ -231,36 +226,21 @@ class ZarrArray:
             return None
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
-    def locate_stored(self) -> dict[Index, StoredChunk]:
-        """Where every stored read chunk's encoded bytes lie now (missing: not stored), from
-        one listing of the stored objects (`stored_listing` is that look)."""
-        return self.io.locate(self._stored_keys())
-
-    def list_stored(self) -> Listing:
-        """Look at the size and generation of every stored object again (one listing): equal
-        digests say what was located is still where it was."""
-        return self.io.list_stored(self._stored_keys().values())[1]
-
-    @property
-    def stored_listing(self) -> Listing:
-        """The last look at every stored object (by `locate_stored` or `list_stored`)."""
-        return self.io.last_listing
-
-    def _stored_keys(self) -> dict[Index, str]:
-        """The keys of the stored objects to look at, by chunk: every cell's on a small grid;
-        on a large one (a sparse giant of 10^9 cells) those a listing of the array finds, so
-        the cost follows what is stored, never the grid (a store that cannot list: every cell's)."""
+    def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
+        """Where the encoded bytes of the read chunks `units` lie now, and of the others in
+        the shards that hold them (those not stored are left out): one look at the stored
+        objects (`Store.stats`) and at the index of each shard among them."""
         geometry = self._geometry
-        grid = geometry.grid_shape
-        if math.prod(grid) <= KEYS_FROM_GRID_UP_TO or not self.store.lists:
-            return {chunk: geometry.chunk_key(chunk) for chunk in np.ndindex(*grid)}
-        encoding = geometry.description.chunk_key_encoding
-        found = {}
-        for key in self.store.list():
-            chunk = encoding.parse(key, len(grid))
-            if chunk is not None and all(i < n for i, n in zip(chunk, grid, strict=True)):
-                found[chunk] = key
-        return dict(sorted(found.items()))
+        objects = {self.io.location(unit)[0] for unit in units}
+        return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)})
+
+    def read_stored_unit(self, unit: Index) -> BytesLike | None:
+        """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
+        one GET; an inner chunk of a shard from the shard, where its index says."""
+        if self.sharding is None:
+            return self.io.read_object(self._geometry.chunk_key(unit))
+        where = self.locate_stored([unit]).get(unit)
+        return None if where is None else self.read_stored(where)
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""

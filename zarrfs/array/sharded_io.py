@@ -52,7 +52,7 @@ class ShardedChunkIO(PlainChunkIO):
         """As PlainChunkIO.locate, from the shards' indexes: one listing of the shards, then
         the index of each shard stored, read again only when the listing shows that the
         shard changed since it was read (all at once on a remote store)."""
-        listed, _ = self.list_stored(keys.values())
+        listed = self.list_stored(keys.values())
         shards = [(chunk, key, listed[key]) for chunk, key in keys.items()]
         found = self.encoders.map(self._locate_shard, shards) if self.reader.remote else map(
             self._locate_shard, shards)

@@ -15,6 +15,7 @@ from .pipeline import Pipeline
 from .zstd import ZstdCodec
 
 NONE, ZSTD, ZLIB = "none", "zstd", "zlib"
+FRAME_OPTIONS = 32  # (a zstd frame's checksum and dictionary id; a zlib stream's dictionary id)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,17 @@ class StoredForm:
     compression: str  # NONE, ZSTD or ZLIB (a zlib stream, header and all)
     byteorder: str | None  # the elements' byte order; None for one-byte elements
     trailer: int  # bytes after the compressed data that are not part of it (a checksum)
+
+    def bound(self, size: int) -> int:
+        """The most bytes a chunk of `size` bytes encodes to, less its trailer, as the
+        compressor's own bound says (ZSTD_compressBound; zlib's deflateBound for any
+        settings, with its wrapper), with room for a frame's options (a checksum, an id)."""
+        if self.compression == NONE:
+            return size
+        if self.compression == ZSTD:
+            small = ((128 << 10) - size) >> 11 if size < 128 << 10 else 0
+            return size + (size >> 8) + small + FRAME_OPTIONS
+        return size + ((size + 7) >> 3) + ((size + 63) >> 6) + 5 + 6 + FRAME_OPTIONS
 
 
 def stored_form(pipeline: Pipeline) -> StoredForm | None:

@@ -1,6 +1,6 @@
 """Finding the size and generation of many keys at once (`Store.stats`) without asking for
-each: locally one scan of each directory that holds any of them, remotely one listing of the
-deepest directory that holds them all (an array's chunks, not the whole store)."""
+each: locally one scan of each directory that holds any of them, remotely one listing of each
+row of chunks that holds them (`row_prefix`), never of the whole array."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from .local import generation_of
 Described = tuple[int, str]  # (size, generation), as `Store.stat` says
 
 
-def common_directory(keys: Sequence[str]) -> str:
-    """The deepest directory ("/"-separated prefix) holding every key ("": the root)."""
-    low, high = min(keys), max(keys)  # (what all keys share, these two share)
-    differ = (n for n, (a, b) in enumerate(zip(low, high, strict=False)) if a != b)
-    shared = next(differ, min(len(low), len(high)))
-    return low[:shared].rpartition("/")[0]
+def row_prefix(key: str) -> tuple[str, str]:
+    """A chunk key's directory and its name's prefix up to the last separator: where the
+    chunks of its row of the grid are ("c/5/7": ("c/5", ""); "c.5.7": ("", "c.5."))."""
+    directory, _, name = key.rpartition("/")
+    return directory, name[: name.rfind(".") + 1]
 
 
 def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:

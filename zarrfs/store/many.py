@@ -1,14 +1,16 @@
 """The size and generation of many keys at once (`Store.stats`), at a cost in proportion to
 the keys asked for, never to what the store holds.
 
-- Local files: a stat each; or, for keys that are most of what their directories may hold
-  (`dense`: every chunk of an array), one scan of each directory (`listing.scanned`).
+- Local files: a stat each; or, for thousands of keys that are most of what their directories
+  may hold (`dense`), one scan of each directory (`listing.scanned`).
 - HTTP servers list nothing reliably: a request each, all at once.
 - S3 and GCS: a HEAD each, many at once, for the keys an access read (a close-to-open check
-  asks for what a reader touched: a few hundred at most where it matters); past that, or for
-  `dense` keys, a listing of each deepest directory holding them (a row of chunks with "/"
-  keys), never of a directory above. A listing costs a request per thousand entries, a HEAD a
-  request per key: for a handful of keys in a directory of 10^5 chunks, HEADs are cheaper.
+  asks for what a reader touched: a few hundred at most where it matters); past that, a
+  listing of each deepest directory holding them, all at once. `dense` keys (runs of
+  neighbouring chunks: data.tif's tiles as a reader reaches them) are listed by their key
+  prefix, all at once: a row of chunks ("c/5/" or "c.5."), never the array. A listing costs a
+  request per thousand entries, a HEAD a request per key: for a handful of keys in a
+  directory of 10^5 chunks, HEADs are cheaper; for a row's keys, its listing.
 - Other stores (Icechunk, references) list only a node: one listing of the store.
 """
 
@@ -24,8 +26,10 @@ from .observe import LIST
 
 T = TypeVar("T")
 Described = tuple[int, str | None] | None  # (size, generation), or None: not stored
-STATS_ONE_BY_ONE = 64  # local keys asked for one by one; more (and dense): a scan
+# Local keys asked for one by one (a few ms: a page of a tile table); more, and dense: a scan.
+STATS_ONE_BY_ONE = 1024
 HEADS_AT_MOST = 512  # keys of an object store asked for one by one, at once; more: listings
+KEYS_A_PREFIX_AT_LEAST = 4  # dense keys: listed by prefix when a listing answers for this many
 _HEADS = ThreadPoolExecutor(32, thread_name_prefix="heads")  # (requests in flight at once)
 
 
@@ -56,21 +60,28 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool) -> dict[str, Desc
         scanned = store.call("", lambda s: listing.scanned(store.root, wanted), kind=LIST) or {}
         return {key: scanned.get(key) for key in wanted}
     if not object_store:  # (Icechunk and reference sets list only a node: the store's)
-        return _listed(store, [""], wanted)
+        return _listed(store, [("", "")], wanted)
     if dense:
-        return _listed(store, [listing.common_directory(wanted)], wanted)
-    return _listed(store, sorted({os.path.dirname(key) for key in wanted}), wanted)
+        prefixes = sorted({listing.row_prefix(key) for key in wanted})
+        if len(prefixes) * KEYS_A_PREFIX_AT_LEAST <= len(wanted):
+            return _listed(store, prefixes, wanted)
+        return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
+    return _listed(store, sorted({(os.path.dirname(key), "") for key in wanted}), wanted)
 
 
-def _listed(store: Store, directories: Sequence[str], wanted: Sequence[str]) -> dict[str, Described]:
-    """What listings of `directories` (each with all below it) say of `wanted`."""
+def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[str]) -> dict[str, Described]:
+    """What listings of `prefixes` (directory, and the prefix of names below it) say of
+    `wanted`, all at once."""
+    def listed(prefix: tuple[str, str]) -> dict[str, dict[str, Any]]:
+        directory, names = prefix
+        return store.call(directory, _finder(store, store.path(directory), names), kind=LIST) or {}
+
     found: dict[str, Described] = {}
-    for directory in directories:
-        listed = store.call(directory, _finder(store, store.path(directory)), kind=LIST) or {}
+    for entries in _HEADS.map(listed, prefixes):
         found.update((store.key_of(path), (int(info["size"]), remote.info_generation(info)))
-                     for path, info in listed.items())
+                     for path, info in entries.items())
     return {key: found.get(key) for key in wanted}
 
 
-def _finder(store: Store, base: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
-    return lambda seconds: remote.find(store.fs, seconds, base)
+def _finder(store: Store, base: str, prefix: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
+    return lambda seconds: remote.find(store.fs, seconds, base, prefix)

@@ -38,10 +38,14 @@ def info_generation(info: Mapping[str, Any]) -> str:
     return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"
 
 
-def find(fs: Any, seconds: float | None, path: str) -> dict[str, dict[str, Any]]:
-    """Every object below `path` as fsspec's `find(path, detail=True)` describes it, as stored
-    now (no cached listing), within `seconds`: on S3 through obstore where it can (a listing
-    of 512 objects from moto: 80 -> 54 ms, see `objstore.listed`)."""
+def find(fs: Any, seconds: float | None, path: str, prefix: str = "") -> dict[str, dict[str, Any]]:
+    """Every object below `path` whose name there starts with `prefix`, as fsspec's
+    `find(path, prefix=prefix, detail=True)` describes it, as stored now (no cached listing),
+    within `seconds`: on S3 through obstore where it can (a listing of 512 objects from moto:
+    80 -> 54 ms, see `objstore.listed`; it lists by path, not by a name's prefix)."""
+    if prefix:
+        fs.invalidate_cache(path)
+        return dict(call(fs, seconds, "find", path, prefix=prefix, detail=True))
     started = time.monotonic()
     if is_s3(fs) and objstore.usable(fs):
         bucket, key, _ = fs.split_path(path)

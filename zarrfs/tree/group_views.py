@@ -8,6 +8,12 @@ tree knows of the group's arrays, at each open or stat, so neither opens an arra
 of thousands of arrays is listed with `ls -l` without a request per array); an array is
 opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
 does (close-to-open). Arrays it cannot hold are named in the log, once each.
+
+It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): 64-bit integer
+arrays are served as doubles where doubles hold their values. Whether they do is known only
+from the values, so the recheck at open reads them (`netcdf_classic.exact_type`), and an
+array one of whose values no double holds is then served as its own type (the file is
+CDF-5); a stat uses what the last recheck found (doubles, before any), so it reads nothing.
 """
 
 from __future__ import annotations
@@ -15,17 +21,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..errors import MetadataError
+from ..errors import MetadataError, ZarrfsError
 from ..formats import NodeMetadata
 from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
 from ..views.array_dir import Layout
+from ..views.netcdf_classic import exact_type, needs_values, served_type
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
@@ -47,6 +55,7 @@ class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
         self.names = [NC_NAME] if NC_KIND in layout.views else []
+        self.cdf5 = layout.nc_cdf5
         self.pyramids = (OmeTiffViews(groups, layout.views, layout.byteorder),
                          GeoTiffViews(groups, layout.views, layout.byteorder))
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
@@ -55,6 +64,9 @@ class GroupViews:
         self._opened: dict[str, Any] = {}
         self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
         self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
+        # What the last recheck found the classic type of each 64-bit integer array to be (None:
+        # none holds its values), with the shape, type and `changes` of the array it read.
+        self._exact: dict[str, tuple[tuple[int, ...], np.dtype[Any], np.dtype[Any] | None, object]] = {}
         self._lock = threading.Lock()
 
     def serves(self, ref: Ref) -> bool:
@@ -78,7 +90,7 @@ class GroupViews:
             raise FileNotFoundError(join_path(group, NC_NAME))
         live = {id(array) for array in self.groups.opened_arrays()}
         members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
-        made = group_file(members, node.attributes)
+        made = group_file(members, node.attributes, cdf5=self.cdf5)
         for name, why in made.left_out.items():
             self._say(join_path(group, name), f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
         for note in made.notes:
@@ -95,11 +107,14 @@ class GroupViews:
             return True
         changed = False
         for child in self._arrays(group):
-            changed = self.groups.recheck(Ref(child.path, DATA)) or changed
+            written = self.groups.recheck(Ref(child.path, DATA))
             opened = self.groups.open_array(child.path)
-            changed = self._learn(child.path, opened) or changed
+            changed = self._learn(child.path, opened) or written or changed
             if opened.directory is not None:
-                changed = changed or opened.directory.array.metadata.shape != _described_shape(child)
+                array = opened.directory.array
+                changed = changed or array.metadata.shape != _described_shape(child)
+                token = None if written else array.changes  # (None: read them again)
+                changed = self._check_values(child.path, array.metadata, array, token) or changed
         return changed
 
     def showing(self, array: str) -> list[Ref]:
@@ -124,9 +139,42 @@ class GroupViews:
             group = node.path.rpartition("/")[0]
             self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
             return None
-        return Member(node.name, description.data_type, description.shape, description.dimension_names,
-                      description.attributes, _fill(node, description.attributes, description),
-                      lambda: self._open(node.path))
+        member = Member(node.name, description.data_type, description.shape, description.dimension_names,
+                        description.attributes, _fill(node, description.attributes, description),
+                        lambda: self._open(node.path))
+        return member if self.cdf5 else replace(member, served=self._served(node.path, description))
+
+    def _served(self, path: str, description: ArrayDescription) -> np.dtype[Any] | None:
+        """The classic type of the array's elements: as the last recheck found it for an array
+        of this shape and type, else the one its type has (`served_type`)."""
+        storage = description.data_type.storage
+        with self._lock:
+            known = self._exact.get(path)
+        if known is not None and known[:2] == (description.shape, storage):
+            return known[2]
+        return served_type(storage)
+
+    def _check_values(self, path: str, description: ArrayDescription, array: RegionArray,
+                      changes: object) -> bool:
+        """Read a 64-bit integer array's values for its classic type, unless they were read
+        when the array's `changes` were these; whether the type changed."""
+        storage, shape = description.data_type.storage, description.shape
+        if self.cdf5 or not needs_values(storage):
+            return False
+        with self._lock:
+            known = self._exact.get(path)
+        unchanged = known is not None and known[:2] == (shape, storage) and known[3] == changes
+        if changes is not None and unchanged:
+            return False
+        before = self._served(path, description)
+        try:
+            found = exact_type(storage, shape, lambda: array)
+        except ZarrfsError as e:  # (it stays as it was: a read of a value it cannot hold fails)
+            self._say(f"{path} values", f"{path}: its values could not be read for data.nc: {e}")
+            return False
+        with self._lock:
+            self._exact[path] = (shape, storage, found, changes)
+        return found != before
 
     def _describe(self, node: NodeMetadata) -> ArrayDescription:
         """The node's description, parsed once per version of its metadata (the tree replaces
@@ -169,12 +217,13 @@ class GroupViews:
 
 def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayDescription) -> object:
     """What the variable's `_FillValue` is: the CF attribute, or where xarray keeps it
-    instead (a v2 array's fill value). Arrays with named dimensions are xarray's: without
+    instead (a v2 array's fill value). Arrays with named dimensions are xarray's, and so are
+    scalars (v3 names no dimensions of an array of rank 0: xarray's grid mappings): without
     either, they have none (xarray masks nothing there); others get their fill value."""
     if "_FillValue" in attributes:
         return attributes["_FillValue"]
     stated = xarray_fill_value(node, attributes)
-    if stated is not None or description.dimension_names is not None:
+    if stated is not None or description.dimension_names is not None or not description.shape:
         return stated
     storage = description.data_type.storage
     return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None

@@ -15,7 +15,7 @@ from ..formats import NodeMetadata
 from ..formats.nodes import join_path
 from ..views import FileView
 from ..views.array_dir import ArrayDirectory
-from ..views.geo_pyramid import ARRAY_LEVELS_NAME, Level, geo_multiscale_of, level_placement, pyramid_file
+from ..views.geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyramid_file, pyramid_levels
 from ..views.tiff_view import shows_tiff
 
 TIFF_KIND = "tif"  # (its name in `-o views=`, as `data.tif`'s)
@@ -107,7 +107,7 @@ class PyramidViews:
 
 
 class GeoTiffViews(PyramidViews):
-    """The GeoTIFFs of GeoZarr multiscale groups (`views.geo_pyramid`)."""
+    """The GeoTIFFs of multiscale groups, GeoZarr's and OME-Zarr images' (`views.geo_pyramid`)."""
 
     kind = TIFF_KIND
 
@@ -120,7 +120,7 @@ class GeoTiffViews(PyramidViews):
 
     def file(self, group: str, name: str) -> FileView:
         node = self.groups.node(group)
-        layout = geo_multiscale_of(node.attributes) if node is not None else None
+        layout = pyramid_levels(node.attributes) if node is not None else None
         listed = self._variables(group).get(name) or []
         opened = [(self.groups.open_array(path).directory, level) for path, level in listed]
         levels = [(directory, level) for directory, level in opened if directory is not None]
@@ -140,7 +140,7 @@ class GeoTiffViews(PyramidViews):
     def _variables(self, group: str) -> dict[str, list[tuple[str, Level]]]:
         """Each file's name: the arrays it shows (their paths, and their levels)."""
         node = self.groups.node(group) if self.enabled else None
-        levels = geo_multiscale_of(node.attributes) if node is not None and node.kind == "group" else None
+        levels = pyramid_levels(node.attributes) if node is not None and node.kind == "group" else None
         if levels is None:
             return {}
         nodes = [self._below(group, level.asset) for level in levels]

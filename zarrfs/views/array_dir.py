@@ -28,16 +28,16 @@ class Layout:
     byteorder: str = "little"
     fortran: bool = False
     views: frozenset[str] = VIEW_KINDS
+    nc_cdf5: bool = False  # every group's data.nc as CDF-5 (else classic CDF-2 where it can be)
 
 
-@dataclass
+@dataclass(frozen=True)
 class MadeFile:
-    """A file made from the array's stored objects (`ARRAY_FILE_VIEWS`)."""
+    """A file made of the array (`ARRAY_FILE_VIEWS`), and what the array was then: (kind,
+    shape, changes, the calls of recheck_files before it)."""
 
-    state: Any  # what the array was: (kind, shape, changes)
+    state: Any
     file: FileView
-    listed: bytes | None  # the digest of the listing it was made from (None: none it vouches for)
-    checked: int  # the calls of recheck_files it was made or found current after
 
 
 class ArrayDirectory:
@@ -113,37 +113,21 @@ class ArrayDirectory:
         return BytesFile(contents)
 
     def _array_file(self, kind: str) -> FileView:
-        """Made once for the array as it is now (finding its chunks in the store costs), and
-        kept while the stored objects it was made from are as they were."""
-        state = (kind, tuple(self.array.shape), self.array.changes)
+        """Made for the array as it is now (from its shape and codecs: no store request), and
+        kept until the array changes or the next open rechecks it (`recheck_files`)."""
         with self._files_lock:
-            found, checks = self._files.get(kind), self._checks
-        if found is not None and found.state == state and self._current(found, checks):
+            state = (kind, tuple(self.array.shape), self.array.changes, self._checks)
+            found = self._files.get(kind)
+        if found is not None and found.state == state:
             return found.file
-        before = self.array.stored_listing.number
         made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.byteorder, lambda: self.placement)
-        after = self.array.stored_listing
-        # Made from that listing if it took exactly one look at the stored objects (none
-        # came between); else from none it can vouch for.
-        listed = after.digest if after.number == before + 1 else None
         with self._files_lock:
-            self._files[kind] = MadeFile(state, made, listed, checks)
+            self._files[kind] = MadeFile(state, made)
         return made
 
-    def _current(self, found: MadeFile, checks: int) -> bool:
-        """Whether `found` shows what is stored: checked since the last recheck_files, or a
-        listing now finds the stored objects as they were when it was made."""
-        if found.checked != checks:
-            if found.listed is None or self.array.list_stored().digest != found.listed:
-                return False
-            with self._files_lock:
-                found.checked = max(found.checked, checks)
-        return True
-
     def recheck_files(self) -> None:
-        """Another writer may have changed the store: each of the array's files is checked
-        when next asked for (one listing of the stored objects: their sizes and generations),
-        kept if every object it was made from is as it was, else made again; and the chunks
+        """Another writer may have changed the store: each of the array's files is made again
+        when next asked for (its tiles located again as a reader reaches them), and the chunks
         cached of the array are rechecked now (decoded tiles and strips are read through them)."""
         with self._files_lock:
             self._checks += 1

@@ -163,18 +163,24 @@ class RegionFile:
     chunks include their overhang, which holds the fill value)."""
 
     def __init__(self, array: RegionArray, region: Box | None, byteorder: str = "little", *,
-                 direct_io: bool = False, resizer: Callable[[tuple[int, ...]], None] | None = None) -> None:
+                 direct_io: bool = False, resizer: Callable[[tuple[int, ...]], None] | None = None,
+                 served: Callable[[np.ndarray], np.ndarray] | None = None,
+                 served_dtype: np.dtype[Any] | None = None) -> None:
         """`region` None is the whole array, whatever its shape is now. `resizer`, when
-        given, makes the file resizable: it gets the array's new shape."""
+        given, makes the file resizable: it gets the array's new shape. `served` makes the
+        file read-only, of elements `served(values)` of type `served_dtype` (another type
+        than the array's, in its byte order)."""
         self.array = array
         self.direct_io = direct_io
         self.block_size = STREAM_BLOCK
         self._region = region
         self._resizer = resizer
-        self.itemsize = array.data_type.itemsize
-        self.writable = not array.read_only
+        self._served = served
+        self.writable = not array.read_only and served is None
         storage = array.data_type.storage
-        self.file_dtype = storage.newbyteorder("<" if byteorder == "little" else ">")
+        own = storage.newbyteorder("<" if byteorder == "little" else ">")
+        self.file_dtype = own if served_dtype is None else served_dtype
+        self.itemsize = self.file_dtype.itemsize
         self._convert = self.itemsize > 1 and not self.file_dtype.isnative
 
     @property
@@ -278,7 +284,8 @@ class RegionFile:
         """Rows per row of read chunks, when this file is the whole array as it is now (so a
         run of such rows, in the file's byte order, is a stream's buffer as it is); else None."""
         shape = self.array.shape
-        if self.region.stop != shape or any(self.region.start) or not shape or not self.row_bytes:
+        if (self.region.stop != shape or any(self.region.start) or not shape or not self.row_bytes
+                or self._served is not None):  # (streams fill buffers of the array's own type)
             return None
         return self.array.read_chunk_shape[0]
 
@@ -292,6 +299,8 @@ class RegionFile:
         self.array.flush()
 
     def _to_file_order(self, values: np.ndarray) -> np.ndarray:
+        if self._served is not None:
+            return self._served(values)
         if self._convert:
             return values.astype(self.file_dtype)
         return np.ascontiguousarray(values)

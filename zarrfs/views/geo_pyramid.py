@@ -1,4 +1,5 @@
-"""A GeoZarr multiscale group as GeoTIFFs with overviews, as QGIS and GDAL read them.
+"""A multiscale group as cloud-optimized GeoTIFFs with overviews, as QGIS, GDAL and OpenSlide
+read them: a GeoZarr group, or an OME-Zarr image's levels (`pyramid_levels`).
 
 The group follows the zarr-conventions `multiscales` convention, version 1 (schema
 https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json; its
@@ -6,7 +7,8 @@ https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/sche
 path below the group, an array or a group of arrays. The full resolution (the largest level)
 is the file's first image, georeferenced; every coarser level follows it in the same IFD chain
 as a reduced-resolution image (NewSubfileType 1), which is where a COG keeps its overviews and
-GDAL looks for them. Tiles are chunks as in `data.tif` (`tiff_view`).
+GDAL and OpenSlide look for them; the overviews' tiles come first in the file, the smallest's
+first, as the COG layout asks. Tiles are chunks as in `data.tif` (`tiff_view`).
 
 Levels that are arrays make one `data.tif`; levels that are groups make a `<name>.tif` for
 each array name they hold. Pure: the tree finds and opens the levels."""
@@ -19,6 +21,7 @@ from typing import Any
 
 from .geotiff import geotiff_tags
 from .geozarr import geozarr_georeference
+from .ome_tiff import multiscale_of
 from .placement import Placement
 from .tiff_format import TiffImage
 from .tiff_layout import ImageShape
@@ -50,6 +53,17 @@ def geo_multiscale_of(attributes: Mapping[str, Any]) -> tuple[Level, ...] | None
     if len(levels) != len(layout) or len({level.asset for level in levels}) != len(levels):
         return None
     return tuple(levels)
+
+
+def pyramid_levels(attributes: Mapping[str, Any]) -> tuple[Level, ...] | None:
+    """The levels of a multiscale group, as `geo_multiscale_of` finds them or, for an OME-Zarr
+    image, its datasets (arrays of the group: OpenSlide and GDAL read the levels of `data.tif`,
+    not the SubIFDs of `data.ome.tif`)."""
+    found = geo_multiscale_of(attributes)
+    image = multiscale_of(attributes) if found is None else None
+    if image is not None:
+        return tuple(Level(path, {"asset": path}) for path in image.paths)
+    return found
 
 
 def _datasets(found: object) -> list[Any] | None:
@@ -115,4 +129,4 @@ def pyramid_file(levels: Sequence[TiffArray], placement: Placement, byteorder: s
                           tuple(level[number] for level in images[1:]))
                 for number, page in enumerate(images[0])]
 
-    return TiffFile(parts, chained, byteorder)
+    return TiffFile(parts, chained, byteorder, smallest_first=True)

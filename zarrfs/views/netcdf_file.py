@@ -11,6 +11,10 @@ so xarray reads booleans back), and fixed-length byte strings as char with one m
 `<array>_strlen`. Dimensions: the arrays' names for them, `<array>_dim<i>` for unnamed ones,
 `<name>_<length>` for a name met again with another length. Attributes: the arrays' and the
 group's, `_FillValue` typed as its variable.
+
+CDF-2 unless asked for CDF-5: an unsigned or 64-bit variable is served as the classic type
+its member's `served` says (`netcdf_classic`), its attributes likewise; where one has none,
+the whole file is CDF-5 with every variable as its own type.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..formats import DataType
 from ..grid import Box
 from .files import ReadOnlyFile, RegionArray, RegionFile
 from .netcdf import NC_CHAR, NC_DTYPES, Attribute, Dataset, Layout, Variable, nc_type, valid_name
+from .netcdf_classic import classic_attribute, exactly_as
 from .placement import fill_number
 from .readahead import SEQUENTIAL_SLACK, Readahead
 
@@ -46,6 +51,9 @@ class Member:
     attributes: Mapping[str, Any]
     fill: object  # the variable's _FillValue: a number, text as CF writes it, or None: none
     array: Callable[[], RegionArray]  # opens it (MetadataError when it cannot be)
+    # The big-endian type a classic file serves its elements as, where its own is CDF-5's
+    # (`netcdf_classic.served_type`); None: none holds them, or its own type is classic.
+    served: np.dtype[Any] | None = None
 
 
 @dataclass
@@ -73,18 +81,29 @@ class GroupFile:
     notes: list[str]
 
 
-def group_file(members: Sequence[Member], attributes: Mapping[str, Any]) -> GroupFile:
+def group_file(members: Sequence[Member], attributes: Mapping[str, Any], *, cdf5: bool = False) -> GroupFile:
+    """The file of a group's `members`: classic (CDF-2) where every variable has a classic
+    type, else (or with `cdf5`) CDF-5, every variable as its own type."""
+    problems = {m.name: _problem(m) for m in members}
+    held = [m for m in members if problems[m.name] is None]
+    left_out = {name: problem for name, problem in problems.items() if problem is not None}
+    file, notes = _file(held, attributes, classic=not cdf5)
+    if file.layout.dataset.cdf5 and not cdf5:
+        file, notes = _file(held, attributes, classic=False)
+    return GroupFile(file, left_out, notes)
+
+
+def _file(members: Sequence[Member], attributes: Mapping[str, Any], *,
+          classic: bool) -> tuple[NetcdfFile, list[str]]:
+    """The file, as classic types where `classic`, and what was said of dimensions renamed."""
     dimensions = _Dimensions()
-    variables, held, left_out = [], [], {}
-    for member in members:
-        problem = _problem(member)
-        if problem is not None:
-            left_out[member.name] = problem
-            continue
-        variables.append(_variable(member, dimensions))
-        held.append(member)
-    dataset = Dataset(tuple(dimensions.lengths.items()), tuple(variables), _attributes(attributes))
-    return GroupFile(NetcdfFile(Layout(dataset), held), left_out, dimensions.renamed)
+    variables = tuple(_variable(member, dimensions, classic) for member in members)
+    group_attributes = _attributes(attributes)
+    if classic:
+        group_attributes = tuple(map(classic_attribute, group_attributes))
+    dataset = Dataset(tuple(dimensions.lengths.items()), variables, group_attributes)
+    served = [m.served if classic else None for m in members]
+    return NetcdfFile(Layout(dataset), members, served), dimensions.renamed
 
 
 def _problem(member: Member) -> str | None:
@@ -98,16 +117,18 @@ def _problem(member: Member) -> str | None:
     return None
 
 
-def _variable(member: Member, dimensions: _Dimensions) -> Variable:
+def _variable(member: Member, dimensions: _Dimensions, classic: bool) -> Variable:
     names = member.dimension_names or (None,) * len(member.shape)
     dims = [dimensions.name(wanted, f"{member.name}_dim{i}", length)
             for i, (wanted, length) in enumerate(zip(names, member.shape, strict=True))]
-    storage = member.data_type.storage
+    storage = member.served if classic and member.served is not None else member.data_type.storage
     type_ = nc_type(storage)
     assert type_ is not None  # (`_problem` said so)
     if type_ == NC_CHAR:
         dims.append(dimensions.name(None, f"{member.name}_strlen", storage.itemsize))
     attributes = _attributes(member.attributes)
+    if classic:
+        attributes = tuple(map(classic_attribute, attributes))
     fill = _fill(member.fill, type_)
     if fill is not None:
         attributes += (fill,)
@@ -147,18 +168,23 @@ class NetcdfFile(ReadOnlyFile):
 
     direct_io = False
 
-    def __init__(self, layout: Layout, members: Sequence[Member]) -> None:
+    def __init__(self, layout: Layout, members: Sequence[Member],
+                 served: Sequence[np.dtype[Any] | None]) -> None:
+        """`served`: the type each member's elements are served as (None: its own)."""
         self.layout = layout
         self.members = members
+        self._served = served
         self._data: dict[int, RegionFile] = {}
 
     def data(self, variable: int) -> RegionFile:
         """The variable's bytes: its array (opened now if it was not), as the header's shape."""
         found = self._data.get(variable)
         if found is None:
-            member = self.members[variable]
+            member, served = self.members[variable], self._served[variable]
             whole = Box((0,) * len(member.shape), member.shape)
-            found = self._data[variable] = RegionFile(member.array(), whole, "big")
+            convert = None if served is None else (lambda values: exactly_as(values, served))
+            found = self._data[variable] = RegionFile(member.array(), whole, "big", served=convert,
+                                                      served_dtype=served)
         return found
 
     @property

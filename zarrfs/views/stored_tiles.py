@@ -1,7 +1,8 @@
-"""The tiles of `data.tif` that are chunks as stored (`tiff_view`): read from the store whole
-(or, unaligned, just the bytes asked for) and kept a while as fetched, so a reader's requests
-for one tile cost one fetch; the zeros after a tile in its slot are joined only to the
-request that reaches them (a reader's last block of the tile).
+"""The tiles of `data.tif` that are chunks as stored (`tiff_view`): each in a slot of its own,
+at an offset and with a byte count known without the store (the codec's bound), read from the
+store whole when a reader reaches it and kept a while as fetched, so a reader's requests for
+one tile cost one fetch; the padding and zeros after a tile in its slot are joined only to
+the request that reaches them (a reader's last block).
 
 Bytes a local store has in the page cache are read again at each request instead, into one
 buffer of the fuse thread's: new memory costs more than the read (measured: a 512 KiB slot
@@ -10,81 +11,117 @@ buffer of the fuse thread's: new memory costs more than the read (measured: a 51
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..array.cache import KeyedLocks
 from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
+from ..grid import Index
 from .held_bytes import HeldBytes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
 HELD_TILES = HeldBytes(32 << 20)
+SKIPPABLE_MAGIC, SKIPPABLE_HEADER = (0x184D2A50).to_bytes(4, "little"), 8  # (zstd's format, 3.1.2)
 
 
 class StoredReads(Protocol):
-    def read_stored(self, where: StoredChunk) -> BytesLike: ...
+    @property
+    def fetches_remotely(self) -> bool: ...
+    def locate_stored(self, units: Sequence[Index]) -> Mapping[Index, StoredChunk]: ...
     def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool: ...
+    def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
 
 
 class StoredTiles:
-    """Piece 0 is the fill tile, then the tiles stored at `sources`, each in a slot of `slot`
-    bytes or a multiple (1: packed). Aligned tiles are fetched whole, as no read reaches into
-    a tile it does not want; packed ones whole when a read wants most of one, else just the
-    bytes asked for (a reader reading in blocks reaches a little into the tiles beside it)."""
+    """Tile n is read chunk `chunk_of(n)`, in slot n: its stored bytes (less a `trailer`), or
+    the `fill` tile where the chunk is not stored, then `padding` up to the tile's byte count
+    (one for every tile: the file's layout asks nothing of the store), then zeros. Stored
+    bytes that do not fit (a writer's compressor past the codec's bound) are the tile encoded
+    again (`reencode`). A tile is fetched whole when a reader reaches it, and kept a while."""
 
-    def __init__(self, array: StoredReads, fill: bytes, sources: Sequence[StoredChunk], *, slot: int,
-                 trailer: int) -> None:
+    def __init__(self, array: StoredReads, chunk_of: Callable[[int], Index], fill: bytes, *,
+                 padding: Padding, trailer: int, reencode: Callable[[int], bytes]) -> None:
         self._array = array
-        self._sources = sources
-        self._slot = slot
-        self._trailer = trailer  # (stored bytes after the tile: a checksum)
+        self._chunk_of = chunk_of
         self._fill = fill
+        self._padding = padding
+        self._trailer = trailer
+        self._reencode = reencode
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._tiles = object()  # (these tiles' key in HELD_TILES)
+        self._located: dict[Index, StoredChunk | None] = {}  # (a local store's tiles, as read now)
 
-    def held(self, piece: int, at: int, count: int) -> bytes | memoryview | None:
-        """Bytes [at, at + count) of tile `piece`'s slot when they need no wait: kept, or (a
-        local store, aligned tiles) all in the page cache: then a view of this thread's
-        buffer, good until the thread's next call (the fuse thread replies first), which
-        holds the whole tile for the reader's next request of it."""
-        found = self._kept(piece)
-        if found is None and self._slot > 1:
-            found = SCRATCH.holding((self._tiles, piece)) or self._read_now(piece)
-        return None if found is None else _in_slot(found, at, count)
+    def held(self, tile: int, at: int, count: int) -> bytes | memoryview | None:
+        """Bytes [at, at + count) of tile `tile`'s slot when they need no wait: kept, or (a
+        local store) all in the page cache: then a view of this thread's buffer, good until
+        the thread's next call (the fuse thread replies first), which holds the whole tile for
+        the reader's next request of it."""
+        found = HELD_TILES.get((self._tiles, tile))
+        if found is None and not self._array.fetches_remotely:
+            found = SCRATCH.holding((self._tiles, tile)) or self._read_now(tile)
+        return None if found is None else self._padding.slot(found, at, count)
 
-    def read(self, piece: int, at: int, count: int) -> bytes | memoryview:
-        """Bytes [at, at + count) of tile `piece`'s slot (`held` has just tried the page cache)."""
-        with self._loading((piece,)):
-            found = self._kept(piece)
+    def read(self, tile: int, at: int, count: int) -> bytes | memoryview:
+        """Bytes [at, at + count) of tile `tile`'s slot (`held` has just tried the page cache)."""
+        with self._loading((tile,)):
+            found = HELD_TILES.get((self._tiles, tile))
             if found is None:
-                where = self._sources[piece - 1]
-                if self._slot == 1 and 2 * count < where.nbytes:
-                    return memoryview(self._array.read_stored(replace(where, offset=where.offset + at,
-                                                                       nbytes=count)))
-                found = memoryview(self._array.read_stored(where))[: where.nbytes - self._trailer]
-                HELD_TILES.put((self._tiles, piece), found)  # (as fetched: no slot made, nor copy)
-            return _in_slot(found, at, count)
+                found = self._fetched(tile)
+                HELD_TILES.put((self._tiles, tile), found)  # (as fetched: no slot made, nor copy)
+            return self._padding.slot(found, at, count)
 
-    def _kept(self, piece: int) -> BytesLike | None:
-        return self._fill if piece == 0 else HELD_TILES.get((self._tiles, piece))
+    def _fetched(self, tile: int) -> BytesLike:
+        stored = self._array.read_stored_unit(self._chunk_of(tile))
+        if stored is None:
+            return self._fill
+        found = memoryview(stored)[: len(stored) - self._trailer]
+        return found if self._padding.fits(len(found)) else self._reencode(tile)
 
-    def _read_now(self, piece: int) -> memoryview | None:
-        where = self._sources[piece - 1]
+    def _read_now(self, tile: int) -> BytesLike | None:
+        """A local store's tile, if every byte of it is in the page cache (its location: a
+        stat of the chunk, or of its shard and the shard's index, kept for the file's life)."""
+        unit = self._chunk_of(tile)
+        if unit not in self._located:
+            self._located.update(self._array.locate_stored([unit]))
+            self._located.setdefault(unit, None)
+        where = self._located[unit]
+        if where is None:
+            return self._fill
         length = where.nbytes - self._trailer
-        tile = SCRATCH.lend((self._tiles, piece), length)
-        if self._array.read_stored_now(replace(where, nbytes=length), tile):
-            return tile
+        if not self._padding.fits(length):
+            return None
+        into = SCRATCH.lend((self._tiles, tile), length)
+        if self._array.read_stored_now(replace(where, nbytes=length), into):
+            return into
         SCRATCH.forget()
         return None
 
 
-def _in_slot(tile: BytesLike, at: int, count: int) -> bytes | memoryview:
-    """Bytes [at, at + count) of a tile's slot: the tile's, then zeros (copied only then: the
-    last block of a tile, a few KiB)."""
-    found = memoryview(tile)[at : at + count]
-    return found if len(found) == count else b"".join((found, bytes(count - len(found))))
+@dataclass(frozen=True)
+class Padding:
+    """What follows a tile in its slot, up to its byte count `length`: a zstd skippable frame
+    (its readers read on past a frame's end: the frame says where the next one starts), else
+    zeros (a zlib stream ends itself; uncompressed tiles fill their count)."""
+
+    length: int
+    skippable: bool
+
+    def fits(self, size: int) -> bool:
+        return size + (SKIPPABLE_HEADER if self.skippable else 0) <= self.length
+
+    def slot(self, tile: BytesLike, at: int, count: int) -> bytes | memoryview:
+        """Bytes [at, at + count) of the slot of `tile` (a view when all are the tile's)."""
+        size = len(tile)
+        if at + count <= size:
+            return memoryview(tile)[at : at + count]
+        after = bytearray(at + count - size)  # (the slot's bytes from the tile's end)
+        if self.skippable and size < self.length:
+            header = SKIPPABLE_MAGIC + (self.length - size - SKIPPABLE_HEADER).to_bytes(4, "little")
+            after[: min(len(header), len(after))] = header[: len(after)]
+        head = memoryview(tile)[at:] if at < size else b""
+        return b"".join((head, after[max(0, at - size) :]))
 
 
 class Scratch(threading.local):

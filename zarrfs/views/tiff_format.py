@@ -5,7 +5,11 @@ entry, and says where the data may start.
 
 Offsets of tiles depend on where the data starts, which depends on the header's length: the
 header is built once with the tile positions relative to the data, its length taken, and the
-positions moved by it (`TiffImage.with_data_at`)."""
+positions moved by it (`TiffImage.with_data_at`).
+
+The tile tables are not in the header's bytes: their place is kept, and their values are made
+when a reader reads there (`TiffHeader.read`; `tiff_tables`): a header of 10^6 tiles holds a
+few hundred bytes."""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from .tiff_tables import Table
 
 # Tag types: (TIFF type code, struct format of one value)
 BYTE, ASCII, SHORT, LONG, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 12, 13, 16, 18
@@ -31,7 +37,7 @@ TILE_OFFSETS, TILE_BYTE_COUNTS, SUB_IFDS, EXTRA_SAMPLES, SAMPLE_FORMAT = 324, 32
 class Tag:
     code: int
     kind: int
-    values: bytes | tuple[float, ...] | np.ndarray  # ASCII: bytes (without the NUL)
+    values: bytes | tuple[float, ...] | np.ndarray | Table  # ASCII: bytes (without the NUL)
 
     @classmethod
     def ascii(cls, code: int, text: str) -> Tag:
@@ -55,10 +61,16 @@ class Tag:
             return len(self.values) + 1
         return len(self.values)
 
+    def number_format(self, order: str) -> str:
+        """The numpy type of one value of a numeric table."""
+        return f"{order}u{8 if self.kind in (LONG8, IFD8) else 4}"
+
     def encoded(self, order: str, big: bool) -> bytes:
         kind = self.kind
+        if isinstance(self.values, Table):
+            return self.values.values(0, len(self.values)).astype(self.number_format(order)).tobytes()
         if isinstance(self.values, np.ndarray):
-            return self.values.astype(f"{order}u{8 if kind in (LONG8, IFD8) else 4}").tobytes()
+            return self.values.astype(self.number_format(order)).tobytes()
         if kind == ASCII:
             assert isinstance(self.values, bytes)
             return self.values + b"\0"
@@ -72,31 +84,67 @@ class TiffImage:
     written as its SubIFDs (reduced resolutions)."""
 
     tags: tuple[Tag, ...]
-    offsets: np.ndarray
-    byte_counts: np.ndarray
+    offsets: Table
+    byte_counts: Table
     tiled: bool
     sub_images: tuple[TiffImage, ...] = field(default=())
 
     def with_data_at(self, start: int) -> TiffImage:
-        return replace(self, offsets=self.offsets + np.uint64(start),
+        return replace(self, offsets=self.offsets.shifted(start),
                        sub_images=tuple(s.with_data_at(start) for s in self.sub_images))
 
 
 @dataclass(frozen=True)
+class PlacedTable:
+    """A table's values at `at` in the header, each of numpy type `number`."""
+
+    at: int
+    table: Table
+    number: str
+
+    @property
+    def end(self) -> int:
+        return self.at + len(self.table) * np.dtype(self.number).itemsize
+
+
+@dataclass(frozen=True)
 class TiffHeader:
-    contents: bytes
+    contents: bytes  # (zeros where the tables are)
+    tables: tuple[PlacedTable, ...]
     big: bool
     data_start: int
+
+    def read(self, offset: int, size: int) -> bytes:
+        """Bytes [offset, offset + size) of the header and the zeros after it up to the data."""
+        stop = min(offset + size, self.data_start)
+        found = bytearray(self.contents[offset:stop])
+        found += bytes(max(0, stop - offset) - len(found))
+        for placed in self.tables:
+            if placed.at < stop and placed.end > offset:
+                _fill(found, offset, placed)
+        return bytes(found)
+
+
+def _fill(found: bytearray, offset: int, placed: PlacedTable) -> None:
+    """Put the values of `placed` that fall in `found` (bytes from `offset`) there."""
+    itemsize = np.dtype(placed.number).itemsize
+    start = max(offset, placed.at)
+    stop = min(offset + len(found), placed.end)
+    first, last = (start - placed.at) // itemsize, -(-(stop - placed.at) // itemsize)
+    encoded = placed.table.values(first, last).astype(placed.number).tobytes()
+    skip = start - placed.at - first * itemsize
+    found[start - offset : stop - offset] = encoded[skip : skip + stop - start]
 
 
 def tiff_header(images: Sequence[TiffImage], data_bytes: int, byteorder: str = "little") -> TiffHeader:
     """The bytes before the data of a file holding `images` (top-level IFDs, chained) whose
     pixel data takes `data_bytes` after them. BigTIFF when the file passes 4 GiB."""
-    start = _start(len(_layout(images, 0, byteorder, big=False)))
+    start = _start(_layout(images, 0, byteorder, big=False)[2])
     big = start + data_bytes >= CLASSIC_LIMIT
     if big:
-        start = _start(len(_layout(images, 0, byteorder, big=True)))
-    return TiffHeader(_layout(images, start, byteorder, big=big), big=big, data_start=start)
+        start = _start(_layout(images, 0, byteorder, big=True)[2])
+    contents, tables, _ = _layout(images, start, byteorder, big=big)
+    return TiffHeader(contents, tables, big=big, data_start=start)
 
 
 def _start(header_bytes: int) -> int:
@@ -113,6 +161,18 @@ class _Writer:
         self.order = order
         self.big = big
         self.buffer = bytearray()
+        self.later: list[tuple[int, Table, str]] = []  # (where its offset goes, table, type)
+
+    def place_tables(self) -> tuple[tuple[PlacedTable, ...], int]:
+        """Place the large tables after everything else (kept out of the buffer: 16 MB of
+        zeros for 10^6 tiles); the tables and where the header ends."""
+        end, placed = len(self.buffer), []
+        for field_at, table, number in self.later:
+            end += (-end) % 8
+            self.put(field_at, struct.pack(self.offset_format(), end))
+            placed.append(PlacedTable(end, table, number))
+            end = placed[-1].end
+        return tuple(placed), end
 
     def offset_format(self) -> str:
         return f"{self.order}{'Q' if self.big else 'I'}"
@@ -127,7 +187,9 @@ class _Writer:
         self.buffer[where : where + len(data)] = data
 
 
-def _layout(images: Sequence[TiffImage], data_at: int, byteorder: str, *, big: bool) -> bytes:
+def _layout(images: Sequence[TiffImage], data_at: int, byteorder: str, *,
+            big: bool) -> tuple[bytes, tuple[PlacedTable, ...], int]:
+    """The header's bytes (up to its tables), its tables, and where it ends."""
     order = "<" if byteorder == "little" else ">"
     writer = _Writer(order, big)
     mark = b"II" if order == "<" else b"MM"
@@ -143,7 +205,8 @@ def _layout(images: Sequence[TiffImage], data_at: int, byteorder: str, *, big: b
         where = _write_ifd(writer, image)
         writer.put(pointer, struct.pack(writer.offset_format(), where))
         pointer = where + (8 if big else 2) + len(_all_tags(image, big, [])) * (20 if big else 12)
-    return bytes(writer.buffer)
+    tables, end = writer.place_tables()
+    return bytes(writer.buffer), tables, end
 
 
 def _all_tags(image: TiffImage, big: bool, sub_ifds: list[int]) -> list[Tag]:
@@ -167,15 +230,26 @@ def _write_ifd(writer: _Writer, image: TiffImage) -> int:
     subs = [_write_ifd(writer, sub) for sub in image.sub_images]
     tags = _all_tags(image, big, subs)
     entries = [struct.pack(f"{order}{count_format}", len(tags))]
-    for tag in tags:
-        value = tag.encoded(order, big)
-        if len(value) <= inline:
-            field_bytes = value + b"\0" * (inline - len(value))
-        else:
-            at = writer.reserve(len(value))
-            writer.put(at, value)
-            field_bytes = struct.pack(writer.offset_format(), at)
+    count_bytes = 8 if big else 2
+    for number, tag in enumerate(tags):
+        field_at = where + count_bytes + number * entry_size + 4 + (8 if big else 4)
+        field_bytes = _field(writer, tag, inline, field_at)
         count = struct.pack(f"{order}{'Q' if big else 'I'}", tag.count())
         entries.append(struct.pack(f"{order}HH", tag.code, tag.kind) + count + field_bytes)
     writer.put(where, b"".join(entries))  # (the next-IFD pointer, zero, is filled by the caller)
     return where
+
+
+def _field(writer: _Writer, tag: Tag, inline: int, field_at: int) -> bytes:
+    """An entry's value field (at `field_at` in the header): the value, or where it is put.
+    A large table goes after every IFD, its values made as read (`Writer.place_tables`)."""
+    number = tag.number_format(writer.order)
+    if isinstance(tag.values, Table) and len(tag.values) * np.dtype(number).itemsize > inline:
+        writer.later.append((field_at, tag.values, number))
+        return bytes(inline)
+    value = tag.encoded(writer.order, writer.big)
+    if len(value) <= inline:
+        return value + b"\0" * (inline - len(value))
+    at = writer.reserve(len(value))
+    writer.put(at, value)
+    return struct.pack(writer.offset_format(), at)

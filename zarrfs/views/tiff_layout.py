@@ -35,6 +35,7 @@ from .tiff_format import (
     Tag,
     TiffImage,
 )
+from .tiff_tables import Given, Stepped, Table
 
 TILE_MULTIPLE = 16
 STRIP_BYTES = 1 << 20  # strips of about this many bytes (whole rows), when there are no tiles
@@ -125,12 +126,12 @@ class TileBoxes:
         return Box((*leading, row * height, column * width),
                    (*(i + 1 for i in leading), (row + 1) * height, (column + 1) * width))
 
-    def chunks(self, leading_chunk: Index) -> Iterator[Index]:
-        """Each tile's read chunk (tiles are read chunks' last two dimensions), in file order."""
-        for plane in self.planes:
-            leading = tuple(i // edge for i, edge in zip(plane, leading_chunk, strict=True))
-            for row, column in product(range(self.rows), range(self.columns)):
-                yield (*leading, row, column)
+    def chunk(self, number: int, leading_chunk: Index) -> Index:
+        """Tile `number`'s read chunk (tiles are read chunks' last two dimensions), whose
+        dimensions before the last two are `leading_chunk`'s edges."""
+        plane, inside = divmod(number, self.rows * self.columns)
+        leading = tuple(i // edge for i, edge in zip(self.planes[plane], leading_chunk, strict=True))
+        return (*leading, *divmod(inside, self.columns))
 
 
 def strip_rows(width: int, height: int, itemsize: int) -> int:
@@ -155,20 +156,20 @@ def image_tags(samples: int, height: int, width: int, fmt: tuple[int, int], comp
     return tuple(tags)
 
 
-def grouped(groups: Sequence[Group], tags: Sequence[tuple[Tag, ...]], offsets: np.ndarray, counts: np.ndarray,
+def grouped(groups: Sequence[Group], tags: Sequence[tuple[Tag, ...]], offsets: Table, counts: Table,
             tiled: bool) -> list[TiffImage]:
     """One TiffImage per group, each taking its share of the offsets (in file order)."""
     images, start = [], 0
     per_plane = len(offsets) // sum(len(group) for group in groups)
     for group, own in zip(groups, tags, strict=True):
         stop = start + per_plane * len(group)
-        images.append(TiffImage(own, offsets[start:stop], counts[start:stop], tiled))
+        images.append(TiffImage(own, offsets.part(start, stop), counts.part(start, stop), tiled))
         start = stop
     return images
 
 
 def strip_extents(groups: Sequence[Group], leading: Index, height: int, width: int, itemsize: int,
-                  rows: int) -> tuple[np.ndarray, np.ndarray]:
+                  rows: int) -> tuple[Given, Given]:
     """Offsets (in the flat C-order bytes of an array whose dimensions before the last two are
     `leading`) and byte counts of every strip of the planes of `groups`, in file order."""
     row_bytes = width * itemsize
@@ -181,7 +182,7 @@ def strip_extents(groups: Sequence[Group], leading: Index, height: int, width: i
     counts = np.full(per_plane, rows * row_bytes, dtype=np.uint64)
     counts[-1] = (height - (per_plane - 1) * rows) * row_bytes
     offsets = (numbers[:, None] * np.uint64(plane_bytes) + starts).reshape(-1)
-    return offsets, np.tile(counts, len(planes))
+    return Given.of(offsets), Given.of(np.tile(counts, len(planes)))
 
 
 @dataclass(frozen=True)
@@ -201,6 +202,9 @@ class Pieces:
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
         return cls(starts, sizes, int(ends[-1]) if len(ends) else 0)
 
+    def length(self, piece: int) -> int:
+        return int(self.lengths[piece])
+
     def spans(self, offset: int, size: int) -> Iterator[tuple[int, int, int]]:
         """(piece, offset in it, byte count) covering [offset, offset + size) of the data; the
         bytes of a span past its piece's length are zeros."""
@@ -214,3 +218,32 @@ class Pieces:
                 yield piece, inside, count
                 offset += count
             piece += 1
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The data as `count` slots of `size` bytes each, one after another: tiles at offsets
+    known without knowing any tile (the spans are those of `Pieces`; a piece's own bytes are
+    the first `filled` of its slot, or all)."""
+
+    size: int
+    count: int
+    filled: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.size * self.count
+
+    def length(self, piece: int) -> int:
+        return self.filled or self.size
+
+    def offsets(self) -> Stepped:
+        return Stepped(self.count, 0, self.size)
+
+    def spans(self, offset: int, size: int) -> Iterator[tuple[int, int, int]]:
+        end = min(offset + size, self.total)
+        while offset < end:
+            piece, inside = divmod(offset, self.size)
+            count = min(self.size - inside, end - offset)
+            yield piece, inside, count
+            offset += count

@@ -3,39 +3,43 @@
 Its tiles are the array's read chunks, so a reader of one tile costs one chunk. Where the
 chunks' codecs are only `bytes` (in the file's byte order) and zstd, a zlib stream or nothing
 (`codecs.stored_form`), a tile is the chunk's stored bytes as they are: zarrfs decodes
-nothing and the reader decompresses; chunks not stored all point at one encoded tile of fill
+nothing and the reader decompresses; a chunk not stored is an encoded tile of fill
 values. Other chunks go out decoded, uncompressed. Arrays whose chunks cannot be tiles (edges
 not multiples of 16) get strips of whole rows, served from the flat bytes of the array.
 
 The file is served without the page cache (direct I/O), so a tile read costs that tile and no
-readahead. The layout is made when the file is looked at (its size) and reused until the array changes:
-stored chunks are located then (one listing, or the shard indexes), so a tile read needs
-nothing but its bytes."""
+readahead. Its layout is made from the array's shape and codecs alone, at no store request:
+each tile has a slot of its own and one byte count, the codec's bound, so the tile tables are
+arithmetic; a tile's stored bytes are followed by padding its decoders skip (`stored_tiles`).
+A reader of one tile of a million costs that tile's fetch, never a listing of the array. The
+file is made again at each open (close-to-open)."""
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numcodecs
 import numpy as np
 
-from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
-from ..codecs.stored_form import StoredForm
+from ..codecs.stored_form import ZLIB, ZSTD, StoredForm
 from ..formats import DataType
 from ..grid import Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
-from .stored_tiles import SCRATCH, StoredTiles
+from .stored_tiles import SCRATCH, SKIPPABLE_HEADER, Padding, StoredTiles
 from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
     Group,
     ImageShape,
     Pieces,
+    Slots,
     TileBoxes,
     Tiling,
     grouped,
@@ -44,21 +48,29 @@ from .tiff_layout import (
     strip_extents,
     strip_rows,
 )
+from .tiff_tables import Stepped
 
-# Tiles of 64 KiB and more (decoded) each take a slot of the next power of two, up to 1 MiB
-# (the largest request FUSE sends): a reader reading through a buffer (stdio, Python's buffered
-# files) reads a tile's whole blocks straight into its own memory and fills its buffer with the
-# last block, which reaches into the slot's zeros and never into the next tile. The block is
-# 4 KiB: a tile is two requests (the second answered from the tile as just read) and no zeros
-# are sent; with the slot as the block it was one request of the slot, zeros and all, which
-# measured the same (tifffile, 24 tiles on fresh mounts: 33.6 ms against 32.3, medians of 10).
+# Every tile has a slot of its own, at an offset known without the store: a tile of 64 KiB and
+# more (decoded) in slots aligned to the next power of two, up to 1 MiB (the largest request
+# FUSE sends), smaller ones to a block, each slot as long as the tile can be encoded (the
+# file is virtual: the zeros after a tile cost no fetch). A reader reading through a buffer
+# (stdio, Python's buffered files) reads a tile's whole blocks straight into its own memory
+# and fills its buffer with the last block, which reaches into the slot's zeros and never into
+# the next tile. The block is 4 KiB: a tile is two requests (the second answered from the tile
+# as just read) and no zeros are sent; with the slot as the block it was one request of the
+# slot, zeros and all, which measured the same (tifffile, 24 tiles: 33.6 ms against 32.3).
 ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
 
 
-def _slot(tile_bytes: int) -> int:
+def _slot_alignment(tile_bytes: int) -> int:
     if tile_bytes < ALIGNED_TILE_BYTES:
-        return 1
+        return RANDOM_ACCESS_BLOCK
     return min(1 << (tile_bytes - 1).bit_length(), LARGEST_SLOT)
+
+
+def _slot_size(longest: int, tile_bytes: int) -> int:
+    align = _slot_alignment(tile_bytes)
+    return -(-longest // align) * align
 
 
 # The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
@@ -78,9 +90,9 @@ class TiffArray(RegionArray, Protocol):
     def stored_form(self) -> StoredForm | None: ...
     @property
     def dirty_bytes(self) -> int: ...
-    def locate_stored(self) -> dict[Index, Any]: ...
-    def read_stored(self, where: Any) -> BytesLike: ...
+    def locate_stored(self, units: Sequence[Index]) -> dict[Index, Any]: ...
     def read_stored_now(self, where: Any, into: memoryview) -> bool: ...
+    def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
     def encoded_fill(self) -> BytesLike: ...
 
 
@@ -150,11 +162,11 @@ class Part:
     """One array's images in a TIFF file, their data at offsets relative to the part's own."""
 
     images: list[TiffImage]
-    pieces: Pieces
+    pieces: Pieces | Slots
     read_piece: PieceReader  # (past a piece's length only when `padded`)
     remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
     held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
-    slot: int = 1  # (what its pieces are aligned to)
+    slot: int = 1  # (what its pieces are aligned to: the longest a tile may be)
     padded: bool = False  # (its readers give the zeros after each piece too)
 
 
@@ -181,48 +193,50 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
     boxes = tiling.boxes(groups, height, width)
     tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
-    slot = _slot(tile_bytes)
-    form = array.stored_form
-    if form is not None and _passes_through(form, byteorder, read_chunk):
-        offsets, counts, pieces, held = _as_stored(array, boxes, form, slot)
-        images = grouped(groups, tags(form.compression, tiling), offsets, counts, tiled=True)
-        return Part(images, pieces, held.read, remote=array.fetches_remotely, held=held.held, slot=slot,
-                    padded=True)
-    pieces = Pieces.of(np.full(len(boxes), tile_bytes), slot)
 
     def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
         return RegionFile(array, boxes[piece], byteorder).read(at, count)
 
-    placed = pieces.starts.astype(np.uint64), pieces.lengths.astype(np.uint64)
-    return Part(grouped(groups, tags("none", tiling), *placed, tiled=True), pieces, decoded,
-                remote=array.fetches_remotely, slot=slot)
+    form = array.stored_form
+    if form is not None and _passes_through(form, byteorder, read_chunk):
+        slots, tiles, length = _as_stored(array, boxes, form, tile_bytes,
+                                          lambda tile: _encoded(form, decoded(tile, 0, tile_bytes)))
+        images = grouped(groups, tags(form.compression, tiling), slots.offsets(),
+                         Stepped(len(boxes), length, 0), tiled=True)
+        return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
+                    slot=slots.size, padded=True)
+    slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
+    same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
+    images = grouped(groups, tags("none", tiling), slots.offsets(), same, tiled=True)
+    return Part(images, slots, decoded, remote=array.fetches_remotely, slot=slots.size)
 
 
 def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
     return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
 
 
-def _as_stored(array: TiffArray, boxes: TileBoxes, form: StoredForm,
-               align: int) -> tuple[np.ndarray, np.ndarray, Pieces, StoredTiles]:
-    """Tiles as stored: the fill tile first, then every stored chunk's bytes in file order."""
+def _as_stored(array: TiffArray, boxes: TileBoxes, form: StoredForm, tile_bytes: int,
+               reencode: Callable[[int], bytes]) -> tuple[Slots, StoredTiles, int]:
+    """Tiles as stored, each in its slot with one byte count for all (the codec's bound)."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
-    located = array.locate_stored()
-    read_chunk = array.read_chunk_shape
-    stored = [located.get(chunk) for chunk in boxes.chunks(read_chunk[:-2])]
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
-    pieces = Pieces.of([len(fill)] + [where.nbytes - form.trailer for where in stored if where is not None],
-                       align)
-    offsets = np.zeros(len(boxes), dtype=np.uint64)
-    counts = np.full(len(boxes), len(fill), dtype=np.uint64)
-    sources: list[StoredChunk] = []
-    for position, where in enumerate(stored):
-        if where is not None:
-            sources.append(where)
-            offsets[position] = pieces.starts[len(sources)]
-            counts[position] = pieces.lengths[len(sources)]
-    return offsets, counts, pieces, StoredTiles(array, fill, sources, slot=align, trailer=form.trailer)
+    skippable = form.compression == ZSTD
+    padding = Padding(max(form.bound(tile_bytes), len(fill) + SKIPPABLE_HEADER * skippable), skippable)
+    leading = array.read_chunk_shape[:-2]
+    tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, padding=padding,
+                        trailer=form.trailer, reencode=reencode)
+    return Slots(_slot_size(padding.length, tile_bytes), len(boxes)), tiles, padding.length
+
+
+def _encoded(form: StoredForm, tile: bytes | memoryview) -> bytes:
+    """A decoded tile compressed as the file says its tiles are (within the codec's bound)."""
+    if form.compression == ZSTD:
+        return bytes(numcodecs.Zstd(level=1).encode(tile))
+    if form.compression == ZLIB:
+        return zlib.compress(tile)
+    return bytes(tile)
 
 
 Span = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros
@@ -237,19 +251,21 @@ class TiffFile(ReadOnlyFile):
     direct_io = True
 
     def __init__(self, parts: Sequence[Part], arrange: Callable[[list[list[TiffImage]]], list[TiffImage]],
-                 byteorder: str) -> None:
-        """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images."""
-        self._parts = list(parts)
+                 byteorder: str, *, smallest_first: bool = False) -> None:
+        """`arrange` makes the file's IFDs (chained; SubIFDs below them) of each part's images.
+        The parts' data follow the header in their order, or, `smallest_first`, the last part's
+        first and the first's last: a cloud-optimized GeoTIFF's overviews before its image."""
+        order = list(range(len(parts)))[:: -1 if smallest_first else 1]
+        self._parts = [parts[number] for number in order]  # (in the order of their data)
         # Tiles are read one by one, in small blocks (see _slot and files.STREAM_BLOCK).
         self.block_size = RANDOM_ACCESS_BLOCK
-        self._sizes = Pieces.of([p.pieces.total for p in parts],
-                                max([RANDOM_ACCESS_BLOCK, *(part.slot for part in parts)]))
-        shifted = [[image.with_data_at(int(base)) for image in part.images]
-                   for part, base in zip(parts, self._sizes.starts, strict=True)]
-        header = tiff_header(arrange(shifted), self._sizes.total, byteorder)
-        self.big = header.big
-        self.header = header.contents
-        self.data_start = header.data_start
+        self._sizes = Pieces.of([part.pieces.total for part in self._parts], LARGEST_SLOT)
+        base = {number: int(start) for number, start in zip(order, self._sizes.starts, strict=True)}
+        shifted = [[image.with_data_at(base[number]) for image in part.images]
+                   for number, part in enumerate(parts)]
+        self.header = tiff_header(arrange(shifted), self._sizes.total, byteorder)
+        self.big = self.header.big
+        self.data_start = self.header.data_start
         self.size = self.data_start + self._sizes.total
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
@@ -282,11 +298,11 @@ class TiffFile(ReadOnlyFile):
         """An open of the file ends (what it holds is shared by every open: nothing to drop)."""
 
     def _spans(self, offset: int, size: int) -> tuple[list[bytes], list[Span]]:
+        """The header's bytes in [offset, offset + size), and the spans of the data's pieces there."""
         size = max(0, min(size, self.size - offset))
         head: list[bytes] = []
         if offset < self.data_start:
-            found = self.header[offset : offset + size]
-            head.append(found + b"\0" * (min(self.data_start, offset + size) - offset - len(found)))
+            head.append(self.header.read(offset, size))
         at = max(offset, self.data_start) - self.data_start
         spans: list[Span] = []
         for number, inside, count in self._sizes.spans(at, offset + size - self.data_start - at):
@@ -305,7 +321,7 @@ def _span_bytes(span: Span, *, held: bool = False) -> bytes | memoryview | None:
         return bytes(count)
     if part.padded:
         return (part.held if held else part.read_piece)(piece, inside, count)
-    length = int(part.pieces.lengths[piece])
+    length = part.pieces.length(piece)
     if inside >= length:
         return bytes(count)
     wanted = min(count, length - inside)

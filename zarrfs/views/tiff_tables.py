@@ -1,0 +1,72 @@
+"""The values of a TIFF image's offset and byte-count tables, made when a reader reads them.
+
+A tiled image of 10^6 tiles has tables of 16 MB; their values are never all made at once:
+tiles in slots of one size have arithmetic offsets and one byte count (`Stepped`); strips and
+a few small tables are plain arrays (`Given`). Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Table:
+    """`length` values, as uint64."""
+
+    length: int
+
+    def __len__(self) -> int:
+        return self.length
+
+    def values(self, start: int, stop: int) -> np.ndarray:
+        """Entries [start, stop)."""
+        raise NotImplementedError
+
+    def part(self, start: int, stop: int) -> Table:
+        """The table of entries [start, stop)."""
+        raise NotImplementedError
+
+    def shifted(self, by: int) -> Table:
+        """Every value plus `by` (offsets moved by where the data starts)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Given(Table):
+    """Values known when the file is made (strips, a few tiles)."""
+
+    array: np.ndarray
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Given:
+        array = np.asarray(values, dtype=np.uint64)
+        return cls(len(array), array)
+
+    def values(self, start: int, stop: int) -> np.ndarray:
+        return self.array[start:stop]
+
+    def part(self, start: int, stop: int) -> Given:
+        return Given.of(self.array[start:stop])
+
+    def shifted(self, by: int) -> Given:
+        return Given.of(self.array + np.uint64(by))
+
+
+@dataclass(frozen=True)
+class Stepped(Table):
+    """first, first + step, first + 2 step, ...: tiles in slots of one size (their offsets),
+    or of one byte count (step 0)."""
+
+    first: int
+    step: int
+
+    def values(self, start: int, stop: int) -> np.ndarray:
+        return np.uint64(self.first) + np.arange(start, stop, dtype=np.uint64) * np.uint64(self.step)
+
+    def part(self, start: int, stop: int) -> Stepped:
+        return Stepped(stop - start, self.first + start * self.step, self.step)
+
+    def shifted(self, by: int) -> Stepped:
+        return replace(self, first=self.first + by)
