@@ -17,6 +17,8 @@ from docs_givens import prepare
 from docs_runners import ExampleFailed, matches, run, transcript
 from docs_scratch import mounts_below, scratch
 
+import zarrfs
+
 EXAMPLES = examples()
 RUN = [e for e in EXAMPLES if e.not_run is None]
 
@@ -24,13 +26,24 @@ RUN = [e for e in EXAMPLES if e.not_run is None]
 @pytest.mark.parametrize("example", RUN, ids=[e.name for e in RUN])
 def test_example_does_what_the_text_says(example: Example, tmp_path: Path) -> None:
     before = chain(example, EXAMPLES)
+    session: dict[str, Any] = {}
     with scratch(tmp_path / "machine") as machine:
-        prepare(machine, tuple(name for e in [*before, example] for name in e.given))
-        session: dict[str, Any] = {}
-        for earlier in before:
-            run(earlier, machine, session)
-        run(example, machine, session)
+        try:
+            prepare(machine, tuple(name for e in [*before, example] for name in e.given))
+            for earlier in before:
+                run(earlier, machine, session)
+            run(example, machine, session)
+        finally:
+            unmount_handles(session)
     assert not mounts_below(tmp_path), "the example left a mount behind its scratch machine's unmount"
+
+
+def unmount_handles(session: dict[str, Any]) -> None:
+    """A doctest that failed before its `m.unmount()` leaves that mount on a temporary
+    directory outside the scratch machine."""
+    for value in session.values():
+        if isinstance(value, zarrfs.Mount) and value.mounted:
+            value.unmount()
 
 
 def test_every_example_runs_or_says_why_not() -> None:
@@ -67,3 +80,18 @@ def test_a_transcript_compares_output_and_status() -> None:
         transcript("output\n$ true\n")
     with pytest.raises(ExampleFailed, match="console"):
         run(next(examples_in("```sh\n$ true\n```\n", "x.md")), None, {})  # type: ignore[arg-type]
+
+
+def test_a_session_that_fails_leaves_no_mount_behind(tmp_path: Path) -> None:
+    session: dict[str, Any] = {}
+    markdown = ('```python\n>>> import zarrfs\n>>> m = zarrfs.mount("/srv/data/array.zarr")\n'
+                '>>> 1 // 0\n0\n```\n')
+    with scratch(tmp_path / "machine") as machine:
+        prepare(machine, ("array",))
+        try:
+            with pytest.raises(ExampleFailed, match="ZeroDivisionError"):
+                run(next(examples_in(markdown, "x.md")), machine, session)
+            assert session["m"].mounted
+        finally:
+            unmount_handles(session)
+        assert not session["m"].mounted
