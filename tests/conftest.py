@@ -60,8 +60,12 @@ FAST_MODULES = {
     "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
     "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py", "test_page_cache.py",
     "test_zip_index.py",
+    "test_docs_options.py",
 }
 FAST_TESTS = {
+    "test_docs.py": {"test_every_example_runs_or_says_why_not",
+                     "test_comments_above_fences_say_how_to_run_them",
+                     "test_a_transcript_compares_output_and_status"},
     "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",
                             "test_a_level_is_placed_by_its_entry_or_the_group"},
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
