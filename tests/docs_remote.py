@@ -6,7 +6,12 @@ by the test servers on 127.0.0.1, with the URLs the docs show substituted by the
   buckets `climate` (`era5.zarr`, a group), `bucket` (`a.zarr`) and `public-bucket`
   (`array.zarr`); a profile `archive` in `AWS_SHARED_CREDENTIALS_FILE`.
 - `gcs`: the GCS emulator as `STORAGE_EMULATOR_HOST`, bucket `bucket` holding `era5.zarr`.
+- `azure`: Azurite as the account of `AZURE_STORAGE_CONNECTION_STRING` (which adlfs takes
+  before an account name), container `container` holding `era5.zarr`.
 - `http`: an HTTP server that lists nothing, as `https://example.org`: `image.ome.zarr`.
+- `zips` (with `s3` and `http`): `cells.ome.zarr.zip` (an OME-Zarr image in a folder of the
+  zip, deflated) in the working directory and in the bucket `bucket`, `image.ozx` (RFC-9) in
+  the working directory, and `c.zip` (the same image) served over HTTP as `https://host`.
 - `refs.json`: a kerchunk reference set of an HDF5 file, in the working directory.
 - `icechunk`: an Icechunk repository at `/srv/repo` with a tag `v1`.
 """
@@ -102,6 +107,22 @@ def _gcs(machine: Scratch) -> None:
     remote.put(str(_group(machine.root / "staging-gcs" / "era5.zarr")), "bucket/era5.zarr", recursive=True)
 
 
+@given("azure")
+def _azure(machine: Scratch) -> None:
+    import adlfs
+    from reliability.azurite_server import AzuriteServer, azurite_command
+
+    command = azurite_command()
+    assert command is not None, "Azurite is not installed (scripts/install installs it with npm)"
+    server = AzuriteServer(command, container="container")
+    server.start()
+    machine.stack.callback(server.stop)
+    machine.env.update(AZURE_STORAGE_CONNECTION_STRING=server.connection_string)
+    remote = adlfs.AzureBlobFileSystem(connection_string=server.connection_string, skip_instance_cache=True)
+    staged = _group(machine.root / "staging-azure" / "era5.zarr")
+    remote.put(str(staged), "container/era5.zarr", recursive=True)
+
+
 @given("http")
 def _http(machine: Scratch) -> None:
     from http_server import serving
@@ -116,6 +137,20 @@ def _http(machine: Scratch) -> None:
     image.attrs["multiscales"] = multiscales
     server = machine.stack.enter_context(serving(served))
     machine.urls["https://example.org"] = server.url
+
+
+@given("zips", "s3", "http")
+def _zips(machine: Scratch) -> None:
+    import boto3
+    from zip_fixtures import ome_image, ozx, zipped_folder
+
+    image = ome_image(machine.root / "staging-zip" / "cells.ome.zarr")
+    cells = zipped_folder(image, machine.work / "cells.ome.zarr.zip", "zip")
+    ozx(image, machine.work / "image.ozx")
+    client = boto3.client("s3", endpoint_url=machine.env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    client.put_object(Bucket="bucket", Key="cells.ome.zarr.zip", Body=cells.read_bytes())
+    (machine.root / "served" / "c.zip").write_bytes(cells.read_bytes())
+    machine.urls["https://host"] = machine.urls["https://example.org"]
 
 
 @given("refs.json")
