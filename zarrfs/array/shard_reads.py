@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from ..codecs import BytesLike, ByteSpan, CodecError, ShardIndex, ShardingCodec
+from ..errors import StoreError, StoreTimeout
 from ..grid import Index
 from ..store import ByteRange, Store
 from ..store.ranges import REMOTE_GAP, merge, worth_whole
@@ -86,11 +87,13 @@ class ShardReader:
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 
-    def load(self, chunk: Index, key: str, *, whole: bool) -> CachedIndex:
+    def load(self, chunk: Index, key: str, *, whole: bool, join_again: bool = True) -> CachedIndex:
         """The shard's index and generation, cached, else loaded (`whole`: with the whole
         shard, see fetch_whole) once for every reader asking meanwhile: they wait for that
-        load, not for the shard's lock in turn, so on a silent store its failure fails them
-        all within one deadline, not one deadline each. (Not with the shard's lock held.)"""
+        load, not for the shard's lock in turn, so on a silent store its failure (a timeout)
+        fails them all within one deadline, not one deadline each. A load that failed at once
+        may have begun before the store came back: a reader that joined it loads once more.
+        (Not with the shard's lock held.)"""
         cached = self.cached_index(chunk)
         if cached is not None:
             return cached
@@ -98,7 +101,14 @@ class ShardReader:
         with self._loads_lock:
             running = self._loads.setdefault(chunk, load)
         if running is not load:
-            return running.result()
+            try:
+                return running.result()
+            except StoreTimeout:
+                raise
+            except StoreError:
+                if not join_again:
+                    raise
+                return self.load(chunk, key, whole=whole, join_again=False)
         try:
             with self.lock(chunk):
                 if whole:
