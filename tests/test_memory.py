@@ -1,4 +1,4 @@
-"""Giving freed memory back (zarrfs.memory): the trimmer runs while the mount is busy and
+"""Giving freed memory back (zarrfs.daemon.memory): the trimmer runs while the mount is busy and
 sleeps longer and longer while it is idle; a trim returns freed heap buffers to the system."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import time
 import pytest
 from mounting import wait_until
 
-from zarrfs import memory
 from zarrfs.array.cache import Counters
-from zarrfs.memory import Trimmer
+from zarrfs.daemon import memory
+from zarrfs.daemon.memory import Trimmer
 
 
 class _Calls:
@@ -95,7 +95,7 @@ def test_a_trim_returns_freed_buffers_to_the_system() -> None:
     # glibc keeps resident until trimmed.
     script = textwrap.dedent("""
         import numpy as np
-        from zarrfs.memory import bound_malloc
+        from zarrfs.daemon.memory import bound_malloc
         trim = bound_malloc()
         assert trim is not None, "not glibc"
         def rss():

@@ -24,8 +24,8 @@ from netproxy import proxied
 from prometheus_client.parser import text_string_to_metric_families
 
 import zarrfs
+from zarrfs.daemon.metrics import public_source
 from zarrfs.errors import MountError
-from zarrfs.metrics import public_source
 from zarrfs.options import MountOptions, OptionError
 
 SHAPE = (512, 512)

@@ -93,7 +93,7 @@ def _seed(case: Case) -> int:
 # Single-threaded, so forking is safe; exits when its stdin (a pipe from pytest) closes.
 _SERVER = r"""
 import json, os, select, socket, sys, traceback
-import zarrfs.cli, zarrfs.daemon
+import zarrfs.cli.command_line, zarrfs.daemon.run
 
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 server.bind(sys.argv[1])

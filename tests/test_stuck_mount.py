@@ -16,7 +16,7 @@ import numpy as np
 import zarr
 from mounting import ZARRFS, mounted
 
-from zarrfs.mountpoint import STAT_SECONDS
+from zarrfs.daemon.mountpoint import STAT_SECONDS
 
 PROBES = {
     "zarrfs mount": lambda source, mnt: [ZARRFS, "mount", str(source), str(mnt)],

@@ -33,8 +33,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .daemon.mountpoint import STATS_XATTR, answering, mount_device, unescape
 from .errors import MountError
-from .mountpoint import STATS_XATTR, answering, mount_device, unescape
 
 MOUNT_SECONDS = 60.0
 # The daemon retries a failing final write-back for a minute (daemon.FINAL_FLUSH_SECONDS).

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .daemon.mountpoint import STATS_XATTR as STATS_XATTR  # (for the fuse layer, which reads options)
 from .errors import ZarrfsError
 from .formats.creation import check_codec
-from .mountpoint import STATS_XATTR as STATS_XATTR  # (for the fuse layer, which reads options)
 from .store.settings import SourceSettings
 from .views.header_registry import VIEW_KINDS
 
@@ -72,7 +72,7 @@ class MountOptions:
     new_codec: str = "zstd"
     new_chunks: tuple[int, ...] | None = None
     # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
-    # None: no metrics (zarrfs.metrics).
+    # None: no metrics (zarrfs.daemon.metrics).
     metrics: tuple[str, int] | None = None
     # TensorStore's zarr3 driver options, by its names and defaults: a read of a chunk that
     # is not stored gives the fill value (False: EIO), and a chunk written equal to the fill

@@ -611,7 +611,7 @@ def fuse_for_users(user: User) -> Iterator[None]:
                 changes.append(Restore(str(directory), mode))
                 os.chmod(directory, mode | 0o001)
         probe = subprocess.run(["runuser", "-u", user.name, "--", sys.executable, "-c",
-                                "import zarrfs.daemon, pyfuse3"],
+                                "import zarrfs.daemon.run, pyfuse3"],
                                capture_output=True, text=True, timeout=60)
         if probe.returncode != 0:
             pytest.skip(f"{user.name} cannot run {sys.executable} with zarrfs even with "

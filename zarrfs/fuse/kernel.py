@@ -28,7 +28,7 @@ def drop_pages(inode: int) -> None:
     """Drop the kernel's cached pages of an inode that is open with the page cache, after its
     bytes changed through another file. This waits for pages locked by requests in flight,
     which the daemon's other threads answer; should the daemon be killed meanwhile, the
-    watchdog (zarrfs.watchdog) aborts the connection so that nothing hangs."""
+    watchdog (zarrfs.daemon.watchdog) aborts the connection so that nothing hangs."""
     try:
         pyfuse3.invalidate_inode(inode, attr_only=False)
     except OSError as e:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .array_metadata import open_array, resized_in_listing
-from .formats import discover
-from .formats.registry import consolidated_file
-from .store import Store
+from ..array_metadata import open_array, resized_in_listing
+from ..formats import discover
+from ..formats.registry import consolidated_file
+from ..store import Store
 
 # How far up to look for groups with consolidated metadata.
 MAX_LEVELS = 16

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING
 import pyfuse3
 import trio
 
+from ..array import Shared
+from ..errors import MetadataError, MountError, ZarrfsError
+from ..formats import discover
+from ..fuse import ZarrOperations
+from ..options import MountOptions
+from ..store import Store, one_line
+from ..store.observe import Observers, RequestLog, StoreObserver
+from ..tree import Tree
+from ..views.array_dir import Layout
 from . import watchdog
-from .array import Shared
-from .errors import MetadataError, MountError, ZarrfsError
-from .formats import discover
-from .fuse import ZarrOperations
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, set_readahead
-from .options import MountOptions
-from .store import Store, one_line
-from .store.observe import Observers, RequestLog, StoreObserver
-from .tree import Tree
-from .views.array_dir import Layout
 
 if TYPE_CHECKING:
     from .metrics import Metrics

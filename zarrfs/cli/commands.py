@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .api import read_stats
-from .array_metadata import NEW_FORMAT, create_array, open_array
-from .errors import ZarrfsError
-from .formats import CORE_TYPES, ArrayDescription
-from .formats.creation import auto_chunks, described_v3_array
+from ..api import read_stats
+from ..array_metadata import NEW_FORMAT, create_array, open_array
+from ..errors import ZarrfsError
+from ..formats import CORE_TYPES, ArrayDescription
+from ..formats.creation import auto_chunks, described_v3_array
+from ..options import MountOptions
+from ..store import Store
 from .info import describe, describe_tree, dims
-from .options import MountOptions
-from .store import Store
 
 if TYPE_CHECKING:
     from .check import Report
@@ -45,7 +45,7 @@ class NewArray:
 
 
 def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bool) -> int:
-    from .daemon import mount as run_daemon  # imports pyfuse3 and trio: only for this command
+    from ..daemon.run import mount as run_daemon  # imports pyfuse3 and trio: only for this command
 
     return run_daemon(source, mountpoint, options, foreground=foreground)
 

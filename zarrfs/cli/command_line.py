@@ -1,5 +1,5 @@
 """The `zarrfs` and `mount.zarrfs` commands: arguments in, lines out; the work is done by
-`zarrfs.commands`.
+`zarrfs.cli.commands`.
 
     zarrfs mount SOURCE MOUNTPOINT [-o OPTIONS] [-f]
     zarrfs SOURCE MOUNTPOINT -o OPTIONS          (the form mount.fuse3 uses for fuse.zarrfs)
@@ -20,9 +20,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from . import __version__, commands
-from .errors import ZarrfsError
-from .options import MountOptions
+from .. import __version__
+from ..errors import ZarrfsError
+from ..options import MountOptions
+from . import commands
 
 COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats")
 
@@ -211,6 +212,3 @@ def _new_array(args: argparse.Namespace) -> commands.NewArray:
     return commands.NewArray(tuple(args.shape), args.dtype, args.chunks, args.shards, args.codec,
                              args.fill_value, args.dimension_names, args.key_separator)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

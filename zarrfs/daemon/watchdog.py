@@ -12,7 +12,7 @@ aborts the FUSE connection (through fusectl, as `umount -f` would), which releas
 the daemon then finishes exiting and the mount fails with ENOTCONN, to be cleared by
 `fusermount3 -u`. It exits when the daemon has exited.
 
-    python -m zarrfs.watchdog DAEMON_PID CONNECTION
+    python -m zarrfs.daemon.watchdog DAEMON_PID CONNECTION
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def start(daemon_pid: int, connection: str) -> subprocess.Popen[bytes] | None:
     be used (not root and not mounted)."""
     if not _fusectl_ready():
         return None
-    return subprocess.Popen([sys.executable, "-m", "zarrfs.watchdog", str(daemon_pid), connection],
+    return subprocess.Popen([sys.executable, "-m", "zarrfs.daemon.watchdog", str(daemon_pid), connection],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, close_fds=True)
 

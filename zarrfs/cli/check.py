@@ -17,12 +17,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from .array.sharded_io import partial_read_sharding
-from .codecs import ChunkSpec, Pipeline, ShardingCodec
-from .errors import StoreError, ZarrfsError
-from .formats import ArrayDescription, NodeMetadata, children_of, discover
-from .formats.nodes import join_path
-from .store import TEMP_PREFIX, Store, one_line, temporary_owner_alive
+from ..array.sharded_io import partial_read_sharding
+from ..codecs import ChunkSpec, Pipeline, ShardingCodec
+from ..errors import StoreError, ZarrfsError
+from ..formats import ArrayDescription, NodeMetadata, children_of, discover
+from ..formats.nodes import join_path
+from ..store import TEMP_PREFIX, Store, one_line, temporary_owner_alive
 
 # Metadata files any array directory may hold, besides those its node lists.
 METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zattrs", ".zmetadata", "meta", "attrs"})

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from .errors import MountError, MountNotAnswering
+from ..errors import MountError, MountNotAnswering
 
 log = logging.getLogger("zarrfs")
 

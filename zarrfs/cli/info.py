@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .array import ZarrArray
-from .codecs import ChunkSpec, Pipeline, ShardingCodec
-from .errors import ZarrfsError
-from .formats import CodecSpec, NodeMetadata, children_of, discover, element_name, fill_value_to_json
-from .formats.variable import describe_variable
-from .store import Store
+from ..array import ZarrArray
+from ..codecs import ChunkSpec, Pipeline, ShardingCodec
+from ..errors import ZarrfsError
+from ..formats import CodecSpec, NodeMetadata, children_of, discover, element_name, fill_value_to_json
+from ..formats.variable import describe_variable
+from ..store import Store
 
 
 def describe_tree(store: Store) -> list[str] | None:

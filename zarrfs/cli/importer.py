@@ -24,13 +24,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .array.sharded_io import partial_read_sharding
-from .array_metadata import write_new_document
-from .codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
-from .errors import ZarrfsError
-from .formats import ArrayDescription, discover
-from .grid import Box, Index
-from .store import Store
+from ..array.sharded_io import partial_read_sharding
+from ..array_metadata import write_new_document
+from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
+from ..errors import ZarrfsError
+from ..formats import ArrayDescription, discover
+from ..grid import Box, Index
+from ..store import Store
 
 
 def import_raw(raw: str, dest: str, storage_options: Mapping[str, Any], description: ArrayDescription, *,

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from .errors import ZarrfsError
-from .store.observe import KINDS, TIMEOUT, Operation
+from ..errors import ZarrfsError
+from ..store.observe import KINDS, TIMEOUT, Operation
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from .array import Shared
+    from ..array import Shared
 
 # From a cached read (~50 µs) to a store's whole deadline (30 s by default) and past it.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,

@@ -1,0 +1,7 @@
+"""`python -m zarrfs.cli ARGS`: the `zarrfs` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
