@@ -39,9 +39,10 @@ from zarr.codecs import ZstdCodec
 from tests.netproxy import proxied
 from tests.reliability.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.reliability.test_two_mounts import Writer, lost
+from tests.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
 from zarrfs.errors import ConflictError
 from zarrfs.options import MountOptions, OptionError
-from zarrfs.store import ByteRange, Store
+from zarrfs.store import Store
 from zarrfs.store.settings import SourceSettings
 from zarrfs.store.sources import open_filesystem
 
@@ -83,36 +84,12 @@ def test_fixture_server_honours_etag_conditions(azurite: AzuriteServer, containe
 
 def test_store_compare_and_swap(azurite: AzuriteServer, container: str) -> None:
     store = Store(adlfs.AzureBlobFileSystem(**azurite.adlfs_options()), f"{container}/cas")
-    assert store.versioned and store.conditional
-    first = store.put("k", b"first", expect=None)
-    with pytest.raises(ConflictError):
-        store.put("k", b"again", expect=None)  # must not exist: it does
-    found = store.read("k")
-    assert found is not None and (found.data, found.generation) == (b"first", first)
-    assert store.generation("k") == first
+    assert_compare_and_swap(store)
     other = store.put("j", b"other", expect=None)
+    store.put("k", b"first", expect=None)
     many = store.read_many(["k", "nothing", "j"])  # (in flight at once)
     found = [(v.data, v.generation) if v else None for v in many]
-    assert found == [(b"first", first), None, (b"other", other)]
-    assert store.generations(["k", "a", "b", "c", "d"])["k"] == first  # one listing
-    second = store.put("k", b"second", expect=first)
-    assert second != first
-    with pytest.raises(ConflictError):
-        store.put("k", b"stale", expect=first)  # a writer that read `first`
-    ranged = store.read("k", ByteRange(1, 3))
-    assert ranged is not None and (ranged.data, ranged.generation) == (b"eco", second)
-    past_end = store.read("k", ByteRange(100, 4))
-    assert past_end is not None and past_end.data == b""
-    with pytest.raises(ConflictError):
-        store.delete("k", expect=first)
-    with pytest.raises(ConflictError):
-        store.delete("k", expect=None)
-    assert store.get("k") == b"second"
-    store.delete("k", expect=second)
-    assert store.read("k") is None
-    store.delete("k", expect=None)  # absent, as expected
-    with pytest.raises(ConflictError):
-        store.delete("k", expect=second)  # deleted meanwhile
+    assert found == [(b"first", store.generation("k")), None, (b"other", other)]
 
 
 def racing_puts(stores: list[Store], key: str, data: list[bytes], expect: str | None) -> list[str | None]:
@@ -190,18 +167,7 @@ def test_mount_reads_and_writes_an_array_on_azure(azurite: AzuriteServer, contai
     data = np.frombuffer(mount.data.read_bytes(), "<f4").reshape(SHAPE)
     assert np.array_equal(data, VALUES)
 
-    expected = VALUES.copy()
-    row = np.linspace(-1, 1, SHAPE[1], dtype="<f4")
-    expected[5] = row
-    expected[40:44, 20:30] = 7
-    fd = os.open(mount.data, os.O_WRONLY)
-    try:
-        os.pwrite(fd, row.tobytes(), 5 * SHAPE[1] * 4)
-        for i in range(40, 44):
-            os.pwrite(fd, np.full(10, 7, "<f4").tobytes(), (i * SHAPE[1] + 20) * 4)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    expected = write_row_and_block(mount.data, VALUES)
     assert np.array_equal(read_zarr_python(azurite, container), expected)
     assert mount.unmount() == 0, mount.log()
     assert "Traceback" not in mount.log(), mount.log()
@@ -219,21 +185,7 @@ def test_two_mounts_lose_no_update(azurite: AzuriteServer, container: str, mount
     source, env = f"az://{container}/array", by_connection_string(azurite)
     a = Writer("A", mount_array(source, ["direct_io", "cache=16M"], env=env)).open()
     b = Writer("B", mount_array(source, ["direct_io", "cache=16M"], env=env)).open()
-    expected = VALUES.copy()
-    try:
-        for r in range(ROUNDS):
-            for writer in (a, b):
-                os.pread(writer.fd, VALUES.nbytes, 0)
-            writes = [(a, {(r % 4, r % 8): 1000.0 + r}), (b, {(4 + r % 4, (r + 3) % 8): 2000.0 + r})]
-            for writer, elements in writes:
-                for (i, j), value in elements.items():
-                    os.pwrite(writer.fd, np.float32(value).tobytes(), (i * SHAPE[1] + j) * 4)
-                    expected[i, j] = value
-                writer.fsync()
-        conflicts = sum(int(w.stats()["write_conflicts"]) for w in (a, b))
-    finally:
-        a.close()
-        b.close()
+    expected, conflicts = write_in_rounds(a, b, VALUES, ROUNDS)
     for writer in (a, b):
         assert writer.mount.unmount() == 0, writer.mount.log()
     stored = read_zarr_python(azurite, container)

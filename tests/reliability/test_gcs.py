@@ -35,8 +35,8 @@ from mounting import Mount
 from zarr.codecs import ZstdCodec
 
 from tests.reliability.test_two_mounts import Writer, lost
-from zarrfs.errors import ConflictError
-from zarrfs.store import ByteRange, Store
+from tests.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
+from zarrfs.store import Store
 
 SHAPE = (64, 48)
 CHUNKS = (16, 16)
@@ -86,32 +86,7 @@ def test_fixture_server_honours_preconditions_and_reports_generations(gcs_server
 
 
 def test_store_compare_and_swap(gcs_store: Store) -> None:
-    assert gcs_store.versioned and gcs_store.conditional
-    first = gcs_store.put("k", b"first", expect=None)
-    with pytest.raises(ConflictError):
-        gcs_store.put("k", b"again", expect=None)  # must not exist: it does
-    found = gcs_store.read("k")
-    assert found is not None and (found.data, found.generation) == (b"first", first)
-    assert gcs_store.generation("k") == first
-    assert gcs_store.generations(["k", "a", "b", "c", "d"])["k"] == first  # one listing
-    second = gcs_store.put("k", b"second", expect=first)
-    assert second != first
-    with pytest.raises(ConflictError):
-        gcs_store.put("k", b"stale", expect=first)  # a writer that read `first`
-    ranged = gcs_store.read("k", ByteRange(1, 3))
-    assert ranged is not None and (ranged.data, ranged.generation) == (b"eco", second)
-    past_end = gcs_store.read("k", ByteRange(100, 4))
-    assert past_end is not None and past_end.data == b""
-    with pytest.raises(ConflictError):
-        gcs_store.delete("k", expect=first)
-    with pytest.raises(ConflictError):
-        gcs_store.delete("k", expect=None)
-    assert gcs_store.get("k") == b"second"
-    gcs_store.delete("k", expect=second)
-    assert gcs_store.read("k") is None
-    gcs_store.delete("k", expect=None)  # absent, as expected
-    with pytest.raises(ConflictError):
-        gcs_store.delete("k", expect=second)  # deleted meanwhile
+    assert_compare_and_swap(gcs_store)
 
 
 def create_array(server: GCSServer, chunks: tuple[int, int] = CHUNKS) -> Any:
@@ -139,18 +114,7 @@ def test_mount_reads_and_writes_an_array_on_gcs(gcs_server: GCSServer, mount_arr
     data = np.frombuffer(mount.data.read_bytes(), "<f4").reshape(SHAPE)
     assert np.array_equal(data, VALUES)
 
-    expected = VALUES.copy()
-    row = np.linspace(-1, 1, SHAPE[1], dtype="<f4")
-    expected[5] = row
-    expected[40:44, 20:30] = 7
-    fd = os.open(mount.data, os.O_WRONLY)
-    try:
-        os.pwrite(fd, row.tobytes(), 5 * SHAPE[1] * 4)
-        for i in range(40, 44):
-            os.pwrite(fd, np.full(10, 7, "<f4").tobytes(), (i * SHAPE[1] + 20) * 4)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    expected = write_row_and_block(mount.data, VALUES)
     assert np.array_equal(read_zarr_python(gcs_server), expected)
     assert mount.unmount() == 0, mount.log()
     assert "Traceback" not in mount.log(), mount.log()
@@ -165,22 +129,7 @@ def test_two_mounts_lose_no_update(gcs_server: GCSServer, mount_array: Any) -> N
     options = mount_options(gcs_server, "cache=16M")
     a = Writer("A", mount_array(source, options)).open()
     b = Writer("B", mount_array(source, options)).open()
-    expected = VALUES.copy()
-    try:
-        for r in range(ROUNDS):
-            for writer in (a, b):
-                os.pread(writer.fd, VALUES.nbytes, 0)
-            writes = {(1, r): {(r % 4, r % 8): 1000.0 + r}, (2, r): {(4 + r % 4, (r + 3) % 8): 2000.0 + r}}
-            for (who, _), elements in writes.items():
-                writer = a if who == 1 else b
-                for (i, j), value in elements.items():
-                    os.pwrite(writer.fd, np.float32(value).tobytes(), (i * SHAPE[1] + j) * 4)
-                    expected[i, j] = value
-                writer.fsync()
-        conflicts = sum(int(w.stats()["write_conflicts"]) for w in (a, b))
-    finally:
-        a.close()
-        b.close()
+    expected, conflicts = write_in_rounds(a, b, VALUES, ROUNDS)
     for writer in (a, b):
         assert writer.mount.unmount() == 0, writer.mount.log()
     stored = read_zarr_python(gcs_server)
