@@ -194,13 +194,14 @@ def report(results: dict[tuple[str, str], list[dict[str, Any]]], args: argparse.
                          f"{mine:.1f} | "
                          f"{_ratio(local, mine)} | {_ratio(local, bare)} | {_ratio(bare, mine)} | "
                          f"{ts_ms / mine:.2f}x | {decoded:.0f} | {fetched:.1f} | "
-                         f"{_target(reader, {'local copy': local, 'bare FUSE': bare}, mine)} |")
+                         f"{_target(place, reader, {'local copy': local, 'bare FUSE': bare}, mine)} |")
     return "\n".join(lines) + "\n"
 
 
-def _target(reader: str, bases: dict[str, float | None], mine: float) -> str:
-    """Whether `reader` through zarrfs (`mine` ms) meets its target against its base."""
-    if reader not in TARGETS or bases[TARGETS[reader][0]] is None or not mine:
+def _target(place: str, reader: str, bases: dict[str, float | None], mine: float) -> str:
+    """Whether `reader` through zarrfs (`mine` ms) meets its target against its base (on a
+    local store: the bases are local files)."""
+    if place != "local" or reader not in TARGETS or bases[TARGETS[reader][0]] is None or not mine:
         return "-"
     base, ratio = TARGETS[reader]
     found = (bases[base] or 0.0) / mine

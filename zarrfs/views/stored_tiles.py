@@ -92,8 +92,11 @@ class StoredTiles:
         length = where.nbytes - self._trailer
         if not self._padding.fits(length):
             return None
-        into = SCRATCH.lend((self._tiles, tile), length)
-        if self._array.read_stored_now(replace(where, nbytes=length), into):
+        # (padded in the buffer: a reader's request of the whole count is a view of it, not
+        # a new join of the tile and zeros, 0.2 ms a 512 KiB tile in fresh memory here)
+        into = SCRATCH.lend((self._tiles, tile), self._padding.length)
+        if self._array.read_stored_now(replace(where, nbytes=length), into[:length]):
+            self._padding.pad(into, length)
             return into
         SCRATCH.forget()
         return None
@@ -111,15 +114,24 @@ class Padding:
     def fits(self, size: int) -> bool:
         return size + (SKIPPABLE_HEADER if self.skippable else 0) <= self.length
 
+    def pad(self, slot: memoryview, size: int) -> None:
+        """Fill `slot` (`length` bytes, a tile of `size` bytes first) with the padding."""
+        slot[size:] = self._after(size, self.length - size)
+
+    def _after(self, size: int, count: int) -> bytearray:
+        """The first `count` bytes after a tile of `size` bytes: the padding, then zeros."""
+        after = bytearray(count)
+        if self.skippable and size < self.length:
+            header = SKIPPABLE_MAGIC + (self.length - size - SKIPPABLE_HEADER).to_bytes(4, "little")
+            after[: min(len(header), count)] = header[:count]
+        return after
+
     def slot(self, tile: BytesLike, at: int, count: int) -> bytes | memoryview:
         """Bytes [at, at + count) of the slot of `tile` (a view when all are the tile's)."""
         size = len(tile)
         if at + count <= size:
             return memoryview(tile)[at : at + count]
-        after = bytearray(at + count - size)  # (the slot's bytes from the tile's end)
-        if self.skippable and size < self.length:
-            header = SKIPPABLE_MAGIC + (self.length - size - SKIPPABLE_HEADER).to_bytes(4, "little")
-            after[: min(len(header), len(after))] = header[: len(after)]
+        after = self._after(size, at + count - size)  # (the slot's bytes from the tile's end)
         head = memoryview(tile)[at:] if at < size else b""
         return b"".join((head, after[max(0, at - size) :]))
 
