@@ -23,6 +23,7 @@ from .held_bytes import HeldBytes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
 HELD_TILES = HeldBytes(32 << 20)
+LOCATED_AT_MOST = 1 << 16  # tiles' locations a file keeps (a shard's are found together)
 SKIPPABLE_MAGIC, SKIPPABLE_HEADER = (0x184D2A50).to_bytes(4, "little"), 8  # (zstd's format, 3.1.2)
 
 
@@ -84,6 +85,8 @@ class StoredTiles:
         stat of the chunk, or of its shard and the shard's index, kept for the file's life)."""
         unit = self._chunk_of(tile)
         if unit not in self._located:
+            if len(self._located) >= LOCATED_AT_MOST:
+                self._located.clear()  # (bounded: a reader of every tile of 10^6 would hold 10^6)
             self._located.update(self._array.locate_stored([unit]))
             self._located.setdefault(unit, None)
         where = self._located[unit]
