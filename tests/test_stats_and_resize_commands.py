@@ -86,3 +86,19 @@ def test_offline_resize_refuses_rank_0_and_wrong_ranks(tmp_path: Path) -> None:
         result = zarrfs("resize", str(source), "--shape", shape)
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert "rank" in result.stderr
+
+
+def test_offline_resize_refuses_an_array_a_mount_serves(tmp_path: Path, mount_array: Any) -> None:
+    root = tmp_path / "g.zarr"
+    group = zarr.open_group(str(root), mode="w")
+    group.create_array("x", shape=(4, 4), chunks=(2, 2), dtype="<i2", fill_value=0)[...] = 3
+    mount = mount_array(root)
+    for source in (root / "x", root):  # below the mounted group, and the mounted node itself
+        result = zarrfs("resize", str(source), "--shape", "2,2")
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert f"mounted at {mount.path}" in result.stderr and "unmount it first" in result.stderr
+    assert zarr.open_array(str(root / "x")).shape == (4, 4)  # untouched
+    assert (mount.path / "x" / "data").stat().st_size == 4 * 4 * 2
+    other = tmp_path / "g.zarr2"  # a sibling whose name begins like the mounted one
+    zarr.create_array(str(other), shape=(4,), chunks=(2,), dtype="<i2")
+    assert zarrfs("resize", str(other), "--shape", "2").returncode == 0

@@ -3,10 +3,13 @@ consolidated metadata of the groups above it (zarr-python trusts those)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..array_metadata import open_array, resized_in_listing
+from ..daemon.mountpoint import unescape
+from ..errors import ResizeError
 from ..formats import discover
 from ..formats.registry import consolidated_file
 from ..store import Store
@@ -16,7 +19,13 @@ MAX_LEVELS = 16
 
 
 def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ...]) -> list[str]:
-    """Resize the array at `source`; the groups whose consolidated metadata were updated."""
+    """Resize the array at `source`; the groups whose consolidated metadata were updated.
+    ResizeError when a zarrfs mount serves it: that daemon's cached chunks and metadata would
+    go stale, and its write-back could store chunks past the new edge."""
+    for mounted, mountpoint in zarrfs_mounts():
+        if _serves(mounted, source):
+            raise ResizeError(f"{source} is mounted at {mountpoint}: unmount it first, or resize "
+                              f"its first dimension there with truncate on data")
     array = open_array(Store.open(source, storage))
     try:
         array.resize(shape)
@@ -42,6 +51,28 @@ def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ..
         child, parent = _split(parent)
         relative = f"{child}/{relative}"
     return updated
+
+
+def zarrfs_mounts(table: str = "/proc/mounts") -> Iterator[tuple[str, str]]:
+    """(source, mountpoint) of each zarrfs mount of the machine."""
+    try:
+        with open(table) as f:
+            lines = f.readlines()
+    except OSError:
+        return
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == "fuse.zarrfs":
+            yield unescape(fields[0]), unescape(fields[1])
+
+
+def _serves(mounted: str, source: str) -> bool:
+    """Whether a mount of `mounted` shows `source`: the same node or a group above it."""
+    if "://" not in source and "::" not in source:
+        source = os.path.realpath(source)
+        mounted = os.path.realpath(mounted) if "://" not in mounted else mounted
+    mounted, source = mounted.rstrip("/"), source.rstrip("/")
+    return source == mounted or source.startswith(mounted + "/")
 
 
 def _split(path: str) -> tuple[str, str]:
