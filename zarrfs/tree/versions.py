@@ -57,7 +57,7 @@ class Versions:
     def names(self, directory: Ref) -> list[str]:
         if directory == self.top:
             return [*KINDS, LOG]
-        return self._listed(_kind(directory), fresh=True)
+        return self._listed(_kind(directory))
 
     def lookup(self, directory: Ref, name: str, known: Callable[[str], bool]) -> Ref | None:
         """`name` in a directory of versions; a version is not opened, unless it is a snapshot
@@ -67,14 +67,16 @@ class Versions:
                 return Ref(VERSIONS, VERSION_LOG, (LOG,))
             return Ref(f"{VERSIONS}/{name}", VERSION_DIR) if name in KINDS else None
         kind, path = _kind(directory), f"{directory.path}/{name}"
-        if name in self._listed(kind, fresh=False) or (kind == SNAPSHOTS and known(path)):
+        if name in self._listed(kind) or (kind == SNAPSHOTS and known(path)):
             return Ref(path, GROUP)
         return None
 
-    def _listed(self, kind: str, *, fresh: bool) -> list[str]:
+    def _listed(self, kind: str) -> list[str]:
+        """A kind's names, listed at most once per `NAMES_SECONDS` (a `readdir` and the lookups
+        of what it read: one listing)."""
         with self._lock:
             listed = self._names.get(kind)
-        if not fresh and listed is not None and time.monotonic() - listed[0] < NAMES_SECONDS:
+        if listed is not None and time.monotonic() - listed[0] < NAMES_SECONDS:
             return listed[1]
         names = self.catalog.names(kind)
         with self._lock:
