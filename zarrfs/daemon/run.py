@@ -29,7 +29,7 @@ from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import Store, one_line
 from ..store.observe import Observers, RequestLog, StoreObserver
-from ..tree import Tree
+from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
 from . import watchdog
 from .memory import Trimmer, bound_malloc
@@ -228,7 +228,7 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
     root = discover(store.get, "")
     if root is None:
         raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
-    tree = Tree(store, root, shared, layout, rechecks=rechecks)
+    tree = tree_of(store, root, shared, layout, rechecks=rechecks)  # (with .versions/: Icechunk)
     if not store.read_only and not store.conditional:
         log.warning("%s cannot write conditionally: writers other than this mount are not "
                     "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))

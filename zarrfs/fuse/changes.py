@@ -26,7 +26,20 @@ from typing import Any, TypeVar
 import pyfuse3
 
 from ..options import MountOptions
-from ..tree import ARRAY, CHUNK, CHUNKS, DATA, GROUP, GROUP_VIEW, HEADER, METADATA, Ref, Tree
+from ..tree import (
+    ARRAY,
+    CHUNK,
+    CHUNKS,
+    DATA,
+    GROUP,
+    GROUP_VIEW,
+    HEADER,
+    METADATA,
+    Ref,
+    Tree,
+    in_versions,
+    takes_new_versions,
+)
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
@@ -131,7 +144,11 @@ class ChangeOperations:
 
     @boundary
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
-        parent = self._writable_group(parent_inode)
+        parent = self._node(parent_inode)
+        if not takes_new_versions(parent):  # (.versions/tags, .versions/branches: a tag or branch)
+            parent = self._writable_group(parent_inode)
+        elif self.read_only:
+            raise pyfuse3.FUSEError(errno.EROFS)
         text = name.decode("utf-8", "replace")
         await self._edit(self.tree.edits.create_group, parent.path, text)
         return await self.workers.run(self._lookup, parent, text)
@@ -198,7 +215,7 @@ class ChangeOperations:
     @boundary
     async def setxattr(self, inode: int, name: bytes, value: bytes, ctx: Any) -> None:
         node = self._node(inode)
-        if self.read_only:
+        if self.read_only or in_versions(node):
             raise pyfuse3.FUSEError(errno.EROFS)
         if name.decode("utf-8", "replace") != ATTRIBUTES_XATTR or node.role not in (GROUP, ARRAY):
             raise pyfuse3.FUSEError(errno.EPERM)
@@ -212,7 +229,8 @@ class ChangeOperations:
 
     @boundary
     async def removexattr(self, inode: int, name: bytes, ctx: Any) -> None:
-        raise pyfuse3.FUSEError(errno.EROFS if self.read_only else errno.EPERM)
+        fixed = self.read_only or in_versions(self._node(inode))
+        raise pyfuse3.FUSEError(errno.EROFS if fixed else errno.EPERM)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -226,7 +244,7 @@ class ChangeOperations:
     async def _child(self, parent_inode: int, name: bytes) -> Ref:
         """The node `name` names in a directory of a writable mount."""
         parent = self._node(parent_inode)
-        if self.read_only:
+        if self.read_only or in_versions(parent):
             raise pyfuse3.FUSEError(errno.EROFS)
         child = await self.workers.run(self.tree.lookup, parent, name.decode("utf-8", "replace"))
         if child is None:
@@ -235,7 +253,7 @@ class ChangeOperations:
 
     def _writable_group(self, inode: int) -> Ref:
         node = self._node(inode)
-        if self.read_only:
+        if self.read_only or in_versions(node):
             raise pyfuse3.FUSEError(errno.EROFS)
         if node.role != GROUP:
             raise pyfuse3.FUSEError(errno.EPERM)

@@ -18,7 +18,7 @@ from typing import Any
 import pyfuse3
 
 from ..options import MountOptions
-from ..tree import UPLOAD, Ref, Tree
+from ..tree import UPLOAD, Ref, Tree, in_versions
 from ..views import FileView
 from ..views.readahead import Reading
 from .boundary import Counters, Timings, boundary
@@ -69,7 +69,7 @@ class FileOperations:
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if node.role == UPLOAD:
             self.tree.uploads.opened(node.path, node.parts[0], writing=writable)
-        if writable and self.read_only:
+        if writable and (self.read_only or in_versions(node)):
             raise pyfuse3.FUSEError(errno.EROFS)
         if writable and not view.writable:
             raise pyfuse3.FUSEError(errno.EACCES)

@@ -22,7 +22,7 @@ import trio
 
 from ..errors import ResizeError
 from ..options import STATS_XATTR, MountOptions
-from ..tree import UPLOAD, Ref, Tree
+from ..tree import UPLOAD, Ref, Tree, in_versions, takes_new_versions
 from ..views import FileView
 from ..views.files import STREAM_BLOCK, FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
@@ -119,13 +119,14 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         attrs.st_ino = self.tree.inode(node) if inode is None else inode
         umask = self.options.umask
         if node.is_dir:
-            attrs.st_mode = stat.S_IFDIR | ((0o555 if self.read_only else 0o755) & ~umask)
+            fixed = self.read_only or (in_versions(node) and not takes_new_versions(node))
+            attrs.st_mode = stat.S_IFDIR | ((0o555 if fixed else 0o755) & ~umask)
             attrs.st_nlink = 2
             attrs.st_size = 0
             attrs.st_blksize = STREAM_BLOCK
         else:
             view = self.tree.file(node)
-            writable = view.writable and not self.read_only
+            writable = view.writable and not self.read_only and not in_versions(node)
             attrs.st_mode = stat.S_IFREG | ((0o644 if writable else 0o444) & ~umask)
             attrs.st_nlink = 1
             attrs.st_size = view.size
@@ -171,7 +172,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     ) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
         changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
-        if (fields.update_size or changes_owner) and self.read_only:
+        if (fields.update_size or changes_owner) and (self.read_only or in_versions(node)):
             raise pyfuse3.FUSEError(errno.EROFS)
         if changes_owner and node.role != UPLOAD:  # (cp -p of NAME.npy: accepted, ignored)
             raise pyfuse3.FUSEError(errno.EPERM)
@@ -267,7 +268,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     async def access(self, inode: int, mode: int, ctx: Any) -> bool:
         node = self._node(inode)
         if mode & os.W_OK:
-            if self.read_only:
+            if self.read_only or (in_versions(node) and not takes_new_versions(node)):
                 raise pyfuse3.FUSEError(errno.EROFS)
             return node.is_dir or (await self.workers.run(self.tree.file, node)).writable
         return True

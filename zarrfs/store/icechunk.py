@@ -100,6 +100,11 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         self._state = state
         self._moving: asyncio.Lock | None = None
 
+    @property
+    def repository(self) -> icechunk.Repository:
+        """The repository served (its refs and history: `icechunk_versions`)."""
+        return self._state.repository
+
     async def _current(self, follow: bool) -> BranchState:
         """The state to answer from; `follow`: the branch's head looked up first (rechecks)."""
         if not follow or self._state.branch is None:

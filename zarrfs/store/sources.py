@@ -39,7 +39,7 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     protocol = fsspec.utils.get_protocol(url)
     options = dict(storage_options)
     if protocol == "icechunk":
-        from .icechunk import open_filesystem as open_repository  # (its client: only when asked)
+        from .icechunk_versions import open_filesystem as open_repository  # (its client: only when asked)
 
         return open_repository(url, options, settings)
     from .references import is_reference_source

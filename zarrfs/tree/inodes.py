@@ -20,6 +20,7 @@ GROUP, ARRAY, METADATA, DATA, HEADER, CHUNKS, CHUNK = (
     "group", "array", "metadata", "data", "header", "chunks", "chunk")
 UPLOAD = "upload"  # a .npy file being written into a group (`uploads`)
 GROUP_VIEW = "group view"  # a file of a group directory showing the whole group (`group_views`)
+VERSION_DIR, VERSION_LOG = "versions", "version log"  # `.versions/`, its kinds and `log` (`versions`)
 ROOT_INODE = 1
 
 
@@ -31,7 +32,7 @@ class Ref:
 
     @property
     def is_dir(self) -> bool:
-        return self.role in (GROUP, ARRAY, CHUNKS)
+        return self.role in (GROUP, ARRAY, CHUNKS, VERSION_DIR)
 
     def describe(self) -> str:
         names = ("chunks", *self.parts) if self.role in (CHUNKS, CHUNK) else self.parts

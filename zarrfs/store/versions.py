@@ -1,0 +1,62 @@
+"""What a store offers of its versions, for the tree's `.versions/` directory: the names of
+its branches, tags and snapshots, the log of the mounted branch, and new tags and branches.
+Only Icechunk repositories have versions (`icechunk_versions`); every call has the store's
+deadline, as every other store operation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from .observe import LIST, OTHER, PUT
+
+T = TypeVar("T")
+
+VERSIONS = ".versions"  # the directory at the root of a mount (a name no array can have)
+BRANCHES, TAGS, SNAPSHOTS = "branches", "tags", "snapshots"
+KINDS = (BRANCHES, TAGS, SNAPSHOTS)
+LOG = "log"
+MADE_BY_MKDIR = (BRANCHES, TAGS)  # kinds a new name can be made in (at the mounted branch's head)
+
+
+class Store(Protocol):
+    """What of a `core.Store` this needs."""
+
+    fs: Any
+
+    def check_writable(self, key: str) -> None: ...
+    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
+    def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
+             kind: str = ..., objects: int = 1) -> T | None: ...
+
+
+class Catalog:
+    """The versions of a store whose filesystem serves them (`icechunk_versions`)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def names(self, kind: str) -> list[str]:
+        """The branches, tags or snapshots (reachable from a branch or tag) there are now."""
+        key = f"{VERSIONS}/{kind}"
+        found = self.store.call(key, lambda s: self.store.fs_call(s, "version_names", kind), kind=LIST)
+        return list(found or [])
+
+    def log(self) -> bytes:
+        """The mounted branch's commits, newest first, one a line: id, time (UTC), message."""
+        found = self.store.call(f"{VERSIONS}/{LOG}", lambda s: self.store.fs_call(s, "version_log"),
+                                kind=OTHER)
+        return found or b""
+
+    def create(self, kind: str, name: str) -> None:
+        """A new tag or branch at the mounted branch's head (EditRefused: EEXIST, EINVAL)."""
+        key = f"{VERSIONS}/{kind}/{name}"
+        self.store.check_writable(key)
+        self.store.call(key, lambda s: self.store.fs_call(s, "create_version", kind, name),
+                        missing_ok=False, kind=PUT)
+
+
+def catalog_of(store: Store) -> Catalog | None:
+    """The store's versions, or None: it has none."""
+    return Catalog(store) if hasattr(store.fs, "_version_names") else None
