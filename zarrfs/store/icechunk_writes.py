@@ -193,8 +193,9 @@ class BranchWriter:
             await asyncio.wait_for(self._commit_now(), self.timeout)
 
     async def _commit_now(self) -> None:
+        """(Exclusive.) Commit the session, rebased onto other writers' commits that landed
+        first; a new writable session at the branch's head."""
         for _ in range(COMMIT_ATTEMPTS):
-            await self._rebase()
             session = self.state.session
             if not session.has_uncommitted_changes:
                 self.pending.clear()
@@ -202,14 +203,14 @@ class BranchWriter:
             try:
                 snapshot = await session.commit_async(commit_message(session.status()))
             except icechunk.ConflictError:
-                continue  # another writer's commit landed first: rebase onto it, again
+                await self._rebase()  # another writer's commit landed first
+                continue
             self.pending.clear()
             log.info("committed %s to branch %s", snapshot, self.state.branch)
             assert self.state.branch is not None
+            # (the committed session is read-only now, at the new snapshot)
+            committed = BranchState(self.state.repository, self.state.branch, session, self.state.generations)
             fresh = await self.state.repository.writable_session_async(self.state.branch)
-            committed = BranchState(self.state.repository, self.state.branch,
-                                    await self.state.repository.readonly_session_async(snapshot_id=snapshot),
-                                    self.state.generations)
             self._moved(*await committed.moved_to(fresh))
             return
         raise OSError(f"branch {self.state.branch}: other writers' commits kept landing first")
