@@ -78,6 +78,8 @@ FAST_TESTS = {
     "test_recheck.py": {"test_a_change_noticed_through_one_file_shows_in_the_others"},
     "test_http.py": {"test_ome_zarr_plate_without_listings"},
     "test_zip.py": {"test_an_rfc9_ozx"},
+    "test_icechunk_writes.py": {"test_each_fsync_of_data_is_one_commit_naming_what_it_wrote",
+                                "test_rw_at_a_tag_is_refused_in_one_line"},
     "test_references.py": {"test_references_outside_the_set_are_refused",
                            "test_inline_chunks_base64_and_text"},
     "test_icechunk.py": {"test_a_group_mounts_with_its_plain_and_sharded_arrays"},

@@ -1,5 +1,5 @@
-"""Icechunk repositories (`icechunk://`), mounted read-only at a branch, tag or snapshot, against
-what zarr-python reads through icechunk."""
+"""Icechunk repositories (`icechunk://`), mounted read-only (no `-o rw`) at a branch, tag or
+snapshot, against what zarr-python reads through icechunk (writes: test_icechunk_writes.py)."""
 
 from __future__ import annotations
 

@@ -65,6 +65,8 @@ class MountOptions:
     # store, no bound for local files), and what a reference set or Icechunk source needs.
     timeout: float | None = None
     ref: str | None = None
+    # Icechunk with -o rw: fsyncs within this many seconds share a commit (0: `each`).
+    commit_seconds: float = 0.0
     fo: str | None = None
     references_allow: tuple[str, ...] = ()
     # Arrays made by writing NAME.npy into a group: their codec (`zstd`, `zstd:LEVEL`, `gzip`,
@@ -97,7 +99,7 @@ class MountOptions:
     def source(self) -> SourceSettings:
         """What the store layer needs to open the source."""
         return SourceSettings(timeout=self.timeout, ref=self.ref, fo=self.fo,
-                              references_allow=self.references_allow)
+                              references_allow=self.references_allow, commit_seconds=self.commit_seconds)
 
     @property
     def file_uid(self) -> int:
@@ -153,7 +155,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
         "views": ("views", _parse_views), "order": ("fortran_order", _parse_order),
         "recheck": ("recheck", _parse_recheck), "timeout": ("timeout", _parse_seconds),
-        "ref": ("ref", _parse_name), "fo": ("fo", _parse_name),
+        "ref": ("ref", _parse_name), "fo": ("fo", _parse_name), "commit": ("commit_seconds", _parse_commit),
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
         "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
@@ -255,6 +257,11 @@ def _parse_recheck(text: str) -> float | None:
     if not 0 < seconds < 1e9:
         raise ValueError(text)
     return seconds
+
+
+def _parse_commit(text: str) -> float:
+    """`each` (0: a commit per fsync) or the seconds within which fsyncs share one."""
+    return 0.0 if text == "each" else _parse_seconds(text)
 
 
 def _parse_bool(text: str) -> bool:

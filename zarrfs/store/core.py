@@ -8,8 +8,8 @@ atomically (local files: `local.write_atomically`), so a reader never sees half 
 
 Compare-and-swap: `put` and `delete` take `expect`, the generation the caller read (None: the
 key must not exist), and raise `ConflictError` when the object is no longer that one. Local
-stores, S3, GCS and Azure honour it (`conditional`); on other stores it is ignored and concurrent writers
-are not coordinated.
+stores, S3, GCS, Azure and Icechunk honour it (`conditional`); on other stores it is ignored and
+concurrent writers are not coordinated. Icechunk (`commits`): what makes writes durable is a commit.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .deadline import RetryPolicy, one_line
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
-from .sources import endpoint, is_read_only, open_filesystem
+from .sources import endpoint, is_read_only, open_filesystem, start_writes
 from .zipped import ZipSource, open_zip
 
 T = TypeVar("T")
@@ -78,6 +78,7 @@ class Store:
         self.lists = not {"http", "https"} & set(protocols)
         # (Icechunk: each read comes with the snapshot its key last changed in)
         self.reads_generations = bool(getattr(fs, "reads_report_generations", False))
+        self.commits = bool(getattr(fs, "commits_on_sync", False))
         self.read_only = read_only or (self.is_local and not local.writable(self.root))
         # Local failures are not transient, and a system call cannot be abandoned: local
         # operations get one attempt and no deadline. Remote ones get both.
@@ -95,19 +96,20 @@ class Store:
         settings = settings or SourceSettings()
         source = ZipSource.parse(url)
         if source is None:
-            return cls._open_source(url, storage_options, read_only, settings, observer)
+            return cls._open_source(url, storage_options, read_only, settings, observer, writable)
         if writable:
             raise ReadOnlyError(f"zip mounts are read-only: mount {url} without -o rw")
-        container = cls._open_source(source.directory, storage_options, True, settings, observer)
+        container = cls._open_source(source.directory, storage_options, True, settings, observer, False)
         fs, root = open_zip(source, container)
         # (the archive's reads are retried, and observed, by the container alone)
         return cls(fs, root, read_only=True, retry=dataclasses.replace(container.retry, retries=False))
 
     @classmethod
     def _open_source(cls, url: str, storage_options: Mapping[str, Any] | None, read_only: bool,
-                     settings: SourceSettings, observer: StoreObserver | None) -> Store:
+                     settings: SourceSettings, observer: StoreObserver | None, writable: bool) -> Store:
         try:
             fs, root = open_filesystem(url, storage_options or {}, settings)
+            read_only = read_only or not start_writes(fs, writable and not read_only)
         except (ValueError, ImportError, OSError) as e:
             raise StoreError(url, f"cannot open: {one_line(e)}") from None
         timeout = settings.timeout_for(fs)
@@ -143,7 +145,7 @@ class Store:
     @property
     def conditional(self) -> bool:
         """Whether puts and deletes honour `expect` (compare-and-swap)."""
-        return self.is_local or self.is_s3 or self.is_gcs or self.is_azure
+        return self.is_local or self.is_s3 or self.is_gcs or self.is_azure or self.commits
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
@@ -286,6 +288,9 @@ class Store:
         put: Callable[[float | None], str | None]
         if self.is_local:
             put = functools.partial(self._local_put, key, data, sync_directory, expect)
+        elif self.commits:
+            put = functools.partial(self._on_branch, "put_if", path, expect, data=_joined(data),
+                                    commit=sync_directory)
         elif self.is_s3 and not isinstance(expect, _Any):
             put = functools.partial(remote.s3_put, self.fs, path=path, data=_joined(data), expect=expect)
         elif self.is_gcs and not isinstance(expect, _Any):
@@ -302,8 +307,10 @@ class Store:
     def delete(self, key: str, *, expect: Expect = ANY) -> None:
         self.check_writable(key)
         try:
-            if self.is_local and not isinstance(expect, _Any):
-                self.call(key, lambda s: self._local_delete(key, expect), kind=DELETE)
+            if self.commits:
+                self.call(key, lambda s: self._on_branch("delete_if", self.path(key), expect, s), kind=DELETE)
+            elif self.is_local and not isinstance(expect, _Any):
+                self.call(key, lambda s: local.delete_if(self.path(key), expect), kind=DELETE)
             elif self.is_s3 and not isinstance(expect, _Any):
                 self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect), kind=DELETE)
             elif self.is_gcs and not isinstance(expect, _Any):
@@ -322,11 +329,15 @@ class Store:
             return local.write_atomically(path, data, sync_directory)
         return local.replace_if(path, data, sync_directory, expect)
 
-    def _local_delete(self, key: str, expect: str | None) -> bool:
-        return local.delete_if(self.path(key), expect)
+    def _on_branch(self, method: str, path: Any, expect: Expect, s: float | None, **kw: Any) -> Any:
+        check = not isinstance(expect, _Any)  # (`commits`: a put, delete or commit of the branch)
+        return self.fs_call(s, method, path, None if not check else expect, check=check, **kw)
 
     def sync_directories(self, keys: Iterable[str]) -> None:
-        """Make the puts and deletes of `keys` durable (local stores: fsync their directories)."""
+        """Make the puts and deletes of `keys` durable (local: fsync their directories; `commits`: commit)."""
+        if self.commits:
+            paths = [self.path(key) for key in keys]
+            self.call("", lambda s: self._on_branch("commit", paths, ANY, s), kind=SYNC)
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(key) for key in keys}):
@@ -351,9 +362,7 @@ class Store:
 
     def remove_stale_temporaries(self) -> int:
         """Delete temporary files left by atomic puts of processes that have died."""
-        if not self.is_local or self.read_only:
-            return 0
-        return local.remove_stale_temporaries(self.root)
+        return 0 if not self.is_local or self.read_only else local.remove_stale_temporaries(self.root)
 
     def delete_prefix(self, prefix: str) -> int:
         """Delete every key below `prefix` (a node); how many there were (see `prefixes`)."""

@@ -14,14 +14,15 @@ that commit changed get a new generation (and only their cached chunks are dropp
 between show the snapshot last looked up, whole: never half of a commit.
 
 Paths are the repository's keys below `/` (`/temperature/c/0/1`); the root path is "".
-Writes through a branch (a writable session committed at fsync and unmount) would slot in
-beside `BranchState` (zarrfs.store.icechunk_branches); they are not built, and sources.py
-mounts `icechunk` read-only.
+Mounted at a branch with `-o rw` (`start_writes`), the filesystem writes through a writable
+session and commits where other stores would make writes durable (`commits_on_sync`: the
+Store's syncs are commits; zarrfs.store.icechunk_writes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 from typing import Any
 
@@ -31,17 +32,18 @@ from fsspec.asyn import AsyncFileSystem, sync
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
-from .icechunk_branches import PROTOCOL, BranchState, first_line, join, key_of
+from .icechunk_branches import HEAD_LOOKUP_SECONDS, PROTOCOL, BranchState, first_line, join, key_of
+from .icechunk_writes import BranchWriter
 from .local import Versioned
-from .settings import SourceSettings
+from .settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
 
 DEFAULT_BRANCH = "main"
 # Icechunk's errors for a key that cannot exist (a v2 name, a path outside the zarr layout).
-_NOT_A_KEY = ("invalid zarr key", "key not found")
+_NOT_A_KEY = ("invalid zarr key", "key not found", "bad key prefix")
 
 if "ICECHUNK_LOG" not in os.environ:
-    # (a warning that local repositories are unsafe for concurrent commits: a read-only
-    # mount makes none, and the daemon's log should not say it at every session)
+    # (a warning that local repositories are unsafe for concurrent commits, at every session:
+    # docs/remote.md says it once)
     icechunk.set_logs_filter("error")
 
 
@@ -55,7 +57,7 @@ def open_filesystem(url: str, options: dict[str, Any],
         state = sync(loop, BranchState.open, storage, settings.ref or DEFAULT_BRANCH)
     except icechunk.IcechunkError as e:
         raise OSError(first_line(e)) from None
-    return IcechunkFileSystem(state, loop=loop), ""
+    return IcechunkFileSystem(state, settings, loop=loop), ""
 
 
 def _storage(url: str, options: dict[str, Any]) -> icechunk.Storage:
@@ -86,7 +88,8 @@ def _s3_storage(bucket_and_prefix: str, options: dict[str, Any]) -> icechunk.Sto
 
 
 class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
-    """A read-only fsspec view of an Icechunk repository at a branch, tag or snapshot."""
+    """An fsspec view of an Icechunk repository at a branch, tag or snapshot; writable at a
+    branch once `start_writes` is called."""
 
     protocol = (PROTOCOL,)
     root_marker = ""
@@ -95,10 +98,31 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     # zarrfs's Store asks reads for their generation (`cat_versioned`), as it does of S3.
     reads_report_generations = True
 
-    def __init__(self, state: BranchState, **kwargs: Any) -> None:
+    def __init__(self, state: BranchState, settings: SourceSettings, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._state = state
+        self._settings = settings
         self._moving: asyncio.Lock | None = None
+        self._writer: BranchWriter | None = None
+
+    @property
+    def commits_on_sync(self) -> bool:
+        """Whether writes go into a session committed at the Store's syncs (`_commit`)."""
+        return self._writer is not None
+
+    def start_writes(self) -> None:
+        """Write from now on (ValueError, one line, when not mounted at a branch)."""
+        if self._state.branch is None:
+            raise ValueError(f"-o rw needs a branch: {self._settings.ref!r} is a tag or a snapshot")
+        seconds = self._settings.timeout or DEFAULT_REMOTE_TIMEOUT
+        self._writer = sync(self.loop, _guarded, BranchWriter.open(
+            self._state, self._settings.commit_seconds, seconds), timeout=seconds)
+        atexit.register(self._commit_at_exit)
+
+    def _commit_at_exit(self) -> None:
+        """What was written and not yet committed (no sync asked for it) at unmount."""
+        if self._writer is not None and self._writer.pending:
+            sync(self.loop, _guarded, self._writer.commit_everything(), timeout=self._writer.timeout)
 
     @property
     def repository(self) -> icechunk.Repository:
@@ -107,6 +131,8 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
 
     async def _current(self, follow: bool) -> BranchState:
         """The state to answer from; `follow`: the branch's head looked up first (rechecks)."""
+        if self._writer is not None:
+            return await _guarded(self._writer.follow(HEAD_LOOKUP_SECONDS)) if follow else self._writer.state
         if not follow or self._state.branch is None:
             return self._state
         if self._moving is None:
@@ -127,7 +153,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         state = await self._current(follow=False)
         key = key_of(path)
         end = None if start is None or length is None else start + length
-        return Versioned(await self._read(state, key, start, end), state.generations.of(key))
+        return Versioned(await self._read(state, key, start, end), self._generation(state, key))
 
     def cat_versioned(self, path: str, start: int | None = None, length: int | None = None) -> Versioned:
         return sync(self.loop, self._cat_versioned, path, start, length)  # type: ignore[no-any-return]
@@ -163,7 +189,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             raise
 
     async def _has_children(self, state: BranchState, key: str) -> bool:
-        async for _ in _guarded_iter(state.store.list_dir(key + "/")):
+        async for _ in _guarded_iter(state.store.list_dir, key + "/"):
             return True
         return False
 
@@ -171,7 +197,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         state = await self._current(follow=False)
         key = key_of(path)
         entries = []
-        async for name in _guarded_iter(state.store.list_dir(key + "/" if key else "")):
+        async for name in _guarded_iter(state.store.list_dir, key + "/" if key else ""):
             child = join(key, name.rstrip("/"))
             try:
                 entries.append(self._file_entry(state, child, await self._size(state, child)))
@@ -185,7 +211,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
                     detail: bool = False, **kwargs: Any) -> Any:
         state = await self._current(follow=detail)
         key = key_of(path)
-        keys = [k async for k in _guarded_iter(state.store.list_prefix(key + "/" if key else ""))]
+        keys = [k async for k in _guarded_iter(state.store.list_prefix, key + "/" if key else "")]
         if not detail:
             return sorted(_name(k) for k in keys)
         sizes = await asyncio.gather(*(_guarded(state.store.getsize(k)) for k in keys))
@@ -193,7 +219,52 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
 
     def _file_entry(self, state: BranchState, key: str, size: int) -> dict[str, Any]:
         return {"name": _name(key), "size": size, "type": "file",
-                "generation": state.generations.of(key)}
+                "generation": self._generation(state, key)}
+
+    def _generation(self, state: BranchState, key: str) -> str:
+        return state.generations.of(key) if self._writer is None else self._writer.generation(key)
+
+    # -- writes (`commits_on_sync`) ---------------------------------------------------------------
+
+    async def _put_if(self, path: str, expect: str | None, *, check: bool, data: bytes,
+                      commit: bool) -> str:
+        """Put `path` if its generation is still `expect` (unless not `check`), committed
+        at once if `commit`; its new generation."""
+        writer = self._writes()
+        generation = await _guarded(writer.put(key_of(path), data, expect, check))
+        if commit:
+            await _guarded(writer.commit([key_of(path)]))
+        return generation  # type: ignore[no-any-return]
+
+    async def _delete_if(self, path: str, expect: str | None, *, check: bool) -> None:
+        await _guarded(self._writes().delete(key_of(path), expect, check))
+
+    async def _commit(self, paths: list[str], expect: None = None, *, check: bool = False) -> None:
+        """Return once the writes of `paths` (and all before them) are committed."""
+        try:
+            await _guarded(self._writes().commit([key_of(path) for path in paths]))
+        except FileNotFoundError as e:  # (never "missing": a sync that failed)
+            raise OSError(str(e)) from None
+
+    async def _remove_prefix(self, path: str) -> int:
+        """Delete the node at `path` and everything below it, committed; how many keys."""
+        writer = self._writes()
+        count = await _guarded(writer.delete_tree(key_of(path)))
+        await _guarded(writer.commit([key_of(path)]))
+        return count  # type: ignore[no-any-return]
+
+    async def _move_prefix(self, old: str, new: str) -> int:
+        """Move the node at `old` to `new` (copied, then deleted), in one commit; how many keys."""
+        writer = self._writes()
+        count = await _guarded(writer.copy_tree(key_of(old), key_of(new)))
+        await _guarded(writer.delete_tree(key_of(old)))
+        await _guarded(writer.commit([key_of(old)]))
+        return count  # type: ignore[no-any-return]
+
+    def _writes(self) -> BranchWriter:
+        if self._writer is None:
+            raise PermissionError("the Icechunk mount is read-only")
+        return self._writer
 
 
 async def _guarded(awaitable: Any) -> Any:
@@ -209,12 +280,15 @@ async def _guarded(awaitable: Any) -> Any:
         raise OSError(first_line(e)) from None
 
 
-async def _guarded_iter(listing: Any) -> Any:
+async def _guarded_iter(lister: Any, prefix: str) -> Any:
+    """What `lister(prefix)` lists, Icechunk's errors as `_guarded`'s (a prefix that is no
+    node lists nothing)."""
     try:
-        async for item in listing:
+        async for item in lister(prefix):
             yield item
     except icechunk.IcechunkError as e:
-        raise OSError(first_line(e)) from None
+        if not any(words in str(e) for words in _NOT_A_KEY):
+            raise OSError(first_line(e)) from None
 
 
 def _directory_entry(key: str) -> dict[str, Any]:

@@ -45,6 +45,18 @@ class Generations:
         return Generations((snapshot,))
 
 
+@dataclass(frozen=True)
+class Changed:
+    """The keys changed between two snapshots, and the subtrees added or deleted whole."""
+
+    keys: set[str] = field(default_factory=set)
+    prefixes: set[str] = field(default_factory=set)
+
+    def covers(self, key: str) -> bool:
+        parts = key.split("/")
+        return key in self.keys or any("/".join(parts[:n]) in self.prefixes for n in range(1, len(parts) + 1))
+
+
 class BranchState:
     """A repository at one snapshot: its session, and the generations of its keys. Replaced
     whole when a followed branch moves, so a reader always holds one consistent pair."""
@@ -72,17 +84,25 @@ class BranchState:
             return self
         self.looked_up = time.monotonic()
         head = await self.repository.lookup_branch_async(self.branch)
-        old = self.session.snapshot_id
-        if head == old:
+        if head == self.session.snapshot_id:
             return self
-        session = await self.repository.readonly_session_async(snapshot_id=head)
+        return (await self.moved_to(await self.repository.readonly_session_async(snapshot_id=head)))[0]
+
+    async def moved_to(self, session: icechunk.Session,
+                       old: str | None = None) -> tuple[BranchState, Changed | None]:
+        """The state at `session`'s snapshot, its keys' generations advanced by what changed
+        since this one's (or since snapshot `old`: a session rebased in place); and what
+        changed (None: every key, the branch was reset)."""
+        old, new = old or self.session.snapshot_id, session.snapshot_id
+        if old == new:
+            return BranchState(self.repository, self.branch, session, self.generations), Changed()
         try:
-            diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=head)
+            diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=new)
         except icechunk.IcechunkError:  # not a descendant: the branch was reset
-            return BranchState(self.repository, self.branch, session, self.generations.restarted(head))
+            return BranchState(self.repository, self.branch, session, self.generations.restarted(new)), None
         keys, prefixes = await changed_keys(diff, session.store)
-        return BranchState(self.repository, self.branch, session,
-                      self.generations.advanced(head, keys, prefixes))
+        return (BranchState(self.repository, self.branch, session,
+                            self.generations.advanced(new, keys, prefixes)), Changed(keys, prefixes))
 
 
 async def open_repository(storage: icechunk.Storage) -> icechunk.Repository:

@@ -26,6 +26,7 @@ class Store(Protocol):
     fs: fsspec.AbstractFileSystem
     is_local: bool
     is_s3: bool
+    commits: bool
 
     def path(self, key: str) -> str: ...
     def list(self, prefix: str = "") -> Iterator[str]: ...
@@ -41,6 +42,9 @@ def delete_prefix(store: Store, prefix: str) -> int:
     there were (locally: the directory is removed). Object stores: one listing, then one
     bulk request per 1000 keys on S3, one delete per key elsewhere."""
     store.check_writable(prefix)
+    if store.commits:  # (Icechunk: the node's tree deleted in the session, committed)
+        return store.call(prefix, lambda s: store.fs_call(s, "remove_prefix", store.path(prefix)),
+                          missing_ok=False, kind=DELETE) or 0
     if store.is_local:
         path = store.path(prefix)
         count = sum(len(files) for _, _, files in os.walk(path))
@@ -64,6 +68,9 @@ def move_prefix(store: Store, old: str, new: str) -> int:
     moved. Locally one rename; on object stores a copy of each key (server-side where the
     store can), then `delete_prefix(old)`."""
     store.check_writable(new)
+    if store.commits:  # (Icechunk: copied and deleted in the session, one commit)
+        return store.call(new, lambda s: store.fs_call(s, "move_prefix", store.path(old), store.path(new)),
+                          missing_ok=False, kind=PUT) or 0
     if store.is_local:
         source, target = store.path(old), store.path(new)
         store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True), kind=PUT)

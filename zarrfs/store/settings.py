@@ -24,6 +24,9 @@ class SourceSettings:
     # Reference sets: where referenced bytes may come from besides the reference set's own
     # directory (local) or bucket/host (remote).
     references_allow: tuple[str, ...] = ()
+    # Icechunk mounts with -o rw: syncs within this many seconds share a commit (0: each
+    # sync its own).
+    commit_seconds: float = 0.0
 
     def timeout_for(self, fs: fsspec.AbstractFileSystem) -> float | None:
         """The bound on one operation of `fs`: none for local files (a system call cannot be

@@ -29,7 +29,8 @@ AZURITE_ACCOUNT = {
     "AccountKey": "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
 }
 # Sources that are never written through: a write mount of them falls back to read-only.
-READ_ONLY_PROTOCOLS = {"http", "https", "reference", "icechunk"}
+# (Icechunk is written at a branch with -o rw only: `Store.open`, `start_writes`.)
+READ_ONLY_PROTOCOLS = {"http", "https", "reference"}
 
 
 def open_filesystem(url: str, storage_options: Mapping[str, Any],
@@ -133,6 +134,17 @@ def _connection_fields(text: str) -> list[tuple[str, str]]:
     """The `Name=value` fields of an Azure connection string (values may hold `=`)."""
     pairs = (field.partition("=") for field in text.split(";") if field.strip())
     return [(name.strip(), value) for name, _, value in pairs if name.strip()]
+
+
+def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
+    """Whether `fs` may be written: a source written only when asked to (`start_writes`:
+    Icechunk at a branch, with -o rw; ValueError elsewhere) is started writing if `writable`."""
+    start = getattr(fs, "start_writes", None)
+    if not callable(start):
+        return True
+    if writable:
+        start()
+    return writable
 
 
 def is_read_only(fs: fsspec.AbstractFileSystem) -> bool:
