@@ -54,11 +54,14 @@ class ResizeError(ZarrfsError, ValueError):
 
 class ConflictError(ZarrfsError):
     """A conditional write found the stored object changed since it was read (another writer
-    got there first): re-read, merge and retry. Not an OSError, so it is never retried blindly."""
+    got there first): re-read, merge and retry. Not an OSError, so it is never retried blindly.
+    A commit (Icechunk) may find several: `keys`."""
 
-    def __init__(self, key: str) -> None:
+    def __init__(self, key: str, *others: str) -> None:
         self.key = key
-        super().__init__(f"store key {key!r} changed since it was read")
+        self.keys = (key, *others)
+        more = f" (and {len(others)} more)" if others else ""
+        super().__init__(f"store key {key!r}{more} changed since it was read")
 
 
 class MountError(ZarrfsError):

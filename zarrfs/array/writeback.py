@@ -16,6 +16,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 
 from ..codecs import BytesLike
 from ..errors import ChunkError, ConflictError
@@ -58,32 +59,57 @@ class WriteBack:
         need no stored chunk merged in first). On failure the data stays dirty."""
         with self._flush_lock:
             self._wait_for_early()
-            geometry = self.geometry()
             groups: defaultdict[Index, list[Index]] = defaultdict(list)
             for unit in self.view.dirty_units(complete_only=complete_only):
                 groups[self.io.location(unit)[0]].append(unit)
             stored_early = self.early.unsynced_now()
-            jobs: dict[Index, Future[bool]] = {
-                chunk: self.shared.writers.submit(self._flush_chunk, chunk, units)
-                for chunk, units in groups.items()
-            }
-            failure: Exception | None = None
-            for chunk, job in jobs.items():
-                try:
-                    job.result()
-                except (OSError, ChunkError) as e:
-                    log.error("write-back of %r failed: %s", self.store.path(geometry.chunk_key(chunk)), e)
-                    failure = failure or e
-            if failure is None:
-                try:
-                    synced = set(jobs) | stored_early
-                    self.store.sync_directories(geometry.chunk_key(chunk) for chunk in synced)
-                except OSError as e:
-                    failure = e
-            if failure is not None:
-                raise failure
+            for _ in range(MAX_ATTEMPTS):
+                displaced = self._store_and_sync(groups, stored_early)
+                if not displaced:
+                    break
+                groups = defaultdict(list, {chunk: groups[chunk] for chunk in displaced})
+            else:
+                key = self.geometry().chunk_key(next(iter(groups)))
+                raise ChunkError(key, f"other writers' commits kept displacing it ({MAX_ATTEMPTS} attempts)")
             self.early.synced(stored_early)
         self.view.mount.evict()
+
+    def _store_and_sync(self, groups: dict[Index, list[Index]], stored_early: set[Index]) -> set[Index]:
+        """Store the chunks of `groups` and make them durable; those another writer's commit
+        displaced between their put and the commit (a store that commits at syncs: to merge
+        and store again). A store that commits at syncs settles chunks only once committed."""
+        geometry, deferred = self.geometry(), self.store.commits
+        jobs: dict[Index, Future[Written | None]] = {
+            chunk: self.shared.writers.submit(self._flush_chunk, chunk, units, deferred)
+            for chunk, units in groups.items()
+        }
+        written: list[Written] = []
+        failure: Exception | None = None
+        for chunk, job in jobs.items():
+            try:
+                done = job.result()
+                written += [done] if done is not None else []
+            except (OSError, ChunkError) as e:
+                log.error("write-back of %r failed: %s", self.store.path(geometry.chunk_key(chunk)), e)
+                failure = failure or e
+        displaced: set[Index] = set()
+        try:
+            if failure is None:
+                self.store.sync_directories(geometry.chunk_key(chunk) for chunk in set(jobs) | stored_early)
+        except ConflictError as e:
+            displaced = {w.chunk for w in written if geometry.chunk_key(w.chunk) in e.keys}
+            if len(displaced) < len(e.keys):  # (one not in this flush: stored early, settled)
+                failure = ChunkError(e.key, "displaced by another writer's commit")
+        except OSError as e:
+            failure = e
+        for done in written if deferred else ():
+            if failure is not None or done.chunk in displaced:
+                self.view.give_back(done.snapshot)  # (dirty again: stored at the next attempt)
+            else:
+                self._settle(done)
+        if failure is not None:
+            raise failure
+        return displaced
 
     def make_room(self) -> None:
         """Write back before dirty data fills the cache (every array of the mount shares it):
@@ -176,19 +202,25 @@ class WriteBack:
 
     # -- one stored object -----------------------------------------------------------------------
 
-    def _flush_chunk(self, chunk: Index, units: list[Index]) -> bool:
+    def _flush_chunk(self, chunk: Index, units: list[Index], deferred: bool = False) -> Written | None:
         """Store those of `units` still dirty once no other write-back of the chunk is
-        running; whether there were any."""
+        running; what was stored (None: nothing), settled now unless `deferred`."""
         with self.early.chunk_locks(chunk):
             units = self.view.dirty_among(units)
             if not units:
-                return False
+                return None
             whole = len(units) == len(self.io.units_of(chunk)) and self.view.all_whole(units)
             with self.write_slots(whole):
-                self._write_back(chunk, units)
-            return True
+                done = self._write_back(chunk, units)
+            if not deferred:
+                self._settle(done)
+            return done
 
-    def _write_back(self, chunk: Index, units: list[Index]) -> None:
+    def _settle(self, done: Written) -> None:
+        self.rechecker.seen.note(done.chunk, done.generation)
+        self.view.settle(done.snapshot, done.generation)
+
+    def _write_back(self, chunk: Index, units: list[Index]) -> Written:
         """Store one chunk or shard as a compare-and-swap on the stored object: if another
         writer replaced it since it was read, read it again, apply this mount's unsaved writes
         on top and try again."""
@@ -221,9 +253,7 @@ class WriteBack:
             finally:
                 if held:
                     self.view.mount.hold(-held)
-            self.rechecker.seen.note(chunk, generation)
-            self.view.settle(snapshot, generation)
-            return
+            return Written(chunk, snapshot, generation)
         raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
 
     def _rebase(self, units: list[Index], stored: StoredShard) -> None:
@@ -242,6 +272,15 @@ class WriteBack:
         if units:
             for unit, fetched in zip(units, self.loader.fetch(units, merging=True), strict=True):
                 self.view.merge_stored(unit, fetched)
+
+
+@dataclass(frozen=True)
+class Written:
+    """A chunk (shard) stored: what was sent, and the generation it was stored as."""
+
+    chunk: Index
+    snapshot: WriteSnapshot
+    generation: str | None
 
 
 def _expected(snapshot: WriteSnapshot, stored: StoredShard | None) -> Expect:

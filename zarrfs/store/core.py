@@ -337,7 +337,10 @@ class Store:
         """Make the puts and deletes of `keys` durable (local: fsync their directories; `commits`: commit)."""
         if self.commits:
             paths = [self.path(key) for key in keys]
-            self.call("", lambda s: self._on_branch("commit", paths, ANY, s), kind=SYNC)
+            try:
+                self.call("", lambda s: self._on_branch("commit", paths, ANY, s), kind=SYNC)
+            except ConflictError as e:  # (displaced by another writer's commit: merge again)
+                raise ConflictError(*map(self.key_of, e.keys)) from None
         if not self.is_local:
             return
         for directory in sorted({os.path.dirname(key) for key in keys}):

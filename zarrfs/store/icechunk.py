@@ -32,6 +32,7 @@ from fsspec.asyn import AsyncFileSystem, sync
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
+from ..errors import ConflictError
 from .icechunk_branches import HEAD_LOOKUP_SECONDS, PROTOCOL, BranchState, first_line, join, key_of
 from .icechunk_writes import BranchWriter
 from .local import Versioned
@@ -245,6 +246,8 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             await _guarded(self._writes().commit([key_of(path) for path in paths]))
         except FileNotFoundError as e:  # (never "missing": a sync that failed)
             raise OSError(str(e)) from None
+        except ConflictError as e:  # (named by paths, as asked)
+            raise ConflictError(*map(_name, e.keys)) from None
 
     async def _remove_prefix(self, path: str) -> int:
         """Delete the node at `path` and everything below it, committed; how many keys."""

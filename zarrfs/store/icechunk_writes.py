@@ -9,8 +9,10 @@ element. A key written here gets a generation of its own, kept across our own co
 
 Between a put's check and the commit another writer's commit of the same key can land. The
 session is then rebuilt on the new head with every change of ours but that key's (never one
-side's whole chunk over the other's), the rest is committed, and the commit of that key fails
-(EIO, a log line naming it).
+side's whole chunk over the other's), the rest is committed, and the commit reports that key
+displaced (ConflictError): the write-back reads the other writer's chunk, merges this mount's
+written elements into it and commits again. A key put without expectation (a chunk written
+whole, which replaces whatever is stored) keeps this mount's version.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 import icechunk
 from zarr.core.buffer import cpu, default_buffer_prototype
 
-from ..errors import ConflictError, StoreError
+from ..errors import ConflictError
 from .icechunk_branches import BranchState, Changed, chunk_key_encoder, join, key_of
 
 log = logging.getLogger("zarrfs.store")
@@ -39,7 +41,8 @@ class BranchWriter:
         self.state = state
         self.tokens: dict[str, str] = {}  # generations of keys written here
         self.pending: dict[str, str] = {}  # key -> SET, DELETE or DELETE_TREE, not committed
-        self.lost: dict[str, str] = {}  # keys whose change another writer's commit displaced
+        self.lost: set[str] = set()  # keys whose change another writer's commit displaced
+        self.unchecked: set[str] = set()  # keys put without expectation: ours whatever is there
         self.lock = SharedLock()
         self.timeout = timeout
         self.group = GroupCommit(group_seconds, self._commit_pending)
@@ -70,7 +73,8 @@ class BranchWriter:
                     raise ConflictError(key)
             await store.set(key, cpu.Buffer.from_bytes(data))
             self.pending[key] = SET
-            self.lost.pop(key, None)
+            self.lost.discard(key)
+            (self.unchecked.add if not check else self.unchecked.discard)(key)
             token = self.tokens[key] = f"{self.state.session.snapshot_id}.w{next(self._numbers)}"
             return token
 
@@ -158,11 +162,11 @@ class BranchWriter:
         clashing = await clashing_keys(conflicts, state.store)
         session = await state.repository.writable_session_async(state.branch)
         for key, change in list(self.pending.items()):
-            if any(key == k or key.startswith(k + "/") for k in clashing):
+            if key not in self.unchecked and any(key == k or key.startswith(k + "/") for k in clashing):
                 del self.pending[key]
-                self.lost[key] = "another writer's commit changed it too"
-                log.error("%s: changed by this mount and by another writer's commit since; this "
-                          "mount's change is not committed (its fsync fails)", describe_key(key))
+                self.lost.add(key)
+                log.info("%s: changed by this mount and by another writer's commit since; merging "
+                         "this mount's writes into it", describe_key(key))
             elif change == SET:
                 found = await state.store.get(key, default_buffer_prototype())
                 if found is not None:
@@ -178,12 +182,12 @@ class BranchWriter:
 
     async def commit(self, keys: Iterable[str]) -> None:
         """Return once the changes to `keys` (and all before them) are in a commit on the
-        branch; StoreError for those another writer's commit displaced."""
+        branch; ConflictError naming those another writer's commit displaced (to merge again)."""
         await self.group.wait()
-        for key in keys:
-            reason = self.lost.pop(key, None)
-            if reason is not None:
-                raise StoreError(key, f"not committed: {reason}")
+        displaced = [key for key in keys if key in self.lost]
+        self.lost.difference_update(displaced)
+        if displaced:
+            raise ConflictError(*displaced)
 
     async def commit_everything(self) -> None:
         await self._commit_pending()
