@@ -1,8 +1,8 @@
 """A persistent cache of stored objects and byte ranges on local disk (`-o disk_cache=DIR`),
 shared by every daemon that names the same DIR.
 
-An entry is one file, `DIR/objects/NAME`: a header (format, the data's length and CRC32C,
-the digest that is NAME, and the header's own CRC32C), then the bytes as the store gave them.
+An entry is one file, `DIR/objects/NAME`: a header (format, the data's length and CRC-32,
+the digest that is NAME, and the header's own CRC-32), then the bytes as the store gave them.
 NAME is the SHA-256 of the store, the object's path, the byte range and the generation the
 bytes were read at: a name always means the same bytes, so two daemons writing one entry
 write the same file, and a changed object is a new name (the old one ages out). A file is
@@ -30,9 +30,8 @@ import sqlite3
 import struct
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Sequence
-
-import google_crc32c
 
 from ..errors import ZarrfsError
 
@@ -42,7 +41,7 @@ INDEX = "index.sqlite"
 OBJECTS = "objects"
 _MAGIC = b"ZARRFSDC"
 _VERSION = 1
-# magic, version, data length, data CRC32C, digest; then the CRC32C of all that.
+# magic, version, data length, data CRC-32, digest; then the CRC-32 of all that.
 _FIELDS = struct.Struct("<8sIQI32s")
 _HEADER = _FIELDS.size + 4
 _BLOCK = 4096  # (what a file costs on disk: whole blocks)
@@ -158,8 +157,8 @@ class DiskCache:
         magic, version, length, crc, digest = _FIELDS.unpack_from(view)
         header_crc = int.from_bytes(view[_FIELDS.size : _HEADER], "little")
         sound = (magic == _MAGIC and version == _VERSION and length == size - _HEADER
-                 and digest == bytes.fromhex(name) and google_crc32c.value(view[: _FIELDS.size]) == header_crc
-                 and google_crc32c.value(view[_HEADER:]) == crc)
+                 and digest == bytes.fromhex(name) and zlib.crc32(view[: _FIELDS.size]) == header_crc
+                 and zlib.crc32(view[_HEADER:]) == crc)
         if not sound:
             self._unsound(name)
             return None
@@ -365,8 +364,8 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
 
 
 def _header(name: str, data: bytes | memoryview) -> bytes:
-    fields = _FIELDS.pack(_MAGIC, _VERSION, len(data), google_crc32c.value(data), bytes.fromhex(name))
-    return fields + int(google_crc32c.value(fields)).to_bytes(4, "little")
+    fields = _FIELDS.pack(_MAGIC, _VERSION, len(data), zlib.crc32(data), bytes.fromhex(name))
+    return fields + int(zlib.crc32(fields)).to_bytes(4, "little")
 
 
 def _cost(length: int) -> int:
