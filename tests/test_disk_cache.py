@@ -61,7 +61,8 @@ def stats(mount: Mount) -> dict[str, float]:
 
 def put_chunk(server: S3Server, key: str, block: np.ndarray) -> None:
     fs = fsspec.filesystem("s3", **server.s3fs_options())
-    fs.pipe_file(f"{server.bucket}/twin.zarr/{key}", zstandard.ZstdCompressor(level=1).compress(block.tobytes()))
+    encoded = zstandard.ZstdCompressor(level=1).compress(block.tobytes())
+    fs.pipe_file(f"{server.bucket}/twin.zarr/{key}", encoded)
 
 
 EXPECTED = values((0, 0), SHAPE).tobytes()
@@ -234,7 +235,8 @@ def test_a_bad_cache_directory_fails_the_mount_in_one_line(s3_server: S3Server, 
     assert not os.path.ismount(tmp_path / "mnt")
 
 
-def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path, mount_array: MountFactory) -> None:
+def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
+                                                             mount_array: MountFactory) -> None:
     import icechunk
     import zarr
 
