@@ -19,6 +19,7 @@ before a write to it keeps nothing: nothing stale is served after the mount's ow
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
+ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
 
 
@@ -181,17 +183,21 @@ class CachedReads:
         return None if self._rechecked.get(path, 0) > tick else generation
 
     def _check_row(self, store: Store, path: str) -> str | None:
-        """Ask the store, in one look, about every cached object of `path`'s row of chunks."""
+        """Ask the store, in one look, about every cached object of `path`'s row of chunks and
+        of the rows after it (a reader going on reaches them next: their listings go out at
+        once, a round trip for them all)."""
         directory, names = row_prefix(path)
-        prefix = f"{directory}/{names}" if directory else names
+        rows = _rows_from(f"{directory}/{names}" if directory else names, ROWS_AHEAD)
         with self._lock:
-            row = self._rows.setdefault(prefix, threading.Lock())
-        with row:
+            locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
+        taken = [row for row, lock in zip(rows, locks, strict=True)
+                 if lock.acquire(blocking=row == rows[0])]  # (others' rows: theirs to check)
+        try:
             with self._lock:
                 known = self._valid(path)
             if known is not None:
                 return known
-            cached = self.cache.entries_below(self.store, prefix, ROW_AT_MOST)
+            cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)]
             below = store.root + "/" if store.root else ""
             keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)} | {path[len(below):]})
             current = store.without_retries().stats(keys, dense=True)  # (noted: `learned`)
@@ -201,8 +207,13 @@ class CachedReads:
                 if now != generation:  # (changed or gone: its entries are of no more use)
                     self.cache.drop(self.store, cached_path, keep=now)
             with self._lock:
-                self._rows.pop(prefix, None)
                 return self._valid(path)
+        finally:
+            with self._lock:
+                for row, lock in zip(rows, locks, strict=True):
+                    if row in taken:
+                        self._rows.pop(row, None)
+                        lock.release()
 
     # -- what the mount learns and does ---------------------------------------------------------
 
@@ -249,6 +260,16 @@ class CachedReads:
         """`zarrfs stats`: hits and misses of this mount, bytes in the cache (of every mount)."""
         return {"disk_cache_hits": self.cache.hits, "disk_cache_misses": self.cache.misses,
                 "disk_cache_bytes": self.cache.cached_bytes()}
+
+
+def _rows_from(prefix: str, count: int) -> list[str]:
+    """`prefix`, a row of chunks ("a/c/5/", "a/c.5."), and the `count - 1` rows after it
+    (just `prefix` when it has no number: the chunks of a 1-D array)."""
+    found = re.fullmatch(r"(.*?)(\d+)([/.])", prefix, re.DOTALL)
+    if found is None:
+        return [prefix]
+    head, number, separator = found.groups()
+    return [f"{head}{int(number) + i}{separator}" for i in range(count)]
 
 
 def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any], directory: str,
