@@ -34,7 +34,8 @@ RUNS = ("local copy", "S3, no disk cache", "S3, filling the disk cache", "S3, fr
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="128M", help="bytes of each array (default 128M)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--delay", type=float, default=0.01, help="seconds each way (default 0.01)")
@@ -51,9 +52,12 @@ def main() -> None:
     log(f"report: {args.out}")
 
 
-def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) -> dict[tuple[str, str], list[float]]:
+Seconds = dict[tuple[str, str], list[float]]  # (layout, run) -> seconds of each repeat
+
+
+def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) -> Seconds:
     mod = s3_server_module()
-    seconds: dict[tuple[str, str], list[float]] = {}
+    seconds: Seconds = {}
     logfile = work / "daemons.log"
     with environ(mod.S3_ENV), open(logfile, "ab") as log_out, s3_server(log_out) as endpoint:
         for cfg in configs:
@@ -79,7 +83,7 @@ def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) ->
     return seconds
 
 
-def render(configs: list, seconds: dict[tuple[str, str], list[float]], args: argparse.Namespace) -> str:
+def render(configs: list, seconds: Seconds, args: argparse.Namespace) -> str:
     lines = [f"# Disk cache: a job read twice, S3 behind {2000 * args.delay:.0f} ms round trips",
              "",
              f"Cold `dd bs=1M` of `data` on a fresh mount, {fmt_size(configs[0].nbytes)} uint16 (zstd), "
