@@ -28,8 +28,10 @@ class Store(Protocol):
     is_gcs: bool
     is_azure: bool
     reads_generations: bool
+    disk_cache: Any
 
     def path(self, key: str) -> str: ...
+    def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None: ...
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None: ...
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
     def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
@@ -63,10 +65,12 @@ def read_ranges(store: Store, key: str, ranges: Sequence[ByteRange]) -> list[Ver
         path, pairs = store.path(key), [(r.start, r.length) for r in ranges]
         return store.call(key, lambda s: remote.s3_read_ranges(store.fs, s, path, pairs),
                           kind=GET_RANGE, objects=len(pairs))
+    # (each range through `Store.read`, but under the disk cache, which asked for them)
+    one = store.read if store.disk_cache is None else functools.partial(read, store)
     if store.is_local or len(ranges) <= 1:
-        found = [read(store, key, byte_range) for byte_range in ranges]
+        found = [one(key, byte_range) for byte_range in ranges]
     else:
-        found = list(_RANGE_REQUESTS.map(functools.partial(read, store, key), ranges))
+        found = list(_RANGE_REQUESTS.map(functools.partial(one, key), ranges))
     return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
 
@@ -74,7 +78,7 @@ def read_many(store: Store, keys: Sequence[str]) -> list[Versioned | None]:
     """`Store.read_many` from the store."""
     batch = remote.s3_read_objects if store.is_s3 else azure.azure_read_objects if store.is_azure else None
     if batch is None or len(keys) <= 1:
-        return [read(store, key) for key in keys]
+        return [store.read(key) if store.disk_cache is None else read(store, key) for key in keys]
     paths = [store.path(key) for key in keys]
     found = store.call(keys[0], lambda s: batch(store.fs, s, paths), missing_ok=False,
                        kind=GET, objects=len(keys))
