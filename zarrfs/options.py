@@ -81,6 +81,10 @@ class MountOptions:
     # value is deleted (True: stored).
     fill_missing_data_reads: bool = True
     store_data_equal_to_fill_value: bool = False
+    # A persistent cache of what is read from a remote store, in this directory (shared by
+    # mounts that name it), at most this many bytes (zarrfs.store.disk_cache).
+    disk_cache: str | None = None
+    disk_cache_size: int = 1 << 30
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -161,6 +165,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
+        "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
     }
     if name in parsers:
         key, parse = parsers[name]

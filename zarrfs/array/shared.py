@@ -7,6 +7,7 @@ import itertools
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -37,6 +38,8 @@ class Shared:
         self.early_slots = threading.BoundedSemaphore(2 * self.threads)
         self._ids = itertools.count(1)
         self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
+        self.more_stats: list[Callable[[], dict[str, float]]] = []
 
     def register(self, array: Any) -> int:
         owner = next(self._ids)
@@ -50,7 +53,10 @@ class Shared:
 
     def stats(self) -> dict[str, float]:
         """The counters, and what the cache holds now (`zarrfs stats`)."""
-        return {**self.counters.snapshot(), **self.cache.usage()}
+        found = {**self.counters.snapshot(), **self.cache.usage()}
+        for figures in self.more_stats:
+            found.update(figures())
+        return found
 
     def dirty_arrays(self) -> list[Any]:
         return [a for a in list(self._arrays.values()) if a.dirty_bytes]

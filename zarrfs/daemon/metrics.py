@@ -33,7 +33,8 @@ LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0
 GAUGES = {"cache_bytes": "Bytes the chunk cache holds (clean, dirty and read-ahead)",
           "dirty_bytes": "Bytes written through the mount and not yet stored",
           "readahead_bytes": "Bytes of read-ahead buffers lent to readers",
-          "cache_limit": "The cache's limit in bytes (-o cache=)"}
+          "cache_limit": "The cache's limit in bytes (-o cache=)",
+          "disk_cache_bytes": "Bytes the disk cache holds (-o disk_cache=; every mount sharing it)"}
 
 
 COUNTERS = {"requests": "FUSE requests answered", "errors": "FUSE requests failed by a fault",
@@ -45,7 +46,9 @@ COUNTERS = {"requests": "FUSE requests answered", "errors": "FUSE requests faile
             "write_conflicts": "Writes that found a chunk changed by another writer",
             "rechecks": "Checks of the store for changes by other writers",
             "chunks_changed_outside": "Chunks found changed by other writers",
-            "timeouts": "FUSE requests that got no answer from the store within the deadline"}
+            "timeouts": "FUSE requests that got no answer from the store within the deadline",
+            "disk_cache_hits": "Reads answered from the disk cache",
+            "disk_cache_misses": "Reads the disk cache could not answer (read from the store)"}
 
 
 class MetricsError(ZarrfsError):

@@ -28,6 +28,7 @@ from ..formats import discover
 from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import Store, one_line
+from ..store.disk_cache_reads import CachedReads, open_disk_cache
 from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
@@ -126,6 +127,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         store = Store.open(source, options.storage_options, read_only=options.read_only,
                            settings=options.source, observer=_observer(metrics),
                            writable=options.read_write)
+        store.disk_cache = _disk_cache(store, source, options)
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
@@ -133,6 +135,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
                     fill_missing_reads=options.fill_missing_data_reads,
                     store_fill_chunks=options.store_data_equal_to_fill_value)
+    if store.disk_cache is not None:
+        shared.more_stats.append(store.disk_cache.stats)
     if metrics is not None:
         metrics.watch(shared)
     try:
@@ -183,11 +187,25 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
             pyfuse3.close(unmount=True)
         tree.close()
         shared.close()
+        if store.disk_cache is not None:
+            store.disk_cache.cache.close()
         log.info("unmounted %s", mountpoint)
         if guard is not None:
             guard.terminate()
             guard.wait()
     return status
+
+
+def _disk_cache(store: Store, source: str, options: MountOptions) -> CachedReads | None:
+    """-o disk_cache: the cache of the store's reads (DiskCacheError: DIR cannot be one)."""
+    if options.disk_cache is None:
+        return None
+    reads = open_disk_cache(store, source, options.storage_options, options.disk_cache,
+                            options.disk_cache_size)
+    if reads is None:
+        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
+                    _public(source))
+    return reads
 
 
 def _observer(metrics: Metrics | None) -> StoreObserver | None:

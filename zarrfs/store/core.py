@@ -19,16 +19,16 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import azure, deadline, gcs, local, many, prefixes, remote
+from . import azure, deadline, fetching, gcs, local, many, prefixes, remote
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
+from .disk_cache_reads import CachedReads
 from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
@@ -37,9 +37,6 @@ from .zipped import ZipSource, open_zip
 
 T = TypeVar("T")
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
-# Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
-# Icechunk): each range its own request, these many in flight across the mount.
-_RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
@@ -64,9 +61,11 @@ class Store:
         read_only: bool = False,
         retry: RetryPolicy | None = None,
         observer: StoreObserver | None = None,
+        disk_cache: CachedReads | None = None,
     ) -> None:
         self.fs = fs
         self.observer = observer  # (metrics: every operation reported to it)
+        self.disk_cache = disk_cache  # (-o disk_cache: reads kept on local disk, `disk_cache_reads`)
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
         self.is_s3 = remote.is_s3(fs)
@@ -124,13 +123,14 @@ class Store:
         if not path:
             return self
         return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry,
-                     observer=self.observer)
+                     observer=self.observer, disk_cache=self.disk_cache)
 
     def without_retries(self) -> Store:
         """The same store, failing at the first fault (within its deadline): a check that may
         be skipped."""
         return Store(self.fs, self.root, read_only=self.read_only,
-                     retry=dataclasses.replace(self.retry, retries=False), observer=self.observer)
+                     retry=dataclasses.replace(self.retry, retries=False), observer=self.observer,
+                     disk_cache=self.disk_cache)
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -163,23 +163,9 @@ class Store:
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
         (local files, S3); elsewhere the generation is None."""
-        path = self.path(key)
-        start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
-        kind = GET if byte_range is None else GET_RANGE
-        if self.is_local:
-            # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-            return self.call(key, lambda s: local.read(path, start, length), kind=kind)
-        if self.is_s3:
-            return self.call(key, lambda s: remote.s3_read(self.fs, s, path, start, length), kind=kind)
-        if self.is_gcs:
-            return self.call(key, lambda s: gcs.gcs_read(self.fs, s, path, start, length), kind=kind)
-        if self.is_azure:
-            return self.call(key, lambda s: azure.azure_read(self.fs, s, path, start, length), kind=kind)
-        if self.reads_generations:
-            return self.call(key, lambda s: self.fs_call(s, "cat_versioned", path, start, length),
-                             kind=kind)
-        data = self.get(key, byte_range)
-        return None if data is None else Versioned(data, None)
+        if self.disk_cache is not None:
+            return self.disk_cache.read(self, key, byte_range, functools.partial(fetching.read, self))
+        return fetching.read(self, key, byte_range)
 
     def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
@@ -190,26 +176,17 @@ class Store:
         is not stored). Each range is one request under the store's deadline; on a remote
         store they are all in flight at once (each waits a round trip, not for the others):
         on S3 as one batch of requests on fsspec's loop, elsewhere a thread each."""
-        if self.is_s3 and len(ranges) > 1:
-            path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
-            return self.call(key, lambda s: remote.s3_read_ranges(self.fs, s, path, pairs),
-                             kind=GET_RANGE, objects=len(pairs))
-        if self.is_local or len(ranges) <= 1:
-            found = [self.read(key, byte_range) for byte_range in ranges]
-        else:
-            found = list(_RANGE_REQUESTS.map(functools.partial(self.read, key), ranges))
-        return None if any(piece is None for piece in found) else [p for p in found if p is not None]
+        if self.disk_cache is not None:
+            fetch = functools.partial(fetching.read_ranges, self)
+            return self.disk_cache.read_ranges(self, key, ranges, fetch)
+        return fetching.read_ranges(self, key, ranges)
 
     def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
         """Whole objects as `read` (None: not stored); on S3 and Azure all in flight at once, one
         batch under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
-        batch = remote.s3_read_objects if self.is_s3 else azure.azure_read_objects if self.is_azure else None
-        if batch is None or len(keys) <= 1:
-            return [self.read(key) for key in keys]
-        paths = [self.path(key) for key in keys]
-        found = self.call(keys[0], lambda s: batch(self.fs, s, paths), missing_ok=False,
-                          kind=GET, objects=len(keys))
-        return found or []  # (missing objects are None in the list)
+        if self.disk_cache is not None:
+            return self.disk_cache.read_many(self, keys, functools.partial(fetching.read_many, self))
+        return fetching.read_many(self, keys)
 
     def generation(self, key: str) -> str | None:
         """Which version of `key` is stored now (None: none)."""
@@ -217,20 +194,31 @@ class Store:
         return None if described is None else described[1]
 
     def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
-        """The generations of many keys, found as `stats` finds them."""
+        """The generations of many keys, found as `stats` finds them: a recheck's question
+        (close-to-open), after which the disk cache trusts nothing below this store it knew before."""
+        if self.disk_cache is not None:
+            self.disk_cache.rechecking(self.root)
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:
         """The size and generation of many keys (None: not stored), at a cost in proportion to
         the keys, never to the store (`many.stats`). `dense`: the keys are most of what their
         directories may hold (every chunk of an array): one listing of them is cheapest."""
-        return many.stats(self, list(keys), dense=dense)
+        if self.disk_cache is None:
+            return many.stats(self, list(keys), dense=dense)
+        tick = self.disk_cache.tick()
+        found = many.stats(self, list(keys), dense=dense)
+        self.disk_cache.learned(self, found, tick)
+        return found
 
     def _get_suffix(self, key: str, length: int) -> bytes | None:
         size = self.size(key)
         if size is None:
             return None
         start = max(0, size - length)
+        if self.disk_cache is not None:
+            found = self.read(key, ByteRange(start, size - start))
+            return None if found is None else as_bytes(found.data)
         return self.call(key, lambda s: self.fs_call(s, "cat_file", self.path(key), start=start, end=size),
                          kind=GET_RANGE)
 
@@ -240,6 +228,14 @@ class Store:
 
     def stat(self, key: str) -> tuple[int, str | None] | None:
         """The size and generation of `key` (None: not stored)."""
+        if self.disk_cache is None:
+            return self._stat(key)
+        tick = self.disk_cache.tick()
+        found = self._stat(key)
+        self.disk_cache.learned(self, {key: found}, tick)
+        return found
+
+    def _stat(self, key: str) -> tuple[int, str | None] | None:
         path = self.path(key)
         if self.is_local:
             status = self.call(key, lambda s: os.stat(path), kind=STAT)
@@ -284,6 +280,7 @@ class Store:
         `sync_directories` must follow (a batch of puts to one directory then costs one
         directory fsync, not one each). ConflictError when `expect` no longer holds."""
         self.check_writable(key)
+        self._changing(key)
         path = self.path(key)
         put: Callable[[float | None], str | None]
         if self.is_local:
@@ -303,9 +300,12 @@ class Store:
             return self.call(key, put, missing_ok=False, kind=PUT)
         except ConflictError:
             raise ConflictError(key) from None  # named by the store's key, whatever the store
+        finally:
+            self._changing(key)
 
     def delete(self, key: str, *, expect: Expect = ANY) -> None:
         self.check_writable(key)
+        self._changing(key)
         try:
             if self.commits:
                 self.call(key, lambda s: self._on_branch("delete_if", self.path(key), expect, s), kind=DELETE)
@@ -321,6 +321,13 @@ class Store:
                 self.call(key, lambda s: self._remove(s, key), kind=DELETE)
         except ConflictError:
             raise ConflictError(key) from None
+        finally:
+            self._changing(key)
+
+    def _changing(self, key: str) -> None:
+        """A write or delete of `key`, before and after: nothing read before it is kept."""
+        if self.disk_cache is not None:
+            self.disk_cache.changing(self, key)
 
     def _local_put(self, key: str, data: Payload, sync_directory: bool, expect: Expect,
                    seconds: float | None) -> str:

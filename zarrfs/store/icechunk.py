@@ -159,6 +159,11 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     def cat_versioned(self, path: str, start: int | None = None, length: int | None = None) -> Versioned:
         return sync(self.loop, self._cat_versioned, path, start, length)  # type: ignore[no-any-return]
 
+    def known_generation(self, path: str) -> str:
+        """The generation of `path` as the mount last followed its ref, without a request:
+        an entry of the disk cache (`disk_cache_reads`) of that generation is never checked."""
+        return self._state.generations.of(key_of(path))
+
     async def _read(self, state: BranchState, key: str, start: int | None, end: int | None) -> bytes:
         request: ByteRequest | None = None
         if start is not None or end is not None:

@@ -1,0 +1,263 @@
+"""The disk cache (`-o disk_cache=DIR,disk_cache_size=SIZE`) through real mounts of a moto S3
+server and of an Icechunk repository: what one mount fetched, the next serves from disk (the
+daemon's request log counts what it asked the store); DIR never holds more than SIZE while
+readers fill it; two daemons share it; another writer's change and the mount's own write are
+never served stale; a damaged entry is never served; a fault of the cache fails no read."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pytest
+import zstandard
+from conftest import MountFactory
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.mounting import ZARRFS, Mount, mounted, pread
+from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.scale_arrays import RequestLog, values, write_twin
+
+GRID, CHUNK = (8, 8), (64, 64)
+SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
+MIB = 1 << 20
+
+
+@pytest.fixture
+def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    yield from serving(S3Server(free_port()), monkeypatch)
+
+
+@pytest.fixture
+def twin(s3_server: S3Server, tmp_path: Path) -> str:
+    """A 512 x 512 uint8 array of 8 x 8 chunks on S3 (`scale_arrays.values`); its URL."""
+    local = write_twin(tmp_path / "twin.zarr", GRID, CHUNK)
+    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
+    fs.put(str(local), f"{s3_server.bucket}/twin.zarr", recursive=True)
+    return f"s3://{s3_server.bucket}/twin.zarr"
+
+
+def options(server: S3Server, directory: Path, *more: str) -> list[str]:
+    return [f"endpoint_url={server.endpoint_url}", f"disk_cache={directory}", *more]
+
+
+def whole(mount: Mount) -> bytes:
+    return mount.data.read_bytes()
+
+
+def stats(mount: Mount) -> dict[str, float]:
+    import json
+
+    found = subprocess.run([ZARRFS, "stats", "--json", str(mount.path)], capture_output=True, check=True)
+    return dict(json.loads(found.stdout))
+
+
+def put_chunk(server: S3Server, key: str, block: np.ndarray) -> None:
+    fs = fsspec.filesystem("s3", **server.s3fs_options())
+    encoded = zstandard.ZstdCompressor(level=1).compress(block.tobytes())
+    fs.pipe_file(f"{server.bucket}/twin.zarr/{key}", encoded)
+
+
+EXPECTED = values((0, 0), SHAPE).tobytes()
+
+
+def test_what_one_mount_fetched_the_next_serves_from_disk(s3_server: S3Server, twin: str, tmp_path: Path,
+                                                          mount_array: MountFactory) -> None:
+    cache = tmp_path / "cache"
+    log = RequestLog(tmp_path / "requests.log")
+    first = mount_array(twin, options(s3_server, cache), env=log.env)
+    assert whole(first) == EXPECTED
+    counted = stats(first)
+    assert counted["disk_cache_hits"] == 0 and counted["disk_cache_misses"] >= GRID[0] * GRID[1]
+    assert 0 < counted["disk_cache_bytes"] <= 1 << 30
+    first.unmount()
+    log.take()
+
+    second = mount_array(twin, options(s3_server, cache), env=log.env)
+    assert whole(second) == EXPECTED
+    requests = log.take()
+    # Every chunk from disk; what the store was asked: a listing of each row of chunks that
+    # vouches for its cached chunks, and the metadata's generation.
+    assert requests.read() <= 1 and requests.count("list") <= GRID[0] * GRID[1] + 8, requests.summary()
+    assert sum(1 for r in requests if r.kind == "list") <= GRID[0], requests.summary()
+    assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
+
+
+def test_another_writers_change_is_seen_at_the_next_open(s3_server: S3Server, twin: str, tmp_path: Path,
+                                                         mount_array: MountFactory) -> None:
+    cache = tmp_path / "cache"
+    first = mount_array(twin, options(s3_server, cache))
+    assert whole(first) == EXPECTED
+    first.unmount()
+    changed = np.full(CHUNK, 7, np.uint8)
+    put_chunk(s3_server, "c/2/3", changed)  # (between two mounts)
+    expected = values((0, 0), SHAPE)
+    expected[128:192, 192:256] = 7
+    # A small memory cache: chunks are read again through the disk cache, not kept in memory.
+    second = mount_array(twin, options(s3_server, cache, "cache=1M"))
+    assert whole(second) == expected.tobytes()
+    put_chunk(s3_server, "c/5/1", changed)  # (while mounted: seen at the next open)
+    expected[320:384, 64:128] = 7
+    assert whole(second) == expected.tobytes()
+
+
+def test_the_mounts_own_write_is_never_served_stale(s3_server: S3Server, twin: str, tmp_path: Path,
+                                                    mount_array: MountFactory) -> None:
+    cache = tmp_path / "cache"
+    mount = mount_array(twin, options(s3_server, cache, "cache=1M", "rw"))
+    assert whole(mount) == EXPECTED
+    expected = values((0, 0), SHAPE)
+    expected[10, :] = 200
+    with open(mount.data, "r+b") as f:
+        f.seek(10 * SHAPE[1])
+        f.write(bytes([200]) * SHAPE[1])
+        f.flush()
+        os.fsync(f.fileno())
+    assert whole(mount) == expected.tobytes()
+    mount.unmount()
+    again = mount_array(twin, options(s3_server, cache))
+    assert whole(again) == expected.tobytes()
+
+
+def test_a_damaged_entry_is_not_served(s3_server: S3Server, twin: str, tmp_path: Path,
+                                       mount_array: MountFactory) -> None:
+    cache = tmp_path / "cache"
+    first = mount_array(twin, options(s3_server, cache))
+    assert whole(first) == EXPECTED
+    first.unmount()
+    entries = sorted((cache / "objects").iterdir())
+    assert len(entries) >= GRID[0] * GRID[1]
+    for i, entry in enumerate(entries):
+        damaged = bytearray(entry.read_bytes())
+        if i % 2:
+            damaged[-1] ^= 0x40  # (a flipped bit in the data)
+        else:
+            damaged = damaged[: len(damaged) // 2]  # (torn)
+        entry.write_bytes(damaged)
+    second = mount_array(twin, options(s3_server, cache, f"log={tmp_path / 'second.log'}"))
+    assert whole(second) == EXPECTED
+    assert stats(second)["disk_cache_misses"] >= GRID[0] * GRID[1]
+    assert "failed its checksum" in (tmp_path / "second.log").read_text()
+
+
+def du(directory: Path) -> int:
+    """What `du` says `directory` takes on disk, in bytes."""
+    # (du says what it could: a file deleted while it walks is not counted, and it exits 1)
+    found = subprocess.run(["du", "-s", "-B1", str(directory)], capture_output=True, text=True)
+    return int(found.stdout.split()[0])
+
+
+def test_two_daemons_fill_one_directory_within_its_size(s3_server: S3Server, tmp_path: Path,
+                                                        mount_array: MountFactory) -> None:
+    """Uncompressible chunks of 256 KiB, 24 MiB of them, read by two daemons at once with a
+    cache of 8 MiB: du never says more than 8 MiB; what both read is right."""
+    url, noise = noise_array(s3_server)
+    cache, size = tmp_path / "cache", 8 * MIB
+    mounts = [mount_array(url, options(s3_server, cache, f"disk_cache_size={size}", "cache=1M"))
+              for _ in range(2)]
+    done = threading.Event()
+    sizes: list[int] = []
+
+    def watch() -> None:
+        while not done.is_set():
+            sizes.append(du(cache))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    results: list[bytes] = []
+    try:
+        readers = [threading.Thread(target=lambda m=m: results.append(whole(m))) for m in mounts * 2]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+    finally:
+        done.set()
+        watcher.join()
+    assert results == [noise.tobytes()] * 4
+    assert len(sizes) > 5 and max(sizes) <= size, (max(sizes), len(sizes))
+    assert all(stats(m)["disk_cache_bytes"] <= size for m in mounts)
+
+
+def test_a_daemon_uses_what_another_cached(s3_server: S3Server, twin: str, tmp_path: Path,
+                                           mount_array: MountFactory) -> None:
+    cache = tmp_path / "cache"
+    log = RequestLog(tmp_path / "requests.log")
+    first = mount_array(twin, options(s3_server, cache))
+    second = mount_array(twin, options(s3_server, cache), env=log.env)
+    assert whole(first) == EXPECTED
+    log.take()
+    assert whole(second) == EXPECTED
+    requests = log.take()
+    assert requests.read() <= 1, requests.summary()
+    assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
+
+
+def test_a_cache_directory_removed_while_mounted_fails_no_read(s3_server: S3Server, tmp_path: Path,
+                                                               mount_array: MountFactory) -> None:
+    url, noise = noise_array(s3_server)  # (24 MiB: more than read ahead before the removal)
+    cache = tmp_path / "cache"
+    mount = mount_array(url, options(s3_server, cache, "cache=1M", f"log={tmp_path / 'daemon.log'}"))
+    assert pread(mount.data, 2048 * 256, 0) == noise[:256].tobytes()  # (a row of chunks)
+    shutil.rmtree(cache)
+    assert whole(mount) == noise.tobytes()
+    warnings = [line for line in (tmp_path / "daemon.log").read_text().splitlines() if "disk cache" in line]
+    assert 1 <= len(warnings) <= 3, warnings  # (once for each kind of fault)
+
+
+def noise_array(server: S3Server) -> tuple[str, np.ndarray]:
+    """24 MiB that do not compress, in chunks of 256 KiB, on S3: its URL and values."""
+    import zarr
+
+    url = f"s3://{server.bucket}/noise.zarr"
+    noise = np.random.default_rng(5).integers(0, 255, (3072, 2048), dtype=np.uint8)
+    zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=server.s3fs_options()),
+                      data=noise, chunks=(256, 256), compressors=None)
+    return url, noise
+
+
+@pytest.mark.parametrize("make", ["a file", "a directory of other files"])
+def test_a_bad_cache_directory_fails_the_mount_in_one_line(s3_server: S3Server, twin: str, tmp_path: Path,
+                                                           make: str) -> None:
+    bad = tmp_path / "bad"
+    if make == "a file":
+        bad.write_text("x")
+    else:
+        bad.mkdir()
+        (bad / "notes.txt").write_text("mine")
+    (tmp_path / "mnt").mkdir()
+    result = subprocess.run([ZARRFS, "mount", twin, str(tmp_path / "mnt"), "-o",
+                             ",".join(options(s3_server, bad))], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "disk cache" in lines[0] and "Traceback" not in result.stderr, result.stderr
+    assert not os.path.ismount(tmp_path / "mnt")
+
+
+def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
+                                                             mount_array: MountFactory) -> None:
+    import icechunk
+    import zarr
+
+    repository = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "repo")))
+    session = repository.writable_session("main")
+    expected = values((0, 0), SHAPE)
+    zarr.create_array(session.store, name="a", data=expected, chunks=CHUNK)
+    session.commit("an array")
+    url, cache = f"icechunk://{tmp_path / 'repo'}", tmp_path / "cache"
+    log = RequestLog(tmp_path / "requests.log")
+    with mounted(url, tmp_path / "first", [f"disk_cache={cache}"]) as first:
+        assert (first.path / "a" / "data").read_bytes() == expected.tobytes()
+    second = mount_array(url, [f"disk_cache={cache}"], env=log.env)
+    log.take()
+    assert (second.path / "a" / "data").read_bytes() == expected.tobytes()
+    requests = log.take()
+    assert requests.read() == 0 and len(requests) <= 4, requests.summary()
+    assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]

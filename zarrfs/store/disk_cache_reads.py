@@ -1,0 +1,288 @@
+"""A mount's reads through the disk cache (`disk_cache.DiskCache`): which generation of an
+object the mount may serve from it, under the memory cache's close-to-open rules.
+
+An entry is named by the generation its bytes were read at, so the question is only which
+generation of an object is current:
+
+- Icechunk: the generation of a key is the snapshot it last changed in, known without a
+  request (`known_generation`): an entry of it is never checked.
+- Other stores: what the store said, at most as long ago as the last recheck of the array
+  holding the object (`rechecking`: the close-to-open check of an open; `generations` is its
+  question). The answers the mount gets anyway, to its rechecks and its reads, are noted
+  (`learned`); an object asked about by nothing since is checked with the other cached
+  objects of its row of chunks, in one listing of the row (`Store.stats(dense=True)`), so a
+  warm restart costs a listing per row, not a request per object.
+
+A put or delete through the mount forgets what it knew of the object, and a read that began
+before a write to it keeps nothing: nothing stale is served after the mount's own write.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .byte_ranges import ByteRange
+from .disk_cache import DiskCache, entry_name
+from .listing import row_prefix
+from .local import Buffer, Versioned
+from .sources import endpoint
+
+T = TypeVar("T")
+FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
+Described = tuple[int, str | None] | None
+KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
+ROW_AT_MOST = 4096  # cached objects checked by one look at their row
+ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
+_STRIPES = 1 << 16  # counters of writes, by a hash of the path
+
+
+class Store(Protocol):
+    """What of a `core.Store` this needs."""
+
+    root: str
+
+    def path(self, key: str) -> str: ...
+    def stats(self, keys: Sequence[str], *, dense: bool = False) -> dict[str, Described]: ...
+    def without_retries(self) -> Store: ...
+
+
+class CachedReads:
+    """What a mount knows of the generations of the objects it may read from a `DiskCache`."""
+
+    def __init__(self, cache: DiskCache, store: str, known_generation: Callable[[str], str] | None) -> None:
+        """`store`: what names the store among those sharing the cache; `known_generation`:
+        the current generation of a path without a request, where the store knows it."""
+        self.cache = cache
+        self.store = store
+        self.known_generation = known_generation
+        self._lock = threading.Lock()
+        self._tick = 0
+        self._rechecked: dict[str, int] = {}  # store root -> the tick of its last recheck
+        self._known: OrderedDict[str, tuple[str, int]] = OrderedDict()  # path -> generation, tick
+        self._writes = [0] * _STRIPES
+        self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def read(self, store: Store, key: str, byte_range: ByteRange | None,
+             fetch: Callable[[str, ByteRange | None], Versioned | None]) -> Versioned | None:
+        """`key`'s bytes (a range of them) from the cache, else `fetch`ed and kept."""
+        path = store.path(key)
+        start, length = (0, -1) if byte_range is None else (byte_range.start, byte_range.length)
+        generation = self._current(store, path)
+        if generation is not None:
+            data = self._load(path, start, length, generation)
+            if data is not None:
+                return Versioned(data, generation)
+        self.cache.missed()
+        before = self._before(path)
+        fetched = fetch(key, byte_range)
+        if fetched is not None:
+            self._keep(path, start, length, fetched, before)
+        return fetched
+
+    def read_ranges(self, store: Store, key: str, ranges: Sequence[ByteRange],
+                    fetch: FetchRanges) -> list[Versioned] | None:
+        """Byte ranges of `key`: those cached, and the others fetched at once and kept."""
+        path = store.path(key)
+        generation = self._current(store, path)
+        found: list[Versioned | None] = [None] * len(ranges)
+        if generation is not None:
+            for i, r in enumerate(ranges):
+                data = self._load(path, r.start, r.length, generation)
+                found[i] = None if data is None else Versioned(data, generation)
+        wanted = [i for i, piece in enumerate(found) if piece is None]
+        if wanted:
+            for _ in wanted:
+                self.cache.missed()
+            before = self._before(path)
+            fetched = fetch(key, [ranges[i] for i in wanted])
+            if fetched is None:
+                return None
+            for i, piece in zip(wanted, fetched, strict=True):
+                found[i] = piece
+                self._keep(path, ranges[i].start, ranges[i].length, piece, before)
+        return [piece for piece in found if piece is not None]
+
+    def read_many(self, store: Store, keys: Sequence[str],
+                  fetch: Callable[[Sequence[str]], list[Versioned | None]]) -> list[Versioned | None]:
+        """Whole objects: those cached, and the others fetched at once and kept."""
+        found: list[Versioned | None] = [None] * len(keys)
+        for i, key in enumerate(keys):
+            path = store.path(key)
+            generation = self._current(store, path)
+            data = None if generation is None else self._load(path, 0, -1, generation)
+            found[i] = None if data is None or generation is None else Versioned(data, generation)
+        wanted = [i for i, piece in enumerate(found) if piece is None]
+        if wanted:
+            befores = [self._before(store.path(keys[i])) for i in wanted]
+            for _ in wanted:
+                self.cache.missed()
+            for i, piece, before in zip(wanted, fetch([keys[i] for i in wanted]), befores, strict=True):
+                found[i] = piece
+                if piece is not None:
+                    self._keep(store.path(keys[i]), 0, -1, piece, before)
+        return found
+
+    def _load(self, path: str, start: int, length: int, generation: str) -> Buffer | None:
+        data = self.cache.load(entry_name(self.store, path, start, length, generation))
+        if data is None and length >= 0:  # (a range of an object cached whole)
+            whole = self.cache.load(entry_name(self.store, path, 0, -1, generation))
+            data = None if whole is None else whole[start : start + length]
+        return data
+
+    def _before(self, path: str) -> tuple[int, int]:
+        """What a fetch of `path` starts from: the tick, and the writes to the path so far."""
+        with self._lock:
+            return self._tick, self._writes[hash(path) % _STRIPES]
+
+    def _keep(self, path: str, start: int, length: int, fetched: Versioned, before: tuple[int, int]) -> None:
+        """Keep what a fetch read, unless the mount wrote the object meanwhile."""
+        tick, writes = before
+        if fetched.generation is None:
+            return
+        with self._lock:
+            if self._writes[hash(path) % _STRIPES] != writes:
+                return
+            self._note(path, fetched.generation, tick)
+        name = entry_name(self.store, path, start, length, fetched.generation)
+        self.cache.save(name, self.store, path, fetched.generation, fetched.data)
+
+    # -- which generation is current ---------------------------------------------------------
+
+    def _current(self, store: Store, path: str) -> str | None:
+        """The generation of `path` the cache may serve (None: fetch it from the store)."""
+        if self.known_generation is not None:
+            with self._lock:
+                written = self._writes[hash(path) % _STRIPES] != 0
+            if not written:
+                return self.known_generation(path)
+        with self._lock:
+            known = self._valid(path)
+        if known is not None or not self.cache.cached(self.store, path):
+            return known
+        return self._check_row(store, path)
+
+    def _valid(self, path: str) -> str | None:
+        """The generation noted for `path` since the last recheck of any store holding it."""
+        found = self._known.get(path)
+        if found is None:
+            return None
+        generation, tick = found
+        if self._rechecked.get("", 0) > tick:
+            return None
+        end = path.find("/")
+        while end != -1:
+            if self._rechecked.get(path[:end], 0) > tick:
+                return None
+            end = path.find("/", end + 1)
+        return None if self._rechecked.get(path, 0) > tick else generation
+
+    def _check_row(self, store: Store, path: str) -> str | None:
+        """Ask the store, in one look, about every cached object of `path`'s row of chunks and
+        of the rows after it (a reader going on reaches them next: their listings go out at
+        once, a round trip for them all)."""
+        directory, names = row_prefix(path)
+        rows = _rows_from(f"{directory}/{names}" if directory else names, ROWS_AHEAD)
+        with self._lock:
+            locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
+        taken = [row for row, lock in zip(rows, locks, strict=True)
+                 if lock.acquire(blocking=row == rows[0])]  # (others' rows: theirs to check)
+        try:
+            with self._lock:
+                known = self._valid(path)
+            if known is not None:
+                return known
+            cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)]
+            below = store.root + "/" if store.root else ""
+            keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)} | {path[len(below):]})
+            current = store.without_retries().stats(keys, dense=True)  # (noted: `learned`)
+            for cached_path, generation in cached:
+                described = current.get(cached_path[len(below):])
+                now = None if described is None else described[1]
+                if now != generation:  # (changed or gone: its entries are of no more use)
+                    self.cache.drop(self.store, cached_path, keep=now)
+            with self._lock:
+                return self._valid(path)
+        finally:
+            with self._lock:
+                for row, lock in zip(rows, locks, strict=True):
+                    if row in taken:
+                        self._rows.pop(row, None)
+                        lock.release()
+
+    # -- what the mount learns and does ---------------------------------------------------------
+
+    def tick(self) -> int:
+        """Now, for `learned`: taken before the store is asked."""
+        with self._lock:
+            return self._tick
+
+    def learned(self, store: Store, found: Mapping[str, Described], tick: int) -> None:
+        """The store said, when asked at `tick`, what the generations of `found` are."""
+        with self._lock:
+            for key, described in found.items():
+                path = store.path(key)
+                if described is None or described[1] is None:
+                    self._known.pop(path, None)
+                else:
+                    self._note(path, described[1], tick)
+
+    def rechecking(self, root: str) -> None:
+        """A close-to-open check of what is below `root` begins: what was known of it before
+        must be asked again."""
+        with self._lock:
+            self._tick += 1
+            self._rechecked[root] = self._tick
+
+    def changing(self, store: Store, key: str) -> None:
+        """The mount writes or deletes `key` (called before and after): forget its generation,
+        and keep nothing a read started before."""
+        path = store.path(key)
+        with self._lock:
+            self._writes[hash(path) % _STRIPES] += 1
+            self._known.pop(path, None)
+
+    def _note(self, path: str, generation: str, tick: int) -> None:
+        old = self._known.get(path)
+        if old is not None and old[1] > tick:
+            return
+        self._known[path] = (generation, tick)
+        self._known.move_to_end(path)
+        if len(self._known) > KNOWN_AT_MOST:
+            self._known.popitem(last=False)
+
+    def stats(self) -> dict[str, float]:
+        """`zarrfs stats`: hits and misses of this mount, bytes in the cache (of every mount)."""
+        return {"disk_cache_hits": self.cache.hits, "disk_cache_misses": self.cache.misses,
+                "disk_cache_bytes": self.cache.cached_bytes()}
+
+
+def _rows_from(prefix: str, count: int) -> list[str]:
+    """`prefix`, a row of chunks ("a/c/5/", "a/c.5."), and the `count - 1` rows after it
+    (just `prefix` when it has no number: the chunks of a 1-D array)."""
+    found = re.fullmatch(r"(.*?)(\d+)([/.])", prefix, re.DOTALL)
+    if found is None:
+        return [prefix]
+    head, number, separator = found.groups()
+    return [f"{head}{int(number) + i}{separator}" for i in range(count)]
+
+
+def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any], directory: str,
+                    size: int) -> CachedReads | None:
+    """The disk cache in `directory` for the reads of `store` (opened from `source`); None
+    for a store it does not serve: local files, and stores whose reads have no generation
+    (HTTP, reference sets, zip archives). DiskCacheError when the directory cannot serve."""
+    if store.is_local or not store.versioned:
+        return None
+    protocols = store.fs.protocol if isinstance(store.fs.protocol, tuple | list) else (store.fs.protocol,)
+    # Paths are the store's own; where they are not the whole location (Icechunk: keys of one
+    # repository, root ""), the source names the store too.
+    server = endpoint(source, storage_options) or ""
+    name = "|".join((protocols[0], server, "" if store.root else source.rstrip("/")))
+    found = getattr(store.fs, "known_generation", None)
+    return CachedReads(DiskCache(directory, size), name, found if callable(found) else None)
