@@ -14,18 +14,17 @@ concurrent writers are not coordinated. Icechunk (`commits`): what makes writes 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError
-from . import azure, deadline, fetching, gcs, local, many, prefixes, remote
+from . import azure, deadline, fetching, gcs, local, many, prefixes, remote, writing
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
 from .disk_cache_reads import CachedReads
@@ -33,6 +32,7 @@ from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
 from .sources import endpoint, is_read_only, open_filesystem, start_writes
+from .writing import ANY, Expect
 from .zipped import ZipSource, open_zip
 
 T = TypeVar("T")
@@ -40,16 +40,6 @@ __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", 
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
-
-
-# Passed as `expect` to put or delete: write whatever is stored now.
-class _Any:
-    def __repr__(self) -> str:
-        return "ANY"
-
-
-ANY: Final = _Any()
-Expect = str | None | _Any
 
 
 class Store:
@@ -281,21 +271,7 @@ class Store:
         directory fsync, not one each). ConflictError when `expect` no longer holds."""
         self.check_writable(key)
         self._changing(key)
-        path = self.path(key)
-        put: Callable[[float | None], str | None]
-        if self.is_local:
-            put = functools.partial(self._local_put, key, data, sync_directory, expect)
-        elif self.commits:
-            put = functools.partial(self._on_branch, "put_if", path, expect, data=_joined(data),
-                                    commit=sync_directory)
-        elif self.is_s3 and not isinstance(expect, _Any):
-            put = functools.partial(remote.s3_put, self.fs, path=path, data=_joined(data), expect=expect)
-        elif self.is_gcs and not isinstance(expect, _Any):
-            put = functools.partial(gcs.gcs_put, self.fs, path=path, data=_joined(data), expect=expect)
-        elif self.is_azure and not isinstance(expect, _Any):
-            put = functools.partial(azure.azure_put, self.fs, path=path, data=_joined(data), expect=expect)
-        else:
-            put = functools.partial(self._put_anyway, path=path, data=_joined(data))
+        put = writing.put(self, key, data, sync_directory, expect)
         try:
             return self.call(key, put, missing_ok=False, kind=PUT)
         except ConflictError:
@@ -307,18 +283,7 @@ class Store:
         self.check_writable(key)
         self._changing(key)
         try:
-            if self.commits:
-                self.call(key, lambda s: self._on_branch("delete_if", self.path(key), expect, s), kind=DELETE)
-            elif self.is_local and not isinstance(expect, _Any):
-                self.call(key, lambda s: local.delete_if(self.path(key), expect), kind=DELETE)
-            elif self.is_s3 and not isinstance(expect, _Any):
-                self.call(key, lambda s: remote.s3_delete(self.fs, s, self.path(key), expect), kind=DELETE)
-            elif self.is_gcs and not isinstance(expect, _Any):
-                self.call(key, lambda s: gcs.gcs_delete(self.fs, s, self.path(key), expect), kind=DELETE)
-            elif self.is_azure and not isinstance(expect, _Any):
-                self.call(key, lambda s: azure.azure_delete(self.fs, s, self.path(key), expect), kind=DELETE)
-            else:
-                self.call(key, lambda s: self._remove(s, key), kind=DELETE)
+            self.call(key, writing.delete(self, key, expect), kind=DELETE)
         except ConflictError:
             raise ConflictError(key) from None
         finally:
@@ -329,38 +294,16 @@ class Store:
         if self.disk_cache is not None:
             self.disk_cache.changing(self, key)
 
-    def _local_put(self, key: str, data: Payload, sync_directory: bool, expect: Expect,
-                   seconds: float | None) -> str:
-        path = self.path(key)
-        if isinstance(expect, _Any):
-            return local.write_atomically(path, data, sync_directory)
-        return local.replace_if(path, data, sync_directory, expect)
-
-    def _on_branch(self, method: str, path: Any, expect: Expect, s: float | None, **kw: Any) -> Any:
-        check = not isinstance(expect, _Any)  # (`commits`: a put, delete or commit of the branch)
-        return self.fs_call(s, method, path, None if not check else expect, check=check, **kw)
-
     def sync_directories(self, keys: Iterable[str]) -> None:
         """Make the puts and deletes of `keys` durable (local: fsync their directories; `commits`: commit)."""
         if self.commits:
             paths = [self.path(key) for key in keys]
             try:
-                self.call("", lambda s: self._on_branch("commit", paths, ANY, s), kind=SYNC)
+                self.call("", lambda s: writing.on_branch(self, "commit", paths, ANY, s), kind=SYNC)
             except ConflictError as e:  # (displaced by another writer's commit: merge again)
                 raise ConflictError(*map(self.key_of, e.keys)) from None
-        if not self.is_local:
-            return
-        for directory in sorted({os.path.dirname(key) for key in keys}):
-            self.call(directory, functools.partial(_fsync_directory, self.path(directory)), kind=SYNC)
-
-    def _put_anyway(self, seconds: float | None, path: str, data: bytes) -> str | None:
-        self.fs_call(seconds, "pipe_file", path, data)
-        return None
-
-    def _remove(self, seconds: float | None, key: str) -> bool:
-        with contextlib.suppress(FileNotFoundError):
-            self.fs_call(seconds, "rm_file", self.path(key))
-        return True
+        elif self.is_local:
+            writing.sync_local(self, keys)
 
     def check_writable(self, key: str) -> None:
         if self.read_only:
@@ -399,12 +342,3 @@ class Store:
 
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
         return deadline.call(self.fs, seconds, method, *args, **kwargs)
-
-
-def _fsync_directory(directory: str, seconds: float | None) -> None:
-    local.fsync_directory(directory)
-
-
-def _joined(data: Payload) -> bytes:
-    return b"".join(local.pieces(data))
-
