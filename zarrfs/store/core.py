@@ -298,6 +298,8 @@ class Store:
         """Make the puts and deletes of `keys` durable (local: fsync their directories; `commits`: commit)."""
         if self.commits:
             paths = [self.path(key) for key in keys]
+            if not paths:  # (nothing asked for: a group commit is not waited for)
+                return
             try:
                 self.call("", lambda s: writing.on_branch(self, "commit", paths, ANY, s), kind=SYNC)
             except ConflictError as e:  # (displaced by another writer's commit: merge again)
