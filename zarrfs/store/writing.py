@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, TypeVar
 
-from . import azure, gcs, local, remote
+from . import azure, fetching, gcs, local, remote
 from .local import Payload
 from .observe import SYNC
 
@@ -28,21 +28,11 @@ ANY: Final = _Any()
 Expect = str | None | _Any
 
 
-class Store(Protocol):
-    """What of a `core.Store` this needs."""
-
-    fs: Any
-    is_local: bool
-    is_s3: bool
-    is_gcs: bool
-    is_azure: bool
+class Store(fetching.Store, Protocol):
+    """What of a `core.Store` this needs: what reads need, and whether syncs are commits."""
 
     @property
     def commits(self) -> bool: ...
-    def path(self, key: str) -> str: ...
-    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
-    def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
-             kind: str = ..., objects: int = 1) -> T | None: ...
 
 
 def put(store: Store, key: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
