@@ -1,13 +1,13 @@
 """A persistent cache of stored objects and byte ranges on local disk (`-o disk_cache=DIR`),
 shared by every daemon that names the same DIR.
 
-An entry is one file, `DIR/objects/NAME`: a header (format, the data's length and CRC-32C,
-the digest that is NAME, and the header's own CRC-32C), then the bytes as the store gave them.
-NAME is the SHA-256 of the store, the object's path, the byte range and the generation the
-bytes were read at: a name always means the same bytes, so two daemons writing one entry
-write the same file, and a changed object is a new name (the old one ages out). A file is
-written under a temporary name and renamed; whatever is read is checked against its header
-and checksum, and a mismatch (a torn or damaged file) is a miss, never served.
+An entry is one file, `DIR/objects/NAME`: a header with checksums (`disk_cache_entries`),
+then the bytes as the store gave them. NAME is the SHA-256 of the store, the object's path,
+the byte range and the generation the bytes were read at: a name always means the same
+bytes, so two daemons writing one entry write the same file, and a changed object is a new
+name (the old one ages out). A file is written under a temporary name and renamed; whatever
+is read is checked against its header and checksums, and a mismatch (a torn or damaged
+file) is a miss, never served.
 
 The index, `DIR/index.sqlite` (WAL: safe across processes), holds a row per entry: its
 object, generation, cost on disk and last use, and who is writing or removing it. Space is
@@ -27,24 +27,18 @@ import hashlib
 import logging
 import os
 import sqlite3
-import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
 
-from google_crc32c import value as crc32c
-
 from ..errors import ZarrfsError
+from . import disk_cache_entries as entries
+from .local import Buffer
 
 log = logging.getLogger(__name__)
 
 INDEX = "index.sqlite"
 OBJECTS = "objects"
-_MAGIC = b"ZARRFSDC"
-_VERSION = 2  # (1: CRC-32; 2: CRC-32C, which the processor computes: 2.5x faster)
-# magic, version, data length, data CRC-32C, digest; then the CRC-32C of all that.
-_FIELDS = struct.Struct("<8sIQI32s")
-_HEADER = _FIELDS.size + 4
 _BLOCK = 4096  # (what a file costs on disk: whole blocks)
 # Room kept for the index's own growth between two looks at it (its WAL is checkpointed
 # every 64 pages, 256 KiB).
@@ -140,8 +134,9 @@ class DiskCache:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def load(self, name: str) -> memoryview | None:
-        """The bytes of entry `name`, checked (None: not cached, or not whole and sound)."""
+    def load(self, name: str, start: int = 0, length: int = -1) -> Buffer | None:
+        """Bytes [start, start + length) of entry `name` (length -1: all), checked (None: not
+        cached, or not whole and sound)."""
         try:
             fd = os.open(os.path.join(self.objects, name), os.O_RDONLY)
         except FileNotFoundError:
@@ -150,7 +145,7 @@ class DiskCache:
             self.fault("cannot read an entry", e)
             return None
         try:
-            data = _checked(fd, name)
+            data = entries.read(fd, name, start, length)
         except OSError as e:
             self.fault("cannot read an entry", e)
             return None
@@ -160,7 +155,7 @@ class DiskCache:
             self._unsound(name)
             return None
         self._touch(name)
-        return memoryview(data)
+        return data
 
     def _unsound(self, name: str) -> None:
         self.fault("an entry failed its checksum (served from the store)", None)
@@ -208,7 +203,7 @@ class DiskCache:
         try:
             whole = bytes(data)  # (the checksum is taken of bytes)
             with open(temporary, "wb") as f:
-                f.write(_header(name, whole))
+                f.write(entries.header(name, whole))
                 f.write(whole)
             os.rename(temporary, final)
             with self._lock, _transaction(self._db):
@@ -360,29 +355,8 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
-def _header(name: str, data: bytes) -> bytes:
-    fields = _FIELDS.pack(_MAGIC, _VERSION, len(data), crc32c(data), bytes.fromhex(name))
-    return fields + int(crc32c(fields)).to_bytes(4, "little")
-
-
-def _checked(fd: int, name: str) -> bytes | None:
-    """The data of the entry file `fd`, read straight into the bytes returned (no buffer
-    filled and copied), if its header and checksums hold (None: torn or damaged)."""
-    header = os.pread(fd, _HEADER, 0)
-    if len(header) != _HEADER:
-        return None
-    magic, version, length, crc, digest = _FIELDS.unpack_from(header)
-    sound_header = (magic == _MAGIC and version == _VERSION and digest == bytes.fromhex(name)
-                    and crc32c(header[: _FIELDS.size]) == int.from_bytes(header[_FIELDS.size :], "little")
-                    and os.fstat(fd).st_size == _HEADER + length)
-    if not sound_header:
-        return None
-    data = os.pread(fd, length, _HEADER)
-    return data if len(data) == length and crc32c(data) == crc else None
-
-
 def _cost(length: int) -> int:
-    blocks = -(-(_HEADER + length) // _BLOCK)
+    blocks = -(-(entries.overhead(length) + length) // _BLOCK)
     return (blocks + (1 if blocks > 256 else 0)) * _BLOCK  # (a large file: an extent block too)
 
 

@@ -139,9 +139,8 @@ class CachedReads:
 
     def _load(self, path: str, start: int, length: int, generation: str) -> Buffer | None:
         data = self.cache.load(entry_name(self.store, path, start, length, generation))
-        if data is None and length >= 0:  # (a range of an object cached whole)
-            whole = self.cache.load(entry_name(self.store, path, 0, -1, generation))
-            data = None if whole is None else whole[start : start + length]
+        if data is None and length >= 0:  # (a range of an object cached whole: read alone)
+            data = self.cache.load(entry_name(self.store, path, 0, -1, generation), start, length)
         if data is not None:
             self._served_at = self._tick  # (a plain store of an int: no lock)
         return data
