@@ -15,9 +15,11 @@ inner chunks). --delay is seconds per direction (0.01: a 20 ms round trip).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -45,19 +47,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="zarrfs-disk-cache-") as temporary:
         work = Path(temporary)
         configs = build(parse_size(args.size), work, work)
-        seconds = measure(configs, args, zarrfs, work)
-    report = render(configs, seconds, args)
+        seconds, counted = measure(configs, args, zarrfs, work)
+    report = render(configs, seconds, counted, args)
     print(report)
     args.out.write_text(report)
     log(f"report: {args.out}")
 
 
 Seconds = dict[tuple[str, str], list[float]]  # (layout, run) -> seconds of each repeat
+Counted = dict[str, list[tuple[int, int]]]  # layout -> disk cache hits and misses of each warm run
 
 
-def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) -> Seconds:
+def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) -> tuple[Seconds, Counted]:
     mod = s3_server_module()
     seconds: Seconds = {}
+    counted: Counted = {}
     logfile = work / "daemons.log"
     with environ(mod.S3_ENV), open(logfile, "ab") as log_out, s3_server(log_out) as endpoint:
         for cfg in configs:
@@ -77,13 +81,22 @@ def measure(configs: list, args: argparse.Namespace, zarrfs: str, work: Path) ->
                             took = dd(m.mp / "data", "/dev/null", expect=cfg.nbytes)
                             if rep == 0:
                                 run_checked(["cmp", str(m.mp / "data"), str(cfg.raw)])
+                            if run == RUNS[3]:
+                                counted.setdefault(layout, []).append(disk_cache_counts(zarrfs, m.mp))
                         seconds.setdefault((layout, run), []).append(took)
                         log(f"disk cache: {layout} {run}: {cfg.nbytes / took / 1e6:.0f} MB/s")
                     shutil.rmtree(cache)
-    return seconds
+    return seconds, counted
 
 
-def render(configs: list, seconds: Seconds, args: argparse.Namespace) -> str:
+def disk_cache_counts(zarrfs: str, mp: Path) -> tuple[int, int]:
+    """The hits and misses of the disk cache of the mount at `mp` so far."""
+    found = subprocess.run([zarrfs, "stats", "--json", str(mp)], capture_output=True, check=True)
+    counts = json.loads(found.stdout)
+    return int(counts["disk_cache_hits"]), int(counts["disk_cache_misses"])
+
+
+def render(configs: list, seconds: Seconds, counted: Counted, args: argparse.Namespace) -> str:
     lines = [f"# Disk cache: a job read twice, S3 behind {2000 * args.delay:.0f} ms round trips",
              "",
              f"Cold `dd bs=1M` of `data` on a fresh mount, {fmt_size(configs[0].nbytes)} uint16 (zstd), "
@@ -91,14 +104,17 @@ def render(configs: list, seconds: Seconds, args: argparse.Namespace) -> str:
              "the run that filled it, with a remount between. Target: the run from the disk cache "
              f">= {TARGET}x the local copy.",
              "",
-             "| array | " + " | ".join(RUNS) + " | from the disk cache / local | target |",
-             "|---|" + "---|" * (len(RUNS) + 2)]
+             "| array | " + " | ".join(RUNS) + " | from the disk cache / local | target "
+             "| disk cache hits / misses (run from it) |",
+             "|---|" + "---|" * (len(RUNS) + 3)]
     for cfg in configs:
         layout = "sharded" if cfg.sharded else "plain"
         speeds = [cfg.nbytes / statistics.median(seconds[layout, run]) / 1e6 for run in RUNS]
         ratio = speeds[3] / speeds[0]
         cells = " | ".join(f"{speed:.0f}" for speed in speeds)
-        lines.append(f"| {layout} | {cells} | {ratio:.2f}x | {'ok' if ratio >= TARGET else 'MISS'} |")
+        hits = ", ".join(f"{h} / {m}" for h, m in counted[layout])
+        verdict = "ok" if ratio >= TARGET else "MISS"
+        lines.append(f"| {layout} | {cells} | {ratio:.2f}x | {verdict} | {hits} |")
     return "\n".join(lines) + "\n"
 
 

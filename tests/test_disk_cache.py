@@ -263,3 +263,48 @@ def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
     requests = log.take()
     assert requests.read() == 0 and len(requests) <= 4, requests.summary()
     assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
+
+
+def sharded_array(server: S3Server) -> tuple[str, np.ndarray]:
+    """8 MiB of uint16 in four shards of 1024 x 1024 (16 inner chunks of 256 x 256, zstd) on
+    S3: its URL and values."""
+    import zarr
+
+    url = f"s3://{server.bucket}/sharded.zarr"
+    data = np.random.default_rng(7).integers(0, 1000, (2048, 2048), dtype=np.uint16)
+    zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=server.s3fs_options()),
+                      data=data, chunks=(256, 256), shards=(1024, 1024))
+    return url, data
+
+
+def test_inner_chunks_are_read_alone_from_a_shard_cached_whole(s3_server: S3Server, tmp_path: Path,
+                                                              mount_array: MountFactory) -> None:
+    url, data = sharded_array(s3_server)
+    cache = tmp_path / "cache"
+    first = mount_array(url, options(s3_server, cache))
+    assert whole(first) == data.tobytes()  # (a reader going through: shards fetched whole)
+    first.unmount()
+    assert len(list((cache / "objects").iterdir())) == 4 + 1  # (and zarr.json)
+    # A small memory cache: shards are no longer fetched whole, but their index, then each
+    # inner chunk by its own byte range, all read from the shards' entries.
+    log = RequestLog(tmp_path / "requests.log")
+    second = mount_array(url, options(s3_server, cache, "cache=1M"), env=log.env)
+    log.take()
+    assert whole(second) == data.tobytes()
+    requests = log.take()
+    assert requests.read() == 0, requests.summary()
+    assert stats(second)["disk_cache_hits"] >= 4 * 16
+    second.unmount()
+    for entry in (cache / "objects").iterdir():  # (a flipped bit in every 256 KiB of data)
+        damaged = bytearray(entry.read_bytes())
+        for at in range(len(damaged) - 1, 0, -(256 << 10)):
+            damaged[at] ^= 0x40
+        entry.write_bytes(damaged)
+    daemon_log = tmp_path / "third.log"
+    third = mount_array(url, options(s3_server, cache, "cache=1M", f"log={daemon_log}"), env=log.env)
+    log.take()
+    row = data.shape[1] * 2
+    assert pread(third.data, 2 * row, 300 * row) == data[300:302].tobytes()
+    requests = log.take()
+    assert requests.read() >= 2, requests.summary()  # (the index and inner chunks, from the store)
+    assert "failed its checksum" in daemon_log.read_text()

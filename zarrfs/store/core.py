@@ -187,7 +187,7 @@ class Store:
         """The generations of many keys, found as `stats` finds them: a recheck's question
         (close-to-open), after which the disk cache trusts nothing below this store it knew before."""
         if self.disk_cache is not None:
-            self.disk_cache.rechecking(self.root)
+            self.disk_cache.rechecking(self)
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:

@@ -1,13 +1,13 @@
 """A persistent cache of stored objects and byte ranges on local disk (`-o disk_cache=DIR`),
 shared by every daemon that names the same DIR.
 
-An entry is one file, `DIR/objects/NAME`: a header (format, the data's length and CRC-32,
-the digest that is NAME, and the header's own CRC-32), then the bytes as the store gave them.
-NAME is the SHA-256 of the store, the object's path, the byte range and the generation the
-bytes were read at: a name always means the same bytes, so two daemons writing one entry
-write the same file, and a changed object is a new name (the old one ages out). A file is
-written under a temporary name and renamed; whatever is read is checked against its header
-and checksum, and a mismatch (a torn or damaged file) is a miss, never served.
+An entry is one file, `DIR/objects/NAME`: a header with checksums (`disk_cache_entries`),
+then the bytes as the store gave them. NAME is the SHA-256 of the store, the object's path,
+the byte range and the generation the bytes were read at: a name always means the same
+bytes, so two daemons writing one entry write the same file, and a changed object is a new
+name (the old one ages out). A file is written under a temporary name and renamed; whatever
+is read is checked against its header and checksums, and a mismatch (a torn or damaged
+file) is a miss, never served.
 
 The index, `DIR/index.sqlite` (WAL: safe across processes), holds a row per entry: its
 object, generation, cost on disk and last use, and who is writing or removing it. Space is
@@ -27,23 +27,18 @@ import hashlib
 import logging
 import os
 import sqlite3
-import struct
 import threading
 import time
-import zlib
 from collections.abc import Iterator, Sequence
 
 from ..errors import ZarrfsError
+from . import disk_cache_entries as entries
+from .local import Buffer
 
 log = logging.getLogger(__name__)
 
 INDEX = "index.sqlite"
 OBJECTS = "objects"
-_MAGIC = b"ZARRFSDC"
-_VERSION = 1
-# magic, version, data length, data CRC-32, digest; then the CRC-32 of all that.
-_FIELDS = struct.Struct("<8sIQI32s")
-_HEADER = _FIELDS.size + 4
 _BLOCK = 4096  # (what a file costs on disk: whole blocks)
 # Room kept for the index's own growth between two looks at it (its WAL is checkpointed
 # every 64 pages, 256 KiB).
@@ -139,37 +134,33 @@ class DiskCache:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def load(self, name: str) -> memoryview | None:
-        """The bytes of entry `name`, checked (None: not cached, or not whole and sound)."""
+    def load(self, name: str, start: int = 0, length: int = -1) -> Buffer | None:
+        """Bytes [start, start + length) of entry `name` (length -1: all), checked (None: not
+        cached, or not whole and sound)."""
         try:
-            with open(os.path.join(self.objects, name), "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                buffer = bytearray(size)
-                if size < _HEADER or f.readinto(buffer) != size:
-                    self._unsound(name)
-                    return None
+            fd = os.open(os.path.join(self.objects, name), os.O_RDONLY)
         except FileNotFoundError:
             return None
         except OSError as e:
             self.fault("cannot read an entry", e)
             return None
-        view = memoryview(buffer)
-        magic, version, length, crc, digest = _FIELDS.unpack_from(view)
-        header_crc = int.from_bytes(view[_FIELDS.size : _HEADER], "little")
-        sound = (magic == _MAGIC and version == _VERSION and length == size - _HEADER
-                 and digest == bytes.fromhex(name) and zlib.crc32(view[: _FIELDS.size]) == header_crc
-                 and zlib.crc32(view[_HEADER:]) == crc)
-        if not sound:
+        try:
+            data = entries.read(fd, name, start, length)
+        except OSError as e:
+            self.fault("cannot read an entry", e)
+            return None
+        finally:
+            os.close(fd)
+        if data is None:
             self._unsound(name)
             return None
         self._touch(name)
-        return view[_HEADER:]
+        return data
 
     def _unsound(self, name: str) -> None:
         self.fault("an entry failed its checksum (served from the store)", None)
         with contextlib.suppress(OSError, sqlite3.Error):
             self._remove([name])
-        return None
 
     def cached(self, store: str, path: str) -> bool:
         """Whether any entry of `path` is in the cache (at any generation)."""
@@ -184,12 +175,12 @@ class DiskCache:
 
     def entries_below(self, store: str, prefix: str, limit: int) -> list[tuple[str, str]]:
         """The paths and generations of entries whose path starts with `prefix` (at most
-        `limit` of them)."""
+        `limit` of them, the first in order)."""
         try:
             with self._lock:
                 rows = self._db.execute(
                     "SELECT DISTINCT path, generation FROM entries "
-                    "WHERE store = ? AND path >= ? AND path < ? LIMIT ?",
+                    "WHERE store = ? AND path >= ? AND path < ? ORDER BY path LIMIT ?",
                     (store, prefix, prefix + "\U0010ffff", limit)).fetchall()
         except sqlite3.Error as e:
             self.fault("cannot read the index", e)
@@ -210,9 +201,10 @@ class DiskCache:
         final = os.path.join(self.objects, name)
         temporary = final + ".part"
         try:
+            whole = bytes(data)  # (the checksum is taken of bytes)
             with open(temporary, "wb") as f:
-                f.write(_header(name, data))
-                f.write(data)
+                f.write(entries.header(name, whole))
+                f.write(whole)
             os.rename(temporary, final)
             with self._lock, _transaction(self._db):
                 self._db.execute("UPDATE entries SET owner = NULL WHERE name = ?", (name,))
@@ -363,13 +355,8 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
-def _header(name: str, data: bytes | memoryview) -> bytes:
-    fields = _FIELDS.pack(_MAGIC, _VERSION, len(data), zlib.crc32(data), bytes.fromhex(name))
-    return fields + int(zlib.crc32(fields)).to_bytes(4, "little")
-
-
 def _cost(length: int) -> int:
-    blocks = -(-(_HEADER + length) // _BLOCK)
+    blocks = -(-(entries.overhead(length) + length) // _BLOCK)
     return (blocks + (1 if blocks > 256 else 0)) * _BLOCK  # (a large file: an extent block too)
 
 

@@ -19,12 +19,15 @@ before a write to it keeps nothing: nothing stale is served after the mount's ow
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from ..errors import ZarrfsError
 from .byte_ranges import ByteRange
 from .disk_cache import DiskCache, entry_name
 from .listing import row_prefix
@@ -37,7 +40,12 @@ Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
+FIRST_ROWS = 2  # rows checked first as an array is opened (see `_check_early`)
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
+_FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
+# Rows checked as an array is opened, beside the open's own check (a thread each).
+_EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
+log = logging.getLogger(__name__)
 
 
 class Store(Protocol):
@@ -65,6 +73,7 @@ class CachedReads:
         self._known: OrderedDict[str, tuple[str, int]] = OrderedDict()  # path -> generation, tick
         self._writes = [0] * _STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
+        self._served_at = 0  # the tick of the last read the cache served
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -130,9 +139,10 @@ class CachedReads:
 
     def _load(self, path: str, start: int, length: int, generation: str) -> Buffer | None:
         data = self.cache.load(entry_name(self.store, path, start, length, generation))
-        if data is None and length >= 0:  # (a range of an object cached whole)
-            whole = self.cache.load(entry_name(self.store, path, 0, -1, generation))
-            data = None if whole is None else whole[start : start + length]
+        if data is None and length >= 0:  # (a range of an object cached whole: read alone)
+            data = self.cache.load(entry_name(self.store, path, 0, -1, generation), start, length)
+        if data is not None:
+            self._served_at = self._tick  # (a plain store of an int: no lock)
         return data
 
     def _before(self, path: str) -> tuple[int, int]:
@@ -186,8 +196,12 @@ class CachedReads:
         """Ask the store, in one look, about every cached object of `path`'s row of chunks and
         of the rows after it (a reader going on reaches them next: their listings go out at
         once, a round trip for them all)."""
-        directory, names = row_prefix(path)
-        rows = _rows_from(f"{directory}/{names}" if directory else names, ROWS_AHEAD)
+        return self._check_rows(store, _rows_from(_row_of(path), ROWS_AHEAD), path)
+
+    def _check_rows(self, store: Store, rows: list[str], path: str) -> str | None:
+        """Ask the store about every cached object of `rows` (and `path`), in one look: the
+        current generation of `path`. A row another thread is checking is left to it, but
+        the first, whose check is waited for."""
         with self._lock:
             locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
         taken = [row for row, lock in zip(rows, locks, strict=True)
@@ -195,7 +209,7 @@ class CachedReads:
         try:
             with self._lock:
                 known = self._valid(path)
-            if known is not None:
+            if known is not None or not taken:
                 return known
             cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)]
             below = store.root + "/" if store.root else ""
@@ -232,12 +246,33 @@ class CachedReads:
                 else:
                     self._note(path, described[1], tick)
 
-    def rechecking(self, root: str) -> None:
-        """A close-to-open check of what is below `root` begins: what was known of it before
-        must be asked again."""
+    def rechecking(self, store: Store) -> None:
+        """A close-to-open check of what is below `store` begins: what was known of it before
+        must be asked again. When the cache serves reads (or the store is new to the mount),
+        the rows of cached chunks a reader reaches first are asked about now, beside the
+        check: their listings would otherwise wait for the first read."""
         with self._lock:
+            before = self._rechecked.get(store.root)
             self._tick += 1
-            self._rechecked[root] = self._tick
+            self._rechecked[store.root] = self._tick
+            reading = before is None or self._served_at >= before
+        if reading and self.known_generation is None:
+            first = _first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
+            if first is not None:
+                _EARLY_CHECKS.submit(self._check_early, store, first)
+
+    def _check_early(self, store: Store, path: str) -> None:
+        """Check the rows a reader of the array reaches first: the first ones alone (a reader
+        waits for their listings: few answer sooner), then the next ones."""
+        rows = _rows_from(_row_of(path), FIRST_ROWS + ROWS_AHEAD)
+        try:
+            self._check_rows(store, rows[:FIRST_ROWS], path)
+            rest = rows[FIRST_ROWS:]
+            later = _first_chunk(self.cache.entries_below(self.store, rest[0], 1)) if rest else None
+            if later is not None:  # (its rows known already, when a reader got there first: kept)
+                self._check_rows(store, rest, later)
+        except ZarrfsError as e:  # (the reader asks again, and sees what the store says)
+            log.debug("disk cache: early check of %s: %s", path, e)
 
     def changing(self, store: Store, key: str) -> None:
         """The mount writes or deletes `key` (called before and after): forget its generation,
@@ -260,6 +295,18 @@ class CachedReads:
         """`zarrfs stats`: hits and misses of this mount, bytes in the cache (of every mount)."""
         return {"disk_cache_hits": self.cache.hits, "disk_cache_misses": self.cache.misses,
                 "disk_cache_bytes": self.cache.cached_bytes()}
+
+
+def _first_chunk(entries: Sequence[tuple[str, str]]) -> str | None:
+    """The first of the cached `entries` that is a chunk (its key ends in a grid index; the
+    names of metadata end in letters)."""
+    return next((path for path, _ in entries if path[-1:].isdigit()), None)
+
+
+def _row_of(path: str) -> str:
+    """The prefix of the keys of `path`'s row of chunks ("a/c/5/7": "a/c/5/")."""
+    directory, names = row_prefix(path)
+    return f"{directory}/{names}" if directory else names
 
 
 def _rows_from(prefix: str, count: int) -> list[str]:
