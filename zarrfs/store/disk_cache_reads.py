@@ -74,6 +74,7 @@ class CachedReads:
         self._writes = [0] * _STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
         self._served_at = 0  # the tick of the last read the cache served
+        self._ahead_at: dict[str, str] = {}  # first row checked ahead of a reader -> its last row
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -173,6 +174,9 @@ class CachedReads:
                 return self.known_generation(path)
         with self._lock:
             known = self._valid(path)
+            entered = None if known is None or not self._ahead_at else self._ahead_at.pop(_row_of(path), None)
+        if entered is not None:  # (a reader entered rows checked ahead of it: check the next ones)
+            _EARLY_CHECKS.submit(self._check_ahead, store, entered)
         if known is not None or not self.cache.cached(self.store, path):
             return known
         return self._check_row(store, path)
@@ -196,7 +200,29 @@ class CachedReads:
         """Ask the store, in one look, about every cached object of `path`'s row of chunks and
         of the rows after it (a reader going on reaches them next: their listings go out at
         once, a round trip for them all)."""
-        return self._check_rows(store, _rows_from(_row_of(path), ROWS_AHEAD), path)
+        rows = _rows_from(_row_of(path), ROWS_AHEAD)
+        found = self._check_rows(store, rows, path)
+        if len(rows) > 1:
+            _EARLY_CHECKS.submit(self._check_ahead, store, rows[-1])
+        return found
+
+    def _check_ahead(self, store: Store, last: str) -> None:
+        """Check the ROWS_AHEAD rows after the row `last` before a reader gets there, and check
+        the ones after those when it does (`_ahead_at`): a sequential reader waits for the
+        listings of its first rows only, and a reader that stops costs a batch of rows more."""
+        rows = _rows_from(last, ROWS_AHEAD + 1)[1:]
+        first = _first_chunk(self.cache.entries_below(self.store, rows[0], 1)) if rows else None
+        if first is None:
+            return
+        try:
+            self._check_rows(store, rows, first)
+        except ZarrfsError as e:  # (the reader asks again, and sees what the store says)
+            log.debug("disk cache: check of the rows after %s: %s", last, e)
+            return
+        with self._lock:
+            self._ahead_at[rows[0]] = rows[-1]
+            while len(self._ahead_at) > KNOWN_AT_MOST:
+                self._ahead_at.pop(next(iter(self._ahead_at)))
 
     def _check_rows(self, store: Store, rows: list[str], path: str) -> str | None:
         """Ask the store about every cached object of `rows` (and `path`), in one look: the
@@ -262,15 +288,14 @@ class CachedReads:
                 _EARLY_CHECKS.submit(self._check_early, store, first)
 
     def _check_early(self, store: Store, path: str) -> None:
-        """Check the rows a reader of the array reaches first: the first ones alone (a reader
-        waits for their listings: few answer sooner), then the next ones."""
-        rows = _rows_from(_row_of(path), FIRST_ROWS + ROWS_AHEAD)
+        """Check the rows a reader of the array reaches first: the first ones in a look of
+        their own (a reader waits for their listings: few answer sooner), the next ones beside
+        them."""
+        rows = _rows_from(_row_of(path), FIRST_ROWS)
+        if len(rows) > 1:  # (the rows after them asked about at the same time, on another thread)
+            _EARLY_CHECKS.submit(self._check_ahead, store, rows[-1])
         try:
-            self._check_rows(store, rows[:FIRST_ROWS], path)
-            rest = rows[FIRST_ROWS:]
-            later = _first_chunk(self.cache.entries_below(self.store, rest[0], 1)) if rest else None
-            if later is not None:  # (its rows known already, when a reader got there first: kept)
-                self._check_rows(store, rest, later)
+            self._check_rows(store, rows, path)
         except ZarrfsError as e:  # (the reader asks again, and sees what the store says)
             log.debug("disk cache: early check of %s: %s", path, e)
 
