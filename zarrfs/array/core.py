@@ -22,7 +22,7 @@ is merged with the stored one only when it is read or written back.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,8 @@ from .shared import Shared
 from .streaming import Stream, Streams
 from .writeback import WriteBack
 
+# Rechecks started beside an open's other waits (`start_recheck`), of every array.
+_RECHECKS = ThreadPoolExecutor(16, thread_name_prefix="recheck")
 
 class ZarrArray:
     def __init__(
@@ -292,6 +294,11 @@ class ZarrArray:
     def recheck(self, chunks: Iterable[Index] | None = None) -> Changes:
         """What other writers changed (zarrfs.array.recheck); stale cached chunks are dropped."""
         return self.rechecker.recheck(chunks)
+
+    def start_recheck(self, chunks: Iterable[Index] | None = None) -> Future[Changes]:
+        """`recheck` on a thread of its own: an open of a remote array asks about its chunks
+        beside its metadata, a round trip sooner."""
+        return _RECHECKS.submit(self.rechecker.recheck, chunks)
 
     def adopt_shape(self, shape: tuple[int, ...], raw_metadata: bytes) -> None:
         """Another writer resized the array: take its shape (nothing stored changes)."""

@@ -3,9 +3,9 @@
 Groups are discovered lazily: a group's children are read from its consolidated metadata or,
 without it, learnt as they are asked for (`formats.children`: listing its directory, OME-Zarr
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
-opened on first use; one that cannot be opened is shown with its metadata files only (one of
-strings or bytes with `data.txt` too), and the log says why once. After a resize, what the
-kernel may cache of the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+opened on first use; one that cannot be opened shows its metadata files only (and `data.txt`
+for strings or bytes), the log saying why once. After a resize, what the kernel may cache of
+the array's files is queued (`take_stale`) for the fuse layer to invalidate.
 """
 
 from __future__ import annotations
@@ -112,10 +112,8 @@ class Tree:
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
             return None
-        if name == DATA_NAME:
-            return Ref(directory.path, DATA)
-        if name == CHUNKS_NAME:
-            return Ref(directory.path, CHUNKS)
+        if name in (DATA_NAME, CHUNKS_NAME):
+            return Ref(directory.path, DATA if name == DATA_NAME else CHUNKS)
         return Ref(directory.path, HEADER, (name,)) if opened.header_kind(name) else None
 
     def _chunk_ref(self, directory: Ref, name: str) -> Ref | None:
@@ -240,8 +238,9 @@ class Tree:
 
     def recheck(self, ref: Ref) -> bool:
         """Whether another writer changed what the file `ref` shows since it was last looked
-        at (close-to-open). Stale cached chunks are dropped; a new shape is taken, and what
-        the kernel caches of the array's files is queued as stale (`take_stale`)."""
+        at (close-to-open; remote: the chunks asked about beside the metadata, a round trip
+        sooner). Stale cached chunks are dropped; a new shape is taken, and what the kernel
+        caches of the array's files is queued as stale (`take_stale`)."""
         if self.group_views.serves(ref):  # (its size changes with any array's: the kernel is told)
             changed = self.group_views.recheck(ref.path, ref.parts[0])
             self._stale.inodes += [self.inode(ref)] if changed else []
@@ -251,15 +250,15 @@ class Tree:
         opened = self.open_array(ref.path).directory
         if opened is None:
             return False
+        header = ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS
+        found = opened.names.resolve(ref.parts) if ref.role == CHUNK else None
+        chunks = None if ref.role != CHUNK else [] if found is None or found[1] is None else [found[1]]
+        beside = None if header or self.store.is_local else opened.array.start_recheck(chunks)
         reshaped = self._recheck_shape(ref.path, opened)
-        if ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS:
+        if header:
             opened.recheck_files()  # (made from the chunks the store holds now: it may differ)
             return True
-        chunks = None
-        if ref.role == CHUNK:
-            found = opened.names.resolve(ref.parts)
-            chunks = [] if found is None or found[1] is None else [found[1]]
-        return bool(opened.array.recheck(chunks)) or reshaped
+        return bool(beside.result() if beside is not None else opened.array.recheck(chunks)) or reshaped
 
     def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:
         node = self._node(path)
