@@ -90,6 +90,31 @@ def test_what_one_mount_fetched_the_next_serves_from_disk(s3_server: S3Server, t
     assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
 
 
+def test_a_cached_chunk_of_a_1d_array_is_checked_alone(s3_server: S3Server, tmp_path: Path,
+                                                        mount_array: MountFactory) -> None:
+    # The chunks of a 1-D array have no row: a listing of "c/" is one of the whole array
+    # (a request per thousand chunks). A chunk read again after a remount is asked about
+    # alone, whatever the array's size: no listing, no read of the chunk.
+    import zarr
+
+    url = f"s3://{s3_server.bucket}/line.zarr"
+    line = np.arange(64 * 1024, dtype="<u4")  # 64 chunks of 4 KiB
+    zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=s3_server.s3fs_options()),
+                      data=line, chunks=(1024,), compressors=None)
+    cache, log = tmp_path / "cache", RequestLog(tmp_path / "requests.log")
+    first = mount_array(url, options(s3_server, cache, "readahead=4"), env=log.env)
+    for chunk in range(20, 28):  # (more than a handful cached: what a listing would vouch for)
+        assert pread(first.data, 64, 4 * 1024 * chunk) == line[1024 * chunk : 1024 * chunk + 16].tobytes()
+    first.unmount()
+    log.take()
+    second = mount_array(url, options(s3_server, cache, "readahead=4"), env=log.env)
+    assert pread(second.data, 64, 4 * 1024 * 20) == line[1024 * 20 : 1024 * 20 + 16].tobytes()
+    requests = log.take()
+    assert requests.count("list") == 0 and requests.read() == 0, requests.summary()
+    assert requests.count("stat") <= 4, requests.summary()  # (the chunk's, and the metadata's)
+    assert stats(second)["disk_cache_hits"] >= 1
+
+
 def test_another_writers_change_is_seen_at_the_next_open(s3_server: S3Server, twin: str, tmp_path: Path,
                                                          mount_array: MountFactory) -> None:
     cache = tmp_path / "cache"

@@ -227,7 +227,10 @@ class CachedReads:
     def _check_rows(self, store: Store, rows: list[str], path: str) -> str | None:
         """Ask the store about every cached object of `rows` (and `path`), in one look: the
         current generation of `path`. A row another thread is checking is left to it, but
-        the first, whose check is waited for."""
+        the first, whose check is waited for. Keys with no row number (a 1-D array's chunks
+        are all one "row": a listing of it is one of the whole array) are asked about alone."""
+        whole_rows = _numbered(rows[0])
+        rows = rows if whole_rows else [path]
         with self._lock:
             locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
         taken = [row for row, lock in zip(rows, locks, strict=True)
@@ -237,10 +240,11 @@ class CachedReads:
                 known = self._valid(path)
             if known is not None or not taken:
                 return known
-            cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)]
+            cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
+                      if whole_rows or e[0] == path]
             below = store.root + "/" if store.root else ""
             keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)} | {path[len(below):]})
-            current = store.without_retries().stats(keys, dense=True)  # (noted: `learned`)
+            current = store.without_retries().stats(keys, dense=whole_rows)  # (noted: `learned`)
             for cached_path, generation in cached:
                 described = current.get(cached_path[len(below):])
                 now = None if described is None else described[1]
@@ -332,6 +336,11 @@ def _row_of(path: str) -> str:
     """The prefix of the keys of `path`'s row of chunks ("a/c/5/7": "a/c/5/")."""
     directory, names = row_prefix(path)
     return f"{directory}/{names}" if directory else names
+
+
+def _numbered(row: str) -> bool:
+    """Whether `row` is a row of a grid ("a/c/5/"), not every chunk of a 1-D array ("a/c/")."""
+    return len(_rows_from(row, 2)) > 1
 
 
 def _rows_from(prefix: str, count: int) -> list[str]:
