@@ -153,9 +153,13 @@ class Store:
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
         (local files, S3); elsewhere the generation is None."""
-        if self.disk_cache is not None:
-            return self.disk_cache.read(self, key, byte_range, functools.partial(fetching.read, self))
-        return fetching.read(self, key, byte_range)
+        if self.disk_cache is None:
+            return fetching.read(self, key, byte_range)
+        if byte_range is None:  # (one object, or one range of it, as the disk cache serves many)
+            return self.disk_cache.read_many(self, [key], functools.partial(fetching.read_many, self))[0]
+        fetch = functools.partial(fetching.read_ranges, self)
+        found = self.disk_cache.read_ranges(self, key, [byte_range], fetch)
+        return None if found is None else found[0]
 
     def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""

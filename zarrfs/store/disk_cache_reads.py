@@ -78,23 +78,6 @@ class CachedReads:
 
     # -- reads ---------------------------------------------------------------------------------
 
-    def read(self, store: Store, key: str, byte_range: ByteRange | None,
-             fetch: Callable[[str, ByteRange | None], Versioned | None]) -> Versioned | None:
-        """`key`'s bytes (a range of them) from the cache, else `fetch`ed and kept."""
-        path = store.path(key)
-        start, length = (0, -1) if byte_range is None else (byte_range.start, byte_range.length)
-        generation = self._current(store, path)
-        if generation is not None:
-            data = self._load(path, start, length, generation)
-            if data is not None:
-                return Versioned(data, generation)
-        self.cache.missed()
-        before = self._before(path)
-        fetched = fetch(key, byte_range)
-        if fetched is not None:
-            self._keep(path, start, length, fetched, before)
-        return fetched
-
     def read_ranges(self, store: Store, key: str, ranges: Sequence[ByteRange],
                     fetch: FetchRanges) -> list[Versioned] | None:
         """Byte ranges of `key`: those cached, and the others fetched at once and kept."""
