@@ -33,7 +33,16 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from ..errors import ConflictError
-from .icechunk_branches import HEAD_LOOKUP_SECONDS, PROTOCOL, BranchState, first_line, join, key_of
+from .icechunk_branches import (
+    HEAD_LOOKUP_SECONDS,
+    PROTOCOL,
+    BranchState,
+    directory_entry,
+    first_line,
+    join,
+    key_of,
+    path_of,
+)
 from .icechunk_writes import BranchWriter
 from .local import Versioned
 from .settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
@@ -191,7 +200,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             return self._file_entry(state, key, await self._size(state, key))
         except FileNotFoundError:
             if not key or await self._has_children(state, key):
-                return _directory_entry(key)
+                return directory_entry(key)
             raise
 
     async def _has_children(self, state: BranchState, key: str) -> bool:
@@ -208,7 +217,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             try:
                 entries.append(self._file_entry(state, child, await self._size(state, child)))
             except FileNotFoundError:
-                entries.append(_directory_entry(child))
+                entries.append(directory_entry(child))
         if not entries and key and not await self._has_children(state, key):
             raise FileNotFoundError(key)
         return entries if detail else [entry["name"] for entry in entries]
@@ -219,12 +228,12 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         key = key_of(path)
         keys = [k async for k in _guarded_iter(state.store.list_prefix, key + "/" if key else "")]
         if not detail:
-            return sorted(_name(k) for k in keys)
+            return sorted(path_of(k) for k in keys)
         sizes = await asyncio.gather(*(_guarded(state.store.getsize(k)) for k in keys))
-        return {_name(k): self._file_entry(state, k, int(size)) for k, size in zip(keys, sizes, strict=True)}
+        return {path_of(k): self._file_entry(state, k, int(n)) for k, n in zip(keys, sizes, strict=True)}
 
     def _file_entry(self, state: BranchState, key: str, size: int) -> dict[str, Any]:
-        return {"name": _name(key), "size": size, "type": "file",
+        return {"name": path_of(key), "size": size, "type": "file",
                 "generation": self._generation(state, key)}
 
     def _generation(self, state: BranchState, key: str) -> str:
@@ -252,7 +261,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         except FileNotFoundError as e:  # (never "missing": a sync that failed)
             raise OSError(str(e)) from None
         except ConflictError as e:  # (named by paths, as asked)
-            raise ConflictError(*map(_name, e.keys)) from None
+            raise ConflictError(*map(path_of, e.keys)) from None
 
     async def _remove_prefix(self, path: str) -> int:
         """Delete the node at `path` and everything below it, committed; how many keys."""
@@ -299,15 +308,7 @@ async def _guarded_iter(lister: Any, prefix: str) -> Any:
             raise OSError(first_line(e)) from None
 
 
-def _directory_entry(key: str) -> dict[str, Any]:
-    return {"name": _name(key), "size": 0, "type": "directory"}
-
-
 def _bound(offset: int, size: int) -> int:
     return max(0, min(size, size + offset if offset < 0 else offset))
 
-
-
-def _name(key: str) -> str:
-    return "/" + key if key else ""
 

@@ -170,6 +170,17 @@ def key_of(path: str) -> str:
         path = path[len(PROTOCOL) + 3:]
     return path.strip("/")
 
+def path_of(key: str) -> str:
+    """The filesystems' path of a repository key (`key_of`'s inverse; the root: "")."""
+    return "/" + key if key else ""
+
+
+def directory_entry(key: str) -> dict[str, Any]:
+    """A node that is no key (a group without metadata, a level above versions), as fsspec's
+    `info` describes a directory."""
+    return {"name": path_of(key), "size": 0, "type": "directory"}
+
+
 def join(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 

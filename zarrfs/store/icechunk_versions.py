@@ -28,7 +28,7 @@ from fsspec.asyn import AsyncFileSystem, sync
 from ..errors import EditRefused, ReadOnlyError
 from .icechunk import DEFAULT_BRANCH, IcechunkFileSystem
 from .icechunk import open_filesystem as open_version
-from .icechunk_branches import PROTOCOL, first_line, key_of, resolve, unless_missing
+from .icechunk_branches import PROTOCOL, directory_entry, first_line, key_of, resolve, unless_missing
 from .local import Versioned
 from .settings import SourceSettings
 from .versions import BRANCHES, KINDS, MADE_BY_MKDIR, SNAPSHOTS, TAGS, VERSIONS
@@ -84,7 +84,7 @@ class VersionsFileSystem(AsyncFileSystem):  # type: ignore[misc]
     async def _info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         level = _level(path)
         if level is not None:
-            return _directory(level)
+            return directory_entry(level)
         fs, inner, prefix = await self._serving(path)
         return _renamed(await fs._info(inner, **kwargs), prefix)
 
@@ -92,7 +92,7 @@ class VersionsFileSystem(AsyncFileSystem):  # type: ignore[misc]
         level = _level(path)
         if level is not None:
             names = KINDS if level == VERSIONS else await self._version_names(level.rpartition("/")[2])
-            entries = [_directory(f"{level}/{name}") for name in names]
+            entries = [directory_entry(f"{level}/{name}") for name in names]
         else:
             fs, inner, prefix = await self._serving(path)
             entries = [_renamed(entry, prefix) for entry in await fs._ls(inner, detail=True, **kwargs)]
@@ -255,10 +255,6 @@ def _refuse_below_versions(path: str) -> None:
     key = key_of(path)
     if key == VERSIONS or key.startswith(VERSIONS + "/"):
         raise ReadOnlyError(f"{key}: the versions are read-only")
-
-
-def _directory(key: str) -> dict[str, Any]:
-    return {"name": "/" + key, "size": 0, "type": "directory"}
 
 
 def _renamed(entry: dict[str, Any], prefix: str) -> dict[str, Any]:
