@@ -21,29 +21,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import zarr
 from docs_givens import given
 from docs_scratch import Scratch
 from reliability.s3_server import S3_ENV, S3Server, free_port, running
-
-
-@contextlib.contextmanager
-def environment(values: dict[str, str]) -> Iterator[None]:
-    """`values` in this process's environment (the clients the givens use read it)."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _group(path: Path) -> Path:
@@ -69,7 +54,7 @@ def _upload(client: Any, local: Path, bucket: str, prefix: str) -> None:
 def _s3(machine: Scratch) -> None:
     import boto3
 
-    machine.stack.enter_context(environment(S3_ENV))
+    machine.stack.enter_context(mock.patch.dict(os.environ, S3_ENV))
     server = machine.stack.enter_context(running(S3Server(free_port())))
     credentials = machine.root / "aws-credentials"
     credentials.write_text("[archive]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
@@ -96,7 +81,7 @@ PUBLIC_READ = {"Version": "2012-10-17", "Statement": [
 def _gcs(machine: Scratch) -> None:
     from reliability.gcs_server import GCS_ENV, GCSServer
 
-    machine.stack.enter_context(environment(GCS_ENV))
+    machine.stack.enter_context(mock.patch.dict(os.environ, GCS_ENV))
     server = GCSServer(bucket="bucket")
     server.start()
     machine.stack.callback(server.stop)

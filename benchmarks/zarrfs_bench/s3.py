@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -48,19 +49,9 @@ def serve(port: int, bucket: str) -> None:
         sys.stdin.read()
 
 
-@contextlib.contextmanager
-def environ(env: dict[str, str]) -> Iterator[None]:
+def environ(env: dict[str, str]) -> contextlib.AbstractContextManager[dict[str, str]]:
     """`env` in os.environ (for TensorStore, s3fs and the daemons we start) for a while."""
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return mock.patch.dict(os.environ, env)
 
 
 @contextlib.contextmanager
