@@ -6,6 +6,7 @@ never served stale; a damaged entry is never served; a fault of the cache fails 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -83,24 +84,65 @@ def test_what_one_mount_fetched_the_next_serves_from_disk(s3_server: S3Server, t
     second = mount_array(twin, options(s3_server, cache), env=log.env)
     assert whole(second) == EXPECTED
     requests = log.take()
-    # Every chunk from disk; what the store was asked: a listing of each row of chunks that
-    # vouches for its cached chunks, and the metadata's generation.
-    assert requests.read() <= 1 and requests.count("list") <= GRID[0] * GRID[1] + 8, requests.summary()
-    assert sum(1 for r in requests if r.kind == "list") <= GRID[0], requests.summary()
+    # Every chunk from disk; what the store was asked: one listing of the array (its 64
+    # chunks fit a listing's page), which vouches for every cached chunk, and the metadata's
+    # generation.
+    assert requests.read() <= 1 and requests.listed() <= GRID[0] * GRID[1] + 8, requests.summary()
+    assert sum(1 for r in requests if r.kind == "list") == 1, requests.summary()
     assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
 
 
-def test_a_cached_chunk_of_a_1d_array_is_checked_alone(s3_server: S3Server, tmp_path: Path,
-                                                        mount_array: MountFactory) -> None:
-    # The chunks of a 1-D array have no row: a listing of "c/" is one of the whole array
-    # (a request per thousand chunks). A chunk read again after a remount is asked about
-    # alone, whatever the array's size: no listing, no read of the chunk.
+def cached_rows(cache: Path) -> set[str]:
+    """The rows of chunks ("c/5/") the disk cache in `cache` holds chunks of."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(cache / "index.sqlite")) as index:
+        paths = [row[0] for row in index.execute("SELECT path FROM entries")]
+    return {path.rsplit("/", 1)[0] for path in paths if "/c/" in path}
+
+
+def test_a_large_array_is_checked_a_row_at_a_time(s3_server: S3Server, tmp_path: Path,
+                                                 mount_array: MountFactory) -> None:
+    # 1,024 chunks: more than a listing's page. What a reader reads again after a remount is
+    # vouched for by listings of its rows of chunks (and of the rows ahead of it), never by
+    # a listing of the array.
+    grid, chunk = (32, 32), (256, 256)
+    local = write_twin(tmp_path / "big.zarr", grid, chunk)
+    fsspec.filesystem("s3", **s3_server.s3fs_options()).put(str(local), f"{s3_server.bucket}/big.zarr",
+                                                            recursive=True)
+    url, shape = f"s3://{s3_server.bucket}/big.zarr", (grid[0] * chunk[0], grid[1] * chunk[1])
+    expected = values((0, 0), shape).tobytes()[: 2 * chunk[0] * shape[1]]  # (two rows of chunks)
+    cache, log = tmp_path / "cache", RequestLog(tmp_path / "requests.log")
+    first = mount_array(url, options(s3_server, cache, "readahead=0"), env=log.env)
+    assert pread(first.data, len(expected), 0) == expected
+    first.unmount()
+    rows_cached = len(cached_rows(cache))  # (what was read, and read ahead)
+    log.take()
+    second = mount_array(url, options(s3_server, cache, "readahead=0"), env=log.env)
+    assert pread(second.data, len(expected), 0) == expected
+    requests = log.take()
+    listings = [r for r in requests if r.kind == "list"]
+    assert requests.read() == 0, requests.summary()
+    assert listings and all(r.objects <= grid[1] for r in listings), requests.summary()
+    assert len(listings) <= rows_cached < grid[0], requests.summary()  # (each cached row once, at most)
+    assert stats(second)["disk_cache_hits"] >= 2 * grid[1]
+
+
+@pytest.mark.parametrize("chunks", [64, 2048])
+def test_cached_chunks_of_a_1d_array(s3_server: S3Server, tmp_path: Path, mount_array: MountFactory,
+                                     chunks: int) -> None:
+    # The chunks of a 1-D array have no row. Of an array whose grid fits a listing's page
+    # (64 chunks), one listing vouches for every cached chunk; of a larger one (2,048 chunks,
+    # a few stored), a chunk read again after a remount is asked about alone: no listing of
+    # the array. Either way, no read of the chunk.
     import zarr
 
     url = f"s3://{s3_server.bucket}/line.zarr"
-    line = np.arange(64 * 1024, dtype="<u4")  # 64 chunks of 4 KiB
-    zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=s3_server.s3fs_options()),
-                      data=line, chunks=(1024,), compressors=None)
+    line = np.arange(64 * 1024, dtype="<u4")
+    stored = zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=s3_server.s3fs_options()),
+                               shape=(chunks * 1024,), dtype="<u4", chunks=(1024,), compressors=None,
+                               fill_value=0)
+    stored[: line.size] = line  # (64 chunks of 4 KiB stored)
     cache, log = tmp_path / "cache", RequestLog(tmp_path / "requests.log")
     first = mount_array(url, options(s3_server, cache, "readahead=4"), env=log.env)
     for chunk in range(20, 28):  # (more than a handful cached: what a listing would vouch for)
@@ -110,8 +152,9 @@ def test_a_cached_chunk_of_a_1d_array_is_checked_alone(s3_server: S3Server, tmp_
     second = mount_array(url, options(s3_server, cache, "readahead=4"), env=log.env)
     assert pread(second.data, 64, 4 * 1024 * 20) == line[1024 * 20 : 1024 * 20 + 16].tobytes()
     requests = log.take()
-    assert requests.count("list") == 0 and requests.read() == 0, requests.summary()
-    assert requests.count("stat") <= 4, requests.summary()  # (the chunk's, and the metadata's)
+    listings = sum(1 for r in requests if r.kind == "list")
+    assert requests.read() == 0 and listings == (1 if chunks <= 990 else 0), requests.summary()
+    assert requests.count("stat") <= 4, requests.summary()  # (the metadata's, and the chunk's)
     assert stats(second)["disk_cache_hits"] >= 1
 
 

@@ -9,6 +9,7 @@ again. Dirty chunks stay: their write-back merges with what the other writer sto
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -73,7 +74,8 @@ class Rechecker:
         seen, geometry = self.seen, self.geometry()
         expected = seen.snapshot(chunks)
         keys = {geometry.chunk_key(chunk): chunk for chunk in expected}
-        current = self.store.without_retries().generations(keys)
+        holds = math.prod(geometry.grid_shape)
+        current = self.store.without_retries().generations(keys, holds=holds)
         changes = Changes(uncertain=chunks is None and seen.overflowed)
         for key, chunk in keys.items():
             if not self.store.versioned and expected[chunk] is None:

@@ -187,21 +187,24 @@ class Store:
         described = self.stat(key)
         return None if described is None else described[1]
 
-    def generations(self, keys: Iterable[str]) -> dict[str, str | None]:
+    def generations(self, keys: Iterable[str], *, holds: int | None = None) -> dict[str, str | None]:
         """The generations of many keys, found as `stats` finds them: a recheck's question
-        (close-to-open), after which the disk cache trusts nothing below this store it knew before."""
+        (close-to-open), after which the disk cache trusts nothing below this store it knew
+        before. `holds`: how many objects the store may hold, where known (an array's grid)."""
         if self.disk_cache is not None:
-            self.disk_cache.rechecking(self)
+            self.disk_cache.rechecking(self, holds)
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
-    def stats(self, keys: Iterable[str], *, dense: bool = False) -> dict[str, tuple[int, str | None] | None]:
+    def stats(self, keys: Iterable[str], *, dense: bool = False,
+              whole: bool = False) -> dict[str, tuple[int, str | None] | None]:
         """The size and generation of many keys (None: not stored), at a cost in proportion to
         the keys, never to the store (`many.stats`). `dense`: the keys are most of what their
-        directories may hold (every chunk of an array): one listing of them is cheapest."""
+        directories may hold (every chunk of an array): one listing of them is cheapest.
+        `whole`: what holds them holds no more than a listing's page (a small array)."""
         if self.disk_cache is None:
-            return many.stats(self, list(keys), dense=dense)
+            return many.stats(self, list(keys), dense=dense, whole=whole)
         tick = self.disk_cache.tick()
-        found = many.stats(self, list(keys), dense=dense)
+        found = many.stats(self, list(keys), dense=dense, whole=whole)
         self.disk_cache.learned(self, found, tick)
         return found
 

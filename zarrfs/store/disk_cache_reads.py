@@ -11,7 +11,10 @@ generation of an object is current:
   question). The answers the mount gets anyway, to its rechecks and its reads, are noted
   (`learned`); an object asked about by nothing since is checked with the other cached
   objects of its row of chunks, in one listing of the row (`Store.stats(dense=True)`), so a
-  warm restart costs a listing per row, not a request per object.
+  warm restart costs a listing per row, not a request per object. An array whose grid a
+  listing's page holds (`ONE_LISTING` objects) is checked whole, in one listing: a warm
+  restart of it costs one request. A chunk of a larger 1-D array (no rows) is asked about
+  alone.
 
 A put or delete through the mount forgets what it knew of the object, and a read that began
 before a write to it keeps nothing: nothing stale is served after the mount's own write.
@@ -40,7 +43,7 @@ Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
-FIRST_ROWS = 2  # rows checked first as an array is opened (see `_check_early`)
+ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
 _FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
 # Rows checked as an array is opened, beside the open's own check (a thread each).
@@ -54,7 +57,8 @@ class Store(Protocol):
     root: str
 
     def path(self, key: str) -> str: ...
-    def stats(self, keys: Sequence[str], *, dense: bool = False) -> dict[str, Described]: ...
+    def stats(self, keys: Sequence[str], *, dense: bool = False,
+              whole: bool = False) -> dict[str, Described]: ...
     def without_retries(self) -> Store: ...
 
 
@@ -75,6 +79,7 @@ class CachedReads:
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
         self._served_at = 0  # the tick of the last read the cache served
         self._ahead_at: dict[str, str] = {}  # first row checked ahead of a reader -> its last row
+        self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -180,13 +185,16 @@ class CachedReads:
         return None if self._rechecked.get(path, 0) > tick else generation
 
     def _check_row(self, store: Store, path: str) -> str | None:
-        """Ask the store, in one look, about every cached object of `path`'s row of chunks and
-        of the rows after it (a reader going on reaches them next: their listings go out at
-        once, a round trip for them all)."""
-        rows = _rows_from(_row_of(path), ROWS_AHEAD)
-        found = self._check_rows(store, rows, path)
-        if len(rows) > 1:
-            _EARLY_CHECKS.submit(self._check_ahead, store, rows[-1])
+        """Ask the store about every cached object of `path`'s row of chunks, in one listing
+        of the row, and about the rows after it beside (a reader going on reaches them next);
+        of an array a listing's page holds, about all of it at once."""
+        if self._is_small(store, path):
+            return self._check_rows(store, [f"{store.root}/"], path)
+        row = _row_of(path)
+        if not _numbered(row):
+            return self._check_rows(store, [path], path)
+        found = self._check_rows(store, [row], path)
+        _EARLY_CHECKS.submit(self._check_ahead, store, row)
         return found
 
     def _check_ahead(self, store: Store, last: str) -> None:
@@ -207,40 +215,56 @@ class CachedReads:
             while len(self._ahead_at) > KNOWN_AT_MOST:
                 self._ahead_at.pop(next(iter(self._ahead_at)))
 
+    def _is_small(self, store: Store, path: str) -> bool:
+        """Whether `path` is of an array one listing's page holds whole (`rechecking`)."""
+        with self._lock:
+            return store.root in self._small and path.startswith(f"{store.root}/")
+
     def _check_rows(self, store: Store, rows: list[str], path: str) -> str | None:
-        """Ask the store about every cached object of `rows` (and `path`), in one look: the
-        current generation of `path`. A row another thread is checking is left to it, but
-        the first, whose check is waited for. Keys with no row number (a 1-D array's chunks
-        are all one "row": a listing of it is one of the whole array) are asked about alone."""
-        whole_rows = _numbered(rows[0])
-        rows = rows if whole_rows else [path]
+        """Ask the store about every cached object of `rows` in one look: the current
+        generation of `path`. A row another thread is checking, or that was checked since
+        the last recheck, is left out; but the first is waited for. `rows`: rows of chunks
+        ("a/c/5/"), a key alone, or a whole array listed at once (its root: "a/")."""
         with self._lock:
             locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
         taken = [row for row, lock in zip(rows, locks, strict=True)
                  if lock.acquire(blocking=row == rows[0])]  # (others' rows: theirs to check)
         try:
             with self._lock:
-                known = self._valid(path)
-            if known is not None or not taken:
-                return known
-            cached = [e for row in taken for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
-                      if whole_rows or e[0] == path]
-            below = store.root + "/" if store.root else ""
-            keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)} | {path[len(below):]})
-            current = store.without_retries().stats(keys, dense=whole_rows)  # (noted: `learned`)
-            for cached_path, generation in cached:
-                described = current.get(cached_path[len(below):])
-                now = None if described is None else described[1]
-                if now != generation:  # (changed or gone: its entries are of no more use)
-                    self.cache.drop(self.store, cached_path, keep=now)
+                wanted = [row for row in taken if self._valid(row) is None]
+            if wanted:
+                self._ask(store, wanted)
             with self._lock:
                 return self._valid(path)
         finally:
             with self._lock:
                 for row, lock in zip(rows, locks, strict=True):
                     if row in taken:
-                        self._rows.pop(row, None)
+                        if self._rows.get(row) is lock:
+                            del self._rows[row]
                         lock.release()
+
+    def _ask(self, store: Store, rows: list[str]) -> None:
+        """Ask the store about the cached objects of `rows`; drop those of changed or deleted
+        objects (what it says is noted by `Store.stats`: `learned`), and note the rows."""
+        whole = rows == [f"{store.root}/"]
+        dense = whole or _numbered(rows[0])
+        cached = [e for row in rows for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
+                  if dense or e[0] == row]
+        below = store.root + "/" if store.root else ""
+        keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)}
+                      | (set() if dense else {rows[0][len(below):]}))
+        tick = self.tick()
+        current = store.without_retries().stats(keys, dense=dense, whole=whole)
+        for cached_path, generation in cached:
+            described = current.get(cached_path[len(below):])
+            now = None if described is None else described[1]
+            if now != generation:  # (changed or gone: its entries are of no more use)
+                self.cache.drop(self.store, cached_path, keep=now)
+        if dense:  # (a row listed vouches for the row: `_check_rows` leaves it out until a recheck)
+            with self._lock:
+                for row in rows:
+                    self._note(row, "", tick)
 
     # -- what the mount learns and does ---------------------------------------------------------
 
@@ -259,31 +283,33 @@ class CachedReads:
                 else:
                     self._note(path, described[1], tick)
 
-    def rechecking(self, store: Store) -> None:
+    def rechecking(self, store: Store, holds: int | None = None) -> None:
         """A close-to-open check of what is below `store` begins: what was known of it before
         must be asked again. When the cache serves reads (or the store is new to the mount),
         the rows of cached chunks a reader reaches first are asked about now, beside the
-        check: their listings would otherwise wait for the first read."""
+        check: their listings would otherwise wait for the first read. `holds`: how many
+        objects the store may hold (an array's grid); when a listing's page holds them all,
+        one listing checks them all."""
         with self._lock:
             before = self._rechecked.get(store.root)
             self._tick += 1
             self._rechecked[store.root] = self._tick
             reading = before is None or self._served_at >= before
+            if holds is not None and holds <= ONE_LISTING:
+                self._small.add(store.root)
+            elif holds is not None:
+                self._small.discard(store.root)
         if reading and self.known_generation is None:
             first = _first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
             if first is not None:
                 _EARLY_CHECKS.submit(self._check_early, store, first)
 
     def _check_early(self, store: Store, path: str) -> None:
-        """Check the rows a reader of the array reaches first: the first ones in a look of
-        their own (a reader waits for their listings: few answer sooner), the next ones beside
-        them."""
-        rows = _rows_from(_row_of(path), FIRST_ROWS)
-        if len(rows) > 1:  # (the rows after them asked about at the same time, on another thread)
-            _EARLY_CHECKS.submit(self._check_ahead, store, rows[-1])
+        """Check what a reader of the array reaches first, as the reader would (it asks
+        again, and sees what the store says, should this fail)."""
         try:
-            self._check_rows(store, rows, path)
-        except ZarrfsError as e:  # (the reader asks again, and sees what the store says)
+            self._check_row(store, path)
+        except ZarrfsError as e:
             log.debug("disk cache: early check of %s: %s", path, e)
 
     def changing(self, store: Store, key: str) -> None:

@@ -10,7 +10,8 @@ the keys asked for, never to what the store holds.
   neighbouring chunks: data.tif's tiles as a reader reaches them) are listed by their key
   prefix, all at once: a row of chunks ("c/5/" or "c.5."), never the array. A listing costs a
   request per thousand entries, a HEAD a request per key: for a handful of keys in a
-  directory of 10^5 chunks, HEADs are cheaper; for a row's keys, its listing.
+  directory of 10^5 chunks, HEADs are cheaper; for a row's keys, its listing. Keys of an
+  array whose grid fits a listing's page (`whole`) are found in one listing of the array.
 - Other stores (Icechunk, references) list only a node: one listing of the store.
 """
 
@@ -51,10 +52,12 @@ class Store(Protocol):
              kind: str = ..., objects: int = 1) -> T | None: ...
 
 
-def stats(store: Store, wanted: Sequence[str], *, dense: bool) -> dict[str, Described]:
+def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False) -> dict[str, Described]:
+    object_store = store.is_s3 or store.is_gcs or store.is_azure
+    if whole and object_store and store.lists and wanted:
+        return _listed(store, [(_directory_of(wanted), "")], wanted)
     if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
         return {key: store.stat(key) for key in wanted}
-    object_store = store.is_s3 or store.is_gcs or store.is_azure
     if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     if store.is_local:
@@ -68,6 +71,11 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool) -> dict[str, Desc
             return _listed(store, prefixes, wanted)
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     return _listed(store, sorted({(os.path.dirname(key), "") for key in wanted}), wanted)
+
+
+def _directory_of(keys: Sequence[str]) -> str:
+    """The deepest directory holding every one of `keys` ("c/1/0", "c/12/3": "c")."""
+    return os.path.commonpath([os.path.dirname(key) for key in keys])
 
 
 def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[str]) -> dict[str, Described]:
