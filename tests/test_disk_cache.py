@@ -139,8 +139,8 @@ def test_cached_chunks_of_a_1d_array(s3_server: S3Server, tmp_path: Path, mount_
 
     url = f"s3://{s3_server.bucket}/line.zarr"
     line = np.arange(64 * 1024, dtype="<u4")
-    stored = zarr.create_array(zarr.storage.FsspecStore.from_url(url, storage_options=s3_server.s3fs_options()),
-                               shape=(chunks * 1024,), dtype="<u4", chunks=(1024,), compressors=None,
+    where = zarr.storage.FsspecStore.from_url(url, storage_options=s3_server.s3fs_options())
+    stored = zarr.create_array(where, shape=(chunks * 1024,), dtype="<u4", chunks=(1024,), compressors=None,
                                fill_value=0)
     stored[: line.size] = line  # (64 chunks of 4 KiB stored)
     cache, log = tmp_path / "cache", RequestLog(tmp_path / "requests.log")

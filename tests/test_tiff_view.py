@@ -23,7 +23,7 @@ from zarrfs.grid import Box, Index
 from zarrfs.store import Store
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
-from zarrfs.views.stored_tiles import Padding
+from zarrfs.views.stored_tiles import Padding, Scratch
 from zarrfs.views.tiff_format import IMAGE_WIDTH, Tag, TiffImage, tiff_header
 from zarrfs.views.tiff_layout import Pieces, Slots
 from zarrfs.views.tiff_tables import Stepped
@@ -261,6 +261,7 @@ def test_stored_tiles_in_slots() -> None:
     class Array:
         cached = False
         fetches_remotely = False
+        chunks_are_objects = False  # (inner chunks of shards: located first)
 
         def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
             looked.append(list(units))
@@ -359,3 +360,62 @@ def test_rectilinear_grids(tmp_path: Path, sharded: bool) -> None:
     pixels, pages = read_tiff(view)
     assert np.array_equal(pixels[0], data)
     assert pages[0].is_tiled == sharded and pages[0].compression == 1
+
+
+def test_the_scratch_buffer_pads_each_tile_whatever_it_held_before() -> None:
+    # A tile is read into the thread's buffer and padded there; only the bytes the tile
+    # before left are written again. Every slot must still read as its tile, its padding
+    # and zeros: after longer and shorter tiles, and after a longer slot of another file.
+    scratch = Scratch()
+    header = b"HEADER!!"
+    for length, size in [(200, 100), (200, 50), (200, 120), (300, 280), (200, 10), (300, 5), (200, 192)]:
+        slot = scratch.lend(("file", length, size), length)
+        scratch.wrote(size)
+        slot[:size] = b"\xff" * size
+        head = header[: min(len(header), length - size)]
+        scratch.fill(size, head, length)
+        assert bytes(slot) == b"\xff" * size + head + bytes(length - size - len(head)), (length, size)
+        assert scratch.holding(("file", length, size)) is not None
+
+
+def test_stored_tiles_that_are_objects_are_read_whole_without_a_lookup() -> None:
+    # A tile whose chunk is a stored object of its own is read whole into the thread's
+    # buffer (no lookup of where it lies), less its trailer, then padded; a chunk not stored
+    # is the fill tile; one that would wait is left to a worker (None), and so is one too
+    # long for its slot.
+    stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 1): bytes(range(50)) + b"crc!",
+              (0, 3): bytes(200) + b"crc!"}
+
+    class Array:
+        cached = True
+        fetches_remotely = False
+        chunks_are_objects = True
+
+        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
+            if unit not in stored:
+                return -1
+            data = stored[unit]
+            if not self.cached or len(data) > len(into):
+                into[:10] = b"\xee" * 10  # (a read that stopped part way)
+                return None
+            into[: len(data)] = data
+            return len(data)
+
+        def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
+            raise AssertionError("a chunk that is an object is not looked up")
+
+    array = Array()
+    tiles = StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
+                        reencode=lambda tile: b"again %d" % tile)
+
+    def frame(size: int) -> bytes:
+        return b"\x50\x2a\x4d\x18" + (120 - size - 8).to_bytes(4, "little") + bytes(120 - size - 8)
+
+    assert bytes(tiles.held(0, 0, 120) or b"") == stored[(0, 0)][:100] + frame(100)
+    assert bytes(tiles.held(1, 0, 120) or b"") == stored[(0, 1)][:50] + frame(50)
+    assert bytes(tiles.held(2, 0, 8) or b"") == b"fill" + b"\x50\x2a\x4d\x18"
+    assert tiles.held(3, 0, 8) is None  # (too long for its slot)
+    array.cached = False
+    assert tiles.held(0, 0, 8) is None  # (not held: the buffer went to the tiles after it)
+    array.cached = True
+    assert bytes(tiles.held(0, 0, 120) or b"") == stored[(0, 0)][:100] + frame(100)

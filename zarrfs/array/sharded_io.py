@@ -5,6 +5,7 @@ rebuilt on write-back keeping the encoded bytes of the inner chunks that did not
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor
@@ -44,9 +45,9 @@ class ShardedChunkIO(PlainChunkIO):
                 tuple(u % p for u, p in zip(unit, per, strict=True)))
 
     def units_of(self, chunk: Index) -> list[Index]:
+        """The read chunks of shard `chunk`, in C order (the order of `inner_positions`)."""
         per = self.sharding.chunks_per_shard
-        return [tuple(c * p + i for c, p, i in zip(chunk, per, inner, strict=True))
-                for inner in self.sharding.inner_positions()]
+        return list(itertools.product(*(range(c * p, c * p + p) for c, p in zip(chunk, per, strict=True))))
 
     def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
         """As PlainChunkIO.locate, from the shards' indexes: one listing of the shards, then
@@ -64,9 +65,9 @@ class ShardedChunkIO(PlainChunkIO):
             index, generation = self.reader.index_as_listed(chunk, key, described)
         if index is None:
             return {}
-        units = zip(self.units_of(chunk), self.sharding.inner_positions(), strict=True)
-        return {unit: StoredChunk(key, span.offset, span.nbytes, generation)
-                for unit, inner in units if (span := index.span(inner)) is not None}
+        # (every entry at once: a look-up an entry cost 0.5 ms a shard of 64, as much as reading a tile)
+        units = zip(self.units_of(chunk), index.spans_in_order(), strict=True)
+        return {unit: StoredChunk(key, *span, generation) for unit, span in units if span is not None}
 
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)

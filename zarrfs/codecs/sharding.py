@@ -58,6 +58,11 @@ class ShardIndex:
         offset, nbytes = (int(v) for v in self.entries[inner])
         return None if offset == EMPTY else ByteSpan(offset, nbytes)
 
+    def spans_in_order(self) -> list[tuple[int, int] | None]:
+        """(offset, nbytes) of every inner chunk in C order (None: empty), read out at once."""
+        pairs: list[list[int]] = self.entries.reshape(-1, 2).tolist()
+        return [None if offset == EMPTY else (offset, nbytes) for offset, nbytes in pairs]
+
 
 class ShardingCodec(ArrayBytesCodec):
     def __init__(

@@ -165,6 +165,11 @@ class Store:
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
         return local.read_cached(self.path(key), start, into) if self.is_local else None
 
+    def read_whole_cached(self, key: str, into: memoryview) -> int | None:
+        """Fill the start of `into` with all of `key` without waiting (local, cached, fits):
+        its size (-1: not stored), or None."""
+        return local.read_whole_cached(self.path(key), into) if self.is_local else None
+
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
         is not stored). Each range is one request under the store's deadline; on a remote

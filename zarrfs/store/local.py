@@ -89,6 +89,30 @@ def read_cached(path: str, start: int, into: memoryview) -> str | None:
         os.close(fd)
 
 
+def read_whole_cached(path: str, into: memoryview) -> int | None:
+    """Fill the start of `into` with the whole file at `path` if it fits and the page cache
+    holds every byte (`read_cached`): its size; -1 when there is no such file; None when it
+    would wait or does not fit."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return -1
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size > len(into):
+            return None
+        done = _read_now(fd, 0, into[:size])
+        if done is not None and done < size and page_cache.cached(fd, done, size - done):
+            done += os.preadv(fd, [into[done:size]], done)
+        return size if done == size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _read_now(fd: int, start: int, into: memoryview) -> int | None:
     """How many bytes an RWF_NOWAIT read reads; None on a filesystem without it (a network
     filesystem may wait on its server even for cached bytes: it is never read here)."""
