@@ -65,7 +65,7 @@ class ShardedChunkIO(PlainChunkIO):
             index, generation = self.reader.index_as_listed(chunk, key, described)
         if index is None:
             return {}
-        # (every entry at once: a look-up an entry cost 0.5 ms a shard of 64, as much as reading a tile)
+        # (the index read out at once: entry by entry, locating a shard of 64 took twice as long)
         units = zip(self.units_of(chunk), index.spans_in_order(), strict=True)
         return {unit: StoredChunk(key, *span, generation) for unit, span in units if span is not None}
 

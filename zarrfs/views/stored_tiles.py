@@ -190,8 +190,6 @@ class Scratch(threading.local):
             self._buffer[stop:dirty] = bytes(dirty - stop)
         if end >= self._zeros_from:
             self._zeros_from = stop
-        else:
-            self._zeros_from = max(self._zeros_from, stop)
 
     def holding(self, key: Hashable) -> memoryview | None:
         """What was lent last for `key`, if that was the last lent."""
