@@ -50,6 +50,7 @@ from .writeback import WriteBack
 # Rechecks started beside an open's other waits (`start_recheck`), of every array.
 _RECHECKS = ThreadPoolExecutor(16, thread_name_prefix="recheck")
 
+
 class ZarrArray:
     def __init__(
         self,

@@ -252,8 +252,7 @@ class CachedReads:
         cached = [e for row in rows for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
                   if dense or e[0] == row]
         below = store.root + "/" if store.root else ""
-        keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)}
-                      | (set() if dense else {rows[0][len(below):]}))
+        keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)})
         tick = self.tick()
         current = store.without_retries().stats(keys, dense=dense, whole=whole)
         for cached_path, generation in cached:

@@ -79,10 +79,7 @@ def read_cached(path: str, start: int, into: memoryview) -> str | None:
     except OSError:
         return None
     try:
-        done = _read_now(fd, start, into)
-        if done is not None and done < len(into) and page_cache.cached(fd, start + done, len(into) - done):
-            done += os.preadv(fd, [into[done:]], start + done)  # (cached: see page_cache)
-        return generation_of(os.fstat(fd)) if done == len(into) else None
+        return generation_of(os.fstat(fd)) if _fill_now(fd, start, into) else None
     except OSError:
         return None
     finally:
@@ -91,8 +88,8 @@ def read_cached(path: str, start: int, into: memoryview) -> str | None:
 
 def read_whole_cached(path: str, into: memoryview) -> int | None:
     """Fill the start of `into` with the whole file at `path` if it fits and the page cache
-    holds every byte (`read_cached`): its size; -1 when there is no such file; None when it
-    would wait or does not fit."""
+    holds every byte (`read_cached`; the path's lookup may touch the disk, as a stat of it
+    would): its size; -1 when there is no such file; None when it would wait or does not fit."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -101,16 +98,19 @@ def read_whole_cached(path: str, into: memoryview) -> int | None:
         return None
     try:
         size = os.fstat(fd).st_size
-        if size > len(into):
-            return None
-        done = _read_now(fd, 0, into[:size])
-        if done is not None and done < size and page_cache.cached(fd, done, size - done):
-            done += os.preadv(fd, [into[done:size]], done)
-        return size if done == size else None
+        return size if size <= len(into) and _fill_now(fd, 0, into[:size]) else None
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _fill_now(fd: int, start: int, into: memoryview) -> bool:
+    """Whether all of `into` was read from byte `start` of `fd` without a wait on a disk."""
+    done = _read_now(fd, start, into)
+    if done is not None and done < len(into) and page_cache.cached(fd, start + done, len(into) - done):
+        done += os.preadv(fd, [into[done:]], start + done)  # (cached: see page_cache)
+    return done == len(into)
 
 
 def _read_now(fd: int, start: int, into: memoryview) -> int | None:
