@@ -102,3 +102,42 @@ def test_inner_chunks_of_shards_are_located_by_their_shards_index(tmp_path: Path
         assert decoded == np.full((16, 16), 7, "u1").tobytes()
     finally:
         array.close()
+
+
+def test_a_chunk_read_now_is_read_where_its_shard_says_or_left_to_a_wait(tmp_path: Path) -> None:
+    """`read_chunk_now` (data.tif's tiles on a local store): an inner chunk's bytes are read
+    where its shard's index says (the index read once, from the page cache, then cached); an
+    inner chunk not stored is -1; a shard not stored, one rewritten since its index was read,
+    one with a corrupt index, and a chunk too long for the buffer are left to a read that
+    waits (None), which sees the rewrite or names the corruption."""
+    import zarr
+
+    from zarrfs.errors import ChunkError
+
+    path = tmp_path / "s.zarr"
+    written = zarr.create_array(path, shape=(128, 128), shards=(64, 64), chunks=(16, 16), dtype="u1",
+                                fill_value=0, compressors=[zarr.codecs.ZstdCodec(level=1)])
+    written[16:32, 64:80] = 7  # inner chunk (1, 4) of shard (0, 1)
+    written[0:16, 0:16] = 9  # inner chunk (0, 0) of shard (0, 0)
+    shard = path / "c" / "0" / "1"
+    located = opened(path).locate_stored([(1, 4)])[(1, 4)]
+    stored = shard.read_bytes()[located.offset : located.offset + located.nbytes]
+    array = opened(path)
+    into = memoryview(bytearray(4096))
+    try:
+        assert array.read_chunk_now((1, 4), into) == len(stored) and into[: len(stored)] == stored
+        assert array.read_chunk_now((1, 5), into) == -1  # (empty in a stored shard)
+        assert array.read_chunk_now((4, 4), into) is None  # (shard (1, 1) is not stored)
+        assert array.read_chunk_now((1, 4), into[: len(stored) - 1]) is None
+        written[16:32, 64:80] = 8  # (another writer: a new shard, its chunk elsewhere or other)
+        assert array.read_chunk_now((1, 4), into) is None  # (its index is of the old shard)
+        assert bytes(array.read_stored_unit((1, 4)) or b"") != stored
+        index_end = path / "c" / "0" / "0"
+        damaged = bytearray(index_end.read_bytes())
+        damaged[-6] ^= 0xFF  # (an entry of the index, under its CRC-32C)
+        index_end.write_bytes(bytes(damaged))
+        assert array.read_chunk_now((0, 0), into) is None
+        with pytest.raises(ChunkError, match="crc32c"):
+            array.read_stored_unit((0, 0))
+    finally:
+        array.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ import tifffile
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
-from zarrfs.array.chunk_io import StoredChunk
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box, Index
 from zarrfs.store import Store
@@ -256,26 +254,24 @@ def test_stored_tiles_in_slots() -> None:
     buffer, which serves the tile's next request (and nothing else is kept)."""
     stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 2): bytes(200) + b"crc!"}
     fetched: list[Index] = []
-    looked: list[list[Index]] = []
+    looked: list[Index] = []
 
     class Array:
         cached = False
         fetches_remotely = False
-        chunks_are_objects = False  # (inner chunks of shards: located first)
-
-        def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
-            looked.append(list(units))
-            return {unit: StoredChunk(str(unit), 0, len(stored[unit]), None)
-                    for unit in units if unit in stored}
 
         def read_stored_unit(self, unit: Index) -> bytes | None:
             fetched.append(unit)
             return stored.get(unit)
 
-        def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
-            if self.cached:
-                into[:] = stored[(0, 0)][where.offset : where.offset + len(into)]
-            return self.cached
+        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
+            looked.append(unit)
+            if not self.cached:
+                return None
+            if unit not in stored:
+                return -1
+            into[: len(stored[unit])] = stored[unit]
+            return len(stored[unit])
 
     def tiles_of(array: Array) -> StoredTiles:
         return StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
@@ -291,10 +287,12 @@ def test_stored_tiles_in_slots() -> None:
     assert fetched == [(0, 0), (0, 1), (0, 2)] and looked == []
     again = tiles_of(array)
     array.cached = True
-    assert bytes(again.held(0, 0, 64) or b"") == stored[(0, 0)][:64] and looked == [[(0, 0)]]
+    assert bytes(again.held(0, 0, 64) or b"") == stored[(0, 0)][:64] and looked == [(0, 0)]
     array.cached = False  # (the tile's next request: from the buffer it was read into)
-    assert bytes(again.held(0, 96, 4) or b"") == stored[(0, 0)][96:100]
-    assert bytes(again.held(1, 0, 4) or b"") == b"fill" and looked[-1] == [(0, 1)]
+    assert bytes(again.held(0, 96, 4) or b"") == stored[(0, 0)][96:100] and looked == [(0, 0)]
+    array.cached = True
+    assert bytes(again.held(1, 0, 4) or b"") == b"fill" and looked[-1] == (0, 1)
+    array.cached = False
     assert tiles_of(array).held(0, 0, 8) is None  # (what another file's tiles read is not its)
     assert len(fetched) == 3
 
@@ -378,18 +376,17 @@ def test_the_scratch_buffer_pads_each_tile_whatever_it_held_before() -> None:
         assert scratch.holding(("file", length, size)) is not None
 
 
-def test_stored_tiles_that_are_objects_are_read_whole_without_a_lookup() -> None:
-    # A tile whose chunk is a stored object of its own is read whole into the thread's
-    # buffer (no lookup of where it lies), less its trailer, then padded; a chunk not stored
-    # is the fill tile; one that would wait is left to a worker (None), and so is one too
-    # long for its slot.
+def test_stored_tiles_read_now_are_padded_in_the_buffer() -> None:
+    # A tile read now is read whole into the thread's buffer, less its trailer, then padded
+    # (after a longer tile, the bytes it left are zeroed); a chunk not stored is the fill
+    # tile; one that would wait is left to a worker (None), and so is one too long for its
+    # slot.
     stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 1): bytes(range(50)) + b"crc!",
               (0, 3): bytes(200) + b"crc!"}
 
     class Array:
         cached = True
         fetches_remotely = False
-        chunks_are_objects = True
 
         def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
             if unit not in stored:
@@ -400,9 +397,6 @@ def test_stored_tiles_that_are_objects_are_read_whole_without_a_lookup() -> None
                 return None
             into[: len(data)] = data
             return len(data)
-
-        def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
-            raise AssertionError("a chunk that is an object is not looked up")
 
     array = Array()
     tiles = StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,

@@ -149,14 +149,14 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return found.data
 
-    def read_located_now(self, where: StoredChunk, into: memoryview) -> bool:
-        """Fill `into` with a read chunk's encoded bytes as located, if that waits for nothing
-        (`Store.read_cached`); False: it would wait, or they changed (`read_located` tells)."""
-        generation = self.store.read_cached(where.key, where.offset, into)
-        if generation is None or where.generation not in (None, generation):
-            return False
-        self.count_fetch(len(into))
-        return True
+    def read_unit_now(self, key: str, unit: Index, into: memoryview) -> int | None:
+        """Fill the start of `into` with a read chunk's stored bytes (`key`: its stored
+        object's) if that waits for nothing and they fit: their size (-1: not stored); None
+        when it would wait or they do not fit (part of `into` may have been written)."""
+        size = self.store.read_whole_cached(key, into)
+        if size is not None and size > 0:
+            self.count_fetch(size)
+        return size
 
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""

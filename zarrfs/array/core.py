@@ -249,23 +249,12 @@ class ZarrArray:
         """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
         return self.io.read_located(where)
 
-    def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool:
-        """Fill `into` with a read chunk's encoded bytes as located, if that waits for nothing."""
-        return self.io.read_located_now(where, into)
-
-    @property
-    def chunks_are_objects(self) -> bool:
-        """Whether each read chunk is a stored object of its own (not an inner chunk of a shard)."""
-        return self.sharding is None
-
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-        """Fill the start of `into` with the stored object of a read chunk (`chunks_are_objects`)
-        if that waits for nothing and it fits: its size (-1: not stored); None when it would
-        wait or does not fit (part of `into` may have been written)."""
-        size = self.store.read_whole_cached(self._geometry.chunk_key(unit), into)
-        if size is not None and size > 0:
-            self.io.count_fetch(size)
-        return size
+        """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
+        chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
+        None when it would wait or they do not fit (part of `into` may have been written)."""
+        stored = self.io.location(unit)[0]
+        return self.io.read_unit_now(self._geometry.chunk_key(stored), unit, into)
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""

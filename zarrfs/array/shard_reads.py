@@ -141,6 +141,28 @@ class ShardReader:
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 
+    def index_now(self, chunk: Index, key: str) -> tuple[ShardIndex, str] | None:
+        """The shard's index and generation if they need no wait: cached (the reads through it
+        check the generation), else read from a local store's page cache (and cached). None
+        when they would wait, the shard is not known to be stored, or its index is bad (the
+        reads that wait say why)."""
+        cached = self.cached_index(chunk)
+        if cached is not None:
+            index, generation = cached
+            return None if index is None or generation is None else (index, generation)
+        sharding = self.sharding_of(chunk)
+        raw = bytearray(sharding.index_nbytes)
+        found = self.store.read_edge_cached(key, memoryview(raw), at_end=not sharding.index_at_start)
+        if found is None:
+            return None
+        try:
+            index = sharding.decode_index(raw, found[0])
+        except CodecError:
+            return None
+        self.count_fetch(len(raw))
+        self.cache.remember_index((self.owner, chunk), (index, found[1]), index_cost)
+        return index, found[1]
+
     def cached_index(self, chunk: Index) -> CachedIndex | None:
         cached: CachedIndex | None = self.cache.index_of((self.owner, chunk))
         return cached

@@ -61,13 +61,33 @@ class ShardedChunkIO(PlainChunkIO):
 
     def _locate_shard(self, shard: tuple[Index, str, Described]) -> dict[Index, StoredChunk]:
         chunk, key, described = shard
-        with self._shard_lock(chunk):
-            index, generation = self.reader.index_as_listed(chunk, key, described)
+        try:
+            with self._shard_lock(chunk):
+                index, generation = self.reader.index_as_listed(chunk, key, described)
+        except CodecError as e:  # (a bad index: the log names the shard)
+            raise ChunkError(key, str(e)) from None
         if index is None:
             return {}
         # (the index read out at once: entry by entry, locating a shard of 64 took twice as long)
         units = zip(self.units_of(chunk), index.spans_in_order(), strict=True)
         return {unit: StoredChunk(key, *span, generation) for unit, span in units if span is not None}
+
+    def read_unit_now(self, key: str, unit: Index, into: memoryview) -> int | None:
+        """As PlainChunkIO.read_unit_now, for an inner chunk (`key`: its shard's), where its
+        shard's index says (`ShardReader.index_now`)."""
+        shard, inner = self.location(unit)
+        found = self.reader.index_now(shard, key)
+        if found is None or inner is None:
+            return None
+        index, generation = found
+        span = index.span(inner)
+        if span is None:
+            return -1
+        if span.nbytes > len(into) or self.store.read_cached(
+                key, span.offset, into[: span.nbytes]) != generation:
+            return None
+        self.count_fetch(span.nbytes)
+        return span.nbytes
 
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)

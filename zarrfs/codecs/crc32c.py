@@ -1,13 +1,16 @@
-"""The `crc32c` codec: a 4-byte little-endian CRC-32C after the data, through numcodecs."""
+"""The `crc32c` codec: a 4-byte little-endian CRC-32C after the data (google_crc32c, the
+package numcodecs also uses). Decoding checks it and hands out a view of the data before it,
+not a copy (a shard's index is checked at every first read of the shard)."""
 
 from __future__ import annotations
 
-from numcodecs import CRC32C
+import numpy as np
+from google_crc32c import value as crc32c
 
 from ..formats.description import CodecSpec
 from .base import BytesBytesCodec, BytesLike, CodecError, check_config_keys, check_limit
 
-_NUMCODEC = CRC32C()
+TRAILER = 4
 
 
 class Crc32cCodec(BytesBytesCodec):
@@ -17,15 +20,24 @@ class Crc32cCodec(BytesBytesCodec):
         return cls()
 
     def encoded_size(self, decoded_size: int) -> int:
-        return decoded_size + 4
+        return decoded_size + TRAILER
 
     def encode(self, data: BytesLike) -> BytesLike:
-        return bytes(_NUMCODEC.encode(data))
+        return b"".join((data, crc32c(_array(data)).to_bytes(TRAILER, "little")))
 
     def decode(self, data: BytesLike, exact_size: int | None, limit: int) -> BytesLike:
-        try:
-            decoded = _NUMCODEC.decode(data)
-        except (RuntimeError, ValueError) as e:
-            raise CodecError(f"crc32c: {e}") from None
-        check_limit(len(decoded), exact_size, limit)
-        return memoryview(decoded).cast("B")
+        if len(data) < TRAILER:
+            raise CodecError(f"crc32c: {len(data)} bytes hold no checksum")
+        view = memoryview(data).cast("B")
+        payload, stored = view[:-TRAILER], int.from_bytes(view[-TRAILER:], "little")
+        computed = crc32c(_array(payload))
+        if computed != stored:
+            raise CodecError(f"crc32c: the checksum does not match (stored {stored:#010x}, "
+                             f"computed {computed:#010x})")
+        check_limit(len(payload), exact_size, limit)
+        return payload
+
+
+def _array(data: BytesLike) -> np.ndarray:
+    """`data` as google_crc32c takes it (bytes or an array, not a memoryview), not copied."""
+    return np.frombuffer(data, dtype=np.uint8)

@@ -170,6 +170,11 @@ class Store:
         its size (-1: not stored), or None."""
         return local.read_whole_cached(self.path(key), into) if self.is_local else None
 
+    def read_edge_cached(self, key: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
+        """Fill `into` with the first (`at_end`: last) bytes of `key` without waiting (local,
+        cached): its size and generation, or None."""
+        return local.read_edge_cached(self.path(key), into, at_end=at_end) if self.is_local else None
+
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
         is not stored). Each range is one request under the store's deadline; on a remote

@@ -74,12 +74,29 @@ def read_cached(path: str, start: int, into: memoryview) -> str | None:
     (no wait on a disk); its generation, or None when it would wait, is shorter, or is gone.
     The path's lookup is the one step that may touch the disk: callers use it for files they
     have just looked at (located), whose directory entries are cached."""
+    found = _fill_cached(path, start, into)
+    return None if found is None else found[1]
+
+
+def read_edge_cached(path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
+    """Fill `into` with the first bytes of the file at `path` (`at_end`: its last) as
+    `read_cached` does: the file's size and generation, or None."""
+    return _fill_cached(path, None if at_end else 0, into)
+
+
+def _fill_cached(path: str, start: int | None, into: memoryview) -> tuple[int, str] | None:
+    """`read_cached` from `start` (None: where `into` ends at the file's end): the file's
+    size and generation."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        return generation_of(os.fstat(fd)) if _fill_now(fd, start, into) else None
+        status = os.fstat(fd)
+        at = status.st_size - len(into) if start is None else start
+        if at < 0 or not _fill_now(fd, at, into):
+            return None
+        return status.st_size, generation_of(status)
     except OSError:
         return None
     finally:

@@ -11,30 +11,24 @@ buffer of the fuse thread's: new memory costs more than the read (measured: a 51
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..array.cache import KeyedLocks
-from ..array.chunk_io import StoredChunk
 from ..codecs import BytesLike
 from ..grid import Index
 from .held_bytes import HeldBytes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
 HELD_TILES = HeldBytes(32 << 20)
-LOCATED_AT_MOST = 1 << 16  # tiles' locations a file keeps (a shard's are found together)
 SKIPPABLE_MAGIC, SKIPPABLE_HEADER = (0x184D2A50).to_bytes(4, "little"), 8  # (zstd's format, 3.1.2)
 
 
 class StoredReads(Protocol):
     @property
     def fetches_remotely(self) -> bool: ...
-    def locate_stored(self, units: Sequence[Index]) -> Mapping[Index, StoredChunk]: ...
-    def read_stored_now(self, where: StoredChunk, into: memoryview) -> bool: ...
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
-    @property
-    def chunks_are_objects(self) -> bool: ...
     def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
 
 
@@ -55,16 +49,19 @@ class StoredTiles:
         self._reencode = reencode
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._tiles = object()  # (these tiles' key in HELD_TILES)
-        self._located: dict[Index, StoredChunk | None] = {}  # (a local store's tiles, as read now)
+        self._local = not array.fetches_remotely
 
     def held(self, tile: int, at: int, count: int) -> bytes | memoryview | None:
         """Bytes [at, at + count) of tile `tile`'s slot when they need no wait: kept, or (a
         local store) all in the page cache: then a view of this thread's buffer, good until
         the thread's next call (the fuse thread replies first), which holds the whole tile for
         the reader's next request of it."""
-        found = HELD_TILES.get((self._tiles, tile))
-        if found is None and not self._array.fetches_remotely:
-            found = SCRATCH.holding((self._tiles, tile)) or self._read_now(tile)
+        key = (self._tiles, tile)
+        found: BytesLike | None = SCRATCH.holding(key) if self._local else None  # (its next request)
+        if found is None:
+            found = HELD_TILES.get(key)
+            if found is None and self._local:
+                found = self._read_now(tile)
         return None if found is None else self._padding.slot(found, at, count)
 
     def read(self, tile: int, at: int, count: int) -> bytes | memoryview:
@@ -85,17 +82,13 @@ class StoredTiles:
 
     def _read_now(self, tile: int) -> BytesLike | None:
         """A local store's tile, if every byte of it is in the page cache: a chunk that is an
-        object of its own read whole, an inner chunk where its shard's index says (looked up
-        once for the file's life)."""
-        unit = self._chunk_of(tile)
+        object of its own read whole, an inner chunk where its shard's index says (read as its
+        shard is first reached, then cached)."""
         # (padded in the buffer: a reader's request of the whole count is a view of it, not
         # a new join of the tile and zeros, 0.2 ms a 512 KiB tile in fresh memory here)
         into = SCRATCH.lend((self._tiles, tile), self._padding.length)
-        if self._array.chunks_are_objects:
-            size = self._array.read_chunk_now(unit, into)
-            SCRATCH.wrote(len(into) if size is None else size)
-        else:
-            size = self._read_located(unit, into)
+        size = self._array.read_chunk_now(self._chunk_of(tile), into)
+        SCRATCH.wrote(len(into) if size is None else max(size, 0))
         if size is None or (size >= 0 and not self._padding.fits(size - self._trailer)):
             SCRATCH.forget()
             return None
@@ -105,24 +98,6 @@ class StoredTiles:
         length, end = size - self._trailer, self._padding.length
         SCRATCH.fill(length, self._padding.after(length, min(SKIPPABLE_HEADER, end - length)), end)
         return into
-
-    def _read_located(self, unit: Index, into: memoryview) -> int | None:
-        """An inner chunk of a shard into `into`, where it lies, as `read_chunk_now` reads
-        (but for its trailer)."""
-        if unit not in self._located:
-            if len(self._located) >= LOCATED_AT_MOST:
-                self._located.clear()  # (bounded: a reader of every tile of 10^6 would hold 10^6)
-            self._located.update(self._array.locate_stored([unit]))
-            self._located.setdefault(unit, None)
-        where = self._located[unit]
-        if where is None:
-            return -1
-        length = where.nbytes - self._trailer
-        if not self._padding.fits(length):
-            return None
-        SCRATCH.wrote(length)
-        read = self._array.read_stored_now(replace(where, nbytes=length), into[:length])
-        return where.nbytes if read else None
 
 
 @dataclass(frozen=True)
