@@ -1,6 +1,8 @@
-"""The `crc32c` codec: a 4-byte little-endian CRC-32C after the data (google_crc32c, the
-package numcodecs also uses). Decoding checks it and hands out a view of the data before it,
-not a copy (a shard's index is checked at every first read of the shard)."""
+"""The `crc32c` codec: a 4-byte little-endian CRC-32C after the data, computed by
+google_crc32c (the package numcodecs uses, called without numcodecs' buffer handling: a
+shard's index is checked at each first read of the shard, on the fuse thread for tiles).
+Decoding gives the data a buffer of its own, as numcodecs did: a view would keep a whole
+request's bytes alive in the cache where nothing after it decodes (`[bytes, crc32c]`)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ class Crc32cCodec(BytesBytesCodec):
             raise CodecError(f"crc32c: the checksum does not match (stored {stored:#010x}, "
                              f"computed {computed:#010x})")
         check_limit(len(payload), exact_size, limit)
-        return payload
+        return bytearray(payload)  # (writable, as numcodecs gave it)
 
 
 def _array(data: BytesLike) -> np.ndarray:
