@@ -23,7 +23,6 @@ before a write to it keeps nothing: nothing stale is served after the mount's ow
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -33,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 from ..errors import ZarrfsError
 from .byte_ranges import ByteRange
 from .disk_cache import DiskCache, entry_name
-from .listing import row_prefix
+from .listing import first_chunk, numbered_row, row_of, rows_from
 from .local import Buffer, Versioned
 from .sources import endpoint
 
@@ -78,7 +77,8 @@ class CachedReads:
         self._writes = [0] * _STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
         self._served_at = 0  # the tick of the last read the cache served
-        self._ahead_at: dict[str, str] = {}  # first row checked ahead of a reader -> its last row
+        # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
+        self._ahead_at: dict[str, tuple[str, ...]] = {}
         self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -162,9 +162,11 @@ class CachedReads:
                 return self.known_generation(path)
         with self._lock:
             known = self._valid(path)
-            entered = None if known is None or not self._ahead_at else self._ahead_at.pop(_row_of(path), None)
-        if entered is not None:  # (a reader entered rows checked ahead of it: check the next ones)
-            _EARLY_CHECKS.submit(self._check_ahead, store, entered)
+            batch = None if known is None or not self._ahead_at else self._ahead_at.pop(row_of(path), None)
+            for row in batch or ():
+                self._ahead_at.pop(row, None)
+        if batch is not None:  # (a reader entered rows checked ahead of it: check the next ones)
+            _EARLY_CHECKS.submit(self._check_ahead, store, batch[-1])
         if known is not None or not self.cache.cached(self.store, path):
             return known
         return self._check_row(store, path)
@@ -190,28 +192,31 @@ class CachedReads:
         of an array a listing's page holds, about all of it at once."""
         if self._is_small(store, path):
             return self._check_rows(store, [f"{store.root}/"], path)
-        row = _row_of(path)
-        if not _numbered(row):
+        row = row_of(path)
+        if not numbered_row(row):
             return self._check_rows(store, [path], path)
-        found = self._check_rows(store, [row], path)
-        _EARLY_CHECKS.submit(self._check_ahead, store, row)
-        return found
+        _EARLY_CHECKS.submit(self._check_ahead, store, row)  # (listed while the row is)
+        return self._check_rows(store, [row], path)
 
     def _check_ahead(self, store: Store, last: str) -> None:
         """Check the ROWS_AHEAD rows after the row `last` before a reader gets there, and check
-        the ones after those when it does (`_ahead_at`): a sequential reader waits for the
-        listings of its first rows only, and a reader that stops costs a batch of rows more."""
-        rows = _rows_from(last, ROWS_AHEAD + 1)[1:]
-        first = _first_chunk(self.cache.entries_below(self.store, rows[0], 1)) if rows else None
+        the ones after those when it enters any of them (`_ahead_at`): a sequential reader
+        waits for the listings of its first rows only, and a reader that stops costs a batch
+        of rows more. Rows another thread is checking are left to it (never waited for: the
+        threads of these checks serve every array)."""
+        rows = rows_from(last, ROWS_AHEAD + 1)[1:]
+        first = first_chunk(self.cache.entries_below(self.store, rows[0], 1)) if rows else None
         if first is None:
             return
         try:
-            self._check_rows(store, rows, first)
+            self._check_rows(store, rows, first, wait=False)
         except ZarrfsError as e:  # (the reader asks again, and sees what the store says)
             log.debug("disk cache: check of the rows after %s: %s", last, e)
             return
         with self._lock:
-            self._ahead_at[rows[0]] = rows[-1]
+            batch = tuple(rows)
+            for row in rows:
+                self._ahead_at[row] = batch
             while len(self._ahead_at) > KNOWN_AT_MOST:
                 self._ahead_at.pop(next(iter(self._ahead_at)))
 
@@ -220,15 +225,15 @@ class CachedReads:
         with self._lock:
             return store.root in self._small and path.startswith(f"{store.root}/")
 
-    def _check_rows(self, store: Store, rows: list[str], path: str) -> str | None:
+    def _check_rows(self, store: Store, rows: list[str], path: str, *, wait: bool = True) -> str | None:
         """Ask the store about every cached object of `rows` in one look: the current
         generation of `path`. A row another thread is checking, or that was checked since
-        the last recheck, is left out; but the first is waited for. `rows`: rows of chunks
-        ("a/c/5/"), a key alone, or a whole array listed at once (its root: "a/")."""
+        the last recheck, is left out; but the first is waited for (`wait`). `rows`: rows of
+        chunks ("a/c/5/"), a key alone, or a whole array listed at once (its root: "a/")."""
         with self._lock:
             locks = [self._rows.setdefault(row, threading.Lock()) for row in rows]
         taken = [row for row, lock in zip(rows, locks, strict=True)
-                 if lock.acquire(blocking=row == rows[0])]  # (others' rows: theirs to check)
+                 if lock.acquire(blocking=wait and row == rows[0])]  # (others' rows: theirs to check)
         try:
             with self._lock:
                 wanted = [row for row in taken if self._valid(row) is None]
@@ -248,7 +253,7 @@ class CachedReads:
         """Ask the store about the cached objects of `rows`; drop those of changed or deleted
         objects (what it says is noted by `Store.stats`: `learned`), and note the rows."""
         whole = rows == [f"{store.root}/"]
-        dense = whole or _numbered(rows[0])
+        dense = whole or numbered_row(rows[0])
         cached = [e for row in rows for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
                   if dense or e[0] == row]
         below = store.root + "/" if store.root else ""
@@ -299,7 +304,7 @@ class CachedReads:
             elif holds is not None:
                 self._small.discard(store.root)
         if reading and self.known_generation is None:
-            first = _first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
+            first = first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
             if first is not None:
                 _EARLY_CHECKS.submit(self._check_early, store, first)
 
@@ -332,33 +337,6 @@ class CachedReads:
         """`zarrfs stats`: hits and misses of this mount, bytes in the cache (of every mount)."""
         return {"disk_cache_hits": self.cache.hits, "disk_cache_misses": self.cache.misses,
                 "disk_cache_bytes": self.cache.cached_bytes()}
-
-
-def _first_chunk(entries: Sequence[tuple[str, str]]) -> str | None:
-    """The first of the cached `entries` that is a chunk (its key ends in a grid index; the
-    names of metadata end in letters)."""
-    return next((path for path, _ in entries if path[-1:].isdigit()), None)
-
-
-def _row_of(path: str) -> str:
-    """The prefix of the keys of `path`'s row of chunks ("a/c/5/7": "a/c/5/")."""
-    directory, names = row_prefix(path)
-    return f"{directory}/{names}" if directory else names
-
-
-def _numbered(row: str) -> bool:
-    """Whether `row` is a row of a grid ("a/c/5/"), not every chunk of a 1-D array ("a/c/")."""
-    return len(_rows_from(row, 2)) > 1
-
-
-def _rows_from(prefix: str, count: int) -> list[str]:
-    """`prefix`, a row of chunks ("a/c/5/", "a/c.5."), and the `count - 1` rows after it
-    (just `prefix` when it has no number: the chunks of a 1-D array)."""
-    found = re.fullmatch(r"(.*?)(\d+)([/.])", prefix, re.DOTALL)
-    if found is None:
-        return [prefix]
-    head, number, separator = found.groups()
-    return [f"{head}{int(number) + i}{separator}" for i in range(count)]
 
 
 def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any], directory: str,

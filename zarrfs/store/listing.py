@@ -5,6 +5,7 @@ row of chunks that holds them (`row_prefix`), never of the whole array."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 
 from .local import generation_of
@@ -17,6 +18,33 @@ def row_prefix(key: str) -> tuple[str, str]:
     chunks of its row of the grid are ("c/5/7": ("c/5", ""); "c.5.7": ("", "c.5."))."""
     directory, _, name = key.rpartition("/")
     return directory, name[: name.rfind(".") + 1]
+
+
+def first_chunk(entries: Sequence[tuple[str, str]]) -> str | None:
+    """The first of the cached `entries` that is a chunk (its key ends in a grid index; the
+    names of metadata end in letters)."""
+    return next((path for path, _ in entries if path[-1:].isdigit()), None)
+
+
+def row_of(path: str) -> str:
+    """The prefix of the keys of `path`'s row of chunks ("a/c/5/7": "a/c/5/")."""
+    directory, names = row_prefix(path)
+    return f"{directory}/{names}" if directory else names
+
+
+def numbered_row(row: str) -> bool:
+    """Whether `row` is a row of a grid ("a/c/5/"), not every chunk of a 1-D array ("a/c/")."""
+    return len(rows_from(row, 2)) > 1
+
+
+def rows_from(prefix: str, count: int) -> list[str]:
+    """`prefix`, a row of chunks ("a/c/5/", "a/c.5."), and the `count - 1` rows after it
+    (just `prefix` when it has no number: the chunks of a 1-D array)."""
+    found = re.fullmatch(r"(.*?)(\d+)([/.])", prefix, re.DOTALL)
+    if found is None:
+        return [prefix]
+    head, number, separator = found.groups()
+    return [f"{head}{int(number) + i}{separator}" for i in range(count)]
 
 
 def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:
