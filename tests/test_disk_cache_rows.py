@@ -1,0 +1,95 @@
+"""The disk cache after a restart, against a real (moto) S3 server without a mount: the rows of
+cached chunks ahead of a sequential reader are checked by the cache's own threads, a batch at
+a time, before the reader gets there (`CachedReads._check_ahead`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import fsspec
+import pytest
+
+from tests.reliability.s3_server import S3Server, free_port, serving
+from zarrfs.store import Store
+from zarrfs.store.disk_cache_reads import open_disk_cache
+from zarrfs.store.observe import Operation
+
+ROWS, PER_ROW = 24, 12  # (enough a row for a listing: `many.stats`)
+
+
+@pytest.fixture
+def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    yield from serving(S3Server(free_port()), monkeypatch)
+
+
+class Listings:
+    """A store observer: the prefixes listed, and every other kind of operation."""
+
+    def __init__(self) -> None:
+        self.listed: list[str] = []
+        self.others: list[str] = []
+        self._lock = threading.Lock()
+
+    def started(self) -> None:
+        pass
+
+    def finished(self, operation: Operation) -> None:
+        with self._lock:
+            (self.listed if operation.kind == "list" else self.others).append(operation.key)
+
+    def retried(self, kind: str) -> None:
+        pass
+
+    def rows(self) -> set[int]:
+        with self._lock:
+            return {int(key.rstrip("/").rsplit("/", 1)[1]) for key in self.listed}
+
+
+def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None) -> Store:
+    store = Store.open(url, server.s3fs_options(), observer=observer)
+    store.disk_cache = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
+    assert store.disk_cache is not None
+    return store
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_a_reader_entering_a_batch_anywhere_has_the_next_batch_checked(s3_server: S3Server,
+                                                                       tmp_path: Path) -> None:
+    # A batch of rows may be checked only after the reader passed its first row: entering
+    # any of its rows has the next batch checked (once the chain broke there, and the reader
+    # listed every row after it itself, waiting a round trip each).
+    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
+    for row in range(ROWS):
+        for column in range(PER_ROW):
+            fs.pipe_file(f"{s3_server.bucket}/rows/c/{row}/{column}", b"chunk %d %d" % (row, column))
+    url, cache = f"s3://{s3_server.bucket}/rows", tmp_path / "cache"
+    first = opened(s3_server, url, cache)
+    for row in range(ROWS):
+        for column in range(PER_ROW):
+            assert first.read(f"c/{row}/{column}") is not None
+    assert first.disk_cache is not None
+    first.disk_cache.cache.close()
+
+    seen = Listings()
+    again = opened(s3_server, url, cache, seen)
+    assert again.disk_cache is not None
+    again.disk_cache.rechecking(again, holds=ROWS * PER_ROW * 100)  # (a grid past one listing)
+    wait_for(lambda: seen.rows() >= set(range(9)), f"the first row and the batch after it: {seen.listed}")
+    assert seen.rows() == set(range(9))
+    for row in (3, 4, 5):  # (inside the batch, not at its first row)
+        for column in range(PER_ROW):
+            found = again.read(f"c/{row}/{column}")
+            assert found is not None and bytes(found.data) == b"chunk %d %d" % (row, column)
+            time.sleep(0.01)
+    wait_for(lambda: seen.rows() >= set(range(17)), f"rows 9-16 checked ahead; listed {sorted(seen.rows())}")
+    assert len(seen.listed) == len(set(seen.listed)), seen.listed  # (each row listed once)
+    assert all("/c/" not in key or key.endswith("zarr.json") for key in seen.others), seen.others
