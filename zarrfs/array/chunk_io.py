@@ -149,10 +149,11 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return found.data
 
-    def read_unit_now(self, key: str, unit: Index, into: memoryview) -> int | None:
+    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> int | None:
         """Fill the start of `into` with a read chunk's stored bytes (`key`: its stored
-        object's) if that waits for nothing and they fit: their size (-1: not stored); None
-        when it would wait or they do not fit (part of `into` may have been written)."""
+        object's; `where`: its `location`) if that waits for nothing and they fit: their size
+        (-1: not stored); None when it would wait or they do not fit (part of `into` may have
+        been written)."""
         size = self.store.read_whole_cached(key, into)
         if size is not None and size > 0:
             self.count_fetch(size)

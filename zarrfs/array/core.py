@@ -253,8 +253,8 @@ class ZarrArray:
         """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
         chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
         None when it would wait or they do not fit (part of `into` may have been written)."""
-        stored = self.io.location(unit)[0]
-        return self.io.read_unit_now(self._geometry.chunk_key(stored), unit, into)
+        where = self.io.location(unit)
+        return self.io.read_unit_now(self._geometry.chunk_key(where[0]), where, into)
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""

@@ -72,10 +72,10 @@ class ShardedChunkIO(PlainChunkIO):
         units = zip(self.units_of(chunk), index.spans_in_order(), strict=True)
         return {unit: StoredChunk(key, *span, generation) for unit, span in units if span is not None}
 
-    def read_unit_now(self, key: str, unit: Index, into: memoryview) -> int | None:
+    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> int | None:
         """As PlainChunkIO.read_unit_now, for an inner chunk (`key`: its shard's), where its
         shard's index says (`ShardReader.index_now`)."""
-        shard, inner = self.location(unit)
+        shard, inner = where
         found = self.reader.index_now(shard, key)
         if found is None or inner is None:
             return None
