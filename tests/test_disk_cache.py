@@ -376,3 +376,24 @@ def test_inner_chunks_are_read_alone_from_a_shard_cached_whole(s3_server: S3Serv
     requests = log.take()
     assert requests.read() >= 2, requests.summary()  # (the index and inner chunks, from the store)
     assert "failed its checksum" in daemon_log.read_text()
+
+
+def test_a_reader_of_shards_cached_whole_reads_what_it_needs_of_them(s3_server: S3Server, tmp_path: Path,
+                                                                     mount_array: MountFactory) -> None:
+    url, data = sharded_array(s3_server)
+    cache = tmp_path / "cache"
+    first = mount_array(url, options(s3_server, cache))
+    assert whole(first) == data.tobytes()
+    first.unmount()
+    shard_bytes = min(e.stat().st_size for e in (cache / "objects").iterdir() if e.stat().st_size > 1 << 20)
+    # A reader of two rows of pixels: not their two shards whole from disk, as from the
+    # store, but the shards' indexes and the eight inner chunks holding the rows.
+    log = RequestLog(tmp_path / "requests.log")
+    second = mount_array(url, options(s3_server, cache), env=log.env)
+    log.take()
+    row = data.shape[1] * 2
+    assert pread(second.data, 2 * row, 300 * row) == data[300:302].tobytes()
+    requests = log.take()
+    assert requests.read() == 0, requests.summary()
+    fetched = stats(second)["bytes_fetched"]
+    assert 0 < fetched < shard_bytes, (fetched, shard_bytes)

@@ -93,3 +93,30 @@ def test_a_reader_entering_a_batch_anywhere_has_the_next_batch_checked(s3_server
     wait_for(lambda: seen.rows() >= set(range(17)), f"rows 9-16 checked ahead; listed {sorted(seen.rows())}")
     assert len(seen.listed) == len(set(seen.listed)), seen.listed  # (each row listed once)
     assert all("/c/" not in key or key.endswith("zarr.json") for key in seen.others), seen.others
+
+
+def test_reads_are_local_while_the_cache_serves_them(s3_server: S3Server, tmp_path: Path) -> None:
+    # What picks a mount's loader threads (`LoaderPool`): an array with cached chunks is
+    # opened with its reads taken as local; a miss makes them wait on the store, and a run
+    # of hits local again.
+    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
+    for column in range(2 * PER_ROW):
+        fs.pipe_file(f"{s3_server.bucket}/line/c/0/{column}", b"chunk %d" % column)
+    url, cache = f"s3://{s3_server.bucket}/line", tmp_path / "cache"
+    first = opened(s3_server, url, cache)
+    for column in range(PER_ROW):
+        assert first.read(f"c/0/{column}") is not None
+    assert first.disk_cache is not None
+    first.disk_cache.cache.close()
+
+    again = opened(s3_server, url, cache)
+    reads = again.disk_cache
+    assert reads is not None and not reads.served_locally()
+    reads.rechecking(again, holds=2 * PER_ROW)
+    assert reads.served_locally()
+    assert again.read(f"c/0/{PER_ROW}") is not None  # (not cached)
+    assert not reads.served_locally()
+    for column in range(PER_ROW):
+        found = again.read(f"c/0/{column}")
+        assert found is not None and bytes(found.data) == b"chunk %d" % column
+    assert reads.served_locally()

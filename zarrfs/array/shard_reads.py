@@ -78,12 +78,13 @@ class ShardReader:
 
     # -- the index ---------------------------------------------------------------------------
 
-    def index(self, chunk: Index, key: str) -> CachedIndex:
-        """The shard's index and generation, cached (the shard's lock is held)."""
+    def index(self, chunk: Index, key: str, on_disk: tuple[int, str] | None = None) -> CachedIndex:
+        """The shard's index and generation, cached (the shard's lock is held). `on_disk`:
+        the shard's size and generation in the disk cache (`on_disk`), sparing a request."""
         cached = self.cached_index(chunk)
         if cached is not None:
             return cached
-        found = self._fetch_index(key, self.sharding_of(chunk))
+        found = self._fetch_index(key, self.sharding_of(chunk), on_disk)
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 
@@ -111,9 +112,10 @@ class ShardReader:
                 return self.load(chunk, key, whole=whole, join_again=False)
         try:
             with self.lock(chunk):
-                if whole:
+                on_disk = self.on_disk(key)
+                if whole and on_disk is None:
                     self.fetch_whole(key, chunk)
-                found = self.index(chunk, key)
+                found = self.index(chunk, key, on_disk)
         except BaseException as e:
             load.set_exception(e)
             raise
@@ -204,6 +206,11 @@ class ShardReader:
             self.count_fetch(len(found.data))
             return sharding.decode_index(found.data, shard_nbytes), found.generation
         raise CodecError("shard kept changing while its index was read")
+
+    def on_disk(self, key: str) -> tuple[int, str] | None:
+        """The size and generation of a remote shard the disk cache holds whole: then it is
+        read as a local one is (its index, then the inner chunks a read needs), not whole."""
+        return self.store.cached_whole(key) if self.remote else None
 
     # -- whole shards ------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters
+from .loader_pool import LoaderPool
 from .shard_reads import index_cost
 
 
@@ -19,15 +20,19 @@ class Shared:
     """The cache and worker threads of one mount (or of one array used on its own)."""
 
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None, *,
-                 fill_missing_reads: bool = True, store_fill_chunks: bool = False) -> None:
+                 fill_missing_reads: bool = True, store_fill_chunks: bool = False,
+                 served_locally: Callable[[], bool] | None = None) -> None:
         """`fill_missing_reads`, `store_fill_chunks`: TensorStore's fill_missing_data_reads and
-        store_data_equal_to_fill_value, for every array of the mount."""
+        store_data_equal_to_fill_value, for every array of the mount. `served_locally`: whether
+        a disk cache serves the reads of a remote store now (`LoaderPool`)."""
         self.fill_missing_reads = fill_missing_reads
         self.store_fill_chunks = store_fill_chunks
         self.cache = ChunkCache(cache_bytes)
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
-        self.loaders = ThreadPoolExecutor(self.threads, "zarrfs-decode")
+        cores = os.cpu_count() or 2
+        self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode") if served_locally is None
+                        else LoaderPool(self.threads, cores, served_locally))
         # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
         self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.

@@ -132,9 +132,11 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         ready(_public(f"cannot mount {source}: {e}"))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
+    # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
+    served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
     shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
                     fill_missing_reads=options.fill_missing_data_reads,
-                    store_fill_chunks=options.store_data_equal_to_fill_value)
+                    store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally)
     if store.disk_cache is not None:
         shared.more_stats.append(store.disk_cache.stats)
     if metrics is not None:

@@ -161,6 +161,11 @@ class Store:
         found = self.disk_cache.read_ranges(self, key, [byte_range], fetch)
         return None if found is None else found[0]
 
+    def cached_whole(self, key: str) -> tuple[int, str] | None:
+        """The size and generation of `key` where the disk cache holds all of it at the
+        generation the mount may serve (reads of it cost no request, like a local file's)."""
+        return None if self.disk_cache is None else self.disk_cache.whole(self, key)
+
     def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
         return local.read_cached(self.path(key), start, into) if self.is_local else None

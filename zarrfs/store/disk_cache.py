@@ -29,13 +29,15 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 from ..errors import ZarrfsError
 from . import disk_cache_entries as entries
 from .local import Buffer
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INDEX = "index.sqlite"
 OBJECTS = "objects"
@@ -137,6 +139,24 @@ class DiskCache:
     def load(self, name: str, start: int = 0, length: int = -1) -> Buffer | None:
         """Bytes [start, start + length) of entry `name` (length -1: all), checked (None: not
         cached, or not whole and sound)."""
+        found = self._read(name, lambda fd: entries.read(fd, name, start, length))
+        if found is None:
+            return None
+        data = found[0]
+        if data is None:
+            self._unsound(name)
+            return None
+        self._touch(name)
+        return data
+
+    def length(self, name: str) -> int | None:
+        """The length of entry `name`'s data as its header says (None: not cached); its
+        checksums are checked as it is read."""
+        found = self._read(name, lambda fd: entries.length(fd, name))
+        return None if found is None else found[0]
+
+    def _read(self, name: str, read: Callable[[int], T]) -> tuple[T] | None:
+        """`read` of entry `name`'s open file (None: no such entry, or it could not be read)."""
         try:
             fd = os.open(os.path.join(self.objects, name), os.O_RDONLY)
         except FileNotFoundError:
@@ -145,17 +165,12 @@ class DiskCache:
             self.fault("cannot read an entry", e)
             return None
         try:
-            data = entries.read(fd, name, start, length)
+            return (read(fd),)
         except OSError as e:
             self.fault("cannot read an entry", e)
             return None
         finally:
             os.close(fd)
-        if data is None:
-            self._unsound(name)
-            return None
-        self._touch(name)
-        return data
 
     def _unsound(self, name: str) -> None:
         self.fault("an entry failed its checksum (served from the store)", None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import struct
 
+import numpy as np
 from google_crc32c import value as crc32c
 
 MAGIC = b"ZARRFSDC"
@@ -39,16 +40,28 @@ def header(name: str, data: bytes) -> bytes:
     return fields + table + int(crc32c(fields + table)).to_bytes(4, "little")
 
 
+def length(fd: int, name: str) -> int | None:
+    """The length of the data of the entry file `fd` as its header says (None: not an entry
+    named `name`)."""
+    return _length(os.pread(fd, _FIELDS.size, 0), name)
+
+
+def _length(fields: bytes, name: str) -> int | None:
+    if len(fields) != _FIELDS.size:
+        return None
+    magic, version, size, _, digest = _FIELDS.unpack(fields)
+    return int(size) if magic == MAGIC and version == VERSION and digest == bytes.fromhex(name) else None
+
+
 def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memoryview | None:
     """Bytes [start, start + length) of the data of the entry file `fd` (length -1: all of
     it, past its end: those there are), read straight into what is returned, if the header
     and the checksums of what was read hold (None: a torn or damaged file)."""
     fields = os.pread(fd, _FIELDS.size, 0)
-    if len(fields) != _FIELDS.size:
+    size = _length(fields, name)
+    if size is None:
         return None
-    magic, version, size, crc, digest = _FIELDS.unpack(fields)
-    if magic != MAGIC or version != VERSION or digest != bytes.fromhex(name):
-        return None
+    crc = _FIELDS.unpack(fields)[3]
     table_size = 4 * _pieces(size)
     rest = os.pread(fd, table_size + 4, _FIELDS.size)
     sound = (len(rest) == table_size + 4 and os.fstat(fd).st_size == overhead(size) + size
@@ -62,12 +75,13 @@ def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memory
     stop = min(start + length, size)
     if start >= stop:
         return b""
-    first, last = start // PIECE, (stop - 1) // PIECE
-    pieces = []
-    for i in range(first, last + 1):
-        piece = os.pread(fd, min(PIECE, size - i * PIECE), at + i * PIECE)
+    first, end = start // PIECE * PIECE, min(-(-stop // PIECE) * PIECE, size)
+    pieces = os.pread(fd, end - first, at + first)  # (the pieces holding the range, in one read)
+    if len(pieces) != end - first:
+        return None
+    whole = memoryview(pieces)
+    for i in range(first // PIECE, -(-end // PIECE)):
+        piece = np.frombuffer(pieces, np.uint8, min(PIECE, end - i * PIECE), i * PIECE - first)
         if crc32c(piece) != int.from_bytes(rest[4 * i : 4 * i + 4], "little"):
             return None
-        pieces.append(piece)
-    joined = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-    return memoryview(joined)[start - first * PIECE : stop - first * PIECE]
+    return whole[start - first : stop - first]

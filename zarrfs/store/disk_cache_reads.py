@@ -41,6 +41,7 @@ FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
+SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
 ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
@@ -77,6 +78,7 @@ class CachedReads:
         self._writes = [0] * _STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
         self._served_at = 0  # the tick of the last read the cache served
+        self._served_in_a_row = 0  # reads the cache served since the last one it could not
         # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
         self._ahead_at: dict[str, tuple[str, ...]] = {}
         self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
@@ -96,7 +98,7 @@ class CachedReads:
         wanted = [i for i, piece in enumerate(found) if piece is None]
         if wanted:
             for _ in wanted:
-                self.cache.missed()
+                self._missed()
             before = self._before(path)
             fetched = fetch(key, [ranges[i] for i in wanted])
             if fetched is None:
@@ -119,20 +121,38 @@ class CachedReads:
         if wanted:
             befores = [self._before(store.path(keys[i])) for i in wanted]
             for _ in wanted:
-                self.cache.missed()
+                self._missed()
             for i, piece, before in zip(wanted, fetch([keys[i] for i in wanted]), befores, strict=True):
                 found[i] = piece
                 if piece is not None:
                     self._keep(store.path(keys[i]), 0, -1, piece, before)
         return found
 
+    def whole(self, store: Store, key: str) -> tuple[int, str] | None:
+        """The size and generation of `key` where the cache holds it whole at the generation
+        the mount may serve now (None: it would be fetched)."""
+        path = store.path(key)
+        generation = self._current(store, path)
+        size = None if generation is None else self.cache.length(
+            entry_name(self.store, path, 0, -1, generation))
+        return None if size is None or generation is None else (size, generation)
+
     def _load(self, path: str, start: int, length: int, generation: str) -> Buffer | None:
         data = self.cache.load(entry_name(self.store, path, start, length, generation))
         if data is None and length >= 0:  # (a range of an object cached whole: read alone)
             data = self.cache.load(entry_name(self.store, path, 0, -1, generation), start, length)
-        if data is not None:
-            self._served_at = self._tick  # (a plain store of an int: no lock)
+        if data is not None:  # (plain stores of ints: no lock)
+            self._served_at = self._tick
+            self._served_in_a_row += 1
         return data
+
+    def served_locally(self) -> bool:
+        """Whether the latest reads were all served from the cache (no wait on the store)."""
+        return self._served_in_a_row >= SERVED_IN_A_ROW
+
+    def _missed(self) -> None:
+        self._served_in_a_row = 0
+        self.cache.missed()
 
     def _before(self, path: str) -> tuple[int, int]:
         """What a fetch of `path` starts from: the tick, and the writes to the path so far."""
@@ -305,7 +325,8 @@ class CachedReads:
                 self._small.discard(store.root)
         if reading and self.known_generation is None:
             first = first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
-            if first is not None:
+            if first is not None:  # (its reads will most likely be served from the cache)
+                self._served_in_a_row = max(self._served_in_a_row, SERVED_IN_A_ROW)
                 _EARLY_CHECKS.submit(self._check_early, store, first)
 
     def _check_early(self, store: Store, path: str) -> None:
