@@ -120,3 +120,31 @@ def test_reads_are_local_while_the_cache_serves_them(s3_server: S3Server, tmp_pa
         found = again.read(f"c/0/{column}")
         assert found is not None and bytes(found.data) == b"chunk %d" % column
     assert reads.served_locally()
+
+
+def test_a_larger_1d_arrays_cached_chunks_are_checked_a_block_at_a_time(s3_server: S3Server,
+                                                                        tmp_path: Path) -> None:
+    # A 1-D array's chunks have no rows, and past one listing's page (here 2,048 chunks) the
+    # array is not listed whole: a cached chunk is checked with the others of its block, the
+    # keys that begin as its key does but for its last two digits ("c/10": chunks 1000-1099,
+    # 100-109 and 10), in one listing; once a HEAD of each.
+    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
+    for chunk in range(1000, 1064):
+        fs.pipe_file(f"{s3_server.bucket}/line/c/{chunk}", b"chunk %d" % chunk)
+    url, cache = f"s3://{s3_server.bucket}/line", tmp_path / "cache"
+    first = opened(s3_server, url, cache)
+    for chunk in range(1020, 1028):
+        assert first.read(f"c/{chunk}") is not None
+    assert first.disk_cache is not None
+    first.disk_cache.cache.close()
+
+    seen = Listings()
+    again = opened(s3_server, url, cache, seen)
+    assert again.disk_cache is not None
+    again.disk_cache.rechecking(again, holds=2048)
+    for chunk in range(1020, 1028):
+        found = again.read(f"c/{chunk}")
+        assert found is not None and bytes(found.data) == b"chunk %d" % chunk
+    assert len(seen.listed) == 1 and seen.listed[0].endswith("line/c"), seen.listed
+    assert not [key for key in seen.others if "/c/" in key], seen.others
+    assert again.disk_cache.cache.hits == 8 and again.disk_cache.cache.misses == 0

@@ -210,16 +210,17 @@ class Store:
             self.disk_cache.rechecking(self, holds)
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
-    def stats(self, keys: Iterable[str], *, dense: bool = False,
-              whole: bool = False) -> dict[str, tuple[int, str | None] | None]:
+    def stats(self, keys: Iterable[str], *, dense: bool = False, whole: bool = False,
+              prefix: str | None = None) -> dict[str, tuple[int, str | None] | None]:
         """The size and generation of many keys (None: not stored), at a cost in proportion to
         the keys, never to the store (`many.stats`). `dense`: the keys are most of what their
         directories may hold (every chunk of an array): one listing of them is cheapest.
-        `whole`: what holds them holds no more than a listing's page (a small array)."""
+        `whole`: what holds them holds no more than a listing's page (a small array).
+        `prefix`: they all begin so, and few other keys do (one listing of them)."""
         if self.disk_cache is None:
-            return many.stats(self, list(keys), dense=dense, whole=whole)
+            return many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix)
         tick = self.disk_cache.tick()
-        found = many.stats(self, list(keys), dense=dense, whole=whole)
+        found = many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix)
         self.disk_cache.learned(self, found, tick)
         return found
 

@@ -13,8 +13,8 @@ generation of an object is current:
   objects of its row of chunks, in one listing of the row (`Store.stats(dense=True)`), so a
   warm restart costs a listing per row, not a request per object. An array whose grid a
   listing's page holds (`ONE_LISTING` objects) is checked whole, in one listing: a warm
-  restart of it costs one request. A chunk of a larger 1-D array (no rows) is asked about
-  alone.
+  restart of it costs one request. A chunk of a larger 1-D array (no rows) is checked with
+  its block (`_block_of`), a hundred chunks in one listing.
 
 A put or delete through the mount forgets what it knew of the object, and a read that began
 before a write to it keeps nothing: nothing stale is served after the mount's own write.
@@ -42,6 +42,7 @@ Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
+BLOCK = "*"  # (marks the block of a 1-D array's chunk in what `_check_rows` checks)
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
 ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
@@ -57,8 +58,8 @@ class Store(Protocol):
     root: str
 
     def path(self, key: str) -> str: ...
-    def stats(self, keys: Sequence[str], *, dense: bool = False,
-              whole: bool = False) -> dict[str, Described]: ...
+    def stats(self, keys: Sequence[str], *, dense: bool = False, whole: bool = False,
+              prefix: str | None = None) -> dict[str, Described]: ...
     def without_retries(self) -> Store: ...
 
 
@@ -82,6 +83,7 @@ class CachedReads:
         # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
         self._ahead_at: dict[str, tuple[str, ...]] = {}
         self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
+        self._digits: dict[str, int] = {}  # an array's root -> the digits of its grid's size
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -214,9 +216,21 @@ class CachedReads:
             return self._check_rows(store, [f"{store.root}/"], path)
         row = row_of(path)
         if not numbered_row(row):
-            return self._check_rows(store, [path], path)
+            return self._check_rows(store, [self._block_of(store, path) or path], path)
         _EARLY_CHECKS.submit(self._check_ahead, store, row)  # (listed while the row is)
         return self._check_rows(store, [row], path)
+
+    def _block_of(self, store: Store, path: str) -> str | None:
+        """The block of a chunk of a larger 1-D array (no rows), checked in one listing: the
+        keys that begin as its key does but for the last two digits ("a/c/12345": "a/c/123*":
+        the hundred chunks 12300-12399, and chunks 123 and 1230-1239), where its number is as
+        long as the array's last chunk's (most are). None: the chunk is asked about alone."""
+        name = path[len(row_of(path)) :]
+        with self._lock:
+            digits = self._digits.get(store.root, 0)
+        if digits < 3 or len(name) != digits or not name.isdigit():
+            return None
+        return f"{path[:-2]}{BLOCK}"
 
     def _check_ahead(self, store: Store, last: str) -> None:
         """Check the ROWS_AHEAD rows after the row `last` before a reader gets there, and check
@@ -273,13 +287,16 @@ class CachedReads:
         """Ask the store about the cached objects of `rows`; drop those of changed or deleted
         objects (what it says is noted by `Store.stats`: `learned`), and note the rows."""
         whole = rows == [f"{store.root}/"]
-        dense = whole or numbered_row(rows[0])
-        cached = [e for row in rows for e in self.cache.entries_below(self.store, row, ROW_AT_MOST)
+        block = rows[0].endswith(BLOCK)  # (a 1-D array's block, always alone: `_block_of`)
+        dense = whole or block or numbered_row(rows[0])
+        cached = [e for row in rows
+                  for e in self.cache.entries_below(self.store, row.removesuffix(BLOCK), ROW_AT_MOST)
                   if dense or e[0] == row]
         below = store.root + "/" if store.root else ""
         keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)})
         tick = self.tick()
-        current = store.without_retries().stats(keys, dense=dense, whole=whole)
+        prefix = rows[0][len(below) : -len(BLOCK)] if block else None
+        current = store.without_retries().stats(keys, dense=dense, whole=whole, prefix=prefix)
         for cached_path, generation in cached:
             described = current.get(cached_path[len(below):])
             now = None if described is None else described[1]
@@ -319,6 +336,8 @@ class CachedReads:
             self._tick += 1
             self._rechecked[store.root] = self._tick
             reading = before is None or self._served_at >= before
+            if holds is not None:
+                self._digits[store.root] = len(str(max(holds - 1, 0)))
             if holds is not None and holds <= ONE_LISTING:
                 self._small.add(store.root)
             elif holds is not None:

@@ -11,7 +11,8 @@ the keys asked for, never to what the store holds.
   prefix, all at once: a row of chunks ("c/5/" or "c.5."), never the array. A listing costs a
   request per thousand entries, a HEAD a request per key: for a handful of keys in a
   directory of 10^5 chunks, HEADs are cheaper; for a row's keys, its listing. Keys of an
-  array whose grid fits a listing's page (`whole`) are found in one listing of the array.
+  array whose grid fits a listing's page (`whole`) are found in one listing of the array,
+  and keys that share a `prefix` few others have (a block of a 1-D array) in one listing of it.
 - Other stores (Icechunk, references) list only a node: one listing of the store.
 """
 
@@ -52,10 +53,14 @@ class Store(Protocol):
              kind: str = ..., objects: int = 1) -> T | None: ...
 
 
-def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False) -> dict[str, Described]:
+def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False,
+          prefix: str | None = None) -> dict[str, Described]:
     object_store = store.is_s3 or store.is_gcs or store.is_azure
     if whole and object_store and store.lists and wanted:
         return _listed(store, [(_directory_of(wanted), "")], wanted)
+    if prefix is not None and object_store and store.lists and len(wanted) > 1:
+        directory, _, names = prefix.rpartition("/")
+        return _listed(store, [(directory, names)], wanted)
     if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
         return {key: store.stat(key) for key in wanted}
     if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
