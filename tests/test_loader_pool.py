@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from zarrfs.array.loader_pool import LoaderPool
 
 
@@ -44,5 +46,30 @@ def test_jobs_run_on_as_many_threads_as_cores_while_reads_are_local() -> None:
             future.result(timeout=10)
         assert waiting.most == 8 and not waiting.threads & running.threads
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]  # (as any executor)
+    finally:
+        pool.shutdown(wait=True)
+
+
+def test_jobs_queued_for_the_cores_go_to_the_many_threads_after_a_miss() -> None:
+    local = True
+    pool = LoaderPool(16, 2, lambda: local)
+    try:
+        release = threading.Event()
+        held = [pool.submit(release.wait, 10) for _ in range(2)]  # (both local threads busy)
+        waiting = Running()
+        barrier = threading.Barrier(8)
+        queued = [pool.submit(waiting.job, 0.0, barrier) for _ in range(8)]
+        local = False  # (a miss: the queued jobs would wait on the store two at a time)
+        release.set()
+        for future in held + queued:
+            future.result(timeout=10)
+        assert waiting.most == 8
+        assert not [name for name in waiting.threads if name.startswith("zarrfs-decode-local")]
+        failing = pool.submit(int, "not a number")
+        local = True
+        with pytest.raises(ValueError):
+            failing.result(timeout=10)
+        with pytest.raises(ValueError):
+            pool.submit(int, "not a number either").result(timeout=10)
     finally:
         pool.shutdown(wait=True)
