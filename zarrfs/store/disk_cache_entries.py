@@ -79,9 +79,8 @@ def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memory
     pieces = os.pread(fd, end - first, at + first)  # (the pieces holding the range, in one read)
     if len(pieces) != end - first:
         return None
-    whole = memoryview(pieces)
     for i in range(first // PIECE, -(-end // PIECE)):
         piece = np.frombuffer(pieces, np.uint8, min(PIECE, end - i * PIECE), i * PIECE - first)
         if crc32c(piece) != int.from_bytes(rest[4 * i : 4 * i + 4], "little"):
             return None
-    return whole[start - first : stop - first]
+    return memoryview(pieces)[start - first : stop - first]

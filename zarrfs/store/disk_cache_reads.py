@@ -83,7 +83,7 @@ class CachedReads:
         # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
         self._ahead_at: dict[str, tuple[str, ...]] = {}
         self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
-        self._digits: dict[str, int] = {}  # an array's root -> the digits of its grid's size
+        self._digits: dict[str, int] = {}  # an array's root -> the digits of its last chunk's number
 
     # -- reads ---------------------------------------------------------------------------------
 
