@@ -55,6 +55,22 @@ def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = 
     return store
 
 
+def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
+                         read: list[str], observer: Listings | None = None) -> Store:
+    """`stored` put below `name` on S3; `read` of them read through a disk cache; then the
+    store opened again on that cache (its operations seen by `observer`)."""
+    fs = fsspec.filesystem("s3", **server.s3fs_options())
+    for key, value in stored.items():
+        fs.pipe_file(f"{server.bucket}/{name}/{key}", value)
+    url, cache = f"s3://{server.bucket}/{name}", tmp_path / "cache"
+    first = opened(server, url, cache)
+    for key in read:
+        assert first.read(key) is not None
+    assert first.disk_cache is not None
+    first.disk_cache.cache.close()
+    return opened(server, url, cache, observer)
+
+
 def wait_for(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + 20
     while not condition():
@@ -67,20 +83,10 @@ def test_a_reader_entering_a_batch_anywhere_has_the_next_batch_checked(s3_server
     # A batch of rows may be checked only after the reader passed its first row: entering
     # any of its rows has the next batch checked (once the chain broke there, and the reader
     # listed every row after it itself, waiting a round trip each).
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    for row in range(ROWS):
-        for column in range(PER_ROW):
-            fs.pipe_file(f"{s3_server.bucket}/rows/c/{row}/{column}", b"chunk %d %d" % (row, column))
-    url, cache = f"s3://{s3_server.bucket}/rows", tmp_path / "cache"
-    first = opened(s3_server, url, cache)
-    for row in range(ROWS):
-        for column in range(PER_ROW):
-            assert first.read(f"c/{row}/{column}") is not None
-    assert first.disk_cache is not None
-    first.disk_cache.cache.close()
-
+    stored = {f"c/{row}/{column}": b"chunk %d %d" % (row, column)
+              for row in range(ROWS) for column in range(PER_ROW)}
     seen = Listings()
-    again = opened(s3_server, url, cache, seen)
+    again = cached_then_reopened(s3_server, tmp_path, "rows", stored, list(stored), seen)
     assert again.disk_cache is not None
     again.disk_cache.rechecking(again, holds=ROWS * PER_ROW * 100)  # (a grid past one listing)
     wait_for(lambda: seen.rows() >= set(range(9)), f"the first row and the batch after it: {seen.listed}")
@@ -99,17 +105,8 @@ def test_reads_are_local_while_the_cache_serves_them(s3_server: S3Server, tmp_pa
     # What picks a mount's loader threads (`LoaderPool`): an array with cached chunks is
     # opened with its reads taken as local; a miss makes them wait on the store, and a run
     # of hits local again.
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    for column in range(2 * PER_ROW):
-        fs.pipe_file(f"{s3_server.bucket}/line/c/0/{column}", b"chunk %d" % column)
-    url, cache = f"s3://{s3_server.bucket}/line", tmp_path / "cache"
-    first = opened(s3_server, url, cache)
-    for column in range(PER_ROW):
-        assert first.read(f"c/0/{column}") is not None
-    assert first.disk_cache is not None
-    first.disk_cache.cache.close()
-
-    again = opened(s3_server, url, cache)
+    stored = {f"c/0/{column}": b"chunk %d" % column for column in range(2 * PER_ROW)}
+    again = cached_then_reopened(s3_server, tmp_path, "line", stored, list(stored)[:PER_ROW])
     reads = again.disk_cache
     assert reads is not None and not reads.served_locally()
     reads.rechecking(again, holds=2 * PER_ROW)
@@ -128,18 +125,10 @@ def test_a_larger_1d_arrays_cached_chunks_are_checked_a_block_at_a_time(s3_serve
     # array is not listed whole: a cached chunk is checked with the others of its block, the
     # keys that begin as its key does but for its last two digits ("c/10": chunks 1000-1099,
     # 100-109 and 10), in one listing; once a HEAD of each.
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    for chunk in range(1000, 1064):
-        fs.pipe_file(f"{s3_server.bucket}/line/c/{chunk}", b"chunk %d" % chunk)
-    url, cache = f"s3://{s3_server.bucket}/line", tmp_path / "cache"
-    first = opened(s3_server, url, cache)
-    for chunk in range(1020, 1028):
-        assert first.read(f"c/{chunk}") is not None
-    assert first.disk_cache is not None
-    first.disk_cache.cache.close()
-
+    stored = {f"c/{chunk}": b"chunk %d" % chunk for chunk in range(1000, 1064)}
     seen = Listings()
-    again = opened(s3_server, url, cache, seen)
+    again = cached_then_reopened(s3_server, tmp_path, "line", stored,
+                                 [f"c/{chunk}" for chunk in range(1020, 1028)], seen)
     assert again.disk_cache is not None
     again.disk_cache.rechecking(again, holds=2048)
     for chunk in range(1020, 1028):
