@@ -30,9 +30,8 @@ class Shared:
         self.cache = ChunkCache(cache_bytes)
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
-        cores = os.cpu_count() or 2
         self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode") if served_locally is None
-                        else LoaderPool(self.threads, cores, served_locally))
+                        else LoaderPool(self.threads, os.cpu_count() or 2, served_locally))
         # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
         self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.

@@ -82,8 +82,7 @@ class CachedReads:
         self._served_in_a_row = 0  # reads the cache served since the last one it could not
         # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
         self._ahead_at: dict[str, tuple[str, ...]] = {}
-        self._small: set[str] = set()  # the roots of arrays checked whole (`ONE_LISTING`)
-        self._digits: dict[str, int] = {}  # an array's root -> the digits of its last chunk's number
+        self._holds: dict[str, int] = {}  # an array's root -> the objects its grid may hold
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -227,7 +226,7 @@ class CachedReads:
         long as the array's last chunk's (most are). None: the chunk is asked about alone."""
         name = path[len(row_of(path)) :]
         with self._lock:
-            digits = self._digits.get(store.root, 0)
+            digits = len(str(max(self._holds.get(store.root, 0) - 1, 0)))
         if digits < 3 or len(name) != digits or not name.isdigit():
             return None
         return f"{path[:-2]}{BLOCK}"
@@ -257,7 +256,8 @@ class CachedReads:
     def _is_small(self, store: Store, path: str) -> bool:
         """Whether `path` is of an array one listing's page holds whole (`rechecking`)."""
         with self._lock:
-            return store.root in self._small and path.startswith(f"{store.root}/")
+            holds = self._holds.get(store.root)
+        return holds is not None and holds <= ONE_LISTING and path.startswith(f"{store.root}/")
 
     def _check_rows(self, store: Store, rows: list[str], path: str, *, wait: bool = True) -> str | None:
         """Ask the store about every cached object of `rows` in one look: the current
@@ -336,12 +336,8 @@ class CachedReads:
             self._tick += 1
             self._rechecked[store.root] = self._tick
             reading = before is None or self._served_at >= before
-            if holds is not None:
-                self._digits[store.root] = len(str(max(holds - 1, 0)))
-            if holds is not None and holds <= ONE_LISTING:
-                self._small.add(store.root)
-            elif holds is not None:
-                self._small.discard(store.root)
+            if holds is not None:  # (`_is_small`, `_block_of`)
+                self._holds[store.root] = holds
         if reading and self.known_generation is None:
             first = first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))
             if first is not None:  # (its reads will most likely be served from the cache)
