@@ -12,6 +12,7 @@ from pathlib import Path
 import fsspec
 import pytest
 
+from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server, free_port, serving
 from zarrfs.store import Store
 from zarrfs.store.disk_cache_reads import open_disk_cache
@@ -31,10 +32,12 @@ class Listings:
     def __init__(self) -> None:
         self.listed: list[str] = []
         self.others: list[str] = []
+        self.begun = 0
         self._lock = threading.Lock()
 
     def started(self) -> None:
-        pass
+        with self._lock:
+            self.begun += 1
 
     def finished(self, operation: Operation) -> None:
         with self._lock:
@@ -48,17 +51,20 @@ class Listings:
             return {int(key.rstrip("/").rsplit("/", 1)[1]) for key in self.listed}
 
 
-def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None) -> Store:
-    store = Store.open(url, server.s3fs_options(), observer=observer)
+def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None,
+           through: str | None = None) -> Store:
+    """The store at `url` (reached through the proxy at `through`) with its disk cache."""
+    reach = {} if through is None else {"client_kwargs": {"endpoint_url": through, "region_name": "us-east-1"}}
+    store = Store.open(url, server.s3fs_options(**reach), observer=observer)
     store.disk_cache = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
     assert store.disk_cache is not None
     return store
 
 
 def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
-                         read: list[str], observer: Listings | None = None) -> Store:
+                         read: list[str], observer: Listings | None = None, through: str | None = None) -> Store:
     """`stored` put below `name` on S3; `read` of them read through a disk cache; then the
-    store opened again on that cache (its operations seen by `observer`)."""
+    store opened again on that cache (its operations seen by `observer`; through `through`)."""
     fs = fsspec.filesystem("s3", **server.s3fs_options())
     for key, value in stored.items():
         fs.pipe_file(f"{server.bucket}/{name}/{key}", value)
@@ -68,7 +74,7 @@ def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: di
         assert first.read(key) is not None
     assert first.disk_cache is not None
     first.disk_cache.cache.close()
-    return opened(server, url, cache, observer)
+    return opened(server, url, cache, observer, through)
 
 
 def wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -137,3 +143,32 @@ def test_a_larger_1d_arrays_cached_chunks_are_checked_a_block_at_a_time(s3_serve
     assert len(seen.listed) == 1 and seen.listed[0].endswith("line/c"), seen.listed
     assert not [key for key in seen.others if "/c/" in key], seen.others
     assert again.disk_cache.cache.hits == 8 and again.disk_cache.cache.misses == 0
+
+
+def test_chunks_are_read_while_their_check_is_in_flight_and_confirmed_after(s3_server: S3Server,
+                                                                           tmp_path: Path) -> None:
+    # A stream reads the chunks the disk cache holds while the listing that checks them is in
+    # flight, and serves nothing made of them until it answers (`confirm`): the chunk another
+    # writer changed meanwhile is named, and read again. The store is silent throughout the
+    # early read: it cannot have waited for it.
+    stored = {f"c/0/{column}": b"chunk %d" % column for column in range(PER_ROW)}
+    seen = Listings()
+    with proxied(s3_server.port) as proxy:
+        again = cached_then_reopened(s3_server, tmp_path, "early", stored, list(stored), seen, proxy.url)
+        fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
+        fs.pipe_file(f"{s3_server.bucket}/early/c/0/1", b"changed")
+        assert again.disk_cache is not None
+        proxy.swallow()
+        before = seen.begun
+        again.disk_cache.rechecking(again, holds=PER_ROW)  # (an open: the array's listing begins)
+        wait_for(lambda: seen.begun > before, "the listing that checks the cached chunks began")
+        unchecked: dict[str, str] = {}
+        found = again.read_many(list(stored), unchecked=unchecked)
+        assert [None if f is None else bytes(f.data) for f in found] == list(stored.values())
+        assert sorted(unchecked) == sorted(stored)
+        confirmed = again.confirm(unchecked)
+        assert not confirmed.done()
+        proxy.heal()
+        assert confirmed.result(timeout=30) == {"c/0/1"}
+        fresh = again.read("c/0/1")
+        assert fresh is not None and bytes(fresh.data) == b"changed"

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from mounting import ZARRFS
 
-from zarrfs.grid import Box, cells_of
+from zarrfs.grid import Box, cells_of, cells_touched
 from zarrfs.rectilinear import RectilinearGrid, parse_rectilinear
 
 FILL = 7
@@ -178,6 +178,8 @@ def test_cells_of_covers_every_element_once() -> None:
     assert (seen == 1).all()
     regular = RectilinearGrid((4, 5))  # integer axes: the regular grid
     assert list(regular.cells_of(box)) == list(cells_of(box, (4, 5)))
+    for asked in (box, Box((0, 0), (4, 5)), Box((3, 7), (3, 9))):  # (the last: empty)
+        assert list(cells_touched(asked, (4, 5))) == [piece.cell for piece in cells_of(asked, (4, 5))]
 
 
 def test_bad_edges_are_refused_naming_the_member() -> None:

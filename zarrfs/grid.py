@@ -44,13 +44,15 @@ class Piece:
     in_box: tuple[slice, ...]  # where it lies inside the box
 
 
+def cells_touched(box: Box, cell_shape: Sequence[int]) -> Iterator[Index]:
+    """Every grid cell a box touches, in C order (`cells_of` without the parts: cheaper)."""
+    return product(*(range(a // c, -(-b // c)) if b > a else range(0)
+                     for a, b, c in zip(box.start, box.stop, cell_shape, strict=True)))
+
+
 def cells_of(box: Box, cell_shape: Sequence[int]) -> Iterator[Piece]:
     """Every grid cell a box touches, in C order, with the part of the box inside it."""
-    ranges = [
-        range(a // c, -(-b // c)) if b > a else range(0)
-        for a, b, c in zip(box.start, box.stop, cell_shape, strict=True)
-    ]
-    for cell in product(*ranges):
+    for cell in cells_touched(box, cell_shape):
         in_cell, in_box = [], []
         for i, a, b, c in zip(cell, box.start, box.stop, cell_shape, strict=True):
             lo, hi = max(a, i * c), min(b, (i + 1) * c)

@@ -174,16 +174,20 @@ class PlainChunkIO:
         """A sequential reader will reach this stored object after the ones it reads now
         (plain chunks: read as needed)."""
 
-    def read_together(self, keys: Sequence[str]) -> None:
+    def read_together(self, keys: Sequence[str], *, early: bool = False) -> dict[str, str]:
         """A stream's job is about to read these chunks one after another: on S3, fetch them
         first all at once (one wait on the event loop for the lot, not one each; a fault is
-        left to `fetch`, which reports it), held until `fetch` takes them or `let_go`."""
+        left to `fetch`, which reports it), held until `fetch` takes them or `let_go`.
+        `early`: chunks the disk cache holds are not held back by the check of their row in
+        flight (`Store.read_many`): those read so, with the generations read, for `Store.confirm`."""
+        unchecked: dict[str, str] = {}
         if not self.store.is_s3 or len(keys) <= 1:
-            return
+            return unchecked
         with contextlib.suppress(StoreError):
-            found = self.store.read_many(keys)
+            found = self.store.read_many(keys, unchecked=unchecked if early else None)
             with self._lock:
                 self._parked.update(zip(keys, found, strict=True))
+        return unchecked
 
     def let_go(self, keys: Sequence[str]) -> None:
         """Forget what `read_together` fetched of `keys` and `fetch` did not take."""

@@ -206,12 +206,12 @@ class ZarrArray:
 
     def cached(self, boxes: Sequence[Box]) -> bool:
         """Whether the cache holds every read chunk the boxes touch whole."""
-        units = [piece.cell for box in boxes for piece in self._geometry.cells_of(box)]
+        units = [cell for box in boxes for cell in self._geometry.cells_touched(box)]
         return not self.view.missing(units)
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
-        self.loader.start(piece.cell for piece in self._geometry.cells_of(box))
+        self.loader.start(self._geometry.cells_touched(box))
 
     def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> Stream | None:
         """Start filling a buffer with `box` (zarrfs.array.streaming), its elements as `dtype`

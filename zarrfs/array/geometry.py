@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.description import ArrayDescription
-from ..grid import Box, Index, Piece, cells_of, extent_inside
+from ..grid import Box, Index, Piece, cells_of, cells_touched, extent_inside
 from ..rectilinear import RectilinearGrid
 
 
@@ -59,6 +59,12 @@ class Geometry:
         if self.read_grid is None:
             return cells_of(box, self.read_chunk_shape)
         return self.read_grid.cells_of(box)
+
+    def cells_touched(self, box: Box) -> Iterator[Index]:
+        """The read chunks `box` touches (`cells_of` without the parts: a cheaper question)."""
+        if self.read_grid is None:
+            return cells_touched(box, self.read_chunk_shape)
+        return (piece.cell for piece in self.read_grid.cells_of(box))
 
     # -- edge chunks ---------------------------------------------------------------------------
 

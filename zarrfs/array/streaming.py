@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -162,14 +163,18 @@ class Stream:
         else:
             self._streams.shared.loaders.submit(self._fill, pieces)
 
-    def _fill(self, pieces: list[Piece]) -> None:
+    def _fill(self, pieces: list[Piece], early: bool = True) -> None:
+        """A job: decode its chunks into the buffer. Chunks the disk cache holds are decoded
+        while their rows' check is in flight (`early`: a remount's first reads need not wait
+        for the listing); the job ends when the check vouches for them (`_confirmed`)."""
         out = self.out
         assert out is not None  # (given up only when every job has ended)
         streams, geometry = self._streams, self._geometry
         together = _fetched_together(streams, geometry, pieces)
+        unchecked: dict[str, str] = {}
         try:
             if together:
-                streams.io.read_together(together)
+                unchecked = streams.io.read_together(together, early=early and not streams.view.dirty_bytes)
             for run in _by_stored_object(streams, pieces):
                 if self._closed or self.error is not None:
                     break
@@ -182,6 +187,28 @@ class Stream:
         finally:
             streams.io.let_go(together)
         del out
+        if unchecked and self.error is None:
+            streams.store.confirm(unchecked).add_done_callback(lambda answer: self._confirmed(pieces, answer))
+            return
+        self._job_ended()
+
+    def _confirmed(self, pieces: list[Piece], answer: Future[set[str]]) -> None:
+        """The checks of the chunks a job read early answered: those that were stale are read
+        again (the rest of the job, on a loader thread), or the job ends."""
+        streams, geometry = self._streams, self._geometry
+        try:
+            stale = answer.result()
+        except BaseException as e:  # (the check failed: the reader falls back, and asks again)
+            self.error = e
+            streams.failed(geometry, self._box, e)
+            stale = set()
+        again = [piece for piece in pieces if geometry.chunk_key(streams.io.location(piece.cell)[0]) in stale]
+        if again and not self._closed:
+            streams.shared.loaders.submit(self._fill, again, False)
+        else:
+            self._job_ended()
+
+    def _job_ended(self) -> None:
         with self._lock:
             self._left -= 1
             if self._left:
@@ -190,7 +217,7 @@ class Stream:
                 self.error = CancelledStream()
             buffer = self._given_up() if self._closed else None
             if buffer is not None:
-                streams.view.mount.take_back_slab(buffer)
+                self._streams.view.mount.take_back_slab(buffer)
             self._finished.set()
 
 
@@ -255,6 +282,9 @@ def chunks_for_stream(streams: Streams, geometry: Geometry,
             # (a stream goes down the first axis: the shard below is next)
             below = (chunk[0] + 1, *chunk[1:])
             io.read_early(geometry.chunk_key(below), below)
+        # (a chunk partly written here is merged with what is known to be stored, never
+        # with bytes read before their check answered: `read_together`)
+        io.let_go([geometry.chunk_key(unit) for unit in missing if unit in partly_written])
         for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
             if unit in partly_written:
                 data = view.install_lent(unit, fetched)  # (or the entry a load installed)

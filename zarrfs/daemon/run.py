@@ -128,6 +128,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
                            settings=options.source, observer=_observer(metrics),
                            writable=options.read_write)
         store.disk_cache = _disk_cache(store, source, options)
+        store.prepare()
     except ZarrfsError as e:
         ready(_public(f"cannot mount {source}: {e}"))
         return 1

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import fsspec
@@ -36,6 +38,7 @@ from .writing import ANY, Expect
 from .zipped import ZipSource, open_zip
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 __all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
@@ -107,6 +110,14 @@ class Store:
         if server is not None and timeout is not None:
             deadline.reach(server, min(timeout, REACH_SECONDS))
         return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry, observer=observer)
+
+    def prepare(self) -> None:
+        """Make the clients the reads use now (a mount, before it serves), not at the first
+        read; a fault is left to that read, which reports it."""
+        try:
+            remote.prepare(self.fs, self.retry.deadline_seconds, self.root)
+        except Exception as e:  # (whatever the clients raise: the first read meets it again)
+            log.debug("could not prepare the clients of %s: %s", self.root, one_line(e))
 
     def child(self, path: str) -> Store:
         """The same store rooted at `path` below this one (an array inside a group)."""
@@ -190,12 +201,26 @@ class Store:
             return self.disk_cache.read_ranges(self, key, ranges, fetch)
         return fetching.read_ranges(self, key, ranges)
 
-    def read_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+    def read_many(self, keys: Sequence[str], *,
+                  unchecked: dict[str, str] | None = None) -> list[Versioned | None]:
         """Whole objects as `read` (None: not stored); on S3 and Azure all in flight at once, one
-        batch under the store's deadline (one wait and thread hop for the lot), elsewhere in turn."""
+        batch under the store's deadline (one wait and thread hop for the lot), elsewhere in turn.
+        `unchecked` (given): objects the disk cache holds whose close-to-open check is under
+        way are read without waiting for it; their keys and generations are put in it, and
+        nothing made of them may be served before `confirm` says they were current."""
         if self.disk_cache is not None:
-            return self.disk_cache.read_many(self, keys, functools.partial(fetching.read_many, self))
+            fetch = functools.partial(fetching.read_many, self)
+            return self.disk_cache.read_many(self, keys, fetch, unchecked)
         return fetching.read_many(self, keys)
+
+    def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
+        """The keys of `unchecked` (from `read_many`) whose generation read was not current,
+        once their checks answer."""
+        if self.disk_cache is None or not unchecked:
+            answered: Future[set[str]] = Future()
+            answered.set_result(set())
+            return answered
+        return self.disk_cache.confirm(self, unchecked)
 
     def generation(self, key: str) -> str | None:
         """Which version of `key` is stored now (None: none)."""

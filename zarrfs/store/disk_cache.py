@@ -177,16 +177,17 @@ class DiskCache:
         with contextlib.suppress(OSError, sqlite3.Error):
             self._remove([name])
 
-    def cached(self, store: str, path: str) -> bool:
-        """Whether any entry of `path` is in the cache (at any generation)."""
+    def generations(self, store: str, path: str) -> list[str]:
+        """The generations of `path` the cache holds entries of, the last used first."""
         try:
             with self._lock:
-                row = self._db.execute("SELECT 1 FROM entries WHERE store = ? AND path = ? LIMIT 1",
-                                       (store, path)).fetchone()
+                rows = self._db.execute(
+                    "SELECT generation FROM entries WHERE store = ? AND path = ? "
+                    "GROUP BY generation ORDER BY MAX(used) DESC", (store, path)).fetchall()
         except sqlite3.Error as e:
             self.fault("cannot read the index", e)
-            return False
-        return row is not None
+            return []
+        return [row[0] for row in rows]
 
     def entries_below(self, store: str, prefix: str, limit: int) -> list[tuple[str, str]]:
         """The paths and generations of entries whose path starts with `prefix` (at most

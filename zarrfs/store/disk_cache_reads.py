@@ -12,9 +12,9 @@ generation of an object is current:
   (`learned`); an object asked about by nothing since is checked with the other cached
   objects of its row of chunks, in one listing of the row (`Store.stats(dense=True)`), so a
   warm restart costs a listing per row, not a request per object. An array whose grid a
-  listing's page holds (`ONE_LISTING` objects) is checked whole, in one listing: a warm
+  listing's page holds (`listing.ONE_LISTING` objects) is checked whole, in one listing: a warm
   restart of it costs one request. A chunk of a larger 1-D array (no rows) is checked with
-  its block (`_block_of`), a hundred chunks in one listing.
+  its block (`listing.checked_with`), a hundred chunks in one listing.
 
 A put or delete through the mount forgets what it knew of the object, and a read that began
 before a write to it keeps nothing: nothing stale is served after the mount's own write.
@@ -26,29 +26,29 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from ..errors import ZarrfsError
 from .byte_ranges import ByteRange
 from .disk_cache import DiskCache, entry_name
-from .listing import first_chunk, numbered_row, row_of, rows_from
+from .listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
 from .local import Buffer, Versioned
 from .sources import endpoint
 
 T = TypeVar("T")
 FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
+FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]
 Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
-BLOCK = "*"  # (marks the block of a 1-D array's chunk in what `_check_rows` checks)
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
-ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
 _FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
 # Rows checked as an array is opened, beside the open's own check (a thread each).
 _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
+_CONFIRMS = ThreadPoolExecutor(4, thread_name_prefix="disk-cache-confirm")  # (`confirm`)
 log = logging.getLogger(__name__)
 
 
@@ -109,15 +109,20 @@ class CachedReads:
                 self._keep(path, ranges[i].start, ranges[i].length, piece, before)
         return [piece for piece in found if piece is not None]
 
-    def read_many(self, store: Store, keys: Sequence[str],
-                  fetch: Callable[[Sequence[str]], list[Versioned | None]]) -> list[Versioned | None]:
-        """Whole objects: those cached, and the others fetched at once and kept."""
+    def read_many(self, store: Store, keys: Sequence[str], fetch: FetchMany,
+                  unchecked: dict[str, str] | None = None) -> list[Versioned | None]:
+        """Whole objects: those cached, and the others fetched at once and kept. `unchecked`
+        (given): an object whose row is being checked is not waited for but read at the
+        generation cached, and put in `unchecked` with it (see `confirm`)."""
         found: list[Versioned | None] = [None] * len(keys)
         for i, key in enumerate(keys):
             path = store.path(key)
-            generation = self._current(store, path)
+            early = None if unchecked is None else self._early(store, path)
+            generation = early or self._current(store, path)
             data = None if generation is None else self._load(path, 0, -1, generation)
             found[i] = None if data is None or generation is None else Versioned(data, generation)
+            if early is not None and data is not None and unchecked is not None:
+                unchecked[key] = early
         wanted = [i for i, piece in enumerate(found) if piece is None]
         if wanted:
             befores = [self._before(store.path(keys[i])) for i in wanted]
@@ -128,6 +133,26 @@ class CachedReads:
                 if piece is not None:
                     self._keep(store.path(keys[i]), 0, -1, piece, before)
         return found
+
+    def confirm(self, store: Store, unchecked: Mapping[str, str]) -> Future[set[str]]:
+        """Whether the objects `read_many` read before their rows' checks answered were
+        current (`unchecked`: key -> generation read): the keys of those that were not, once
+        the checks answer (a check that fails: its error). Asked on threads of its own, so a
+        loader thread goes on decoding while the checks are under way."""
+        def stale() -> set[str]:
+            return {key for key, read in unchecked.items() if self._current(store, store.path(key)) != read}
+        return _CONFIRMS.submit(stale)
+
+    def _early(self, store: Store, path: str) -> str | None:
+        """The generation of `path` last cached, when its row is being checked now and nothing
+        newer is known: what a read may begin with, to be confirmed when the check answers."""
+        with self._lock:
+            if self.known_generation is not None or self._valid(path) is not None:
+                return None
+            if checked_with(path, store.root, self._holds.get(store.root)) not in self._rows:
+                return None
+        cached = self.cache.generations(self.store, path)
+        return cached[0] if cached else None
 
     def whole(self, store: Store, key: str) -> tuple[int, str] | None:
         """The size and generation of `key` where the cache holds it whole at the generation
@@ -188,7 +213,7 @@ class CachedReads:
                 self._ahead_at.pop(row, None)
         if batch is not None:  # (a reader entered rows checked ahead of it: check the next ones)
             _EARLY_CHECKS.submit(self._check_ahead, store, batch[-1])
-        if known is not None or not self.cache.cached(self.store, path):
+        if known is not None or not self.cache.generations(self.store, path):
             return known
         return self._check_row(store, path)
 
@@ -208,28 +233,17 @@ class CachedReads:
         return None if self._rechecked.get(path, 0) > tick else generation
 
     def _check_row(self, store: Store, path: str) -> str | None:
-        """Ask the store about every cached object of `path`'s row of chunks, in one listing
-        of the row, and about the rows after it beside (a reader going on reaches them next);
-        of an array a listing's page holds, about all of it at once."""
-        if self._is_small(store, path):
-            return self._check_rows(store, [f"{store.root}/"], path)
-        row = row_of(path)
-        if not numbered_row(row):
-            return self._check_rows(store, [self._block_of(store, path) or path], path)
-        _EARLY_CHECKS.submit(self._check_ahead, store, row)  # (listed while the row is)
+        """Ask the store about every cached object of `path`'s row of chunks (or its whole
+        array, or its block: `checked_with`) in one listing, and about the rows after it
+        beside (a reader going on reaches them next)."""
+        row = self._checked_with(store, path)
+        if row != f"{store.root}/" and numbered_row(row):
+            _EARLY_CHECKS.submit(self._check_ahead, store, row)  # (listed while the row is)
         return self._check_rows(store, [row], path)
 
-    def _block_of(self, store: Store, path: str) -> str | None:
-        """The block of a chunk of a larger 1-D array (no rows), checked in one listing: the
-        keys that begin as its key does but for the last two digits ("a/c/12345": "a/c/123*":
-        the hundred chunks 12300-12399, and chunks 123 and 1230-1239), where its number is as
-        long as the array's last chunk's (most are). None: the chunk is asked about alone."""
-        name = path[len(row_of(path)) :]
+    def _checked_with(self, store: Store, path: str) -> str:
         with self._lock:
-            digits = len(str(max(self._holds.get(store.root, 0) - 1, 0)))
-        if digits < 3 or len(name) != digits or not name.isdigit():
-            return None
-        return f"{path[:-2]}{BLOCK}"
+            return checked_with(path, store.root, self._holds.get(store.root))
 
     def _check_ahead(self, store: Store, last: str) -> None:
         """Check the ROWS_AHEAD rows after the row `last` before a reader gets there, and check
@@ -252,12 +266,6 @@ class CachedReads:
                 self._ahead_at[row] = batch
             while len(self._ahead_at) > KNOWN_AT_MOST:
                 self._ahead_at.pop(next(iter(self._ahead_at)))
-
-    def _is_small(self, store: Store, path: str) -> bool:
-        """Whether `path` is of an array one listing's page holds whole (`rechecking`)."""
-        with self._lock:
-            holds = self._holds.get(store.root)
-        return holds is not None and holds <= ONE_LISTING and path.startswith(f"{store.root}/")
 
     def _check_rows(self, store: Store, rows: list[str], path: str, *, wait: bool = True) -> str | None:
         """Ask the store about every cached object of `rows` in one look: the current
@@ -287,7 +295,7 @@ class CachedReads:
         """Ask the store about the cached objects of `rows`; drop those of changed or deleted
         objects (what it says is noted by `Store.stats`: `learned`), and note the rows."""
         whole = rows == [f"{store.root}/"]
-        block = rows[0].endswith(BLOCK)  # (a 1-D array's block, always alone: `_block_of`)
+        block = rows[0].endswith(BLOCK)  # (a 1-D array's block, always alone: `checked_with`)
         dense = whole or block or numbered_row(rows[0])
         cached = [e for row in rows
                   for e in self.cache.entries_below(self.store, row.removesuffix(BLOCK), ROW_AT_MOST)
@@ -336,7 +344,7 @@ class CachedReads:
             self._tick += 1
             self._rechecked[store.root] = self._tick
             reading = before is None or self._served_at >= before
-            if holds is not None:  # (`_is_small`, `_block_of`)
+            if holds is not None:  # (`checked_with`)
                 self._holds[store.root] = holds
         if reading and self.known_generation is None:
             first = first_chunk(self.cache.entries_below(self.store, f"{store.root}/", _FIRST_LOOK))

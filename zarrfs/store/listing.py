@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from .local import generation_of
 
 Described = tuple[int, str]  # (size, generation), as `Store.stat` says
+ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
+BLOCK = "*"  # (marks the block of a 1-D array's chunk: `checked_with`)
 
 
 def row_prefix(key: str) -> tuple[str, str]:
@@ -45,6 +47,25 @@ def rows_from(prefix: str, count: int) -> list[str]:
         return [prefix]
     head, number, separator = found.groups()
     return [f"{head}{int(number) + i}{separator}" for i in range(count)]
+
+
+def checked_with(path: str, root: str, holds: int | None) -> str:
+    """What one listing checks the object `path` of the array at `root` with (`holds`: the
+    objects its grid may hold, where known): the whole array ("a/"), when a listing's page
+    holds its grid; its row of chunks ("a/c/5/"); a chunk of a larger 1-D array (no rows),
+    its block ("a/c/12345": "a/c/123*": the keys that begin as its key does but for the
+    last two digits, chunks 12300-12399, 123 and 1230-1239), where its number is as long as
+    the array's last chunk's (most are); else `path` alone."""
+    if holds is not None and holds <= ONE_LISTING and path.startswith(f"{root}/"):
+        return f"{root}/"
+    row = row_of(path)
+    if numbered_row(row):
+        return row
+    name = path[len(row) :]
+    digits = len(str(max((holds or 0) - 1, 0)))
+    if digits < 3 or len(name) != digits or not name.isdigit():
+        return path
+    return f"{path[:-2]}{BLOCK}"
 
 
 def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:

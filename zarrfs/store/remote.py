@@ -56,6 +56,12 @@ def find(fs: Any, seconds: float | None, path: str, prefix: str = "") -> dict[st
     return dict(call(fs, _left(seconds, started), "find", path, detail=True))
 
 
+def prepare(fs: Any, seconds: float | None, path: str) -> None:
+    """Make the clients the reads of the store at `path` use, before its first read."""
+    if is_s3(fs) and objstore.usable(fs):
+        on_loop(fs, seconds, objstore.prepare, fs, fs.split_path(path)[0])
+
+
 def _left(seconds: float | None, started: float) -> float | None:
     """What is left of `seconds` given at `started` (a first way that did not answer)."""
     return None if seconds is None else max(seconds - (time.monotonic() - started), 0.01)
