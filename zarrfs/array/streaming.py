@@ -204,9 +204,12 @@ class Stream:
             stale = set()
         again = [piece for piece in pieces if geometry.chunk_key(streams.io.location(piece.cell)[0]) in stale]
         if again and not self._closed:
-            streams.shared.loaders.submit(self._fill, again, False)
-        else:
-            self._job_ended()
+            try:
+                streams.shared.loaders.submit(self._fill, again, False)
+                return
+            except RuntimeError as e:  # (the loaders were shut down: the mount is stopping)
+                self.error = e
+        self._job_ended()
 
     def _job_ended(self) -> None:
         with self._lock:
