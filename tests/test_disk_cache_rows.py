@@ -54,7 +54,8 @@ class Listings:
 def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None,
            through: str | None = None) -> Store:
     """The store at `url` (reached through the proxy at `through`) with its disk cache."""
-    reach = {} if through is None else {"client_kwargs": {"endpoint_url": through, "region_name": "us-east-1"}}
+    client = {"endpoint_url": through, "region_name": "us-east-1"}
+    reach = {} if through is None else {"client_kwargs": client}
     store = Store.open(url, server.s3fs_options(**reach), observer=observer)
     store.disk_cache = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
     assert store.disk_cache is not None
@@ -62,7 +63,8 @@ def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = 
 
 
 def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
-                         read: list[str], observer: Listings | None = None, through: str | None = None) -> Store:
+                         read: list[str], observer: Listings | None = None,
+                         through: str | None = None) -> Store:
     """`stored` put below `name` on S3; `read` of them read through a disk cache; then the
     store opened again on that cache (its operations seen by `observer`; through `through`)."""
     fs = fsspec.filesystem("s3", **server.s3fs_options())
