@@ -146,10 +146,11 @@ class CachedReads:
     def _early(self, store: Store, path: str) -> str | None:
         """The generation of `path` last cached, when its row is being checked now and nothing
         newer is known: what a read may begin with, to be confirmed when the check answers."""
+        if self.known_generation is not None:
+            return None
+        row = self._checked_with(store, path)
         with self._lock:
-            if self.known_generation is not None or self._valid(path) is not None:
-                return None
-            if checked_with(path, store.root, self._holds.get(store.root)) not in self._rows:
+            if self._valid(path) is not None or row not in self._rows:
                 return None
         cached = self.cache.generations(self.store, path)
         return cached[0] if cached else None
