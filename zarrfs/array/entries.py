@@ -112,22 +112,34 @@ class ArrayCache:
             entry.lent = True
             return entry.data
 
-    def install(self, unit: Index, fetched: Fetched) -> Entry:
-        """Put a freshly decoded chunk in the cache, merging writes made meanwhile."""
+    def holds(self, unit: Index) -> bool:
+        """Whether the cache has an entry for the read chunk, whole or partly written."""
         with self._lock:
-            return self._installed(unit, fetched)
+            return (self.owner, unit) in self.mount.entries
 
-    def install_lent(self, unit: Index, fetched: Fetched) -> np.ndarray:
+    def install(self, unit: Index, fetched: Fetched, *, held: bool) -> Entry | None:
+        """Put a freshly decoded chunk in the cache, merging writes made meanwhile. `held`:
+        the cache had an entry for it when the fetch began. If that entry is gone, it was
+        written back and dropped meanwhile, and what was fetched may be older than what this
+        mount stored: None (fetch it again)."""
+        with self._lock:
+            return self._installed(unit, fetched, held)
+
+    def install_lent(self, unit: Index, fetched: Fetched, *, held: bool) -> np.ndarray | None:
         """As `install`; the chunk's data, lent to the caller."""
         with self._lock:
-            entry = self._installed(unit, fetched)
+            entry = self._installed(unit, fetched, held)
+            if entry is None:
+                return None
             entry.lent = True
             return entry.data
 
-    def _installed(self, unit: Index, fetched: Fetched) -> Entry:
+    def _installed(self, unit: Index, fetched: Fetched, held: bool) -> Entry | None:
         entry = self.mount.entries.get((self.owner, unit))
         if entry is not None and entry.complete:
             return entry  # a writer replaced the whole chunk while we read it
+        if entry is None and held:
+            return None
         stored = fetched.data
         if entry is None:
             data = self._fill_chunk if stored is None else np.asarray(stored, order="C")

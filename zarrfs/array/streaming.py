@@ -290,8 +290,11 @@ def chunks_for_stream(streams: Streams, geometry: Geometry,
         io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in missing if unit in partly_written])
         for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
             if unit in partly_written:
-                data = view.install_lent(unit, fetched)  # (or the entry a load installed)
+                data = view.install_lent(unit, fetched, held=True)  # (or the entry a load installed)
                 view.mount.evict()
-                yield unit, data
-            else:
-                yield unit, view.fill_chunk if fetched.data is None else fetched.data
+                if data is not None:
+                    yield unit, data
+                    continue
+                # Written back and dropped meanwhile: the store has what was written here.
+                (fetched,) = streams.loader.fetch([unit])
+            yield unit, view.fill_chunk if fetched.data is None else fetched.data
