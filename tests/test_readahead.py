@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from local_arrays import create_zstd_array
 
 from zarrfs.array import ZarrArray, chunk_io, streaming
 from zarrfs.array_metadata import create_array, open_array
@@ -40,17 +41,7 @@ def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _create(path: Path, cache_bytes: int = 64 << 20) -> ZarrArray:
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                   {"name": "zstd", "configuration": {"level": 1}}],
-    }
-    array = create_array(Store.open(str(path)), metadata_from_json(doc), threads=2)
-    array.write(Box((0, 0), SHAPE), VALUES)
-    array.flush()
-    array.close()
+    create_zstd_array(path, VALUES, CHUNKS)
     return open_array(Store.open(str(path)), cache_bytes=cache_bytes, threads=2)
 
 

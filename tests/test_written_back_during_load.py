@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from local_arrays import create_zstd_array
 
 from zarrfs.array import ZarrArray
-from zarrfs.array_metadata import create_array, open_array
-from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
@@ -42,19 +42,7 @@ def _initial() -> np.ndarray:
 
 @pytest.fixture
 def array(tmp_path: Path) -> Iterator[ZarrArray]:
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                   {"name": "zstd", "configuration": {"level": 1}}],
-    }
-    created = create_array(Store.open(str(tmp_path)), metadata_from_json(doc), threads=2)
-    try:
-        created.write(Box((0, 0), SHAPE), _initial())
-        created.flush()
-    finally:
-        created.close()
+    create_zstd_array(tmp_path, _initial(), CHUNKS)
     opened = open_array(Store.open(str(tmp_path)), threads=2, cache_bytes=CACHE_BYTES)
     yield opened
     opened.close()
