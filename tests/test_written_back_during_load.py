@@ -1,15 +1,16 @@
-"""A chunk partly written by this mount is being read from the store when the mount writes it
-back and the cache drops it. What the read fetched is older than what was just stored: it must
-not go into the cache as the chunk (every read after it would miss the write until evicted),
-nor be what the read returns.
+"""A read of a chunk fetches it from the store; meanwhile the store changes. What the read
+fetched is then older than the store: it must not go into the cache as the chunk (every read
+after it would show the older chunk until it is evicted).
 
-The coherence soak (tests/reliability/test_coherence.py) found this: with cache=2M, a `data`
-row written and read back at once came back without the write, now and then, on a loaded
-machine. Here the race is made on purpose, without FUSE: the read's thread is held between
-its fetch and putting the chunk in the cache while the main thread flushes and reads other
-chunks (which evicts the one written back), through a load and through a stream (whose
-buffer is stale then, as the write-back changed the chunk: the reader reads through the cache,
-which must not hold what the stream fetched)."""
+- This mount wrote part of the chunk, wrote it back and evicted it meanwhile. The coherence
+  soak (tests/reliability/test_coherence.py) found this: with cache=2M, a `data` row written
+  and read back at once came back without the write, now and then, on a loaded machine.
+- Another writer stored the chunk, and a recheck (what an open asks) noticed it meanwhile:
+  the recheck takes the new generation as seen, so no later one would notice the older chunk.
+
+The races are made on purpose, without FUSE: the read's thread is held between its fetch and
+putting the chunk in the cache, through a load and (the first) through a stream, whose buffer
+is stale then, as the write-back changed the chunk: its reader reads through the cache."""
 
 from __future__ import annotations
 
@@ -111,3 +112,30 @@ def test_a_chunk_written_back_while_it_is_read_reads_with_the_write(
         assert np.array_equal(got["chunk"], expected), "the stream lost the write stored meanwhile"
     assert array.cached([CHUNK]) == (how == "load")  # (what a stream fetched again is not kept)
     assert np.array_equal(np.array(array.read(CHUNK)), expected), "the cache lost the write"
+
+
+def test_a_chunk_another_writer_stored_while_it_was_read_is_not_cached_stale(
+        array: ZarrArray, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recheck (what an open asks) notices the other writer's chunk while a read of the
+    older one is between fetch and cache: the cache must end up with the new one, which no
+    later recheck would notice otherwise (it has taken the new generation as seen)."""
+    theirs = np.full(CHUNKS, 9, dtype="<u2")
+    held = HeldAfterFetch(array.view.install)
+    monkeypatch.setattr(array.view, "install", held)
+    thread, got = _read_in_thread(array, "load")
+    try:
+        assert held.fetched.wait(WAIT), "the read never fetched the chunk"
+        other = open_array(Store.open(str(tmp_path)), threads=2)
+        try:
+            other.write(CHUNK, theirs)
+            other.flush()
+        finally:
+            other.close()
+        assert array.recheck().chunks == {(0, 0)}
+    finally:
+        held.release.set()
+        thread.join(WAIT)
+    assert not thread.is_alive() and "chunk" in got
+    assert np.array_equal(np.array(array.read(CHUNK)), theirs), "the cache kept the older chunk"
+    assert not array.recheck().chunks
+    assert np.array_equal(np.array(array.read(CHUNK)), theirs)

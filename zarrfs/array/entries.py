@@ -24,6 +24,14 @@ from .chunk_io import Fetched
 from .geometry import Geometry
 
 
+@dataclass(frozen=True)
+class FetchStart:
+    """The cache as a fetch of a read chunk began (ArrayCache.install)."""
+
+    held: bool  # it had an entry for the chunk (partly written)
+    drops: int  # the array's count of stale entries dropped
+
+
 @dataclass
 class WriteSnapshot:
     """What one attempt of a write-back sends: each unit's entry, data, version and
@@ -48,6 +56,7 @@ class ArrayCache:
         self._loading: dict[Index, Future[Entry]] = {}
         self._dirty_bytes = 0
         self._mutations = 0
+        self._drops = 0  # times entries were dropped as stale (FetchStart)
 
     @property
     def fill_chunk(self) -> np.ndarray:
@@ -112,33 +121,34 @@ class ArrayCache:
             entry.lent = True
             return entry.data
 
-    def holds(self, unit: Index) -> bool:
-        """Whether the cache has an entry for the read chunk, whole or partly written."""
+    def fetch_begins(self, unit: Index) -> FetchStart:
+        """What `install` needs to know of the cache as a fetch of the read chunk begins."""
         with self._lock:
-            return (self.owner, unit) in self.mount.entries
+            return FetchStart((self.owner, unit) in self.mount.entries, self._drops)
 
-    def install(self, unit: Index, fetched: Fetched, *, held: bool) -> Entry | None:
-        """Put a freshly decoded chunk in the cache, merging writes made meanwhile. `held`:
-        the cache had an entry for it when the fetch began. If that entry is gone, it was
-        written back and dropped meanwhile, and what was fetched may be older than what this
-        mount stored: None (fetch it again)."""
+    def install(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
+        """Put a freshly decoded chunk in the cache, merging writes made meanwhile; None when
+        what was fetched may be older than what the store holds now (fetch it again): the
+        cache's entry for it, there as the fetch began, is gone (this mount wrote it back and
+        it was evicted), or a recheck dropped chunks another writer changed (or a resize
+        dropped them all)."""
         with self._lock:
-            return self._installed(unit, fetched, held)
+            return self._installed(unit, fetched, start)
 
-    def install_lent(self, unit: Index, fetched: Fetched, *, held: bool) -> np.ndarray | None:
+    def install_lent(self, unit: Index, fetched: Fetched, start: FetchStart) -> np.ndarray | None:
         """As `install`; the chunk's data, lent to the caller."""
         with self._lock:
-            entry = self._installed(unit, fetched, held)
+            entry = self._installed(unit, fetched, start)
             if entry is None:
                 return None
             entry.lent = True
             return entry.data
 
-    def _installed(self, unit: Index, fetched: Fetched, held: bool) -> Entry | None:
+    def _installed(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
         entry = self.mount.entries.get((self.owner, unit))
         if entry is not None and entry.complete:
             return entry  # a writer replaced the whole chunk while we read it
-        if entry is None and held:
+        if start.drops != self._drops or (entry is None and start.held):
             return None
         stored = fetched.data
         if entry is None:
@@ -363,6 +373,7 @@ class ArrayCache:
                 if stale(unit) and not self.mount.entries[(self.owner, unit)].dirty:
                     self.mount.remove((self.owner, unit))
             self._mutations += 1
+            self._drops += 1
 
     def drop_all(self) -> None:
         """Forget every chunk (the array closes, or changes shape: its dirty data was
@@ -373,3 +384,4 @@ class ArrayCache:
                 if entry.dirty:
                     self._count_dirty(-entry.nbytes)
             self._mutations += 1
+            self._drops += 1

@@ -100,19 +100,16 @@ class ChunkLoader:
                 return started[unit].result()
 
     def _load(self, unit: Index) -> Entry:
-        """Decode a read chunk from the store into the cache (worker thread). A chunk partly
-        written here may be written back and dropped while it is fetched: it is fetched
-        again. (Once it is not cached it cannot come back meanwhile: writes to it wait for
-        this load.)"""
+        """Decode a read chunk from the store into the cache (worker thread); fetched again
+        when the store changed meanwhile (ArrayCache.install)."""
         try:
-            held = self.view.holds(unit)
             while True:
+                start = self.view.fetch_begins(unit)
                 # (a chunk this mount wrote part of is merged with the fill value if not stored)
                 (fetched,) = self.fetch([unit], merging=bool(self.view.dirty_among([unit])))
-                entry = self.view.install(unit, fetched, held=held)
+                entry = self.view.install(unit, fetched, start)
                 if entry is not None:
                     break
-                held = False
         finally:
             self.view.load_ended(unit)
         self.view.mount.evict()

@@ -288,13 +288,14 @@ def chunks_for_stream(streams: Streams, geometry: Geometry,
         # (a chunk partly written here is merged with what is known to be stored, never
         # with bytes read before their check answered: `read_together`)
         io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in missing if unit in partly_written])
+        starts = {unit: view.fetch_begins(unit) for unit in missing if unit in partly_written}
         for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
-            if unit in partly_written:
-                data = view.install_lent(unit, fetched, held=True)  # (or the entry a load installed)
+            if unit in starts:
+                data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
                 view.mount.evict()
                 if data is not None:
                     yield unit, data
                     continue
-                # Written back and dropped meanwhile: the store has what was written here.
+                # The store changed meanwhile (written back here, or by another writer).
                 (fetched,) = streams.loader.fetch([unit])
             yield unit, view.fill_chunk if fetched.data is None else fetched.data
