@@ -59,6 +59,11 @@ writes checked) are printed at the end of each test and, when ZARRFS_STATS names
 appended to it as one JSON line per test.
 
     ZARRFS_SOAK_ROUNDS=20 .venv/bin/pytest tests/reliability/test_coherence.py
+
+Races show mostly on a loaded machine: run the soak beside two spinning processes (one per
+core, `python3 -c "while True: pass"`). That is how the main test found the cache's race that
+tests/test_written_back_during_load.py now makes on purpose (it failed in about half of the
+runs so, and passed every run on a quiet machine).
 """
 
 from __future__ import annotations
