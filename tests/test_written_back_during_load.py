@@ -7,6 +7,9 @@ after it would show the older chunk until it is evicted).
   and read back at once came back without the write, now and then, on a loaded machine.
 - Another writer stored the chunk, and a recheck (what an open asks) noticed it meanwhile:
   the recheck takes the new generation as seen, so no later one would notice the older chunk.
+- The generation a read fetched must not replace, as seen, a newer one noted meanwhile (this
+  mount stored the chunk): the next recheck would take the mount's own write for another
+  writer's and drop the chunk.
 
 The races are made on purpose, without FUSE: the read's thread is held between its fetch and
 putting the chunk in the cache, through a load and (the first) through a stream, whose buffer
@@ -139,3 +142,36 @@ def test_a_chunk_another_writer_stored_while_it_was_read_is_not_cached_stale(
     assert np.array_equal(np.array(array.read(CHUNK)), theirs), "the cache kept the older chunk"
     assert not array.recheck().chunks
     assert np.array_equal(np.array(array.read(CHUNK)), theirs)
+
+
+def test_a_generation_read_before_a_write_back_does_not_replace_the_stored_one(array: ZarrArray) -> None:
+    """A stream (whose fetches are not cached) reads the chunk; meanwhile this mount writes it
+    and stores it. The generation the stream read is the older one: taken as seen, the next
+    recheck would count the chunk as changed by another writer and drop what is cached."""
+    seen = array.rechecker.seen
+    note = seen.note
+    fetched, release = threading.Event(), threading.Event()
+    calls: list[tuple[Any, ...]] = []
+
+    def held_note(*args: Any, **kwargs: Any) -> None:
+        calls.append(args)
+        if len(calls) == 1:  # (the stream's: the main thread writes only once it is here)
+            fetched.set()
+            assert release.wait(WAIT)
+        note(*args, **kwargs)
+
+    seen.note = held_note  # type: ignore[method-assign]
+    try:
+        thread, _ = _read_in_thread(array, "stream")
+        try:
+            assert fetched.wait(WAIT), "the stream never fetched the chunk"
+            array.write(CHUNK, np.full(CHUNKS, 5, dtype="<u2"))
+            array.flush()
+        finally:
+            release.set()
+            thread.join(WAIT)
+        assert not thread.is_alive() and len(calls) >= 2
+    finally:
+        seen.note = note  # type: ignore[method-assign]
+    assert not array.recheck().chunks, "this mount's own write-back counted as another writer's"
+    assert np.array_equal(np.array(array.read(CHUNK)), np.full(CHUNKS, 5, dtype="<u2"))

@@ -132,13 +132,14 @@ class ChunkLoader:
         geometry = self.geometry()
         chunk = self.io.location(units[0])[0]
         key = geometry.chunk_key(chunk)
+        since = self.seen.clock()
         try:
             run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
             for unit, fetched in zip(units, run, strict=True):
                 if fetched.data is None and not (self.fill_missing or merging):
                     log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
                     raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
-                self.seen.note(chunk, fetched.generation)
+                self.seen.note(chunk, fetched.generation, read_since=since)
                 yield self.as_read(unit, fetched, geometry)
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)

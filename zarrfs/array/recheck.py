@@ -34,18 +34,36 @@ class Changes:
 
 
 class Seen:
-    """Generations of the stored objects an array has read or written."""
+    """Generations of the stored objects an array has read or written.
+
+    A read's generation may be older than one noted while it was in flight (a write-back of
+    this mount's, or a recheck): `note` keeps the newer one, which a read cannot tell by
+    itself (generations have no order), by the clock of such notes."""
 
     def __init__(self, limit: int = SEEN_LIMIT) -> None:
         self._limit = limit
         self._lock = threading.Lock()
         self.generations: dict[Index, str | None] = {}
         self.overflowed = False
+        self._clock = 0  # notes that were not a read's
+        self._noted_at: dict[Index, int] = {}  # (the clock of each chunk's last such note)
 
-    def note(self, chunk: Index, generation: str | None) -> None:
+    def clock(self) -> int:
+        """Now, for a read about to begin (`note(read_since=)`)."""
         with self._lock:
+            return self._clock
+
+    def note(self, chunk: Index, generation: str | None, read_since: int | None = None) -> None:
+        """`read_since`: the generation was read by a fetch that began at this `clock`; a
+        generation stored or found by a recheck since then is the newer one, and stays."""
+        with self._lock:
+            if read_since is not None and self._noted_at.get(chunk, -1) > read_since:
+                return
             if chunk in self.generations or len(self.generations) < self._limit:
                 self.generations[chunk] = generation
+                if read_since is None:
+                    self._clock += 1
+                    self._noted_at[chunk] = self._clock
             else:
                 self.overflowed = True
 
