@@ -53,10 +53,11 @@ def array(tmp_path: Path) -> Iterator[ZarrArray]:
 
 
 class HeldAfterFetch:
-    """Wraps one of the cache's install methods: the first call waits until `release`."""
+    """Wraps what a read calls once its fetch is done (putting the chunk in the cache, or
+    noting its generation): the first call waits until `release`."""
 
-    def __init__(self, install: Callable[..., Any]) -> None:
-        self._install = install
+    def __init__(self, then: Callable[..., Any]) -> None:
+        self._then = then
         self.fetched = threading.Event()
         self.release = threading.Event()
         self.calls = 0
@@ -66,7 +67,7 @@ class HeldAfterFetch:
         if self.calls == 1:
             self.fetched.set()
             assert self.release.wait(WAIT)
-        return self._install(*args, **kwargs)
+        return self._then(*args, **kwargs)
 
 
 def _read_in_thread(array: ZarrArray, how: str) -> tuple[threading.Thread, dict[str, np.ndarray]]:
@@ -144,34 +145,21 @@ def test_a_chunk_another_writer_stored_while_it_was_read_is_not_cached_stale(
     assert np.array_equal(np.array(array.read(CHUNK)), theirs)
 
 
-def test_a_generation_read_before_a_write_back_does_not_replace_the_stored_one(array: ZarrArray) -> None:
+def test_a_generation_read_before_a_write_back_does_not_replace_the_stored_one(
+        array: ZarrArray, monkeypatch: pytest.MonkeyPatch) -> None:
     """A stream (whose fetches are not cached) reads the chunk; meanwhile this mount writes it
     and stores it. The generation the stream read is the older one: taken as seen, the next
     recheck would count the chunk as changed by another writer and drop what is cached."""
-    seen = array.rechecker.seen
-    note = seen.note
-    fetched, release = threading.Event(), threading.Event()
-    calls: list[tuple[Any, ...]] = []
-
-    def held_note(*args: Any, **kwargs: Any) -> None:
-        calls.append(args)
-        if len(calls) == 1:  # (the stream's: the main thread writes only once it is here)
-            fetched.set()
-            assert release.wait(WAIT)
-        note(*args, **kwargs)
-
-    seen.note = held_note  # type: ignore[method-assign]
+    held = HeldAfterFetch(array.rechecker.seen.note)  # (the stream's: the main thread writes only after)
+    monkeypatch.setattr(array.rechecker.seen, "note", held)
+    thread, _ = _read_in_thread(array, "stream")
     try:
-        thread, _ = _read_in_thread(array, "stream")
-        try:
-            assert fetched.wait(WAIT), "the stream never fetched the chunk"
-            array.write(CHUNK, np.full(CHUNKS, 5, dtype="<u2"))
-            array.flush()
-        finally:
-            release.set()
-            thread.join(WAIT)
-        assert not thread.is_alive() and len(calls) >= 2
+        assert held.fetched.wait(WAIT), "the stream never fetched the chunk"
+        array.write(CHUNK, np.full(CHUNKS, 5, dtype="<u2"))
+        array.flush()
     finally:
-        seen.note = note  # type: ignore[method-assign]
+        held.release.set()
+        thread.join(WAIT)
+    assert not thread.is_alive() and held.calls >= 2
     assert not array.recheck().chunks, "this mount's own write-back counted as another writer's"
     assert np.array_equal(np.array(array.read(CHUNK)), np.full(CHUNKS, 5, dtype="<u2"))

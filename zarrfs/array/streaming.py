@@ -287,8 +287,9 @@ def chunks_for_stream(streams: Streams, geometry: Geometry,
             io.read_early(geometry.chunk_key(below), below)
         # (a chunk partly written here is merged with what is known to be stored, never
         # with bytes read before their check answered: `read_together`)
-        io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in missing if unit in partly_written])
-        starts = {unit: view.fetch_begins(unit) for unit in missing if unit in partly_written}
+        merged = [unit for unit in missing if unit in partly_written]
+        io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
+        starts = {unit: view.fetch_begins(unit) for unit in merged}
         for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
             if unit in starts:
                 data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
