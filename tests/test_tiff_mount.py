@@ -256,3 +256,28 @@ def test_another_writers_shards_show_at_the_next_open(tmp_path: Path, mount_arra
     rewritten[::3, ::5] = 7  # (compresses far better: every tile moves)
     zarr.open_array(tmp_path / "a.zarr", mode="r+")[...] = rewritten
     assert np.array_equal(tifffile.imread(mount.path / "data.tif"), rewritten)
+
+
+
+def test_opening_data_tif_again_keeps_the_pages_of_data(tmp_path: Path, mount_array: Any) -> None:
+    """Each open of data.tif rechecks the array (close-to-open), and when nothing changed it
+    changes nothing: the kernel keeps the pages of `data` it read (read again, they cost the
+    daemon no read request). What another writer stored shows at the next open of either."""
+    data = image(tmp_path / "a.zarr", (2048, 2048), (256, 256), compressors=ZstdCodec(level=1))
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    flat = mount.path / "data"
+
+    def requests_to_read_data() -> int:
+        before = stats(mount.path)["requests"]
+        assert np.array_equal(np.fromfile(flat, "<u2").reshape(data.shape), data)
+        return int(stats(mount.path)["requests"] - before)
+
+    first = requests_to_read_data()
+    for _ in range(3):
+        assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
+    again = requests_to_read_data()
+    assert first > 8 and again < 8, (first, again)  # (8 MiB: at least 8 reads when not cached)
+    data[:256, 256:512] = 9
+    zarr.open_array(tmp_path / "a.zarr", mode="r+")[:256, 256:512] = 9
+    assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
+    assert np.array_equal(np.fromfile(flat, "<u2").reshape(data.shape), data)

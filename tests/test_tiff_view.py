@@ -19,6 +19,7 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCode
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box, Index
 from zarrfs.store import Store
+from zarrfs.views.files import RANDOM_ACCESS_BLOCK
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
 from zarrfs.views.stored_tiles import Padding, Scratch
@@ -117,6 +118,8 @@ def test_tiles_as_stored_or_decoded(tmp_path: Path, chain: str, sharded: bool) -
         offsets = page.dataoffsets
         missing = [i for i, offset in enumerate(offsets) if offset == offsets[0]]
         assert missing == [0]
+    if compression != 1:  # (padded to whole blocks: a buffered reader reads a tile in one request)
+        assert {count % RANDOM_ACCESS_BLOCK for count in page.databytecounts} == {0}
 
 
 def test_v2_zlib_passes_through_as_deflate(tmp_path: Path) -> None:
@@ -374,6 +377,35 @@ def test_the_scratch_buffer_pads_each_tile_whatever_it_held_before() -> None:
         scratch.fill(size, head, length)
         assert bytes(slot) == b"\xff" * size + head + bytes(length - size - len(head)), (length, size)
         assert scratch.holding(("file", length, size)) is not None
+
+
+def test_a_fetched_tile_is_kept_padded_until_forgotten() -> None:
+    """A tile a worker fetched is kept with its padding: each request of it, however it is
+    split, is a view of that one copy; after `forget` (an open's recheck) it is fetched again."""
+    fetched: list[Index] = []
+
+    class Array:
+        fetches_remotely = True
+
+        def read_stored_unit(self, unit: Index) -> bytes:
+            fetched.append(unit)
+            return bytes(range(100)) + b"crc!"
+
+        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
+            raise AssertionError("a remote tile is never read without a wait")
+
+    tiles = StoredTiles(Array(), lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
+                        reencode=lambda tile: b"again %d" % tile)
+    whole = tiles.read(0, 0, 120)
+    parts = [tiles.held(0, 0, 64), tiles.held(0, 64, 56)]
+    assert isinstance(whole, memoryview) and all(isinstance(part, memoryview) for part in parts)
+    assert {id(view.obj) for view in (whole, *parts) if isinstance(view, memoryview)} == {id(whole.obj)}
+    skippable = b"\x50\x2a\x4d\x18" + (120 - 100 - 8).to_bytes(4, "little")
+    assert bytes(whole) == bytes(range(100)) + skippable + bytes(12)
+    assert b"".join(bytes(part or b"") for part in parts) == bytes(whole) and fetched == [(0, 0)]
+    tiles.forget()
+    assert tiles.held(0, 0, 8) is None
+    assert bytes(tiles.read(0, 0, 8)) == bytes(range(8)) and fetched == [(0, 0), (0, 0)]
 
 
 def test_stored_tiles_read_now_are_padded_in_the_buffer() -> None:

@@ -253,11 +253,10 @@ class Tree:
         header = ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS
         found = opened.names.resolve(ref.parts) if ref.role == CHUNK else None
         chunks = None if ref.role != CHUNK else [] if found is None or found[1] is None else [found[1]]
-        beside = None if header or self.store.is_local else opened.array.start_recheck(chunks)
+        beside = None if self.store.is_local else opened.array.start_recheck(chunks)
         reshaped = self._recheck_shape(ref.path, opened)
         if header:
-            opened.recheck_files()  # (made from the chunks the store holds now: it may differ)
-            return True
+            opened.refetch_files()
         return bool(beside.result() if beside is not None else opened.array.recheck(chunks)) or reshaped
 
     def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from ..grid import Box, Index
 from .chunks import ChunkNames
 from .files import BytesFile, FileView, RegionArray, RegionFile
-from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
+from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS, MadeView
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .xattrs import array_attributes
@@ -34,10 +34,10 @@ class Layout:
 @dataclass(frozen=True)
 class MadeFile:
     """A file made of the array (`ARRAY_FILE_VIEWS`), and what the array was then: (kind,
-    shape, changes, the calls of recheck_files before it)."""
+    shape, changes)."""
 
     state: Any
-    file: FileView
+    file: MadeView
 
 
 class ArrayDirectory:
@@ -57,7 +57,6 @@ class ArrayDirectory:
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
         self._files: dict[str, MadeFile] = {}
-        self._checks = 0  # calls of recheck_files
         self._files_lock = threading.Lock()
 
     # -- names -------------------------------------------------------------------------------
@@ -114,9 +113,9 @@ class ArrayDirectory:
 
     def _array_file(self, kind: str) -> FileView:
         """Made for the array as it is now (from its shape and codecs: no store request), and
-        kept until the array changes or the next open rechecks it (`recheck_files`)."""
+        kept until its shape or its elements change (here, or found changed by a recheck)."""
         with self._files_lock:
-            state = (kind, tuple(self.array.shape), self.array.changes, self._checks)
+            state = (kind, tuple(self.array.shape), self.array.changes)
             found = self._files.get(kind)
         if found is not None and found.state == state:
             return found.file
@@ -125,13 +124,14 @@ class ArrayDirectory:
             self._files[kind] = MadeFile(state, made)
         return made
 
-    def recheck_files(self) -> None:
-        """Another writer may have changed the store: each of the array's files is made again
-        when next asked for (its tiles located again as a reader reaches them), and the chunks
-        cached of the array are rechecked now (decoded tiles and strips are read through them)."""
+    def refetch_files(self) -> None:
+        """Another writer may have changed the store: what the array's files fetched as they
+        were read (stored tiles) is fetched again. (Their layout follows the array's shape
+        and codecs alone, and what they decode comes through the array's rechecked cache.)"""
         with self._files_lock:
-            self._checks += 1
-        self.array.recheck()
+            made = [found.file for found in self._files.values()]
+        for file in made:
+            file.forget_fetched()
 
     def chunk_file(self, index: Index) -> RegionFile:
         box = self.array.metadata.chunk_box(index)

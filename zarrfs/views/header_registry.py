@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -59,6 +59,13 @@ HEADER_VIEWS: dict[str, HeaderView] = {
 }
 
 
+class MadeView(FileView, Protocol):
+    """A file made from the array itself, which may keep stored bytes it fetched."""
+
+    def forget_fetched(self) -> None:
+        """Fetch again what was fetched before (another writer may have changed it)."""
+
+
 @dataclass(frozen=True)
 class ArrayFileView:
     """A file made from the array itself (its chunks), not a header over `data`'s bytes."""
@@ -66,7 +73,7 @@ class ArrayFileView:
     file_name: str
     shows: Callable[[Any], bool]  # (the array) -> whether the format can hold it
     # (the array, the mount's byte order, where its elements are) -> the file
-    make: Callable[[Any, str, Callable[[], Placement]], FileView]
+    make: Callable[[Any, str, Callable[[], Placement]], MadeView]
 
 
 ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {

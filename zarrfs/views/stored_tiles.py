@@ -1,8 +1,8 @@
 """The tiles of `data.tif` that are chunks as stored (`tiff_view`): each in a slot of its own,
 at an offset and with a byte count known without the store (the codec's bound), read from the
-store whole when a reader reaches it and kept a while as fetched, so a reader's requests for
-one tile cost one fetch; the padding and zeros after a tile in its slot are joined only to
-the request that reaches them (a reader's last block).
+store whole when a reader reaches it and kept a while with its padding (a reader asks for the
+whole byte count, in one request or a few: each is then a view of what is kept), so a
+reader's requests for one tile cost one fetch and one copy.
 
 Bytes a local store has in the page cache are read again at each request instead, into one
 buffer of the fuse thread's: new memory costs more than the read (measured: a 512 KiB slot
@@ -44,6 +44,7 @@ class StoredTiles:
         self._array = array
         self._chunk_of = chunk_of
         self._fill = fill
+        self._padded_fill: BytesLike | None = None  # (made when first read: most arrays have no gaps)
         self._padding = padding
         self._trailer = trailer
         self._reencode = reencode
@@ -66,19 +67,30 @@ class StoredTiles:
 
     def read(self, tile: int, at: int, count: int) -> bytes | memoryview:
         """Bytes [at, at + count) of tile `tile`'s slot (`held` has just tried the page cache)."""
+        key = (self._tiles, tile)  # (a fetch begun before a `forget` is kept where it began)
         with self._loading((tile,)):
-            found = HELD_TILES.get((self._tiles, tile))
+            found = HELD_TILES.get(key)
             if found is None:
                 found = self._fetched(tile)
-                HELD_TILES.put((self._tiles, tile), found)  # (as fetched: no slot made, nor copy)
+                HELD_TILES.put(key, found)
             return self._padding.slot(found, at, count)
 
+    def forget(self) -> None:
+        """Fetch each tile again when it is next read (the ones kept age out of HELD_TILES)."""
+        self._tiles = object()
+
     def _fetched(self, tile: int) -> BytesLike:
+        """The tile padded to its byte count (the fill tile where the chunk is not stored)."""
         stored = self._array.read_stored_unit(self._chunk_of(tile))
         if stored is None:
-            return self._fill
+            return self._fill_tile()
         found = memoryview(stored)[: len(stored) - self._trailer]
-        return found if self._padding.fits(len(found)) else self._reencode(tile)
+        return self._padding.padded(found if self._padding.fits(len(found)) else self._reencode(tile))
+
+    def _fill_tile(self) -> BytesLike:
+        if self._padded_fill is None:
+            self._padded_fill = self._padding.padded(self._fill)
+        return self._padded_fill
 
     def _read_now(self, tile: int) -> BytesLike | None:
         """A local store's tile, if every byte of it is in the page cache: a chunk that is an
@@ -94,7 +106,7 @@ class StoredTiles:
             return None
         if size < 0:
             SCRATCH.forget()
-            return self._fill
+            return self._fill_tile()
         length, end = size - self._trailer, self._padding.length
         SCRATCH.fill(length, self._padding.after(length, min(SKIPPABLE_HEADER, end - length)), end)
         return into
@@ -111,6 +123,11 @@ class Padding:
 
     def fits(self, size: int) -> bool:
         return size + (SKIPPABLE_HEADER if self.skippable else 0) <= self.length
+
+    def padded(self, tile: BytesLike) -> BytesLike:
+        """`tile` and its padding: `length` bytes (a tile longer is as it is)."""
+        size = len(tile)
+        return tile if size >= self.length else b"".join((tile, self.after(size, self.length - size)))
 
     def after(self, size: int, count: int) -> bytearray:
         """The first `count` bytes after a tile of `size` bytes: the padding, then zeros."""

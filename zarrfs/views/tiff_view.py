@@ -9,10 +9,11 @@ not multiples of 16) get strips of whole rows, served from the flat bytes of the
 
 The file is served without the page cache (direct I/O), so a tile read costs that tile and no
 readahead. Its layout is made from the array's shape and codecs alone, at no store request:
-each tile has a slot of its own and one byte count, the codec's bound, so the tile tables are
-arithmetic; a tile's stored bytes are followed by padding its decoders skip (`stored_tiles`).
-A reader of one tile of a million costs that tile's fetch, never a listing of the array. The
-file is made again at each open (close-to-open)."""
+each tile has a slot of its own and one byte count, the codec's bound (in whole blocks), so
+the tile tables are arithmetic; a tile's stored bytes are followed by padding its decoders
+skip (`stored_tiles`). A reader of one tile of a million costs that tile's fetch, never a
+listing of the array. The file is kept while the array's shape and elements are the same;
+each open fetches again the tiles fetched before it (close-to-open: `forget_fetched`)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ import numcodecs
 import numpy as np
 
 from ..codecs import BytesLike
-from ..codecs.stored_form import ZLIB, ZSTD, StoredForm
+from ..codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
 from ..formats import DataType
 from ..grid import Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
@@ -55,10 +56,11 @@ from .tiff_tables import Stepped
 # FUSE sends), smaller ones to a block, each slot as long as the tile can be encoded (the
 # file is virtual: the zeros after a tile cost no fetch). A reader reading through a buffer
 # (stdio, Python's buffered files) reads a tile's whole blocks straight into its own memory
-# and fills its buffer with the last block, which reaches into the slot's zeros and never into
-# the next tile. The block is 4 KiB: a tile is two requests (the second answered from the tile
-# as just read) and no zeros are sent; with the slot as the block it was one request of the
-# slot, zeros and all, which measured the same (tifffile, 24 tiles: 33.6 ms against 32.3).
+# and fills its buffer with a last part block, which reaches into the slot's zeros and never
+# into the next tile. The block is 4 KiB, and a compressed tile's byte count (its padded
+# bound) is whole blocks: a tile is one request, and no zeros past its count are sent
+# (benchmarks/tiles.py, plain chunks, tifffile: 30.4 -> 27.2 ms for 24 tiles, medians of 7,
+# against two requests a tile when the count ended part way into a block).
 ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
 
 
@@ -156,6 +158,10 @@ def _nothing_held(piece: int, at: int, count: int) -> None:
     return None
 
 
+def _nothing_fetched() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class Part:
     """One array's images in a TIFF file, their data at offsets relative to the part's own."""
@@ -165,6 +171,7 @@ class Part:
     read_piece: PieceReader  # (past a piece's length only when `padded`)
     remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
     held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
+    forget_fetched: Callable[[], None] = _nothing_fetched  # (what it keeps of the store)
     slot: int = 1  # (what its pieces are aligned to: the longest a tile may be)
     padded: bool = False  # (its readers give the zeros after each piece too)
 
@@ -203,7 +210,7 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
         images = grouped(groups, tags(form.compression, tiling), slots.offsets(),
                          Stepped(len(boxes), length, 0), tiled=True)
         return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
-                    slot=slots.size, padded=True)
+                    forget_fetched=tiles.forget, slot=slots.size, padded=True)
     slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
     same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
     images = grouped(groups, tags("none", tiling), slots.offsets(), same, tiled=True)
@@ -222,7 +229,10 @@ def _as_stored(array: TiffArray, boxes: TileBoxes, form: StoredForm, tile_bytes:
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
     skippable = form.compression == ZSTD
-    padding = Padding(max(form.bound(tile_bytes), len(fill) + SKIPPABLE_HEADER * skippable), skippable)
+    longest = max(form.bound(tile_bytes), len(fill) + SKIPPABLE_HEADER * skippable)
+    if form.compression != NONE:  # (padded anyway: to whole blocks, see ALIGNED_TILE_BYTES)
+        longest = -(-longest // RANDOM_ACCESS_BLOCK) * RANDOM_ACCESS_BLOCK
+    padding = Padding(longest, skippable)
     leading = array.read_chunk_shape[:-2]
     tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, padding=padding,
                         trailer=form.trailer, reencode=reencode)
@@ -295,6 +305,11 @@ class TiffFile(ReadOnlyFile):
 
     def close(self) -> None:
         """An open of the file ends (what it holds is shared by every open: nothing to drop)."""
+
+    def forget_fetched(self) -> None:
+        """Fetch the tiles again as they are next read (an open's close-to-open recheck)."""
+        for part in self._parts:
+            part.forget_fetched()
 
     def _spans(self, offset: int, size: int) -> tuple[list[bytes], list[Span]]:
         """The header's bytes in [offset, offset + size), and the spans of the data's pieces there."""
