@@ -81,3 +81,23 @@ class EditRefused(ZarrfsError):
     def __init__(self, code: int, problem: str) -> None:
         self.errno = code
         super().__init__(problem)
+
+
+# Optional packages zarrfs may need, and the extra of zarrfs that installs each.
+EXTRAS = {"obstore": "s3", "s3fs": "s3", "aiobotocore": "s3", "botocore": "s3", "gcsfs": "gcs",
+          "adlfs": "azure", "azure": "azure",
+          "aiohttp": "http", "icechunk": "icechunk", "pcodec": "codecs", "zfpy": "codecs",
+          "pandas": "references", "fastparquet": "references"}
+
+
+def missing_package(error: BaseException) -> str | None:
+    """"the package P is missing: pip install 'zarrfs[EXTRA]'" when `error`, or what caused
+    it (fsspec says "Install adlfs to ..." for a failed import), is a failed import."""
+    found: BaseException | None = error
+    while found is not None:
+        if isinstance(found, ImportError) and found.name:
+            package = found.name.split(".")[0]
+            extra = EXTRAS.get(package)
+            return f"the package {package} is missing" + (f": pip install 'zarrfs[{extra}]'" if extra else "")
+        found = found.__cause__ or found.__context__
+    return None

@@ -69,3 +69,19 @@ def test_what_stops_the_daemon_before_mounting_is_shown(tmp_path: Path) -> None:
                           env={**os.environ, **hiding(tmp_path, "prometheus_client")})
     assert done.returncode != 0
     assert "the package prometheus_client is missing" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("url", "package", "extra"), [("az://container/a", "adlfs", "azure"),
+                                                        ("gs://bucket/a", "gcsfs", "gcs")])
+@pytest.mark.parametrize("command", ["mount", "info"])
+def test_a_store_whose_package_is_missing_names_its_extra(tmp_path: Path, url: str, package: str, extra: str,
+                                                          command: str) -> None:
+    """fsspec says "Install adlfs to ..." of a failed import: zarrfs names the extra."""
+    (tmp_path / "mnt").mkdir()
+    args = [ZARRFS, command, url] + ([str(tmp_path / "mnt")] if command == "mount" else [])
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **hiding(tmp_path, package)})
+    shown = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert f"the package {package} is missing: pip install 'zarrfs[{extra}]'" in shown, shown
+    assert "Traceback" not in shown, shown

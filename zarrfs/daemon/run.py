@@ -24,7 +24,7 @@ import pyfuse3
 import trio
 
 from ..array import Shared
-from ..errors import MetadataError, MountError, ZarrfsError
+from ..errors import MetadataError, MountError, ZarrfsError, missing_package
 from ..formats import discover
 from ..fuse import ZarrOperations
 from ..options import MountOptions
@@ -223,20 +223,9 @@ def _observer(metrics: Metrics | None) -> StoreObserver | None:
     return None if not watching else watching[0] if len(watching) == 1 else Observers(*watching)
 
 
-# Optional packages the daemon may need, and the extra of zarrfs that installs each.
-EXTRAS = {"obstore": "s3", "s3fs": "s3", "aiobotocore": "s3", "botocore": "s3", "gcsfs": "gcs",
-          "adlfs": "azure", "azure": "azure",
-          "aiohttp": "http", "icechunk": "icechunk", "pcodec": "codecs", "zfpy": "codecs",
-          "pandas": "references", "fastparquet": "references"}
-
-
 def _failure(e: BaseException) -> str:
     """What stopped the daemon, in a line; a missing package with the extra that installs it."""
-    if isinstance(e, ImportError) and e.name:
-        package = e.name.split(".")[0]
-        extra = EXTRAS.get(package)
-        return f"the package {package} is missing" + (f": pip install 'zarrfs[{extra}]'" if extra else "")
-    return one_line(e)
+    return missing_package(e) or one_line(e)
 
 
 def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from ..errors import ConflictError, ReadOnlyError, StoreError
+from ..errors import ConflictError, ReadOnlyError, StoreError, missing_package
 from . import azure, deadline, fetching, gcs, local, many, prefixes, remote, writing
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
@@ -103,7 +103,7 @@ class Store:
             fs, root = open_filesystem(url, storage_options or {}, settings)
             read_only = read_only or not start_writes(fs, writable and not read_only)
         except (ValueError, ImportError, OSError) as e:
-            raise StoreError(url, f"cannot open: {one_line(e)}") from None
+            raise StoreError(url, f"cannot open: {missing_package(e) or one_line(e)}") from None
         timeout = settings.timeout_for(fs)
         retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
         server = endpoint(url, storage_options or {})
