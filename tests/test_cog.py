@@ -85,3 +85,22 @@ def test_a_geozarr_pyramid_is_cloud_optimized(tmp_path: Path, mount_array: Any) 
         offsets = [page.dataoffsets[0] for page in pages]  # type: ignore[union-attr]
         assert offsets[2] < offsets[1] < offsets[0]
         assert all(np.array_equal(page.asarray(), level) for page, level in zip(pages, levels, strict=True))
+
+
+
+def test_opening_a_pyramid_again_changes_nothing_when_no_level_did(tmp_path: Path, mount_array: Any) -> None:
+    """Each open of data.ome.tif or data.tif fetches again the tiles it fetched (close-to-open),
+    and when no level changed the file stays as it was: its mtime too (a viewer or a copy
+    tool that watches it would take every open for a change)."""
+    levels = ome_image(tmp_path / "image.zarr", "0.4")
+    mount = mount_array(tmp_path / "image.zarr", ["ro"])
+    names = ("data.ome.tif", "data.tif")
+
+    def opened() -> dict[str, int]:
+        for name in names:
+            with tifffile.TiffFile(mount.path / name) as tiff:
+                assert np.array_equal(tiff.pages[0].asarray(), levels[0])
+        return {name: os.stat(mount.path / name).st_mtime_ns for name in names}
+
+    first = opened()
+    assert [opened() for _ in range(3)] == [first] * 3

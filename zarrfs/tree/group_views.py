@@ -102,9 +102,9 @@ class GroupViews:
         (each is opened: an array never opened before may differ from the metadata the tree
         had of it when it listed the group)."""
         pyramids = self._pyramids_of(group, name)
-        if pyramids is not None:
-            pyramids.forget(group, name)  # (made from the chunks the store holds now: it may differ)
-            return True
+        if pyramids is not None:  # (its layout follows the levels' shapes and codecs alone)
+            pyramids.refetch(group, name)
+            return False
         changed = False
         for child in self._arrays(group):
             written = self.groups.recheck(Ref(child.path, DATA))

@@ -1,8 +1,8 @@
 """TIFF files of a group directory made of several of its arrays (the levels of a multiscale
 pyramid): `data.ome.tif` of OME-Zarr images (`ome_views`) and the GeoTIFFs of GeoZarr
 multiscale groups (`views.geo_pyramid`, here). A file is made when first looked at, from the
-levels opened then, and made again when one of them changes (a write, a resize) and at each
-open (close-to-open, as `data`)."""
+levels opened then, and made again when one of them changes (a write, a resize); each open
+fetches again the tiles fetched before it (close-to-open, as `data.tif`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ..errors import MetadataError
 from ..formats import NodeMetadata
 from ..formats.nodes import join_path
-from ..views import FileView
+from ..views import FileView, MadeView
 from ..views.array_dir import ArrayDirectory
 from ..views.geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyramid_file, pyramid_levels
 from ..views.tiff_view import shows_tiff
@@ -53,11 +53,11 @@ class MadeFiles:
     """Files made of opened arrays, by (group, name), kept while none of the arrays changes."""
 
     def __init__(self) -> None:
-        self._made: dict[tuple[str, str], tuple[Any, FileView]] = {}
+        self._made: dict[tuple[str, str], tuple[Any, MadeView]] = {}
         self._lock = threading.Lock()
 
     def get(self, group: str, name: str, arrays: Sequence[Any],
-            make: Callable[[], FileView | None]) -> FileView:
+            make: Callable[[], MadeView | None]) -> FileView:
         state = [(id(array), tuple(array.shape), array.changes) for array in arrays]
         with self._lock:
             made = self._made.get((group, name))
@@ -70,9 +70,12 @@ class MadeFiles:
             self._made[(group, name)] = (state, found)
         return found
 
-    def forget(self, group: str, name: str) -> None:
+    def refetch(self, group: str, name: str) -> None:
+        """The file's tiles fetched before are fetched again as they are next read."""
         with self._lock:
-            self._made.pop((group, name), None)
+            made = self._made.get((group, name))
+        if made is not None:
+            made[1].forget_fetched()
 
     def made_above(self, path: str) -> list[tuple[str, str]]:
         """The files made in groups above `path`."""
@@ -97,9 +100,11 @@ class PyramidViews:
     def file(self, group: str, name: str) -> FileView:
         raise NotImplementedError
 
-    def forget(self, group: str, name: str) -> None:
-        """Make the file again when next asked for (another writer may have changed a level)."""
-        self.made.forget(group, name)
+    def refetch(self, group: str, name: str) -> None:
+        """An open of the file (close-to-open): another writer may have changed a level's
+        tiles since they were fetched. (The file is made again when a level's shape or
+        elements change here: `MadeFiles.get`.)"""
+        self.made.refetch(group, name)
 
     def showing(self, array: str) -> list[tuple[str, str]]:
         """The (group, name) of the files made that show the array at `array`."""
@@ -128,7 +133,7 @@ class GeoTiffViews(PyramidViews):
             raise FileNotFoundError(join_path(group, name))
         directories = [directory for directory, _ in levels]
 
-        def make() -> FileView | None:
+        def make() -> MadeView | None:
             number = max(range(len(levels)), key=lambda n: _area(directories[n].array.shape))
             full, level = directories[number], levels[number][1]
             placement = level_placement(full.placement, level, level == layout[0], node.attributes,

@@ -12,8 +12,8 @@ from typing import Any
 
 from ..grid import Box, Index
 from .chunks import ChunkNames
-from .files import BytesFile, FileView, RegionArray, RegionFile
-from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS, MadeView
+from .files import BytesFile, FileView, MadeView, RegionArray, RegionFile
+from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .xattrs import array_attributes

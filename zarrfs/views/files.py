@@ -109,6 +109,13 @@ class FileView(Protocol):
     def resize(self, size: int, *, round_up: bool = False) -> None: ...
 
 
+class MadeView(FileView, Protocol):
+    """A file made of arrays' stored chunks (a TIFF), which keeps stored bytes it fetched."""
+
+    def forget_fetched(self) -> None:
+        """Fetch again what was fetched before (another writer may have changed it)."""
+
+
 class ReadOnlyFile:
     """What every read-only view shares: its size is fixed, nothing is written, prefetched or
     flushed, and it is read at once (subclasses give `size`, `read` and `direct_io`)."""

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from . import headers
-from .files import FileView, RegionFile
+from .files import FileView, MadeView, RegionFile
 from .netcdf_file import NC_NAME
 from .npy import NpyFile
 from .ome_tiff import OME_TIFF_NAME
@@ -57,13 +57,6 @@ HEADER_VIEWS: dict[str, HeaderView] = {
     "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
         dtype, shape, fortran, placement=where())),
 }
-
-
-class MadeView(FileView, Protocol):
-    """A file made from the array itself, which may keep stored bytes it fetched."""
-
-    def forget_fetched(self) -> None:
-        """Fetch again what was fetched before (another writer may have changed it)."""
 
 
 @dataclass(frozen=True)
