@@ -333,6 +333,33 @@ def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
     assert stats(second)["disk_cache_hits"] >= GRID[0] * GRID[1]
 
 
+def test_an_icechunk_remount_after_a_commit_reads_what_the_commit_left_from_the_cache(
+        tmp_path: Path, mount_array: MountFactory) -> None:
+    """Entries are keyed by the snapshot their keys last changed in: a mount at a newer head
+    diffs the two snapshots once, and reads from the cache every chunk the commits since
+    left as it was (before, a new head made every entry a miss)."""
+    import icechunk
+    import zarr
+
+    repository = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "repo")))
+    session = repository.writable_session("main")
+    expected = values((0, 0), SHAPE)
+    zarr.create_array(session.store, name="a", data=expected, chunks=CHUNK)
+    session.commit("an array")
+    url, cache = f"icechunk://{tmp_path / 'repo'}", tmp_path / "cache"
+    with mounted(url, tmp_path / "first", [f"disk_cache={cache}"]) as first:
+        assert (first.path / "a" / "data").read_bytes() == expected.tobytes()
+    session = repository.writable_session("main")
+    zarr.open_array(session.store, path="a")[: CHUNK[0], : CHUNK[1]] = 7  # (one chunk)
+    session.commit("one chunk")
+    expected[: CHUNK[0], : CHUNK[1]] = 7
+    second = mount_array(url, [f"disk_cache={cache}"])
+    assert (second.path / "a" / "data").read_bytes() == expected.tobytes()
+    counted = stats(second)
+    assert counted["disk_cache_misses"] == 1, counted
+    assert counted["disk_cache_hits"] >= GRID[0] * GRID[1] - 1, counted
+
+
 def sharded_array(server: S3Server) -> tuple[str, np.ndarray]:
     """8 MiB of uint16 in four shards of 1024 x 1024 (16 inner chunks of 256 x 256, zstd) on
     S3: its URL and values."""

@@ -189,6 +189,18 @@ class DiskCache:
             return []
         return [row[0] for row in rows]
 
+    def recent_generations(self, store: str, limit: int) -> list[str]:
+        """The generations the cache holds entries of below `store`, the last used first."""
+        try:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT generation FROM entries WHERE store = ? GROUP BY generation "
+                    "ORDER BY MAX(used) DESC LIMIT ?", (store, limit)).fetchall()
+        except sqlite3.Error as e:
+            self.fault("cannot read the index", e)
+            return []
+        return [row[0] for row in rows]
+
     def entries_below(self, store: str, prefix: str, limit: int) -> list[tuple[str, str]]:
         """The paths and generations of entries whose path starts with `prefix` (at most
         `limit` of them, the first in order)."""

@@ -4,21 +4,19 @@ object the mount may serve from it, under the memory cache's close-to-open rules
 An entry is named by the generation its bytes were read at, so the question is only which
 generation of an object is current:
 
-- Icechunk: the generation of a key is the snapshot it last changed in, known without a
-  request (`known_generation`): an entry of it is never checked.
+- Icechunk: the snapshot a key last changed in, known without a request (`known_generation`):
+  an entry of it is never checked. A mount at a newer snapshot than the entries' diffs the two
+  once (`resume`), and keeps the older generation for what the commits since left as it was.
 - Other stores: what the store said, at most as long ago as the last recheck of the array
-  holding the object (`rechecking`: the close-to-open check of an open; `generations` is its
-  question). The answers the mount gets anyway, to its rechecks and its reads, are noted
-  (`learned`); an object asked about by nothing since is checked with the other cached
-  objects of its row of chunks, in one listing of the row (`Store.stats(dense=True)`), so a
-  warm restart costs a listing per row, not a request per object. An array whose grid a
-  listing's page holds (`listing.ONE_LISTING` objects) is checked whole, in one listing: a warm
-  restart of it costs one request. A chunk of a larger 1-D array (no rows) is checked with
-  its block (`listing.checked_with`), a hundred chunks in one listing.
+  holding the object (`rechecking`: the close-to-open check of an open). The answers the
+  mount gets anyway, to its rechecks and its reads, are noted (`learned`); an object asked
+  about by nothing since is checked with the other cached objects of its row of chunks, in
+  one listing (`Store.stats(dense=True)`): a warm restart costs a listing per row, not a
+  request per object; an array whose grid a listing's page holds (`listing.ONE_LISTING`), one
+  listing; a chunk of a larger 1-D array (no rows), one listing for its block of a hundred.
 
 A put or delete through the mount forgets what it knew of the object, and a read that began
-before a write to it keeps nothing: nothing stale is served after the mount's own write.
-"""
+before a write to it keeps nothing: nothing stale is served after the mount's own write."""
 
 from __future__ import annotations
 
@@ -27,7 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from ..errors import ZarrfsError
 from .byte_ranges import ByteRange
@@ -36,7 +34,6 @@ from .listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, row
 from .local import Buffer, Versioned
 from .sources import endpoint
 
-T = TypeVar("T")
 FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]
 Described = tuple[int, str | None] | None
@@ -45,7 +42,7 @@ ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
-_FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
+RESUMED_AT_MOST, _FIRST_LOOK = 2, 16  # Icechunk snapshots diffed from; entries looked at, at an open
 # Rows checked as an array is opened, beside the open's own check (a thread each).
 _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
 _CONFIRMS = ThreadPoolExecutor(4, thread_name_prefix="disk-cache-confirm")  # (`confirm`)
@@ -396,5 +393,8 @@ def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any],
     # repository, root ""), the source names the store too.
     server = endpoint(source, storage_options) or ""
     name = "|".join((protocols[0], server, "" if store.root else source.rstrip("/")))
-    found = getattr(store.fs, "known_generation", None)
-    return CachedReads(DiskCache(directory, size), name, found if callable(found) else None)
+    known, resume = (getattr(store.fs, attribute, None) for attribute in ("known_generation", "resume"))
+    reads = CachedReads(DiskCache(directory, size), name, known if callable(known) else None)
+    if callable(resume):  # (Icechunk: what the commits since an earlier mount left as it was)
+        resume(reads.cache.recent_generations(name, RESUMED_AT_MOST))
+    return reads

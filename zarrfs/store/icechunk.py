@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import fsspec
@@ -48,6 +50,8 @@ from .local import Versioned
 from .settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
 
 DEFAULT_BRANCH = "main"
+RESUME_SECONDS = 5.0  # the longest a mount waits for the diff that lets it use older entries
+log = logging.getLogger(__name__)
 # Icechunk's errors for a key that cannot exist (a v2 name, a path outside the zarr layout).
 _NOT_A_KEY = ("invalid zarr key", "key not found", "bad key prefix")
 
@@ -167,6 +171,18 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
 
     def cat_versioned(self, path: str, start: int | None = None, length: int | None = None) -> Versioned:
         return sync(self.loop, self._cat_versioned, path, start, length)  # type: ignore[no-any-return]
+
+    def resume(self, generations: Sequence[str]) -> None:
+        """Start from `generations` (snapshots an earlier mount's entries in the disk cache
+        were read at, the last used first) where the commits since left keys as they were
+        (`BranchState.resumed`: one diff). Not while writing: the writer holds its state."""
+        if self._writer is not None or not generations:
+            return
+        try:
+            self._state = sync(self.loop, _guarded, self._state.resumed(generations),
+                               timeout=min(self._settings.timeout or DEFAULT_REMOTE_TIMEOUT, RESUME_SECONDS))
+        except (OSError, FileNotFoundError, TimeoutError) as e:  # (each key then reads afresh)
+            log.info("icechunk: the disk cache's earlier snapshots were not diffed: %s", first_line(e))
 
     def known_generation(self, path: str) -> str:
         """The generation of `path` as the mount last followed its ref, without a request:

@@ -105,6 +105,25 @@ class BranchState:
                             self.generations.advanced(new, keys, prefixes)), Changed(keys, prefixes))
 
 
+    async def resumed(self, generations: Iterable[str]) -> BranchState:
+        """This state, its keys that no commit changed since one of `generations` (snapshots,
+        the likeliest first) of that generation: the first of them this snapshot descends
+        from, found by one diff (an earlier mount's entries in the disk cache serve what the
+        commits since did not change)."""
+        now = self.session.snapshot_id
+        for old in generations:
+            if old == now:
+                return self
+            try:
+                diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=now)
+            except icechunk.IcechunkError:  # (not an ancestor of this snapshot, or expired)
+                continue
+            keys, prefixes = await changed_keys(diff, self.store)
+            return BranchState(self.repository, self.branch, self.session,
+                               Generations((old,)).advanced(now, keys, prefixes))
+        return self
+
+
 async def open_repository(storage: icechunk.Storage) -> icechunk.Repository:
     try:
         return await icechunk.Repository.open_async(storage)
