@@ -11,6 +11,8 @@ from typing import Any
 from .daemon.mountpoint import STATS_XATTR as STATS_XATTR  # (for the fuse layer, which reads options)
 from .errors import ZarrfsError
 from .formats.creation import check_codec
+from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
+from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
 from .views.header_registry import VIEW_KINDS
 

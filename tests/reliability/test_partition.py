@@ -40,7 +40,7 @@ from zarrfs.store.settings import SourceSettings
 zarr = pytest.importorskip("zarr")
 
 TIMEOUT = 4.0  # -o timeout= of these mounts
-RECHECK_BOUND = 2.0  # what an open may wait for the store (zarrfs.fuse.operations.RECHECK_SECONDS)
+RECHECK_BOUND = 2.0  # what a check may wait for the store (zarrfs.store.settings.CHECK_SECONDS)
 SLACK = 1.5  # scheduling on a busy 2-core machine
 AT_ONCE = 0.5
 SHAPE = (128, 256)
@@ -167,6 +167,36 @@ def test_a_fresh_open_reads_cached_bytes_at_once_beside_a_silent_store(
             assert isinstance(read, bytes) and len(read) == half, (read, took)  # (short: EIO)
             assert read == values.tobytes()[:half]
             assert opened + took < AT_ONCE, (opened, took)
+
+
+def test_a_warm_disk_cache_is_what_the_mount_has_through_a_partition(
+        s3_server: S3Server, tmp_path: Path) -> None:
+    """An array read through a mount with `-o disk_cache`, then read by a new daemon (its
+    memory cache empty, its directories listed) once the store went silent: the disk cache's
+    entries are what the mount has, served
+    unchecked after one check that waits the check bound at most (the log says so); what the
+    disk cache does not hold fails with EIO within the timeout. Before, a remount served
+    nothing of it during a partition: every entry waits for a check."""
+    source = f"s3://{s3_server.bucket}/warm"
+    group = zarr.open_group(source, mode="w", storage_options=storage_options(s3_server))
+    for name, values in VALUES.items():
+        group.create_array(name, shape=SHAPE, chunks=CHUNKS, dtype="<f4", fill_value=0)[...] = values
+    cache, log = tmp_path / "cache", tmp_path / "daemon.log"
+    with proxied(s3_server.port) as proxy:
+        options = [f"endpoint_url={proxy.url}", f"timeout={TIMEOUT:g}", f"disk_cache={cache}", f"log={log}",
+                   "direct_io"]  # (as `partitioned`: one read, one request)
+        with mounted(source, tmp_path / "first", options) as first:
+            assert np.array_equal(read_array(first, "cached"), VALUES["cached"])
+        with mounted(source, tmp_path / "second", options) as mount:
+            assert sorted(os.listdir(mount.path / "cached")) == sorted(os.listdir(mount.path / "uncached"))
+            proxy.swallow()
+            found, took = timed(lambda: read_array(mount, "cached"))
+            assert isinstance(found, np.ndarray) and np.array_equal(found, VALUES["cached"]), found
+            assert took < RECHECK_BOUND + SLACK, took
+            assert "the disk cache's entries are served unchecked" in log.read_text()
+            missing, took = timed(lambda: pread(mount.path / "uncached" / "data", 4096, 0))
+            assert_eio(missing)
+            assert took < TIMEOUT + SLACK
 
 
 def test_a_read_waiting_on_the_store_holds_up_no_other(

@@ -22,11 +22,11 @@ import pyfuse3
 import trio
 
 from ..errors import ZarrfsError
+from ..options import OUTAGE_SECONDS
 from ..tree import CHUNK, Ref, Tree
 from .kernel import drop_pages, invalidate_attributes
 
 log = logging.getLogger(__name__)
-OUTAGE_SECONDS = 10.0
 
 
 class OpenFile(Protocol):

@@ -21,7 +21,7 @@ import pyfuse3
 import trio
 
 from ..errors import ResizeError
-from ..options import STATS_XATTR, MountOptions
+from ..options import CHECK_SECONDS, STATS_XATTR, MountOptions
 from ..tree import UPLOAD, Ref, Tree, in_versions, takes_new_versions
 from ..views import FileView
 from ..views.files import STREAM_BLOCK, FixedBytesError
@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
 READDIR_BATCH = 32
-RECHECK_SECONDS = 2.0  # the longest an open waits to hear whether other writers changed it
 
 
 # (pyfuse3 declares `read` as returning bytes; any contiguous buffer is taken: see FileOperations.read)
@@ -66,7 +65,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
-        recheck_bound = None if timeout is None else min(RECHECK_SECONDS, timeout)
+        recheck_bound = None if timeout is None else min(CHECK_SECONDS, timeout)
         self.fresh = Freshness(tree, self.workers.run, lambda: list(self._handles.values()), self._serving,
                                self.order.writing, recheck_bound=recheck_bound)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
@@ -126,11 +127,12 @@ class Store:
         return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry,
                      observer=self.observer, disk_cache=self.disk_cache)
 
-    def without_retries(self) -> Store:
-        """The same store, failing at the first fault (within its deadline): a check that may
-        be skipped."""
-        return Store(self.fs, self.root, read_only=self.read_only,
-                     retry=dataclasses.replace(self.retry, retries=False), observer=self.observer,
+    def without_retries(self, within: float = math.inf) -> Store:
+        """The same store, failing at the first fault within its deadline (or `within` seconds,
+        when sooner): a check that may be skipped."""
+        retry = dataclasses.replace(self.retry, retries=False,
+                                    deadline_seconds=min(self.retry.deadline_seconds, within))
+        return Store(self.fs, self.root, read_only=self.read_only, retry=retry, observer=self.observer,
                      disk_cache=self.disk_cache)
 
     def path(self, key: str) -> str:

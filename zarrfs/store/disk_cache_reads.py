@@ -20,19 +20,22 @@ before a write to it keeps nothing: nothing stale is served after the mount's ow
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
-from ..errors import ZarrfsError
+from ..errors import StoreError, ZarrfsError
 from .byte_ranges import ByteRange
+from .deadline import one_line
 from .disk_cache import DiskCache, entry_name
 from .listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
 from .local import Buffer, Versioned
-from .sources import endpoint
+from .outage import Outage
+from .settings import CHECK_SECONDS
 
 FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]
@@ -42,7 +45,7 @@ ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
 _STRIPES = 1 << 16  # counters of writes, by a hash of the path
-RESUMED_AT_MOST, _FIRST_LOOK = 2, 16  # Icechunk snapshots diffed from; entries looked at, at an open
+_FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
 # Rows checked as an array is opened, beside the open's own check (a thread each).
 _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
 _CONFIRMS = ThreadPoolExecutor(4, thread_name_prefix="disk-cache-confirm")  # (`confirm`)
@@ -57,7 +60,7 @@ class Store(Protocol):
     def path(self, key: str) -> str: ...
     def stats(self, keys: Sequence[str], *, dense: bool = False, whole: bool = False,
               prefix: str | None = None) -> dict[str, Described]: ...
-    def without_retries(self) -> Store: ...
+    def without_retries(self, within: float = ...) -> Store: ...
 
 
 class CachedReads:
@@ -75,6 +78,7 @@ class CachedReads:
         self._known: OrderedDict[str, tuple[str, int]] = OrderedDict()  # path -> generation, tick
         self._writes = [0] * _STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
+        self.outage = Outage("the disk cache's entries are")
         self._served_at = 0  # the tick of the last read the cache served
         self._served_in_a_row = 0  # reads the cache served since the last one it could not
         # A row checked ahead of a reader -> the rows checked with it (the last: where to go on)
@@ -211,9 +215,13 @@ class CachedReads:
                 self._ahead_at.pop(row, None)
         if batch is not None:  # (a reader entered rows checked ahead of it: check the next ones)
             _EARLY_CHECKS.submit(self._check_ahead, store, batch[-1])
-        if known is not None or not self.cache.generations(self.store, path):
+        cached = self.cache.generations(self.store, path) if known is None else []
+        if known is not None or not cached:
             return known
-        return self._check_row(store, path)
+        if not self.outage.ongoing():
+            with contextlib.suppress(StoreError):  # (`_ask`: the outage began)
+                return self._check_row(store, path)
+        return cached[0]
 
     def _valid(self, path: str) -> str | None:
         """The generation noted for `path` since the last recheck of any store holding it."""
@@ -302,7 +310,13 @@ class CachedReads:
         keys = sorted({p[len(below):] for p, _ in cached if p.startswith(below)})
         tick = self.tick()
         prefix = rows[0][len(below) : -len(BLOCK)] if block else None
-        current = store.without_retries().stats(keys, dense=dense, whole=whole, prefix=prefix)
+        try:
+            checking = store.without_retries(CHECK_SECONDS)
+            current = checking.stats(keys, dense=dense, whole=whole, prefix=prefix)
+        except StoreError as e:
+            self.outage.began(one_line(e))
+            raise
+        self.outage.ended()
         for cached_path, generation in cached:
             described = current.get(cached_path[len(below):])
             now = None if described is None else described[1]
@@ -380,21 +394,3 @@ class CachedReads:
         return {"disk_cache_hits": self.cache.hits, "disk_cache_misses": self.cache.misses,
                 "disk_cache_bytes": self.cache.cached_bytes()}
 
-
-def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any], directory: str,
-                    size: int) -> CachedReads | None:
-    """The disk cache in `directory` for the reads of `store` (opened from `source`); None
-    for a store it does not serve: local files, and stores whose reads have no generation
-    (HTTP, reference sets, zip archives). DiskCacheError when the directory cannot serve."""
-    if store.is_local or not store.versioned:
-        return None
-    protocols = store.fs.protocol if isinstance(store.fs.protocol, tuple | list) else (store.fs.protocol,)
-    # Paths are the store's own; where they are not the whole location (Icechunk: keys of one
-    # repository, root ""), the source names the store too.
-    server = endpoint(source, storage_options) or ""
-    name = "|".join((protocols[0], server, "" if store.root else source.rstrip("/")))
-    known, resume = (getattr(store.fs, attribute, None) for attribute in ("known_generation", "resume"))
-    reads = CachedReads(DiskCache(directory, size), name, known if callable(known) else None)
-    if callable(resume):  # (Icechunk: what the commits since an earlier mount left as it was)
-        resume(reads.cache.recent_generations(name, RESUMED_AT_MOST))
-    return reads

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 import fsspec
 
 DEFAULT_REMOTE_TIMEOUT = 30.0
+# What an unanswered close-to-open check means (`-o recheck`): a check waits for the store at
+# most CHECK_SECONDS, then the mount serves what it has (its memory and disk caches) and asks
+# again after OUTAGE_SECONDS.
+CHECK_SECONDS, OUTAGE_SECONDS = 2.0, 10.0
 
 
 @dataclass(frozen=True)
