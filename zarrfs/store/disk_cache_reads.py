@@ -202,7 +202,8 @@ class CachedReads:
     # -- which generation is current ---------------------------------------------------------
 
     def _current(self, store: Store, path: str) -> str | None:
-        """The generation of `path` the cache may serve (None: fetch it from the store)."""
+        """The generation of `path` the cache may serve (None: fetch it from the store); while
+        the store does not answer its checks (`outage`), the one cached last."""
         if self.known_generation is not None:
             with self._lock:
                 written = self._writes[hash(path) % _STRIPES] != 0
