@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import numpy as np
@@ -311,8 +312,9 @@ def test_a_bad_cache_directory_fails_the_mount_in_one_line(s3_server: S3Server, 
     assert not os.path.ismount(tmp_path / "mnt")
 
 
-def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
-                                                             mount_array: MountFactory) -> None:
+def icechunk_read_once(tmp_path: Path) -> tuple[Any, np.ndarray, str, Path]:
+    """An Icechunk repository of one array `a`, read whole through a mount with a disk cache:
+    the repository, the array's values, its URL and the cache's directory."""
     import icechunk
     import zarr
 
@@ -322,9 +324,15 @@ def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
     zarr.create_array(session.store, name="a", data=expected, chunks=CHUNK)
     session.commit("an array")
     url, cache = f"icechunk://{tmp_path / 'repo'}", tmp_path / "cache"
-    log = RequestLog(tmp_path / "requests.log")
     with mounted(url, tmp_path / "first", [f"disk_cache={cache}"]) as first:
         assert (first.path / "a" / "data").read_bytes() == expected.tobytes()
+    return repository, expected, url, cache
+
+
+def test_icechunk_chunks_are_served_without_asking_the_store(tmp_path: Path,
+                                                             mount_array: MountFactory) -> None:
+    _, expected, url, cache = icechunk_read_once(tmp_path)
+    log = RequestLog(tmp_path / "requests.log")
     second = mount_array(url, [f"disk_cache={cache}"], env=log.env)
     log.take()
     assert (second.path / "a" / "data").read_bytes() == expected.tobytes()
@@ -338,17 +346,9 @@ def test_an_icechunk_remount_after_a_commit_reads_what_the_commit_left_from_the_
     """Entries are keyed by the snapshot their keys last changed in: a mount at a newer head
     diffs the two snapshots once, and reads from the cache every chunk the commits since
     left as it was (before, a new head made every entry a miss)."""
-    import icechunk
     import zarr
 
-    repository = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp_path / "repo")))
-    session = repository.writable_session("main")
-    expected = values((0, 0), SHAPE)
-    zarr.create_array(session.store, name="a", data=expected, chunks=CHUNK)
-    session.commit("an array")
-    url, cache = f"icechunk://{tmp_path / 'repo'}", tmp_path / "cache"
-    with mounted(url, tmp_path / "first", [f"disk_cache={cache}"]) as first:
-        assert (first.path / "a" / "data").read_bytes() == expected.tobytes()
+    repository, expected, url, cache = icechunk_read_once(tmp_path)
     session = repository.writable_session("main")
     zarr.open_array(session.store, path="a")[: CHUNK[0], : CHUNK[1]] = 7  # (one chunk)
     session.commit("one chunk")

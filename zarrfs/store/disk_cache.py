@@ -177,25 +177,15 @@ class DiskCache:
         with contextlib.suppress(OSError, sqlite3.Error):
             self._remove([name])
 
-    def generations(self, store: str, path: str) -> list[str]:
-        """The generations of `path` the cache holds entries of, the last used first."""
+    def generations(self, store: str, path: str | None, limit: int = -1) -> list[str]:
+        """The generations the cache holds entries of, of `path` (None: of any path of
+        `store`), the last used first; at most `limit` of them (-1: all)."""
+        which = ("", (store,)) if path is None else (" AND path = ?", (store, path))
         try:
             with self._lock:
                 rows = self._db.execute(
-                    "SELECT generation FROM entries WHERE store = ? AND path = ? "
-                    "GROUP BY generation ORDER BY MAX(used) DESC", (store, path)).fetchall()
-        except sqlite3.Error as e:
-            self.fault("cannot read the index", e)
-            return []
-        return [row[0] for row in rows]
-
-    def recent_generations(self, store: str, limit: int) -> list[str]:
-        """The generations the cache holds entries of below `store`, the last used first."""
-        try:
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT generation FROM entries WHERE store = ? GROUP BY generation "
-                    "ORDER BY MAX(used) DESC LIMIT ?", (store, limit)).fetchall()
+                    f"SELECT generation FROM entries WHERE store = ?{which[0]} "
+                    "GROUP BY generation ORDER BY MAX(used) DESC LIMIT ?", (*which[1], limit)).fetchall()
         except sqlite3.Error as e:
             self.fault("cannot read the index", e)
             return []

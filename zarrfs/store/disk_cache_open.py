@@ -29,5 +29,5 @@ def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any],
     known, resume = (getattr(store.fs, attribute, None) for attribute in ("known_generation", "resume"))
     reads = CachedReads(DiskCache(directory, size), name, known if callable(known) else None)
     if callable(resume):  # (Icechunk: what the commits since an earlier mount left as it was)
-        resume(reads.cache.recent_generations(name, RESUMED_AT_MOST))
+        resume(reads.cache.generations(name, None, RESUMED_AT_MOST))
     return reads
