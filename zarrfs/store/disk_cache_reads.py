@@ -221,7 +221,9 @@ class CachedReads:
             return known
         if not self.outage.ongoing():
             with contextlib.suppress(StoreError):  # (`_ask`: the outage began)
-                return self._check_row(store, path)
+                found = self._check_row(store, path)
+                if found is not None or not self.outage.ongoing():  # (else: met while waiting)
+                    return found
         return cached[0]
 
     def _valid(self, path: str) -> str | None:
@@ -286,7 +288,7 @@ class CachedReads:
         try:
             with self._lock:
                 wanted = [row for row in taken if self._valid(row) is None]
-            if wanted:
+            if wanted and not self.outage.ongoing():  # (a check this one waited for met it)
                 self._ask(store, wanted)
             with self._lock:
                 return self._valid(path)
