@@ -181,7 +181,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         try:
             self._state = sync(self.loop, _guarded, self._state.resumed(generations),
                                timeout=min(self._settings.timeout or DEFAULT_REMOTE_TIMEOUT, RESUME_SECONDS))
-        except (OSError, FileNotFoundError, TimeoutError) as e:  # (each key then reads afresh)
+        except OSError as e:  # (a fault, or past its time: each key then reads afresh)
             log.info("icechunk: the disk cache's earlier snapshots were not diffed: %s", first_line(e))
 
     def known_generation(self, path: str) -> str:

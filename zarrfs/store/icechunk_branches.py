@@ -96,14 +96,11 @@ class BranchState:
         old, new = old or self.session.snapshot_id, session.snapshot_id
         if old == new:
             return BranchState(self.repository, self.branch, session, self.generations), Changed()
-        try:
-            diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=new)
-        except icechunk.IcechunkError:  # not a descendant: the branch was reset
+        changed = await self._changed_since(old, session)
+        if changed is None:  # not a descendant: the branch was reset
             return BranchState(self.repository, self.branch, session, self.generations.restarted(new)), None
-        keys, prefixes = await changed_keys(diff, session.store)
         return (BranchState(self.repository, self.branch, session,
-                            self.generations.advanced(new, keys, prefixes)), Changed(keys, prefixes))
-
+                            self.generations.advanced(new, changed.keys, changed.prefixes)), changed)
 
     async def resumed(self, generations: Iterable[str]) -> BranchState:
         """This state, its keys that no commit changed since one of `generations` (snapshots,
@@ -114,14 +111,20 @@ class BranchState:
         for old in generations:
             if old == now:
                 return self
-            try:
-                diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=now)
-            except icechunk.IcechunkError:  # (not an ancestor of this snapshot, or expired)
-                continue
-            keys, prefixes = await changed_keys(diff, self.store)
-            return BranchState(self.repository, self.branch, self.session,
-                               Generations((old,)).advanced(now, keys, prefixes))
+            changed = await self._changed_since(old, self.session)
+            if changed is not None:
+                return BranchState(self.repository, self.branch, self.session,
+                                   Generations((old,)).advanced(now, changed.keys, changed.prefixes))
         return self
+
+    async def _changed_since(self, old: str, session: icechunk.Session) -> Changed | None:
+        """What changed from snapshot `old` to `session`'s (None: `old` is not an ancestor of
+        it, or no longer kept)."""
+        try:
+            diff = await self.repository.diff_async(from_snapshot_id=old, to_snapshot_id=session.snapshot_id)
+        except icechunk.IcechunkError:
+            return None
+        return Changed(*await changed_keys(diff, session.store))
 
 
 async def open_repository(storage: icechunk.Storage) -> icechunk.Repository:
