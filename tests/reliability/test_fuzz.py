@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from zarrfs.codecs import EMPTY, ChunkSpec, CodecError, Pipeline, ShardingCodec
+from zarrfs.codecs.sharding import FEW_ENTRIES, check_entries
 from zarrfs.errors import MetadataError
 from zarrfs.formats import CodecSpec
 from zarrfs.formats.dtypes import DATA_TYPES
@@ -567,6 +568,42 @@ def test_shard_index_random_entries() -> None:
     # Small offsets and sizes make some indexes valid (about one in six); a decoder that
     # refuses everything fails here.
     assert outcomes["accepted"] >= outcomes["cases"] // 20, outcomes
+
+
+def check_outcome(entries: np.ndarray, low: int, high: int) -> str | None:
+    try:
+        check_entries(entries, low, high)
+    except CodecError as e:
+        return str(e)
+    return None
+
+
+@FUZZ
+@given(st.lists(st.tuples(U64, U64) | st.just((EMPTY, EMPTY)), min_size=1, max_size=12),
+       st.integers(0, 64), st.integers(0, 3000) | st.just(2**62))
+def test_short_and_long_index_checks_agree(pairs: list[tuple[int, int]], low: int, high: int) -> None:
+    """An index of a few entries is checked in Python, a long one with numpy: the same entries
+    with empty ones added past FEW_ENTRIES are judged alike (the error named, or accepted)."""
+    entries = np.array(pairs, dtype=np.uint64)
+    padded = np.concatenate([np.full((FEW_ENTRIES, 2), EMPTY, dtype=np.uint64), entries])
+    assert entries.size <= 2 * FEW_ENTRIES < padded.size
+    assert check_outcome(entries, low, high) == check_outcome(padded, low, high)
+
+
+def test_both_index_checks_refuse_each_kind_of_bad_entry() -> None:
+    """The positive control of the test above: each bad entry is named by both checks."""
+    cases = {
+        "half-empty": [(EMPTY, 10)],
+        "outside": [(60, 10)],
+        "overlap": [(0, 10), (5, 10)],
+    }
+    for word, pairs in cases.items():
+        entries = np.array(pairs, dtype=np.uint64)
+        padded = np.concatenate([entries, np.full((FEW_ENTRIES, 2), EMPTY, dtype=np.uint64)])
+        for checked in (entries, padded):
+            found = check_outcome(checked, 0, 64)
+            assert found is not None and word in found, (word, len(checked), found)
+    assert check_outcome(np.array([(0, 10), (10, 54)], dtype=np.uint64), 0, 64) is None
 
 
 @FUZZ
