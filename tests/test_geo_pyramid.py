@@ -161,3 +161,24 @@ def test_a_level_is_placed_by_its_entry_or_the_group(own: bool, first: bool, wan
     assert placed.geotransform == want and placed.crs == "EPSG:32632"
     stated = Placement(geotransform=(0.0, 1.0, 0.0, 0.0, 0.0, -1.0), crs="EPSG:4326")
     assert level_placement(stated, Level("1", entry), first, group, ["y", "x"]) is stated
+
+
+def test_a_reopened_geotiff_shows_levels_another_writer_grew(tmp_path: Path, mount_array: Any) -> None:
+    """Close-to-open, as `data.tif`: a time step another writer appended to every level of a
+    variable shows in its GeoTIFF at the next open (one page more, at each level)."""
+    pyramid(tmp_path / "p.zarr")
+    mount = mount_array(tmp_path / "p.zarr", ["ro"])
+    tif = mount.path / "tb.tif"
+    with tifffile.TiffFile(tif) as tiff:
+        assert len(tiff.pages) == 2  # (a page a time step, its channels as samples)
+    grown = []
+    for n in range(3):
+        level = zarr.open_array(tmp_path / "p.zarr" / str(n) / "tb", mode="r+")
+        level.resize((3, *level.shape[1:]))
+        level[2] = 9 + n
+        grown.append(level[...])
+    with tifffile.TiffFile(tif) as tiff:
+        assert len(tiff.pages) == 3
+        assert np.array_equal(tiff.pages[2].asarray(), grown[0][2])
+    page = f"GTIFF_DIR:3:{tif}"
+    assert np.array_equal(overview(tmp_path, page, 1), grown[2][2])

@@ -258,3 +258,31 @@ def test_data_tif_of_a_sparse_grid_finds_its_chunks_without_a_key_per_cell(
     listing = log.take()
     assert listing.read() == 0 and listing.listed() <= 2 * len(stored), listing.summary()
     assert (peak := peak_memory_mib(mnt)) < 640, f"the daemon took {peak} MiB"
+
+
+def test_reopening_an_ome_tiff_pyramid_rechecks_each_level_once(
+        tmp_path: Path, counted: tuple[RequestLog, MountFactory]) -> None:
+    """An open of `data.ome.tif` rechecks each level as an open of its `data` does: its
+    metadata and the chunks this mount read, not the level's thousands of chunks."""
+    import zarr
+    from ome_zarr.format import FormatV05
+    from ome_zarr.writer import write_image
+
+    group = zarr.open_group(tmp_path / "image.zarr", mode="w", zarr_format=3)
+    image = np.arange(1024 * 1024, dtype="uint16").reshape(1, 1024, 1024)
+    write_image(image, group, axes="cyx", fmt=FormatV05(), scale_factors=[2, 4],
+                storage_options={"chunks": (1, 16, 16)})  # (4,096 chunks at full resolution)
+    smallest = group[sorted(name for name, _ in group.arrays())[2]][0]
+    log, mount = counted
+    mnt = mount(tmp_path / "image.zarr")
+    tif = mnt.path / "data.ome.tif"
+    with tifffile.TiffFile(tif) as tiff:
+        assert len(tiff.series[0].levels) == 3
+        assert np.array_equal(tiff.series[0].levels[2].pages[0].asarray(), smallest)
+    log.take()
+    with tifffile.TiffFile(tif) as tiff:
+        assert np.array_equal(tiff.series[0].levels[2].pages[0].asarray(), smallest)
+    reopened = log.take()
+    tiles = 16 * 16  # (level 2: 256 x 256 in 16 x 16 chunks, read again at most)
+    assert reopened.count("stat") >= 3 and reopened.listed() == 0, reopened.summary()
+    assert reopened.count() <= 3 + tiles, reopened.summary()

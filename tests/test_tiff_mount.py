@@ -281,3 +281,31 @@ def test_opening_data_tif_again_keeps_the_pages_of_data(tmp_path: Path, mount_ar
     zarr.open_array(tmp_path / "a.zarr", mode="r+")[:256, 256:512] = 9
     assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
     assert np.array_equal(np.fromfile(flat, "<u2").reshape(data.shape), data)
+
+
+def test_a_reopened_pyramid_shows_levels_another_writer_grew(tmp_path: Path, mount_array: Any) -> None:
+    """Close-to-open, as `data.tif`: a time point another writer appended to every level of an
+    OME-Zarr image shows in `data.ome.tif` at its next open, at each level."""
+    from ome_zarr.format import FormatV05
+    from ome_zarr.writer import write_image
+
+    group = zarr.open_group(tmp_path / "image.zarr", mode="w", zarr_format=3)
+    data = np.random.default_rng(5).integers(0, 4000, (2, 128, 160)).astype("uint16")
+    write_image(data, group, axes="tyx", fmt=FormatV05(), scale_factors=[2, 4],
+                storage_options={"chunks": (1, 64, 64)})
+    levels = sorted(name for name, _ in group.arrays())
+    mount = mount_array(tmp_path / "image.zarr", ["ro"])
+    tif = mount.path / "data.ome.tif"
+    with tifffile.TiffFile(tif) as tiff:
+        assert [level.shape[0] for level in tiff.series[0].levels] == [2, 2, 2]
+    grown = []
+    for name in levels:
+        level = zarr.open_array(tmp_path / "image.zarr" / name, mode="r+")
+        level.resize((3, *level.shape[1:]))
+        level[2] = 7 + len(grown)
+        grown.append(level[...])
+    with tifffile.TiffFile(tif) as tiff:
+        found = [level.asarray() for level in tiff.series[0].levels]
+    assert [level.shape for level in found] == [level.shape for level in grown]
+    for seen, want in zip(found, grown, strict=True):
+        assert np.array_equal(seen, want)

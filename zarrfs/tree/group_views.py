@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -42,6 +43,9 @@ from .pyramid_views import Groups as PyramidGroups
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
+# The levels of a pyramid file are rechecked together: on a remote store, one round trip for
+# the open rather than one per level.
+_LEVEL_RECHECKS = ThreadPoolExecutor(8, thread_name_prefix="zarrfs-level-recheck")
 
 
 class Groups(PyramidGroups, Protocol):
@@ -100,11 +104,14 @@ class GroupViews:
     def recheck(self, group: str, name: str) -> bool:
         """Close-to-open, as `data`: whether another writer changed any array of the group
         (each is opened: an array never opened before may differ from the metadata the tree
-        had of it when it listed the group)."""
+        had of it when it listed the group), or any level of a pyramid file."""
         pyramids = self._pyramids_of(group, name)
         if pyramids is not None:  # (its layout follows the levels' shapes and codecs alone)
+            levels = pyramids.level_paths(group, name)
+            rechecked = _LEVEL_RECHECKS.map(lambda path: self.groups.recheck(Ref(path, DATA)), levels)
+            changed = any(list(rechecked))  # (each level waited for: not only to the first changed)
             pyramids.refetch(group, name)
-            return False
+            return changed
         changed = False
         for child in self._arrays(group):
             written = self.groups.recheck(Ref(child.path, DATA))

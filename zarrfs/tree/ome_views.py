@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..formats.nodes import join_path
 from ..views import FileView
-from ..views.ome_tiff import OME_TIFF_NAME, multiscale_of, ome_tiff_file
+from ..views.ome_tiff import OME_TIFF_NAME, Multiscale, multiscale_of, ome_tiff_file
 from .pyramid_views import PyramidViews, opened_level
 
 OME_KIND = "ome"  # (its name in `-o views=`)
@@ -19,12 +19,19 @@ class OmeTiffViews(PyramidViews):
         return [OME_TIFF_NAME] if node is not None and multiscale_of(node.attributes) else []
 
     def file(self, group: str, name: str) -> FileView:
-        node = self.groups.node(group)
-        multiscale = None if node is None or name != OME_TIFF_NAME else multiscale_of(node.attributes)
+        multiscale = self._multiscale(group, name)
         if multiscale is None:
             raise FileNotFoundError(join_path(group, name))
         levels = [opened_level(self.groups, join_path(group, path)).array for path in multiscale.paths]
         return self.made.get(group, name, levels, lambda: ome_tiff_file(multiscale, levels, self.byteorder))
+
+    def level_paths(self, group: str, name: str) -> list[str]:
+        multiscale = self._multiscale(group, name)
+        return [] if multiscale is None else [join_path(group, path) for path in multiscale.paths]
+
+    def _multiscale(self, group: str, name: str) -> Multiscale | None:
+        node = self.groups.node(group)
+        return None if node is None or name != OME_TIFF_NAME else multiscale_of(node.attributes)
 
     def showing(self, array: str) -> list[tuple[str, str]]:
         """The group whose `data.ome.tif` shows the array at `array` (one of its levels)."""

@@ -100,10 +100,14 @@ class PyramidViews:
     def file(self, group: str, name: str) -> FileView:
         raise NotImplementedError
 
+    def level_paths(self, group: str, name: str) -> list[str]:
+        """The paths of the arrays the file shows (its levels), to recheck at its open."""
+        raise NotImplementedError
+
     def refetch(self, group: str, name: str) -> None:
         """An open of the file (close-to-open): another writer may have changed a level's
         tiles since they were fetched. (The file is made again when a level's shape or
-        elements change here: `MadeFiles.get`.)"""
+        elements change: `MadeFiles.get`; its levels are rechecked first.)"""
         self.made.refetch(group, name)
 
     def showing(self, array: str) -> list[tuple[str, str]]:
@@ -141,6 +145,9 @@ class GeoTiffViews(PyramidViews):
             return pyramid_file([d.array for d in directories], placement, self.byteorder)
 
         return self.made.get(group, name, [d.array for d in directories], make)
+
+    def level_paths(self, group: str, name: str) -> list[str]:
+        return [path for path, _ in self._variables(group).get(name) or []]
 
     def _variables(self, group: str) -> dict[str, list[tuple[str, Level]]]:
         """Each file's name: the arrays it shows (their paths, and their levels)."""
