@@ -90,6 +90,12 @@ def dd(
     return dt
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process `pid` has used so far (user and system, its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def fs_type(path: Path) -> str:
     """The type of the file system that holds `path` (from /proc/self/mountinfo)."""
     best, typ = "", "?"

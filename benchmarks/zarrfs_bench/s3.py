@@ -24,6 +24,7 @@ from .common import REPO, RUN_PY, dd, dir_files, fmt_size, log, run_checked
 from .context import Bench
 
 BUCKET = "zarrfs-bench"
+SERVER_PIDS: dict[str, int] = {}  # endpoint -> the process of the server serving it
 
 
 def s3_server_module() -> ModuleType:
@@ -74,7 +75,9 @@ def s3_server(logfile: Any) -> Iterator[str]:
         line = proc.stdout.readline()
         if not line:
             raise RuntimeError(f"the moto S3 server exited with {proc.wait()}")
-        yield str(json.loads(line)["endpoint"])
+        endpoint = str(json.loads(line)["endpoint"])
+        SERVER_PIDS[endpoint] = proc.pid
+        yield endpoint
     finally:
         proc.stdin.close()  # the server stops when its stdin closes
         try:
