@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,6 @@ import pytest
 import zstandard
 from conftest import MountFactory
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.mounting import ZARRFS, Mount, mounted, pread
 from tests.reliability.s3_server import S3Server, free_port, serving
 from tests.scale_arrays import RequestLog, values, write_twin

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,15 +14,10 @@ import pytest
 from icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from mounting import ZARRFS
 
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 from zarrfs.store import icechunk as icechunk_store
 from zarrfs.store import icechunk_branches
 from zarrfs.store.settings import SourceSettings
-
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
 
 PLAIN_DTYPE, PLAIN_SHAPE = "<i4", (30, 20)
 SHARDED_DTYPE, SHARDED_SHAPE = "<f8", (40, 12)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,11 +16,7 @@ import zarr
 from icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from mounting import ZARRFS
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 
 LAYOUT = {PLAIN: ("<i4", (30, 20)), SHARDED: ("<f8", (40, 12))}
 

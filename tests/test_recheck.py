@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,11 +32,7 @@ import tensorstore as ts
 import zarr
 from mounting import ZARRFS, Mount, is_mounted
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

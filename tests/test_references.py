@@ -18,7 +18,6 @@ import errno
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,8 @@ from references_fixtures import (
     write_json,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running  # noqa: E402
-from zarrfs.store.references import is_reference_source  # noqa: E402
+from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from zarrfs.store.references import is_reference_source
 
 
 def read_array(mount: Mount, name: str, dtype: np.dtype[Any]) -> np.ndarray:
