@@ -71,7 +71,6 @@ class ShardIndex:
         return [None if offset == EMPTY else (offset, nbytes) for offset, nbytes in pairs]
 
 
-
 def check_entries(entries: np.ndarray, low: int, high: int) -> None:
     """Entries (offset, nbytes; (..., 2) uint64) lie in bytes [low, high) of the shard, do not
     overlap, and are empty (both EMPTY) or not: raise CodecError else."""
@@ -115,6 +114,7 @@ def _check_many(offsets: np.ndarray, sizes: np.ndarray, low: int, high: int) -> 
     order = np.argsort(offsets, kind="stable")
     if (ends[order][:-1] > offsets[order][1:]).any():
         raise CodecError("shard index entries overlap")
+
 
 class ShardingCodec(ArrayBytesCodec):
     def __init__(
