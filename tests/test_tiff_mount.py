@@ -259,24 +259,28 @@ def test_another_writers_shards_show_at_the_next_open(tmp_path: Path, mount_arra
 
 
 
+def cached_bytes(path: Path) -> int:
+    """Bytes of the file at `path` in the page cache (fincore; its open is an open of the file)."""
+    out = subprocess.run(["fincore", "--json", "--bytes", "--output", "RES", str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    return int(json.loads(out)["fincore"][0]["res"])
+
+
 def test_opening_data_tif_again_keeps_the_pages_of_data(tmp_path: Path, mount_array: Any) -> None:
     """Each open of data.tif rechecks the array (close-to-open), and when nothing changed it
-    changes nothing: the kernel keeps the pages of `data` it read (read again, they cost the
-    daemon no read request). What another writer stored shows at the next open of either."""
+    changes nothing: the kernel keeps the pages of `data` it read. What another writer stored
+    shows at the next open of either."""
     data = image(tmp_path / "a.zarr", (2048, 2048), (256, 256), compressors=ZstdCodec(level=1))
     mount = mount_array(tmp_path / "a.zarr", ["ro"])
     flat = mount.path / "data"
-
-    def requests_to_read_data() -> int:
-        before = stats(mount.path)["requests"]
-        assert np.array_equal(np.fromfile(flat, "<u2").reshape(data.shape), data)
-        return int(stats(mount.path)["requests"] - before)
-
-    first = requests_to_read_data()
+    assert cached_bytes(flat) == 0
+    assert np.array_equal(np.fromfile(flat, "<u2").reshape(data.shape), data)
+    assert cached_bytes(flat) > data.nbytes // 2
     for _ in range(3):
         assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
-    again = requests_to_read_data()
-    assert first > 8 and again < 8, (first, again)  # (8 MiB: at least 8 reads when not cached)
+    # (An open that let the kernel drop the pages leaves none; this machine's kernel also pages
+    # out a few cold ones of its own accord, DAMON's proactive reclaim: 15 of 2,048 seen.)
+    assert cached_bytes(flat) > data.nbytes // 2
     data[:256, 256:512] = 9
     zarr.open_array(tmp_path / "a.zarr", mode="r+")[:256, 256:512] = 9
     assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
