@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from ..errors import MetadataError, ZarrfsError
 from .nodes import ALL_FORMATS, Get, NodeMetadata, child_formats, consolidated_children, discover, join_path
@@ -30,6 +31,10 @@ Clock = Callable[[], float]
 # How long a name found missing (or a listing that failed) is taken as still so.
 MISS_SECONDS = 60.0
 _TEMPORARY_SUFFIXES = ("~", ".swp", ".swx", ".swo", ".tmp", ".part")
+# The children a listing names are looked at together: on a remote store, `ls` of a group of
+# N children costs N / 16 round trips, not N (moto behind a 20 ms proxy: six children 140 ->
+# 31 ms; 200 children 4.9 -> 2.3 s, moto answering few at once on this machine's two cores).
+_LOOKS = ThreadPoolExecutor(16, thread_name_prefix="zarrfs-children")
 
 
 def could_be_node(name: str) -> bool:
@@ -102,11 +107,11 @@ class GroupChildren:
 
     def _learn(self) -> None:
         listed = self._listed()
-        for name in listed:
-            if not name.startswith(".") and name not in self._known:
-                child = self._discovered(name, ALL_FORMATS)
-                if child is not None:
-                    self._known[name] = child
+        new = [name for name in listed if not name.startswith(".") and name not in self._known]
+        found = _LOOKS.map(lambda name: self._discovered(name, ALL_FORMATS), new)
+        for name, child in zip(new, found, strict=True):
+            if child is not None:
+                self._known[name] = child
         if listed:
             self._complete = True
             return
