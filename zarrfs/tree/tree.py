@@ -163,9 +163,13 @@ class Tree:
     def open_array(self, path: str) -> OpenedArray:
         with self._lock:
             opened = self._arrays.get(path)
-            if opened is None:
-                opened = self._arrays[path] = self._open(self._nodes[path])
-            return opened
+            if opened is not None:
+                return opened
+            node = self._nodes[path]
+            opened = self._arrays[path] = self._open(node)
+        if self.rechecks and opened.directory is not None:  # (a request: not under the tree's lock)
+            self._metadata_generations.setdefault(path, self.store.generation(join_path(path, node.files[0])))
+        return opened
 
     def _open(self, node: NodeMetadata) -> OpenedArray:
         try:
@@ -175,8 +179,6 @@ class Tree:
             if text is None:
                 log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
             return OpenedArray(None, problem, text)
-        if self.rechecks:
-            self._metadata_generations[node.path] = self.store.generation(join_path(node.path, node.files[0]))
         where = placement_finder(node, array.metadata, self.node, self._group_child,
                                  lambda path: self.open_array(path).directory)
         directory = ArrayDirectory(array, self.layout, placement=where,
