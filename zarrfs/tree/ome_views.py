@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..formats.nodes import join_path
 from ..views import FileView
 from ..views.ome_tiff import OME_TIFF_NAME, Multiscale, multiscale_of, ome_tiff_file
-from .pyramid_views import PyramidViews, opened_level
+from .pyramid_views import PyramidViews, opened_levels
 
 OME_KIND = "ome"  # (its name in `-o views=`)
 
@@ -22,7 +22,8 @@ class OmeTiffViews(PyramidViews):
         multiscale = self._multiscale(group, name)
         if multiscale is None:
             raise FileNotFoundError(join_path(group, name))
-        levels = [opened_level(self.groups, join_path(group, path)).array for path in multiscale.paths]
+        paths = [join_path(group, path) for path in multiscale.paths]
+        levels = [directory.array for directory in opened_levels(self.groups, paths)]
         return self.made.get(group, name, levels, lambda: ome_tiff_file(multiscale, levels, self.byteorder))
 
     def level_paths(self, group: str, name: str) -> list[str]:

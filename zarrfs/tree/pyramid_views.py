@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from ..errors import MetadataError
@@ -19,6 +20,8 @@ from ..views.geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyram
 from ..views.tiff_view import shows_tiff
 
 TIFF_KIND = "tif"  # (its name in `-o views=`, as `data.tif`'s)
+# A file's levels are opened together: on a remote store, a level's first open is a request.
+_LEVEL_OPENS = ThreadPoolExecutor(8, thread_name_prefix="zarrfs-level-open")
 
 
 class Opened(Protocol):
@@ -30,6 +33,11 @@ class Groups(Protocol):
     def node(self, path: str) -> NodeMetadata | None: ...
     def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
     def open_array(self, path: str) -> Opened: ...
+
+
+def opened_levels(groups: Groups, paths: Sequence[str]) -> list[ArrayDirectory]:
+    """The levels at `paths`, opened together (FileNotFoundError: one cannot be)."""
+    return list(_LEVEL_OPENS.map(lambda path: opened_level(groups, path), paths))
 
 
 def opened_level(groups: Groups, path: str) -> ArrayDirectory:
@@ -131,7 +139,8 @@ class GeoTiffViews(PyramidViews):
         node = self.groups.node(group)
         layout = pyramid_levels(node.attributes) if node is not None else None
         listed = self._variables(group).get(name) or []
-        opened = [(self.groups.open_array(path).directory, level) for path, level in listed]
+        arrays = _LEVEL_OPENS.map(lambda path: self.groups.open_array(path).directory, [p for p, _ in listed])
+        opened = list(zip(arrays, [level for _, level in listed], strict=True))
         levels = [(directory, level) for directory, level in opened if directory is not None]
         if node is None or layout is None or not levels:  # (levels that cannot be opened are left out)
             raise FileNotFoundError(join_path(group, name))
