@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -38,14 +37,11 @@ from ..views.netcdf_classic import exact_type, needs_values, served_type
 from ..views.netcdf_file import NC_NAME, Member, group_file
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
-from .pyramid_views import GeoTiffViews, Opened, PyramidViews
+from .pyramid_views import ARRAYS_AT_ONCE, GeoTiffViews, Opened, PyramidViews
 from .pyramid_views import Groups as PyramidGroups
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
-# The arrays a group's file shows are rechecked together at its open: on a remote store, a few
-# round trips rather than one per array (`data.nc` of 33 arrays on S3, 20 ms away: 875 ms).
-_RECHECKS = ThreadPoolExecutor(8, thread_name_prefix="zarrfs-group-recheck")
 
 
 class Groups(PyramidGroups, Protocol):
@@ -108,8 +104,8 @@ class GroupViews:
         pyramids = self._pyramids_of(group, name)
         children = [] if pyramids is not None else self._arrays(group)
         paths = pyramids.level_paths(group, name) if pyramids is not None else [c.path for c in children]
-        written = dict(zip(paths, _RECHECKS.map(lambda path: self.groups.recheck(Ref(path, DATA)), paths),
-                           strict=True))
+        rechecked = ARRAYS_AT_ONCE.map(lambda path: self.groups.recheck(Ref(path, DATA)), paths)
+        written = dict(zip(paths, rechecked, strict=True))
         if pyramids is not None:  # (its layout follows the levels' shapes and codecs alone)
             pyramids.refetch(group, name)
             return any(written.values())

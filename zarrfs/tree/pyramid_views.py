@@ -20,8 +20,10 @@ from ..views.geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyram
 from ..views.tiff_view import shows_tiff
 
 TIFF_KIND = "tif"  # (its name in `-o views=`, as `data.tif`'s)
-# A file's levels are opened together: on a remote store, a level's first open is a request.
-_LEVEL_OPENS = ThreadPoolExecutor(8, thread_name_prefix="zarrfs-level-open")
+# The arrays a group's file shows are opened, and rechecked at its open, together (here and in
+# `group_views`): on a remote store each is a request, so a few round trips rather than one per
+# array (data.nc of 33 arrays on S3 20 ms away, reopened: 875 -> 190 ms). Its jobs use no pool.
+ARRAYS_AT_ONCE = ThreadPoolExecutor(8, thread_name_prefix="zarrfs-group-arrays")
 
 
 class Opened(Protocol):
@@ -37,7 +39,7 @@ class Groups(Protocol):
 
 def opened_levels(groups: Groups, paths: Sequence[str]) -> list[ArrayDirectory]:
     """The levels at `paths`, opened together (FileNotFoundError: one cannot be)."""
-    return list(_LEVEL_OPENS.map(lambda path: opened_level(groups, path), paths))
+    return list(ARRAYS_AT_ONCE.map(lambda path: opened_level(groups, path), paths))
 
 
 def opened_level(groups: Groups, path: str) -> ArrayDirectory:
@@ -139,7 +141,8 @@ class GeoTiffViews(PyramidViews):
         node = self.groups.node(group)
         layout = pyramid_levels(node.attributes) if node is not None else None
         listed = self._variables(group).get(name) or []
-        arrays = _LEVEL_OPENS.map(lambda path: self.groups.open_array(path).directory, [p for p, _ in listed])
+        arrays = ARRAYS_AT_ONCE.map(lambda path: self.groups.open_array(path).directory,
+                                    [path for path, _ in listed])
         opened = list(zip(arrays, [level for _, level in listed], strict=True))
         levels = [(directory, level) for directory, level in opened if directory is not None]
         if node is None or layout is None or not levels:  # (levels that cannot be opened are left out)
