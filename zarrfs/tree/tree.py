@@ -36,6 +36,7 @@ from .group_recheck import GroupRecheck
 from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
 from .metadata_files import MetadataFiles
+from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
 from .placement import placement_finder
 from .reshaped import new_shape
@@ -67,7 +68,7 @@ class Tree:
         self._children: dict[str, GroupChildren] = {}
         self._arrays: dict[str, OpenedArray] = {}
         self.metadata = MetadataFiles(store, lambda path: self._node(path).raw)
-        self._metadata_generations: dict[str, str | None] = {}  # of arrays' metadata documents
+        self.generations = MetadataGenerations(store)  # (what rechecks compare metadata with)
         self._stale = Stale()
         self.edits = Edits(self)
         self.uploads = Uploads()
@@ -145,7 +146,7 @@ class Tree:
             known = self._children.get(path)
             if known is None:
                 declared = declared_below(path, self._attributes)
-                known = self._children[path] = GroupChildren(self._nodes[path], self.store.get,
+                known = self._children[path] = GroupChildren(self._nodes[path], self.generations.get,
                                                              self._list_dirs, declared=declared)
             return known
 
@@ -167,8 +168,8 @@ class Tree:
                 return opened
             node = self._nodes[path]
             opened = self._arrays[path] = self._open(node)
-        if self.rechecks and opened.directory is not None:  # (a request: not under the tree's lock)
-            self._metadata_generations.setdefault(path, self.store.generation(join_path(path, node.files[0])))
+        if self.rechecks and opened.directory is not None:  # (may ask the store: not under the tree's lock)
+            self.generations.opened(path, node.files[0])
         return opened
 
     def _open(self, node: NodeMetadata) -> OpenedArray:
@@ -263,11 +264,8 @@ class Tree:
 
     def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:
         node = self._node(path)
-        generation = self.store.without_retries().generation(join_path(path, node.files[0]))
-        with self._lock:
-            if self._metadata_generations.get(path) == generation:
-                return False
-            self._metadata_generations[path] = generation
+        if not self.generations.changed(path, node.files[0]):
+            return False
         fresh = discover(self.store.get, path, (node.zarr_format,), consolidated_first=False)
         shape = new_shape(fresh, path, opened.array.metadata)
         if fresh is None or shape is None:
@@ -285,8 +283,7 @@ class Tree:
         opened = self.open_array(path).directory
         assert opened is not None
         if self.rechecks:
-            node = self._node(path)
-            self._metadata_generations[path] = self.store.generation(join_path(path, node.files[0]))
+            self.generations.written(path, self._node(path).files[0])
         self._update_consolidated(path, shape)
         self._show_new_metadata(path, opened)
 
@@ -346,7 +343,7 @@ class Tree:
             for p in below:
                 self._nodes.pop(p, None)
                 self._children.pop(p, None)
-                self._metadata_generations.pop(p, None)
+            self.generations.forget(below)
             self.metadata.forget_paths(below)
         for opened in arrays:
             if opened.directory is not None:
