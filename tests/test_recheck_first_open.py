@@ -1,7 +1,8 @@
 """Close-to-open from the first open: an array is made from the metadata read when its group
 was listed, and another writer may change that metadata before the array is first opened.
 The first open shows the array as stored then, as every later open does (zarr-python resizes
-it between `ls` of the group and the first open of its files; a local store and S3).
+it between `ls` of the group and the first open of its files; a local store and S3). An
+array's metadata file, opened alone, shows a resize as its other files do.
 
 Also what it costs: the first open of an array whose group was just listed asks the store
 about its metadata once (the recheck's request), not twice."""
@@ -60,7 +61,7 @@ def group_of_two(url: str, reach: dict[str, Any]) -> None:
         array[...] = VALUES
 
 
-@pytest.mark.parametrize("first", ["data", "data.npy", "data.mhd", "chunk"])
+@pytest.mark.parametrize("first", ["data", "data.npy", "data.mhd", "chunk", "zarr.json"])
 def test_a_resize_between_the_listing_and_the_first_open_shows(where: tuple[str, dict[str, Any], list[str]],
                                                                mount_array: MountFactory, first: str) -> None:
     url, reach, options = where
@@ -81,6 +82,9 @@ def test_a_resize_between_the_listing_and_the_first_open_shows(where: tuple[str,
         assert np.array_equal(np.load(array / "data.npy"), expected)
     elif first == "data.mhd":
         assert "DimSize = 10 6\n" in (array / "data.mhd").read_text()
+    elif first == "zarr.json":
+        assert json.loads((array / "zarr.json").read_bytes())["shape"] == [6, 10]
+        assert os.stat(array / "data").st_size == expected.nbytes
     else:  # (a chunk there before: the grid's new row shows once the array was opened)
         assert np.array_equal(values(array / "chunks" / "c" / "1" / "1", (2, 5)),
                               expected[2:4, 5:10])
@@ -89,6 +93,19 @@ def test_a_resize_between_the_listing_and_the_first_open_shows(where: tuple[str,
     assert json.loads((array / "zarr.json").read_bytes())["shape"] == [6, 10]
     assert np.array_equal(values(array / "data", (6, 10)), expected)
     assert np.array_equal(values(mount.path / "b" / "data", VALUES.shape), VALUES)  # (untouched: as it was)
+
+
+def test_an_opened_arrays_metadata_file_shows_a_resize_at_its_own_open(
+        where: tuple[str, dict[str, Any], list[str]], mount_array: MountFactory) -> None:
+    url, reach, options = where
+    group_of_two(url, reach)
+    mount = mount_array(url, options)
+    array = mount.path / "a"
+    assert np.array_equal(values(array / "data", VALUES.shape), VALUES)
+    assert json.loads((array / "zarr.json").read_bytes())["shape"] == [4, 10]
+    zarr.open_array(f"{url}/a", mode="r+", **reach).resize((4, 15))
+    assert json.loads((array / "zarr.json").read_bytes())["shape"] == [4, 15]  # (nothing else opened)
+    assert os.stat(array / "data").st_size == 4 * 15 * VALUES.itemsize
 
 
 def test_a_first_open_after_a_listing_asks_about_the_metadata_once(s3_server: S3Server, tmp_path: Path,

@@ -248,6 +248,9 @@ class Tree:
             changed = self.group_views.recheck(ref.path, ref.parts[0])
             self._stale.inodes += [self.inode(ref)] if changed else []
             return changed
+        if ref.role == METADATA:  # (an array's: its shape, as opening its other files takes it)
+            opened = self.open_array(ref.path).directory if self._node(ref.path).kind == "array" else None
+            return opened is not None and self._recheck_shape(ref.path, opened)
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
         opened = self.open_array(ref.path).directory
