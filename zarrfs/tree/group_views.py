@@ -110,6 +110,7 @@ class GroupViews:
             pyramids.refetch(group, name)
             return any(written.values())
         changed = False
+        checks = []  # (the values of 64-bit integer arrays, read together too)
         for child in children:
             opened = self.groups.open_array(child.path)
             changed = self._learn(child.path, opened) or written[child.path] or changed
@@ -117,8 +118,8 @@ class GroupViews:
                 array = opened.directory.array
                 changed = changed or array.metadata.shape != _described_shape(child)
                 token = None if written[child.path] else array.changes  # (None: read them again)
-                changed = self._check_values(child.path, array.metadata, array, token) or changed
-        return changed
+                checks.append((child.path, array.metadata, array, token))
+        return any(list(ARRAYS_AT_ONCE.map(lambda check: self._check_values(*check), checks))) or changed
 
     def showing(self, array: str) -> list[Ref]:
         """The group files that also show the bytes of the array at `array`."""
