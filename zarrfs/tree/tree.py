@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..array import Shared, ZarrArray
-from ..array_metadata import array_of, resized_listing
+from ..array_metadata import array_of
 from ..errors import EditRefused, ZarrfsError
-from ..formats import GroupChildren, NodeMetadata, discover
+from ..formats import GroupChildren, NodeMetadata
 from ..formats.documents import node_documents
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
@@ -39,7 +39,7 @@ from .metadata_files import MetadataFiles
 from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
 from .placement import placement_finder
-from .reshaped import new_shape
+from .reshapes import Reshapes
 from .text_views import text_view
 from .uploads import Uploads
 
@@ -75,6 +75,7 @@ class Tree:
         self.groups = GroupRecheck(self)
         self.new_arrays = NewArrays()
         self.group_views = GroupViews(self, layout)
+        self.reshapes = Reshapes(self)
 
     def inode(self, ref: Ref) -> int:
         return inode_of(ref, self.root)
@@ -182,8 +183,8 @@ class Tree:
             return OpenedArray(None, problem, text)
         where = placement_finder(node, array.metadata, self.node, self._group_child,
                                  lambda path: self.open_array(path).directory)
-        directory = ArrayDirectory(array, self.layout, placement=where,
-                                   on_resize=lambda shape: self._resized(node.path, shape))
+        directory = ArrayDirectory(array, self.layout, placement=where,  # (resized after it is made)
+                                   on_resize=lambda shape: self.reshapes.resized(node.path, directory, shape))
         return OpenedArray(directory, None)
 
     def opened_arrays(self) -> list[ZarrArray]:
@@ -250,7 +251,7 @@ class Tree:
             return changed
         if ref.role == METADATA:  # (an array's: its shape, as opening its other files takes it)
             opened = self.open_array(ref.path).directory if self._node(ref.path).kind == "array" else None
-            return opened is not None and self._recheck_shape(ref.path, opened)
+            return opened is not None and self.reshapes.recheck(ref.path, opened)
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
         opened = self.open_array(ref.path).directory
@@ -260,37 +261,15 @@ class Tree:
         found = opened.names.resolve(ref.parts) if ref.role == CHUNK else None
         chunks = None if ref.role != CHUNK else [] if found is None or found[1] is None else [found[1]]
         beside = None if self.store.is_local else opened.array.start_recheck(chunks)
-        reshaped = self._recheck_shape(ref.path, opened)
+        reshaped = self.reshapes.recheck(ref.path, opened)
         if header:
             opened.refetch_files()
         return bool(beside.result() if beside is not None else opened.array.recheck(chunks)) or reshaped
 
-    def _recheck_shape(self, path: str, opened: ArrayDirectory) -> bool:
-        node = self._node(path)
-        if not self.generations.changed(path, node.files[0]):
-            return False
-        fresh = discover(self.store.get, path, (node.zarr_format,), consolidated_first=False)
-        shape = new_shape(fresh, path, opened.array.metadata)
-        if fresh is None or shape is None:
-            return False
-        log.info("array %s was resized to %s by another writer", path, list(shape))
-        opened.array.adopt_shape(shape, fresh.raw.get(fresh.files[0], b""))
-        opened.reshaped()
-        self._show_new_metadata(path, opened)
-        return True
+    # -- a new shape (`reshapes`) ------------------------------------------------------------
 
-    # -- resizing ----------------------------------------------------------------------------
-
-    def _resized(self, path: str, shape: tuple[int, ...]) -> None:
-        """Keep the metadata shown in step with an array resized through `data`."""
-        opened = self.open_array(path).directory
-        assert opened is not None
-        if self.rechecks:
-            self.generations.written(path, self._node(path).files[0])
-        self._update_consolidated(path, shape)
-        self._show_new_metadata(path, opened)
-
-    def _show_new_metadata(self, path: str, opened: ArrayDirectory) -> None:
+    def show_new_metadata(self, path: str, opened: ArrayDirectory) -> None:
+        """The opened array's metadata document, as it is now, shown; its files' sizes stale."""
         with self._lock:
             node = self._nodes[path]
             raw = {**node.raw, node.files[0]: opened.array.raw_metadata}
@@ -298,11 +277,6 @@ class Tree:
             self._nodes[path] = dataclasses.replace(node, raw=raw, documents=documents)
             self.metadata.forget(path, node.files[:1])
         self._queue_stale(path, opened)
-
-    def _update_consolidated(self, path: str, shape: tuple[int, ...]) -> None:
-        """zarr-python trusts consolidated metadata: the groups above that list the array get
-        its new shape too."""
-        self.edits.update_consolidated(path, resized_listing(self._node(path).zarr_format, shape))
 
     def _queue_stale(self, path: str, opened: ArrayDirectory) -> None:
         """What the kernel caches of a reshaped array: sizes, and names that are gone."""
