@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
+from conftest import MountFactory
 from scale_arrays import RequestLog
 
-from tests.conftest import MountFactory
 from tests.reliability.s3_server import S3Server, free_port, serving
 
 pytestmark = pytest.mark.skipif(

@@ -119,7 +119,8 @@ class GroupViews:
                 changed = changed or array.metadata.shape != _described_shape(child)
                 token = None if written[child.path] else array.changes  # (None: read them again)
                 checks.append((child.path, array.metadata, array, token))
-        return any(list(ARRAYS_AT_ONCE.map(lambda check: self._check_values(*check), checks))) or changed
+        checked = list(ARRAYS_AT_ONCE.map(lambda check: self._check_values(*check), checks))  # (all, done)
+        return any(checked) or changed
 
     def showing(self, array: str) -> list[Ref]:
         """The group files that also show the bytes of the array at `array`."""
