@@ -159,6 +159,18 @@ def layer_violations(graph: dict[str, set[str]]) -> Iterator[str]:
                 yield f"layer: {module} imports {target} ({layer}/ must not import {other})"
 
 
+def face_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
+    """A subpackage inside a layer (zarrfs.store.objects) is entered through its face, its
+    `__init__`: a module outside it imports the subpackage, never one of its modules."""
+    faces = {name for name, path in modules.items()
+             if path.name == "__init__.py" and name.count(".") >= 2}
+    for module in sorted(graph):
+        for target in sorted(graph[module]):
+            face = next((f for f in faces if target.startswith(f + ".")), None)
+            if face is not None and module != face and not module.startswith(face + "."):
+                yield f"face: {module} imports {target} (enter {face} through its __init__)"
+
+
 def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator[str]:
     for path in sorted(modules.values()):
         if len(path.read_text().splitlines()) > max_lines:
@@ -181,6 +193,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     found = [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
     found += layer_violations(graph)
+    found += face_violations(graph, modules)
     found += format_branches(modules, root)
     found += long_files(modules, root, max_lines)
     return found

@@ -93,6 +93,19 @@ def test_layer_violations_name_the_import_and_the_rule(tmp_path: Path) -> None:
     ]
 
 
+def test_a_subpackage_is_entered_through_its_face(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "store/objects/__init__.py": "from .s3 import s3_read\n",
+                                  "store/objects/s3.py": "from .signing import sign\n",
+                                  "store/objects/signing.py": "def sign(): ...\n",
+                                  "store/core.py": "from .objects import s3_read\n",
+                                  "store/fetching.py": "from .objects.s3 import s3_read\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == ["face: zarrfs.store.fetching imports zarrfs.store.objects.s3 "
+                        "(enter zarrfs.store.objects through its __init__)"]
+
+
 def test_a_file_over_400_lines_is_reported(tmp_path: Path) -> None:
     package = _package(tmp_path, {**CLEAN, "tree/big.py": "x = 1\n" * 401,
                                   "tree/fits.py": "x = 1\n" * 400})

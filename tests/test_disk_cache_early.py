@@ -20,7 +20,8 @@ from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
-from zarrfs.store import Store, disk_cache_reads
+from zarrfs.store import Store
+from zarrfs.store.disk_cache import reads as disk_cache_reads
 
 SHAPE, CHUNK = (64, 256), (16, 64)  # 4 x 4 chunks: one listing checks them all
 GRID = (SHAPE[0] // CHUNK[0], SHAPE[1] // CHUNK[1])

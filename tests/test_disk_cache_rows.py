@@ -14,8 +14,9 @@ import pytest
 
 from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server, free_port, serving
-from zarrfs.store import Store, disk_cache_reads
-from zarrfs.store.disk_cache_open import open_disk_cache
+from zarrfs.store import Store
+from zarrfs.store.disk_cache import reads as disk_cache_reads
+from zarrfs.store.disk_cache.opening import open_disk_cache
 from zarrfs.store.observe import Operation
 
 ROWS, PER_ROW = 24, 12  # (enough a row for a listing: `many.stats`)

@@ -15,8 +15,8 @@ from icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from mounting import ZARRFS
 
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
-from zarrfs.store import icechunk as icechunk_store
-from zarrfs.store import icechunk_branches
+from zarrfs.store.icechunk import branches as icechunk_branches
+from zarrfs.store.icechunk import filesystem as icechunk_store
 from zarrfs.store.settings import SourceSettings
 
 PLAIN_DTYPE, PLAIN_SHAPE = "<i4", (30, 20)

@@ -20,7 +20,8 @@ import zarr
 from icechunk_repos import PLAIN, SHARDED, Repository, create
 
 from zarrfs.errors import EditRefused, ReadOnlyError
-from zarrfs.store import icechunk_branches, icechunk_versions
+from zarrfs.store.icechunk import branches as icechunk_branches
+from zarrfs.store.icechunk import versions as icechunk_versions
 from zarrfs.store.settings import SourceSettings
 from zarrfs.tree import versions as tree_versions
 

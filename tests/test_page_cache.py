@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from zarrfs.store import Store, page_cache
+from zarrfs.store import Store
+from zarrfs.store.local import page_cache
 
 SIZE = 4 << 20
 HALF = SIZE // 2  # (a page cache folio is at most 2 MiB, aligned: none holds bytes of both halves)

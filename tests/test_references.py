@@ -37,7 +37,7 @@ from references_fixtures import (
 )
 
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
-from zarrfs.store.references import is_reference_source
+from zarrfs.store.references.filesystem import is_reference_source
 
 
 def read_array(mount: Mount, name: str, dtype: np.dtype[Any]) -> np.ndarray:

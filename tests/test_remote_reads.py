@@ -1,4 +1,4 @@
-"""S3 reads through obstore (zarrfs.store.objstore) against a moto server: what they read and
+"""S3 reads through obstore (zarrfs.store.objects.obstore_gets) against a moto server: what they read and
 the generation they report, that neither botocore nor the presigned aiohttp path is asked,
 that a server that never answers costs a read the store's deadline and no more (a GET made
 in the caller's thread too), and that a
@@ -26,7 +26,8 @@ if str(REPO) not in sys.path:
 from tests.netproxy import proxied  # noqa: E402
 from tests.reliability.s3_server import S3Server, free_port, serving  # noqa: E402
 from zarrfs.errors import StoreError  # noqa: E402
-from zarrfs.store import ByteRange, RetryPolicy, Store, objstore, presigned  # noqa: E402
+from zarrfs.store import ByteRange, RetryPolicy, Store  # noqa: E402
+from zarrfs.store.objects import obstore_gets, presigned  # noqa: E402
 
 CONTENT = bytes(range(256)) * 40
 
@@ -64,7 +65,7 @@ def spied_store(server: S3Server, monkeypatch: pytest.MonkeyPatch, endpoint: str
 def test_reads_go_through_obstore_with_the_objects_etag(s3_server: S3Server,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     store, others = spied_store(s3_server, monkeypatch)
-    assert objstore.usable(store.fs)
+    assert obstore_gets.usable(store.fs)
     whole = store.read("k")
     assert whole is not None and whole.data == CONTENT
     # (a view of obstore's buffer, not a copy; whole bytes for readers of documents)
@@ -97,7 +98,7 @@ def test_a_server_that_never_answers_costs_the_deadline(s3_server: S3Server,
 
 
 def test_a_get_in_the_callers_thread_is_bounded_within_the_deadline(s3_server: S3Server) -> None:
-    """A single GET is made in the caller's own thread (objstore.get_now), where it cannot be
+    """A single GET is made in the caller's own thread (obstore_gets.get_now), where it cannot be
     cancelled: only when obstore's bound on it (one try of `read_timeout` seconds, connecting
     to the body's last byte) is within the caller's time. A server that never answers then
     costs that bound and a read the store's deadline, no more."""
@@ -110,11 +111,11 @@ def test_a_get_in_the_callers_thread_is_bounded_within_the_deadline(s3_server: S
         store = Store(fs, f"{s3_server.bucket}/p", retry=RetryPolicy(deadline_seconds=3.0))
         generation = store.generation("k")
         assert store.read("k") == (CONTENT, generation)  # (obstore's clients made)
-        assert objstore.get_now(fs, s3_server.bucket, "p/k", 0, 10, 1.0) == (CONTENT[:10], generation)
-        assert objstore.get_now(fs, s3_server.bucket, "p/k", 0, 10, 0.9) is None  # (not within 0.9 s)
+        assert obstore_gets.get_now(fs, s3_server.bucket, "p/k", 0, 10, 1.0) == (CONTENT[:10], generation)
+        assert obstore_gets.get_now(fs, s3_server.bucket, "p/k", 0, 10, 0.9) is None  # (not within 0.9 s)
         proxy.swallow()
         started = time.monotonic()
-        assert objstore.get_now(fs, s3_server.bucket, "p/k", None, None, 3.0) is None
+        assert obstore_gets.get_now(fs, s3_server.bucket, "p/k", None, None, 3.0) is None
         assert 1.0 <= time.monotonic() - started < 1.0 + 1.5
         started = time.monotonic()
         with pytest.raises(StoreError):

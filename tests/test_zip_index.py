@@ -14,9 +14,10 @@ import pytest
 
 from tests.zip_fixtures import ome_image, ozx
 from zarrfs.errors import StoreError
-from zarrfs.store import zip_index, zip_spans
-from zarrfs.store.zip_index import ZipIndex
-from zarrfs.store.zipped import ZippedFileSystem, ZipSource
+from zarrfs.store.zipfiles import index as zip_index
+from zarrfs.store.zipfiles import spans as zip_spans
+from zarrfs.store.zipfiles.filesystem import ZippedFileSystem, ZipSource
+from zarrfs.store.zipfiles.index import ZipIndex
 
 
 class CountedReads:

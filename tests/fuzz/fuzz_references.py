@@ -1,6 +1,6 @@
 """Fuzz target: reference sets (kerchunk JSON). The input is the bytes of a `refs.json`
 beside a data file in a directory of its own; it is opened as a mount opens a source
-(`Store.open`: the checks of zarrfs.store.references, fsspec's ReferenceFileSystem, the
+(`Store.open`: the checks of zarrfs.store.references.filesystem, fsspec's ReferenceFileSystem, the
 policy on targets), its keys listed, sized and read, and the node at its root discovered and
 opened (tests/fuzz/nodes.py)."""
 
@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 from zarrfs.store import Store
-from zarrfs.store.references import GuardedReferenceFileSystem
+from zarrfs.store.references.filesystem import GuardedReferenceFileSystem
 
 from .common import expect_typed
 from .nodes import visit

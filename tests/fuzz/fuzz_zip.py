@@ -1,6 +1,6 @@
 """Fuzz target: zip archives (zarr-python's ZipStore, an RFC-9 `.ozx`, a store in one folder
 of the zip). The input is the bytes of `archive.zip` in a directory of its own; it is opened
-as a mount opens a source (`Store.open`: zarrfs.store.zipped and zip_index, the central
+as a mount opens a source (`Store.open`: zarrfs.store.zipfiles.filesystem and zip_index, the central
 directory parsed, the Zarr root found), its keys listed, sized and read (local headers,
 inflating, CRC checks), and the node at its root discovered and opened (tests/fuzz/nodes.py)."""
 

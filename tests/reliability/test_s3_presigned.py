@@ -1,4 +1,4 @@
-"""S3 reads as presigned GETs (zarrfs.store.presigned) against a moto server: what they read,
+"""S3 reads as presigned GETs (zarrfs.store.objects.presigned) against a moto server: what they read,
 and that every answer they do not take, and every store they would not serve as botocore
 does, goes through botocore's GetObject (the operations a store calls are seen through
 botocore's events). A certificate only botocore trusts is served by a TLS front
@@ -25,7 +25,8 @@ from fsspec.asyn import sync
 from tests.http_server import answering
 from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server
-from zarrfs.store import ByteRange, RetryPolicy, Store, objstore, presigned
+from zarrfs.store import ByteRange, RetryPolicy, Store
+from zarrfs.store.objects import obstore_gets, presigned
 
 s3fs = pytest.importorskip("s3fs")
 aiohttp = pytest.importorskip("aiohttp")
@@ -36,7 +37,7 @@ CONTENT = b"0123456789" * 100
 @pytest.fixture(autouse=True)
 def without_obstore(monkeypatch: pytest.MonkeyPatch) -> None:
     """The presigned path is the one tested here (obstore, tried before it: test_remote_reads)."""
-    monkeypatch.setattr(objstore, "usable", lambda fs: False)
+    monkeypatch.setattr(obstore_gets, "usable", lambda fs: False)
 
 
 def counted(server: S3Server, **options: Any) -> tuple[Store, list[str]]:

@@ -29,8 +29,7 @@ from ..formats import discover
 from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import Store, one_line
-from ..store.disk_cache_open import open_disk_cache
-from ..store.disk_cache_reads import CachedReads
+from ..store.disk_cache import CachedReads, open_disk_cache
 from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout

@@ -27,16 +27,17 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError, missing_package
-from . import azure, deadline, fetching, gcs, local, many, prefixes, remote, writing
+from . import deadline, fetching, local, many, objects, prefixes, writing
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
-from .disk_cache_reads import CachedReads
-from .local import TEMP_PREFIX, Payload, Versioned, as_bytes
+from .disk_cache import CachedReads
+from .local import TEMP_PREFIX
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .settings import SourceSettings
 from .sources import endpoint, is_read_only, open_filesystem, start_writes
+from .values import Payload, Versioned, as_bytes
 from .writing import ANY, Expect
-from .zipped import ZipSource, open_zip
+from .zipfiles import ZipSource, open_zip
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -62,9 +63,9 @@ class Store:
         self.disk_cache = disk_cache  # (-o disk_cache: reads kept on local disk, `disk_cache_reads`)
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
-        self.is_s3 = remote.is_s3(fs)
-        self.is_gcs = gcs.is_gcs(fs)
-        self.is_azure = azure.is_azure(fs)
+        self.is_s3 = objects.is_s3(fs)
+        self.is_gcs = objects.is_gcs(fs)
+        self.is_azure = objects.is_azure(fs)
         # An HTTP server lists nothing reliably (a directory URL: 403, 404 or a page of links):
         # what many keys are is asked key by key there, never taken from a listing.
         protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
@@ -116,7 +117,7 @@ class Store:
         """Make the clients the reads use now (a mount, before it serves), not at the first
         read; a fault is left to that read, which reports it."""
         try:
-            remote.prepare(self.fs, self.retry.deadline_seconds, self.root)
+            objects.prepare(self.fs, self.retry.deadline_seconds, self.root)
         except Exception as e:  # (whatever the clients raise: the first read meets it again)
             log.debug("could not prepare the clients of %s: %s", self.root, one_line(e))
 
@@ -282,7 +283,7 @@ class Store:
             return None if status is None else (status.st_size, local.generation_of(status))
         self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
         info = self.call(key, lambda s: self.fs_call(s, "info", path), kind=STAT)
-        return None if info is None else (int(info["size"]), remote.info_generation(info))
+        return None if info is None else (int(info["size"]), objects.info_generation(info))
 
     def exists(self, key: str) -> bool:
         return self.size(key) is not None

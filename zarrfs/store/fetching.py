@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from . import azure, gcs, local, remote
+from . import local, objects
 from .byte_ranges import ByteRange
-from .local import Versioned
 from .observe import GET, GET_RANGE
+from .values import Versioned
 
 T = TypeVar("T")
 # Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
@@ -48,11 +48,11 @@ def read(store: Store, key: str, byte_range: ByteRange | None = None) -> Version
         # Plain system calls: fsspec's buffered file objects cost as much as decoding.
         return store.call(key, lambda s: local.read(path, start, length), kind=kind)
     if store.is_s3:
-        return store.call(key, lambda s: remote.s3_read(fs, s, path, start, length), kind=kind)
+        return store.call(key, lambda s: objects.s3_read(fs, s, path, start, length), kind=kind)
     if store.is_gcs:
-        return store.call(key, lambda s: gcs.gcs_read(fs, s, path, start, length), kind=kind)
+        return store.call(key, lambda s: objects.gcs_read(fs, s, path, start, length), kind=kind)
     if store.is_azure:
-        return store.call(key, lambda s: azure.azure_read(fs, s, path, start, length), kind=kind)
+        return store.call(key, lambda s: objects.azure_read(fs, s, path, start, length), kind=kind)
     if store.reads_generations:
         return store.call(key, lambda s: store.fs_call(s, "cat_versioned", path, start, length), kind=kind)
     data = store.get(key, byte_range)
@@ -63,7 +63,7 @@ def read_ranges(store: Store, key: str, ranges: Sequence[ByteRange]) -> list[Ver
     """`Store.read_ranges` from the store."""
     if store.is_s3 and len(ranges) > 1:
         path, pairs = store.path(key), [(r.start, r.length) for r in ranges]
-        return store.call(key, lambda s: remote.s3_read_ranges(store.fs, s, path, pairs),
+        return store.call(key, lambda s: objects.s3_read_ranges(store.fs, s, path, pairs),
                           kind=GET_RANGE, objects=len(pairs))
     # (each range through `Store.read`, but under the disk cache, which asked for them)
     one = store.read if store.disk_cache is None else functools.partial(read, store)
@@ -76,7 +76,7 @@ def read_ranges(store: Store, key: str, ranges: Sequence[ByteRange]) -> list[Ver
 
 def read_many(store: Store, keys: Sequence[str]) -> list[Versioned | None]:
     """`Store.read_many` from the store."""
-    batch = remote.s3_read_objects if store.is_s3 else azure.azure_read_objects if store.is_azure else None
+    batch = objects.s3_read_objects if store.is_s3 else objects.azure_read_objects if store.is_azure else None
     if batch is None or len(keys) <= 1:
         return [store.read(key) if store.disk_cache is None else read(store, key) for key in keys]
     paths = [store.path(key) for key in keys]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-from . import listing, remote
+from . import listing, objects
 from .observe import LIST
 
 T = TypeVar("T")
@@ -92,10 +92,10 @@ def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[
 
     found: dict[str, Described] = {}
     for entries in _HEADS.map(listed, prefixes):
-        found.update((store.key_of(path), (int(info["size"]), remote.info_generation(info)))
+        found.update((store.key_of(path), (int(info["size"]), objects.info_generation(info)))
                      for path, info in entries.items())
     return {key: found.get(key) for key in wanted}
 
 
 def _finder(store: Store, base: str, prefix: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
-    return lambda seconds: remote.find(store.fs, seconds, base, prefix)
+    return lambda seconds: objects.find(store.fs, seconds, base, prefix)

@@ -16,12 +16,12 @@ from typing import Any
 
 import fsspec
 
-from . import azure, gcs
+from . import objects
 from .settings import SourceSettings
 
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
-LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *azure.PROTOCOLS}
+LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *objects.AZURE_PROTOCOLS}
 # Azurite's development account, as `UseDevelopmentStorage=true` names it (published, the
 # same in every Azurite: not a secret).
 AZURITE_ACCOUNT = {
@@ -40,7 +40,7 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     protocol = fsspec.utils.get_protocol(url)
     options = dict(storage_options)
     if protocol == "icechunk":
-        from .icechunk_versions import open_filesystem as open_repository  # (its client: only when asked)
+        from .icechunk import open_filesystem as open_repository  # (its client: only when asked)
 
         return open_repository(url, options, settings)
     from .references import is_reference_source
@@ -50,9 +50,9 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
         return open_references(url, options, settings)
     if protocol in LISTING_CACHES:
         options.setdefault("use_listings_cache", False)
-    if protocol in gcs.PROTOCOLS:
+    if protocol in objects.GCS_PROTOCOLS:
         options = _gcs_options(options)
-    if protocol in azure.PROTOCOLS:
+    if protocol in objects.AZURE_PROTOCOLS:
         options = _azure_options(options)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, root
@@ -64,11 +64,11 @@ def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
     protocol = fsspec.utils.get_protocol(url)
     if protocol in ("http", "https"):
         return url
-    if protocol not in ("s3", "s3a", *gcs.PROTOCOLS, *azure.PROTOCOLS):
+    if protocol not in ("s3", "s3a", *objects.GCS_PROTOCOLS, *objects.AZURE_PROTOCOLS):
         return None
     client = storage_options.get("client_kwargs") or {}
     found = storage_options.get("endpoint_url") or client.get("endpoint_url")
-    if found is None and protocol in gcs.PROTOCOLS:
+    if found is None and protocol in objects.GCS_PROTOCOLS:
         emulator = os.environ.get("STORAGE_EMULATOR_HOST")
         found = emulator if emulator is None or "://" in emulator else f"http://{emulator}"
     return str(found) if found else None

@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, TypeVar
 
-from . import azure, fetching, gcs, local, remote
-from .local import Payload
+from . import fetching, local, objects
 from .observe import SYNC
+from .values import Payload, pieces
 
 T = TypeVar("T")
 Operation = Callable[[float | None], Any]
@@ -48,8 +48,8 @@ def put(store: Store, key: str, data: Payload, sync_directory: bool, expect: Exp
     wanted: str | None = expect
     if store.is_local:
         return lambda s: local.replace_if(path, data, sync_directory, wanted)
-    for conditional, put_if in ((store.is_s3, remote.s3_put), (store.is_gcs, gcs.gcs_put),
-                                (store.is_azure, azure.azure_put)):
+    for conditional, put_if in ((store.is_s3, objects.s3_put), (store.is_gcs, objects.gcs_put),
+                                (store.is_azure, objects.azure_put)):
         if conditional:
             return functools.partial(put_if, store.fs, path=path, data=_joined(data), expect=wanted)
     return functools.partial(_pipe, store, path, _joined(data))  # (not conditional: HTTP, references)
@@ -64,8 +64,8 @@ def delete(store: Store, key: str, expect: Expect) -> Operation:
         wanted: str | None = expect
         if store.is_local:
             return lambda s: local.delete_if(path, wanted)
-        for conditional, delete_if in ((store.is_s3, remote.s3_delete), (store.is_gcs, gcs.gcs_delete),
-                                       (store.is_azure, azure.azure_delete)):
+        for conditional, delete_if in ((store.is_s3, objects.s3_delete), (store.is_gcs, objects.gcs_delete),
+                                       (store.is_azure, objects.azure_delete)):
             if conditional:
                 return functools.partial(delete_if, store.fs, path=path, expect=wanted)
     return lambda s: _remove(store, s, path)
@@ -98,4 +98,4 @@ def _remove(store: Store, seconds: float | None, path: str) -> bool:
 
 
 def _joined(data: Payload) -> bytes:
-    return b"".join(local.pieces(data))
+    return b"".join(pieces(data))

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 import icechunk
 from zarr.core.buffer import cpu, default_buffer_prototype
 
-from ..errors import ConflictError
-from .icechunk_branches import BranchState, Changed, chunk_key_encoder, join, key_of
+from ...errors import ConflictError
+from .branches import BranchState, Changed, chunk_key_encoder, join, key_of
 
 log = logging.getLogger("zarrfs.store")
 COMMIT_ATTEMPTS = 20  # commits lost to other writers' in a row before a sync fails

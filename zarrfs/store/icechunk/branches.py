@@ -1,6 +1,6 @@
 """An Icechunk repository at one snapshot, and the following of a branch: its head looked
 up again at most once a second, and the keys a commit changed found from the snapshots' diff
-(zarrfs.store.icechunk serves the keys)."""
+(zarrfs.store.icechunk.filesystem serves the keys)."""
 
 from __future__ import annotations
 

@@ -27,9 +27,9 @@ from typing import Any, ClassVar, Protocol
 from fsspec import AbstractFileSystem
 from fsspec.utils import get_protocol
 
-from ..errors import StoreError
-from .byte_ranges import ByteRange, SuffixRange
-from .zip_index import ZipIndex
+from ...errors import StoreError
+from ..byte_ranges import ByteRange, SuffixRange
+from .index import ZipIndex
 
 SUFFIXES = (".zip", ".ozx")
 ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")

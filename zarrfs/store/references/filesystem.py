@@ -32,8 +32,8 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 from fsspec.utils import get_protocol
 
-from .reference_targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
-from .settings import SourceSettings
+from ..settings import SourceSettings
+from .targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
 
 T = TypeVar("T")
 JSON_SUFFIXES = (".json", ".json.gz")

@@ -32,9 +32,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
-from ..errors import ZarrfsError
-from . import disk_cache_entries as entries
-from .local import Buffer
+from ...errors import ZarrfsError
+from ..values import Buffer
+from . import entries
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .disk_cache import DiskCache
-from .disk_cache_reads import CachedReads
-from .sources import endpoint
+from ..sources import endpoint
+from .cache import DiskCache
+from .reads import CachedReads
 
 RESUMED_AT_MOST = 2  # earlier snapshots an Icechunk mount tries to diff from, at mount
 

@@ -1,5 +1,5 @@
 """Remote stores through fsspec: S3 reads that return the object's ETag with its bytes (as
-presigned GETs where they can: zarrfs.store.presigned), and
+presigned GETs where they can: zarrfs.store.objects.presigned), and
 S3's conditional writes (If-Match / If-None-Match), which make a write-back a
 compare-and-swap. Other filesystems have neither: their generation comes from `info`.
 
@@ -17,10 +17,10 @@ from typing import Any
 
 import fsspec
 
-from ..errors import ConflictError
-from . import objstore, presigned
-from .deadline import call, on_loop
-from .local import Buffer, Versioned
+from ...errors import ConflictError
+from ..deadline import call, on_loop
+from ..values import Buffer, Versioned
+from . import obstore_gets, presigned
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 
@@ -42,14 +42,14 @@ def find(fs: Any, seconds: float | None, path: str, prefix: str = "") -> dict[st
     """Every object below `path` whose name there starts with `prefix`, as fsspec's
     `find(path, prefix=prefix, detail=True)` describes it, as stored now (no cached listing),
     within `seconds`: on S3 through obstore where it can (a listing of 512 objects from moto:
-    80 -> 54 ms, see `objstore.listed`; it lists by path, not by a name's prefix)."""
+    80 -> 54 ms, see `obstore_gets.listed`; it lists by path, not by a name's prefix)."""
     if prefix:
         fs.invalidate_cache(path)
         return dict(call(fs, seconds, "find", path, prefix=prefix, detail=True))
     started = time.monotonic()
-    if is_s3(fs) and objstore.usable(fs):
+    if is_s3(fs) and obstore_gets.usable(fs):
         bucket, key, _ = fs.split_path(path)
-        found = on_loop(fs, seconds, objstore.listed, fs, bucket, key)
+        found = on_loop(fs, seconds, obstore_gets.listed, fs, bucket, key)
         if found is not None:
             return dict(found)
     fs.invalidate_cache(path)
@@ -58,8 +58,8 @@ def find(fs: Any, seconds: float | None, path: str, prefix: str = "") -> dict[st
 
 def prepare(fs: Any, seconds: float | None, path: str) -> None:
     """Make the clients the reads of the store at `path` use, before its first read."""
-    if is_s3(fs) and objstore.usable(fs):
-        on_loop(fs, seconds, objstore.prepare, fs, fs.split_path(path)[0])
+    if is_s3(fs) and obstore_gets.usable(fs):
+        on_loop(fs, seconds, obstore_gets.prepare, fs, fs.split_path(path)[0])
 
 
 def _left(seconds: float | None, started: float) -> float | None:
@@ -70,11 +70,11 @@ def _left(seconds: float | None, started: float) -> float | None:
 def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
             length: int | None = None) -> Versioned:
     """One GET: the bytes and the ETag of the version they came from, within `seconds`: in
-    this thread where obstore can (`objstore.get_now`), else on fsspec's loop."""
+    this thread where obstore can (`obstore_gets.get_now`), else on fsspec's loop."""
     if length is None or length > 0:
         started = time.monotonic()
         bucket, key, _ = fs.split_path(path)
-        found = objstore.get_now(fs, bucket, key, start, length, seconds)
+        found = obstore_gets.get_now(fs, bucket, key, start, length, seconds)
         if found is not None:
             return Versioned(*found)
         seconds = _left(seconds, started)
@@ -135,8 +135,8 @@ async def _get(fs: Any, bucket: str, key: str, start: int | None,
         if length <= 0:
             return None
         extra["Range"] = f"bytes={start}-{start + length - 1}"
-    if objstore.usable(fs):
-        fast = await objstore.get(fs, bucket, key, start, length)
+    if obstore_gets.usable(fs):
+        fast = await obstore_gets.get(fs, bucket, key, start, length)
         if fast is not None:
             return fast
     if presigned.usable(fs):

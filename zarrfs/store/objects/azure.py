@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import fsspec
 
-from ..errors import ConflictError
-from .deadline import on_loop, one_line
-from .local import Versioned
+from ...errors import ConflictError
+from ..deadline import on_loop, one_line
+from ..values import Versioned
 
 T = TypeVar("T")
 PROTOCOLS = {"az", "abfs", "abfss"}

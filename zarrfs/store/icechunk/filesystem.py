@@ -16,7 +16,7 @@ between show the snapshot last looked up, whole: never half of a commit.
 Paths are the repository's keys below `/` (`/temperature/c/0/1`); the root path is "".
 Mounted at a branch with `-o rw` (`start_writes`), the filesystem writes through a writable
 session and commits where other stores would make writes durable (`commits_on_sync`: the
-Store's syncs are commits; zarrfs.store.icechunk_writes).
+Store's syncs are commits; zarrfs.store.icechunk.writes).
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ from fsspec.asyn import AsyncFileSystem, sync
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
-from ..errors import ConflictError
-from .icechunk_branches import (
+from ...errors import ConflictError
+from ..settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
+from ..values import Versioned
+from .branches import (
     HEAD_LOOKUP_SECONDS,
     PROTOCOL,
     BranchState,
@@ -45,9 +47,7 @@ from .icechunk_branches import (
     key_of,
     path_of,
 )
-from .icechunk_writes import BranchWriter
-from .local import Versioned
-from .settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
+from .writes import BranchWriter
 
 DEFAULT_BRANCH = "main"
 RESUME_SECONDS = 5.0  # the longest a mount waits for the diff that lets it use older entries

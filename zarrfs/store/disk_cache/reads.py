@@ -28,14 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
-from ..errors import StoreError, ZarrfsError
-from .byte_ranges import ByteRange
-from .deadline import one_line
-from .disk_cache import DiskCache, entry_name
-from .listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
-from .local import Buffer, Versioned
-from .outage import Outage
-from .settings import CHECK_SECONDS
+from ...errors import StoreError, ZarrfsError
+from ..byte_ranges import ByteRange
+from ..deadline import one_line
+from ..listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
+from ..outage import Outage
+from ..settings import CHECK_SECONDS
+from ..values import Buffer, Versioned
+from .cache import DiskCache, entry_name
 
 FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]

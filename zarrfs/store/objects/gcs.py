@@ -16,8 +16,8 @@ from urllib.parse import quote
 
 import fsspec
 
-from ..errors import ConflictError
-from .local import Versioned
+from ...errors import ConflictError
+from ..values import Versioned
 
 PROTOCOLS = {"gs", "gcs"}
 

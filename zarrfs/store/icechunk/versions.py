@@ -25,13 +25,13 @@ import fsspec
 import icechunk
 from fsspec.asyn import AsyncFileSystem, sync
 
-from ..errors import EditRefused, ReadOnlyError
-from .icechunk import DEFAULT_BRANCH, IcechunkFileSystem
-from .icechunk import open_filesystem as open_version
-from .icechunk_branches import PROTOCOL, directory_entry, first_line, key_of, resolve, unless_missing
-from .local import Versioned
-from .settings import SourceSettings
-from .versions import BRANCHES, KINDS, MADE_BY_MKDIR, SNAPSHOTS, TAGS, VERSIONS
+from ...errors import EditRefused, ReadOnlyError
+from ..settings import SourceSettings
+from ..values import Versioned
+from ..versions import BRANCHES, KINDS, MADE_BY_MKDIR, SNAPSHOTS, TAGS, VERSIONS
+from .branches import PROTOCOL, directory_entry, first_line, key_of, resolve, unless_missing
+from .filesystem import DEFAULT_BRANCH, IcechunkFileSystem
+from .filesystem import open_filesystem as open_version
 
 VERSIONS_KEPT = 16  # versions whose sessions stay open (the least recently used is closed)
 _EXISTS = ("already exists", "update conflict")

@@ -27,8 +27,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import StoreError
-from .zip_spans import Spans
+from ...errors import StoreError
+from .spans import Spans
 
 # Bytes [start, start + length) of the archive (fewer past its end).
 RangeReader = Callable[[int, int], bytes]

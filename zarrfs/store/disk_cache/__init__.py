@@ -1,0 +1,9 @@
+"""The disk cache (`-o disk_cache=DIR`): its entries' files (`entries`), the cache shared by
+every daemon that names DIR (`cache`), a mount's reads through it under close-to-open
+(`reads`), and its opening (`opening`)."""
+
+from .cache import DiskCache
+from .opening import open_disk_cache
+from .reads import CachedReads
+
+__all__ = ["CachedReads", "DiskCache", "open_disk_cache"]

@@ -1,0 +1,35 @@
+"""What the store layer reads and writes: a payload, a read's buffer, and bytes with the
+generation they were read at (a leaf module every backend shares)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+# What a put writes: bytes, or pieces written one after the other (a shard is written from its
+# encoded inner chunks as they are, not joined into a copy first).
+Payload = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
+
+
+def pieces(data: Payload) -> Sequence[bytes | bytearray | memoryview]:
+    """A payload as the pieces written one after the other."""
+    return [data] if isinstance(data, bytes | bytearray | memoryview) else data
+
+
+# What a read gives: bytes, or a read-only view of a buffer another library filled (obstore's
+# GETs: copying a 6 MB shard into bytes cost the S3 read a tenth of its CPU, on the event loop's
+# thread). A view keeps its whole buffer alive: take `bytes(...)` of a piece kept for long.
+Buffer = bytes | memoryview
+
+
+def as_bytes(data: Buffer) -> bytes:
+    """What a read gave, as bytes of its own (copied only when a view)."""
+    return data if isinstance(data, bytes) else bytes(data)
+
+
+class Versioned(NamedTuple):
+    """Bytes read from the store and the generation of the object they came from (None when
+    the store cannot tell)."""
+
+    data: Buffer
+    generation: str | None
