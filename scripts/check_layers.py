@@ -39,7 +39,10 @@ NEVER: dict[str, set[str]] = {
     "store": {"array", "views", "tree", "fuse", "codecs", "formats", "cli", "daemon"},
     "formats": {"array", "views", "tree", "fuse", "store", "cli", "daemon"},
     "tree": {"fuse", "cli", "daemon"},
+    "options": {"array", "tree", "fuse", "cli", "daemon"},
 }
+# A layer -> the layers it enters only through their face (the package's `__init__`).
+THROUGH_FACES: dict[str, set[str]] = {"cli": {"formats", "codecs", "store"}}
 # A layer -> {another layer: the only modules of it the first may import}. The array layer
 # takes an array's description from formats, never its documents (opening, writing, editing
 # metadata is done above it: zarrfs.array_metadata).
@@ -157,6 +160,8 @@ def layer_violations(graph: dict[str, set[str]]) -> Iterator[str]:
                 yield f"layer: {module} imports {target} ({layer}/ may import only {allowed})"
             elif other in NEVER.get(layer, set()):
                 yield f"layer: {module} imports {target} ({layer}/ must not import {other})"
+            elif other in THROUGH_FACES.get(layer, set()) and target != f"zarrfs.{other}":
+                yield f"face: {module} imports {target} ({layer}/ enters {other}/ through zarrfs.{other})"
 
 
 def face_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:

@@ -106,6 +106,22 @@ def test_a_subpackage_is_entered_through_its_face(tmp_path: Path) -> None:
                         "(enter zarrfs.store.objects through its __init__)"]
 
 
+def test_commands_enter_other_layers_through_their_faces(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "formats/__init__.py": "from .nodes import discover\n",
+                                  "formats/nodes.py": "def discover(): ...\n",
+                                  "cli/info.py": "from ..formats import discover\n",
+                                  "cli/check.py": "from ..formats.nodes import discover\n",
+                                  "options.py": "from .daemon import mountpoint\n",
+                                  "daemon/mountpoint.py": ""})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "face: zarrfs.cli.check imports zarrfs.formats.nodes (cli/ enters formats/ through zarrfs.formats)",
+        "layer: zarrfs.options imports zarrfs.daemon.mountpoint (options/ must not import daemon)",
+    ]
+
+
 def test_a_file_over_400_lines_is_reported(tmp_path: Path) -> None:
     package = _package(tmp_path, {**CLEAN, "tree/big.py": "x = 1\n" * 401,
                                   "tree/fits.py": "x = 1\n" * 400})

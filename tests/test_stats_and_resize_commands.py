@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import warnings
 from pathlib import Path
@@ -93,11 +94,18 @@ def test_offline_resize_refuses_an_array_a_mount_serves(tmp_path: Path, mount_ar
     group = zarr.open_group(str(root), mode="w")
     group.create_array("x", shape=(4, 4), chunks=(2, 2), dtype="<i2", fill_value=0)[...] = 3
     mount = mount_array(root)
-    for source in (root / "x", root):  # below the mounted group, and the mounted node itself
+    elsewhere = tmp_path / "link"
+    elsewhere.symlink_to(root)
+    spellings = (root / "x", root, f"file://{root}/x", elsewhere / "x", os.path.relpath(root / "x"))
+    for source in spellings:  # below the mounted group, the mounted node itself, other spellings
         result = zarrfs("resize", str(source), "--shape", "2,2")
         assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
         assert f"mounted at {mount.path}" in result.stderr and "unmount it first" in result.stderr
     assert zarr.open_array(str(root / "x")).shape == (4, 4)  # untouched
+    forced = zarrfs("resize", str(root / "x"), "--shape", "4,6", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert zarr.open_array(str(root / "x")).shape == (4, 6)
+    zarrfs("resize", str(root / "x"), "--shape", "4,4", "--force")
     assert (mount.path / "x" / "data").stat().st_size == 4 * 4 * 2
     other = tmp_path / "g.zarr2"  # a sibling whose name begins like the mounted one
     zarr.create_array(str(other), shape=(4,), chunks=(2,), dtype="<i2")

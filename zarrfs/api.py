@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .daemon.mountpoint import STATS_XATTR, answering, mount_device, unescape
+from .daemon.mountpoint import answering, mount_device, unescape
 from .errors import MountError
 
 MOUNT_SECONDS = 60.0
@@ -251,6 +251,8 @@ def _is_mounted(path: Path) -> bool:
 
 def read_stats(mountpoint: str | Path) -> dict[str, Any]:
     """The counters and cache figures of the zarrfs mounted at `mountpoint`."""
+    from .options import STATS_XATTR  # (options imports the store's fsspec: not for `import zarrfs`)
+
     try:
         text = answering(mountpoint, lambda: os.getxattr(mountpoint, STATS_XATTR))
         counters: dict[str, Any] = json.loads(text)

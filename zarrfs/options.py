@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .daemon.mountpoint import STATS_XATTR as STATS_XATTR  # (for the fuse layer, which reads options)
 from .errors import ZarrfsError
 from .formats.creation import check_codec
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
@@ -20,6 +19,8 @@ from .views.header_registry import VIEW_KINDS
 class OptionError(ZarrfsError, ValueError):
     """A mount option is unknown or has a bad value."""
 
+
+STATS_XATTR = "user.zarrfs.stats"  # the root's attribute `zarrfs stats` reads (fuse and daemon)
 
 # Accepted and dropped: mount(8) and systemd pass these; they mean nothing to the daemon.
 _IGNORED = {"defaults", "auto", "noauto", "nofail", "_netdev", "user", "users", "nouser", "owner",

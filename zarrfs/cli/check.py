@@ -20,8 +20,7 @@ from typing import Any
 from ..array.sharded_io import partial_read_sharding
 from ..codecs import ChunkSpec, Pipeline, ShardingCodec
 from ..errors import StoreError, ZarrfsError
-from ..formats import ArrayDescription, NodeMetadata, children_of, discover
-from ..formats.nodes import join_path
+from ..formats import ArrayDescription, NodeMetadata, children_of, discover, join_path
 from ..store import TEMP_PREFIX, Store, one_line, temporary_owner_alive
 
 # Metadata files any array directory may hold, besides those its node lists.

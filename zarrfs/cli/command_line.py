@@ -110,6 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     resize = commands.add_parser("resize", help="change the shape of an array (not mounted)")
     resize.add_argument("source")
     resize.add_argument("--shape", required=True, type=_int_list)
+    resize.add_argument("--force", action="store_true",
+                        help="resize even while a zarrfs mount serves it (its daemon is not told)")
     resize.add_argument("-o", dest="options", action="append", default=[],
                         help="store options, as for mount (endpoint_url=, anon, profile=)")
     resize.set_defaults(run=_run_resize)
@@ -185,7 +187,8 @@ def _run_import(args: argparse.Namespace) -> int:
 
 
 def _run_resize(args: argparse.Namespace) -> int:
-    groups = commands.resize(args.source, MountOptions.parse(args.options), tuple(args.shape))
+    groups = commands.resize(args.source, MountOptions.parse(args.options), tuple(args.shape),
+                             force=args.force)
     also = f" (and the consolidated metadata of {', '.join(groups)})" if groups else ""
     print(f"resized {args.source} to {commands.dims(args.shape)}{also}")
     return 0

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..api import read_stats
 from ..array_metadata import NEW_FORMAT, create_array, open_array
 from ..errors import ZarrfsError
-from ..formats import CORE_TYPES, ArrayDescription
-from ..formats.creation import auto_chunks, described_v3_array
+from ..formats import CORE_TYPES, ArrayDescription, auto_chunks, described_v3_array
 from ..options import MountOptions
 from ..store import Store
 from .info import describe, describe_tree, dims
@@ -107,12 +106,12 @@ def import_raw(raw: str, dest: str, options: MountOptions, new: NewArray, *, ord
     return metadata, stored
 
 
-def resize(source: str, options: MountOptions, shape: tuple[int, ...]) -> list[str]:
-    """Resize the array at `source` (not mounted); the groups whose consolidated metadata
-    were updated too."""
+def resize(source: str, options: MountOptions, shape: tuple[int, ...], *, force: bool = False) -> list[str]:
+    """Resize the array at `source` (not mounted, unless `force`); the groups whose
+    consolidated metadata were updated too."""
     from .resize import resize_offline
 
-    return resize_offline(source, options.storage_options, shape)
+    return resize_offline(source, options.storage_options, shape, force=force)
 
 
 def stats(mountpoint: str) -> dict[str, Any]:

@@ -8,8 +8,15 @@ from collections.abc import Sequence
 from ..array import ZarrArray
 from ..codecs import ChunkSpec, Pipeline, ShardingCodec
 from ..errors import ZarrfsError
-from ..formats import CodecSpec, NodeMetadata, children_of, discover, element_name, fill_value_to_json
-from ..formats.variable import describe_variable
+from ..formats import (
+    CodecSpec,
+    NodeMetadata,
+    children_of,
+    describe_variable,
+    discover,
+    element_name,
+    fill_value_to_json,
+)
 from ..store import Store
 
 

@@ -10,22 +10,23 @@ from typing import Any
 from ..array_metadata import open_array, resized_in_listing
 from ..daemon.mountpoint import unescape
 from ..errors import ResizeError
-from ..formats import discover
-from ..formats.registry import consolidated_file
+from ..formats import consolidated_file, discover
 from ..store import Store
 
 # How far up to look for groups with consolidated metadata.
 MAX_LEVELS = 16
+LOCAL_SCHEMES = ("file://", "local://")
 
 
-def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ...]) -> list[str]:
+def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ...], *,
+                   force: bool = False) -> list[str]:
     """Resize the array at `source`; the groups whose consolidated metadata were updated.
-    ResizeError when a zarrfs mount serves it: that daemon's cached chunks and metadata would
-    go stale, and its write-back could store chunks past the new edge."""
-    for mounted, mountpoint in zarrfs_mounts():
+    ResizeError when a zarrfs mount serves it (unless `force`): that daemon's cached chunks and
+    metadata would go stale, and its write-back could store chunks past the new edge."""
+    for mounted, mountpoint in [] if force else zarrfs_mounts():
         if _serves(mounted, source):
-            raise ResizeError(f"{source} is mounted at {mountpoint}: unmount it first, or resize "
-                              f"its first dimension there with truncate on data")
+            raise ResizeError(f"{source} is mounted at {mountpoint}: unmount it first, resize "
+                              f"its first dimension there with truncate on data, or give --force")
     array = open_array(Store.open(source, storage))
     try:
         array.resize(shape)
@@ -67,12 +68,20 @@ def zarrfs_mounts(table: str = "/proc/mounts") -> Iterator[tuple[str, str]]:
 
 
 def _serves(mounted: str, source: str) -> bool:
-    """Whether a mount of `mounted` shows `source`: the same node or a group above it."""
+    """Whether a mount of `mounted` shows `source`: the same node or a group above it (a local
+    path however it is spelt: relative, through a symlink, or as a file:// URL)."""
+    mounted, source = _canonical(mounted), _canonical(source)
+    return source == mounted or source.startswith(mounted + "/")
+
+
+def _canonical(source: str) -> str:
+    for scheme in LOCAL_SCHEMES:
+        if source.startswith(scheme):
+            source = source[len(scheme):]
+            break
     if "://" not in source and "::" not in source:
         source = os.path.realpath(source)
-        mounted = os.path.realpath(mounted) if "://" not in mounted else mounted
-    mounted, source = mounted.rstrip("/"), source.rstrip("/")
-    return source == mounted or source.startswith(mounted + "/")
+    return source.rstrip("/")
 
 
 def _split(path: str) -> tuple[str, str]:

@@ -62,12 +62,35 @@ def public_source(source: str) -> str:
     return "::".join(re.sub(r"//[^/@\s]*@", "//", part) for part in parts)
 
 
+class ConsistentRegistry(CollectorRegistry):
+    """A registry whose scrape sees each store operation whole: the histogram and the counters
+    one operation moves are updated under `updating`, and a scrape collects under it too (else
+    a scrape between two families counts the timeouts that finished meanwhile in one and not
+    the other: 16 against 7 seen under load). Collectors that take locks of their own (the
+    cache's figures) are collected outside it, so a scrape never waits on them holding it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.updating = threading.Lock()
+        self._outside: list[_StatsCollector] = []
+
+    def register_outside(self, collector: _StatsCollector) -> None:
+        self._outside.append(collector)
+
+    def collect(self) -> Iterator[Metric]:
+        with self.updating:
+            collected = list(super().collect())
+        for collector in self._outside:
+            collected += collector.collect()
+        yield from collected
+
+
 class Metrics:
     """The registry, histograms and HTTP server of one mount."""
 
     def __init__(self, source: str) -> None:
         self.mount = public_source(source)
-        self.registry = CollectorRegistry()
+        self.registry = ConsistentRegistry()
         self.in_flight = 0  # FUSE requests being answered (changed on the event loop only)
         fuse = Histogram("zarrfs_fuse_request_seconds", "Latency of FUSE requests, by operation",
                          ["mount", "operation"], registry=self.registry, buckets=LATENCY_BUCKETS)
@@ -109,7 +132,7 @@ class Metrics:
 
     def watch(self, shared: Shared) -> None:
         """Report the counters and cache figures of `shared` (the mount's) at each scrape."""
-        self.registry.register(_StatsCollector(self.mount, shared.stats, lambda: self.in_flight))
+        self.registry.register_outside(_StatsCollector(self.mount, shared.stats, lambda: self.in_flight))
 
     def close(self) -> None:
         if self._server is not None:
@@ -136,14 +159,15 @@ class Metrics:
         self._store_in_flight.inc()
 
     def finished(self, operation: Operation) -> None:
-        self._store_in_flight.dec()
         kind, outcome = operation.kind, operation.outcome
         child = self._store.get((kind, outcome))
         if child is None:  # (two threads may both make it: labels() returns the same child)
             child = self._store[kind, outcome] = self._store_family.labels(self.mount, kind, outcome)
-        child.observe(operation.seconds)
-        if outcome == TIMEOUT:
-            self._timeouts[kind].inc()
+        with self.registry.updating:
+            self._store_in_flight.dec()
+            child.observe(operation.seconds)
+            if outcome == TIMEOUT:
+                self._timeouts[kind].inc()
 
     def retried(self, kind: str) -> None:
         self._retries[kind].inc()

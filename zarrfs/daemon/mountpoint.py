@@ -19,7 +19,6 @@ from ..errors import MountError, MountNotAnswering
 log = logging.getLogger("zarrfs")
 
 # The extended attribute of a mount's root holding its counters (`zarrfs stats`).
-STATS_XATTR = "user.zarrfs.stats"
 STAT_SECONDS = 10.0  # how long a probe of a mountpoint may take before it is called stuck
 T = TypeVar("T")
 

@@ -22,6 +22,7 @@ from ..formats import GroupChildren, NodeMetadata, consolidated_children, discov
 from ..formats.nodes import join_path
 from ..formats.registry import format_of
 from ..store import Store
+from .metadata_generations import MetadataGenerations
 
 log = logging.getLogger(__name__)
 RECHECK_INTERVAL = 1.0
@@ -31,10 +32,12 @@ class Groups(Protocol):
     """What a recheck needs of the tree (implemented by `Tree`)."""
 
     store: Store
+    generations: MetadataGenerations
 
     def node(self, path: str) -> NodeMetadata | None: ...
     def children_of(self, path: str) -> GroupChildren: ...
     def replace_group(self, node: NodeMetadata) -> None: ...
+    def replace_node(self, node: NodeMetadata) -> None: ...
     def child_gone(self, parent: str, name: str) -> None: ...
 
 
@@ -64,6 +67,25 @@ class GroupRecheck:
         if owner is not None:
             return self._recheck_consolidated(owner, path)
         return self._recheck_listing(self.groups.children_of(path))
+
+    def recheck_document(self, path: str, name: str) -> bool:
+        """Whether another writer changed the group at `path` since its metadata file `name`
+        was read (close-to-open, one request; its attributes then read again). A group known
+        from consolidated metadata follows that document (one request too), as its children do."""
+        node = self.groups.node(path)
+        if node is None or node.kind != "group":
+            return False
+        if node.consolidated is not None:
+            return self.recheck(path)
+        if not self.groups.generations.document_changed(join_path(path, name), node.raw.get(name)):
+            return False
+        fresh = discover(self.groups.store.without_retries().get, path, (node.zarr_format,),
+                         consolidated_first=False)
+        if fresh is None or fresh.kind != "group":
+            return False  # (deleted, or now an array: its parent's recheck tells)
+        log.info("group %s: its metadata changed", path or "/")
+        self.groups.replace_node(fresh)
+        return True
 
     def _consolidated_owner(self, node: NodeMetadata) -> NodeMetadata | None:
         """The group whose stored document holds the consolidated metadata `node`'s children
@@ -103,11 +125,13 @@ class GroupRecheck:
         return changed
 
     def _apply(self, path: str, names: set[str], fresh: NodeMetadata) -> bool:
+        """The group at `path` as read again; whether its children or its own metadata changed."""
         before = set(self.groups.children_of(path).known())
+        shown = self.groups.node(path)
         self.groups.replace_group(fresh)
         for name in before - names:
             self.groups.child_gone(path, name)
-        return before != names
+        return before != names or shown is None or shown.raw != fresh.raw
 
     def _recheck_listing(self, children: GroupChildren) -> bool:
         path = children.node.path

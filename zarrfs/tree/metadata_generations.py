@@ -26,6 +26,7 @@ class MetadataGenerations:
         self._lock = threading.Lock()
         self._read_at: dict[str, str] = {}  # a document's key -> the generation it was read at
         self._baselines: dict[str, Generation] = {}  # an opened array's path -> its baseline
+        self._documents: dict[str, Generation] = {}  # a group document's key -> what is shown
 
     def get(self, key: str) -> bytes | None:
         """A document's bytes (None: not stored), as `Store.get` reads them, noting the
@@ -63,6 +64,25 @@ class MetadataGenerations:
             self._baselines[path] = generation
         return True
 
+    def document_changed(self, key: str, shown: bytes | None) -> bool:
+        """Whether a group's document changed since the bytes shown of it were read: one
+        request, never retried. Its generation against the one those bytes were read at; where
+        that is not known (the root, read at mount; a store without generations), the stored
+        bytes against `shown`."""
+        with self._lock:
+            baseline = self._documents.get(key, self._read_at.get(key))
+        store = self._store.without_retries()
+        if baseline is not None:
+            generation = store.generation(key)
+            changed = generation != baseline
+        else:
+            found = store.read(key)
+            generation = None if found is None else found.generation
+            changed = (None if found is None else bytes(found.data)) != shown
+        with self._lock:
+            self._documents[key] = generation
+        return changed
+
     def written(self, path: str, document: str) -> None:
         """This mount wrote the array's metadata `document` (a resize): what it shows is what
         is stored now."""
@@ -76,5 +96,6 @@ class MetadataGenerations:
         with self._lock:
             for path in gone:
                 self._baselines.pop(path, None)
-            for key in [k for k in self._read_at if k.rpartition("/")[0] in gone]:
-                del self._read_at[key]
+            for known in (self._read_at, self._documents):
+                for key in [k for k in known if k.rpartition("/")[0] in gone]:
+                    del known[key]

@@ -249,8 +249,10 @@ class Tree:
             changed = self.group_views.recheck(ref.path, ref.parts[0])
             self._stale.inodes += [self.inode(ref)] if changed else []
             return changed
+        if ref.role == METADATA and self._node(ref.path).kind == "group":
+            return self.groups.recheck_document(ref.path, ref.parts[0])
         if ref.role == METADATA:  # (an array's: its shape, as opening its other files takes it)
-            opened = self.open_array(ref.path).directory if self._node(ref.path).kind == "array" else None
+            opened = self.open_array(ref.path).directory
             return opened is not None and self.reshapes.recheck(ref.path, opened)
         if ref.role not in (DATA, HEADER, CHUNK):
             return False
