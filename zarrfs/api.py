@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from .daemon.mountpoint import answering, mount_device, unescape
+from .daemon.parent import PARENT_VARIABLE, WORKDIR_VARIABLE
 from .errors import MountError
 
 MOUNT_SECONDS = 60.0
@@ -51,7 +52,8 @@ class Mount:
     unmounts when the block ends. `.metrics_address`: where its Prometheus metrics are served
     (`HOST:PORT`, the port bound when 0 was asked for; None without `metrics=`)."""
 
-    def __init__(self, source: str, mountpoint: Path | None, option_text: str) -> None:
+    def __init__(self, source: str, mountpoint: Path | None, option_text: str, *,
+                 outlive: bool = False) -> None:
         self._workdir = Path(tempfile.mkdtemp(prefix="zarrfs-"))
         self._temporary = mountpoint is None
         self.path = (self._workdir / "mnt") if mountpoint is None else Path(mountpoint).absolute()
@@ -62,11 +64,11 @@ class Mount:
         self.metrics_address: str | None = None
         # A mount already there is not ours to clear if ours fails (its daemon may be stuck).
         self._mounted_before = mount_device(str(self.path))
-        self.process = self._start(source, option_text)
+        self.process = self._start(source, option_text, outlive=outlive)
 
     # -- starting ---------------------------------------------------------------------------
 
-    def _start(self, source: str, option_text: str) -> subprocess.Popen[bytes]:
+    def _start(self, source: str, option_text: str, *, outlive: bool) -> subprocess.Popen[bytes]:
         address = f"\0zarrfs-api-{os.getpid()}-{secrets.token_hex(8)}"
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as ready, \
                 open(self.log_path, "wb") as log_file:
@@ -75,7 +77,7 @@ class Mount:
             if option_text:
                 command += ["-o", option_text]
             # Abstract socket names start with a NUL byte; NOTIFY_SOCKET spells it "@".
-            env = {**os.environ, "NOTIFY_SOCKET": "@" + address[1:]}
+            env = {**os.environ, "NOTIFY_SOCKET": "@" + address[1:], **self._ending(outlive)}
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file,
                                        stderr=subprocess.STDOUT, env=env, start_new_session=True)
             try:
@@ -84,6 +86,14 @@ class Mount:
                 self._abandon(process)
                 raise
         return process
+
+    def _ending(self, outlive: bool) -> dict[str, str]:
+        """What the daemon is told of this process: unless it is to outlive it, the mount ends
+        (written back, unmounted, its temporary directory removed) when this process does."""
+        if outlive:
+            return {}
+        return {PARENT_VARIABLE: str(os.getpid()),
+                **({WORKDIR_VARIABLE: str(self._workdir)} if self._temporary else {})}
 
     def _wait_ready(self, process: subprocess.Popen[bytes], ready: socket.socket) -> None:
         """Until the daemon says READY=1 (serving) or exits (it could not mount)."""
@@ -196,10 +206,12 @@ class Mount:
         return f"<zarrfs mount {self.path}>"
 
 
-def mount(source: str | os.PathLike[str], mountpoint: str | os.PathLike[str] | None = None,
-          **options: Any) -> Mount:
+def mount(source: str | os.PathLike[str], mountpoint: str | os.PathLike[str] | None = None, *,
+          outlive: bool = False, **options: Any) -> Mount:
     """Mount `source` (a path or URL, as for `zarrfs mount`) on `mountpoint` (an existing
     directory; default a new temporary one, removed at unmount) and return once it serves.
+    The mount ends, written back, when this process does, unless `outlive` (then it serves
+    until unmounted).
 
     Options are the `-o` options as keyword arguments: `ro=True`, `cache="1G"`,
     `recheck="never"`, `timeout=10`, `endpoint_url="http://..."`, `views=["npy", "vrt"]`,
@@ -209,7 +221,8 @@ def mount(source: str | os.PathLike[str], mountpoint: str | os.PathLike[str] | N
 
     option_text = options_text(options)
     MountOptions.parse([option_text])
-    return Mount(os.fspath(source), None if mountpoint is None else Path(mountpoint), option_text)
+    return Mount(os.fspath(source), None if mountpoint is None else Path(mountpoint), option_text,
+                 outlive=outlive)
 
 
 def options_text(options: dict[str, Any]) -> str:

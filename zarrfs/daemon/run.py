@@ -36,6 +36,7 @@ from ..views.array_dir import Layout
 from . import watchdog
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, set_readahead
+from .parent import Parent
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -162,6 +163,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         shared.close()
         return 1
 
+    parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
+
     def on_serving() -> None:
         # What the daemon made to start (modules, codecs, store clients: some 10^5 objects)
         # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
@@ -176,6 +179,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         if metrics is not None:
             _announce_metrics(metrics.address)
         ready(None)
+        if parent is not None:
+            parent.watch()
         if not operations.read_only:
             _remove_temporaries(store)
 
@@ -201,6 +206,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         if guard is not None:
             guard.terminate()
             guard.wait()
+        if parent is not None:
+            parent.leave_nothing(mountpoint)
     return status
 
 
