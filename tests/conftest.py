@@ -87,6 +87,7 @@ FAST_TESTS = {
                            "test_inline_chunks_base64_and_text"},
     "test_icechunk.py": {"test_a_group_mounts_with_its_plain_and_sharded_arrays"},
     "test_icechunk_versions.py": {"test_every_version_shows_the_arrays_as_icechunk_reads_them"},
+    "test_icechunk_virtual.py": {"test_a_container_elsewhere_is_refused_at_once_until_allowed"},
     "test_commands.py": {"test_info_describes_a_zarr_python_array",
                          "test_create_refuses_bad_input_in_one_line"},
     "test_check_import.py": {"test_check_finds_damage_inside_groups", "test_import_keeps_metadata_options"},

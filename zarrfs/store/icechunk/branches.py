@@ -71,8 +71,7 @@ class BranchState:
         self.looked_up = time.monotonic()
 
     @classmethod
-    async def open(cls, storage: icechunk.Storage, ref: str) -> BranchState:
-        repository = await open_repository(storage)
+    async def open(cls, repository: icechunk.Repository, ref: str) -> BranchState:
         branch, snapshot = await resolve(repository, ref)
         session = await repository.readonly_session_async(snapshot_id=snapshot)
         return cls(repository, branch, session, Generations((snapshot,)))

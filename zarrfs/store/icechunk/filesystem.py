@@ -35,8 +35,10 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from ...errors import ConflictError
+from ..references import TargetPolicy
 from ..settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
 from ..values import Versioned
+from . import containers
 from .branches import (
     HEAD_LOOKUP_SECONDS,
     PROTOCOL,
@@ -45,6 +47,7 @@ from .branches import (
     first_line,
     join,
     key_of,
+    open_repository,
     path_of,
 )
 from .writes import BranchWriter
@@ -63,42 +66,64 @@ if "ICECHUNK_LOG" not in os.environ:
 
 def open_filesystem(url: str, options: dict[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem of the repository at `url`, at `settings.ref`. ValueError (one line)
-    when there is no repository there or no such ref; OSError when it cannot be reached."""
-    storage = _storage(url, options)
+    """The filesystem of the repository at `url`, at `settings.ref`, its virtual chunk
+    containers authorized as `containers` says. ValueError (one line) when there is no
+    repository there or no such ref; OSError when it cannot be reached."""
+    location = _location(url)
+    policy = containers.repository_policy(location, settings.references_allow)
     loop = fsspec.asyn.get_loop()
     try:
-        state = sync(loop, BranchState.open, storage, settings.ref or DEFAULT_BRANCH)
+        state, authorized = sync(loop, _open, _storage(location, options), policy, _reach(options),
+                                 settings.ref or DEFAULT_BRANCH)
     except icechunk.IcechunkError as e:
         raise OSError(first_line(e)) from None
-    return IcechunkFileSystem(state, settings, loop=loop), ""
+    return IcechunkFileSystem(state, settings, authorized, loop=loop), ""
 
 
-def _storage(url: str, options: dict[str, Any]) -> icechunk.Storage:
+async def _open(storage: icechunk.Storage, policy: TargetPolicy, reach: containers.Reach,
+                ref: str) -> tuple[BranchState, containers.Containers]:
+    repository, authorized = await containers.authorized(await open_repository(storage), policy, reach)
+    return await BranchState.open(repository, ref), authorized
+
+
+def _location(url: str) -> str:
+    """A local repository's absolute path, or `s3://BUCKET/PREFIX`."""
     location = url[len(PROTOCOL) + 3:] if url.startswith(PROTOCOL + "://") else url
-    if location.startswith("s3://"):
-        return _s3_storage(location[len("s3://"):], options)
     if location.startswith("file://"):
         location = location[len("file://"):]
-    if not location.startswith("/"):
+    if not location.startswith(("/", "s3://")):
         raise ValueError(f"an Icechunk repository is icechunk:///ABSOLUTE/PATH or "
                          f"icechunk://s3://BUCKET/PREFIX, not {url!r}")
+    return location
+
+
+def _storage(location: str, options: dict[str, Any]) -> icechunk.Storage:
+    if location.startswith("s3://"):
+        return _s3_storage(location[len("s3://"):], options)
     if not os.path.isdir(location):
         raise ValueError(f"no Icechunk repository at {location}: no such directory")
     return icechunk.local_filesystem_storage(location)
 
 
+def _reach(options: dict[str, Any]) -> containers.Reach:
+    """The mount's S3 settings: its endpoint and region (`endpoint_url=`, `region=` or the
+    environment's) and `anon`."""
+    client = options.get("client_kwargs") or {}
+    region = client.get("region_name") or os.environ.get(
+        "AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+    return containers.Reach(client.get("endpoint_url") or options.get("endpoint_url"), region,
+                            bool(options.get("anon", False)))
+
+
 def _s3_storage(bucket_and_prefix: str, options: dict[str, Any]) -> icechunk.Storage:
     bucket, _, prefix = bucket_and_prefix.partition("/")
-    endpoint = (options.get("client_kwargs") or {}).get("endpoint_url") or options.get("endpoint_url")
-    region = (options.get("client_kwargs") or {}).get("region_name") or os.environ.get(
-        "AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-    anonymous = bool(options.get("anon", False))
+    reach = _reach(options)
+    endpoint = reach.endpoint_url
     return icechunk.s3_storage(
-        bucket=bucket, prefix=prefix.strip("/") or None, region=region, endpoint_url=endpoint,
+        bucket=bucket, prefix=prefix.strip("/") or None, region=reach.region, endpoint_url=endpoint,
         allow_http=bool(endpoint and endpoint.startswith("http://")),
-        force_path_style=endpoint is not None, anonymous=anonymous or None,
-        from_env=None if anonymous else True)
+        force_path_style=endpoint is not None, anonymous=reach.anonymous or None,
+        from_env=None if reach.anonymous else True)
 
 
 class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
@@ -112,10 +137,12 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     # zarrfs's Store asks reads for their generation (`cat_versioned`), as it does of S3.
     reads_report_generations = True
 
-    def __init__(self, state: BranchState, settings: SourceSettings, **kwargs: Any) -> None:
+    def __init__(self, state: BranchState, settings: SourceSettings,
+                 authorized: containers.Containers, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._state = state
         self._settings = settings
+        self._containers = authorized
         self._moving: asyncio.Lock | None = None
         self._writer: BranchWriter | None = None
 
@@ -199,10 +226,21 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             if last <= first:
                 return b""
             request = RangeByteRequest(first, last) if last < size else OffsetByteRequest(first)
-        found = await _guarded(state.store.get(key, default_buffer_prototype(), request))
+        found = await _guarded(self._fetched(state, key, request))
         if found is None:
             raise FileNotFoundError(key)
         return found.to_bytes()  # type: ignore[no-any-return]
+
+    async def _fetched(self, state: BranchState, key: str, request: ByteRequest | None) -> Any:
+        """The buffer of `key`; VirtualChunkRefused when it is a virtual chunk that cannot be
+        read however often it is asked for (its container not authorized: `containers`)."""
+        try:
+            return await state.store.get(key, default_buffer_prototype(), request)
+        except icechunk.IcechunkError as e:
+            refusal = self._containers.refusal(str(e))
+            if refusal is None:
+                raise
+            raise VirtualChunkRefused(refusal) from None
 
     async def _size(self, state: BranchState, key: str) -> int:
         if not key or not await _guarded(state.store.exists(key)):
@@ -298,6 +336,12 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
         if self._writer is None:
             raise PermissionError("the Icechunk mount is read-only")
         return self._writer
+
+
+class VirtualChunkRefused(PermissionError):
+    """A virtual chunk the mount may not or cannot read (its container not authorized, or
+    its file gone). A PermissionError so that the store does not retry it: waiting will not
+    change the answer. Not EACCES: the reader is not refused, the repository is wrong."""
 
 
 async def _guarded(awaitable: Any) -> Any:

@@ -1,6 +1,9 @@
 """Reference sets (kerchunk JSON or Parquet) as read-only stores, each reference confined to
-the places its set allows (`targets`)."""
+the places its set allows (`targets`; the same rule confines an Icechunk repository's
+virtual chunk containers)."""
 
 from .filesystem import GuardedReferenceFileSystem, is_reference_source, open_filesystem
+from .targets import Place, TargetPolicy, Where
 
-__all__ = ["GuardedReferenceFileSystem", "is_reference_source", "open_filesystem"]
+__all__ = ["GuardedReferenceFileSystem", "Place", "TargetPolicy", "Where", "is_reference_source",
+           "open_filesystem"]
