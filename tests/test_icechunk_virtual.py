@@ -109,6 +109,28 @@ def test_a_container_below_the_repository_reads_as_icechunk_reads_it(tmp_path: P
             expected.ravel())
 
 
+def test_a_write_into_a_virtual_chunk_merges_with_its_bytes(tmp_path: Path, mount_array) -> None:
+    """A partial write into a virtual chunk reads it (its container authorized for the
+    writing session too) and commits the merged chunk as a stored one."""
+    repo_dir = tmp_path / "repo"
+    sources = repo_dir / "sources"
+    prefix = f"file://{sources}/"
+    storage = icechunk.local_filesystem_storage(str(repo_dir))
+    create(storage, {prefix: icechunk.local_filesystem_store(str(sources))}, {"*": f"{prefix}data.bin"})
+    sources.mkdir()
+    (sources / "data.bin").write_bytes(source_bytes())
+    mount = mount_array(f"icechunk://{repo_dir}", ["rw"])
+    written = np.full(8, 99.5)
+    with open(mount.path / "virtual/data", "r+b") as f:
+        f.seek(130 * 8)  # (inside the second chunk of rows)
+        f.write(written.tobytes())
+    expected = VALUES.copy().ravel()
+    expected[130:138] = written
+    np.testing.assert_array_equal(
+        icechunk_reads(storage, prefix, icechunk.local_filesystem_store(str(sources))).ravel(), expected)
+    assert (sources / "data.bin").read_bytes() == source_bytes()  # (the source file is not written)
+
+
 def test_a_container_elsewhere_is_refused_at_once_until_allowed(
         tmp_path: Path, mount_array) -> None:
     elsewhere = tmp_path / "netcdf"
