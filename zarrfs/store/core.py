@@ -27,7 +27,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError, missing_package
-from . import deadline, fetching, local, many, objects, prefixes, writing
+from . import deadline, fetching, listing, local, many, objects, prefixes, writing
 from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
 from .disk_cache import CachedReads
@@ -57,12 +57,14 @@ class Store:
         retry: RetryPolicy | None = None,
         observer: StoreObserver | None = None,
         disk_cache: CachedReads | None = None,
+        confined: local.Root | None = None,
     ) -> None:
         self.fs = fs
         self.observer = observer  # (metrics: every operation reported to it)
         self.disk_cache = disk_cache  # (-o disk_cache: reads kept on local disk, `disk_cache_reads`)
         self.root = root.rstrip("/")
         self.is_local = isinstance(fs, LocalFileSystem)
+        self.confined = confined or (local.Root(self.root) if self.is_local else None)
         self.is_s3 = objects.is_s3(fs)
         self.is_gcs = objects.is_gcs(fs)
         self.is_azure = objects.is_azure(fs)
@@ -111,7 +113,9 @@ class Store:
         server = endpoint(url, storage_options or {})
         if server is not None and timeout is not None:
             deadline.reach(server, min(timeout, REACH_SECONDS))
-        return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry, observer=observer)
+        local_root = local.Root(root, settings.references_allow) if isinstance(fs, LocalFileSystem) else None
+        return cls(fs, root, read_only=read_only or is_read_only(fs), retry=retry, observer=observer,
+                   confined=local_root)
 
     def prepare(self) -> None:
         """Make the clients the reads use now (a mount, before it serves), not at the first
@@ -126,7 +130,7 @@ class Store:
         if not path:
             return self
         return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry,
-                     observer=self.observer, disk_cache=self.disk_cache)
+                     observer=self.observer, disk_cache=self.disk_cache, confined=self.confined)
 
     def without_retries(self, within: float = math.inf) -> Store:
         """The same store, failing at the first fault within its deadline (or `within` seconds,
@@ -134,7 +138,7 @@ class Store:
         retry = dataclasses.replace(self.retry, retries=False,
                                     deadline_seconds=min(self.retry.deadline_seconds, within))
         return Store(self.fs, self.root, read_only=self.read_only, retry=retry, observer=self.observer,
-                     disk_cache=self.disk_cache)
+                     disk_cache=self.disk_cache, confined=self.confined)
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -182,17 +186,18 @@ class Store:
 
     def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
-        return local.read_cached(self.path(key), start, into) if self.is_local else None
+        return None if not self.confined else local.read_cached(self.confined, self.path(key), start, into)
 
     def read_whole_cached(self, key: str, into: memoryview) -> int | None:
         """Fill the start of `into` with all of `key` without waiting (local, cached, fits):
         its size (-1: not stored), or None."""
-        return local.read_whole_cached(self.path(key), into) if self.is_local else None
+        return None if self.confined is None else local.read_whole_cached(self.confined, self.path(key), into)
 
     def read_edge_cached(self, key: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
         """Fill `into` with the first (`at_end`: last) bytes of `key` without waiting (local,
         cached): its size and generation, or None."""
-        return local.read_edge_cached(self.path(key), into, at_end=at_end) if self.is_local else None
+        found = self.confined
+        return None if found is None else local.read_edge_cached(found, self.path(key), into, at_end=at_end)
 
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
@@ -277,10 +282,9 @@ class Store:
         return found
 
     def _stat(self, key: str) -> tuple[int, str | None] | None:
-        path = self.path(key)
-        if self.is_local:
-            status = self.call(key, lambda s: os.stat(path), kind=STAT)
-            return None if status is None else (status.st_size, local.generation_of(status))
+        path, confined = self.path(key), self.confined
+        if confined is not None:
+            return self.call(key, lambda s: confined.describe(path), kind=STAT)
         self.fs.invalidate_cache(path)  # (a filesystem built elsewhere may cache listings)
         info = self.call(key, lambda s: self.fs_call(s, "info", path), kind=STAT)
         return None if info is None else (int(info["size"]), objects.info_generation(info))
@@ -290,10 +294,10 @@ class Store:
 
     def list(self, prefix: str = "") -> Iterator[str]:
         """Keys below `prefix` (a directory-like prefix such as "c/1"), in no set order."""
-        base = self.path(prefix)
-        found = self.call(prefix, lambda s: self.fs_call(s, "find", base), kind=LIST)
-        for path in found or []:
-            key = self.key_of(path)
+        base, confined = self.path(prefix), self.confined
+        found = self.call(prefix, lambda s: self.fs_call(s, "find", base) if confined is None
+                          else listing.walk(confined, base), kind=LIST)
+        for key in map(self.key_of, found or []):
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
 
@@ -304,10 +308,9 @@ class Store:
 
     def list_dirs(self, prefix: str = "") -> tuple[str, ...]:
         """The names of the directories (common prefixes) directly below `prefix`."""
-        base = self.path(prefix)
-        if self.is_local:
-            found = self.call(prefix, lambda s: [e.name for e in os.scandir(base) if e.is_dir()], kind=LIST)
-            return tuple(sorted(found or []))
+        base, confined = self.path(prefix), self.confined
+        if confined is not None:
+            return self.call(prefix, lambda s: listing.directories(confined, base), kind=LIST) or ()
         entries = self.call(prefix, lambda s: self.fs_call(s, "ls", base, detail=True), kind=LIST)
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))

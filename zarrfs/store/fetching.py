@@ -29,6 +29,7 @@ class Store(Protocol):
     is_azure: bool
     reads_generations: bool
     disk_cache: Any
+    confined: Any  # (local stores: the `local.Root` every open stays inside)
 
     def path(self, key: str) -> str: ...
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None: ...
@@ -46,7 +47,7 @@ def read(store: Store, key: str, byte_range: ByteRange | None = None) -> Version
     fs = store.fs
     if store.is_local:
         # Plain system calls: fsspec's buffered file objects cost as much as decoding.
-        return store.call(key, lambda s: local.read(path, start, length), kind=kind)
+        return store.call(key, lambda s: local.read(store.confined, path, start, length), kind=kind)
     if store.is_s3:
         return store.call(key, lambda s: objects.s3_read(fs, s, path, start, length), kind=kind)
     if store.is_gcs:

@@ -4,11 +4,12 @@ row of chunks that holds them (`row_prefix`), never of the whole array."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from .local import generation_of
+from .local import Root, generation_of
 
 Described = tuple[int, str]  # (size, generation), as `Store.stat` says
 ONE_LISTING = 990  # objects of an array's grid one listing answers for (a page: 1,000 keys)
@@ -68,11 +69,12 @@ def checked_with(path: str, root: str, holds: int | None) -> str:
     return f"{path[:-2]}{BLOCK}"
 
 
-def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:
+def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, Described]:
     """The size and generation of those of `keys` (below the local directory `root`) that
     are stored, from one scan of each directory holding any of them: no lookup of a key that
     is not there, and one stat (not a path walk) of each that is. Generations are
-    `local.generation_of`'s, as `Store.stat` gives them."""
+    `local.generation_of`'s, as `Store.stat` gives them (a link described as `confined`
+    describes it: one leading outside by where it leads, nothing of its target)."""
     names_by_directory: dict[str, set[str]] = {}
     for key in keys:
         directory, _, name = key.rpartition("/")
@@ -81,22 +83,60 @@ def scanned(root: str, keys: Sequence[str]) -> dict[str, Described]:
     for directory, names in names_by_directory.items():
         try:
             # (opened, so each entry's stat is relative to it: no walk of the whole path)
-            fd = os.open(os.path.join(root, directory), os.O_RDONLY | os.O_DIRECTORY)
+            fd, _ = confined.open(os.path.join(root, directory), directory=True)
         except (FileNotFoundError, NotADirectoryError):
             continue  # (none of its keys is stored)
         try:
-            _scan(fd, f"{directory}/" if directory else "", names, found)
+            _scan(fd, os.path.join(root, directory), f"{directory}/" if directory else "", names,
+                  found, confined)
         finally:
             os.close(fd)
     return found
 
 
-def _scan(fd: int, prefix: str, names: set[str], found: dict[str, Described]) -> None:
+def _scan(fd: int, path: str, prefix: str, names: set[str], found: dict[str, Described],
+          confined: Root) -> None:
     with os.scandir(fd) as entries:
         for entry in entries:
             if entry.name in names:
-                try:
-                    status = entry.stat()  # (follows a symbolic link, as os.stat does)
-                except FileNotFoundError:
-                    continue  # deleted since the scan: not stored
-                found[prefix + entry.name] = (status.st_size, generation_of(status))
+                with contextlib.suppress(FileNotFoundError):  # (deleted since the scan: not stored)
+                    found[prefix + entry.name] = _described(entry, path, confined)
+
+
+def _described(entry: os.DirEntry[str], path: str, confined: Root) -> Described:
+    if entry.is_symlink():  # (free: the scan's d_type) followed as an open would follow it
+        return confined.describe(os.path.join(path, entry.name))
+    status = entry.stat()
+    return status.st_size, generation_of(status)
+
+
+def walk(confined: Root, base: str) -> list[str]:
+    """The paths of the files below the local directory `base` (none when it is none), as
+    zarr-python's local store lists them: links to files included, links to directories not
+    descended into (so a listing never leaves the store's root)."""
+    try:
+        fd, _ = confined.open(base, directory=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    try:
+        return list(_files(fd, base))
+    finally:
+        os.close(fd)
+
+
+def _files(fd: int, base: str) -> Iterator[str]:
+    for directory, _, files, _ in os.fwalk(".", dir_fd=fd):
+        below = base if directory == "." else os.path.join(base, directory[2:])
+        yield from (os.path.join(below, name) for name in files)
+
+
+def directories(confined: Root, base: str) -> tuple[str, ...]:
+    """The names of the directories directly below `base`, sorted: links to directories among
+    them only where they stay inside the store (`confined`)."""
+    fd, _ = confined.open(base, directory=True)
+    try:
+        with os.scandir(fd) as entries:
+            return tuple(sorted(e.name for e in entries if e.is_dir() and (
+                not e.is_symlink() or confined.follows(os.path.join(base, e.name)))))
+    finally:
+        os.close(fd)

@@ -18,6 +18,7 @@ the keys asked for, never to what the store holds.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,7 @@ class Store(Protocol):
     is_gcs: bool
     is_azure: bool
     lists: bool
+    confined: Any  # (local stores: `local.Root`)
 
     def stat(self, key: str) -> Described: ...
     def path(self, key: str) -> str: ...
@@ -66,7 +68,8 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = Fal
     if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     if store.is_local:
-        scanned = store.call("", lambda s: listing.scanned(store.root, wanted), kind=LIST) or {}
+        scan = functools.partial(listing.scanned, store.root, wanted, store.confined)
+        scanned = store.call("", lambda s: scan(), kind=LIST) or {}
         return {key: scanned.get(key) for key in wanted}
     if not object_store:  # (Icechunk and reference sets list only a node: the store's)
         return _listed(store, [("", "")], wanted)

@@ -27,6 +27,7 @@ class Store(Protocol):
     is_local: bool
     is_s3: bool
     commits: bool
+    confined: Any  # (local stores: `local.Root`)
 
     def path(self, key: str) -> str: ...
     def list(self, prefix: str = "") -> Iterator[str]: ...
@@ -45,8 +46,9 @@ def delete_prefix(store: Store, prefix: str) -> int:
     if store.commits:  # (Icechunk: the node's tree deleted in the session, committed)
         return store.call(prefix, lambda s: store.fs_call(s, "remove_prefix", store.path(prefix)),
                           missing_ok=False, kind=DELETE) or 0
-    if store.is_local:
+    if store.confined is not None:
         path = store.path(prefix)
+        store.confined.checked(os.path.dirname(path))  # (StoreError: through a link leading outside)
         count = sum(len(files) for _, _, files in os.walk(path))
         store.call(prefix, lambda s: shutil.rmtree(path), kind=DELETE)
         return count
@@ -71,8 +73,10 @@ def move_prefix(store: Store, old: str, new: str) -> int:
     if store.commits:  # (Icechunk: copied and deleted in the session, one commit)
         return store.call(new, lambda s: store.fs_call(s, "move_prefix", store.path(old), store.path(new)),
                           missing_ok=False, kind=PUT) or 0
-    if store.is_local:
+    if store.confined is not None:
         source, target = store.path(old), store.path(new)
+        for path in (source, target):  # (never through a link leading outside; one at `old` moves itself)
+            store.confined.checked(os.path.dirname(path))
         store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True), kind=PUT)
         store.call(new, lambda s: os.rename(source, target), missing_ok=False, kind=PUT)
         return 1

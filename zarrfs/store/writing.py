@@ -43,11 +43,11 @@ def put(store: Store, key: str, data: Payload, sync_directory: bool, expect: Exp
                                  commit=sync_directory)
     if isinstance(expect, _Any):
         if store.is_local:
-            return lambda s: local.write_atomically(path, data, sync_directory)
+            return lambda s: local.write_atomically(store.confined, path, data, sync_directory)
         return functools.partial(_pipe, store, path, _joined(data))
     wanted: str | None = expect
     if store.is_local:
-        return lambda s: local.replace_if(path, data, sync_directory, wanted)
+        return lambda s: local.replace_if(store.confined, path, data, sync_directory, wanted)
     for conditional, put_if in ((store.is_s3, objects.s3_put), (store.is_gcs, objects.gcs_put),
                                 (store.is_azure, objects.azure_put)):
         if conditional:
@@ -63,11 +63,13 @@ def delete(store: Store, key: str, expect: Expect) -> Operation:
     if not isinstance(expect, _Any):
         wanted: str | None = expect
         if store.is_local:
-            return lambda s: local.delete_if(path, wanted)
+            return lambda s: local.delete_if(store.confined, path, wanted)
         for conditional, delete_if in ((store.is_s3, objects.s3_delete), (store.is_gcs, objects.gcs_delete),
                                        (store.is_azure, objects.azure_delete)):
             if conditional:
                 return functools.partial(delete_if, store.fs, path=path, expect=wanted)
+    if store.is_local:
+        return lambda s: local.delete(store.confined, path)
     return lambda s: _remove(store, s, path)
 
 

@@ -1,9 +1,12 @@
 """Local files: reads that know which version of a file they read (`files`), atomic
-replacement, compare-and-swap between processes, and which bytes are in the page cache
-(`page_cache`)."""
+replacement, compare-and-swap between processes, which bytes are in the page cache
+(`page_cache`), and the root they stay inside (`confined`: links that lead outside are not
+followed, only regular files are read)."""
 
+from .confined import Root
 from .files import (
     TEMP_PREFIX,
+    delete,
     delete_if,
     fsync_directory,
     generation_of,
@@ -18,6 +21,6 @@ from .files import (
     write_atomically,
 )
 
-__all__ = ["TEMP_PREFIX", "delete_if", "fsync_directory", "generation_of", "read", "read_cached",
-           "read_edge_cached", "read_whole_cached", "remove_stale_temporaries", "replace_if",
-           "temporary_owner_alive", "writable", "write_atomically"]
+__all__ = ["TEMP_PREFIX", "Root", "delete", "delete_if", "fsync_directory", "generation_of", "read",
+           "read_cached", "read_edge_cached", "read_whole_cached", "remove_stale_temporaries",
+           "replace_if", "temporary_owner_alive", "writable", "write_atomically"]

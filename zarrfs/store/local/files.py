@@ -1,6 +1,9 @@
 """Local files: reads that know which version of a file they read, atomic replacement, and
 compare-and-swap between processes (and machines, on a network filesystem).
 
+Every open goes through the store's `confined.Root`: links that lead outside the root are
+not followed, and only regular files are read.
+
 A put writes a temporary file, fsyncs it and renames it over the key, so a reader never sees
 half an object. A generation names one version of a file: its inode (every put makes a new
 one), size and modification time (set to the nanosecond by our puts).
@@ -25,45 +28,37 @@ from collections.abc import Iterator
 from ...errors import ConflictError
 from ..values import Payload, Versioned, pieces
 from . import page_cache
+from .confined import Root, generation_of
 
 TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
 
 
-def generation_of(status: os.stat_result) -> str:
-    return f"{status.st_ino}-{status.st_size}-{status.st_mtime_ns}"
+__all__ = ["generation_of"]  # (of `confined`, where `Root.describe` uses it too)
 
 
-def generation(path: str) -> str | None:
-    try:
-        return generation_of(os.stat(path))
-    except FileNotFoundError:
-        return None
-
-
-def read_cached(path: str, start: int, into: memoryview) -> str | None:
+def read_cached(root: Root, path: str, start: int, into: memoryview) -> str | None:
     """Fill `into` from byte `start` of the file at `path` if the page cache holds every byte
     (no wait on a disk); its generation, or None when it would wait, is shorter, or is gone.
     The path's lookup is the one step that may touch the disk: callers use it for files they
     have just looked at (located), whose directory entries are cached."""
-    found = _fill_cached(path, start, into)
+    found = _fill_cached(root, path, start, into)
     return None if found is None else found[1]
 
 
-def read_edge_cached(path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
+def read_edge_cached(root: Root, path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
     """Fill `into` with the first bytes of the file at `path` (`at_end`: its last) as
     `read_cached` does: the file's size and generation, or None."""
-    return _fill_cached(path, None if at_end else 0, into)
+    return _fill_cached(root, path, None if at_end else 0, into)
 
 
-def _fill_cached(path: str, start: int | None, into: memoryview) -> tuple[int, str] | None:
+def _fill_cached(root: Root, path: str, start: int | None, into: memoryview) -> tuple[int, str] | None:
     """`read_cached` from `start` (None: where `into` ends at the file's end): the file's
     size and generation."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
+        fd, status = root.open(path)
+    except OSError:  # (a refused link or FIFO too: the read that follows says why)
         return None
     try:
-        status = os.fstat(fd)
         at = status.st_size - len(into) if start is None else start
         if at < 0 or not _fill_now(fd, at, into):
             return None
@@ -74,18 +69,18 @@ def _fill_cached(path: str, start: int | None, into: memoryview) -> tuple[int, s
         os.close(fd)
 
 
-def read_whole_cached(path: str, into: memoryview) -> int | None:
+def read_whole_cached(root: Root, path: str, into: memoryview) -> int | None:
     """Fill the start of `into` with the whole file at `path` if it fits and the page cache
     holds every byte (`read_cached`; the path's lookup may touch the disk, as a stat of it
     would): its size; -1 when there is no such file; None when it would wait or does not fit."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd, status = root.open(path)
     except FileNotFoundError:
         return -1
     except OSError:
         return None
     try:
-        size = os.fstat(fd).st_size
+        size = status.st_size
         return size if size <= len(into) and _fill_now(fd, 0, into[:size]) else None
     except OSError:
         return None
@@ -112,10 +107,9 @@ def _read_now(fd: int, start: int, into: memoryview) -> int | None:
         return None
 
 
-def read(path: str, start: int | None = None, length: int | None = None) -> Versioned:
-    fd = os.open(path, os.O_RDONLY)
+def read(root: Root, path: str, start: int | None = None, length: int | None = None) -> Versioned:
+    fd, status = root.open(path)
     try:
-        status = os.fstat(fd)
         if start is not None and length is not None:
             return Versioned(os.pread(fd, length, start), generation_of(status))
         size = status.st_size
@@ -130,10 +124,11 @@ def read(path: str, start: int | None = None, length: int | None = None) -> Vers
         os.close(fd)
 
 
-def write_atomically(path: str, data: Payload, sync_directory: bool) -> str:
+def write_atomically(root: Root, path: str, data: Payload, sync_directory: bool) -> str:
     """Replace `path` with `data` (durable when it returns, but for the directory entry when
-    `sync_directory` is False); the new generation."""
-    temp, new = _write_temporary(path, data)
+    `sync_directory` is False); the new generation. The directory must lie inside `root`
+    (a link at `path` itself is replaced, never followed)."""
+    temp, new = _write_temporary(root, path, data)
     try:
         os.replace(temp, path)
     except BaseException:
@@ -145,32 +140,41 @@ def write_atomically(path: str, data: Payload, sync_directory: bool) -> str:
     return new
 
 
-def replace_if(path: str, data: Payload, sync_directory: bool,
+def replace_if(root: Root, path: str, data: Payload, sync_directory: bool,
                expect: str | None) -> str:
     """`write_atomically` if `path` is still generation `expect` (None: absent), else
     ConflictError."""
     if expect is None:
-        return _create(path, data, sync_directory)
-    with _holding(path, expect):
-        return write_atomically(path, data, sync_directory)
+        return _create(root, path, data, sync_directory)
+    with _holding(root, path, expect):
+        return write_atomically(root, path, data, sync_directory)
 
 
-def delete_if(path: str, expect: str | None) -> bool:
+def delete_if(root: Root, path: str, expect: str | None) -> bool:
+    root.checked(os.path.dirname(path))
     if expect is None:
         if os.path.lexists(path):
             raise ConflictError(os.path.basename(path))
         return True
-    with _holding(path, expect):
+    with _holding(root, path, expect):
+        os.unlink(path)
+    return True
+
+
+def delete(root: Root, path: str) -> bool:
+    """Remove `path` (a link itself, never its target), in a directory inside `root`."""
+    root.checked(os.path.dirname(path))
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
     return True
 
 
 @contextlib.contextmanager
-def _holding(path: str, expect: str) -> Iterator[None]:
+def _holding(root: Root, path: str, expect: str) -> Iterator[None]:
     """Exclusive among writers of `path` while it is generation `expect`."""
     while True:
         try:
-            fd = os.open(path, os.O_RDONLY)
+            fd, status = root.open(path)
         except FileNotFoundError:
             raise ConflictError(os.path.basename(path)) from None
         try:
@@ -179,7 +183,7 @@ def _holding(path: str, expect: str) -> Iterator[None]:
                 current = os.stat(path)
             except FileNotFoundError:
                 raise ConflictError(os.path.basename(path)) from None
-            if current.st_ino != os.fstat(fd).st_ino:
+            if current.st_ino != status.st_ino:
                 continue  # replaced while we waited: lock the new file
             if generation_of(current) != expect:
                 raise ConflictError(os.path.basename(path))
@@ -189,8 +193,8 @@ def _holding(path: str, expect: str) -> Iterator[None]:
             os.close(fd)  # releases the lock
 
 
-def _create(path: str, data: Payload, sync_directory: bool) -> str:
-    temp, new = _write_temporary(path, data)
+def _create(root: Root, path: str, data: Payload, sync_directory: bool) -> str:
+    temp, new = _write_temporary(root, path, data)
     try:
         os.link(temp, path)
     except FileExistsError:
@@ -203,12 +207,12 @@ def _create(path: str, data: Payload, sync_directory: bool) -> str:
     return new
 
 
-def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
+def _write_temporary(root: Root, path: str, data: Payload) -> tuple[str, str]:
     """A durable temporary file beside `path` holding `data`, and its generation."""
     directory, name = os.path.split(path)
     temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
     try:
-        fd = _create_file(temp)
+        fd = _create_file(root, temp)
         try:
             for piece in pieces(data):
                 view = memoryview(piece).cast("B")
@@ -226,14 +230,17 @@ def _write_temporary(path: str, data: Payload) -> tuple[str, str]:
         raise
 
 
-def _create_file(path: str) -> int:
+def _create_file(root: Root, path: str) -> int:
     """A new file, in a directory made first if there is none (chunk directories mostly exist:
-    os.makedirs would cost three system calls and an exception per chunk written)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    os.makedirs would cost three system calls and an exception per chunk written). The
+    directory is resolved and checked first: a write through a link leading outside fails
+    (O_EXCL: a link at the temporary name itself is never followed)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+    directory = root.checked(os.path.dirname(path))
     try:
         return os.open(path, flags, 0o644)
     except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
         return os.open(path, flags, 0o644)
 
 

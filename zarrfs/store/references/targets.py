@@ -74,21 +74,23 @@ class Where:
 
 @dataclass(frozen=True)
 class TargetPolicy:
-    """Which targets references may name; `checked` gives the URL to fetch."""
+    """Which targets references may name; `checked` gives the URL to fetch. The same rule
+    confines a local store's symbolic links (`kind` "link": store.local.confined)."""
 
     where: Where
     allowed: tuple[Place, ...] = ()
+    kind: str = "reference"  # what messages call a target's source
 
     def checked(self, key: str, target: Any) -> str:
         """The canonical URL of `target` (the one to fetch), or PermissionError naming `key`
         and `target` when it is not below an allowed place."""
         if not isinstance(target, str) or not target:
-            raise PermissionError(f"reference {key!r} names no target file ({target!r})")
+            raise PermissionError(f"{self.kind} {key!r} names no target file ({target!r})")
         url, place = self._resolved(key, target)
         if not any(p.holds(place) for p in (self.where.place, *self.allowed)):
             places = ", ".join(str(p) for p in (self.where.place, *self.allowed))
             resolved = "" if str(place) == target else f" ({place})"
-            raise PermissionError(f"reference {key!r} points to {target!r}{resolved}, outside "
+            raise PermissionError(f"{self.kind} {key!r} points to {target!r}{resolved}, outside "
                                   f"{places} (-o references_allow=PREFIX allows more)")
         return url
 

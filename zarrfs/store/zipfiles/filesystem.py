@@ -57,7 +57,8 @@ class ZipSource:
         elif not _named_zip(url):
             return None
         if get_protocol(url) in _LOCAL_PROTOCOLS:
-            path = os.path.abspath(url.partition("://")[2] if "://" in url else url)
+            # (resolved once, as a directory store's root: the archive the mount names)
+            path = os.path.realpath(url.partition("://")[2] if "://" in url else url)
             if not os.path.isfile(path):
                 return None
             directory, name = os.path.split(path)
