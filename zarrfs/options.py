@@ -88,6 +88,10 @@ class MountOptions:
     # mounts that name it), at most this many bytes (zarrfs.store.disk_cache).
     disk_cache: str | None = None
     disk_cache_size: int = 1 << 30
+    # The user (and group) the daemon does its store I/O as once root has mounted
+    # (zarrfs.daemon.privileges); None: the user that runs it.
+    user: str | None = None
+    group: str | None = None
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
@@ -100,6 +104,8 @@ class MountOptions:
                 _apply(item, values, storage, kernel)
         if "endpoint_url" in storage:
             storage.setdefault("client_kwargs", {})["endpoint_url"] = storage.pop("endpoint_url")
+        if "group" in values and "user" not in values:
+            raise OptionError("option group= needs user= (the daemon would stay root)")
         return cls(**values, storage_options=storage, kernel_options=frozenset(kernel))
 
     @property
@@ -169,6 +175,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
         "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
+        "user": ("user", _parse_name), "group": ("group", _parse_name),
     }
     if name in parsers:
         key, parse = parsers[name]

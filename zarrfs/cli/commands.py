@@ -115,5 +115,11 @@ def resize(source: str, options: MountOptions, shape: tuple[int, ...], *, force:
 
 
 def stats(mountpoint: str) -> dict[str, Any]:
-    """The counters of the zarrfs mounted at `mountpoint`."""
-    return read_stats(mountpoint)
+    """The counters of the zarrfs mounted at `mountpoint`, first the user its daemon does its
+    store I/O as (`-o user=`), by name."""
+    counters = read_stats(mountpoint)
+    if "uid" not in counters:
+        return counters
+    from ..daemon.privileges import user_name
+
+    return {"user": user_name(int(counters["uid"])), **counters}

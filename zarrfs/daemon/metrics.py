@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 # From a cached read (~50 µs) to a store's whole deadline (30 s by default) and past it.
 LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                    0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-# `zarrfs stats` names that are not counters: what the cache holds now.
-GAUGES = {"cache_bytes": "Bytes the chunk cache holds (clean, dirty and read-ahead)",
+# Who the daemon does its store I/O as (`-o user=`, `group=`): gauges without a unit.
+IDS = {"uid": "The user the daemon reads and writes the store as", "gid": "The daemon's group"}
+# `zarrfs stats` names that are not counters: what the cache holds now, and IDS.
+GAUGES = {**IDS, "cache_bytes": "Bytes the chunk cache holds (clean, dirty and read-ahead)",
           "dirty_bytes": "Bytes written through the mount and not yet stored",
           "readahead_bytes": "Bytes of read-ahead buffers lent to readers",
           "cache_limit": "The cache's limit in bytes (-o cache=)",
@@ -187,7 +189,7 @@ class _StatsCollector:
         for name, value in self.stats().items():
             family: Metric
             if name in GAUGES:
-                unit = "" if name.endswith("bytes") else "_bytes"
+                unit = "" if name.endswith("bytes") or name in IDS else "_bytes"
                 family = GaugeMetricFamily(f"zarrfs_{name}{unit}", GAUGES[name], labels=["mount"])
             else:
                 family = CounterMetricFamily(f"zarrfs_{name}", COUNTERS.get(name, name),

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from ..errors import MountError, MountNotAnswering
 
@@ -99,17 +99,30 @@ def _clear_stale_mount(mountpoint: str) -> None:
           file=sys.stderr)
 
 
-def set_readahead(mountpoint: str, kilobytes: int) -> None:
-    """Larger kernel readahead means larger read requests (the kernel caps them at 1 MiB)."""
+def readahead_setting(mountpoint: str) -> TextIO | None:
+    """The kernel's readahead setting of the new mount at `mountpoint`, opened to be written
+    by `set_readahead` once it serves (the kernel's handshake resets it): opened now, while
+    the daemon may (one of `-o user=` may not once it serves)."""
     device = mount_device(mountpoint)
     if device is None:
-        return
+        return None
     path = f"/sys/class/bdi/{device}/read_ahead_kb"
     try:
-        with open(path, "w") as f:
-            f.write(str(kilobytes))
+        return open(path, "w")
     except OSError as e:
-        log.debug("could not set %s: %s", path, e)
+        log.debug("could not open %s: %s", path, e)
+        return None
+
+
+def set_readahead(setting: TextIO | None, kilobytes: int) -> None:
+    """Larger kernel readahead means larger read requests (the kernel caps them at 1 MiB)."""
+    if setting is None:
+        return
+    try:
+        with setting:
+            setting.write(str(kilobytes))
+    except OSError as e:
+        log.debug("could not set %s: %s", setting.name, e)
 
 
 def mount_device(mountpoint: str) -> str | None:

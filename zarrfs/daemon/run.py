@@ -33,10 +33,11 @@ from ..store.disk_cache import CachedReads, open_disk_cache
 from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
-from . import watchdog
+from . import privileges, watchdog
 from .memory import Trimmer, bound_malloc
-from .mountpoint import check_mountpoint, mount_device, set_readahead
+from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
+from .privileges import Identity
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -105,8 +106,13 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
+    try:
+        identity = Identity.named(options.user, options.group)
+    except MountError as e:
+        ready(str(e))
+        return 1
     if options.metrics is None:
-        return _serve_with(source, mountpoint, options, ready, None)
+        return _serve_with(source, mountpoint, options, ready, None, identity)
     from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
 
     metrics = Metrics(source)
@@ -117,13 +123,15 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         ready(str(e))
         return 1
     try:
-        return _serve_with(source, mountpoint, options, ready, metrics)
+        return _serve_with(source, mountpoint, options, ready, metrics, identity)
     finally:
         metrics.close()
 
 
 def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Ready,
-                metrics: Metrics | None) -> int:
+                metrics: Metrics | None, identity: Identity | None) -> int:
+    if identity is not None:
+        identity.act()  # (the store, its disk cache and the tree opened as the user served)
     trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only,
@@ -156,12 +164,18 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
                                 room=store.statvfs, timings=metrics)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
-        pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
+        with contextlib.nullcontext() if identity is None else identity.root():
+            pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
+            readahead = readahead_setting(mountpoint)
+            watchdog.fusectl_ready()
     except (RuntimeError, OSError) as e:
         ready(f"cannot mount on {mountpoint}: {e}")
         tree.close()
         shared.close()
         return 1
+    if identity is not None:
+        identity.drop()  # (before the first request is read)
+    shared.more_stats.append(privileges.stats)
 
     parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
 
@@ -170,7 +184,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
         # (a warm 128 MiB `dd` from the disk cache: 1 of 4 of its time). Left out of them.
         gc.freeze()
-        set_readahead(mountpoint, options.readahead_kb)
+        set_readahead(readahead, options.readahead_kb)
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")
         if operations.read_only and not options.read_only:

@@ -31,14 +31,16 @@ GRACE_SECONDS = 1.0
 def start(daemon_pid: int, connection: str) -> subprocess.Popen[bytes] | None:
     """Start watching the daemon (from the daemon, once mounted). None where fusectl cannot
     be used (not root and not mounted)."""
-    if not _fusectl_ready():
+    if not fusectl_ready():
         return None
     return subprocess.Popen([sys.executable, "-m", "zarrfs.daemon.watchdog", str(daemon_pid), connection],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, close_fds=True)
 
 
-def _fusectl_ready() -> bool:
+def fusectl_ready() -> bool:
+    """Whether fusectl is mounted (mounted here when root: a daemon of `-o user=` asks while
+    it still may)."""
     with contextlib.suppress(OSError):
         if os.listdir(CONNECTIONS):
             return True
