@@ -149,10 +149,11 @@ class _Listening(http.server.ThreadingHTTPServer):
 
 
 @contextlib.contextmanager
-def answering(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
-    """An HTTP server on 127.0.0.1 answering with `handler`, in a thread of its own for the
-    duration of the block: its port."""
-    httpd = _Listening(("127.0.0.1", 0), handler)
+def answering(handler: Callable[..., http.server.BaseHTTPRequestHandler],
+              address: tuple[str, int] = ("127.0.0.1", 0)) -> Iterator[int]:
+    """An HTTP server at `address` (a loopback one; port 0: any free port) answering with
+    `handler`, in a thread of its own for the duration of the block: its port."""
+    httpd = _Listening(address, handler)
     httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -165,8 +166,9 @@ def answering(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Ite
 
 
 @contextlib.contextmanager
-def serving(directory: Path, *, listings: bool = False, directory_status: int = 404) -> Iterator[Server]:
-    """Serve `directory` for the duration of the block."""
+def serving(directory: Path, *, listings: bool = False, directory_status: int = 404,
+            address: tuple[str, int] = ("127.0.0.1", 0)) -> Iterator[Server]:
+    """Serve `directory` at `address` for the duration of the block."""
     state = Server("", directory, listings, directory_status)
     handler = type("Handler", (_Handler,), {"server_state": state})
 
@@ -174,6 +176,6 @@ def serving(directory: Path, *, listings: bool = False, directory_status: int = 
         made: _Handler = handler(*args, directory=str(directory))
         return made
 
-    with answering(make) as port:
-        state.url = f"http://127.0.0.1:{port}"
+    with answering(make, address) as port:
+        state.url = f"http://{address[0]}:{port}"
         yield state

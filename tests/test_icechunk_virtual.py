@@ -8,6 +8,7 @@ references get nothing of the mounter's files."""
 from __future__ import annotations
 
 import errno
+import random
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import icechunk
 import numpy as np
 import pytest
 import zarr
+from http_server import serving
 from mounting import Mount, timed
 
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
@@ -179,18 +181,42 @@ def test_a_hostile_repository_gets_none_of_the_mounters_files(tmp_path: Path, mo
     assert (secret.tobytes()[:16]) not in mount.log().encode()
 
 
+def test_an_http_container_is_read_once_references_allow_names_it(tmp_path: Path, mount_array) -> None:
+    """Without credentials, and without the options the repository declares (a proxy).
+    Icechunk 1 keeps no port in an HTTP chunk's location: the server listens on port 80, of a
+    loopback address of its own (so no other server there is in its way)."""
+    (tmp_path / "www/nc").mkdir(parents=True)
+    (tmp_path / "www/nc/data.nc").write_bytes(source_bytes())
+    host = f"127.{random.randrange(1, 255)}.{random.randrange(1, 255)}.{random.randrange(2, 255)}"
+    with serving(tmp_path / "www", address=(host, 80)):
+        prefix = f"http://{host}/nc/"
+        storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+        declared = icechunk.http_store({"proxy_url": f"http://127.0.0.1:{free_port()}", "allow_http": "true"})
+        create(storage, {prefix: declared}, {"*": f"{prefix}data.nc"})
+        refused = mount_array(f"icechunk://{tmp_path}/repo", [f"timeout={TIMEOUT}"])
+        assert_refused_at_once(refused, prefix)
+        refused.unmount()
+        allowed = mount_array(f"icechunk://{tmp_path}/repo",
+                              [f"timeout={TIMEOUT}", f"references_allow=http://{host}/nc"])
+        expected = icechunk_reads(storage, prefix, icechunk.http_store({"allow_http": "true"}))
+        np.testing.assert_array_equal(expected.ravel(), VALUES.ravel())
+        np.testing.assert_array_equal(mounted(allowed), expected.ravel())
+
+
 def test_containers_zarrfs_does_not_reach_are_refused_even_when_allowed(tmp_path: Path) -> None:
-    """GCS and HTTP containers (not reached with the mount's settings yet): refused as
-    permanently as any other, saying why, whatever `references_allow` says."""
+    """GCS containers (their credentials not yet taken as the mount takes its own): refused
+    as permanently as any other, saying why, whatever `references_allow` says; and a prefix
+    Icechunk would read otherwise than the rule (`?`) is never authorized."""
     storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
-    create(storage, {"gs://bucket/nc/": icechunk.gcs_store(),
-                     "https://example.org/nc/": icechunk.http_store()},
-           {"virtual/c/0/0": "gs://bucket/nc/data.nc", "*": "https://example.org/nc/data.nc"})
-    settings = SourceSettings(timeout=TIMEOUT, references_allow=("gs://bucket", "https://example.org"))
+    odd = f"file://{tmp_path}/repo/x?/"
+    create(storage, {"gs://bucket/nc/": icechunk.gcs_store(), odd: icechunk.local_filesystem_store("/")},
+           {"virtual/c/0/0": "gs://bucket/nc/data.nc", "*": f"{odd}data.nc"})
+    settings = SourceSettings(timeout=TIMEOUT, references_allow=("gs://bucket",))
     fs, _ = icechunk_store.open_filesystem(f"icechunk://{tmp_path}/repo", {}, settings)
-    for key in ("/virtual/c/0/0", "/virtual/c/1/0"):
-        with pytest.raises(PermissionError, match="file:/// and s3:// containers of plain paths"):
-            fs.cat_file(key)
+    with pytest.raises(PermissionError, match=r"s3:// and http\(s\):// containers of plain paths"):
+        fs.cat_file("/virtual/c/0/0")
+    with pytest.raises(PermissionError):
+        fs.cat_file("/virtual/c/1/0")
 
 
 # -- S3 ------------------------------------------------------------------------------------

@@ -29,10 +29,11 @@ from ..references import Place, TargetPolicy, Where
 
 # The containers a mount reaches, as Icechunk reads their URLs: a local path (never
 # `file://HOST/PATH`, which Icechunk reads as /PATH while the rule would see HOST/PATH below
-# the repository), or an S3 bucket's prefix. Others (GCS, Azure, HTTP, Tigris) are refused,
-# named so, and so are prefixes Icechunk may read otherwise than the rule: a query, a
-# fragment, percent-encoding, a backslash.
-PLAIN_PREFIXES = ("file:///", "s3://")
+# the repository), an S3 bucket's prefix, or an HTTP(S) server's. Others (GCS, Azure,
+# Tigris: their credentials not yet taken as the mount takes its own) are refused, named so,
+# and so are prefixes Icechunk may read otherwise than the rule: a query, a fragment,
+# percent-encoding, a backslash.
+PLAIN_PREFIXES = ("file:///", "s3://", "https://", "http://")
 _AMBIGUOUS = re.compile(r"[?#%\\]")
 _UNAUTHORIZED = re.compile(r"resolves to the url prefix (\S+?),? to be able to fetch")
 # Virtual chunks that no retry can read: not in a container, or whose reference is broken (a
@@ -142,16 +143,22 @@ def _rebuilt(prefix: str, container: Any, policy: TargetPolicy, reach: Reach) ->
     PermissionError (the reason) when the mount may not read from it."""
     if not prefix.startswith(PLAIN_PREFIXES) or _AMBIGUOUS.search(prefix):
         raise PermissionError(f"virtual chunk container {prefix!r}: zarrfs reads virtual chunks "
-                              f"from file:/// and s3:// containers of plain paths only")
-    url = policy.checked("virtual chunk container", prefix)
-    if url.startswith("file://"):
-        store, credential = icechunk.local_filesystem_store(url[len("file://"):]), None
-    else:
-        store, credential = reach.s3_store(_declared_region(container)), reach.s3_credentials()
+                              f"from file:///, s3:// and http(s):// containers of plain paths only")
+    store, credential = _reached(policy.checked("virtual chunk container", prefix), container, reach)
     try:
         return icechunk.VirtualChunkContainer(prefix, store), credential
     except (ValueError, icechunk.IcechunkError) as e:  # (a prefix Icechunk itself refuses)
         raise PermissionError(f"virtual chunk container {prefix!r}: {e}") from None
+
+
+def _reached(url: str, container: Any, reach: Reach) -> tuple[Any, Any]:
+    """The store config and credentials that reach the container at `url` (checked)."""
+    if url.startswith("file://"):
+        return icechunk.local_filesystem_store(url[len("file://"):]), None
+    if url.startswith("s3://"):
+        return reach.s3_store(_declared_region(container)), reach.s3_credentials()
+    # HTTP(S): none of the declared options (a proxy, certificates not checked), no credentials.
+    return icechunk.http_store({"allow_http": "true"} if url.startswith("http:") else {}), None
 
 
 def _declared_region(container: Any) -> str | None:
