@@ -112,3 +112,21 @@ def test_a_group_linked_outside_is_neither_listed_nor_entered(public: Path) -> N
         assert "away" not in listed and {"a", "alias", "b"} <= set(listed)
         assert read_as(mount.path / "away" / "hidden" / "data") in (errno.ENOENT, errno.EIO)
         assert read_as(mount.path / "a" / "data") == VALUES[[0, 1, 2, 3] * 3].tobytes()
+
+
+def test_a_row_linked_outside_leaves_the_other_rows(public: Path) -> None:
+    """A directory of chunks (a row of the grid) linked outside: its chunks are refused, the
+    array's other chunks read, and its files still open (the check at open lists them all)."""
+    store = public / "a.zarr"
+    array = zarr.create_array(str(store), shape=(3, 4), chunks=(1, 4), dtype="u1", compressors=None)
+    array[...] = VALUES.reshape(3, 4)
+    elsewhere = public / "private"
+    elsewhere.mkdir(mode=0o700)
+    (store / "c" / "1").rename(elsewhere / "1")
+    (store / "c" / "1").symlink_to(elsewhere / "1")
+    with mounted(store, public / "mnt", ["ro", "allow_other"]) as mount:
+        assert read_as(mount.chunk("c/0/0")) == VALUES[:4].tobytes()
+        assert read_as(mount.chunk("c/2/0")) == VALUES[8:].tobytes()
+        assert read_as(mount.chunk("c/1/0")) == errno.EIO
+        assert read_as(mount.data) == errno.EIO
+        assert read_as(mount.chunk("c/0/0")) == VALUES[:4].tobytes()

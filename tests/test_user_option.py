@@ -92,6 +92,14 @@ def test_group_names_the_daemons_group(public: Path) -> None:
         assert read_as(mount.chunk("c/2")) == VALUES[2 * PAGE :].tobytes()
 
 
+def test_a_number_without_an_entry_is_taken_as_it_is(public: Path) -> None:
+    """A container's consumers run as a uid its /etc/passwd may not name."""
+    store = nobodys_store(public)
+    with mounted(store, public / "mnt", ["ro", "allow_other", "user=4242"]) as mount:
+        assert ids_of(mount.process.pid) == (["4242"] * 4, ["4242"] * 4)
+        assert read_as(mount.chunk("c/2")) == VALUES[2 * PAGE :].tobytes()
+
+
 def test_an_unknown_user_fails_the_mount(public: Path) -> None:
     store = nobodys_store(public)
     with pytest.raises(AssertionError) as failed, mounted(store, public / "mnt", ["user=no-such-user"]):

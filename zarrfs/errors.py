@@ -44,6 +44,12 @@ class StoreTimeout(StoreError):
     """The store did not answer within its deadline (a remote store: `-o timeout=`)."""
 
 
+class RefusedKey(StoreError):
+    """A key the store will not serve, for good: a link leading outside a local store, a FIFO
+    or device where a file should be, a file the daemon's user may not read. Like a malformed
+    document (and unlike a fault), it says nothing of the rest of the store."""
+
+
 class ReadOnlyError(ZarrfsError, PermissionError):
     """A write was attempted on a read-only array or store."""
 

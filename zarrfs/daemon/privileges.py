@@ -43,14 +43,14 @@ class Identity:
         unknown user or group, or a daemon that is not root."""
         if user is None:
             return None
-        entry = _user(user)
-        gid = entry.pw_gid if group is None else _group(group)
-        if (entry.pw_uid, gid) == (os.geteuid(), os.getegid()):
+        name, uid, gid = _user(user)
+        gid = gid if group is None else _group(group)
+        if (uid, gid) == (os.geteuid(), os.getegid()):
             return None
         if os.geteuid() != 0:
             raise MountError(f"-o user={user}: only root may serve as another user")
-        groups = tuple(os.getgrouplist(entry.pw_name, gid))
-        return cls(entry.pw_name, entry.pw_uid, gid, groups)
+        groups = tuple(os.getgrouplist(name, gid)) if name else (gid,)
+        return cls(name or user, uid, gid, groups)
 
     def act(self) -> None:
         """Do every access as this identity from now on, keeping root as the saved user (to
@@ -89,15 +89,22 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def _user(user: str) -> pwd.struct_passwd:
+def _user(user: str) -> tuple[str, int, int]:
+    """The name, uid and primary group of `user`; a number without an entry in the user
+    database is taken as it is, its group the same number (a container's consumers' uid)."""
     try:
-        return pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
     except KeyError:
+        if user.isdigit():
+            return "", int(user), int(user)
         raise MountError(f"-o user={user}: no such user") from None
+    return entry.pw_name, entry.pw_uid, entry.pw_gid
 
 
 def _group(group: str) -> int:
+    if group.isdigit():
+        return int(group)
     try:
-        return grp.getgrgid(int(group)).gr_gid if group.isdigit() else grp.getgrnam(group).gr_gid
+        return grp.getgrnam(group).gr_gid
     except KeyError:
         raise MountError(f"-o group={group}: no such group") from None

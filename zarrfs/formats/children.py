@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from ..errors import MetadataError, ZarrfsError
+from ..errors import MetadataError, RefusedKey, ZarrfsError
 from .nodes import ALL_FORMATS, Get, NodeMetadata, child_formats, consolidated_children, discover, join_path
 from .ome_children import declared_below
 from .v3 import METADATA_KEY
@@ -145,7 +145,7 @@ class GroupChildren:
         path = join_path(self.node.path, name)
         try:
             return discover(self._get, path, formats, consolidated_first=False)
-        except MetadataError as e:
+        except (MetadataError, RefusedKey) as e:  # (one child's: the others are listed)
             log.warning("%s: skipped: %s", path, e)
             if self._skipped is not None:
                 self._skipped[path] = str(e)

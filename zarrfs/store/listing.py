@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 
+from ..errors import RefusedKey
 from .local import Root, generation_of
 
 Described = tuple[int, str]  # (size, generation), as `Store.stat` says
@@ -86,12 +87,20 @@ def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, Describ
             fd, _ = confined.open(os.path.join(root, directory), directory=True)
         except (FileNotFoundError, NotADirectoryError):
             continue  # (none of its keys is stored)
+        except RefusedKey:  # (a link leading outside: its keys are there, and refused when read)
+            found.update(_refused(confined, root, directory, names))
+            continue
         try:
             _scan(fd, os.path.join(root, directory), f"{directory}/" if directory else "", names,
                   found, confined)
         finally:
             os.close(fd)
     return found
+
+
+def _refused(confined: Root, root: str, directory: str, names: set[str]) -> dict[str, Described]:
+    prefix = f"{directory}/" if directory else ""
+    return {prefix + name: confined.describe(os.path.join(root, directory, name)) for name in names}
 
 
 def _scan(fd: int, path: str, prefix: str, names: set[str], found: dict[str, Described],

@@ -27,7 +27,7 @@ import os
 import stat
 from typing import Any
 
-from ...errors import StoreError
+from ...errors import RefusedKey
 from ..references import Place, TargetPolicy, Where
 
 log = logging.getLogger("zarrfs")
@@ -105,17 +105,17 @@ class Root:
 
     def open(self, path: str, *, directory: bool = False) -> tuple[int, os.stat_result]:
         """`path` opened to read, and its status: a regular file (`directory`: a directory)
-        reached through links that stay inside; StoreError (EIO) naming the key otherwise,
-        FileNotFoundError when there is none. A PermissionError is a StoreError too: a chunk
+        reached through links that stay inside; RefusedKey (a StoreError: EIO) naming the key
+        otherwise, FileNotFoundError when there is none. A PermissionError is refused too: a chunk
         the daemon's user may not read fails its read (EIO), it is not the reader's EACCES."""
         try:
             fd = self._open(path, DIRECTORY_FLAGS if directory else READ_FLAGS)
         except PermissionError as e:
-            raise StoreError(self.key(path), f"{e.strerror} (the daemon reads as {_user()})") from None
+            raise RefusedKey(self.key(path), f"{e.strerror} (the daemon reads as {_user()})") from None
         except OSError as e:
             if e.errno != errno.ENXIO:  # (what an open of a socket answers)
                 raise
-            raise StoreError(self.key(path), "a socket, not a regular file: not read") from None
+            raise RefusedKey(self.key(path), "a socket, not a regular file: not read") from None
         try:
             status = os.fstat(fd)
             if not stat.S_ISREG(status.st_mode):
@@ -131,7 +131,7 @@ class Root:
         size 0: nothing of its target is told, and its read is refused."""
         try:
             fd = self._open(path, PATH_FLAGS)
-        except StoreError:
+        except RefusedKey:
             return 0, f"outside:{os.path.realpath(path)}"
         try:
             status = os.fstat(fd)
@@ -143,18 +143,18 @@ class Root:
         """Whether a listing follows the symbolic link at `path` (it stays inside)."""
         try:
             self.checked(path)
-        except StoreError:
+        except RefusedKey:
             return False
         return True
 
     def checked(self, path: str) -> str:
-        """The real path `path` resolves to, or StoreError when it leads outside (a write's
+        """The real path `path` resolves to, or RefusedKey when it leads outside (a write's
         directory, a prefix to delete or move: they are rare, and resolved every time)."""
         real = os.path.realpath(path)
         try:
             self.policy.checked(self.key(path), real)
         except PermissionError as e:
-            raise StoreError(self.key(path), str(e)) from None
+            raise RefusedKey(self.key(path), str(e)) from None
         return real
 
     def _open(self, path: str, flags: int) -> int:
@@ -171,7 +171,7 @@ class Root:
         except OSError as e:
             if e.errno != errno.ELOOP:
                 raise
-            raise StoreError(self.key(path), "a link changed while it was opened: not followed") from None
+            raise RefusedKey(self.key(path), "a link changed while it was opened: not followed") from None
 
     def _check_kind(self, path: str, status: os.stat_result, directory: bool) -> None:
         kind = stat.S_IFMT(status.st_mode)
@@ -180,7 +180,7 @@ class Root:
         if kind == stat.S_IFDIR:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
         what = _KINDS.get(kind, "not a regular file")
-        raise StoreError(self.key(path), f"{what}, not a regular file: not read")
+        raise RefusedKey(self.key(path), f"{what}, not a regular file: not read")
 
 
 def _user() -> str:
