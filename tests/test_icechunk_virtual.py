@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import zarr
 from http_server import serving
-from mounting import Mount, timed
+from mounting import Mount, mounted, timed
+from trust_helpers import public, read_as, secret_file
 
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 from zarrfs.store.icechunk import filesystem as icechunk_store
@@ -30,6 +31,7 @@ CHUNK_BYTES = CHUNK_ROWS * SHAPE[1] * 8
 VALUES = np.linspace(-1, 1, SHAPE[0] * SHAPE[1]).reshape(SHAPE)
 TIMEOUT = 30  # -o timeout=: a refusal must come in well under it (not after the retries)
 REFUSED_WITHIN = TIMEOUT / 3  # (slack for a loaded machine)
+__all__ = ["public"]  # (the fixture, used by name)
 
 
 def source_bytes(values: np.ndarray = VALUES) -> bytes:
@@ -69,7 +71,7 @@ def icechunk_reads(storage: icechunk.Storage, prefix: str, store: Any, credentia
     return np.asarray(zarr.open_array(repo.readonly_session("main").store, path="virtual", mode="r")[...])
 
 
-def mounted(mount: Mount, array: str = "virtual", dtype: str = DTYPE) -> np.ndarray:
+def mounted_values(mount: Mount, array: str = "virtual", dtype: str = DTYPE) -> np.ndarray:
     # (read_bytes lets go of the GIL while it waits: the S3 test's moto server is a thread
     # of this process)
     return np.frombuffer((mount.path / array / "data").read_bytes(), dtype)
@@ -84,7 +86,7 @@ def assert_refused_at_once(mount: Mount, *expected: str, array: str = "virtual")
     lines = [line for line in mount.log().splitlines() if "references_allow" in line]
     assert any(all(words in line for words in expected) for line in lines), mount.log()
     assert "retrying" not in mount.log()
-    assert (mounted(mount, "native", "<i4") == np.arange(6)).all()  # the rest of the mount works
+    assert (mounted_values(mount, "native", "<i4") == np.arange(6)).all()  # the rest of the mount works
 
 
 # -- local files ---------------------------------------------------------------------------
@@ -102,7 +104,7 @@ def test_a_container_below_the_repository_reads_as_icechunk_reads_it(tmp_path: P
     expected = icechunk_reads(storage, prefix, icechunk.local_filesystem_store(str(sources)))
     np.testing.assert_array_equal(expected.ravel(), VALUES.ravel())
     mount = mount_array(f"icechunk://{repo_dir}", [f"timeout={TIMEOUT}"])
-    np.testing.assert_array_equal(mounted(mount), expected.ravel())
+    np.testing.assert_array_equal(mounted_values(mount), expected.ravel())
     chunk = np.frombuffer((mount.path / "virtual/chunks/c/2/0").read_bytes(), DTYPE)
     np.testing.assert_array_equal(chunk, expected[2 * CHUNK_ROWS:3 * CHUNK_ROWS].ravel())
     for version in ("branches/main", "tags/v1"):
@@ -149,7 +151,7 @@ def test_a_container_elsewhere_is_refused_at_once_until_allowed(
 
     allowed = mount_array(f"icechunk://{repo_dir}", [f"timeout={TIMEOUT}", f"references_allow={elsewhere}"])
     expected = icechunk_reads(storage, prefix, icechunk.local_filesystem_store(str(elsewhere)))
-    np.testing.assert_array_equal(mounted(allowed), expected.ravel())
+    np.testing.assert_array_equal(mounted_values(allowed), expected.ravel())
 
 
 def test_a_hostile_repository_gets_none_of_the_mounters_files(tmp_path: Path, mount_array) -> None:
@@ -200,7 +202,7 @@ def test_an_http_container_is_read_once_references_allow_names_it(tmp_path: Path
                               [f"timeout={TIMEOUT}", f"references_allow=http://{host}/nc"])
         expected = icechunk_reads(storage, prefix, icechunk.http_store({"allow_http": "true"}))
         np.testing.assert_array_equal(expected.ravel(), VALUES.ravel())
-        np.testing.assert_array_equal(mounted(allowed), expected.ravel())
+        np.testing.assert_array_equal(mounted_values(allowed), expected.ravel())
 
 
 def test_containers_zarrfs_does_not_reach_are_refused_even_when_allowed(tmp_path: Path) -> None:
@@ -217,6 +219,27 @@ def test_containers_zarrfs_does_not_reach_are_refused_even_when_allowed(tmp_path
         fs.cat_file("/virtual/c/0/0")
     with pytest.raises(PermissionError):
         fs.cat_file("/virtual/c/1/0")
+
+
+def test_as_another_user_a_link_below_a_container_reads_none_of_roots_files(public: Path) -> None:
+    """The limit docs/remote.md names: Icechunk follows a symbolic link below a local
+    container. `-o user=` bounds it: the daemon reads as that user, so a link to a file of
+    root's fails (EIO, at once) while the container's other chunks read."""
+    secret = secret_file(public / "root", source_bytes(np.full(SHAPE, 7.25)))
+    repo_dir, sources = public / "repo", public / "repo/sources"
+    prefix = f"file://{sources}/"
+    storage = icechunk.local_filesystem_storage(str(repo_dir))
+    create(storage, {prefix: icechunk.local_filesystem_store(str(sources))},
+           {"virtual/c/0/0": f"{prefix}link.bin", "*": f"{prefix}data.bin"})
+    sources.mkdir()
+    (sources / "data.bin").write_bytes(source_bytes())
+    (sources / "link.bin").symlink_to(secret)
+    options = ["allow_other", "user=nobody", f"timeout={TIMEOUT}"]
+    with mounted(f"icechunk://{repo_dir}", public / "mnt", options) as mount:
+        failed, seconds = timed(lambda: read_as(mount.path / "virtual/chunks/c/0/0"))
+        assert failed == errno.EIO and seconds < REFUSED_WITHIN, (failed, seconds)
+        shown = read_as(mount.path / "virtual/chunks/c/1/0")
+        assert shown == VALUES[CHUNK_ROWS:2 * CHUNK_ROWS].astype(DTYPE).tobytes()
 
 
 # -- S3 ------------------------------------------------------------------------------------
@@ -254,7 +277,7 @@ def test_on_s3_the_repositorys_bucket_is_read_with_the_mounts_endpoint_and_crede
         own, expected = repository("own", f"s3://{server.bucket}/sources/",
                                    f"s3://{server.bucket}/sources/data.nc")
         np.testing.assert_array_equal(expected, VALUES.ravel())
-        np.testing.assert_array_equal(mounted(mount_array(own, options, env=S3_ENV)), expected)
+        np.testing.assert_array_equal(mounted_values(mount_array(own, options, env=S3_ENV)), expected)
 
         gone, _ = repository("gone", f"s3://{server.bucket}/sources/", f"s3://{server.bucket}/sources/data.nc")
         client.delete_object(Bucket=server.bucket, Key="sources/data.nc")
@@ -270,5 +293,5 @@ def test_on_s3_the_repositorys_bucket_is_read_with_the_mounts_endpoint_and_crede
         assert_refused_at_once(refused, "s3://other/archive/", f"s3://{server.bucket}")
         refused.unmount()
         allowed = mount_array(other, [*options, "references_allow=s3://other/archive"], env=S3_ENV)
-        np.testing.assert_array_equal(mounted(allowed), expected)
+        np.testing.assert_array_equal(mounted_values(allowed), expected)
         allowed.unmount()

@@ -37,14 +37,16 @@ PLAIN_PREFIXES = ("file:///", "s3://", "https://", "http://")
 _AMBIGUOUS = re.compile(r"[?#%\\]")
 _UNAUTHORIZED = re.compile(r"resolves to the url prefix (\S+?),? to be able to fetch")
 # Virtual chunks that no retry can read: not in a container, or whose reference is broken (a
-# location that is no plain path, its file gone or changed since it was written), each with
-# what the log says of it.
+# location that is no plain path; its file gone, not the daemon's user's to read, or changed
+# since the reference was written), each with what the log says of it.
 _NEVER_READ = (
     (re.compile(r"no virtual chunk container can handle the chunk location \((.*?)\)"),
      "it points to {0!r}, in none of the containers the repository declares"),
     (re.compile(r'Error parsing Path "(.*?)"'), "its location {0!r} is not a plain path"),
     (re.compile(r"error fetching virtual reference.*Object at location (\S+) not found"),
      "its file {0} is not there"),
+    (re.compile(r"error fetching virtual reference.*Unable to open file (\S+): Permission denied"),
+     "its file {0} may not be read by the daemon's user"),
     (re.compile(r"error fetching virtual reference.*\b(NoSuchKey|NoSuchBucket|AccessDenied)\b"),
      "its object is not there, or not for the mount's credentials ({0})"),
     (re.compile(r"(the checksum of the object owning the virtual chunk has changed)"), "{0}"),
