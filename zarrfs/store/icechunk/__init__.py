@@ -1,6 +1,7 @@
 """Icechunk repositories (`icechunk://`): a snapshot's keys (`filesystem`), the following of a
-branch (`branches`), writes as commits (`writes`) and the versions below `/.versions/`
-(`versions`). Imported only when a mount asks for one (the icechunk client is heavy)."""
+branch (`branches`), writes as commits (`writes`), the versions below `/.versions/`
+(`versions`) and the virtual chunk containers a mount reads from (`containers`). Imported
+only when a mount asks for one (the icechunk client is heavy)."""
 
 from .versions import open_filesystem
 

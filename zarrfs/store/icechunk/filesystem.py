@@ -16,7 +16,9 @@ between show the snapshot last looked up, whole: never half of a commit.
 Paths are the repository's keys below `/` (`/temperature/c/0/1`); the root path is "".
 Mounted at a branch with `-o rw` (`start_writes`), the filesystem writes through a writable
 session and commits where other stores would make writes durable (`commits_on_sync`: the
-Store's syncs are commits; zarrfs.store.icechunk.writes).
+Store's syncs are commits; zarrfs.store.icechunk.writes). Virtual chunks are read from the
+containers the mount authorizes (zarrfs.store.icechunk.containers); a read Icechunk refuses
+for good is a PermissionError (`VirtualChunkRefused`), which the Store does not retry.
 """
 
 from __future__ import annotations
