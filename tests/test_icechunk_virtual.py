@@ -85,8 +85,14 @@ def assert_refused_at_once(mount: Mount, *expected: str, array: str = "virtual")
     assert seconds < REFUSED_WITHIN, f"refused after {seconds:.1f} s: retried as a fault"
     lines = [line for line in mount.log().splitlines() if "references_allow" in line]
     assert any(all(words in line for words in expected) for line in lines), mount.log()
-    assert "retrying" not in mount.log()
+    assert not retried_virtual_chunks(mount)
     assert (mounted_values(mount, "native", "<i4") == np.arange(6)).all()  # the rest of the mount works
+
+
+def retried_virtual_chunks(mount: Mount) -> list[str]:
+    """The log's lines of a virtual chunk's read retried (any other retry, of a moto server
+    slow on a loaded machine, is not the refusal's)."""
+    return [line for line in mount.log().splitlines() if "retrying" in line and "virtual" in line]
 
 
 # -- local files ---------------------------------------------------------------------------
@@ -284,7 +290,7 @@ def test_on_s3_the_repositorys_bucket_is_read_with_the_mounts_endpoint_and_crede
         mount = mount_array(gone, options, env=S3_ENV)
         failed, seconds = timed(lambda: (mount.path / "virtual/data").read_bytes())
         assert isinstance(failed, OSError) and failed.errno == errno.EIO and seconds < REFUSED_WITHIN
-        assert "NoSuchKey" in mount.log() and "retrying" not in mount.log()
+        assert "NoSuchKey" in mount.log() and not retried_virtual_chunks(mount)
         client.put_object(Bucket=server.bucket, Key="sources/data.nc", Body=source_bytes())
 
         other, expected = repository("other", "s3://other/archive/", "s3://other/archive/data.nc")
