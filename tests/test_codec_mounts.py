@@ -138,3 +138,63 @@ def test_zarr_pythons_numcodecs_zfpy_reads_and_writes(mount_array: MountFactory,
     with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
         read = zarr.open_array(tmp_path / "a", mode="r")[...]
     assert read[:6, :10].tobytes() == np.asarray(reference.decode(reference.encode(chunk))).tobytes()
+
+
+# numcodecs.zfpy as zarrs reads it: numcodecs' own configuration (zarr-python 3.0 wrote it:
+# every member, -1 where unused, and `compression_kwargs` repeating the mode's), and zarrs'
+# reversible mode, which numcodecs decodes but cannot encode.
+ZFPY_WRITTEN = {
+    "fixed accuracy": {"mode": 4, "compression_kwargs": {"tolerance": 0.001}, "tolerance": 0.001, "rate": -1,
+                       "precision": -1},
+    "fixed rate": {"mode": 2, "compression_kwargs": {"rate": 16}, "tolerance": -1, "rate": 16,
+                   "precision": -1},
+    "fixed precision": {"mode": 3, "compression_kwargs": {"precision": 20}, "tolerance": -1, "rate": -1,
+                        "precision": 20},
+    "reversible": {"mode": 5},
+}
+
+
+def _zfpy_stored(config: dict[str, Any], chunk: np.ndarray) -> bytes:
+    """A chunk as zarrs stores it: numcodecs' ZFPY's bytes (reversible: zfpy's, with no mode
+    arguments, as zarrs writes them and numcodecs cannot)."""
+    import zfpy
+
+    if config["mode"] == 5:
+        return bytes(zfpy.compress_numpy(chunk, write_header=True))
+    return bytes(numcodecs.get_codec({"id": "zfpy", **config}).encode(chunk))
+
+
+def _zfpy_array(path: Path, config: dict[str, Any], values: np.ndarray) -> np.ndarray:
+    """`values` stored at `path` with `config`, chunk by chunk; what numcodecs decodes of them."""
+    path.mkdir()
+    codec = {"name": "numcodecs.zfpy", "configuration": config}
+    (path / "zarr.json").write_text(json.dumps(_document("float64", 0.0, [codec])))
+    decoded = np.empty_like(values)
+    for i, j in np.ndindex(2, 2):
+        window = np.s_[6 * i : 6 * i + 6, 10 * j : 10 * j + 10]
+        stored = _zfpy_stored(config, np.ascontiguousarray(values[window]))
+        (path / "c" / str(i)).mkdir(parents=True, exist_ok=True)
+        (path / "c" / str(i) / str(j)).write_bytes(stored)
+        decoded[window] = numcodecs.ZFPY().decode(stored)
+    return decoded
+
+
+@pytest.mark.parametrize("config", ZFPY_WRITTEN.values(), ids=ZFPY_WRITTEN.keys())
+def test_numcodecs_zfpy_configurations_zarrs_reads(config: dict[str, Any], mount_array: MountFactory,
+                                                  tmp_path: Path) -> None:
+    """Read as numcodecs' decode reads them, and as zarr-python does; values written through
+    the mount read in zarr-python as numcodecs' (zfpy's) round trip gives them."""
+    expected = _zfpy_array(tmp_path / "a", config, VALUES)
+    assert mount_array(tmp_path / "a", ["ro"]).data.read_bytes() == expected.tobytes()
+    with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
+        assert zarr.open_array(tmp_path / "a", mode="r")[...].tobytes() == expected.tobytes()
+
+    mount = mount_array(tmp_path / "a")
+    with open(mount.data, "r+b") as f:
+        f.write((VALUES[::-1] * 2).copy().tobytes())
+    assert mount.unmount() == 0
+    round_trip = _zfpy_array(tmp_path / "b", config, VALUES[::-1] * 2)
+    with pytest.warns(UserWarning, match="Numcodecs codecs are not in the Zarr version 3"):
+        assert zarr.open_array(tmp_path / "a", mode="r")[...].tobytes() == round_trip.tobytes()
+    if config["mode"] == 5:
+        assert round_trip.tobytes() == (VALUES[::-1] * 2).tobytes()

@@ -264,6 +264,8 @@ BAD = [
     ({"name": "zarrs.gdeflate", "configuration": {"level": 13}}, "int8", "configuration.level"),
     ({"name": "numcodecs.zfpy", "configuration": {"mode": 9}}, "float64", "codecs[0].configuration"),
     ({"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.1}}, "int8", "codecs[0]"),
+    ({"name": "numcodecs.zfpy", "configuration": {"mode": 4, "tolerance": 0.1, "compression_kwargs": [0.1]}},
+     "float64", "configuration.compression_kwargs"),
     ({"name": "gdeflate_or_so"}, "int8", "codecs[0].name"),
 ]
 
