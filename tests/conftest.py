@@ -63,7 +63,7 @@ FAST_MODULES = {
     "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
     "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py", "test_page_cache.py",
     "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
-    "test_docs_options.py",
+    "test_docs_options.py", "test_readahead_cost.py",
 }
 FAST_TESTS = {
     "test_docs.py": {"test_every_example_runs_or_says_why_not",
@@ -78,6 +78,8 @@ FAST_TESTS = {
     "test_groups.py": {"test_write_through_a_nested_group_mount", "test_nested_groups_with_sharded_arrays"},
     "test_resize.py": {"test_partial_rows_are_refused", "test_chunk_files_keep_their_size"},
     "test_views_mount.py": {"test_fortran_order_chunk_files_and_data"},
+    "test_store_links.py": {"test_a_chunk_linked_outside_is_refused_to_every_reader"},
+    "test_user_option.py": {"test_the_daemon_serves_as_the_user_it_names", "test_group_alone_is_refused"},
     "test_recheck.py": {"test_a_change_noticed_through_one_file_shows_in_the_others"},
     "test_http.py": {"test_ome_zarr_plate_without_listings"},
     "test_zip.py": {"test_an_rfc9_ozx"},

@@ -14,6 +14,7 @@ import numpy as np
 import zarr
 from mounting import Mount, mounted
 from trust_helpers import public, raw_array, read_as, secret_file
+from zip_fixtures import values, zipstore_array
 
 __all__ = ["public"]  # (the fixture, used by name)
 
@@ -130,3 +131,13 @@ def test_a_row_linked_outside_leaves_the_other_rows(public: Path) -> None:
         assert read_as(mount.chunk("c/1/0")) == errno.EIO
         assert read_as(mount.data) == errno.EIO
         assert read_as(mount.chunk("c/0/0")) == VALUES[:4].tobytes()
+
+
+def test_a_zip_the_mount_names_through_a_link_is_the_one_it_serves(public: Path) -> None:
+    """The archive a zip mount names is resolved once, when it mounts (as a directory store's
+    root): a link to it serves the archive it leads to, read through its own directory."""
+    (public / "archives").mkdir()
+    archive = zipstore_array(public / "archives" / "a.zip")
+    (public / "linked.zip").symlink_to(archive)
+    with mounted(public / "linked.zip", public / "mnt", ["ro", "allow_other"]) as mount:
+        assert read_as(mount.data) == values((100, 60), "int32").tobytes()
