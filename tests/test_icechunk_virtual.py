@@ -1,9 +1,10 @@
 """Icechunk repositories with virtual chunks (as VirtualiZarr writes them: byte ranges of other
 files), written by Icechunk's own API and read through a real mount against what zarr-python
 reads through Icechunk with the container authorized. A container below the repository (its
-directory or bucket) is read; one elsewhere is refused at once, with EIO and a log line naming
-`references_allow`, until that option allows it; a hostile repository's containers and
-references get nothing of the mounter's files."""
+directory or bucket) is read; one elsewhere (another directory, bucket, an HTTP server) is
+refused at once, with EIO and a log line naming `references_allow`, until that option allows
+it; a hostile repository's containers, endpoints and references get nothing of the mounter's
+files, nor, with `-o user=`, does a link below an allowed container."""
 
 from __future__ import annotations
 
