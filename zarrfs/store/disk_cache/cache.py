@@ -7,14 +7,16 @@ the byte range and the generation the bytes were read at: a name always means th
 bytes, so two daemons writing one entry write the same file, and a changed object is a new
 name (the old one ages out). A file is written under a temporary name and renamed; whatever
 is read is checked against its header and checksums, and a mismatch (a torn or damaged
-file) is a miss, never served.
+file) is a miss, never served: the entry is dropped and fetched again.
 
-The index, `DIR/index.sqlite` (WAL: safe across processes), holds a row per entry: its
-object, generation, cost on disk and last use, and who is writing or removing it. Space is
-claimed in the index before a file is written, and the least recently used entries are
+The index, `DIR/index.sqlite` (`index`; WAL: safe across processes), holds a row per entry:
+its object, generation, cost on disk and last use, and who is writing or removing it. Space
+is claimed in the index before a file is written, and the least recently used entries are
 deleted before their room is claimed, so the files (and the index's own files) never take
 more than SIZE, however many daemons fill the directory at once. A row whose writer died
-(kill -9) is cleaned up by the next daemon to open the directory.
+(kill -9) is cleaned up by the next daemon to open the directory; files and rows that do not
+match (the index lost its last changes: a crash of the machine, a damaged WAL) are too. A
+damaged index is replaced by a fresh one (`index`).
 
 Faults of the cache itself (a full disk, DIR removed or unwritable) never fail a read: they
 are logged once and the read goes to the store.
@@ -29,39 +31,25 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ...errors import ZarrfsError
 from ..values import Buffer
 from . import entries
+from .index import OBJECTS, DamagedIndex, Index, names, prepare, rows
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-INDEX = "index.sqlite"
-OBJECTS = "objects"
 _BLOCK = 4096  # (what a file costs on disk: whole blocks)
 # Room kept for the index's own growth between two looks at it (its WAL is checkpointed
 # every 64 pages, 256 KiB).
 _INDEX_MARGIN = 1 << 20
 SMALLEST = 8 << 20  # a smaller SIZE leaves no room for entries beside the index
 _TOUCH_BATCH, _TOUCH_SECONDS = 512, 2.0  # last uses are written to the index in batches
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    name TEXT PRIMARY KEY, store TEXT NOT NULL, path TEXT NOT NULL, generation TEXT NOT NULL,
-    cost INTEGER NOT NULL, used REAL NOT NULL,
-    owner TEXT  -- the process writing (or deleting) its file; NULL: ready
-);
-CREATE INDEX IF NOT EXISTS entries_by_path ON entries (store, path);
-CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used);
-CREATE TABLE IF NOT EXISTS total (one INTEGER PRIMARY KEY CHECK (one = 1), cost INTEGER NOT NULL);
-INSERT OR IGNORE INTO total VALUES (1, 0);
-CREATE TRIGGER IF NOT EXISTS entry_added AFTER INSERT ON entries
-    BEGIN UPDATE total SET cost = cost + new.cost; END;
-CREATE TRIGGER IF NOT EXISTS entry_removed AFTER DELETE ON entries
-    BEGIN UPDATE total SET cost = cost - old.cost; END;
-"""
+_PART = ".part"  # (an entry's file being written)
+_OWNER = (str, type(None))  # (a row's owner: a process, or none once its file is ready)
 
 
 class DiskCacheError(ZarrfsError):
@@ -97,8 +85,8 @@ class DiskCache:
     """The entries in DIR: looked up by name, added within the size bound, counted."""
 
     def __init__(self, directory: str, size: int) -> None:
-        """Opens (or makes) the cache in `directory`; DiskCacheError in one line when it
-        cannot be."""
+        """Opens (or makes) the cache in `directory`, healed of what damage it finds;
+        DiskCacheError in one line when it cannot be one."""
         if size < SMALLEST:
             raise DiskCacheError(f"disk_cache_size={size} is too small: at least {SMALLEST >> 20}M")
         self.directory = os.path.abspath(directory)
@@ -106,39 +94,23 @@ class DiskCache:
         self.size = size
         self.owner = _owner_of_this_process()
         self.hits = self.misses = 0
-        self._lock = threading.Lock()  # (one connection, used by one thread at a time)
         self._counting = threading.Lock()  # (hits, misses and last uses: never behind the index)
         self._touched: dict[str, float] = {}
         self._touches_written = time.monotonic()
         self._faults: set[str] = set()  # (what went wrong: each said once in the log)
         try:
-            self._db = self._open()
+            prepare(self.directory)
+            self._index = Index(self.directory, self.owner)
             self.remove_orphans()
+            self._reconcile()
         except (OSError, sqlite3.Error) as e:
             raise DiskCacheError(f"disk cache {self.directory}: {_reason(e)}") from None
-
-    def _open(self) -> sqlite3.Connection:
-        fresh = os.path.isdir(self.directory) and not os.path.exists(os.path.join(self.directory, INDEX))
-        others = fresh and any(not n.startswith(INDEX) and n != OBJECTS for n in os.listdir(self.directory))
-        if others:
-            raise OSError("it holds other files (not a zarrfs disk cache): name an empty directory")
-        os.makedirs(self.objects, mode=0o700, exist_ok=True)
-        if not os.access(self.objects, os.W_OK | os.X_OK):
-            raise PermissionError("not writable")
-        db = sqlite3.connect(os.path.join(self.directory, INDEX), timeout=30.0,
-                             isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")  # (a cache: a lost last transaction is a miss)
-        db.execute("PRAGMA wal_autocheckpoint=64")
-        db.execute("PRAGMA journal_size_limit=1048576")
-        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} COMMIT;")
-        return db
 
     # -- reads -----------------------------------------------------------------------------
 
     def load(self, name: str, start: int = 0, length: int = -1) -> Buffer | None:
         """Bytes [start, start + length) of entry `name` (length -1: all), checked (None: not
-        cached, or not whole and sound)."""
+        cached, or not whole and sound: then dropped)."""
         found = self._read(name, lambda fd: entries.read(fd, name, start, length))
         if found is None:
             return None
@@ -150,9 +122,11 @@ class DiskCache:
         return data
 
     def length(self, name: str) -> int | None:
-        """The length of entry `name`'s data as its header says (None: not cached); its
-        checksums are checked as it is read."""
+        """The length of entry `name`'s data as its header says (None: not cached, or its
+        header is not sound: then dropped); its checksums are checked as it is read."""
         found = self._read(name, lambda fd: entries.length(fd, name))
+        if found is not None and found[0] is None:
+            self._unsound(name)
         return None if found is None else found[0]
 
     def _read(self, name: str, read: Callable[[int], T]) -> tuple[T] | None:
@@ -181,29 +155,27 @@ class DiskCache:
         """The generations the cache holds entries of, of `path` (None: of any path of
         `store`), the last used first; at most `limit` of them (-1: all)."""
         which = ("", (store,)) if path is None else (" AND path = ?", (store, path))
+        sql = (f"SELECT generation FROM entries WHERE store = ?{which[0]} "
+               "GROUP BY generation ORDER BY MAX(used) DESC LIMIT ?")
         try:
-            with self._lock:
-                rows = self._db.execute(
-                    f"SELECT generation FROM entries WHERE store = ?{which[0]} "
-                    "GROUP BY generation ORDER BY MAX(used) DESC LIMIT ?", (*which[1], limit)).fetchall()
+            found = self._index.run(lambda db: rows(db, sql, (*which[1], limit), str))
         except sqlite3.Error as e:
             self.fault("cannot read the index", e)
             return []
-        return [row[0] for row in rows]
+        return [row[0] for row in found]
 
     def entries_below(self, store: str, prefix: str, limit: int) -> list[tuple[str, str]]:
         """The paths and generations of entries whose path starts with `prefix` (at most
         `limit` of them, the first in order)."""
+        sql = ("SELECT DISTINCT path, generation FROM entries "
+               "WHERE store = ? AND path >= ? AND path < ? ORDER BY path LIMIT ?")
         try:
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT DISTINCT path, generation FROM entries "
-                    "WHERE store = ? AND path >= ? AND path < ? ORDER BY path LIMIT ?",
-                    (store, prefix, prefix + "\U0010ffff", limit)).fetchall()
+            found = self._index.run(lambda db: rows(db, sql, (store, prefix, prefix + "\U0010ffff", limit),
+                                                    str, str))
         except sqlite3.Error as e:
             self.fault("cannot read the index", e)
             return []
-        return [(row[0], row[1]) for row in rows]
+        return [(row[0], row[1]) for row in found]
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -217,15 +189,18 @@ class DiskCache:
             self.fault("cannot make room", e)
             return
         final = os.path.join(self.objects, name)
-        temporary = final + ".part"
+        temporary = final + _PART
         try:
             whole = bytes(data)  # (the checksum is taken of bytes)
             with open(temporary, "wb") as f:
                 f.write(entries.header(name, whole))
                 f.write(whole)
             os.rename(temporary, final)
-            with self._lock, _transaction(self._db):
-                self._db.execute("UPDATE entries SET owner = NULL WHERE name = ?", (name,))
+            ready = self._index.run(lambda db: db.execute(
+                "UPDATE entries SET owner = NULL WHERE name = ? AND owner = ?", (name, self.owner)).rowcount,
+                write=True)
+            if not ready:  # (the index was started afresh meanwhile: the file is not in it)
+                _unlink(final)
         except (OSError, sqlite3.Error) as e:
             self.fault("cannot write an entry", e)
             with contextlib.suppress(OSError, sqlite3.Error):
@@ -236,70 +211,106 @@ class DiskCache:
         """Claim `cost` bytes for a new entry, after deleting least recently used entries
         until it fits. False: the entry is there already, or no room can be made."""
         budget = self._budget()
+
+        def claim(db: sqlite3.Connection) -> bool | list[str]:
+            """True: claimed; False: not to be written; else the entries to delete first."""
+            found = rows(db, "SELECT owner FROM entries WHERE name = ?", (name,), _OWNER)
+            if found and (found[0][0] is not None or os.path.exists(os.path.join(self.objects, name))):
+                return False
+            if found:  # (a ready row whose file is gone: it is written again)
+                db.execute("DELETE FROM entries WHERE name = ?", (name,))
+            total = rows(db, "SELECT cost FROM total", (), int)
+            if len(total) != 1:
+                raise DamagedIndex("its total is gone")
+            if total[0][0] + cost <= budget:
+                db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (name, store, path, generation, cost, time.time(), self.owner))
+                return True
+            victims = _least_recently_used(db, total[0][0] + cost - budget)
+            db.executemany("UPDATE entries SET owner = ? WHERE name = ?",
+                           [(self.owner, victim) for victim in victims])
+            return victims or False
+
         while True:
-            with self._lock, _transaction(self._db):
-                db = self._db
-                if db.execute("SELECT 1 FROM entries WHERE name = ?", (name,)).fetchone():
-                    return False
-                total = db.execute("SELECT cost FROM total").fetchone()[0]
-                if total + cost <= budget:
-                    db.execute("INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
-                               (name, store, path, generation, cost, time.time(), self.owner))
-                    return True
-                victims = _least_recently_used(db, total + cost - budget)
-                if not victims:
-                    return False
-                db.executemany("UPDATE entries SET owner = ? WHERE name = ?",
-                               [(self.owner, victim) for victim in victims])
-            self._delete_files(victims)  # (their room is free only once their files are gone)
+            outcome = self._index.run(claim, write=True)
+            if isinstance(outcome, bool):
+                return outcome
+            self._delete_files(outcome)  # (their room is free only once their files are gone)
 
     def _delete_files(self, names: Sequence[str]) -> None:
         for name in names:
             _unlink(os.path.join(self.objects, name))
-        with self._lock, _transaction(self._db):
-            self._db.executemany("DELETE FROM entries WHERE name = ?", [(n,) for n in names])
+        gone = [(name,) for name in names]
+        self._index.run(lambda db: db.executemany("DELETE FROM entries WHERE name = ?", gone), write=True)
 
     def _remove(self, names: Sequence[str]) -> None:
-        with self._lock, _transaction(self._db):
-            self._db.executemany("UPDATE entries SET owner = ? WHERE name = ?",
-                                 [(self.owner, n) for n in names])
+        self._index.run(lambda db: db.executemany("UPDATE entries SET owner = ? WHERE name = ?",
+                                                  [(self.owner, n) for n in names]), write=True)
         self._delete_files(names)
 
     def drop(self, store: str, path: str, keep: str | None = None) -> None:
         """Delete the entries of `path` (but those of generation `keep`): it changed."""
+        sql = ("SELECT name FROM entries WHERE store = ? AND path = ? AND generation IS NOT ? "
+               "AND owner IS NULL")
         try:
-            with self._lock:
-                rows = self._db.execute(
-                    "SELECT name FROM entries WHERE store = ? AND path = ? AND generation IS NOT ? "
-                    "AND owner IS NULL", (store, path, keep)).fetchall()
-            if rows:
-                self._remove([row[0] for row in rows])
+            found = self._index.run(lambda db: rows(db, sql, (store, path, keep), str))
+            if found:
+                self._remove([row[0] for row in found])
         except (OSError, sqlite3.Error) as e:
             self.fault("cannot delete an entry", e)
 
     def remove_orphans(self) -> int:
         """Delete what writers that died left: claimed rows, and their files and temporaries."""
-        with self._lock:
-            owners = [row[0] for row in
-                      self._db.execute("SELECT DISTINCT owner FROM entries WHERE owner IS NOT NULL")]
-        dead = [owner for owner in owners if not _alive(owner)]
+        def owned_by(owner: str | None) -> list[str]:
+            """The owners of claimed rows (None), or the names of the rows `owner` claimed."""
+            sql, args = (("SELECT DISTINCT owner FROM entries WHERE owner IS NOT NULL", ()) if owner is None
+                         else ("SELECT name FROM entries WHERE owner = ?", (owner,)))
+            return [row[0] for row in self._index.run(lambda db: rows(db, sql, args, str))]
+
         removed = 0
-        for owner in dead:
-            with self._lock:
-                rows = self._db.execute("SELECT name FROM entries WHERE owner = ?", (owner,)).fetchall()
-            names = [row[0] for row in rows]
+        for owner in owned_by(None):
+            if _alive(owner):
+                continue
+            names = owned_by(owner)
             for name in names:
-                _unlink(os.path.join(self.objects, name) + ".part")
+                _unlink(os.path.join(self.objects, name) + _PART)
             self._delete_files(names)
             removed += len(names)
         return removed
+
+    def _reconcile(self) -> None:
+        """Make the files and the rows agree again, where the index lost its last changes (a
+        crash of the machine, a damaged WAL): a file without a row is deleted, a row whose
+        file is gone dropped, the total counted again. Said in the log when anything was."""
+        epoch = self._index.epoch
+        listed = set(os.listdir(self.objects))  # (first: a file is there only once its row is)
+        ready, claimed = self._index.run(lambda db: (names(db, "owner IS NULL"),
+                                                     names(db, "owner IS NOT NULL")))
+        if self._index.epoch != epoch:
+            return  # (started afresh meanwhile: nothing left to reconcile)
+        strays = [name for name in listed - ready - claimed  # (and a .part of neither)
+                  if name.removesuffix(_PART) not in ready and name.removesuffix(_PART) not in claimed]
+        for name in strays:
+            _unlink(os.path.join(self.objects, name))
+        gone = [(name,) for name in ready - listed
+                if not os.path.exists(os.path.join(self.objects, name))]  # (nor made since the listing)
+
+        def count(db: sqlite3.Connection) -> None:
+            db.executemany("DELETE FROM entries WHERE name = ? AND owner IS NULL", gone)
+            db.execute("UPDATE total SET cost = (SELECT COALESCE(SUM(cost), 0) FROM entries)")
+
+        self._index.run(count, write=True)
+        if strays or gone:
+            log.warning("disk cache %s: its index had lost changes (a crash of the machine, or damage): "
+                        "%d files it did not hold deleted, %d of its entries without a file dropped",
+                        self.directory, len(strays), len(gone))
 
     # -- room and last uses --------------------------------------------------------------------
 
     def _budget(self) -> int:
         """What entries may take: SIZE, less what the index and the directories take."""
         overhead = _INDEX_MARGIN
-        for name in (INDEX, INDEX + "-wal", INDEX + "-shm", OBJECTS, "."):
+        for name in (*self._index.files, OBJECTS, "."):
             with contextlib.suppress(FileNotFoundError):
                 overhead += os.stat(os.path.join(self.directory, name)).st_blocks * 512
         return self.size - overhead
@@ -324,20 +335,19 @@ class DiskCache:
             self._touches_written = time.monotonic()
         if not touched:
             return
-        with self._lock:
-            try:
-                with _transaction(self._db):
-                    self._db.executemany("UPDATE entries SET used = ? WHERE name = ?",
-                                         [(used, name) for name, used in touched.items()])
-            except sqlite3.Error as e:
-                self.fault("cannot write to the index", e)
+        try:
+            self._index.run(lambda db: db.executemany("UPDATE entries SET used = ? WHERE name = ?",
+                                                      [(used, name) for name, used in touched.items()]),
+                            write=True)
+        except sqlite3.Error as e:
+            self.fault("cannot write to the index", e)
 
     def cached_bytes(self) -> int:
         try:
-            with self._lock:
-                return int(self._db.execute("SELECT cost FROM total").fetchone()[0])
+            found = self._index.run(lambda db: rows(db, "SELECT cost FROM total", (), int))
         except sqlite3.Error:
             return 0
+        return found[0][0] if found else 0
 
     def fault(self, what: str, error: BaseException | None) -> None:
         """A fault of the cache: said once in the log; the read goes on from the store."""
@@ -348,29 +358,18 @@ class DiskCache:
 
     def close(self) -> None:
         self.write_touches()
-        with self._lock, contextlib.suppress(sqlite3.Error):
-            self._db.close()
+        self._index.close()
 
 
 def _least_recently_used(db: sqlite3.Connection, needed: int) -> list[str]:
     victims, freed = [], 0
-    for name, cost in db.execute("SELECT name, cost FROM entries WHERE owner IS NULL ORDER BY used"):
+    ready = rows(db, "SELECT name, cost FROM entries WHERE owner IS NULL ORDER BY used", (), str, int)
+    for name, cost in ready:
         victims.append(name)
         freed += cost
         if freed >= needed:
             return victims
     return []  # (not enough room even with every ready entry gone: the rest are being written)
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _cost(length: int) -> int:
