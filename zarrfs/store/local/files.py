@@ -237,11 +237,14 @@ def _create_file(root: Root, path: str) -> int:
     (O_EXCL: a link at the temporary name itself is never followed)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     directory = root.checked(os.path.dirname(path))
+    # (made in the directory checked: a link swapped in meanwhile makes the rename fail, as
+    # the temporary file is not where the link leads)
+    real = os.path.join(directory, os.path.basename(path))
     try:
-        return os.open(path, flags, 0o644)
+        return os.open(real, flags, 0o644)
     except FileNotFoundError:
         os.makedirs(directory, exist_ok=True)
-        return os.open(path, flags, 0o644)
+        return os.open(real, flags, 0o644)
 
 
 def fsync_directory(directory: str) -> bool:
