@@ -8,13 +8,14 @@ whoever reads the mount, as Samba's `wide links = no` and nginx's `disable_symli
 them. A FIFO where a chunk should be would block its read (and the unmount) for ever.
 
 The cost is in the open a read makes anyway: openat2 with RESOLVE_NO_SYMLINKS on the path
-below the root's real path succeeds for a path without links (about 1 us more than open(2),
-measured: 4.5 -> 5.4 us for an open, fstat, 4 KiB pread and close), and fails with ELOOP at
-the first link; only then is the path resolved (realpath, ~20 us) and checked against the
-rule, and the resolved path opened again without links, so a link swapped in meanwhile is
-refused, not followed. O_NONBLOCK opens a FIFO without waiting for a writer; the fstat the
-read needs anyway refuses anything but a regular file. Without openat2 (a kernel before 5.6
-or a seccomp filter refusing it) every open resolves first.
+below the root's real path succeeds for a path without links, and fails with ELOOP at the
+first link (measured here: the system calls of a 4 KiB read 4.5 -> 5.4 us, `files.read` of
+it 5.4 -> 6.9 us, the best of 7 rounds of 50,000; a stat, `describe`, 2.3 -> 5.7 us). Only
+then is the path resolved (realpath, ~20 us) and checked against the rule, and the resolved
+path opened again without links, so a link swapped in meanwhile is refused, not followed.
+O_NONBLOCK opens a FIFO without waiting for a writer; the fstat the read needs anyway
+refuses anything but a regular file. Without openat2 (a kernel before 5.6 or a seccomp filter
+refusing it) every open resolves first.
 """
 
 from __future__ import annotations
