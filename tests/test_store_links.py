@@ -6,6 +6,7 @@ entered. Root serves the mount (`ro,allow_other`) and `nobody` reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
@@ -141,3 +142,34 @@ def test_a_zip_the_mount_names_through_a_link_is_the_one_it_serves(public: Path)
     (public / "linked.zip").symlink_to(archive)
     with mounted(public / "linked.zip", public / "mnt", ["ro", "allow_other"]) as mount:
         assert read_as(mount.data) == values((100, 60), "int32").tobytes()
+
+
+def test_nothing_is_written_through_a_link_leading_outside(public: Path) -> None:
+    store = public / "a.zarr"
+    raw_array(store, VALUES, 4)
+    elsewhere = public / "private"
+    elsewhere.mkdir(mode=0o700)
+    (store / "c").rename(elsewhere / "c")
+    (store / "c").symlink_to(elsewhere / "c")
+    before = {p.name: p.read_bytes() for p in (elsewhere / "c").iterdir()}
+    with mounted(store, public / "mnt", ["rw", "allow_other"]) as mount:
+        fd = os.open(mount.data, os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"\xff" * 12, 0)
+            try:
+                os.fsync(fd)
+                stored = None
+            except OSError as e:
+                stored = e.errno
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        assert stored == errno.EIO
+        assert {p.name: p.read_bytes() for p in (elsewhere / "c").iterdir()} == before
+        assert sorted(os.listdir(elsewhere / "c")) == ["0", "1", "2"]  # (no temporary file there)
+        # (the link replaced by a directory of the store's own: the unmount's write-back, which
+        # retries a failing store for a minute, stores the chunks there)
+        (store / "c").unlink()
+        (store / "c").mkdir()
+    assert {p.name: p.read_bytes() for p in (elsewhere / "c").iterdir()} == before
+    assert zarr.open_array(str(store))[...].tobytes() == b"\xff" * 12

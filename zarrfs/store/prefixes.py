@@ -47,8 +47,7 @@ def delete_prefix(store: Store, prefix: str) -> int:
         return store.call(prefix, lambda s: store.fs_call(s, "remove_prefix", store.path(prefix)),
                           missing_ok=False, kind=DELETE) or 0
     if store.confined is not None:
-        path = store.path(prefix)
-        store.confined.checked(os.path.dirname(path))  # (StoreError: through a link leading outside)
+        path = store.confined.inside(store.path(prefix))  # (never through a link leading outside)
         count = sum(len(files) for _, _, files in os.walk(path))
         store.call(prefix, lambda s: shutil.rmtree(path), kind=DELETE)
         return count
@@ -74,9 +73,8 @@ def move_prefix(store: Store, old: str, new: str) -> int:
         return store.call(new, lambda s: store.fs_call(s, "move_prefix", store.path(old), store.path(new)),
                           missing_ok=False, kind=PUT) or 0
     if store.confined is not None:
-        source, target = store.path(old), store.path(new)
-        for path in (source, target):  # (never through a link leading outside; one at `old` moves itself)
-            store.confined.checked(os.path.dirname(path))
+        # (never through a link leading outside; a link at `old` moves itself)
+        source, target = store.confined.inside(store.path(old)), store.confined.inside(store.path(new))
         store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True), kind=PUT)
         store.call(new, lambda s: os.rename(source, target), missing_ok=False, kind=PUT)
         return 1

@@ -158,6 +158,11 @@ class Root:
             raise RefusedKey(self.key(path), str(e)) from None
         return real
 
+    def inside(self, path: str) -> str:
+        """`path` with its directory resolved and checked (RefusedKey: it leads outside), to
+        write, delete or move the entry itself (a link there is the entry, never followed)."""
+        return os.path.join(self.checked(os.path.dirname(path)), os.path.basename(path))
+
     def _open(self, path: str, flags: int) -> int:
         # (no `..` in it: one would climb out without a link)
         if _SYSCALL is not None and ".." not in path and path.startswith(self._below):

@@ -151,21 +151,20 @@ def replace_if(root: Root, path: str, data: Payload, sync_directory: bool,
 
 
 def delete_if(root: Root, path: str, expect: str | None) -> bool:
-    root.checked(os.path.dirname(path))
+    entry = root.inside(path)
     if expect is None:
-        if os.path.lexists(path):
+        if os.path.lexists(entry):
             raise ConflictError(os.path.basename(path))
         return True
     with _holding(root, path, expect):
-        os.unlink(path)
+        os.unlink(entry)
     return True
 
 
 def delete(root: Root, path: str) -> bool:
     """Remove `path` (a link itself, never its target), in a directory inside `root`."""
-    root.checked(os.path.dirname(path))
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+        os.unlink(root.inside(path))
     return True
 
 
