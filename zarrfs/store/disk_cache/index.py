@@ -39,6 +39,7 @@ _FRESH = INDEX + ".fresh-"  # (a fresh index being made, renamed over INDEX once
 _TRASH = OBJECTS + ".trash-"  # (the entries of a damaged index, being deleted)
 _SQLITE_FILES = ("-wal", "-shm", "-journal")
 _CORRUPT, _NOTADB = 11, 26  # (SQLite's primary result codes for a damaged file)
+_SHORT_READ = 10 | 2 << 8  # (SQLITE_IOERR_SHORT_READ: the file is shorter than its pages)
 _HEAL_EVERY = 10.0  # seconds: a daemon starts afresh at most this often (a disk that damages
 # each new index would otherwise have its entries deleted in a loop)
 _RETRY_SECONDS = 1.0  # (between tries to connect to a new index, after one failed)
@@ -65,9 +66,10 @@ class DamagedIndex(sqlite3.DatabaseError):
 
 def damaged(error: BaseException) -> bool:
     """Whether `error` says the index is damaged (not busy, not out of room, not gone)."""
-    code = getattr(error, "sqlite_errorcode", 0) & 0xFF
-    return isinstance(error, DamagedIndex) or (isinstance(error, sqlite3.DatabaseError)
-                                               and code in (_CORRUPT, _NOTADB))
+    if isinstance(error, DamagedIndex):
+        return True
+    code = getattr(error, "sqlite_errorcode", 0) if isinstance(error, sqlite3.DatabaseError) else 0
+    return (code & 0xFF) in (_CORRUPT, _NOTADB) or code == _SHORT_READ
 
 
 def rows(db: sqlite3.Connection, sql: str, args: tuple[object, ...],
