@@ -38,8 +38,17 @@ def flipped(data: bytes) -> bytes:
     return bytes(damaged)
 
 
+def length_flipped(data: bytes) -> bytes:
+    """The highest bit of byte 19 flipped: in an entry, of the data's length in its header."""
+    damaged = bytearray(data)
+    if len(damaged) > 19:
+        damaged[19] ^= 0x80
+    return bytes(damaged)
+
+
 DAMAGES: dict[str, Callable[[bytes], bytes]] = {
     "flipped": flipped,
+    "length flipped": length_flipped,
     "cut to nothing": lambda data: b"",
     "cut to half": lambda data: data[: len(data) // 2],
     "garbage": lambda data: np.random.default_rng(len(data)).bytes(max(len(data), 4096)),

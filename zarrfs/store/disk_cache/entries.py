@@ -42,15 +42,18 @@ def header(name: str, data: bytes) -> bytes:
 
 def length(fd: int, name: str) -> int | None:
     """The length of the data of the entry file `fd` as its header says (None: not an entry
-    named `name`)."""
-    return _length(os.pread(fd, _FIELDS.size, 0), name)
+    named `name`, or not as long as its header says)."""
+    return _length(fd, os.pread(fd, _FIELDS.size, 0), name)
 
 
-def _length(fields: bytes, name: str) -> int | None:
+def _length(fd: int, fields: bytes, name: str) -> int | None:
     if len(fields) != _FIELDS.size:
         return None
     magic, version, size, _, digest = _FIELDS.unpack(fields)
-    return int(size) if magic == MAGIC and version == VERSION and digest == bytes.fromhex(name) else None
+    if magic != MAGIC or version != VERSION or digest != bytes.fromhex(name):
+        return None
+    # (the file's own length first: a damaged length is never trusted to read by)
+    return int(size) if os.fstat(fd).st_size == overhead(size) + size else None
 
 
 def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memoryview | None:
@@ -58,13 +61,13 @@ def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memory
     it, past its end: those there are), read straight into what is returned, if the header
     and the checksums of what was read hold (None: a torn or damaged file)."""
     fields = os.pread(fd, _FIELDS.size, 0)
-    size = _length(fields, name)
+    size = _length(fd, fields, name)
     if size is None:
         return None
     crc = _FIELDS.unpack(fields)[3]
     table_size = 4 * _pieces(size)
     rest = os.pread(fd, table_size + 4, _FIELDS.size)
-    sound = (len(rest) == table_size + 4 and os.fstat(fd).st_size == overhead(size) + size
+    sound = (len(rest) == table_size + 4
              and crc32c(fields + rest[:table_size]) == int.from_bytes(rest[table_size:], "little"))
     if not sound:
         return None
