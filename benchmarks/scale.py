@@ -4,7 +4,7 @@
 TensorStore reading the same elements beside.
 
     .venv/bin/python benchmarks/scale.py [--chunks 1000 10000 100000 1000000] [--repeat 3]
-        [--s3-chunks 100000] [--delay-ms 20] [--data-dir DIR] [--out FILE]
+        [--s3-chunks 100000] [--delay-ms 20] [--data-dir DIR] [--skip-canvas] [--out FILE]
 
 See benchmarks/README.md and benchmarks/zarrfs_bench/scale.py.
 """
@@ -26,6 +26,7 @@ if __name__ == "__main__":
     parser.add_argument("--s3-chunks", type=int, default=100_000, help="0: no S3 twin")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="per request, on S3")
     parser.add_argument("--mount-opts", default="")
+    parser.add_argument("--skip-canvas", action="store_true", help="no sparse canvas section")
     parser.add_argument("--data-dir", type=Path, help="where twins are kept between runs")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--out", type=Path)

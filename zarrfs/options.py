@@ -49,7 +49,7 @@ class MountOptions:
     byteorder: str = "little"
     debug: bool = False
     log_file: str | None = None
-    readahead_kb: int = 1024
+    readahead_kb: int | None = None  # (None: chosen from the array's chunks, daemon.kernel_window)
     direct_io: bool = False
     threads: int | None = None
     # Header files beside `data` for legacy tools, and the element order of `data`.

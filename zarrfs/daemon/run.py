@@ -34,6 +34,7 @@ from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
 from . import privileges, watchdog
+from .kernel_window import window_kb
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
@@ -184,7 +185,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
         # (a warm 128 MiB `dd` from the disk cache: 1 of 4 of its time). Left out of them.
         gc.freeze()
-        set_readahead(readahead, options.readahead_kb)
+        set_readahead(readahead, window_kb(options, tree))
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")
         if operations.read_only and not options.read_only:

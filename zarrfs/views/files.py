@@ -17,6 +17,7 @@ from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead, Reading
+from .readahead_cost import chunks_in, kernel_window_kb
 
 if TYPE_CHECKING:
     from ..array.streaming import Stream
@@ -179,7 +180,6 @@ class RegionFile:
         than the array's, in its byte order)."""
         self.array = array
         self.direct_io = direct_io
-        self.block_size = STREAM_BLOCK
         self._region = region
         self._resizer = resizer
         self._served = served
@@ -199,6 +199,17 @@ class RegionFile:
     @property
     def size(self) -> int:
         return self.region.size * self.itemsize
+
+    @property
+    def block_size(self) -> int:
+        """STREAM_BLOCK, but for `data` of an array of small chunks: what the kernel's window
+        would be (readahead_cost.kernel_window_kb). Python's buffered reads read a whole
+        block: 1 MiB for 1 KiB asked was 31,250 chunks of a canvas in 32 x 32 chunks."""
+        if self._region is not None:
+            return STREAM_BLOCK
+        array = self.array
+        return min(STREAM_BLOCK, kernel_window_kb(tuple(array.shape), tuple(array.read_chunk_shape),
+                                                  array.data_type.storage.itemsize) << 10)
 
     @property
     def resizable(self) -> bool:
@@ -295,6 +306,16 @@ class RegionFile:
                 or self._served is not None):  # (streams fill buffers of the array's own type)
             return None
         return self.array.read_chunk_shape[0]
+
+    def row_requests(self) -> int:
+        """The read chunks of one row of them (what a row of them costs the store)."""
+        chunk = self.array.read_chunk_shape
+        return math.prod(-(-n // c) for n, c in zip(self.region.shape[1:], chunk[1:], strict=True))
+
+    def requests(self, offset: int, size: int) -> int:
+        """The read chunks bytes [offset, offset + size) touch (what reading them costs)."""
+        size = max(0, min(size, self.size - offset))
+        return chunks_in(self.boxes(offset, size), self.array.read_chunk_shape) if size else 0
 
     def stream_rows(self, first: int, stop: int) -> Stream | None:
         """Start filling a buffer with rows [first, stop) of the array (clipped to it)."""

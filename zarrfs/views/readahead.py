@@ -26,24 +26,33 @@ if TYPE_CHECKING:
 
 SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
 MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
+# ... and at most this many read chunks (requests: a missing chunk costs a lookup), at least a
+# row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
+SLAB_REQUESTS = 1024
 SLABS_AHEAD = 2
-# What the cache-filling way loads ahead: a window that starts at a few times the reader's
-# request once it reads in order, doubles with each read in order up to this, and is gone at
-# its first read out of order (as the kernel's readahead window): a read at random loads only
-# what it asks for, however small the array.
+# What is read ahead is priced in requests (zarrfs.views.readahead_cost): a reader earns a
+# budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
+# reader that lands near its last read must not start anything), then twice what its read
+# cost, at least FIRST_AHEAD_REQUESTS, doubling with each read in order; a read out of order
+# spends it all (as the kernel's window and mountpoint-s3's prefetcher: a reader that asked
+# for 16 KiB never waits for megabytes nobody asked for). Slabs ahead of the reader's start
+# while the requests they cost fit in the budget; the cache-filling way loads a window ahead
+# that starts at a few times the reader's request and doubles up to PREFETCH_BYTES, cut to
+# what the budget pays for.
+FIRST_AHEAD_REQUESTS = 64
 PREFETCH_BYTES = 32 << 20
 FIRST_WINDOW_REQUESTS = 4
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
-# Slabs start once this much was read in order: a random reader that happens to land near
-# its last read must not wait for a whole slab to be decoded.
 STREAK_BYTES = 1 << 20
 
 
 class _Slabs(NamedTuple):
     rows: int  # of the array per slab
     nbytes: int  # per slab
+    chunk_rows: int  # rows of the array per row of read chunks
+    row_requests: int  # read chunks per row of them
     skip: int  # bytes of the view before the array's (a header)
     data_size: int  # bytes of the array's
 
@@ -75,6 +84,8 @@ class Rows(Protocol):
     def row_bytes(self) -> int: ...
 
     def slab_rows(self) -> int | None: ...
+    def row_requests(self) -> int: ...
+    def requests(self, offset: int, size: int) -> int: ...
     def stream_rows(self, first: int, stop: int) -> Stream | None: ...
     def cached(self, offset: int, size: int) -> bool: ...
 
@@ -94,6 +105,8 @@ class Readahead:
         self._last_end: int | None = None  # (None: nothing read yet)
         self._streak = 0  # bytes read in order, up to the last read
         self._window = 0  # what the cache-filling way loads ahead of the reader now
+        self._budget = 0  # the requests reading ahead may cost now
+        self._through: list[int] = []  # where reads through the cache in progress end
         self._prefetched_to = 0
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
@@ -121,7 +134,13 @@ class Readahead:
         joined = _join(found) if found and all(stream.wait() for stream, _, _ in found) else None
         if joined is not None:
             return joined
-        data = self._view.read(offset, size)
+        with self._lock:
+            self._through.append(offset + size)
+        try:
+            data = self._view.read(offset, size)
+        finally:
+            with self._lock:
+                self._through.remove(offset + size)
         if sequential:
             self._prefetch(offset + size)
         return data
@@ -155,8 +174,10 @@ class Readahead:
         row_bytes = self._data.row_bytes
         if rows * row_bytes > MAX_SLAB_BYTES:
             return None
-        rows *= max(1, SLAB_BYTES // (rows * row_bytes))
-        return _Slabs(rows, rows * row_bytes, self._skip(), self._data.size)
+        row_requests = max(1, self._data.row_requests())
+        per_slab = max(1, min(SLAB_BYTES // (rows * row_bytes), SLAB_REQUESTS // row_requests))
+        return _Slabs(rows * per_slab, rows * per_slab * row_bytes, rows, row_requests, self._skip(),
+                      self._data.size)
 
     def _slabs_for(self, layout: _Slabs | None, offset: int, size: int) -> list[tuple[Stream, int, int]]:
         """The slabs holding bytes [offset, offset + size) of the view (clipped to its end),
@@ -178,9 +199,9 @@ class Readahead:
         return found
 
     def _advance(self, layout: _Slabs | None, offset: int, size: int) -> bool:
-        """Keep the slab behind the reader's, its own and the next SLABS_AHEAD (starting
-        those not started), one more ahead if started, and no others; whether the reader is
-        sequential."""
+        """Keep the slab behind the reader's, its own and the next SLABS_AHEAD the budget pays
+        for (starting those not started), one more ahead if started, and no others; whether
+        the reader is sequential."""
         index = None if layout is None or offset < layout.skip else (offset - layout.skip) // layout.nbytes
         with self._lock:
             # Inside the slabs held counts as in order: the kernel's readahead has several
@@ -190,15 +211,14 @@ class Readahead:
             sequential = (offset == 0 if last is None else abs(offset - last) <= SEQUENTIAL_SLACK) \
                 or index in self._slabs
             self._streak = (self._streak if sequential else 0) + size
-            self._window = min(self._prefetch_bytes, max(2 * self._window, FIRST_WINDOW_REQUESTS * size)) \
-                if sequential else 0
             self._last_end = offset + size
+            earned = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs))
+            self._earn(layout, offset, size, earned)
             if layout is None or index is None:
                 return sequential
-            ahead = range(index, min(index + SLABS_AHEAD + 1, -(-layout.data_size // layout.nbytes))) \
-                if sequential and (self._streak >= STREAK_BYTES or self._slabs) else range(0)
+            ahead, last = self._wanted(layout, index, offset + size) if earned else (range(0), index)
             # (and one more ahead: a request from behind must not drop the slab last started)
-            kept = range(index - 1, index + SLABS_AHEAD + 2) if ahead else range(0)
+            kept = range(index - 1, last + SLABS_AHEAD + 2) if ahead else range(0)
             stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
         for closed in dropped:  # first: their buffers go to the slabs started next
@@ -212,18 +232,61 @@ class Readahead:
                     self._slabs[wanted] = stream
         return sequential
 
+    def _wanted(self, layout: _Slabs, index: int, end: int) -> tuple[range, int]:
+        """The slabs to hold for a read in order of slab `index` up to `end` (with the lock
+        held), and the last of the read's own: those of the read itself (a read that needs one
+        not started reads through the cache, and would fetch its chunks twice), then those the
+        budget pays for; but not one that reads through the cache are loading into now (their
+        chunks would be fetched twice): the first slabs begin after them."""
+        slabs = -(-layout.data_size // layout.nbytes)
+        last = max(index, (min(end, layout.skip + layout.data_size) - 1 - layout.skip) // layout.nbytes)
+        through = max(self._through, default=0)
+        first = index if self._slabs or through <= layout.skip + index * layout.nbytes else \
+            max(index, (through - 1 - layout.skip) // layout.nbytes + 1)
+        affordable = self._budget // (layout.rows // layout.chunk_rows * layout.row_requests)
+        return range(first, min(last + 1 + min(SLABS_AHEAD, affordable), slabs)), last
+
+    def _earn(self, layout: _Slabs | None, offset: int, size: int, earned: bool) -> None:
+        """The budget after a read (with the lock held): twice what the read cost, or double
+        what it was, once earned; nothing after a read out of order (or too few in order)."""
+        if not earned:
+            self._budget = self._window = 0
+            return
+        cost = self._cost(layout, offset, size)
+        self._budget = min(1 << 40, max(2 * self._budget, FIRST_AHEAD_REQUESTS, 2 * cost))
+        self._window = min(self._prefetch_bytes, max(2 * self._window, FIRST_WINDOW_REQUESTS * size))
+
+    def _cost(self, layout: _Slabs | None, offset: int, size: int) -> int:
+        """The read chunks a read touches: in whole rows of them when the file has slabs (no
+        more arithmetic on the event loop than that), else exactly."""
+        if layout is None:
+            skip = self._skip()
+            return self._data.requests(max(0, offset - skip), size - max(0, skip - offset))
+        row_bytes = layout.nbytes // layout.rows
+        first = max(0, offset - layout.skip) // row_bytes // layout.chunk_rows
+        last = max(0, offset + size - 1 - layout.skip) // row_bytes // layout.chunk_rows
+        return (last - first + 1) * layout.row_requests
+
     # -- the cache-filling way -------------------------------------------------------------
 
     def _prefetch(self, end: int) -> None:
-        """Load the chunks ahead of the reader into the cache, up to the window, when what is
-        loaded ahead runs low (and no slabs are held: they read ahead instead)."""
+        """Load the chunks ahead of the reader into the cache, up to the window and what the
+        budget pays for, when what is loaded ahead runs low (and no slabs are held: they read
+        ahead instead)."""
         with self._lock:
-            window = self._window
+            window, budget = self._window, self._budget
             if self._slabs or not window or self._prefetched_to - end >= window // 2:
                 return
             start = max(self._prefetched_to, end)
-            self._prefetched_to = end + window
-        self._view.prefetch(start, end + window - start)
+        size = end + window - start
+        skip = self._skip()
+        while size > 0 and self._data.requests(max(0, start - skip), size) > budget:
+            size //= 2  # (a request of a reader in order costs less than the budget: it ends)
+        if size <= 0:
+            return
+        with self._lock:
+            self._prefetched_to = start + size
+        self._view.prefetch(start, size)
 
 
 def _stale(stream: Stream) -> bool:

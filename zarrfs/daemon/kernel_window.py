@@ -1,0 +1,34 @@
+"""The kernel's readahead window a mount gets (`-o readahead=KB`, or chosen here): what a
+mount of one array can afford, from its chunks (zarrfs.views.readahead_cost); a group, whose
+arrays are opened as they are met, keeps the kernel's usual 1 MiB."""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import ZarrfsError
+from ..options import MountOptions
+from ..tree import ARRAY, Tree
+from ..views.readahead_cost import KERNEL_MAX_KB, kernel_window_kb
+
+log = logging.getLogger(__name__)
+
+
+def window_kb(options: MountOptions, tree: Tree) -> int:
+    """The window asked for, or the one the mounted array's chunks afford."""
+    if options.readahead_kb is not None:
+        return options.readahead_kb
+    if tree.root.role != ARRAY:
+        return KERNEL_MAX_KB
+    try:
+        directory = tree.open_array("").directory
+    except (ZarrfsError, OSError) as e:  # (its first read says what is wrong)
+        log.debug("the kernel's readahead stays at %d KiB: %s", KERNEL_MAX_KB, e)
+        return KERNEL_MAX_KB
+    if directory is None:
+        return KERNEL_MAX_KB
+    array = directory.array
+    chosen = kernel_window_kb(tuple(array.shape), tuple(array.read_chunk_shape),
+                              array.data_type.storage.itemsize)
+    log.info("the kernel reads ahead %d KiB at most (what the array's chunks afford)", chosen)
+    return chosen
