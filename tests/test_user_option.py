@@ -83,6 +83,25 @@ def test_the_daemon_serves_as_the_user_it_names(public: Path) -> None:
         assert not is_mounted(mount.path), mount.log()  # (by the daemon, not by root after it)
 
 
+def test_without_allow_other_the_mount_is_the_users_alone(public: Path) -> None:
+    """NAME owns the mount, as if NAME had made it: only NAME may use it, and NAME's
+    fusermount3 -u unmounts it (the daemon forked, as fstab and mount(8) run it)."""
+    store, mountpoint = nobodys_store(public), public / "mnt"
+    mountpoint.mkdir()
+    options = f"ro,user=nobody,log={public / 'log'}"
+    subprocess.run([ZARRFS, "mount", str(store), str(mountpoint), "-o", options], check=True, timeout=60)
+    try:
+        with pytest.raises(PermissionError):
+            os.stat(mountpoint)  # (root, not the mount's user)
+        assert read_as(mountpoint / "chunks" / "c" / "2") == VALUES[2 * PAGE :].tobytes()
+        subprocess.run(["fusermount3", "-u", str(mountpoint)], check=True, timeout=60,
+                       user=NOBODY.pw_uid, group=NOBODY.pw_gid, extra_groups=[])
+        assert not is_mounted(mountpoint)
+    finally:
+        if is_mounted(mountpoint):
+            subprocess.run(["fusermount3", "-u", "-z", str(mountpoint)], timeout=60)
+
+
 def test_group_names_the_daemons_group(public: Path) -> None:
     store = nobodys_store(public)
     group = grp.getgrgid(0).gr_name  # (a group other than nobody's own)
