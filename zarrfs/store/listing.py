@@ -122,11 +122,14 @@ def _described(entry: os.DirEntry[str], path: str, confined: Root) -> Described:
 def walk(confined: Root, base: str) -> list[str]:
     """The paths of the files below the local directory `base` (none when it is none), as
     zarr-python's local store lists them: links to files included, links to directories not
-    descended into (so a listing never leaves the store's root)."""
+    descended into (so a listing never leaves the store's root). A file at `base` is listed
+    alone, as fsspec's `find` lists it."""
     try:
         fd, _ = confined.open(base, directory=True)
-    except (FileNotFoundError, NotADirectoryError):
+    except FileNotFoundError:
         return []
+    except NotADirectoryError:
+        return [base] if os.path.lexists(base) else []
     try:
         return list(_files(fd, base))
     finally:
