@@ -271,7 +271,7 @@ def _attempt(db: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], wr
 
 @contextlib.contextmanager
 def _locked(directory: str, how: int) -> Iterator[None]:
-    """DIR's lock, held shared by a daemon connecting, exclusively by one starting afresh."""
+    """DIR's lock: shared by a daemon connecting or closing, exclusive to one starting afresh."""
     fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, how)
