@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,9 @@ import zarr
 from conftest import MountFactory
 from scale_arrays import RequestLog
 
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.reliability.s3_server import S3Server
+
+pytest_plugins = ["recheck_places"]  # (the fixtures `where` and `s3_server`)
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -30,22 +31,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 VALUES = np.arange(40, dtype="<i4").reshape(4, 10)
-
-
-@pytest.fixture
-def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
-    pytest.importorskip("moto.server")
-    yield from serving(S3Server(free_port()), monkeypatch)
-
-
-@pytest.fixture(params=["local", "s3"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, dict[str, Any], list[str]]:
-    """A group's URL, how zarr-python reaches it, and the mount's options."""
-    if request.param == "local":
-        return str(tmp_path / "g.zarr"), {}, []
-    server: S3Server = request.getfixturevalue("s3_server")
-    return (f"s3://{server.bucket}/g.zarr", {"storage_options": server.s3fs_options()},
-            [f"endpoint_url={server.endpoint_url}"])
 
 
 def values(path: Path, shape: tuple[int, ...]) -> np.ndarray:

@@ -37,7 +37,7 @@ from typing import TypeVar
 from ...errors import ZarrfsError
 from ..values import Buffer
 from . import entries
-from .index import OBJECTS, DamagedIndex, Index, names, prepare, rows
+from .index import OBJECTS, DamagedIndex, Index, names, prepare, reason_of, remove_file, rows
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -104,7 +104,7 @@ class DiskCache:
             self.remove_orphans()
             self._reconcile()
         except (OSError, sqlite3.Error) as e:
-            raise DiskCacheError(f"disk cache {self.directory}: {_reason(e)}") from None
+            raise DiskCacheError(f"disk cache {self.directory}: {reason_of(e)}") from None
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -200,11 +200,11 @@ class DiskCache:
                 "UPDATE entries SET owner = NULL WHERE name = ? AND owner = ?", (name, self.owner)).rowcount,
                 write=True)
             if not ready:  # (the index was started afresh meanwhile: the file is not in it)
-                _unlink(final)
+                remove_file(final)
         except (OSError, sqlite3.Error) as e:
             self.fault("cannot write an entry", e)
             with contextlib.suppress(OSError, sqlite3.Error):
-                _unlink(temporary)
+                remove_file(temporary)
                 self._remove([name])
 
     def _claim(self, name: str, store: str, path: str, generation: str, cost: int) -> bool:
@@ -239,7 +239,7 @@ class DiskCache:
 
     def _delete_files(self, names: Sequence[str]) -> None:
         for name in names:
-            _unlink(os.path.join(self.objects, name))
+            remove_file(os.path.join(self.objects, name))
         gone = [(name,) for name in names]
         self._index.run(lambda db: db.executemany("DELETE FROM entries WHERE name = ?", gone), write=True)
 
@@ -273,7 +273,7 @@ class DiskCache:
                 continue
             names = owned_by(owner)
             for name in names:
-                _unlink(os.path.join(self.objects, name) + _PART)
+                remove_file(os.path.join(self.objects, name) + _PART)
             self._delete_files(names)
             removed += len(names)
         return removed
@@ -291,7 +291,7 @@ class DiskCache:
         strays = [name for name in listed - ready - claimed  # (and a .part of neither)
                   if name.removesuffix(_PART) not in ready and name.removesuffix(_PART) not in claimed]
         for name in strays:
-            _unlink(os.path.join(self.objects, name))
+            remove_file(os.path.join(self.objects, name))
         gone = [(name,) for name in ready - listed
                 if not os.path.exists(os.path.join(self.objects, name))]  # (nor made since the listing)
 
@@ -353,7 +353,7 @@ class DiskCache:
         """A fault of the cache: said once in the log; the read goes on from the store."""
         if what not in self._faults:
             self._faults.add(what)
-            reason = "" if error is None else f": {_reason(error)}"
+            reason = "" if error is None else f": {reason_of(error)}"
             log.warning("disk cache %s: %s%s; reads go to the store", self.directory, what, reason)
 
     def close(self) -> None:
@@ -375,14 +375,3 @@ def _least_recently_used(db: sqlite3.Connection, needed: int) -> list[str]:
 def _cost(length: int) -> int:
     blocks = -(-(entries.overhead(length) + length) // _BLOCK)
     return (blocks + (1 if blocks > 256 else 0)) * _BLOCK  # (a large file: an extent block too)
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-
-
-def _reason(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -121,7 +121,7 @@ class Index:
                 try:
                     self._reconnect(*self._heal(e, self._file))
                 except OSError as failed:
-                    raise sqlite3.OperationalError(_reason(failed)) from failed
+                    raise sqlite3.OperationalError(reason_of(failed)) from failed
             return _attempt(self._db, work, write)
 
     def close(self) -> None:
@@ -151,14 +151,14 @@ class Index:
             if _identity(self.path) == seen:
                 self._start_afresh()
             log.warning("disk cache %s: its index is damaged (%s): started afresh (entries are "
-                        "fetched again)", self.directory, _reason(error))
+                        "fetched again)", self.directory, reason_of(error))
             return _checked(self.path, self.objects)
 
     def _start_afresh(self) -> None:
         """A fresh index in place of DIR's (under the exclusive lock); the entries moved aside."""
         for name in os.listdir(self.directory):  # (what a daemon that died here left)
             if name.startswith(_FRESH):
-                _unlink(os.path.join(self.directory, name))
+                remove_file(os.path.join(self.directory, name))
         fresh = os.path.join(self.directory, _FRESH + self.owner)
         db = sqlite3.connect(fresh, isolation_level=None)
         try:
@@ -168,7 +168,7 @@ class Index:
         _set_aside(self.objects)
         os.mkdir(self.objects, 0o700)
         for suffix in _SQLITE_FILES:
-            _unlink(self.path + suffix)
+            remove_file(self.path + suffix)
         os.rename(fresh, self.path)
 
     def _follow(self) -> None:
@@ -186,7 +186,7 @@ class Index:
             self._reconnect(*self._connect())
         except OSError as e:
             self._retry_at = time.monotonic() + _RETRY_SECONDS
-            raise sqlite3.OperationalError(_reason(e)) from e
+            raise sqlite3.OperationalError(reason_of(e)) from e
         except sqlite3.Error:
             self._retry_at = time.monotonic() + _RETRY_SECONDS
             raise
@@ -310,17 +310,17 @@ def _delete_in_background(path: str) -> None:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path, ignore_errors=True)  # (another daemon may be deleting it too)
         else:
-            _unlink(path)
+            remove_file(path)
 
     threading.Thread(target=delete, name="disk-cache-trash", daemon=True).start()
 
 
-def _unlink(path: str) -> None:
+def remove_file(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
 
 
-def _reason(error: BaseException) -> str:
+def reason_of(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
     return str(error).splitlines()[0] if str(error) else type(error).__name__
