@@ -266,7 +266,8 @@ def abort_connection(connection: str | None, mountpoint: Path) -> None:
         subprocess.run(["umount", "-f", str(mountpoint)], capture_output=True)
 
 
-VIEW_FILES = {"data.npy", "data.raw.nhdr", "data.mhd", "data.vrt", "data.tif", "data.nc", "data.ome.tif"}
+VIEW_FILES = {"data.npy", "data.raw.nhdr", "data.mhd", "data.vrt", "data.tif", "data.h5", "data.nc",
+              "data.ome.tif"}
 
 
 def without_views(names: list[str] | set[str]) -> list[str]:

@@ -20,6 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import h5py
+import hdf5plugin  # noqa: F401  (registers the zstd filter: data.h5 passes zstd chunks through)
 import nrrd
 import numpy as np
 import pytest
@@ -33,6 +35,7 @@ from zarr.codecs import BytesCodec
 HAS_GDAL = shutil.which("gdal_translate") is not None
 ALL_VIEWS = {"npy", "raw.nhdr", "mhd", "vrt"}
 TIFF = {"tif"}  # (data.tif: rank 2 and more, numbers TIFF holds)
+H5 = {"h5"}  # (data.h5: rank 1 and more, ints and floats)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -122,19 +125,19 @@ def _views_in(directory: Path) -> set[str]:
 
 # name: (dtype as stored, shape, chunks, views the formats can describe)
 MATRIX: dict[str, tuple[str, tuple[int, ...], tuple[int, ...], set[str]]] = {
-    "u1": ("|u1", (7, 9), (4, 4), ALL_VIEWS | TIFF),
-    "i2": ("<i2", (3, 5, 6), (2, 2, 4), ALL_VIEWS | TIFF),
-    "u2_big": (">u2", (6, 11), (4, 5), ALL_VIEWS | TIFF),
-    "f4": ("<f4", (2, 3, 4, 5), (1, 2, 3, 2), {"npy", "raw.nhdr", "mhd", "tif"}),  # VRT: rank 2 and 3 only
-    "f8_big": (">f8", (4, 3, 5), (3, 3, 3), ALL_VIEWS | TIFF),
-    "i4": ("<i4", (5, 6), (5, 6), ALL_VIEWS | TIFF),
-    "u8": ("<u8", (9, 4), (4, 4), ALL_VIEWS | TIFF),
-    "i8": ("<i8", (3, 4, 2), (2, 2, 2), ALL_VIEWS | TIFF),
+    "u1": ("|u1", (7, 9), (4, 4), ALL_VIEWS | TIFF | H5),
+    "i2": ("<i2", (3, 5, 6), (2, 2, 4), ALL_VIEWS | TIFF | H5),
+    "u2_big": (">u2", (6, 11), (4, 5), ALL_VIEWS | TIFF | H5),
+    "f4": ("<f4", (2, 3, 4, 5), (1, 2, 3, 2), {"npy", "raw.nhdr", "mhd", "tif", "h5"}),  # VRT: rank 2, 3
+    "f8_big": (">f8", (4, 3, 5), (3, 3, 3), ALL_VIEWS | TIFF | H5),
+    "i4": ("<i4", (5, 6), (5, 6), ALL_VIEWS | TIFF | H5),
+    "u8": ("<u8", (9, 4), (4, 4), ALL_VIEWS | TIFF | H5),
+    "i8": ("<i8", (3, 4, 2), (2, 2, 2), ALL_VIEWS | TIFF | H5),
     "bool": ("|b1", (5, 4, 3), (2, 2, 2), ALL_VIEWS | TIFF),  # as uint8
-    "i1": ("|i1", (6, 5), (4, 4), {"npy", "raw.nhdr", "mhd", "tif"}),  # GDAL 3.6 has no Int8
+    "i1": ("|i1", (6, 5), (4, 4), {"npy", "raw.nhdr", "mhd", "tif", "h5"}),  # GDAL 3.6 has no Int8
     "c8": ("<c8", (4, 6), (3, 3), {"npy", "vrt", "tif"}),  # NRRD and MetaImage have no complex
-    "f2": ("<f2", (4, 6), (3, 3), {"npy", "tif"}),
-    "rank1": ("<u2", (13,), (5,), {"npy", "raw.nhdr", "mhd"}),  # (TIFF: rank 2 and more)
+    "f2": ("<f2", (4, 6), (3, 3), {"npy", "tif", "h5"}),
+    "rank1": ("<u2", (13,), (5,), {"npy", "raw.nhdr", "mhd", "h5"}),  # (TIFF: rank 2 and more)
     "rank0": ("<i4", (), (), {"npy"}),
     "time": ("<M8[s]", (4, 5), (3, 3), ALL_VIEWS),  # as the int64 count (TIFF: numbers only)
 }
@@ -200,6 +203,9 @@ def test_every_view_reads_as_the_array(matrix_store: tuple[Path, dict[str, np.nd
                 assert tiff.byteorder == (">" if big else "<")
                 pixels = np.stack([page.asarray() for page in tiff.pages])
             _assert_bit_equal(pixels.reshape(shape), _numeric(want))
+        if "h5" in views:  # (in the array's C order, as data.tif)
+            with h5py.File(directory / "data.h5", "r") as f:
+                _assert_bit_equal(f["data"][...], want)
 
 
 def test_fortran_order_chunk_files_and_data(matrix_store: tuple[Path, dict[str, np.ndarray]],
@@ -258,7 +264,7 @@ def test_views_absent_for_types_the_formats_lack(tmp_path: Path, mount_array: An
     non-latin-1 field name is still described by npy); views that exist read right."""
     path = tmp_path / "odd.zarr"
     group = zarr.open_group(path, mode="w", zarr_format=2)
-    cases = {"s4": ("|S4", {"npy"}), "u3": ("<U3", {"npy"}), "f2": (">f2", {"npy", "tif"}),
+    cases = {"s4": ("|S4", {"npy"}), "u3": ("<U3", {"npy"}), "f2": (">f2", {"npy", "tif", "h5"}),
              "c16": (">c16", {"npy", "vrt", "tif"}), "b1": ("|b1", ALL_VIEWS | TIFF)}
     expected = {}
     with warnings.catch_warnings():
@@ -465,7 +471,7 @@ def test_ome_scales_that_do_not_fit_are_ignored(tmp_path: Path, mount_array: Any
                                   "datasets": [{"path": "0", "coordinateTransformations": [
                                       {"type": "scale", "scale": scale}]}]}]
     mount = mount_array(store, ["ro"])
-    assert _views_in(mount.path / "0") == ALL_VIEWS | TIFF
+    assert _views_in(mount.path / "0") == ALL_VIEWS | TIFF | H5
     data, fields = _read_nrrd(mount.path / "0" / "data.raw.nhdr", False)
     assert np.array_equal(data, values) and "spacings" not in fields
     image, spacing = _read_sitk(mount.path / "0" / "data.mhd", False)

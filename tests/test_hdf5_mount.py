@@ -1,0 +1,106 @@
+"""`data.h5` through real mounts: h5py (HDF5 2.x bundled), hdf5plugin for zstd, netCDF4 and
+ncdump read the array's dataset as zarr-python reads the array; where the chunks are zstd or
+zlib, `read_direct_chunk` returns the stored chunk itself and the mount decodes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import h5py
+import hdf5plugin  # noqa: F401  (registers the zstd filter with h5py's HDF5)
+import netCDF4
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import BloscCodec, ZstdCodec
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def stats(mountpoint: Path) -> dict[str, Any]:
+    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
+                         text=True).stdout
+    return dict(json.loads(out))
+
+
+def make(path: Path, data: np.ndarray[Any, Any], chunks: tuple[int, ...], **kwargs: Any) -> zarr.Array:
+    array = zarr.create_array(path, shape=data.shape, dtype=data.dtype, chunks=chunks, **kwargs)
+    array[...] = data
+    return array
+
+
+def random(shape: tuple[int, ...], dtype: str) -> np.ndarray[Any, Any]:
+    return np.random.default_rng(5).integers(0, 4000, shape).astype(dtype)
+
+
+def stored(root: Path, chunk: tuple[int, ...], fmt: int) -> bytes:
+    key = ("c/" if fmt == 3 else "") + ("/" if fmt == 3 else ".").join(map(str, chunk))
+    return (root / key).read_bytes()
+
+
+@pytest.mark.parametrize(("fmt", "compressors"), [
+    (3, ZstdCodec(level=1)),
+    (2, numcodecs.Zlib(level=1)),
+], ids=["v3-zstd", "v2-zlib"])
+def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compressors: Any) -> None:
+    """Each chunk of the dataset is the stored chunk; missing ones read as the fill value; the
+    dataset equals the array; nothing is decoded by the mount."""
+    data = random((100, 130), "int32")
+    data[64:, :64] = 7  # (the fill value: those chunks are not stored)
+    array = make(tmp_path / "a.zarr", data, (32, 64), zarr_format=fmt, compressors=compressors, fill_value=7)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    assert "data.h5" in {p.name for p in mount.path.iterdir()}
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        dataset = f["data"]
+        assert dataset.chunks == (32, 64) and dataset.fillvalue == 7
+        for chunk in [(0, 0), (1, 2), (3, 1)]:
+            mask, raw = dataset.id.read_direct_chunk((32 * chunk[0], 64 * chunk[1]))
+            assert mask == 0 and raw == stored(tmp_path / "a.zarr", chunk, fmt)
+        assert dataset.id.get_chunk_info_by_coord((64, 0)).byte_offset is None
+        assert np.array_equal(dataset[...], array[...])
+    assert stats(mount.path)["chunks_decoded"] == 0
+    with netCDF4.Dataset(mount.path / "data.h5") as nc:
+        assert np.array_equal(nc["data"][...], data)
+    kind = subprocess.run(["ncdump", "-k", str(mount.path / "data.h5")], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    assert kind == "netCDF-4"
+
+
+@pytest.mark.parametrize("dtype", ["uint8", ">u2", "<i8", "float32", ">f8", "float16"])
+def test_decoded_chunks(tmp_path: Path, mount_array: Any, dtype: str) -> None:
+    """Chunks HDF5 cannot take as stored (blosc here, sharded, edges partial) are decoded and
+    served unfiltered: the dataset equals the array, edges and all."""
+    data = random((37, 21, 5), dtype)
+    make(tmp_path / "a.zarr", data, (8, 16, 5), zarr_format=2, compressors=numcodecs.Blosc(), fill_value=0)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert f["data"].compression is None
+        assert np.array_equal(f["data"][...], data)
+        assert np.array_equal(f["data"][9:30, 3:4, 1], data[9:30, 3:4, 1])
+
+
+def test_sharded_inner_chunks(tmp_path: Path, mount_array: Any) -> None:
+    """A shard's inner chunks are the dataset's chunks, zstd as stored."""
+    data = random((64, 64), "uint16")
+    make(tmp_path / "a.zarr", data, (8, 8), shards=(32, 32), compressors=ZstdCodec(level=1))
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert f["data"].chunks == (8, 8)
+        assert np.array_equal(f["data"][...], data)
+    assert stats(mount.path)["chunks_decoded"] == 0
+
+
+def test_many_chunks_paged_index(tmp_path: Path, mount_array: Any) -> None:
+    """An index of more than 1,024 chunks is paged: a read of one chunk reads one page."""
+    data = random((50, 2000), "uint8")
+    make(tmp_path / "a.zarr", data, (1, 50), compressors=BloscCodec(cname="zstd"))
+    make(tmp_path / "b.zarr", data, (1, 50), compressors=ZstdCodec(level=1))
+    for name in ("a.zarr", "b.zarr"):
+        mount = mount_array(tmp_path / name, ["ro"])
+        with h5py.File(mount.path / "data.h5", "r") as f:
+            assert np.array_equal(f["data"][...], data)
+            assert np.array_equal(f["data"][37, 1900:], data[37, 1900:])

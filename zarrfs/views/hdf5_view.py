@@ -1,0 +1,218 @@
+"""`data.h5`: an array as one chunked HDF5 dataset (NetCDF-4's data model), read-only.
+
+The dataset's chunks are the array's read chunks (a shard's inner chunks). Where they are
+stored as only `bytes` and zstd or a zlib stream (`codecs.stored_form`), a chunk in the file is
+the stored bytes as they are (zstd: filter 32015, zlib: deflate, 1), in the stored byte order:
+`H5Dread_chunk` returns the stored chunk. Other chunks go out decoded, unfiltered, in the
+mount's byte order.
+
+The layout is computed from the array's shape and codecs alone, at no store request: the
+metadata first, then the fixed array indexing the chunks, then a slot per chunk, as long as
+the codec's bound, at an offset known in advance. The index is made as it is read: a page of
+1,024 elements costs a look at the stored sizes of its 1,024 chunks (the sizes in the index
+are exact; a chunk not stored has no address and reads as the fill value), never a listing
+of the array.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
+from ..grid import Box, Index
+from . import hdf5_format as h5
+from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
+from .placement import Placement
+from .tiff_view import TiffArray
+
+H5_NAME = "data.h5"
+DATASET = "data"  # (the dataset's name in an array's file, as the flat file beside it)
+_ALIGN = 4096  # (chunk slots start on a page: a chunk read is one request of whole pages)
+_KEPT = 16  # index runs and chunks kept by one file (a reader reads a run, then its chunks)
+
+
+class H5Array(TiffArray, Protocol):
+    """What the view needs of an array beyond `data.tif`'s: its chunk of fill values."""
+
+    @property
+    def fill_chunk(self) -> np.ndarray: ...
+
+
+def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.dtype[Any] | None:
+    """The dataset's element type, or None when HDF5 here has none for the array's."""
+    storage = array.data_type.storage
+    if array.data_type.kind not in ("int", "float"):  # (bool, times: netCDF types of their own)
+        return None
+    if array.data_type.sub_byte_bits is not None or array.data_type.int_range is not None:
+        info = np.iinfo(storage) if storage.kind in "iu" else None
+        if info is None or array.data_type.int_range != (int(info.min), int(info.max)):
+            return None
+    order = form.byteorder if form is not None and form.byteorder else byteorder
+    dtype = storage.newbyteorder("<" if order == "little" else ">")
+    return dtype if h5.datatype(dtype) is not None else None
+
+
+def shows_array_h5(array: TiffArray) -> bool:
+    """Rank 1 and more (HDF5 chunks no scalar), no empty dimension, a type HDF5 holds."""
+    return (array.regular_read_chunks and len(array.shape) > 0 and 0 not in array.shape
+            and file_dtype(array, None, "little") is not None)
+
+
+def passes_through(form: StoredForm | None) -> bool:
+    return form is not None and form.compression in (ZSTD, ZLIB)
+
+
+def filters(form: StoredForm) -> list[tuple[int, list[int]]]:
+    return [(h5.ZSTD_FILTER, [3])] if form.compression == ZSTD else [(h5.DEFLATE, [6])]
+
+
+def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> Hdf5File:
+    form = array.stored_form
+    through = passes_through(form)
+    dtype = file_dtype(array, form if through else None, byteorder)
+    assert dtype is not None
+    if through and array.dirty_bytes:
+        array.flush()  # (the file shows what is stored)
+    return Hdf5File(array, dtype, form if through else None)
+
+
+class Hdf5File(ReadOnlyFile):
+    """The metadata, the index's runs of elements (made as read), then a slot per chunk.
+
+    Served without the page cache: a reader of one chunk gets that chunk, not the kernel's
+    readahead of the chunks after it."""
+
+    direct_io = True
+    block_size = RANDOM_ACCESS_BLOCK
+
+    def __init__(self, array: H5Array, dtype: np.dtype[Any], form: StoredForm | None) -> None:
+        self.array, self.dtype, self.form = array, dtype, form
+        chunk = tuple(array.read_chunk_shape)
+        self.grid = tuple(-(-n // c) for n, c in zip(array.shape, chunk, strict=True))
+        self.chunk_bytes = max(1, int(np.prod(chunk))) * dtype.itemsize
+        count = int(np.prod(self.grid))
+        size_length = h5.chunk_size_length(self.chunk_bytes) if form else None
+        fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
+        self.head, self.index = _metadata(array.shape, chunk, dtype, fill, form, count, size_length)
+        self.slot = -(-(form.bound(self.chunk_bytes) if form else self.chunk_bytes) // _ALIGN) * _ALIGN
+        self.data_at = -(-self.index.end // _ALIGN) * _ALIGN
+        self.count = count
+        self.size = self.data_at + self.slot * count
+        self._head = h5.superblock(self.size, h5.SUPERBLOCK_SIZE) + self.head[h5.SUPERBLOCK_SIZE:]
+        self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def read(self, offset: int, size: int) -> bytes:
+        end = min(offset + size, self.size)
+        out: list[bytes] = []
+        while offset < end:
+            piece = self._piece(offset, end)
+            out.append(piece)
+            offset += len(piece)
+        return b"".join(out)
+
+    def _piece(self, offset: int, end: int) -> bytes:
+        """The bytes from `offset` to the end of the structure there (or `end`)."""
+        index = self.index
+        if offset < len(self._head):
+            return self._head[offset:end]
+        if offset >= self.data_at:
+            number, inside = divmod(offset - self.data_at, self.slot)
+            wanted = min(end - offset, self.slot - inside)
+            found = self._chunk(number)[inside:inside + wanted]
+            return found + bytes(wanted - len(found))  # (the slot's rest: zeros)
+        if index.runs_at <= offset < index.end:
+            run = index.run_containing(offset)
+            start = index.page_at(run)
+            stop = start + index.page_run_size(run)
+            return self._run(run)[offset - start:min(end, stop) - start]
+        stop = min(end, self.data_at if offset >= index.end else index.runs_at)
+        return bytes(stop - offset)
+
+    def _kept_or(self, key: tuple[str, int], make: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        made = make()
+        with self._lock:
+            self._kept[key] = made
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return made
+
+    def _unit(self, number: int) -> Index:
+        return tuple(int(i) for i in np.unravel_index(number, self.grid))
+
+    def _run(self, run: int) -> bytes:
+        return self._kept_or(("run", run), lambda: self._make_run(run))
+
+    def _make_run(self, run: int) -> bytes:
+        first, count = self.index.page_span(run)
+        numbers = range(first, first + count)
+        if self.form is None:
+            return self.index.page_bytes(run, [(self.data_at + n * self.slot, 0) for n in numbers])
+        units = [self._unit(n) for n in numbers]
+        sizes = self.array.stored_sizes(units)
+        trailer = self.form.trailer
+        elements = [(self.data_at + n * self.slot, sizes[u] - trailer) if u in sizes else (h5.UNDEFINED, 0)
+                     for n, u in zip(numbers, units, strict=True)]
+        return self.index.page_bytes(run, elements)
+
+    def _chunk(self, number: int) -> bytes:
+        return self._kept_or(("chunk", number), lambda: self._make_chunk(number))
+
+    def _make_chunk(self, number: int) -> bytes:
+        """Chunk `number` as the index says it is: stored bytes, or decoded and whole."""
+        unit = self._unit(number)
+        if self.form is not None:
+            stored = self.array.read_stored_unit(unit)
+            found = b"" if stored is None else bytes(stored)[:len(stored) - self.form.trailer]
+            return found[:self.slot]
+        chunk = tuple(self.array.read_chunk_shape)
+        start = tuple(u * c for u, c in zip(unit, chunk, strict=True))
+        stop = tuple(min(s + c, n) for s, c, n in zip(start, chunk, self.array.shape, strict=True))
+        values = self.array.read_boxes([Box(start, stop)])[0]
+        whole = np.zeros(chunk, self.dtype)
+        whole[tuple(slice(0, b - a) for a, b in zip(start, stop, strict=True))] = values
+        return whole.tobytes()
+
+    def forget_fetched(self) -> None:
+        """Learn the sizes and fetch the chunks again as they are next read."""
+        with self._lock:
+            self._kept.clear()
+
+
+def _metadata(shape: Index, chunk: Index, dtype: np.dtype[Any], fill: bytes, form: StoredForm | None,
+              count: int, size_length: int | None) -> tuple[bytes, h5.FixedArray]:
+    """The superblock, the root group's header (one link), the dataset's header and the
+    index's header and data block prefix, each after the one before."""
+    root_at = h5.SUPERBLOCK_SIZE
+    root = h5.object_header(h5.group_messages([(DATASET, 0)]))
+    dataset_at = root_at + len(root)
+    root = h5.object_header(h5.group_messages([(DATASET, dataset_at)]))
+    typed = h5.datatype(dtype)
+    assert typed is not None
+
+    def dataset(index_at: int) -> bytes:
+        messages = [h5.message(h5.DATASPACE, h5.dataspace(shape)),
+                    h5.message(h5.DATATYPE, typed, flags=1),
+                    h5.message(h5.FILL_VALUE, h5.fill_value(fill), flags=1),
+                    h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
+        if form is not None and form.compression != NONE:
+            messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(filters(form))))
+        return h5.object_header(messages)
+
+    index_at = dataset_at + len(dataset(0))
+    index = h5.FixedArray(index_at, count, size_length)
+    head = b"".join([h5.superblock(0, root_at), root, dataset(index_at), index.header(),
+                     index.prefix() if index.page_count else b""])
+    return head, index
