@@ -61,7 +61,8 @@ FAST_MODULES = {
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
     "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
     "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
-    "test_tiff_view.py", "test_registry_codecs.py", "test_store_stats.py", "test_page_cache.py",
+    "test_tiff_view.py", "test_stored_tiles.py", "test_registry_codecs.py", "test_store_stats.py",
+    "test_page_cache.py",
     "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
     "test_docs_options.py", "test_readahead_cost.py",
 }

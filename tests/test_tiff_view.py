@@ -17,16 +17,15 @@ import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
 from zarrfs.array_metadata import open_array
-from zarrfs.grid import Box, Index
+from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views.files import RANDOM_ACCESS_BLOCK
 from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.placement import NOWHERE, Placement
-from zarrfs.views.stored_tiles import Padding, Scratch
+from zarrfs.views.stored_tiles import Scratch
 from zarrfs.views.tiff_format import IMAGE_WIDTH, Tag, TiffImage, tiff_header
 from zarrfs.views.tiff_layout import Pieces, Slots
 from zarrfs.views.tiff_tables import Stepped
-from zarrfs.views.tiff_view import StoredTiles, TiffFile, shows_tiff, tiff_file
+from zarrfs.views.tiff_view import TiffFile, shows_tiff, tiff_file
 
 
 class ViewReader(io.RawIOBase):
@@ -114,12 +113,34 @@ def test_tiles_as_stored_or_decoded(tmp_path: Path, chain: str, sharded: bool) -
     assert (page.compression, page.tilewidth, page.tilelength) == (compression, 48, 32)
     decoded = array.shared.counters.snapshot()["chunks_decoded"]
     assert (decoded == 0) == passes
-    if passes:  # every missing tile points at the one fill tile
+    if passes and compression != 1:  # every missing tile points at the one fill tile, after the others
         offsets = page.dataoffsets
         missing = [i for i, offset in enumerate(offsets) if offset == offsets[0]]
-        assert missing == [0]
-    if compression != 1:  # (padded to whole blocks: a buffered reader reads a tile in one request)
-        assert {count % RANDOM_ACCESS_BLOCK for count in page.databytecounts} == {0}
+        assert missing == [0] and offsets[0] > max(offsets[1:])
+    if passes:  # a tile is its chunk's stored bytes, without the checksum, and nothing else
+        trailer = 4 if "crc32c" in chain else 0
+        for tile, (offset, count) in enumerate(zip(page.dataoffsets, page.databytecounts, strict=True)):
+            row, column = divmod(tile, 4)
+            want = stored_chunk(tmp_path / "a.zarr", (row, column), (2, 2) if sharded else None)
+            raw = bytes(view.read(offset, count))
+            assert raw == (want[: len(want) - trailer] if want else raw), tile
+            assert count == (len(want) - trailer if want else count)
+
+
+def stored_chunk(path: Path, chunk: tuple[int, int], per_shard: tuple[int, int] | None) -> bytes | None:
+    """Chunk `chunk`'s stored bytes as zarr-python wrote them under `path` (v3 keys): its
+    object, or, `per_shard` inner chunks a shard, its bytes where its shard's index (at the
+    end: offset, length pairs and a CRC32C) says; None: not stored."""
+    if per_shard is None:
+        key = path / "c" / str(chunk[0]) / str(chunk[1])
+        return key.read_bytes() if key.exists() else None
+    shard = path / "c" / str(chunk[0] // per_shard[0]) / str(chunk[1] // per_shard[1])
+    if not shard.exists():
+        return None
+    stored = shard.read_bytes()
+    index = np.frombuffer(stored[-(16 * per_shard[0] * per_shard[1] + 4) : -4], "<u8").reshape(-1, 2)
+    offset, length = index[(chunk[0] % per_shard[0]) * per_shard[1] + chunk[1] % per_shard[1]]
+    return None if offset == 2**64 - 1 else stored[int(offset) : int(offset + length)]
 
 
 def test_v2_zlib_passes_through_as_deflate(tmp_path: Path) -> None:
@@ -129,6 +150,10 @@ def test_v2_zlib_passes_through_as_deflate(tmp_path: Path) -> None:
     pixels, pages = read_tiff(view)
     assert np.array_equal(pixels[0], data) and pages[0].compression == 8
     assert array.shared.counters.snapshot()["chunks_decoded"] == 0
+    page = pages[0]
+    for tile, (offset, count) in enumerate(zip(page.dataoffsets, page.databytecounts, strict=True)):
+        chunk = (tmp_path / "a.zarr" / f"{tile // 5}.{tile % 5}").read_bytes()
+        assert bytes(view.read(offset, count)) == chunk  # (the stored zlib stream, no padding)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int16", "uint32", "int64", "uint64", "float16",
@@ -249,57 +274,6 @@ def test_a_header_of_a_million_tiles_makes_its_tables_as_read() -> None:
     assert first.tolist() == [header.data_start + 4096 * (count - 2), header.data_start + 4096 * (count - 1)]
 
 
-def test_stored_tiles_in_slots() -> None:
-    """Tile n in slot n: nothing is asked of the store until a tile's bytes are; a stored
-    tile is fetched whole once and held, then its padding (a zstd skippable frame up to the
-    byte count) and zeros; a tile not stored is the fill tile; one too long for its count is
-    encoded again; a local tile in the page cache is read without waiting into the thread's
-    buffer, which serves the tile's next request (and nothing else is kept)."""
-    stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 2): bytes(200) + b"crc!"}
-    fetched: list[Index] = []
-    looked: list[Index] = []
-
-    class Array:
-        cached = False
-        fetches_remotely = False
-
-        def read_stored_unit(self, unit: Index) -> bytes | None:
-            fetched.append(unit)
-            return stored.get(unit)
-
-        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-            looked.append(unit)
-            if not self.cached:
-                return None
-            if unit not in stored:
-                return -1
-            into[: len(stored[unit])] = stored[unit]
-            return len(stored[unit])
-
-    def tiles_of(array: Array) -> StoredTiles:
-        return StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
-                           reencode=lambda tile: b"again %d" % tile)
-
-    array = Array()
-    tiles = tiles_of(array)
-    skippable = b"\x50\x2a\x4d\x18" + (120 - 100 - 8).to_bytes(4, "little")
-    assert bytes(tiles.read(0, 0, 128)) == stored[(0, 0)][:100] + skippable + bytes(20)
-    assert bytes(tiles.held(0, 96, 8) or b"") == stored[(0, 0)][96:100] + skippable[:4]
-    assert bytes(tiles.read(1, 1, 11)) == b"ill" + b"\x50\x2a\x4d\x18" + (108).to_bytes(4, "little")
-    assert bytes(tiles.read(2, 0, 8)) == b"again 2" + b"\x50"
-    assert fetched == [(0, 0), (0, 1), (0, 2)] and looked == []
-    again = tiles_of(array)
-    array.cached = True
-    assert bytes(again.held(0, 0, 64) or b"") == stored[(0, 0)][:64] and looked == [(0, 0)]
-    array.cached = False  # (the tile's next request: from the buffer it was read into)
-    assert bytes(again.held(0, 96, 4) or b"") == stored[(0, 0)][96:100] and looked == [(0, 0)]
-    array.cached = True
-    assert bytes(again.held(1, 0, 4) or b"") == b"fill" and looked[-1] == (0, 1)
-    array.cached = False
-    assert tiles_of(array).held(0, 0, 8) is None  # (what another file's tiles read is not its)
-    assert len(fetched) == 3
-
-
 @pytest.mark.parametrize("version", ["0.4", "0.5"])
 def test_ome_zarr_pyramid_as_ome_tiff(tmp_path: Path, version: str) -> None:
     """Every level of the multiscale as SubIFDs of the full resolution's planes, with OME-XML:
@@ -377,71 +351,3 @@ def test_the_scratch_buffer_pads_each_tile_whatever_it_held_before() -> None:
         scratch.fill(size, head, length)
         assert bytes(slot) == b"\xff" * size + head + bytes(length - size - len(head)), (length, size)
         assert scratch.holding(("file", length, size)) is not None
-
-
-def test_a_fetched_tile_is_kept_padded_until_forgotten() -> None:
-    """A tile a worker fetched is kept with its padding: each request of it, however it is
-    split, is a view of that one copy; after `forget` (an open's recheck) it is fetched again."""
-    fetched: list[Index] = []
-
-    class Array:
-        fetches_remotely = True
-
-        def read_stored_unit(self, unit: Index) -> bytes:
-            fetched.append(unit)
-            return bytes(range(100)) + b"crc!"
-
-        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-            raise AssertionError("a remote tile is never read without a wait")
-
-    tiles = StoredTiles(Array(), lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
-                        reencode=lambda tile: b"again %d" % tile)
-    whole = tiles.read(0, 0, 120)
-    parts = [tiles.held(0, 0, 64), tiles.held(0, 64, 56)]
-    assert isinstance(whole, memoryview) and all(isinstance(part, memoryview) for part in parts)
-    assert {id(view.obj) for view in (whole, *parts) if isinstance(view, memoryview)} == {id(whole.obj)}
-    skippable = b"\x50\x2a\x4d\x18" + (120 - 100 - 8).to_bytes(4, "little")
-    assert bytes(whole) == bytes(range(100)) + skippable + bytes(12)
-    assert b"".join(bytes(part or b"") for part in parts) == bytes(whole) and fetched == [(0, 0)]
-    tiles.forget()
-    assert tiles.held(0, 0, 8) is None
-    assert bytes(tiles.read(0, 0, 8)) == bytes(range(8)) and fetched == [(0, 0), (0, 0)]
-
-
-def test_stored_tiles_read_now_are_padded_in_the_buffer() -> None:
-    # A tile read now is read whole into the thread's buffer, less its trailer, then padded
-    # (after a longer tile, the bytes it left are zeroed); a chunk not stored is the fill
-    # tile; one that would wait is left to a worker (None), and so is one too long for its
-    # slot.
-    stored = {(0, 0): bytes(range(100)) + b"crc!", (0, 1): bytes(range(50)) + b"crc!",
-              (0, 3): bytes(200) + b"crc!"}
-
-    class Array:
-        cached = True
-        fetches_remotely = False
-
-        def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-            if unit not in stored:
-                return -1
-            data = stored[unit]
-            if not self.cached or len(data) > len(into):
-                into[:10] = b"\xee" * 10  # (a read that stopped part way)
-                return None
-            into[: len(data)] = data
-            return len(data)
-
-    array = Array()
-    tiles = StoredTiles(array, lambda tile: (0, tile), b"fill", padding=Padding(120, True), trailer=4,
-                        reencode=lambda tile: b"again %d" % tile)
-
-    def frame(size: int) -> bytes:
-        return b"\x50\x2a\x4d\x18" + (120 - size - 8).to_bytes(4, "little") + bytes(120 - size - 8)
-
-    assert bytes(tiles.held(0, 0, 120) or b"") == stored[(0, 0)][:100] + frame(100)
-    assert bytes(tiles.held(1, 0, 120) or b"") == stored[(0, 1)][:50] + frame(50)
-    assert bytes(tiles.held(2, 0, 8) or b"") == b"fill" + b"\x50\x2a\x4d\x18"
-    assert tiles.held(3, 0, 8) is None  # (too long for its slot)
-    array.cached = False
-    assert tiles.held(0, 0, 8) is None  # (not held: the buffer went to the tiles after it)
-    array.cached = True
-    assert bytes(tiles.held(0, 0, 120) or b"") == stored[(0, 0)][:100] + frame(100)

@@ -237,6 +237,12 @@ class ZarrArray:
         objects = {self.io.location(unit)[0] for unit in units}
         return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)})
 
+    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]:
+        """The stored size of each of the read chunks `units` that is stored (an inner chunk's
+        in its shard), found as `locate_stored` finds them: nothing is read but shard indexes."""
+        wanted = set(units)
+        return {unit: where.nbytes for unit, where in self.locate_stored(units).items() if unit in wanted}
+
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
         """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
         one GET; an inner chunk of a shard from the shard, where its index says."""

@@ -1,8 +1,9 @@
-"""The tiles of `data.tif` that are chunks as stored (`tiff_view`): each in a slot of its own,
-at an offset and with a byte count known without the store (the codec's bound), read from the
-store whole when a reader reaches it and kept a while with its padding (a reader asks for the
-whole byte count, in one request or a few: each is then a view of what is kept), so a
-reader's requests for one tile cost one fetch and one copy.
+"""The tiles of `data.tif` that are chunks as stored (`tiff_view`): tile n in slot n, at an
+offset known without the store; its bytes are exactly the chunk's stored bytes (less a
+checksum after them), then zeros up to the next slot, and its byte count is their length
+(`tile_sizes`, learned as a reader reads the tables). A tile is read from the store whole when
+a reader reaches it and kept a while (a reader asks for it in one request or a few: each is
+then a view of what is kept), so a reader's requests for one tile cost one fetch.
 
 Bytes a local store has in the page cache are read again at each request instead, into one
 buffer of the fuse thread's: new memory costs more than the read (measured: a 512 KiB slot
@@ -11,14 +12,15 @@ buffer of the fuse thread's: new memory costs more than the read (measured: a 51
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Protocol
 
 from ..array.cache import KeyedLocks
 from ..codecs import BytesLike
+from ..errors import ChunkError
 from ..grid import Index
 from .held_bytes import HeldBytes
+from .tile_sizes import MISSING, UNKNOWN, TileSizes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
 HELD_TILES = HeldBytes(32 << 20)
@@ -30,24 +32,29 @@ class StoredReads(Protocol):
     def fetches_remotely(self) -> bool: ...
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
     def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
+    def stored_sizes(self, units: Sequence[Index]) -> Mapping[Index, int]: ...
 
 
 class StoredTiles:
-    """Tile n is read chunk `chunk_of(n)`, in slot n: its stored bytes (less a `trailer`), or
-    the `fill` tile where the chunk is not stored, then `padding` up to the tile's byte count
-    (one for every tile: the file's layout asks nothing of the store), then zeros. Stored
-    bytes that do not fit (a writer's compressor past the codec's bound) are the tile encoded
-    again (`reencode`). A tile is fetched whole when a reader reaches it, and kept a while."""
+    """Tile n is read chunk `chunk_of(n)`, in a slot of `slot` bytes: its stored bytes (less
+    a `trailer`), or the `fill` tile where the chunk is not stored, then zeros. Stored bytes
+    too long for the slot (a writer's compressor past the codec's bound) are the tile encoded
+    again (`reencode`). With `learned` tiles, their byte counts are learned as the tables are
+    read (`sizes`), and slot `tiles` holds the fill tile the chunks not stored point at; else
+    every tile's byte count is the slot's (uncompressed tiles). A tile is fetched whole when a
+    reader reaches it, and kept a while."""
 
-    def __init__(self, array: StoredReads, chunk_of: Callable[[int], Index], fill: bytes, *,
-                 padding: Padding, trailer: int, reencode: Callable[[int], bytes]) -> None:
+    def __init__(self, array: StoredReads, chunk_of: Callable[[int], Index], fill: bytes, *, tiles: int,
+                 slot: int, trailer: int, reencode: Callable[[int], bytes], skippable: bool,
+                 learned: bool) -> None:
         self._array = array
         self._chunk_of = chunk_of
         self._fill = fill
-        self._padded_fill: BytesLike | None = None  # (made when first read: most arrays have no gaps)
-        self._padding = padding
+        self._slot = slot
         self._trailer = trailer
         self._reencode = reencode
+        self._skippable = skippable  # (zstd: a tile found shorter than its count is padded with a frame)
+        self.sizes = TileSizes(tiles, slot, len(fill), self._learn) if learned else None
         self._loading = KeyedLocks()  # (one fetch of a tile at a time: its requests come together)
         self._tiles = object()  # (these tiles' key in HELD_TILES)
         self._local = not array.fetches_remotely
@@ -55,96 +62,105 @@ class StoredTiles:
     def held(self, tile: int, at: int, count: int) -> bytes | memoryview | None:
         """Bytes [at, at + count) of tile `tile`'s slot when they need no wait: kept, or (a
         local store) all in the page cache: then a view of this thread's buffer, good until
-        the thread's next call (the fuse thread replies first), which holds the whole tile for
+        the thread's next call (the fuse thread replies first), which holds the whole slot for
         the reader's next request of it."""
+        if self._is_fill(tile):
+            return _in_slot(self._fill, at, count)
         key = (self._tiles, tile)
         found: BytesLike | None = SCRATCH.holding(key) if self._local else None  # (its next request)
         if found is None:
             found = HELD_TILES.get(key)
             if found is None and self._local:
                 found = self._read_now(tile)
-        return None if found is None else self._padding.slot(found, at, count)
+        return None if found is None else _in_slot(found, at, count)
 
     def read(self, tile: int, at: int, count: int) -> bytes | memoryview:
         """Bytes [at, at + count) of tile `tile`'s slot (`held` has just tried the page cache)."""
+        if self._is_fill(tile):
+            return _in_slot(self._fill, at, count)
         key = (self._tiles, tile)  # (a fetch begun before a `forget` is kept where it began)
         with self._loading((tile,)):
             found = HELD_TILES.get(key)
             if found is None:
                 found = self._fetched(tile)
                 HELD_TILES.put(key, found)
-            return self._padding.slot(found, at, count)
+            return _in_slot(found, at, count)
 
     def forget(self) -> None:
-        """Fetch each tile again when it is next read (the ones kept age out of HELD_TILES)."""
+        """Fetch each tile, and learn its size, again when it is next read (the ones kept age
+        out of HELD_TILES)."""
         self._tiles = object()
+        if self.sizes is not None:
+            self.sizes.forget()
+
+    def _is_fill(self, tile: int) -> bool:
+        return self.sizes is not None and tile == self.sizes.tiles
+
+    def _learn(self, tiles: Sequence[int]) -> dict[int, int]:
+        """The size each of `tiles` has as a tile, for those stored: its chunk's stored size
+        less the trailer, or (too long for its slot) its length encoded again."""
+        units = {self._chunk_of(tile): tile for tile in tiles}
+        found = {}
+        for unit, size in self._array.stored_sizes(list(units)).items():
+            tile = units[unit]
+            size -= self._trailer
+            found[tile] = size if size <= self._slot else len(self._reencode(tile))
+        return found
 
     def _fetched(self, tile: int) -> BytesLike:
-        """The tile padded to its byte count (the fill tile where the chunk is not stored)."""
+        """The tile's bytes (the fill tile where the chunk is not stored)."""
         stored = self._array.read_stored_unit(self._chunk_of(tile))
         if stored is None:
-            return self._fill_tile()
+            return self._as_learned(tile, self._fill)
         found = memoryview(stored)[: len(stored) - self._trailer]
-        return self._padding.padded(found if self._padding.fits(len(found)) else self._reencode(tile))
+        return self._as_learned(tile, found if len(found) <= self._slot else self._reencode(tile))
 
-    def _fill_tile(self) -> BytesLike:
-        if self._padded_fill is None:
-            self._padded_fill = self._padding.padded(self._fill)
-        return self._padded_fill
+    def _as_learned(self, tile: int, found: BytesLike) -> BytesLike:
+        """`found` as long as the byte count readers were given for the tile. It differs only
+        when the chunk changed in the store since (another writer): a shorter tile is padded
+        as its decoders allow (zeros after a zlib stream, a skippable frame after zstd's)."""
+        expected = UNKNOWN if self.sizes is None else self.sizes.size(tile)
+        if expected in (UNKNOWN, MISSING, len(found)):
+            return found
+        room = expected - len(found)
+        if room < 0 or (self._skippable and 0 < room < SKIPPABLE_HEADER):
+            raise ChunkError(str(self._chunk_of(tile)),
+                             "changed in the store since data.tif gave its size (open the file again)")
+        after = bytearray(room)
+        if self._skippable:
+            after[:SKIPPABLE_HEADER] = SKIPPABLE_MAGIC + (room - SKIPPABLE_HEADER).to_bytes(4, "little")
+        return b"".join((found, after))
 
     def _read_now(self, tile: int) -> BytesLike | None:
-        """A local store's tile, if every byte of it is in the page cache: a chunk that is an
-        object of its own read whole, an inner chunk where its shard's index says (read as its
+        """A local store's tile and the zeros after it in its slot, if every byte of it is in
+        the page cache and it is as long as the readers were told: a chunk that is an object
+        of its own read whole, an inner chunk where its shard's index says (read as its
         shard is first reached, then cached)."""
-        # (padded in the buffer: a reader's request of the whole count is a view of it, not
-        # a new join of the tile and zeros, 0.2 ms a 512 KiB tile in fresh memory here)
-        into = SCRATCH.lend((self._tiles, tile), self._padding.length)
+        # (zeros after it in the buffer: a reader's last request of it, reaching past its
+        # byte count, is a view of the buffer, not a new join of the tile and zeros)
+        into = SCRATCH.lend((self._tiles, tile), self._slot)
         size = self._array.read_chunk_now(self._chunk_of(tile), into)
         SCRATCH.wrote(len(into) if size is None else max(size, 0))
-        if size is None or (size >= 0 and not self._padding.fits(size - self._trailer)):
+        expected = UNKNOWN if self.sizes is None else self.sizes.size(tile)
+        if size is not None and size < 0 and expected == UNKNOWN:
             SCRATCH.forget()
+            return self._fill
+        length = None if size is None or size < 0 else size - self._trailer
+        if length is None or length > self._slot or expected not in (UNKNOWN, length):
+            SCRATCH.forget()  # (a worker reads it, as long as the readers were told)
             return None
-        if size < 0:
-            SCRATCH.forget()
-            return self._fill_tile()
-        length, end = size - self._trailer, self._padding.length
-        SCRATCH.fill(length, self._padding.after(length, min(SKIPPABLE_HEADER, end - length)), end)
+        SCRATCH.fill(length, b"", self._slot)
         return into
 
 
-@dataclass(frozen=True)
-class Padding:
-    """What follows a tile in its slot, up to its byte count `length`: a zstd skippable frame
-    (its readers read on past a frame's end: the frame says where the next one starts), else
-    zeros (a zlib stream ends itself; uncompressed tiles fill their count)."""
-
-    length: int
-    skippable: bool
-
-    def fits(self, size: int) -> bool:
-        return size + (SKIPPABLE_HEADER if self.skippable else 0) <= self.length
-
-    def padded(self, tile: BytesLike) -> BytesLike:
-        """`tile` and its padding: `length` bytes (a tile longer is as it is)."""
-        size = len(tile)
-        return tile if size >= self.length else b"".join((tile, self.after(size, self.length - size)))
-
-    def after(self, size: int, count: int) -> bytearray:
-        """The first `count` bytes after a tile of `size` bytes: the padding, then zeros."""
-        after = bytearray(count)
-        if self.skippable and size < self.length:
-            header = SKIPPABLE_MAGIC + (self.length - size - SKIPPABLE_HEADER).to_bytes(4, "little")
-            after[: min(len(header), count)] = header[:count]
-        return after
-
-    def slot(self, tile: BytesLike, at: int, count: int) -> bytes | memoryview:
-        """Bytes [at, at + count) of the slot of `tile` (a view when all are the tile's)."""
-        size = len(tile)
-        if at + count <= size:
-            return memoryview(tile)[at : at + count]
-        after = self.after(size, at + count - size)  # (the slot's bytes from the tile's end)
-        head = memoryview(tile)[at:] if at < size else b""
-        return b"".join((head, after[max(0, at - size) :]))
+def _in_slot(tile: BytesLike, at: int, count: int) -> bytes | memoryview:
+    """Bytes [at, at + count) of the slot of `tile`: the tile, then zeros (a view when all
+    are the tile's)."""
+    size = len(tile)
+    if at + count <= size:
+        return memoryview(tile)[at : at + count]
+    zeros = bytes(at + count - max(at, size))
+    return b"".join((memoryview(tile)[at:], zeros)) if at < size else zeros
 
 
 class Scratch(threading.local):

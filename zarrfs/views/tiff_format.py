@@ -9,7 +9,10 @@ positions moved by it (`TiffImage.with_data_at`).
 
 The tile tables are not in the header's bytes: their place is kept, and their values are made
 when a reader reads there (`TiffHeader.read`; `tiff_tables`): a header of 10^6 tiles holds a
-few hundred bytes."""
+few hundred bytes. A table whose values are learned from the store (`Table.lazy`) is never
+made before it is read, even when it fits in its IFD entry, and starts a page of its own
+(`TABLE_PAGE`), so that a reader reading pages of the offsets and the byte counts (libtiff)
+reads the same tiles' entries in both."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ BYTE, ASCII, SHORT, LONG, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 12, 13, 16, 18
 _FORMATS = {BYTE: "B", ASCII: "B", SHORT: "H", LONG: "I", DOUBLE: "d", IFD: "I", LONG8: "Q", IFD8: "Q"}
 CLASSIC_LIMIT = 1 << 32  # offsets of classic TIFF are 32-bit
 HEADER_ROOM = 1 << 20
+TABLE_PAGE = 4096  # (libtiff's page of a table it reads lazily: IO_CACHE_PAGE_SIZE)
 
 NEW_SUBFILE_TYPE, IMAGE_WIDTH, IMAGE_LENGTH, BITS_PER_SAMPLE, COMPRESSION = 254, 256, 257, 258, 259
 PHOTOMETRIC, IMAGE_DESCRIPTION, STRIP_OFFSETS, SAMPLES_PER_PIXEL, ROWS_PER_STRIP = 262, 270, 273, 277, 278
@@ -114,26 +118,33 @@ class TiffHeader:
     big: bool
     data_start: int
 
-    def read(self, offset: int, size: int) -> bytes:
-        """Bytes [offset, offset + size) of the header and the zeros after it up to the data."""
+    def read(self, offset: int, size: int, *, wait: bool = True) -> bytes | None:
+        """Bytes [offset, offset + size) of the header and the zeros after it up to the data;
+        None, unless `wait`, when a table there would wait on the store."""
         stop = min(offset + size, self.data_start)
         found = bytearray(self.contents[offset:stop])
         found += bytes(max(0, stop - offset) - len(found))
         for placed in self.tables:
-            if placed.at < stop and placed.end > offset:
-                _fill(found, offset, placed)
+            if placed.at < stop and placed.end > offset and not _fill(found, offset, placed, wait):
+                return None
         return bytes(found)
 
 
-def _fill(found: bytearray, offset: int, placed: PlacedTable) -> None:
-    """Put the values of `placed` that fall in `found` (bytes from `offset`) there."""
+def _fill(found: bytearray, offset: int, placed: PlacedTable, wait: bool) -> bool:
+    """Put the values of `placed` that fall in `found` (bytes from `offset`) there (False:
+    they would wait, and not `wait`)."""
     itemsize = np.dtype(placed.number).itemsize
     start = max(offset, placed.at)
     stop = min(offset + len(found), placed.end)
     first, last = (start - placed.at) // itemsize, -(-(stop - placed.at) // itemsize)
-    encoded = placed.table.values(first, last).astype(placed.number).tobytes()
+    table = placed.table
+    values = table.values(first, last) if wait else table.values_now(first, last)
+    if values is None:
+        return False
+    encoded = values.astype(placed.number).tobytes()
     skip = start - placed.at - first * itemsize
     found[start - offset : stop - offset] = encoded[skip : skip + stop - start]
+    return True
 
 
 def tiff_header(images: Sequence[TiffImage], data_bytes: int, byteorder: str = "little") -> TiffHeader:
@@ -162,13 +173,14 @@ class _Writer:
         self.big = big
         self.buffer = bytearray()
         self.later: list[tuple[int, Table, str]] = []  # (where its offset goes, table, type)
+        self.inline: list[PlacedTable] = []  # (lazy tables in their IFD entries)
 
     def place_tables(self) -> tuple[tuple[PlacedTable, ...], int]:
         """Place the large tables after everything else (kept out of the buffer: 16 MB of
         zeros for 10^6 tiles); the tables and where the header ends."""
-        end, placed = len(self.buffer), []
+        end, placed = len(self.buffer), list(self.inline)
         for field_at, table, number in self.later:
-            end += (-end) % 8
+            end += (-end) % (TABLE_PAGE if table.lazy else 8)
             self.put(field_at, struct.pack(self.offset_format(), end))
             placed.append(PlacedTable(end, table, number))
             end = placed[-1].end
@@ -246,6 +258,9 @@ def _field(writer: _Writer, tag: Tag, inline: int, field_at: int) -> bytes:
     number = tag.number_format(writer.order)
     if isinstance(tag.values, Table) and len(tag.values) * np.dtype(number).itemsize > inline:
         writer.later.append((field_at, tag.values, number))
+        return bytes(inline)
+    if isinstance(tag.values, Table) and tag.values.lazy:  # (made as read, in the entry itself)
+        writer.inline.append(PlacedTable(field_at, tag.values, number))
         return bytes(inline)
     value = tag.encoded(writer.order, writer.big)
     if len(value) <= inline:

@@ -2,7 +2,8 @@
 
 A tiled image of 10^6 tiles has tables of 16 MB; their values are never all made at once:
 tiles in slots of one size have arithmetic offsets and one byte count (`Stepped`); strips and
-a few small tables are plain arrays (`Given`). Pure."""
+a few small tables are plain arrays (`Given`). Pure, but for the tables whose values are
+learned from the store as they are read (`lazy`: `tile_sizes.Learned`)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,18 @@ class Table:
 
     length: int
 
+    lazy = False  # (True: values may cost the store; never made before a reader reads them)
+
     def __len__(self) -> int:
         return self.length
 
     def values(self, start: int, stop: int) -> np.ndarray:
         """Entries [start, stop)."""
         raise NotImplementedError
+
+    def values_now(self, start: int, stop: int) -> np.ndarray | None:
+        """Entries [start, stop) if they need no wait, else None."""
+        return self.values(start, stop)
 
     def part(self, start: int, stop: int) -> Table:
         """The table of entries [start, stop)."""

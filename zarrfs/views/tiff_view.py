@@ -9,11 +9,12 @@ not multiples of 16) get strips of whole rows, served from the flat bytes of the
 
 The file is served without the page cache (direct I/O), so a tile read costs that tile and no
 readahead. Its layout is made from the array's shape and codecs alone, at no store request:
-each tile has a slot of its own and one byte count, the codec's bound (in whole blocks), so
-the tile tables are arithmetic; a tile's stored bytes are followed by padding its decoders
-skip (`stored_tiles`). A reader of one tile of a million costs that tile's fetch, never a
-listing of the array. The file is kept while the array's shape and elements are the same;
-each open fetches again the tiles fetched before it (close-to-open: `forget_fetched`)."""
+each tile has a slot of its own, as long as the codec's bound, at an offset known in advance.
+A compressed tile's byte count is its chunk's stored size, learned when a reader reads the
+tables there (`tile_sizes`): a page of a table costs a look at the chunks of its tiles, never
+a listing of the array; its bytes are the stored bytes and nothing else (`stored_tiles`).
+The file is kept while the array's shape and elements are the same; each open learns again
+the sizes and fetches again the tiles it had (close-to-open: `forget_fetched`)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from ..grid import Index
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionArray, RegionFile
 from .geotiff import geotiff_tags
 from .placement import Placement
-from .stored_tiles import SCRATCH, SKIPPABLE_HEADER, Padding, StoredTiles
+from .stored_tiles import SCRATCH, StoredTiles
 from .tiff_format import Tag, TiffImage, tiff_header
 from .tiff_layout import (
     Group,
@@ -49,7 +50,8 @@ from .tiff_layout import (
     strip_extents,
     strip_rows,
 )
-from .tiff_tables import Stepped
+from .tiff_tables import Stepped, Table
+from .tile_sizes import Learned
 
 # Every tile has a slot of its own, at an offset known without the store: a tile of 64 KiB and
 # more (decoded) in slots aligned to the next power of two, up to 1 MiB (the largest request
@@ -57,10 +59,7 @@ from .tiff_tables import Stepped
 # file is virtual: the zeros after a tile cost no fetch). A reader reading through a buffer
 # (stdio, Python's buffered files) reads a tile's whole blocks straight into its own memory
 # and fills its buffer with a last part block, which reaches into the slot's zeros and never
-# into the next tile. The block is 4 KiB, and a compressed tile's byte count (its padded
-# bound) is whole blocks: a tile is one request, and no zeros past its count are sent
-# (benchmarks/tiles.py, plain chunks, tifffile: 30.4 -> 27.2 ms for 24 tiles, medians of 7,
-# against two requests a tile when the count ended part way into a block).
+# into the next tile: a second request of the tile, served from the tile kept.
 ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
 
 
@@ -94,6 +93,7 @@ class TiffArray(RegionArray, Protocol):
     def dirty_bytes(self) -> int: ...
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
     def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
+    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]: ...
     def encoded_fill(self) -> BytesLike: ...
 
 
@@ -205,10 +205,10 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
 
     form = array.stored_form
     if form is not None and _passes_through(form, byteorder, read_chunk):
-        slots, tiles, length = _as_stored(array, boxes, form, tile_bytes,
-                                          lambda tile: _encoded(form, decoded(tile, 0, tile_bytes)))
-        images = grouped(groups, tags(form.compression, tiling), slots.offsets(),
-                         Stepped(len(boxes), length, 0), tiled=True)
+        slots, tiles = _as_stored(array, boxes, form, tile_bytes,
+                                  lambda tile: _encoded(form, decoded(tile, 0, tile_bytes)))
+        images = grouped(groups, tags(form.compression, tiling), *_tile_tables(slots, tiles, tile_bytes),
+                         tiled=True)
         return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
                     forget_fetched=tiles.forget, slot=slots.size, padded=True)
     slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
@@ -217,26 +217,34 @@ def array_part(array: TiffArray, byteorder: str, groups: Sequence[Group], extra:
     return Part(images, slots, decoded, remote=array.fetches_remotely, slot=slots.size)
 
 
+def _tile_tables(slots: Slots, tiles: StoredTiles, tile_bytes: int) -> tuple[Table, Table]:
+    """TileOffsets and TileByteCounts of tiles as stored: learned as read where compressed,
+    else the slots' and one count for all."""
+    if tiles.sizes is None:
+        return slots.offsets(), Stepped(slots.count, tile_bytes, 0)
+    count = tiles.sizes.tiles
+    return Learned(count, tiles.sizes, True), Learned(count, tiles.sizes, False)
+
+
 def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
     return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
 
 
 def _as_stored(array: TiffArray, boxes: TileBoxes, form: StoredForm, tile_bytes: int,
-               reencode: Callable[[int], bytes]) -> tuple[Slots, StoredTiles, int]:
-    """Tiles as stored, each in its slot with one byte count for all (the codec's bound)."""
+               reencode: Callable[[int], bytes]) -> tuple[Slots, StoredTiles]:
+    """Tiles as stored, each in a slot as long as the codec's bound; compressed ones with their
+    stored sizes as byte counts (learned as read), and after them the one fill tile."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
-    skippable = form.compression == ZSTD
-    longest = max(form.bound(tile_bytes), len(fill) + SKIPPABLE_HEADER * skippable)
-    if form.compression != NONE:  # (padded anyway: to whole blocks, see ALIGNED_TILE_BYTES)
-        longest = -(-longest // RANDOM_ACCESS_BLOCK) * RANDOM_ACCESS_BLOCK
-    padding = Padding(longest, skippable)
+    learned = form.compression != NONE
+    slot = _slot_size(max(form.bound(tile_bytes), len(fill)), tile_bytes)
     leading = array.read_chunk_shape[:-2]
-    tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, padding=padding,
-                        trailer=form.trailer, reencode=reencode)
-    return Slots(_slot_size(padding.length, tile_bytes), len(boxes)), tiles, padding.length
+    tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, tiles=len(boxes), slot=slot,
+                        trailer=form.trailer, reencode=reencode, skippable=form.compression == ZSTD,
+                        learned=learned)
+    return Slots(slot, len(boxes) + learned), tiles
 
 
 def _encoded(form: StoredForm, tile: bytes | memoryview) -> bytes:
@@ -278,7 +286,8 @@ class TiffFile(ReadOnlyFile):
         self.size = self.data_start + self._sizes.total
 
     def read(self, offset: int, size: int) -> bytes | memoryview:
-        head, spans = self._spans(offset, size)
+        head_size, spans = self._spans(offset, size)
+        head = self.header.read(offset, head_size) if head_size else None
         if len(spans) > 1 and any(part is not None and part.remote for part, *_ in spans):
             found = list(_PIECE_READS.map(_span_bytes, spans))  # (round trips at once)
         else:
@@ -294,7 +303,10 @@ class TiffFile(ReadOnlyFile):
         """The bytes when all are at hand without a wait (the header, zeros, tiles read
         already or in the page cache), else None: answered without a worker thread. They
         may be a view of the thread's buffer, good until its next read (`StoredTiles.held`)."""
-        head, spans = self._spans(offset, size)
+        head_size, spans = self._spans(offset, size)
+        head = self.header.read(offset, head_size, wait=False) if head_size else None
+        if head is None and head_size:  # (a tile table not learned yet: a worker learns it)
+            return None
         found: list[bytes | memoryview] = []
         for span in spans:
             part = _span_bytes(span, held=True)
@@ -311,12 +323,11 @@ class TiffFile(ReadOnlyFile):
         for part in self._parts:
             part.forget_fetched()
 
-    def _spans(self, offset: int, size: int) -> tuple[list[bytes], list[Span]]:
-        """The header's bytes in [offset, offset + size), and the spans of the data's pieces there."""
+    def _spans(self, offset: int, size: int) -> tuple[int, list[Span]]:
+        """How many bytes from `offset` of [offset, offset + size) are the header's (read by
+        the caller: a table there may wait), and the spans of the data's pieces there."""
         size = max(0, min(size, self.size - offset))
-        head: list[bytes] = []
-        if offset < self.data_start:
-            head.append(self.header.read(offset, size))
+        head = max(0, min(size, self.data_start - offset))
         at = max(offset, self.data_start) - self.data_start
         spans: list[Span] = []
         for number, inside, count in self._sizes.spans(at, offset + size - self.data_start - at):
@@ -343,8 +354,8 @@ def _span_bytes(span: Span, *, held: bool = False) -> bytes | memoryview | None:
     return found if found is None or wanted == count else b"".join((found, bytes(count - wanted)))
 
 
-def _joined(head: list[bytes], found: Sequence[bytes | memoryview | None]) -> bytes | memoryview:
-    parts = [*head, *(f for f in found if f is not None)]
+def _joined(head: bytes | None, found: Sequence[bytes | memoryview | None]) -> bytes | memoryview:
+    parts = [*([] if head is None else [head]), *(f for f in found if f is not None)]
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
