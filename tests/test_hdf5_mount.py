@@ -15,6 +15,7 @@ import netCDF4
 import numcodecs
 import numpy as np
 import pytest
+import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, ZstdCodec
 
@@ -104,3 +105,38 @@ def test_many_chunks_paged_index(tmp_path: Path, mount_array: Any) -> None:
         with h5py.File(mount.path / "data.h5", "r") as f:
             assert np.array_equal(f["data"][...], data)
             assert np.array_equal(f["data"][37, 1900:], data[37, 1900:])
+
+
+def weather_dataset() -> xr.Dataset:
+    rng = np.random.default_rng(2)
+    t2m = (rng.standard_normal((4, 6, 8)) * 10 + 280).astype("float32")
+    t2m[0, 0, 0] = np.nan
+    packed = rng.integers(-1000, 1000, (4, 6, 8)).astype("int16")
+    packed[1, 2, 3] = -999  # (the fill value: masked)
+    return xr.Dataset(
+        {"t2m": (("time", "y", "x"), t2m,
+                 {"units": "K", "long_name": "2 metre temperature", "levels": [1, 2]}),
+         "sp": (("time", "y", "x"), packed, {"scale_factor": 0.5, "add_offset": 1000.0, "units": "hPa"})},
+        coords={"y": np.arange(6.0), "x": np.arange(8.0) * 0.25},
+        attrs={"title": "t"})
+
+
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+@pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
+def test_xarray_reads_each_array_as_open_zarr(tmp_path: Path, mount_array: Any, fmt: int,
+                                              engine: str) -> None:
+    """Each array's data.h5 opened by xarray: the variable `data`, its dimensions named as the
+    array's, its values (masked and unpacked as CF says) and attributes as xarray.open_zarr's."""
+    store = tmp_path / "w.zarr"
+    weather_dataset().to_zarr(store, zarr_format=fmt, consolidated=False,
+                              encoding={"sp": {"_FillValue": -999}})
+    expected = xr.open_zarr(store, consolidated=False)
+    mount = mount_array(store, ["ro"])
+    for name in ("t2m", "sp", "x"):
+        with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
+            variable, wanted = got["data"], expected[name].variable
+            assert variable.dims == wanted.dims, name
+            xr.testing.assert_identical(variable.variable.to_base_variable(), wanted.to_base_variable())
+            fills = got["data"].encoding.get("_FillValue"), wanted.encoding.get("_FillValue")
+            assert (fills[0] is None) == (fills[1] is None), name
+            assert fills[0] is None or np.array_equal(*np.asarray(fills, float), equal_nan=True), name

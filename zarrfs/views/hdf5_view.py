@@ -16,6 +16,7 @@ of the array.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,10 +25,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
+from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from . import hdf5_format as h5
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
-from .placement import Placement
+from .hdf5_attrs import attribute_messages
+from .hdf5_dims import GLOBAL_HEAP_SIZE, dimension_list, global_heap, scale_header
+from .netcdf import valid_name
+from .placement import Placement, fill_number
 from .tiff_view import TiffArray
 
 H5_NAME = "data.h5"
@@ -41,6 +46,8 @@ class H5Array(TiffArray, Protocol):
 
     @property
     def fill_chunk(self) -> np.ndarray: ...
+    @property
+    def metadata(self) -> ArrayDescription: ...
 
 
 def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.dtype[Any] | None:
@@ -98,7 +105,7 @@ class Hdf5File(ReadOnlyFile):
         count = int(np.prod(self.grid))
         size_length = h5.chunk_size_length(self.chunk_bytes) if form else None
         fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
-        self.head, self.index = _metadata(array.shape, chunk, dtype, fill, form, count, size_length)
+        self.head, self.index = _metadata(array, chunk, dtype, fill, form, count, size_length)
         self.slot = -(-(form.bound(self.chunk_bytes) if form else self.chunk_bytes) // _ALIGN) * _ALIGN
         self.data_at = -(-self.index.end // _ALIGN) * _ALIGN
         self.count = count
@@ -191,28 +198,67 @@ class Hdf5File(ReadOnlyFile):
             self._kept.clear()
 
 
-def _metadata(shape: Index, chunk: Index, dtype: np.dtype[Any], fill: bytes, form: StoredForm | None,
+def dimension_names(array: H5Array) -> tuple[str, ...] | None:
+    """The dimensions' names (v3 `dimension_names`, xarray's v2 `_ARRAY_DIMENSIONS`) when every
+    one is a distinct netCDF name, not the dataset's own; else None (netCDF's phony ones)."""
+    metadata = array.metadata
+    names = metadata.dimension_names or metadata.attributes.get("_ARRAY_DIMENSIONS")
+    if not isinstance(names, list | tuple) or len(names) != len(array.shape):
+        return None
+    if not all(isinstance(n, str) and valid_name(n) and n != DATASET for n in names):
+        return None
+    found = tuple(str(n) for n in names)
+    return found if len(set(found)) == len(found) else None
+
+
+def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes | None:
+    """`_FillValue` as xarray reads it: the attribute, else the fill value of an array with
+    named dimensions (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`: xarray's), else none."""
+    attributes = array.metadata.attributes
+    if "_FillValue" in attributes:
+        value = attributes["_FillValue"]
+        number = value if isinstance(value, int) and not isinstance(value, bool) else fill_number(value)
+        if number is None:
+            return None
+        with np.errstate(all="ignore"):
+            return np.asarray(number).astype(dtype).reshape(-1)[:1].tobytes()
+    named = array.metadata.dimension_names is not None or "_ARRAY_DIMENSIONS" in attributes
+    return fill if named else None
+
+
+def _metadata(array: H5Array, chunk: Index, dtype: np.dtype[Any], fill: bytes, form: StoredForm | None,
               count: int, size_length: int | None) -> tuple[bytes, h5.FixedArray]:
-    """The superblock, the root group's header (one link), the dataset's header and the
-    index's header and data block prefix, each after the one before."""
-    root_at = h5.SUPERBLOCK_SIZE
-    root = h5.object_header(h5.group_messages([(DATASET, 0)]))
-    dataset_at = root_at + len(root)
-    root = h5.object_header(h5.group_messages([(DATASET, dataset_at)]))
+    """The superblock, the root group's header (the dataset and its dimensions), the dataset's
+    header, the dimensions' scales and the heap of their references, and the index's header
+    and data block prefix, each after the one before."""
+    shape = tuple(array.shape)
+    names = dimension_names(array) or ()
     typed = h5.datatype(dtype)
     assert typed is not None
+    attributes = attribute_messages(array.metadata.attributes, dtype, _fill_attribute(array, dtype, fill))
+    scales = [scale_header(length) for length in shape] if names else []
 
-    def dataset(index_at: int) -> bytes:
+    def root(dataset_at: int, scales_at: list[int]) -> bytes:
+        links = [(DATASET, dataset_at), *zip(names, scales_at, strict=True)]
+        return h5.object_header(h5.group_messages(links))
+
+    def dataset(index_at: int, heap_at: int) -> bytes:
         messages = [h5.message(h5.DATASPACE, h5.dataspace(shape)),
                     h5.message(h5.DATATYPE, typed, flags=1),
                     h5.message(h5.FILL_VALUE, h5.fill_value(fill), flags=1),
                     h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
         if form is not None and form.compression != NONE:
             messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(filters(form))))
-        return h5.object_header(messages)
+        if names:
+            messages.append(dimension_list(heap_at, 1, len(names)))
+        return h5.object_header([*messages, *attributes])
 
-    index_at = dataset_at + len(dataset(0))
+    dataset_at = h5.SUPERBLOCK_SIZE + len(root(0, [0] * len(scales)))
+    scales_at = list(itertools.accumulate([len(s) for s in scales], initial=dataset_at + len(dataset(0, 0))))
+    heap_at = scales_at.pop()
+    index_at = heap_at + (GLOBAL_HEAP_SIZE if names else 0)
     index = h5.FixedArray(index_at, count, size_length)
-    head = b"".join([h5.superblock(0, root_at), root, dataset(index_at), index.header(),
-                     index.prefix() if index.page_count else b""])
-    return head, index
+    parts = [h5.superblock(0, h5.SUPERBLOCK_SIZE), root(dataset_at, scales_at), dataset(index_at, heap_at),
+             *scales, global_heap(scales_at) if names else b"", index.header(),
+             index.prefix() if index.page_count else b""]
+    return b"".join(parts), index
