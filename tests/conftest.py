@@ -56,7 +56,7 @@ TESTS = Path(__file__).resolve().parent
 # under two minutes on two cores, all of scripts/test included.
 FAST_MODULES = {
     "test_headers.py", "test_zstd_codec.py", "test_masks.py", "test_tree.py",
-    "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py",
+    "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py", "test_make_room.py",
     "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
     "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",

@@ -42,6 +42,7 @@ def parse_args(doc: str | None) -> argparse.Namespace:
     p.add_argument("--zarrfs", default=str(VENV_BIN / "zarrfs"))
     p.add_argument("--skip-zarrfs", action="store_true", help="baselines only")
     p.add_argument("--skip-writes", action="store_true")
+    p.add_argument("--skip-reads", action="store_true", help="no whole-array read figures (writes alone)")
     p.add_argument("--skip-s3", action="store_true", help="no S3 figures")
     p.add_argument("--s3-config", default="uint16/zstd/plain",
                    help="the array read from S3 (default uint16/zstd/plain, else the first built)")

@@ -41,7 +41,7 @@ def run_arrays(b: Bench) -> None:
         if cfg.dtype not in sums:
             sums[cfg.dtype] = float(np.fromfile(cfg.raw, dtype=cfg.dtype).sum())
             data2[cfg.dtype] = np.fromfile(cfg.raw2, dtype=cfg.dtype).reshape(cfg.shape)
-    for cfg in b.configs:
+    for cfg in [] if a.skip_reads else b.configs:
         log(f"reads: {cfg.name}")
         for rep in range(a.repeat):
             reads.baseline_reads(b, cfg, sums[cfg.dtype])

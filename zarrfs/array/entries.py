@@ -9,6 +9,7 @@ A reader is lent an entry's data to use outside the lock: writers copy it first 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
@@ -287,11 +288,16 @@ class ArrayCache:
 
     # -- write-back (zarrfs.array.writeback) ---------------------------------------------------
 
-    def dirty_units(self, *, complete_only: bool = False) -> list[Index]:
-        """The array's dirty read chunks (with `complete_only`, those needing nothing read)."""
+    def dirty_units(self, *, complete_only: bool = False, most: int | None = None) -> list[Index]:
+        """The array's dirty read chunks (with `complete_only`, those needing nothing read);
+        with `most`, the least recently used first, only until they hold `most` bytes."""
         with self._lock:
-            found = [(u, self.mount.entries[(self.owner, u)]) for u in self.mount.units_of(self.owner)]
-        return [u for u, e in found if e.dirty and (e.complete or not complete_only)]
+            found = ([(k[1], e) for k, e in self.mount.entries.items() if k[0] == self.owner]
+                     if most is not None else
+                     [(u, self.mount.entries[(self.owner, u)]) for u in self.mount.units_of(self.owner)])
+        chosen = [(u, e) for u, e in found if e.dirty and (e.complete or not complete_only)]
+        before = [0, *itertools.accumulate(e.nbytes for _, e in chosen)]
+        return [u for (u, _), held in zip(chosen, before, strict=False) if most is None or held < most]
 
     def dirty_among(self, units: Iterable[Index]) -> list[Index]:
         with self._lock:
