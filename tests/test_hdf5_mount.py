@@ -96,7 +96,7 @@ def test_sharded_inner_chunks(tmp_path: Path, mount_array: Any) -> None:
 
 
 def test_many_chunks_paged_index(tmp_path: Path, mount_array: Any) -> None:
-    """An index of more than 1,024 chunks is paged: a read of one chunk reads one page."""
+    """An index of more than 64 chunks is paged: a read of one chunk reads one page."""
     data = random((50, 2000), "uint8")
     make(tmp_path / "a.zarr", data, (1, 50), compressors=BloscCodec(cname="zstd"))
     make(tmp_path / "b.zarr", data, (1, 50), compressors=ZstdCodec(level=1))

@@ -18,7 +18,9 @@ import numpy as np
 UNDEFINED = (1 << 64) - 1  # (an address not allocated: a chunk not stored reads as fill)
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
 SUPERBLOCK_SIZE = 48
-PAGE_BITS = 10  # (1,024 index elements a page, as the library's default)
+# 64 index elements a page (the library's default is 1,024): a reader of one chunk makes the
+# page holding it, a look at the stored sizes of its chunks, so a page is kept small.
+PAGE_BITS = 6
 _MASK = 0xFFFFFFFF
 
 # Message types (III.C of the specification).

@@ -9,7 +9,7 @@ mount's byte order.
 The layout is computed from the array's shape and codecs alone, at no store request: the
 metadata first, then the fixed array indexing the chunks, then a slot per chunk, as long as
 the codec's bound, at an offset known in advance. The index is made as it is read: a page of
-1,024 elements costs a look at the stored sizes of its 1,024 chunks (the sizes in the index
+64 elements costs a look at the stored sizes of its 64 chunks (the sizes in the index
 are exact; a chunk not stored has no address and reads as the fill value), never a listing
 of the array.
 """

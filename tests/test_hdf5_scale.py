@@ -1,0 +1,62 @@
+"""data.h5 at scale: its stat and open cost no listing, and a reader of one chunk of an array of
+10^6 chunks pays about what a reader of one chunk of an array of 16 pays: the page of the
+index holding the chunk (a look at the stored sizes of its 64 chunks), then the chunk.
+Counted with the daemon's request log."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import h5py
+import hdf5plugin  # noqa: F401  (the zstd filter)
+import numpy as np
+import pytest
+from conftest import MountFactory
+from mounting import Mount
+from scale_arrays import RequestLog, values, write_twin
+
+CHUNK = (16, 16)
+STORED = [(0, 0), (500, 700), (999, 999)]
+PAGE = 64  # (index elements a page of data.h5's fixed array holds)
+FEW = 16  # (metadata, a directory or two)
+
+
+@pytest.fixture(scope="module")
+def arrays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("h5scale")
+    return {"small": write_twin(root / "small.zarr", (4, 4), CHUNK),
+            "huge": write_twin(root / "huge.zarr", (1000, 1000), CHUNK, stored=STORED)}
+
+
+@pytest.fixture
+def counted(tmp_path: Path, mount_array: MountFactory) -> Iterator[tuple[RequestLog, MountFactory]]:
+    log = RequestLog(tmp_path / "requests.log")
+
+    def mount(source: Path) -> Mount:
+        return mount_array(source, ["ro"], env=log.env)
+
+    yield log, mount
+
+
+@pytest.mark.parametrize(("name", "chunk"), [("small", (2, 3)), ("huge", (500, 700))])
+def test_one_chunk_costs_its_page_and_itself(arrays: dict[str, Path],
+                                            counted: tuple[RequestLog, MountFactory], name: str,
+                                            chunk: tuple[int, int]) -> None:
+    log, mount = counted
+    mnt = mount(arrays[name])
+    log.take()
+    os.stat(mnt.path / "data.h5")
+    stat = log.take()
+    assert stat.listed() == 0 and stat.count() <= FEW, stat.summary()
+    with h5py.File(mnt.path / "data.h5", "r") as f:
+        opened = log.take()
+        assert opened.listed() == 0 and opened.read() == 0 and opened.count() <= FEW, opened.summary()
+        start = (chunk[0] * CHUNK[0], chunk[1] * CHUNK[1])
+        stop = (start[0] + CHUNK[0], start[1] + CHUNK[1])
+        got = f["data"][start[0]:stop[0], start[1]:stop[1]]
+    assert np.array_equal(got, values(start, stop))
+    requests = log.take()
+    assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
+    assert requests.count() <= PAGE + FEW, requests.summary()
