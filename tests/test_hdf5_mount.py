@@ -5,16 +5,18 @@ zlib, `read_direct_chunk` returns the stored chunk itself and the mount decodes 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import h5py
-import hdf5plugin  # noqa: F401  (registers the zstd filter with h5py's HDF5)
+import hdf5plugin  # (registers the zstd filter with h5py; its plugin directory for GDAL)
 import netCDF4
 import numcodecs
 import numpy as np
 import pytest
+import tifffile
 import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, ZstdCodec
@@ -140,3 +142,22 @@ def test_xarray_reads_each_array_as_open_zarr(tmp_path: Path, mount_array: Any, 
             fills = got["data"].encoding.get("_FillValue"), wanted.encoding.get("_FillValue")
             assert (fills[0] is None) == (fills[1] is None), name
             assert fills[0] is None or np.array_equal(*np.asarray(fills, float), equal_nan=True), name
+
+
+@pytest.mark.parametrize("compressors", [numcodecs.Zlib(level=1), numcodecs.Zstd(level=1)],
+                         ids=["zlib", "zstd"])
+def test_gdal_reads_with_debian_hdf5(tmp_path: Path, mount_array: Any, compressors: Any) -> None:
+    """GDAL (on the system's HDF5, 1.10 on Debian 12) reads the dataset through its netCDF and
+    HDF5 drivers, zstd through hdf5plugin's filter (HDF5_PLUGIN_PATH)."""
+    data = random((60, 90), "uint16")
+    make(tmp_path / "a.zarr", data, (32, 32), zarr_format=2, compressors=compressors, fill_value=0)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    env = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
+    path = mount.path / "data.h5"
+    # (GDAL's netCDF driver takes a grid without coordinates as bottom-up: its rows reversed)
+    drivers = ((f'NETCDF:"{path}":data', slice(None, None, -1)), (f'HDF5:"{path}"://data', slice(None)))
+    for source, rows in drivers:
+        out = tmp_path / "out.tif"
+        subprocess.run(["gdal_translate", "-q", source, str(out)], check=True, env=env)
+        assert np.array_equal(tifffile.imread(out), data[rows]), source
+        out.unlink()
