@@ -161,3 +161,18 @@ def test_gdal_reads_with_debian_hdf5(tmp_path: Path, mount_array: Any, compresso
         subprocess.run(["gdal_translate", "-q", source, str(out)], check=True, env=env)
         assert np.array_equal(tifffile.imread(out), data[rows]), source
         out.unlink()
+
+
+@pytest.mark.parametrize("compressors", [numcodecs.Zlib(level=1), numcodecs.Zstd(level=1)],
+                         ids=["zlib", "zstd"])
+def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any, compressors: Any) -> None:
+    """h5dump of HDF5 1.10 (Debian's hdf5-tools) dumps the dataset's values as the array's, zstd
+    through hdf5plugin's filter (HDF5_PLUGIN_PATH)."""
+    data = random((50, 70), ">i4")
+    make(tmp_path / "a.zarr", data, (16, 32), zarr_format=2, compressors=compressors, fill_value=0)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    env = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
+    out = tmp_path / "values.bin"
+    subprocess.run(["h5dump", "-d", "/data", "-b", "LE", "-o", str(out), str(mount.path / "data.h5")],
+                   check=True, env=env, capture_output=True)
+    assert np.array_equal(np.fromfile(out, "<i4").reshape(data.shape), data)
