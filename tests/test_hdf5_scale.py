@@ -27,7 +27,8 @@ FEW = 16  # (metadata, a directory or two)
 def arrays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("h5scale")
     return {"small": write_twin(root / "small.zarr", (4, 4), CHUNK),
-            "huge": write_twin(root / "huge.zarr", (1000, 1000), CHUNK, stored=STORED)}
+            "huge": write_twin(root / "huge.zarr", (1000, 1000), CHUNK, stored=STORED),
+            "giant": write_twin(root / "giant.zarr", (10_000, 10_000), CHUNK, stored=STORED)}
 
 
 @pytest.fixture
@@ -60,3 +61,12 @@ def test_one_chunk_costs_its_page_and_itself(arrays: dict[str, Path],
     requests = log.take()
     assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
     assert requests.count() <= PAGE + FEW, requests.summary()
+
+
+def test_no_data_h5_past_its_chunk_limit(arrays: dict[str, Path],
+                                         counted: tuple[RequestLog, MountFactory]) -> None:
+    """10^8 chunks: past 2^26 there is no data.h5 (its index would open with 190 KB of page
+    bits), the other views are there."""
+    _, mount = counted
+    names = os.listdir(mount(arrays["giant"]).path)
+    assert "data.h5" not in names and "data.npy" in names

@@ -17,6 +17,7 @@ of the array.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +39,9 @@ from .tiff_view import TiffArray
 H5_NAME = "data.h5"
 DATASET = "data"  # (the dataset's name in an array's file, as the flat file beside it)
 _ALIGN = 4096  # (chunk slots start on a page: a chunk read is one request of whole pages)
+# Past this many chunks data.h5 is left out: the index's data block opens with a bit per page
+# of 64 chunks, made and checksummed when the file is (128 KiB here; 2 MB for 10^9 chunks).
+MAX_CHUNKS = 1 << 26
 _KEPT = 16  # index runs and chunks kept by one file (a reader reads a run, then its chunks)
 
 
@@ -65,9 +69,12 @@ def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.
 
 
 def shows_array_h5(array: TiffArray) -> bool:
-    """Rank 1 and more (HDF5 chunks no scalar), no empty dimension, a type HDF5 holds."""
-    return (array.regular_read_chunks and len(array.shape) > 0 and 0 not in array.shape
-            and file_dtype(array, None, "little") is not None)
+    """Rank 1 and more (HDF5 chunks no scalar), no empty dimension, a type HDF5 holds, at most
+    MAX_CHUNKS chunks."""
+    if not (array.regular_read_chunks and len(array.shape) > 0 and 0 not in array.shape):
+        return False
+    chunks = math.prod(-(-n // c) for n, c in zip(array.shape, array.read_chunk_shape, strict=True))
+    return chunks <= MAX_CHUNKS and file_dtype(array, None, "little") is not None
 
 
 def passes_through(form: StoredForm | None) -> bool:
