@@ -64,7 +64,7 @@ FAST_MODULES = {
     "test_tiff_view.py", "test_stored_tiles.py", "test_registry_codecs.py", "test_store_stats.py",
     "test_page_cache.py",
     "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
-    "test_docs_options.py", "test_readahead_cost.py",
+    "test_docs_options.py", "test_readahead_cost.py", "test_hdf5_format.py",
 }
 FAST_TESTS = {
     "test_docs.py": {"test_every_example_runs_or_says_why_not",
@@ -73,6 +73,7 @@ FAST_TESTS = {
     "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",
                             "test_a_level_is_placed_by_its_entry_or_the_group"},
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
+    "test_hdf5_mount.py": {"test_chunks_pass_through"},
     "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},
     "test_store_cas.py": {"test_conditional_put", "test_conditional_delete",
                           "test_local_cas_leaves_no_files_behind"},
