@@ -176,3 +176,24 @@ def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any
     subprocess.run(["h5dump", "-d", "/data", "-b", "LE", "-o", str(out), str(mount.path / "data.h5")],
                    check=True, env=env, capture_output=True)
     assert np.array_equal(np.fromfile(out, "<i4").reshape(data.shape), data)
+
+
+@pytest.mark.parametrize(("fmt", "filters", "compressors"), [
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zlib(level=1)),
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zstd(level=1)),
+    (2, [numcodecs.Shuffle(elementsize=4)], None),
+    (2, None, numcodecs.Zstd(level=1)),
+], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd"])
+def test_shuffled_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, filters: Any,
+                                      compressors: Any) -> None:
+    """numcodecs' byte shuffle of whole elements is HDF5's shuffle filter: such chunks are
+    served as stored too, and read as the array by h5py."""
+    data = random((40, 50), "<f4")
+    make(tmp_path / "a.zarr", data, (16, 16), zarr_format=fmt, filters=filters, compressors=compressors,
+         fill_value=0)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        mask, raw = f["data"].id.read_direct_chunk((16, 32))
+        assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), fmt)
+        assert np.array_equal(f["data"][...], data)
+    assert stats(mount.path)["chunks_decoded"] == 0

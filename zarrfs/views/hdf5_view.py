@@ -1,8 +1,8 @@
 """`data.h5`: an array as one chunked HDF5 dataset (NetCDF-4's data model), read-only.
 
 The dataset's chunks are the array's read chunks (a shard's inner chunks). Where they are
-stored as only `bytes` and zstd or a zlib stream (`codecs.stored_form`), a chunk in the file is
-the stored bytes as they are (zstd: filter 32015, zlib: deflate, 1), in the stored byte order:
+stored as HDF5's filters decode them (`hdf5_codecs`: `bytes`, a byte shuffle, zstd or a zlib
+stream), a chunk in the file is the stored bytes as they are, in the stored byte order:
 `H5Dread_chunk` returns the stored chunk. Other chunks go out decoded, unfiltered, in the
 mount's byte order.
 
@@ -25,12 +25,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
+from ..codecs.pipeline import Pipeline
+from ..codecs.stored_form import StoredForm
 from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from . import hdf5_format as h5
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
 from .hdf5_attrs import attribute_messages
+from .hdf5_codecs import Filtered, Filters, filtered
 from .hdf5_dims import GLOBAL_HEAP_SIZE, dimension_list, global_heap, scale_header
 from .netcdf import valid_name
 from .placement import Placement, fill_number
@@ -52,6 +54,10 @@ class H5Array(TiffArray, Protocol):
     def fill_chunk(self) -> np.ndarray: ...
     @property
     def metadata(self) -> ArrayDescription: ...
+    @property
+    def pipeline(self) -> Pipeline: ...
+    @property
+    def sharding(self) -> Any: ...  # (a ShardingCodec, or None: its `inner` pipeline)
 
 
 def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.dtype[Any] | None:
@@ -77,22 +83,21 @@ def shows_array_h5(array: TiffArray) -> bool:
     return chunks <= MAX_CHUNKS and file_dtype(array, None, "little") is not None
 
 
-def passes_through(form: StoredForm | None) -> bool:
-    return form is not None and form.compression in (ZSTD, ZLIB)
-
-
-def filters(form: StoredForm) -> list[tuple[int, list[int]]]:
-    return [(h5.ZSTD_FILTER, [3])] if form.compression == ZSTD else [(h5.DEFLATE, [6])]
+def passed_through(array: H5Array) -> Filtered | None:
+    """The filters that decode the array's read chunks as stored, or None (decoded here)."""
+    if not array.metadata.is_regular:
+        return None  # (the shards of a rectilinear grid: each has an index of its own shape)
+    pipeline = array.sharding.inner if array.sharding else array.pipeline
+    return filtered(pipeline, array.data_type.itemsize)
 
 
 def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> Hdf5File:
-    form = array.stored_form
-    through = passes_through(form)
-    dtype = file_dtype(array, form if through else None, byteorder)
+    through = passed_through(array)
+    dtype = file_dtype(array, through.form if through else None, byteorder)
     assert dtype is not None
     if through and array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
-    return Hdf5File(array, dtype, form if through else None)
+    return Hdf5File(array, dtype, through)
 
 
 class Hdf5File(ReadOnlyFile):
@@ -104,7 +109,8 @@ class Hdf5File(ReadOnlyFile):
     direct_io = True
     block_size = RANDOM_ACCESS_BLOCK
 
-    def __init__(self, array: H5Array, dtype: np.dtype[Any], form: StoredForm | None) -> None:
+    def __init__(self, array: H5Array, dtype: np.dtype[Any], through: Filtered | None) -> None:
+        form = through.form if through else None
         self.array, self.dtype, self.form = array, dtype, form
         chunk = tuple(array.read_chunk_shape)
         self.grid = tuple(-(-n // c) for n, c in zip(array.shape, chunk, strict=True))
@@ -112,7 +118,8 @@ class Hdf5File(ReadOnlyFile):
         count = int(np.prod(self.grid))
         size_length = h5.chunk_size_length(self.chunk_bytes) if form else None
         fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
-        self.head, self.index = _metadata(array, chunk, dtype, fill, form, count, size_length)
+        self.head, self.index = _metadata(array, chunk, dtype, fill, through.filters if through else [],
+                                          count, size_length)
         self.slot = -(-(form.bound(self.chunk_bytes) if form else self.chunk_bytes) // _ALIGN) * _ALIGN
         self.data_at = -(-self.index.end // _ALIGN) * _ALIGN
         self.count = count
@@ -233,7 +240,7 @@ def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes 
     return fill if named else None
 
 
-def _metadata(array: H5Array, chunk: Index, dtype: np.dtype[Any], fill: bytes, form: StoredForm | None,
+def _metadata(array: H5Array, chunk: Index, dtype: np.dtype[Any], fill: bytes, filters: Filters,
               count: int, size_length: int | None) -> tuple[bytes, h5.FixedArray]:
     """The superblock, the root group's header (the dataset and its dimensions), the dataset's
     header, the dimensions' scales and the heap of their references, and the index's header
@@ -254,8 +261,8 @@ def _metadata(array: H5Array, chunk: Index, dtype: np.dtype[Any], fill: bytes, f
                     h5.message(h5.DATATYPE, typed, flags=1),
                     h5.message(h5.FILL_VALUE, h5.fill_value(fill), flags=1),
                     h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
-        if form is not None and form.compression != NONE:
-            messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(filters(form))))
+        if filters:
+            messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(filters)))
         if names:
             messages.append(dimension_list(heap_at, 1, len(names)))
         return h5.object_header([*messages, *attributes])
