@@ -19,7 +19,7 @@ import pytest
 import tifffile
 import xarray as xr
 import zarr
-from zarr.codecs import BloscCodec, ZstdCodec
+from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -195,5 +195,17 @@ def test_shuffled_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int
     with h5py.File(mount.path / "data.h5", "r") as f:
         mask, raw = f["data"].id.read_direct_chunk((16, 32))
         assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), fmt)
+        assert np.array_equal(f["data"][...], data)
+    assert stats(mount.path)["chunks_decoded"] == 0
+
+
+def test_a_crc32c_after_the_chunk_is_left_off(tmp_path: Path, mount_array: Any) -> None:
+    """bytes, zstd, crc32c: the chunk served is the stored zstd frame without its checksum."""
+    data = random((40, 50), "<u2")
+    make(tmp_path / "a.zarr", data, (16, 16), compressors=[ZstdCodec(level=1), Crc32cCodec()], fill_value=0)
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        mask, raw = f["data"].id.read_direct_chunk((16, 32))
+        assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), 3)[:-4]
         assert np.array_equal(f["data"][...], data)
     assert stats(mount.path)["chunks_decoded"] == 0
