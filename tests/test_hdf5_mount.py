@@ -209,3 +209,12 @@ def test_a_crc32c_after_the_chunk_is_left_off(tmp_path: Path, mount_array: Any) 
         assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), 3)[:-4]
         assert np.array_equal(f["data"][...], data)
     assert stats(mount.path)["chunks_decoded"] == 0
+
+
+def test_views_option_selects_data_h5(tmp_path: Path, mount_array: Any) -> None:
+    """`-o views=h5` shows data.h5 alone beside data; a selection without it leaves it out."""
+    make(tmp_path / "a.zarr", random((20, 30), "uint8"), (8, 8))
+    alone = mount_array(tmp_path / "a.zarr", ["ro,views=h5"])
+    assert sorted(p.name for p in alone.path.iterdir()) == ["chunks", "data", "data.h5", "zarr.json"]
+    without = mount_array(tmp_path / "a.zarr", ["ro,views=npy"])
+    assert "data.h5" not in {p.name for p in without.path.iterdir()}
