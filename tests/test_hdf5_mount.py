@@ -14,6 +14,7 @@ import h5py
 import hdf5plugin  # (registers the zstd filter with h5py; its plugin directory for GDAL)
 import netCDF4
 import numcodecs
+import numcodecs.zarr3
 import numpy as np
 import pytest
 import tifffile
@@ -183,7 +184,9 @@ def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any
     (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zstd(level=1)),
     (2, [numcodecs.Shuffle(elementsize=4)], None),
     (2, None, numcodecs.Zstd(level=1)),
-], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd"])
+    (2, None, numcodecs.Fletcher32()),
+    (3, None, [ZstdCodec(level=1), numcodecs.zarr3.Fletcher32()]),
+], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd", "fletcher32", "zstd-fletcher32"])
 def test_shuffled_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, filters: Any,
                                       compressors: Any) -> None:
     """numcodecs' byte shuffle of whole elements is HDF5's shuffle filter: such chunks are

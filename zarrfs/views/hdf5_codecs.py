@@ -1,7 +1,8 @@
 """Which codec chains HDF5's filters decode as they are, and as which filters: `bytes`, then
 numcodecs' byte shuffle of whole elements (HDF5's shuffle, 2: the same transpose of the
-elements' bytes), zstd (32015) or a zlib stream (deflate, 1), and at most a `crc32c` after
-them (left off the chunk served). Anything else (blosc, gzip's header, a transpose, sub-byte
+elements' bytes), zstd (32015) or a zlib stream (deflate, 1), numcodecs' fletcher32 (HDF5's,
+3: the same checksum after the data), and at most a `crc32c` after them (left off the chunk
+served). Anything else (blosc, gzip's header, a transpose, sub-byte
 types, a shuffle of another element size) is decoded by zarrfs."""
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Filtered:
 
     form: StoredForm
     filters: Filters
+    extra: int = 0  # (bytes a chunk holds past its compressed data: fletcher32's checksum)
 
 
 def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
@@ -42,8 +44,11 @@ def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
     rest = rest[1:] if shuffle else rest
     trailer = 4 if rest and isinstance(rest[-1], Crc32cCodec) else 0
     rest = rest[:-1] if trailer else rest
+    fletcher = bool(rest) and isinstance(rest[-1], NumcodecsBytesCodec) and isinstance(
+        rest[-1].codec, numcodecs.Fletcher32)
+    rest = rest[:-1] if fletcher else rest
     compression = _compression(rest)
-    if compression is None or (compression == NONE and not shuffle):
+    if compression is None or (compression == NONE and not shuffle and not fletcher):
         return None
     order = codec.stored_dtype
     byteorder = None if order.itemsize == 1 else "big" if order.byteorder == ">" else "little"
@@ -52,7 +57,11 @@ def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
         filters.append((h5.ZSTD_FILTER, [3]))
     elif compression == ZLIB:
         filters.append((h5.DEFLATE, [6]))
-    return Filtered(StoredForm(compression, byteorder, trailer), filters)
+    if fletcher:
+        filters.append((h5.FLETCHER32, []))
+    # (fletcher32's checksum is part of the chunk served: the slot holds 4 bytes more)
+    form = StoredForm(compression, byteorder, trailer)
+    return Filtered(form, filters, 4 if fletcher else 0)
 
 
 def _shuffles(codec: object, itemsize: int) -> bool:

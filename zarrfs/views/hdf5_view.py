@@ -120,7 +120,8 @@ class Hdf5File(ReadOnlyFile):
         fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
         self.head, self.index = _metadata(array, chunk, dtype, fill, through.filters if through else [],
                                           count, size_length)
-        self.slot = -(-(form.bound(self.chunk_bytes) if form else self.chunk_bytes) // _ALIGN) * _ALIGN
+        longest = form.bound(self.chunk_bytes) + through.extra if through and form else self.chunk_bytes
+        self.slot = -(-longest // _ALIGN) * _ALIGN
         self.data_at = -(-self.index.end // _ALIGN) * _ALIGN
         self.count = count
         self.size = self.data_at + self.slot * count
