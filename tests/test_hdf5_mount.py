@@ -76,10 +76,10 @@ def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compres
 
 @pytest.mark.parametrize("dtype", ["uint8", ">u2", "<i8", "float32", ">f8", "float16"])
 def test_decoded_chunks(tmp_path: Path, mount_array: Any, dtype: str) -> None:
-    """Chunks HDF5 cannot take as stored (blosc here, sharded, edges partial) are decoded and
+    """Chunks HDF5 cannot take as stored (gzip's header here, edges partial) are decoded and
     served unfiltered: the dataset equals the array, edges and all."""
     data = random((37, 21, 5), dtype)
-    make(tmp_path / "a.zarr", data, (8, 16, 5), zarr_format=2, compressors=numcodecs.Blosc(), fill_value=0)
+    make(tmp_path / "a.zarr", data, (8, 16, 5), zarr_format=2, compressors=numcodecs.GZip(), fill_value=0)
     mount = mount_array(tmp_path / "a.zarr", ["ro"])
     with h5py.File(mount.path / "data.h5", "r") as f:
         assert f["data"].compression is None
@@ -186,7 +186,11 @@ def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any
     (2, None, numcodecs.Zstd(level=1)),
     (2, None, numcodecs.Fletcher32()),
     (3, None, [ZstdCodec(level=1), numcodecs.zarr3.Fletcher32()]),
-], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd", "fletcher32", "zstd-fletcher32"])
+    (2, None, numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE)),
+    (3, None, BloscCodec(cname="zstd")),
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.BZ2(level=5)),
+], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd", "fletcher32", "zstd-fletcher32", "v2-blosc",
+        "v3-blosc", "shuffle-bzip2"])
 def test_shuffled_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, filters: Any,
                                       compressors: Any) -> None:
     """numcodecs' byte shuffle of whole elements is HDF5's shuffle filter: such chunks are

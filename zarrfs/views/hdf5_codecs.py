@@ -1,13 +1,15 @@
 """Which codec chains HDF5's filters decode as they are, and as which filters: `bytes`, then
 numcodecs' byte shuffle of whole elements (HDF5's shuffle, 2: the same transpose of the
-elements' bytes), zstd (32015) or a zlib stream (deflate, 1), numcodecs' fletcher32 (HDF5's,
-3: the same checksum after the data), and at most a `crc32c` after them (left off the chunk
-served). Anything else (blosc, gzip's header, a transpose, sub-byte
-types, a shuffle of another element size) is decoded by zarrfs."""
+elements' bytes), zstd (32015), a zlib stream (deflate, 1), blosc (32001) or bzip2 (307) (the
+last three through hdf5plugin's filters), numcodecs' fletcher32 (HDF5's, 3: the same
+checksum after the data), and at most a `crc32c` after them (left off the chunk served).
+Anything else (gzip's header, a transpose, sub-byte types, a shuffle of another element
+size) is decoded by zarrfs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numcodecs
@@ -30,7 +32,7 @@ class Filtered:
 
     form: StoredForm
     filters: Filters
-    extra: int = 0  # (bytes a chunk holds past its compressed data: fletcher32's checksum)
+    extra: int = 0  # (bytes a chunk may hold past the form's bound: a checksum, a frame's)
 
 
 def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
@@ -53,15 +55,37 @@ def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
     order = codec.stored_dtype
     byteorder = None if order.itemsize == 1 else "big" if order.byteorder == ">" else "little"
     filters: Filters = [(h5.SHUFFLE, [itemsize])] if shuffle else []
-    if compression == ZSTD:
-        filters.append((h5.ZSTD_FILTER, [3]))
-    elif compression == ZLIB:
-        filters.append((h5.DEFLATE, [6]))
+    chunk_bytes = math.prod(codec.chunk.shape) * itemsize
+    extra = 4 if fletcher else 0  # (fletcher32's checksum is part of the chunk served)
+    if compression in _OTHERS:
+        ident, values, overhead = _OTHERS[compression]
+        filters.append((ident, values(itemsize, chunk_bytes)))
+        extra += overhead(chunk_bytes)
+        compression = NONE  # (its own bound: the slot is the chunk's size and `extra`)
+    elif compression != NONE:
+        filters.append((h5.ZSTD_FILTER, [3]) if compression == ZSTD else (h5.DEFLATE, [6]))
     if fletcher:
         filters.append((h5.FLETCHER32, []))
-    # (fletcher32's checksum is part of the chunk served: the slot holds 4 bytes more)
-    form = StoredForm(compression, byteorder, trailer)
-    return Filtered(form, filters, 4 if fletcher else 0)
+    return Filtered(StoredForm(compression, byteorder, trailer), filters, extra)
+
+
+def _blosc_values(itemsize: int, size: int) -> list[int]:
+    """hdf5-blosc's: filter revision 2, blosc 2, type size, chunk size (it reads the rest of a
+    frame from the frame's own header)."""
+    return [2, 2, itemsize, size]
+
+
+def _bzip2_values(itemsize: int, size: int) -> list[int]:
+    return [9]  # (the block size: used to compress only)
+
+
+# Compressors whose stored frames are what an HDF5 filter of hdf5plugin decodes: (filter id,
+# its client values from the element and chunk sizes, the most a chunk of `size` bytes grows).
+BLOSC, BZIP2 = "blosc", "bzip2"
+_OTHERS: dict[str, tuple[int, Callable[[int, int], list[int]], Callable[[int], int]]] = {
+    BLOSC: (32001, _blosc_values, lambda size: 16),
+    BZIP2: (307, _bzip2_values, lambda size: size // 100 + 600),
+}
 
 
 def _shuffles(codec: object, itemsize: int) -> bool:
@@ -82,4 +106,8 @@ def _compression(codecs: Sequence[object]) -> str | None:
         return ZSTD
     if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.Zlib):
         return ZLIB
+    if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.Blosc):
+        return BLOSC
+    if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.BZ2):
+        return BZIP2
     return None
