@@ -1,8 +1,9 @@
 """`data.h5`: an array as one chunked HDF5 dataset (NetCDF-4's data model), read-only.
 
 The dataset's chunks are the array's read chunks (a shard's inner chunks). Where they are
-stored as HDF5's filters decode them (`hdf5_codecs`: `bytes`, a byte shuffle, zstd or a zlib
-stream), a chunk in the file is the stored bytes as they are, in the stored byte order:
+stored as HDF5's filters decode them (`hdf5_codecs`: `bytes`, a byte shuffle, zstd, zlib,
+blosc or bzip2, fletcher32), a chunk in the file is the stored bytes as they are, in the
+stored byte order:
 `H5Dread_chunk` returns the stored chunk. Other chunks go out decoded, unfiltered, in the
 mount's byte order.
 
