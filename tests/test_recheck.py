@@ -158,7 +158,8 @@ def stats(mount: Mount) -> dict[str, float]:
 
 
 def grown(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {name: after[name] - before[name] for name in after}
+    """How much each counter grew (figures that are not counters, as the user, left out)."""
+    return {name: after[name] - before[name] for name in after if isinstance(after[name], int | float)}
 
 
 def listing(mount: Mount, *parts: str) -> list[str]:

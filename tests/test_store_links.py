@@ -61,14 +61,21 @@ def test_references_allow_names_where_links_may_lead(public: Path) -> None:
         assert read_as(mount.data) == expected.tobytes()
 
 
-def test_a_chunk_directory_linked_outside_is_refused(public: Path) -> None:
-    """Not only the last component: a link on the way (`c` itself) is checked too."""
+def chunk_directory_linked_outside(public: Path) -> tuple[Path, Path]:
+    """An array whose chunk directory `c` is a link to a private directory outside it: (the
+    store, that directory)."""
     store = public / "a.zarr"
     raw_array(store, VALUES, 4)
     elsewhere = public / "private"
     elsewhere.mkdir(mode=0o700)
     (store / "c").rename(elsewhere / "c")
     (store / "c").symlink_to(elsewhere / "c")
+    return store, elsewhere
+
+
+def test_a_chunk_directory_linked_outside_is_refused(public: Path) -> None:
+    """Not only the last component: a link on the way (`c` itself) is checked too."""
+    store, elsewhere = chunk_directory_linked_outside(public)
     with mounted(store, public / "mnt", ["ro", "allow_other"]) as mount:
         assert_refused_and_logged(mount, "c/0", elsewhere / "c" / "0")
 
@@ -145,12 +152,7 @@ def test_a_zip_the_mount_names_through_a_link_is_the_one_it_serves(public: Path)
 
 
 def test_nothing_is_written_through_a_link_leading_outside(public: Path) -> None:
-    store = public / "a.zarr"
-    raw_array(store, VALUES, 4)
-    elsewhere = public / "private"
-    elsewhere.mkdir(mode=0o700)
-    (store / "c").rename(elsewhere / "c")
-    (store / "c").symlink_to(elsewhere / "c")
+    store, elsewhere = chunk_directory_linked_outside(public)
     before = {p.name: p.read_bytes() for p in (elsewhere / "c").iterdir()}
     with mounted(store, public / "mnt", ["rw", "allow_other"]) as mount:
         fd = os.open(mount.data, os.O_WRONLY)

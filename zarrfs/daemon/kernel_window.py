@@ -28,7 +28,9 @@ def window_kb(options: MountOptions, tree: Tree) -> int:
     if directory is None:
         return KERNEL_MAX_KB
     array = directory.array
-    chosen = kernel_window_kb(tuple(array.shape), tuple(array.read_chunk_shape),
+    # A shard is the unit a read pays for: the ranges of its inner chunks that one read wants
+    # are merged into one request (and a sequential reader's shards are fetched whole).
+    chosen = kernel_window_kb(tuple(array.shape), tuple(array.chunk_shape),
                               array.data_type.storage.itemsize)
     log.info("the kernel reads ahead %d KiB at most (what the array's chunks afford)", chosen)
     return chosen
