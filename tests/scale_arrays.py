@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import zstandard
@@ -28,6 +29,17 @@ def values(start: Sequence[int], stop: Sequence[int]) -> np.ndarray:
     rows = np.arange(start[0], stop[0], dtype=np.int64)[:, None]
     columns = np.arange(start[1], stop[1], dtype=np.int64)[None, :]
     return ((rows * 7 + columns) % 251).astype(np.uint8)
+
+
+def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple[int, int]) -> str:
+    """`write_twin` made in `directory`, then put in the S3 server's bucket (a
+    `tests.reliability.s3_server.S3Server`); its URL."""
+    import fsspec
+
+    local = write_twin(directory / "twin.zarr", grid, chunk)
+    fs = fsspec.filesystem("s3", **server.s3fs_options())
+    fs.put(str(local), f"{server.bucket}/twin.zarr", recursive=True)
+    return f"s3://{server.bucket}/twin.zarr"
 
 
 def write_twin(path: Path, grid: tuple[int, int], chunk: tuple[int, int] = (16, 16), *,

@@ -23,7 +23,7 @@ from conftest import MountFactory
 
 from tests.mounting import ZARRFS, Mount, mounted, pread
 from tests.reliability.s3_server import S3Server, free_port, serving
-from tests.scale_arrays import RequestLog, values, write_twin
+from tests.scale_arrays import RequestLog, twin_on_s3, values, write_twin
 
 GRID, CHUNK = (8, 8), (64, 64)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
@@ -38,10 +38,7 @@ def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
 @pytest.fixture
 def twin(s3_server: S3Server, tmp_path: Path) -> str:
     """A 512 x 512 uint8 array of 8 x 8 chunks on S3 (`scale_arrays.values`); its URL."""
-    local = write_twin(tmp_path / "twin.zarr", GRID, CHUNK)
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    fs.put(str(local), f"{s3_server.bucket}/twin.zarr", recursive=True)
-    return f"s3://{s3_server.bucket}/twin.zarr"
+    return twin_on_s3(s3_server, tmp_path, GRID, CHUNK)
 
 
 def options(server: S3Server, directory: Path, *more: str) -> list[str]:

@@ -10,13 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fsspec
 import pytest
 
 from tests.mounting import mounted
 from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server
-from tests.scale_arrays import RequestLog, chunks_touched, values, write_twin
+from tests.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
@@ -41,10 +40,7 @@ def read_in_child(how: str, path: Path, offset: int, size: int) -> bytes:
 
 @pytest.fixture
 def uploaded(s3_server: S3Server, tmp_path: Path) -> str:
-    local = write_twin(tmp_path / "twin.zarr", GRID, CHUNK)
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    fs.put(str(local), f"{s3_server.bucket}/twin.zarr", recursive=True)
-    return f"s3://{s3_server.bucket}/twin.zarr"
+    return twin_on_s3(s3_server, tmp_path, GRID, CHUNK)
 
 
 def test_cold_small_reads_send_twice_tensorstores_gets_at_most(uploaded: str, s3_server: S3Server,

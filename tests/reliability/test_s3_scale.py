@@ -8,11 +8,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import fsspec
-
 from tests.mounting import mounted, pread
 from tests.reliability.s3_server import S3Server
-from tests.scale_arrays import RequestLog, chunks_touched, values, write_twin
+from tests.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
@@ -21,9 +19,7 @@ KIB = 1 << 10
 
 
 def test_a_small_read_and_the_next_open_cost_what_they_touch(s3_server: S3Server, tmp_path: Path) -> None:
-    local = write_twin(tmp_path / "twin.zarr", GRID, CHUNK)
-    fs = fsspec.filesystem("s3", **s3_server.s3fs_options())
-    fs.put(str(local), f"{s3_server.bucket}/twin.zarr", recursive=True)
+    twin_on_s3(s3_server, tmp_path, GRID, CHUNK)
     log = RequestLog(tmp_path / "requests.log")
     with mounted(f"s3://{s3_server.bucket}/twin.zarr", tmp_path / "mnt",
                  [f"endpoint_url={s3_server.endpoint_url}"], env=log.env) as m:
