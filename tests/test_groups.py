@@ -182,7 +182,7 @@ def test_xarray_dataset(fmt: int, consolidated: bool, tmp_path: Path, mount_arra
     assert {p.name for p in store.iterdir() if p.is_file()} == root_meta
 
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == root_meta | {"data.nc", "temp", "time", "x"}
+    assert set(os.listdir(mount.path)) == root_meta | {"data.nc", "data.h5", "temp", "time", "x"}
     for name in ("temp", "time", "x"):
         assert without_views(os.listdir(mount.path / name)) == sorted(array_meta | {"data", "chunks"})
     assert _tree(mount.path / "temp" / "chunks") == temp_chunks
@@ -266,7 +266,8 @@ def test_consolidated_metadata_lists_the_children(fmt: int, tmp_path: Path, moun
         assert sorted(seen.keys()) == ["a", "g"]
         assert sorted(zarr.open_group(store, mode="r", use_consolidated=False).keys()) == ["a", "g", "late"]
     mount = mount_array(store, ["ro"])
-    group_meta = {".zgroup", ".zattrs", "data.nc"} if fmt == 2 else {"zarr.json", "data.nc"}
+    views = {"data.nc", "data.h5"}
+    group_meta = views | ({".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"})
     assert set(os.listdir(mount.path)) == group_meta | ({".zmetadata"} if fmt == 2 else set()) | {"a", "g"}
     assert set(os.listdir(mount.path / "g")) == group_meta | {"b"}
     _assert_data(mount.path / "a" / "data", np.array([1, 2, 3, 4], "<i2"))
@@ -331,7 +332,8 @@ def test_ome_zarr_multiscale_image(tmp_path: Path, mount_array: Any) -> None:
         assert zarray["dimension_separator"] == "/" and zarray["zarr_format"] == 2
 
     mount = mount_array(store, ["ro"])
-    views = {"data.nc", "data.ome.tif", "data.tif"}  # (data.tif: the levels as a cloud-optimized GeoTIFF)
+    # (data.tif: the levels as a cloud-optimized GeoTIFF)
+    views = {"data.nc", "data.h5", "data.ome.tif", "data.tif"}
     assert set(os.listdir(mount.path)) == {".zgroup", ".zattrs", *views, *levels}
     assert _assert_metadata_files_as_stored(mount.path, store) == 2 + 2 * len(levels)
     for index, level in enumerate(levels):
@@ -566,7 +568,7 @@ def test_group_with_a_vlen_string_array(fmt: int, tmp_path: Path, mount_array: A
 
     mount = mount_array(store, ["ro"])
     assert set(os.listdir(mount.path)) == ({".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"}) | {
-        "data.nc", "names", "nums"}
+        "data.nc", "data.h5", "names", "nums"}
     assert set(os.listdir(mount.path / "names")) == meta | {"data.txt"}
     assert (mount.path / "names" / "data.txt").read_bytes() == b"a\nbb\nccc\n"
     _assert_enoent(mount.path / "names" / "data")
@@ -644,8 +646,8 @@ def test_children_named_with_spaces_and_non_ascii(tmp_path: Path, mount_array: A
     root.create_array("déjà vu", shape=(3,), dtype="<i1", chunks=(3,))[:] = [1, 2, 3]
     root.create_group("sub group").create_array("x-y.z", shape=(2,), dtype="<i1", chunks=(2,))[:] = [4, 5]
     mount = mount_array(store, ["ro"])
-    assert set(os.listdir(mount.path)) == {"zarr.json", "data.nc", "déjà vu", "sub group"}
-    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "data.nc", "x-y.z"}
+    assert set(os.listdir(mount.path)) == {"zarr.json", "data.nc", "data.h5", "déjà vu", "sub group"}
+    assert set(os.listdir(mount.path / "sub group")) == {"zarr.json", "data.nc", "data.h5", "x-y.z"}
     _assert_data(mount.path / "déjà vu" / "data", np.array([1, 2, 3], "<i1"))
     _assert_data(mount.path / "sub group" / "x-y.z" / "data", np.array([4, 5], "<i1"))
     _assert_enoent(mount.path / "deja vu")

@@ -33,7 +33,8 @@ from zarrfs.formats.children import MISS_SECONDS
 from zarrfs.store import Store
 
 ServerFactory = Callable[..., Server]
-METADATA = {2: {".zgroup", ".zattrs", "data.nc"}, 3: {"zarr.json", "data.nc"}}  # (a group's files)
+# (a group's files)
+METADATA = {2: {".zgroup", ".zattrs", "data.nc", "data.h5"}, 3: {"zarr.json", "data.nc", "data.h5"}}
 ARRAY_METADATA = {2: {".zarray", ".zattrs"}, 3: {"zarr.json"}}
 PYRAMID = {"data.ome.tif", "data.tif"}  # (beside the levels of an OME-Zarr image)
 
@@ -140,7 +141,7 @@ def test_ome_zarr_listed_by_name_before_listing(tmp_path: Path, mount_array: Any
     mount = mount_array(f"{server.url}/image.ome.zarr", ["ro"])
     _assert_data(mount.path / levels[1] / "data", _oracle(store / levels[1]))
     before = server.count(f"/image.ome.zarr/{levels[1]}/zarr.json")
-    assert _ls(mount.path) == {"zarr.json", "data.nc", *PYRAMID, *levels, "labels"}
+    assert _ls(mount.path) == {"zarr.json", "data.nc", "data.h5", *PYRAMID, *levels, "labels"}
     assert server.count(f"/image.ome.zarr/{levels[1]}/zarr.json") == before
 
 
@@ -162,11 +163,11 @@ def test_ome_zarr_plate_without_listings(tmp_path: Path, mount_array: Any,
     levels = [d["path"] for d in _ome_metadata(store / "A" / "1" / "0", 3)["multiscales"][0]["datasets"]]
     server = http_server(tmp_path)
     mount = mount_array(f"{server.url}/plate.ome.zarr", ["ro"])
-    assert _ls(mount.path) == {"zarr.json", "data.nc", "A", "B"}
-    assert _ls(mount.path / "A") == {"zarr.json", "data.nc", "1"}
-    assert _ls(mount.path / "B") == {"zarr.json", "data.nc", "3"}
-    assert _ls(mount.path / "B" / "3") == {"zarr.json", "data.nc", "0"}
-    assert _ls(mount.path / "B" / "3" / "0") == {"zarr.json", "data.nc", *PYRAMID, *levels}
+    assert _ls(mount.path) == {"zarr.json", "data.nc", "data.h5", "A", "B"}
+    assert _ls(mount.path / "A") == {"zarr.json", "data.nc", "data.h5", "1"}
+    assert _ls(mount.path / "B") == {"zarr.json", "data.nc", "data.h5", "3"}
+    assert _ls(mount.path / "B" / "3") == {"zarr.json", "data.nc", "data.h5", "0"}
+    assert _ls(mount.path / "B" / "3" / "0") == {"zarr.json", "data.nc", "data.h5", *PYRAMID, *levels}
     for well in wells:
         _assert_data(mount.path / well / "0" / levels[0] / "data", _oracle(store / well / "0" / levels[0]))
     _clean_log(mount.log())

@@ -36,7 +36,7 @@ def mounted_array(mount_path: Path, array: str, dtype: str, shape: tuple[int, ..
 
 def test_a_group_mounts_with_its_plain_and_sharded_arrays(repository: Repository, mount_array) -> None:
     mount = mount_array(repository.url)
-    assert sorted(os.listdir(mount.path)) == [".versions", "data.nc", "plain", "sub", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == [".versions", "data.h5", "data.nc", "plain", "sub", "zarr.json"]
     np.testing.assert_array_equal(mounted_array(mount.path, PLAIN, PLAIN_DTYPE, PLAIN_SHAPE),
                                   repository.read(PLAIN))
     np.testing.assert_array_equal(mounted_array(mount.path, SHARDED, SHARDED_DTYPE, SHARDED_SHAPE),

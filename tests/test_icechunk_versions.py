@@ -89,7 +89,7 @@ def wait_until(look: Callable[[], T], done: Callable[[T], bool], within: float =
 def test_every_version_shows_the_arrays_as_icechunk_reads_them(repository: Repository, mount_array) -> None:
     mount = mount_array(repository.url)
     versions = mount.path / ".versions"
-    assert sorted(os.listdir(mount.path)) == [".versions", "data.nc", "plain", "sub", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == [".versions", "data.h5", "data.nc", "plain", "sub", "zarr.json"]
     assert sorted(os.listdir(versions)) == ["branches", "log", "snapshots", "tags"]
     assert sorted(os.listdir(versions / "branches")) == ["dev", "main"]
     assert sorted(os.listdir(versions / "tags")) == ["v1"]
@@ -174,7 +174,7 @@ def test_diff_between_a_tag_and_a_branch_names_the_changed_files(
     chunks = {f"{PLAIN}/chunks/c/{i}/{j}" for i, j in diff.updated_chunks["/" + PLAIN]}
     assert chunks == {"plain/chunks/c/0/0", "plain/chunks/c/1/0", "plain/chunks/c/1/1", "plain/chunks/c/1/2"}
     views = {f"{PLAIN}/{name}" for name in ("data", "data.npy", "data.tif", "data.h5")}  # (headers: the same)
-    assert differing == chunks | views | {"data.nc"}
+    assert differing == chunks | views | {"data.nc", "data.h5"}
     copy = tmp_path / "copy"
     shutil.copytree(old, copy)  # (cp -r)
     assert (copy / PLAIN / "data").read_bytes() == (old / PLAIN / "data").read_bytes()

@@ -124,7 +124,7 @@ def test_every_operation_that_writes_commits(repository: Repository, mount_array
     made = committed(repository, lambda: subprocess.run(["rm", "-r", str(root / "sub")], check=True))
     assert made and "deleted sub" in made[0]
     assert sorted(tree().keys()) == ["final", PLAIN]
-    assert sorted(os.listdir(root)) == [".versions", "data.nc", "final", PLAIN, "zarr.json"]
+    assert sorted(os.listdir(root)) == [".versions", "data.h5", "data.nc", "final", PLAIN, "zarr.json"]
 
 
 def test_fsyncs_within_the_group_window_share_commits(repository: Repository, mount_array) -> None:

@@ -76,7 +76,7 @@ def test_kerchunk_hdf5_references_read_as_h5py_reads_them(
     assert isinstance(references["tiny/0"], str) and not isinstance(references["cube/0.0.0"], str)
     mount = mount_array(refs)
     assert_reads_as(mount, datasets)
-    assert sorted(os.listdir(mount.path / "grp")) == [".zattrs", ".zgroup", "a", "b", "data.nc"]
+    assert sorted(os.listdir(mount.path / "grp")) == [".zattrs", ".zgroup", "a", "b", "data.h5", "data.nc"]
     assert (mount.path / "chunked" / ".zarray").read_bytes() == references["chunked/.zarray"].encode()
     # A chunk file is the decoded chunk: chunk (1, 2) of a (16, 20) grid over (60, 50).
     chunk = np.fromfile(mount.path / "chunked" / "chunks" / "1.2", "<f4").reshape(16, 20)

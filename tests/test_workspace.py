@@ -143,7 +143,7 @@ def test_mkdir_makes_a_group_rmdir_removes_an_empty_one(
     (mount.path / "new").mkdir()
     (mount.path / "s" / "deeper").mkdir()
     metadata = "zarr.json" if zarr_format == 3 else ".zgroup"
-    assert sorted(os.listdir(mount.path / "new")) == sorted([metadata, "data.nc"])
+    assert sorted(os.listdir(mount.path / "new")) == sorted([metadata, "data.nc", "data.h5"])
     group = _opened(store)
     assert isinstance(group["new"], zarr.Group) and isinstance(group["s/deeper"], zarr.Group)
     assert group["new"].metadata.zarr_format == zarr_format
@@ -154,7 +154,7 @@ def test_mkdir_makes_a_group_rmdir_removes_an_empty_one(
     (mount.path / "s" / "deeper").rmdir()
     assert not (store / "new").exists() and not (store / "s" / "deeper").exists()
     assert _members(_opened(store)) == {"a", "s", "s/b"}
-    assert sorted(os.listdir(mount.path)) == sorted(["a", "data.nc", "s", *_metadata(store)])
+    assert sorted(os.listdir(mount.path)) == sorted(["a", "data.nc", "data.h5", "s", *_metadata(store)])
 
 
 def _metadata(store: Path) -> list[str]:
@@ -193,7 +193,7 @@ def test_rm_r_deletes_plain_and_sharded_arrays_and_group_trees(
     subprocess.run(["rm", "-rf", str(mount.path / "s")], check=True)  # a tree
     assert _keys(store) == ["zarr.json"]
     assert _members(_opened(store)) == set()
-    assert sorted(os.listdir(mount.path)) == ["data.nc", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["data.h5", "data.nc", "zarr.json"]
 
 
 def test_single_files_cannot_be_deleted(tmp_path: Path, mount_array: MountFactory) -> None:

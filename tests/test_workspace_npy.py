@@ -175,7 +175,7 @@ def test_bad_streams_are_einval_and_leave_nothing(tmp_path: Path, mount_array: M
             os.close(fd)
     _fails(errno.EPERM, lambda: (mount.path / "notes.txt").write_bytes(b"x"))
     _fails(errno.EEXIST, lambda: os.open(mount.path / "a.npy", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-    assert sorted(os.listdir(mount.path)) == ["a", "data.nc", "s", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["a", "data.h5", "data.nc", "s", "zarr.json"]
     assert sorted(str(p.relative_to(store)) for p in store.rglob("*")) == before
 
 

@@ -54,7 +54,7 @@ def _wait_out_the_interval(since: float) -> None:
 
 
 def _shows_the_change(root: Path) -> None:
-    assert sorted(os.listdir(root)) == ["data.nc", "kept", "new", "zarr.json"]
+    assert sorted(os.listdir(root)) == ["data.h5", "data.nc", "kept", "new", "zarr.json"]
     assert (root / "new" / "data").stat().st_size == 15 * 4
     # (read_bytes, not np.fromfile: np.fromfile holds the GIL in read(2), and the S3 test's
     # moto server is a thread of this process, which then cannot answer the mount's GET)
@@ -72,14 +72,14 @@ def test_another_writers_arrays_appear_and_vanish(tmp_path: Path, mount_array: M
     group = _writer(store, consolidated)
     mount, never = mount_array(store), mount_array(store, ["recheck=never"])
     for seen in (mount, never):
-        assert sorted(os.listdir(seen.path)) == ["data.nc", "doomed", "kept", "zarr.json"]
+        assert sorted(os.listdir(seen.path)) == ["data.h5", "data.nc", "doomed", "kept", "zarr.json"]
         assert (seen.path / "doomed" / "data").stat().st_size == 8
     listed = time.monotonic()
     _change(group, store, consolidated)
     _wait_out_the_interval(listed)
 
     _shows_the_change(mount.path)
-    assert sorted(os.listdir(never.path)) == ["data.nc", "doomed", "kept", "zarr.json"]
+    assert sorted(os.listdir(never.path)) == ["data.h5", "data.nc", "doomed", "kept", "zarr.json"]
     with pytest.raises(OSError):
         os.stat(never.path / "new")
 
@@ -101,7 +101,7 @@ def test_another_writers_arrays_over_s3(s3_server: S3Server, mount_array: MountF
     store = zarr.storage.FsspecStore.from_url(url, storage_options=options)
     group = _writer(store, consolidated=True)
     mount = mount_array(url, [f"endpoint_url={s3_server.endpoint_url}"])
-    assert sorted(os.listdir(mount.path)) == ["data.nc", "doomed", "kept", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["data.h5", "data.nc", "doomed", "kept", "zarr.json"]
     listed = time.monotonic()
     _change(group, store, consolidated=True)
     _wait_out_the_interval(listed)

@@ -1,6 +1,6 @@
 """The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`),
-`data.ome.tif` in OME-Zarr image groups (`ome_views`) and GeoTIFFs with overviews in GeoZarr
-multiscale groups (`pyramid_views`).
+`data.h5` (`h5_group_views`), `data.ome.tif` in OME-Zarr image groups (`ome_views`) and
+GeoTIFFs with overviews in GeoZarr multiscale groups (`pyramid_views`).
 
 Listing a group shows `data.nc` in every group directory (it holds only the group's
 attributes when no array is one NetCDF can hold). Its header is made from the metadata the
@@ -35,6 +35,7 @@ from ..views import FileView, RegionArray
 from ..views.array_dir import Layout
 from ..views.netcdf_classic import exact_type, needs_values, served_type
 from ..views.netcdf_file import NC_NAME, Member, group_file
+from .h5_group_views import H5GroupViews
 from .inodes import DATA, GROUP_VIEW, Ref
 from .ome_views import OmeTiffViews
 from .pyramid_views import ARRAYS_AT_ONCE, GeoTiffViews, Opened, PyramidViews
@@ -57,7 +58,8 @@ class GroupViews:
         self.names = [NC_NAME] if NC_KIND in layout.views else []
         self.cdf5 = layout.nc_cdf5
         self.pyramids = (OmeTiffViews(groups, layout.views, layout.byteorder),
-                         GeoTiffViews(groups, layout.views, layout.byteorder))
+                         GeoTiffViews(groups, layout.views, layout.byteorder),
+                         H5GroupViews(groups, layout.views, layout.byteorder))
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
         # still holds them: a deleted array is not).

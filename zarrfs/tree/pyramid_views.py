@@ -63,12 +63,14 @@ class MadeFiles:
     """Files made of opened arrays, by (group, name), kept while none of the arrays changes."""
 
     def __init__(self) -> None:
-        self._made: dict[tuple[str, str], tuple[Any, MadeView]] = {}
+        self._made: dict[tuple[str, str], tuple[object, MadeView]] = {}
         self._lock = threading.Lock()
 
     def get(self, group: str, name: str, arrays: Sequence[Any],
-            make: Callable[[], MadeView | None]) -> FileView:
-        state = [(id(array), tuple(array.shape), array.changes) for array in arrays]
+            make: Callable[[], MadeView | None], also: object = None) -> FileView:
+        """The file made of `arrays`, made again when one changes or `also` (what else it
+        shows) differs."""
+        state = [(id(array), tuple(array.shape), array.changes) for array in arrays], also
         with self._lock:
             made = self._made.get((group, name))
             if made is not None and made[0] == state:

@@ -88,12 +88,14 @@ def passed_through(array: H5Array) -> Filtered | None:
 @dataclass(frozen=True)
 class Dataset:
     """An array as an HDF5 dataset: its element type in the file, the filters that decode its
-    chunks as stored (None: decoded here), and its fill value's bytes."""
+    chunks as stored (None: decoded here), its fill value's bytes, and its `_FillValue`'s
+    (as xarray reads the array's: the tree, which knows its document, may say better)."""
 
     array: H5Array
     dtype: np.dtype[Any]
     through: Filtered | None
     fill: bytes
+    fill_attribute: bytes | None  # (its `_FillValue`: None, none)
 
     def chunks(self, at: int) -> DatasetChunks:
         """Its index, its header at `at`, and its chunks' slots."""
@@ -108,7 +110,7 @@ def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
     if through and array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
-    return Dataset(array, dtype, through, fill)
+    return Dataset(array, dtype, through, fill, _fill_attribute(array, dtype, fill))
 
 
 def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
@@ -130,37 +132,46 @@ def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes]) -> b
                 h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
     if dataset.through and dataset.through.filters:
         messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(dataset.through.filters)))
-    attributes = attribute_messages(array.metadata.attributes, dtype,
-                                    _fill_attribute(array, dtype, dataset.fill))
+    attributes = attribute_messages(array.metadata.attributes, dtype, dataset.fill_attribute)
     return h5.object_header([*messages, *extra, *attributes])
 
 
-def dimension_names(array: H5Array) -> tuple[str, ...] | None:
+def named_dimensions(array: H5Array) -> tuple[str, ...] | None:
     """The dimensions' names (v3 `dimension_names`, xarray's v2 `_ARRAY_DIMENSIONS`) when every
-    one is a distinct netCDF name, not the dataset's own; else None (netCDF's phony ones)."""
+    one is a distinct netCDF name; else None (netCDF's phony ones)."""
     metadata = array.metadata
     names = metadata.dimension_names or metadata.attributes.get("_ARRAY_DIMENSIONS")
     if not isinstance(names, list | tuple) or len(names) != len(array.shape):
         return None
-    if not all(isinstance(n, str) and valid_name(n) and n != DATASET for n in names):
+    if not all(isinstance(n, str) and valid_name(n) for n in names):
         return None
     found = tuple(str(n) for n in names)
     return found if len(set(found)) == len(found) else None
 
 
+def dimension_names(array: H5Array) -> tuple[str, ...] | None:
+    """The named dimensions of an array's own file (none named as its dataset)."""
+    found = named_dimensions(array)
+    return None if found is None or DATASET in found else found
+
+
 def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes | None:
-    """`_FillValue` as xarray reads it: the attribute, else the fill value of an array with
-    named dimensions (v3 `dimension_names`, v2 `_ARRAY_DIMENSIONS`: xarray's), else none."""
+    """`_FillValue` as xarray reads it: the attribute, else the fill value of a v2 array of
+    xarray's (`_ARRAY_DIMENSIONS`: it keeps `_FillValue` there), else none (xarray masks no
+    v3 array by its fill value: a v3 coordinate of integers from 0 kept its 0)."""
     attributes = array.metadata.attributes
     if "_FillValue" in attributes:
-        value = attributes["_FillValue"]
-        number = value if isinstance(value, int) and not isinstance(value, bool) else fill_number(value)
-        if number is None:
-            return None
-        with np.errstate(all="ignore"):
-            return np.asarray(number).astype(dtype).reshape(-1)[:1].tobytes()
-    named = array.metadata.dimension_names is not None or "_ARRAY_DIMENSIONS" in attributes
-    return fill if named else None
+        return fill_bytes(attributes["_FillValue"], dtype)
+    return fill if "_ARRAY_DIMENSIONS" in attributes else None
+
+
+def fill_bytes(value: object, dtype: np.dtype[Any]) -> bytes | None:
+    """A `_FillValue` (a number, or as Zarr's JSON writes one) as one element of `dtype`."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else fill_number(value)
+    if number is None:
+        return None
+    with np.errstate(all="ignore"):
+        return np.asarray(number).astype(dtype).reshape(-1)[:1].tobytes()
 
 
 def _metadata(dataset: Dataset) -> tuple[bytes, int]:
