@@ -70,3 +70,38 @@ def test_no_data_h5_past_its_chunk_limit(arrays: dict[str, Path],
     _, mount = counted
     names = os.listdir(mount(arrays["giant"]).path)
     assert "data.h5" not in names and "data.npy" in names
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A group of the 10^6-chunk sparse array beside two small ones."""
+    root = tmp_path_factory.mktemp("h5group") / "g.zarr"
+    root.mkdir()
+    (root / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group", "attributes": {"title": "t"}}')
+    write_twin(root / "huge", (1000, 1000), CHUNK, stored=STORED)
+    write_twin(root / "small", (4, 4), CHUNK)
+    write_twin(root / "other", (4, 4), CHUNK)
+    return root
+
+
+def test_a_group_file_costs_no_listing_of_its_arrays(group: Path,
+                                                     counted: tuple[RequestLog, MountFactory]) -> None:
+    """The group's data.h5 beside an array of 10^6 chunks: its stat and open list no chunk
+    (the group's own listing names its three arrays), and one chunk of the big array costs
+    its index page and itself, as in the array's own file."""
+    log, mount = counted
+    mnt = mount(group)
+    log.take()
+    os.stat(mnt.path / "data.h5")
+    stat = log.take()
+    assert stat.listed() <= FEW and stat.read() <= FEW, stat.summary()
+    with h5py.File(mnt.path / "data.h5", "r") as f:
+        opened = log.take()
+        assert opened.listed() <= FEW and opened.count() <= FEW, opened.summary()
+        start, stop = (500 * CHUNK[0], 700 * CHUNK[1]), (501 * CHUNK[0], 701 * CHUNK[1])
+        got = f["huge"][start[0]:stop[0], start[1]:stop[1]]
+        requests = log.take()
+        assert np.array_equal(got, values(start, stop))
+        assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
+        assert requests.count() <= PAGE + FEW, requests.summary()
+        assert np.array_equal(f["small"][...], values((0, 0), (64, 64)))
