@@ -145,6 +145,18 @@ def test_xarray_reads_each_array_as_open_zarr(tmp_path: Path, mount_array: Any, 
             assert fills[0] is None or np.array_equal(*np.asarray(fills, float), equal_nan=True), name
 
 
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+def test_an_integer_coordinate_from_zero_is_not_masked(tmp_path: Path, mount_array: Any, fmt: int) -> None:
+    """xarray masks no array by a fill value it did not write as `_FillValue` (v3: none without
+    the attribute; v2: `fill_value` null): an integer coordinate's 0 stays 0."""
+    store = tmp_path / "z.zarr"
+    xr.Dataset(coords={"z": np.arange(5) * 10}).to_zarr(store, zarr_format=fmt, consolidated=False)
+    mount = mount_array(store, ["ro"])
+    with xr.open_dataset(mount.path / "z" / "data.h5", engine="h5netcdf") as got:
+        assert "_FillValue" not in got["data"].encoding
+        assert np.array_equal(got["data"].values, np.arange(5) * 10)
+
+
 @pytest.mark.parametrize("compressors", [numcodecs.Zlib(level=1), numcodecs.Zstd(level=1)],
                          ids=["zlib", "zstd"])
 def test_gdal_reads_with_debian_hdf5(tmp_path: Path, mount_array: Any, compressors: Any) -> None:

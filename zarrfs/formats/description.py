@@ -86,6 +86,9 @@ class ArrayDescription:
     attributes: Mapping[str, Any] = field(default_factory=dict)
     zarr_format: int = 3
     rectilinear: RectilinearGrid | None = None  # None: the regular grid of `chunk_shape`
+    # False: the document states no fill value (v2's null), and `fill_value` is the zeros read
+    # in its place (xarray then masks nothing).
+    fill_value_stated: bool = True
 
     @property
     def rank(self) -> int:

@@ -71,6 +71,7 @@ def metadata_from_json(doc: Mapping[str, Any], attributes: Mapping[str, Any]) ->
         dimension_names=_dimension_names(attributes, len(shape)),
         attributes=parse_attributes(attributes, ATTRIBUTES_KEY),
         zarr_format=2,
+        fill_value_stated=doc["fill_value"] is not None,
     )
 
 

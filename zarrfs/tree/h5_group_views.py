@@ -6,15 +6,12 @@ dataset cannot hold are left out, said in the log at debug."""
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
-from ..formats import NodeMetadata
 from ..formats.nodes import join_path
-from ..formats.registry import xarray_fill_value
 from ..views import FileView, MadeView
 from ..views.hdf5_group import H5Group, group_file
-from ..views.hdf5_view import H5_NAME, Dataset, fill_bytes, h5_dataset, shows_array_h5
+from ..views.hdf5_view import H5_NAME, h5_dataset, shows_array_h5
 from .pyramid_views import ARRAYS_AT_ONCE, PyramidViews
 
 log = logging.getLogger(__name__)
@@ -68,15 +65,8 @@ class H5GroupViews(PyramidViews):
     def _group(self, group: str, arrays: dict[str, Any]) -> H5Group:
         node = self.groups.node(group)
         children = self.groups.group_children(group)
-        datasets = {name: _as_xarray_reads(c, h5_dataset(arrays[c.path], self.byteorder))
+        datasets = {name: h5_dataset(arrays[c.path], self.byteorder)
                     for name, c in children.items() if c.path in arrays}
         groups = {name: self._group(c.path, arrays) for name, c in children.items() if c.kind == "group"}
         return H5Group(node.attributes if node is not None else {}, datasets, groups)
 
-
-def _as_xarray_reads(node: NodeMetadata, dataset: Dataset) -> Dataset:
-    """The dataset with the `_FillValue` xarray reads from the array's document: the
-    attribute, or where xarray keeps it instead (a v2 array's `fill_value`; null: none)."""
-    attributes = dataset.array.metadata.attributes
-    stated = attributes.get("_FillValue", xarray_fill_value(node, attributes))
-    return replace(dataset, fill_attribute=None if stated is None else fill_bytes(stated, dataset.dtype))

@@ -88,14 +88,12 @@ def passed_through(array: H5Array) -> Filtered | None:
 @dataclass(frozen=True)
 class Dataset:
     """An array as an HDF5 dataset: its element type in the file, the filters that decode its
-    chunks as stored (None: decoded here), its fill value's bytes, and its `_FillValue`'s
-    (as xarray reads the array's: the tree, which knows its document, may say better)."""
+    chunks as stored (None: decoded here), and its fill value's bytes."""
 
     array: H5Array
     dtype: np.dtype[Any]
     through: Filtered | None
     fill: bytes
-    fill_attribute: bytes | None  # (its `_FillValue`: None, none)
 
     def chunks(self, at: int) -> DatasetChunks:
         """Its index, its header at `at`, and its chunks' slots."""
@@ -110,7 +108,7 @@ def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
     if through and array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
-    return Dataset(array, dtype, through, fill, _fill_attribute(array, dtype, fill))
+    return Dataset(array, dtype, through, fill)
 
 
 def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
@@ -132,7 +130,8 @@ def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes]) -> b
                 h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
     if dataset.through and dataset.through.filters:
         messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(dataset.through.filters)))
-    attributes = attribute_messages(array.metadata.attributes, dtype, dataset.fill_attribute)
+    fill = _fill_attribute(array, dtype, dataset.fill)
+    attributes = attribute_messages(array.metadata.attributes, dtype, fill)
     return h5.object_header([*messages, *extra, *attributes])
 
 
@@ -156,17 +155,14 @@ def dimension_names(array: H5Array) -> tuple[str, ...] | None:
 
 
 def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes | None:
-    """`_FillValue` as xarray reads it: the attribute, else the fill value of a v2 array of
-    xarray's (`_ARRAY_DIMENSIONS`: it keeps `_FillValue` there), else none (xarray masks no
-    v3 array by its fill value: a v3 coordinate of integers from 0 kept its 0)."""
+    """`_FillValue` as xarray reads it: the attribute, else the fill value a v2 array of
+    xarray's (`_ARRAY_DIMENSIONS`: it keeps `_FillValue` there) states, else none (xarray masks
+    no v3 array by its fill value: a v3 coordinate of integers from 0 keeps its 0)."""
     attributes = array.metadata.attributes
-    if "_FillValue" in attributes:
-        return fill_bytes(attributes["_FillValue"], dtype)
-    return fill if "_ARRAY_DIMENSIONS" in attributes else None
-
-
-def fill_bytes(value: object, dtype: np.dtype[Any]) -> bytes | None:
-    """A `_FillValue` (a number, or as Zarr's JSON writes one) as one element of `dtype`."""
+    if "_FillValue" not in attributes:
+        stated = "_ARRAY_DIMENSIONS" in attributes and array.metadata.fill_value_stated
+        return fill if stated else None
+    value = attributes["_FillValue"]
     number = value if isinstance(value, int) and not isinstance(value, bool) else fill_number(value)
     if number is None:
         return None
