@@ -20,26 +20,23 @@ import xarray as xr
 import zarr
 from conftest import MountFactory
 from mounting import mounted
+from test_hdf5_mount import weather_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}  # (zstd, for the system's HDF5)
 
 
 def weather() -> xr.Dataset:
-    rng = np.random.default_rng(3)
-    t2m = (rng.standard_normal((4, 6, 8)) * 10 + 280).astype("float32")
-    t2m[0, 0, 0] = np.nan
-    packed = rng.integers(-1000, 1000, (4, 6, 8)).astype("int16")
-    packed[1, 2, 3] = -999  # (the fill value: masked)
-    return xr.Dataset(
-        {"t2m": (("time", "lat", "lon"), t2m, {"units": "K", "standard_name": "air_temperature",
-                                               "long_name": "2 metre temperature", "levels": [1, 2]}),
-         "sp": (("time", "lat", "lon"), packed, {"scale_factor": 0.5, "add_offset": 1000.0, "units": "hPa"}),
-         "mask": (("lat", "lon"), rng.integers(0, 2, (6, 8)).astype("uint8"), {"flag_values": [0, 1]})},
-        coords={"lat": ("lat", np.linspace(50.0, 55.0, 6), {"units": "degrees_north"}),
-                "lon": ("lon", np.arange(8.0) * 0.25, {"units": "degrees_east"}),
-                "time": ("time", np.arange(4, dtype="int32") * 6, {"units": "hours since 2020-01-01"})},
-        attrs={"title": "weather", "Conventions": "CF-1.8"})
+    """test_hdf5_mount's dataset (a NaN, a packed variable with a fill value) with CF
+    coordinates, a time of its own and a mask sharing two of its dimensions."""
+    dataset = weather_dataset().rename({"y": "lat", "x": "lon"})
+    dataset["t2m"].attrs["standard_name"] = "air_temperature"
+    dataset["mask"] = (("lat", "lon"), np.random.default_rng(3).integers(0, 2, (6, 8)).astype("uint8"),
+                       {"flag_values": [0, 1]})
+    dataset["lat"].attrs["units"] = "degrees_north"
+    dataset["lon"].attrs["units"] = "degrees_east"
+    time = ("time", np.arange(4, dtype="int32") * 6, {"units": "hours since 2020-01-01"})
+    return dataset.assign_coords(time=time).assign_attrs(Conventions="CF-1.8")
 
 
 def soundings() -> xr.Dataset:
@@ -108,7 +105,7 @@ def test_netcdf_tools_see_the_groups(dataset: tuple[Path, Path], tmp_path: Path)
     path = mnt / "data.h5"
     with netCDF4.Dataset(path) as nc:
         assert set(nc.groups) == {"inner"} and set(nc["inner"].groups) == {"deeper"}
-        assert set(nc.dimensions) == {"time", "lat", "lon"} and nc.title == "weather"
+        assert set(nc.dimensions) == {"time", "lat", "lon"} and nc.Conventions == "CF-1.8"
         assert nc["t2m"].dimensions == ("time", "lat", "lon")
         assert np.array_equal(nc["inner/deeper/h"][:], np.arange(5.0) * 2)
 
