@@ -150,3 +150,38 @@ def test_views_option_selects_the_group_file(tmp_path: Path, mount_array: MountF
     assert "data.h5" in os.listdir(alone.path / "sub") and "data.h5" in os.listdir(alone.path / "sub/a")
     without = mount_array(tmp_path / "g.zarr", ["ro,views=nc"])
     assert "data.h5" not in os.listdir(without.path) and "data.nc" in os.listdir(without.path)
+
+
+def test_writes_and_new_arrays_show_in_the_group_file(tmp_path: Path, mount_array: MountFactory) -> None:
+    """A write through an array's `data` and an array made in a new subgroup are in the group's
+    data.h5 at its next open."""
+    root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    root.create_array("a", data=np.arange(100, dtype="uint8").reshape(10, 10), chunks=(5, 5))
+    mount = mount_array(tmp_path / "g.zarr", ["rw"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert list(f) == ["a"]
+    with open(mount.path / "a" / "data", "r+b") as data:
+        data.write(b"\xff\xfe")
+    (mount.path / "sub").mkdir()
+    np.save(tmp_path / "x.npy", np.arange(6, dtype="float32"))
+    (mount.path / "sub" / "x.npy").write_bytes((tmp_path / "x.npy").read_bytes())
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert list(f["a"][0, :3]) == [255, 254, 2]
+        assert np.array_equal(f["sub/x"][...], np.arange(6, dtype="float32"))
+
+
+@pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
+def test_a_datatree_inherits_its_parents_dimensions(tmp_path: Path, mount_array: MountFactory,
+                                                    engine: str) -> None:
+    """A DataTree whose child uses its parent's coordinate (the child's Zarr group has no
+    array `x`): the child's variable is attached to the parent's scale, as netCDF-4 groups see
+    their parents' dimensions, and open_datatree reads the tree as from the store."""
+    root = xr.Dataset({"t": (("x",), np.arange(4.0))}, coords={"x": [10, 20, 30, 40]}, attrs={"a": "root"})
+    child = xr.Dataset({"u": (("x", "y"), np.ones((4, 2), "float32"))}, attrs={"a": "child"})
+    xr.DataTree.from_dict({"/": root, "/child": child}).to_zarr(tmp_path / "t.zarr", consolidated=False)
+    mount = mount_array(tmp_path / "t.zarr", ["ro"])
+    expected = xr.open_datatree(tmp_path / "t.zarr", engine="zarr", consolidated=False).load()
+    with xr.open_datatree(mount.path / "data.h5", engine=engine) as got:
+        xr.testing.assert_identical(got.load(), expected)
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert f["child/u"].dims[0][0].name == "/x" and "x" not in f["child"]

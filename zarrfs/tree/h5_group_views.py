@@ -37,7 +37,10 @@ class H5GroupViews(PyramidViews):
             log.debug("%s leaves out array %s: no dataset of data.h5 holds it", join_path(group, name), path)
 
         def make() -> MadeView:
-            return group_file(self._group(group, arrays)).file
+            made = group_file(self._group(group, arrays))
+            for note in made.notes:
+                log.info("%s: %s", join_path(group, name), note)
+            return made.file
 
         return self.made.get(group, name, list(arrays.values()), make, also=shape)
 

@@ -2,9 +2,10 @@
 subgroups as HDF5 groups to any depth, and the groups' attributes, in NetCDF-4's data model.
 
 Each dataset is an array's file's dataset (`hdf5_view.dataset_header`, its chunks passed
-through by `hdf5_chunks`). The dimensions are shared by name within a group, as netCDF-4
-shares them: a 1-D array named as its dimension is the coordinate variable and is itself the
-dimension's scale; a dimension without one is netCDF's phony scale dataset. When arrays give
+through by `hdf5_chunks`). The dimensions are shared by name within a group and with the
+groups below it, as netCDF-4 shares them: a 1-D array named as its dimension is the
+coordinate variable and is itself the dimension's scale; a dimension without one is netCDF's
+phony scale dataset. When arrays give
 one name different lengths, the length of the coordinate variable (else of the first array by
 name) keeps the name and each other length gets a dimension of its own, `NAME_LENGTH`, and a
 note: netCDF-4 allows one length a name, xarray opens such a group then, and the arrays keep
@@ -72,22 +73,38 @@ class GroupFile:
 
 def group_file(root: H5Group) -> GroupFile:
     notes: list[str] = []
-    groups = list(_planned("", root, notes))
+    groups = list(_planned("", root, notes, {}))
     layout = _Layout(groups)
     return GroupFile(layout.file(), notes)
 
 
-def _planned(path: str, group: H5Group, notes: list[str]) -> Iterator[_Group]:
-    """The group at `path` and every group below it, their dimensions resolved."""
+def _planned(path: str, group: H5Group, notes: list[str],
+             above: Mapping[str, tuple[int, str]]) -> Iterator[_Group]:
+    """The group at `path` and every group below it, their dimensions resolved. A dimension
+    of a group above (`above`: name -> length and scale) of the same length is that one, as a
+    netCDF-4 group sees its parents' (xarray's DataTree inherits their coordinates so); a
+    coordinate variable of the group's own makes a dimension of its own."""
     variables, lengths = _dimensions(path, group.datasets, notes)
     planned = _Group(path, group.attributes, variables, lengths)
-    for dimension in lengths:
+    for dimension, length in lengths.items():
         coordinate = next((v for v in variables if v.coordinate and v.link == dimension), None)
-        planned.scales[dimension] = coordinate.path if coordinate else f"{path}/{dimension} (scale)"
+        inherited = above.get(dimension)
+        if coordinate is not None:
+            planned.scales[dimension] = coordinate.path
+        elif inherited is not None and inherited[0] == length:
+            planned.scales[dimension] = inherited[1]
+        else:
+            planned.scales[dimension] = phony_key(path, dimension)
     planned.groups = [(name, f"{path}/{name}") for name in sorted(group.groups)]
     yield planned
+    seen = {**above, **{d: (length, planned.scales[d]) for d, length in lengths.items()}}
     for name in sorted(group.groups):
-        yield from _planned(f"{path}/{name}", group.groups[name], notes)
+        yield from _planned(f"{path}/{name}", group.groups[name], notes, seen)
+
+
+def phony_key(path: str, dimension: str) -> str:
+    """The key of a phony scale: the group's path and the dimension's name."""
+    return f"{path}/{dimension} (scale)"
 
 
 def _dimensions(path: str, datasets: Mapping[str, Dataset],
@@ -130,8 +147,8 @@ class _Layout:
     def __init__(self, groups: Sequence[_Group]) -> None:
         self.groups = groups
         self.variables = {v.path: v for g in groups for v in g.variables}
-        self.scales = {g.scales[d]: (g, d) for g in groups for d in g.lengths
-                       if g.scales[d] not in self.variables}  # (the phony ones)
+        self.scales = {key: (g, d) for g in groups for d, key in g.scales.items()
+                       if key == phony_key(g.path, d)}  # (the phony ones, each in its group)
         self.heap_objects, self.heap_places = _heap_objects(groups)
         self.at: dict[str, int] = {}
         self.chunks: dict[str, DatasetChunks] = {}
@@ -160,7 +177,7 @@ class _Layout:
 
     def _group(self, group: _Group, at: Callable[[str], int]) -> bytes:
         links = [*((v.link, at(v.path)) for v in group.variables),
-                 *((d, at(key)) for d, key in group.scales.items() if key in self.scales),
+                 *((d, at(key)) for d, key in group.scales.items() if key == phony_key(group.path, d)),
                  *((name, at(key)) for name, key in group.groups)]
         attributes = attribute_messages(group.attributes, np.dtype("f8"), None)
         return h5.object_header([*h5.group_messages(links), *attributes])
@@ -177,15 +194,11 @@ class _Layout:
         return dataset_header(variable.dataset, index_at, extra)
 
     def _attached(self, scale: str, at: Callable[[str], int]) -> list[Attached]:
-        """The variables that name the dimension `scale` is the scale of (not itself)."""
-        group, dimension = self.scales.get(scale) or self._coordinate_of(scale)
-        return [(at(v.path), axis) for v in group.variables if v.dimensions and not v.coordinate
-                for axis, name in enumerate(v.dimensions) if name == dimension]
-
-    def _coordinate_of(self, key: str) -> tuple[_Group, str]:
-        variable = self.variables[key]
-        return next(g for g in self.groups if variable in g.variables), variable.link
-
+        """The variables, in any group, whose dimensions `scale` is the scale of (a coordinate
+        variable, itself left out)."""
+        return [(at(v.path), axis) for g in self.groups for v in g.variables
+                if v.dimensions and v.path != scale
+                for axis, name in enumerate(v.dimensions) if g.scales[name] == scale]
 
 
 def _heap_objects(groups: Sequence[_Group]) -> tuple[list[list[str]], dict[str, tuple[int, int]]]:
