@@ -534,12 +534,12 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
 
 def test_group_lists_its_nodes(group: Group) -> None:
     root = group.mount.path
-    assert sorted(os.listdir(root)) == sorted([".zattrs", ".zgroup", "data.nc", *WRITERS])
+    assert sorted(os.listdir(root)) == sorted([".zattrs", ".zgroup", "data.h5", "data.nc", *WRITERS])
     for name in (".zattrs", ".zgroup", "zarr-python/.zgroup", "tensorstore/.zgroup"):
         assert (root / name).read_bytes() == (group.store / name).read_bytes()
     for writer in WRITERS:
         cases = [c for w, c in IN_GROUP if w == writer]
-        assert sorted(os.listdir(root / writer)) == sorted([".zgroup", "data.nc", *cases])
+        assert sorted(os.listdir(root / writer)) == sorted([".zgroup", "data.h5", "data.nc", *cases])
 
 
 @pytest.mark.parametrize(("writer", "case"), IN_GROUP, ids=[f"{w}-{c}" for w, c in IN_GROUP])
@@ -598,9 +598,9 @@ def test_consolidated_group(scratch: Path, mount_array: Any) -> None:
         zarr.consolidate_metadata(str(store))
     assert json.loads((store / ".zmetadata").read_bytes())["metadata"]["s6/.zarray"]
     mount = mount_array(store, options=("ro",))
-    assert sorted(os.listdir(mount.path)) == [".zattrs", ".zgroup", ".zmetadata", "data.nc", "rank3", "s6",
-                                              "struct", "sub"]
-    assert sorted(os.listdir(mount.path / "sub")) == sorted([*os.listdir(store / "sub"), "data.nc"])
+    assert sorted(os.listdir(mount.path)) == [".zattrs", ".zgroup", ".zmetadata", "data.h5", "data.nc", "rank3",
+                                              "s6", "struct", "sub"]
+    assert sorted(os.listdir(mount.path / "sub")) == sorted([*os.listdir(store / "sub"), "data.h5", "data.nc"])
     for name in (".zattrs", ".zgroup", ".zmetadata", "sub/.zgroup"):
         assert (mount.path / name).read_bytes() == (store / name).read_bytes(), name
     for case, name in arrays.items():

@@ -92,7 +92,7 @@ def partitioned(s3_server: S3Server, tmp_path: Path,
         with mounted_logging(logging_to, source, tmp_path / "mnt", options) as mount:
             cached = read_array(mount, "cached")
             assert np.array_equal(cached, VALUES["cached"])
-            assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
+            assert sorted(os.listdir(mount.path)) == ["cached", "data.h5", "data.nc", "uncached", "zarr.json"]
             assert sorted(os.listdir(mount.path / "uncached")) == sorted(os.listdir(mount.path / "cached"))
             yield mount, proxy, s3_server
 
@@ -364,7 +364,7 @@ def test_metadata_edits_during_a_partition_fail_within_the_timeout_and_work_afte
         # (a new name is first looked for among other writers' changes: the recheck bound)
         assert took < TIMEOUT + (RECHECK_BOUND if name == "group" else 0) + SLACK, name
     assert data.stat().st_size == size  # (nothing changed)
-    assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["cached", "data.h5", "data.nc", "uncached", "zarr.json"]
     assert_logged(mount, logging_to, "setattr: no answer from the store within")  # (the request, no key)
 
     proxy.heal()
@@ -402,6 +402,6 @@ def test_uploads_deletes_and_moves_during_a_partition_leave_the_store_as_it_was(
         assert took < 3 * (TIMEOUT + SLACK) + RECHECK_BOUND, (name, took)
     assert stored() == before
     proxy.heal()
-    assert sorted(os.listdir(mount.path)) == ["cached", "data.nc", "uncached", "zarr.json"]
+    assert sorted(os.listdir(mount.path)) == ["cached", "data.h5", "data.nc", "uncached", "zarr.json"]
     assert np.array_equal(read_array(mount, "uncached"), VALUES["uncached"])
     assert stored() == before

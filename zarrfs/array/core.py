@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codecs import BytesLike, ChunkSpec, Pipeline
+from ..codecs import BytesLike, ChunkSpec
 from ..codecs.stored_form import StoredForm, stored_form
 from ..errors import ReadOnlyError
 from ..formats.description import ArrayDescription
@@ -39,10 +39,11 @@ from .early import Early
 from .entries import ArrayCache
 from .geometry import Geometry
 from .loader import ChunkLoader
+from .read_chunks import ReadChunks
 from .recheck import Changes, Rechecker
 from .rectilinear_io import rectilinear_io
 from .resize import MetadataWriter, Resizer
-from .sharded_io import ShardedChunkIO, partial_read_sharding
+from .sharded_io import ShardedChunkIO
 from .shared import Shared
 from .streaming import Stream, Streams
 from .writeback import WriteBack
@@ -71,12 +72,10 @@ class ZarrArray:
         self.owner = self.shared.register(self)
         self.store = store
         self.data_type = description.data_type
-        self.pipeline = Pipeline.build(description.codecs, ChunkSpec(
-            description.chunk_shape, description.data_type, description.fill_value))
-        self.sharding = partial_read_sharding(self.pipeline)
-        self.read_chunk_shape = self.sharding.inner_shape if self.sharding else description.chunk_shape
+        read = ReadChunks.of(description)
+        self.pipeline, self.sharding, self.read_chunk_shape = read.pipeline, read.sharding, read.shape
         self.read_chunk = ChunkSpec(self.read_chunk_shape, description.data_type, description.fill_value)
-        read_grid = None if self.sharding else description.rectilinear
+        read_grid = read.grid
         self.regular_read_chunks = read_grid is None  # (every read chunk is read_chunk_shape)
         self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()

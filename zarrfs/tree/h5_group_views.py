@@ -1,25 +1,44 @@
 """`data.h5` in every group directory (`views.hdf5_group`): the group's arrays, its subgroups
-to any depth and their attributes, made as the files of `pyramid_views` are (the arrays
-opened when the file is first looked at, made again when one of them changes). Arrays a
-dataset cannot hold are left out, said in the log at debug."""
+to any depth and their attributes. Made as `data.nc` is, from the metadata the tree knows of
+the arrays (`views.hdf5_described`; an array the tree has open: the array), so `ls -l` of a
+group opens no array; an array is opened when its chunks are first read. Kept as the files of
+`pyramid_views` are, made again when an array or the groups below change; its open rechecks
+the arrays (close-to-open). Arrays a dataset cannot hold are left out, said in the log at
+debug."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import threading
+from typing import Any, Protocol
 
+from ..errors import ZarrfsError
+from ..formats import NodeMetadata
 from ..formats.nodes import join_path
 from ..views import FileView, MadeView
+from ..views.hdf5_described import DescribedArray
 from ..views.hdf5_group import H5Group, group_file
 from ..views.hdf5_view import H5_NAME, h5_dataset, shows_array_h5
-from .pyramid_views import ARRAYS_AT_ONCE, PyramidViews
+from .pyramid_views import Groups as PyramidGroups
+from .pyramid_views import PyramidViews
 
 log = logging.getLogger(__name__)
 H5_KIND = "h5"  # (its name in `-o views=`, as an array's data.h5)
 
 
+class Groups(PyramidGroups, Protocol):
+    def opened_array(self, path: str) -> Any: ...
+
+
 class H5GroupViews(PyramidViews):
     kind = H5_KIND
+
+    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
+        super().__init__(groups, views, byteorder)
+        self.groups: Groups = groups
+        # The arrays not opened, as described, by path (made again when the tree's node is).
+        self._described: dict[str, tuple[NodeMetadata, DescribedArray]] = {}
+        self._lock = threading.Lock()
 
     def names(self, group: str) -> list[str]:
         node = self.groups.node(group) if self.enabled else None
@@ -27,14 +46,16 @@ class H5GroupViews(PyramidViews):
         return [H5_NAME] if shown else []
 
     def file(self, group: str, name: str) -> FileView:
+        """The file, made from the arrays the tree has open and the descriptions of the others
+        (a stat opens no array; an array is opened when its chunks are first read)."""
         if name not in self.names(group):
             raise FileNotFoundError(join_path(group, name))
-        paths, shape = self._below(group)
-        directories = ARRAYS_AT_ONCE.map(lambda path: self.groups.open_array(path).directory, paths)
-        arrays = {path: d.array for path, d in zip(paths, directories, strict=True)
-                  if d is not None and shows_array_h5(d.array)}
-        for path in set(paths) - set(arrays):
-            log.debug("%s leaves out array %s: no dataset of data.h5 holds it", join_path(group, name), path)
+        nodes, shape = self._below(group)
+        arrays = {node.path: array for node in nodes if (array := self._array(node)) is not None}
+        for node in nodes:
+            if node.path not in arrays:
+                log.debug("%s leaves out array %s: no dataset of data.h5 holds it", join_path(group, name),
+                          node.path)
 
         def make() -> MadeView:
             made = group_file(self._group(group, arrays))
@@ -44,26 +65,49 @@ class H5GroupViews(PyramidViews):
 
         return self.made.get(group, name, list(arrays.values()), make, also=shape)
 
+    def _array(self, node: NodeMetadata) -> Any:
+        """The array at `node` as the file shows it (opened, or as described), or None."""
+        array: Any = self.groups.opened_array(node.path)
+        if array is None:
+            with self._lock:
+                known = self._described.get(node.path)
+            if known is not None and known[0] is node:
+                array = known[1]
+            else:
+                try:
+                    array = DescribedArray(node.describe(), lambda: self._open(node.path))
+                except ZarrfsError:  # (its metadata or codecs: the array's own directory says why)
+                    return None
+                with self._lock:
+                    self._described[node.path] = (node, array)
+        return array if shows_array_h5(array) else None
+
+    def _open(self, path: str) -> Any:
+        directory = self.groups.open_array(path).directory
+        if directory is None:
+            raise FileNotFoundError(f"{path} cannot be opened")
+        return directory.array
+
     def level_paths(self, group: str, name: str) -> list[str]:
-        return self._below(group)[0]
+        return [node.path for node in self._below(group)[0]]
 
     def showing(self, array: str) -> list[tuple[str, str]]:
         return [key for key in self.made.made_above(array) if key[1] == H5_NAME]
 
-    def _below(self, group: str) -> tuple[list[str], list[tuple[str, Any]]]:
-        """The paths of the arrays at any depth below `group`, and what the file's structure
-        follows: each node's path and attributes."""
-        paths: list[str] = []
+    def _below(self, group: str) -> tuple[list[NodeMetadata], list[tuple[str, Any]]]:
+        """The arrays at any depth below `group`, and what the file's structure follows: each
+        node's path and attributes."""
+        arrays: list[NodeMetadata] = []
         shape: list[tuple[str, Any]] = []
         for child in self.groups.group_children(group).values():
             shape.append((child.path, child.attributes))
             if child.kind == "array":
-                paths.append(child.path)
+                arrays.append(child)
             elif child.kind == "group":
                 below = self._below(child.path)
-                paths += below[0]
+                arrays += below[0]
                 shape += below[1]
-        return paths, shape
+        return arrays, shape
 
     def _group(self, group: str, arrays: dict[str, Any]) -> H5Group:
         node = self.groups.node(group)

@@ -191,6 +191,12 @@ class Tree:
         with self._lock:
             return [o.directory.array for o in self._arrays.values() if o.directory is not None]
 
+    def opened_array(self, path: str) -> ZarrArray | None:
+        """The array at `path` if it was opened (None: not yet, or it cannot be), opening none."""
+        with self._lock:
+            opened = self._arrays.get(path)
+        return None if opened is None or opened.directory is None else opened.directory.array
+
     # -- files and attributes ----------------------------------------------------------------
 
     def file(self, ref: Ref) -> FileView:
