@@ -41,9 +41,10 @@ class H5GroupViews(PyramidViews):
         self._lock = threading.Lock()
 
     def names(self, group: str) -> list[str]:
+        """data.h5 in every group directory, as data.nc (looked up before the children: a
+        lookup lists nothing)."""
         node = self.groups.node(group) if self.enabled else None
-        shown = node is not None and node.kind == "group" and H5_NAME not in self.groups.group_children(group)
-        return [H5_NAME] if shown else []
+        return [H5_NAME] if node is not None and node.kind == "group" else []
 
     def file(self, group: str, name: str) -> FileView:
         """The file, made from the arrays the tree has open and the descriptions of the others
