@@ -185,3 +185,21 @@ def test_a_datatree_inherits_its_parents_dimensions(tmp_path: Path, mount_array:
         xr.testing.assert_identical(got.load(), expected)
     with h5py.File(mount.path / "data.h5", "r") as f:
         assert f["child/u"].dims[0][0].name == "/x" and "x" not in f["child"]
+
+
+def test_sharded_and_decoded_arrays_of_a_group(tmp_path: Path, mount_array: MountFactory) -> None:
+    """A group's datasets are its arrays' as their own files have them: a shard's inner chunks
+    passed through, gzip chunks decoded by the mount; each equals zarr-python's array."""
+    root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    rng = np.random.default_rng(4)
+    sharded = root.create_array("sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="uint16",
+                                compressors=zarr.codecs.ZstdCodec(level=1))
+    sharded[...] = rng.integers(0, 4000, (64, 64))
+    gzipped = root.create_group("sub").create_array("gzipped", shape=(37, 21), chunks=(8, 16), dtype=">f8",
+                                                    compressors=zarr.codecs.GzipCodec())
+    gzipped[...] = rng.standard_normal((37, 21))
+    mount = mount_array(tmp_path / "g.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert f["sharded"].chunks == (8, 8) and f["sub/gzipped"].compression is None
+        assert np.array_equal(f["sharded"][...], sharded[...])
+        assert np.array_equal(f["sub/gzipped"][...], gzipped[...])
