@@ -203,3 +203,16 @@ def test_sharded_and_decoded_arrays_of_a_group(tmp_path: Path, mount_array: Moun
         assert f["sharded"].chunks == (8, 8) and f["sub/gzipped"].compression is None
         assert np.array_equal(f["sharded"][...], sharded[...])
         assert np.array_equal(f["sub/gzipped"][...], gzipped[...])
+
+
+def test_a_dimension_named_as_a_subgroup(tmp_path: Path, mount_array: MountFactory) -> None:
+    """A dimension named as a subgroup cannot have a scale of that name beside it: the arrays
+    naming it get netCDF's phony dimensions, and the file opens with the group and the array."""
+    root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    root.create_group("x").create_array("inside", data=np.arange(3, dtype="int16"))
+    root.create_array("c", data=np.arange(6, dtype="int32").reshape(2, 3), dimension_names=["t", "x"])
+    mount = mount_array(tmp_path / "g.zarr", ["ro"])
+    with netCDF4.Dataset(mount.path / "data.h5") as nc:
+        assert set(nc.groups) == {"x"} and len(nc["c"].dimensions) == 2 and "x" not in nc["c"].dimensions
+        assert np.array_equal(nc["c"][:], np.arange(6).reshape(2, 3))
+        assert np.array_equal(nc["x/inside"][:], np.arange(3))

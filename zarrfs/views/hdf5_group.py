@@ -84,7 +84,7 @@ def _planned(path: str, group: H5Group, notes: list[str],
     of a group above (`above`: name -> length and scale) of the same length is that one, as a
     netCDF-4 group sees its parents' (xarray's DataTree inherits their coordinates so); a
     coordinate variable of the group's own makes a dimension of its own."""
-    variables, lengths = _dimensions(path, group.datasets, notes)
+    variables, lengths = _dimensions(path, group.datasets, set(group.groups), notes)
     planned = _Group(path, group.attributes, variables, lengths)
     for dimension, length in lengths.items():
         coordinate = next((v for v in variables if v.coordinate and v.link == dimension), None)
@@ -107,18 +107,21 @@ def phony_key(path: str, dimension: str) -> str:
     return f"{path}/{dimension} (scale)"
 
 
-def _dimensions(path: str, datasets: Mapping[str, Dataset],
+def _dimensions(path: str, datasets: Mapping[str, Dataset], groups: set[str],
                 notes: list[str]) -> tuple[list[_Variable], dict[str, int]]:
     """The group's variables with their dimensions' names, and the dimensions' lengths:
-    coordinate variables first, so their lengths keep their names."""
+    coordinate variables first, so their lengths keep their names. An array naming a
+    dimension as a subgroup is named (a scale of that name would be a second link of the
+    name) has netCDF's phony dimensions."""
     named = {name: named_dimensions(dataset.array) for name, dataset in datasets.items()}
+    named = {name: None if dims is None or groups & set(dims) else dims for name, dims in named.items()}
     coordinates = {name for name, dims in named.items() if dims == (name,)}
     lengths: dict[str, int] = {}
     variables = []
     for name in sorted(datasets, key=lambda n: (n not in coordinates, n)):
         dims, shape = named[name], tuple(datasets[name].array.shape)
         if dims is not None:
-            dims = tuple(_length_named(name, dims[i], shape[i], i, lengths, datasets, notes)
+            dims = tuple(_length_named(name, dims[i], shape[i], i, lengths, {*datasets, *groups}, notes)
                          for i in range(len(dims)))
         variables.append(_Variable(f"{path}/{name}", name, datasets[name], dims, name in coordinates))
     for variable in variables:
@@ -128,7 +131,7 @@ def _dimensions(path: str, datasets: Mapping[str, Dataset],
 
 
 def _length_named(array: str, name: str, length: int, axis: int, lengths: dict[str, int],
-                  taken: Mapping[str, object], notes: list[str]) -> str:
+                  taken: set[str], notes: list[str]) -> str:
     """The dimension of `length` for `name`: `name` itself unless it has another length."""
     if lengths.setdefault(name, length) == length:
         return name
