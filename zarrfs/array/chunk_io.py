@@ -68,6 +68,7 @@ class StoredShard:
     generation: str | None
     inner: dict[Index, BytesLike] = field(default_factory=dict)
     known: bool = True  # False: not read (every inner chunk is replaced)
+    nbytes: int = 0  # the stored shard's bytes, which `inner` holds until the write-back ends
 
 
 class PlainChunkIO:

@@ -161,7 +161,8 @@ class ShardedChunkIO(PlainChunkIO):
         if found is None:
             return StoredShard(None)
         self.count_fetch(len(found.data))
-        return StoredShard(found.generation, self._inner_chunks(key, chunk, found.data))
+        inner = self._inner_chunks(key, chunk, found.data)
+        return StoredShard(found.generation, inner, nbytes=len(found.data))
 
     def decode_stored(self, stored: StoredShard, unit: Index) -> np.ndarray | None:
         inner = self.location(unit)[1]

@@ -8,13 +8,14 @@ shard, never lose each other's updates."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -241,32 +242,55 @@ class WriteBack:
             if attempt:  # two writers that keep colliding must not stay in step
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
             stored = self.io.stored_for_write(key, chunk, len(units), self.view.all_whole(units))
-            if stored is None:
-                self._merge_stored(self.view.incomplete(units))
-            elif stored.known:
-                if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
-                    self.rechecker.forget({chunk})  # changed outside: cached inner chunks may be stale
-                self._rebase(units, stored)
-            snapshot = self.view.take(units)
-            expect = _expected(snapshot, stored)
-            ready, held = self._encoded_ahead(snapshot)
-            try:
-                generation = self.io.put(key, chunk, snapshot.arrays, stored, expect, ready)
-            except ConflictError:
-                self.view.give_back(snapshot)
-                self.shared.counters.add(write_conflicts=1)
-                log.info("chunk %r was changed by another writer; merging and retrying", self.store.path(key))
-                if stored is None:
-                    self._merge_stored(units)
-                continue
-            except BaseException:
-                self.view.give_back(snapshot)
-                raise
-            finally:
-                if held:
-                    self.view.mount.hold(-held)
-            return Written(chunk, snapshot, generation)
+            with self._holding(stored):
+                done = self._write_over(key, chunk, units, stored)
+            if done is not None:
+                return done
         raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
+
+    @contextlib.contextmanager
+    def _holding(self, stored: StoredShard | None) -> Iterator[None]:
+        """Count the stored shard a write-back rebuilds around against the cache while it is
+        held: random writes of `data` into 32 MiB shards (cache=64M) peaked at 173.5 MiB,
+        past the cache + 100 MiB bound, with it left out."""
+        nbytes = stored.nbytes if stored is not None else 0
+        if nbytes:
+            self.view.mount.hold(nbytes)
+        try:
+            yield
+        finally:
+            if nbytes:
+                self.view.mount.hold(-nbytes)
+
+    def _write_over(self, key: str, chunk: Index, units: list[Index],
+                    stored: StoredShard | None) -> Written | None:
+        """One attempt of `_write_back` over what is stored now: None when another writer's
+        change came first (merged in: to try again)."""
+        if stored is None:
+            self._merge_stored(self.view.incomplete(units))
+        elif stored.known:
+            if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
+                self.rechecker.forget({chunk})  # changed outside: cached inner chunks may be stale
+            self._rebase(units, stored)
+        snapshot = self.view.take(units)
+        expect = _expected(snapshot, stored)
+        ready, held = self._encoded_ahead(snapshot)
+        try:
+            generation = self.io.put(key, chunk, snapshot.arrays, stored, expect, ready)
+        except ConflictError:
+            self.view.give_back(snapshot)
+            self.shared.counters.add(write_conflicts=1)
+            log.info("chunk %r was changed by another writer; merging and retrying", self.store.path(key))
+            if stored is None:
+                self._merge_stored(units)
+            return None
+        except BaseException:
+            self.view.give_back(snapshot)
+            raise
+        finally:
+            if held:
+                self.view.mount.hold(-held)
+        return Written(chunk, snapshot, generation)
 
     def _rebase(self, units: list[Index], stored: StoredShard) -> None:
         """Merge with the shard about to be rewritten (one read, under one deadline: not
