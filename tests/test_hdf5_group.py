@@ -91,7 +91,7 @@ def test_chunks_and_dimension_scales(dataset: tuple[Path, Path]) -> None:
         assert f["lat"].is_scale and f["lon"].is_scale and f["time"].is_scale
         assert [t2m.dims[i][0].name for i in range(3)] == ["/time", "/lat", "/lon"]
         attached = {(f[ref].name, int(axis)) for ref, axis in f["lon"].attrs["REFERENCE_LIST"]}
-        assert attached == {("/t2m", 2), ("/sp", 2), ("/mask", 1)}
+        assert attached == {("/t2m", 2), ("/sp", 2), ("/mask", 1), ("/land", 1)}
         inner = f["inner/deeper"]
         assert inner["w"].dims[1][0].name == "/inner/deeper/lon"  # (a dimension of the subgroup's own)
         assert inner["lon"].attrs["NAME"].startswith(b"This is a netCDF dimension but not a netCDF variable")

@@ -116,10 +116,12 @@ def weather_dataset() -> xr.Dataset:
     t2m[0, 0, 0] = np.nan
     packed = rng.integers(-1000, 1000, (4, 6, 8)).astype("int16")
     packed[1, 2, 3] = -999  # (the fill value: masked)
+    land = rng.integers(0, 2, (6, 8)).astype(bool)  # (bytes in netCDF-4, with xarray's mark)
     return xr.Dataset(
         {"t2m": (("time", "y", "x"), t2m,
                  {"units": "K", "long_name": "2 metre temperature", "levels": [1, 2]}),
-         "sp": (("time", "y", "x"), packed, {"scale_factor": 0.5, "add_offset": 1000.0, "units": "hPa"})},
+         "sp": (("time", "y", "x"), packed, {"scale_factor": 0.5, "add_offset": 1000.0, "units": "hPa"}),
+         "land": (("y", "x"), land)},
         coords={"y": np.arange(6.0), "x": np.arange(8.0) * 0.25},
         attrs={"title": "t"})
 
@@ -135,7 +137,7 @@ def test_xarray_reads_each_array_as_open_zarr(tmp_path: Path, mount_array: Any, 
                               encoding={"sp": {"_FillValue": -999}})
     expected = xr.open_zarr(store, consolidated=False)
     mount = mount_array(store, ["ro"])
-    for name in ("t2m", "sp", "x"):
+    for name in ("t2m", "sp", "x", "land"):
         with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
             variable, wanted = got["data"], expected[name].variable
             assert variable.dims == wanted.dims, name

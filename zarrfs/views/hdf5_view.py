@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,7 +57,9 @@ class H5Array(TiffArray, Protocol):
 def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.dtype[Any] | None:
     """The dataset's element type, or None when HDF5 here has none for the array's."""
     storage = array.data_type.storage
-    if array.data_type.kind not in ("int", "float"):  # (bool, times: netCDF types of their own)
+    if array.data_type.kind == "bool":
+        return np.dtype("i1")  # (its bytes as stored: 0 and 1; xarray's `dtype` mark says bool)
+    if array.data_type.kind not in ("int", "float"):  # (times: netCDF types of their own)
         return None
     if array.data_type.sub_byte_bits is not None or array.data_type.int_range is not None:
         info = np.iinfo(storage) if storage.kind in "iu" else None
@@ -131,8 +133,16 @@ def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes]) -> b
     if dataset.through and dataset.through.filters:
         messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(dataset.through.filters)))
     fill = _fill_attribute(array, dtype, dataset.fill)
-    attributes = attribute_messages(array.metadata.attributes, dtype, fill)
+    attributes = attribute_messages(_attributes(array), dtype, fill)
     return h5.object_header([*messages, *extra, *attributes])
+
+
+def _attributes(array: H5Array) -> Mapping[str, Any]:
+    """The array's attributes, and xarray's mark of booleans kept as bytes (as `data.nc`)."""
+    attributes = array.metadata.attributes
+    if array.data_type.kind == "bool" and "dtype" not in attributes:
+        return {**attributes, "dtype": "bool"}
+    return attributes
 
 
 def named_dimensions(array: H5Array) -> tuple[str, ...] | None:
