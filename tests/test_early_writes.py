@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cache_watch import cached_bytes_at_puts
 from mounting import wait_until
 
 from zarrfs.array import ZarrArray
@@ -183,16 +184,9 @@ def test_a_shard_being_stored_counts_against_the_cache_and_gives_memory_back(
     try:
         others = Box((CHUNKS[0], 0), SHAPE)  # all but the first row of shards: more than fits
         assert np.array_equal(array.read(others), _values(whole)[CHUNKS[0]:])
-        cache, seen, given_back = array.cache, [], []
+        cache, given_back = array.cache, []
         cache.give_back = lambda: given_back.append(1)
-        put = array.store.put
-
-        def watched_put(key: str, data: Any, **kwargs: Any) -> Any:
-            with cache.lock:
-                seen.append(sum(entry.nbytes for entry in cache.entries.values()))
-            return put(key, data, **kwargs)
-
-        monkeypatch.setattr(array.store, "put", watched_put)
+        seen = cached_bytes_at_puts(array, monkeypatch)
         shard = Box((0, 0), CHUNKS)
         _written(array, shard, 7)
         assert len(seen) == 1 and seen[0] + shard_bytes <= cache.capacity

@@ -5,10 +5,10 @@ make room for it, so that memory stays within the cache's bound (issue 62)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from cache_watch import cached_bytes_at_puts
 
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
@@ -53,15 +53,8 @@ def test_a_shard_rebuilt_around_a_partial_write_counts_the_stored_shard(
     try:
         others = Box((SHARD[0], 0), SHAPE)  # all but the first row of shards: more than fits
         assert np.array_equal(array.read(others), values[SHARD[0]:])
-        cache, clean_at_put = array.cache, []
-        put = array.store.put
-
-        def watched_put(key: str, data: Any, **kwargs: Any) -> Any:
-            with cache.lock:
-                clean_at_put.append(sum(entry.nbytes for entry in cache.entries.values()))
-            return put(key, data, **kwargs)
-
-        monkeypatch.setattr(array.store, "put", watched_put)
+        cache = array.cache
+        clean_at_put = cached_bytes_at_puts(array, monkeypatch)
         corner = Box((0, 0), (4, 4))  # part of one inner chunk: the stored shard is read
         array.write(corner, np.full(corner.shape, 7, dtype="<u2"))
         array.flush()
