@@ -26,7 +26,7 @@ import trio
 from ..array import Shared
 from ..errors import MetadataError, MountError, ZarrfsError, missing_package
 from ..formats import discover
-from ..fuse import ZarrOperations
+from ..fuse import ZarrOperations, quiet_late_release_replies
 from ..options import MountOptions
 from ..store import Store, one_line
 from ..store.disk_cache import CachedReads, open_disk_cache
@@ -337,6 +337,7 @@ def _setup_logging(options: MountOptions, *, foreground: bool) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if options.debug else logging.INFO)
+    quiet_late_release_replies()
     # Even with debug: these libraries log request headers and URLs, credentials included.
     # The Azure SDK logs every request and response, headers and all, at INFO.
     for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs", "adlfs",
