@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import logging
+from collections.abc import Iterable
 
 import pyfuse3
 
@@ -22,6 +23,14 @@ def invalidate_attributes(inode: int) -> None:
         # ENOENT: the kernel has already forgotten the inode; nothing is cached.
         if e.errno != errno.ENOENT:
             log.warning("could not invalidate inode %d: %s", inode, e)
+
+
+def invalidate_attributes_of(inodes: Iterable[int]) -> None:
+    """`invalidate_attributes` of each inode: in one call, so that a caller on the request
+    loop pays one trip to a worker thread for all of them (a write to `data` tells every
+    view sharing its bytes)."""
+    for inode in inodes:
+        invalidate_attributes(inode)
 
 
 def drop_pages(inode: int) -> None:
