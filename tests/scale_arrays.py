@@ -31,15 +31,16 @@ def values(start: Sequence[int], stop: Sequence[int]) -> np.ndarray:
     return ((rows * 7 + columns) % 251).astype(np.uint8)
 
 
-def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple[int, int]) -> str:
+def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple[int, int], *,
+               name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None) -> str:
     """`write_twin` made in `directory`, then put in the S3 server's bucket (a
-    `tests.reliability.s3_server.S3Server`); its URL."""
+    `tests.reliability.s3_server.S3Server`) as `name`; its URL."""
     import fsspec
 
-    local = write_twin(directory / "twin.zarr", grid, chunk)
+    local = write_twin(directory / name, grid, chunk, stored=stored)
     fs = fsspec.filesystem("s3", **server.s3fs_options())
-    fs.put(str(local), f"{server.bucket}/twin.zarr", recursive=True)
-    return f"s3://{server.bucket}/twin.zarr"
+    fs.put(str(local), f"{server.bucket}/{name}", recursive=True)
+    return f"s3://{server.bucket}/{name}"
 
 
 def write_twin(path: Path, grid: tuple[int, int], chunk: tuple[int, int] = (16, 16), *,

@@ -1,0 +1,60 @@
+"""data.h5 of an array on S3 behind a 20 ms proxy (issue 60): a reader of one chunk of a sparse
+array of 10^6 chunks pays, in store requests, what a reader of one chunk of a 16-chunk twin
+pays: the few metadata objects at the open (no listing), listings of the rows of chunks of the index
+page holding the chunk (at most its 64 chunks: their stored sizes), and the chunk.
+Counted with the daemon's request log; the time is benchmarks/hdf5_reads.py's."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import h5py
+import hdf5plugin  # noqa: F401  (the zstd filter)
+import numpy as np
+
+from tests.mounting import mounted
+from tests.netproxy import proxied
+from tests.reliability.s3_server import S3Server
+from tests.scale_arrays import RequestLog, Requests, twin_on_s3, values
+
+CHUNK = (16, 16)
+PAGE = 64  # (index elements a page of data.h5's fixed array holds)
+FEW = 16  # (metadata, a directory or two)
+DELAY = 0.01  # (each way: a 20 ms round trip)
+
+
+def one_chunk_read(server: S3Server, url: str, mountpoint: Path, log: RequestLog,
+                   chunk: tuple[int, int]) -> tuple[Requests, Requests]:
+    """The requests of opening data.h5 with h5py, then of reading `chunk` through it."""
+    with proxied(server.port, delay=DELAY) as proxy, \
+            mounted(url, mountpoint, [f"endpoint_url={proxy.url}", "ro"], env=log.env) as mount:
+        log.take()
+        with h5py.File(mount.path / "data.h5", "r") as f:
+            opened = log.take()
+            start = (chunk[0] * CHUNK[0], chunk[1] * CHUNK[1])
+            stop = (start[0] + CHUNK[0], start[1] + CHUNK[1])
+            got = f["data"][start[0]:stop[0], start[1]:stop[1]]
+            read = log.take()
+        assert np.array_equal(got, values(start, stop))
+    return opened, read
+
+
+def test_one_chunk_of_a_sparse_giant_on_s3_costs_what_one_of_a_small_twin_does(
+        s3_server: S3Server, tmp_path: Path) -> None:
+    small = twin_on_s3(s3_server, tmp_path, (4, 4), CHUNK, name="small.zarr")
+    huge = twin_on_s3(s3_server, tmp_path, (1000, 1000), CHUNK, name="huge.zarr",
+                      stored=[(0, 0), (500, 700), (999, 999)])
+    log = RequestLog(tmp_path / "requests.log")
+    costs = {name: one_chunk_read(s3_server, url, tmp_path / f"mnt-{name}", log, chunk)
+             for name, url, chunk in [("small", small, (2, 3)), ("huge", huge, (500, 700))]}
+    for name, (opened, read) in costs.items():
+        assert opened.listed() == 0 and opened.read() == 0 and opened.count() <= FEW, (name, opened.summary())
+        # (on S3 the stored sizes of the page's chunks come from listings of their rows of chunks)
+        assert read.listed() <= PAGE and read.read() <= 1, (name, read.summary())
+        assert read.count() <= PAGE + FEW, (name, read.summary())
+        print(name, "open:", opened.summary(), "read:", read.summary())
+    # (the giant's page is 64 chunks looked at where the twin's is its 16: no more than that)
+    small_cost = sum(r.count() for r in costs["small"])
+    assert sum(r.count() for r in costs["huge"]) <= small_cost + PAGE, costs
+    assert os.listdir(tmp_path / "mnt-huge") == []  # (unmounted)
