@@ -2,9 +2,11 @@
 """zarrfs benchmark, data.h5: random chunks of an array read through `data.h5` with h5py
 (hdf5plugin's zstd: the chunks are the stored ones, the mount decodes nothing) on a fresh
 mount each run, against zarr-python and TensorStore reading the same chunks of the store;
-for an array of 16^2 chunks and one of 1,000^2 (sparse: the chunks read are stored).
+for an array of 16^2 chunks and one of 1,000^2 (sparse: the chunks read are stored), local
+and (--s3) on a moto S3 server behind a proxy adding 10 ms each way (a 20 ms round trip), both
+in child processes as benchmarks/latency.py has them.
 
-    .venv/bin/python benchmarks/hdf5_reads.py [--chunks 64] [--repeat 3]
+    .venv/bin/python benchmarks/hdf5_reads.py [--chunks 64] [--repeat 3] [--s3]
 
 Prints a Markdown table of medians (seconds for all the chunks, and per chunk).
 """
@@ -12,12 +14,15 @@ Prints a Markdown table of medians (seconds for all the chunks, and per chunk).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -27,9 +32,37 @@ import tensorstore as ts
 import zarr
 from zarr.codecs import ZstdCodec
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zarrfs_bench.latency import proxy_child
+from zarrfs_bench.s3 import BUCKET, environ, s3_server, s3_server_module
+
 ZARRFS = str(Path(sys.executable).with_name("zarrfs"))
 CHUNK = (256, 256)
+DELAY = 0.01  # (the proxy's, each way)
 Box = tuple[slice, slice]
+
+
+@dataclass(frozen=True)
+class Where:
+    """An array: a local directory, or an s3://BUCKET/name URL reached through `endpoint`."""
+
+    url: str
+    endpoint: str | None = None
+
+    def mount_options(self) -> str:
+        return "ro" if self.endpoint is None else f"ro,endpoint_url={self.endpoint}"
+
+    def storage_options(self) -> dict[str, str]:
+        env = s3_server_module().S3_ENV
+        return {"endpoint_url": str(self.endpoint), "key": env["AWS_ACCESS_KEY_ID"],
+                "secret": env["AWS_SECRET_ACCESS_KEY"]}
+
+    def kvstore(self) -> dict[str, object]:
+        if self.endpoint is None:
+            return {"driver": "file", "path": self.url}
+        return {"driver": "s3", "bucket": BUCKET, "path": self.url.removeprefix(f"s3://{BUCKET}/") + "/",
+                "endpoint": self.endpoint, "aws_region": "us-east-1",
+                "aws_credentials": {"type": "environment"}}
 
 
 def make(path: Path, grid: int, picked: list[tuple[int, int]]) -> None:
@@ -46,9 +79,9 @@ def _box(chunk: tuple[int, int]) -> Box:
             slice(chunk[1] * CHUNK[1], (chunk[1] + 1) * CHUNK[1]))
 
 
-def through_h5(store: Path, boxes: list[Box]) -> float:
+def through_h5(store: Where, boxes: list[Box]) -> float:
     with tempfile.TemporaryDirectory() as mountpoint:
-        daemon = subprocess.Popen([ZARRFS, "mount", "-f", str(store), mountpoint, "-o", "ro"])
+        daemon = subprocess.Popen([ZARRFS, "mount", "-f", store.url, mountpoint, "-o", store.mount_options()])
         try:
             while not Path(mountpoint, "data.h5").exists():
                 time.sleep(0.05)
@@ -62,20 +95,39 @@ def through_h5(store: Path, boxes: list[Box]) -> float:
             daemon.wait(30)
 
 
-def with_zarr(store: Path, boxes: list[Box]) -> float:
+def with_zarr(store: Where, boxes: list[Box]) -> float:
     start = time.perf_counter()
-    array = zarr.open_array(store, mode="r")
+    if store.endpoint is None:
+        array = zarr.open_array(store.url, mode="r")
+    else:
+        array = zarr.open_array(store.url, mode="r", storage_options=store.storage_options())
     for box in boxes:
         array[box]
     return time.perf_counter() - start
 
 
-def with_tensorstore(store: Path, boxes: list[Box]) -> float:
+def with_tensorstore(store: Where, boxes: list[Box]) -> float:
     start = time.perf_counter()
-    array = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}).result()
+    array = ts.open({"driver": "zarr3", "kvstore": store.kvstore()}).result()
     for box in boxes:
         array[box].read().result()
     return time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def on_s3(stores: list[Path], log: Path) -> Iterator[list[Where]]:
+    """The `stores` put in a moto server's bucket, reached through the delaying proxy."""
+    import fsspec
+
+    with environ(s3_server_module().S3_ENV), open(log, "ab") as logfile, s3_server(logfile) as endpoint:
+        options = s3_server_module().S3Server(0, bucket=BUCKET).s3fs_options()
+        options["client_kwargs"]["endpoint_url"] = endpoint
+        fs = fsspec.filesystem("s3", **options)
+        for store in stores:
+            fs.put(str(store), f"{BUCKET}/{store.name}", recursive=True)
+        port = int(endpoint.rsplit(":", 1)[1])
+        with proxy_child(port, DELAY, logfile) as proxy:
+            yield [Where(f"s3://{BUCKET}/{store.name}", proxy.url) for store in stores]
 
 
 def main() -> None:
@@ -83,20 +135,33 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--s3", action="store_true", help="also on S3 behind a 20 ms proxy")
     args = parser.parse_args()
-    readers: dict[str, Callable[[Path, list[Box]], float]] = {
+    readers: dict[str, Callable[[Where, list[Box]], float]] = {
         "h5py via data.h5": through_h5, "zarr-python": with_zarr, "TensorStore": with_tensorstore}
-    print("| array | reader | seconds | ms per chunk |\n|---|---|---|---|")
+    print(f"load average {os.getloadavg()[0]:.1f}\n")
+    print("| array | where | reader | seconds | ms per chunk | / zarr-python |\n|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:
+        boxes, stores = {}, []
         for grid in (16, 1000):
             rng = np.random.default_rng(grid)
             picked = sorted({(int(i), int(j)) for i, j in rng.integers(0, grid, (args.chunks, 2))})
-            store = Path(scratch, f"a{grid}.zarr")
-            make(store, grid, picked)
-            boxes = [_box(chunk) for chunk in picked]
-            for name, reader in readers.items():
-                seconds = statistics.median(reader(store, boxes) for _ in range(args.repeat))
-                print(f"| {grid}^2 chunks | {name} | {seconds:.3f} | {1000 * seconds / len(boxes):.2f} |")
+            stores.append(Path(scratch, f"a{grid}.zarr"))
+            make(stores[-1], grid, picked)
+            boxes[stores[-1].name] = [_box(chunk) for chunk in picked]
+        places: list[tuple[str, list[Where]]] = [("local", [Where(str(store)) for store in stores])]
+        with contextlib.ExitStack() as stack:
+            if args.s3:
+                places.append(("S3 + 20 ms", stack.enter_context(on_s3(stores, Path(scratch, "s3.log")))))
+            for place, wheres in places:
+                for store, where in zip(stores, wheres, strict=True):
+                    chunks = boxes[store.name]
+                    times = {name: statistics.median(reader(where, chunks) for _ in range(args.repeat))
+                             for name, reader in readers.items()}
+                    for name, seconds in times.items():
+                        print(f"| {store.stem[1:]}^2 chunks | {place} | {name} | {seconds:.3f} "
+                              f"| {1000 * seconds / len(chunks):.2f} "
+                              f"| {seconds / times['zarr-python']:.2f} |")
 
 
 if __name__ == "__main__":
