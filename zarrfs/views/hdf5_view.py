@@ -119,17 +119,19 @@ def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) 
     return ChunkedFile(head, [dataset.chunks(index_at)])
 
 
-def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes]) -> bytes:
-    """The dataset's object header, its index at `index_at`, with the messages `extra` (its
-    dimensions) before its attributes."""
+def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes],
+                   layout: bytes | None = None) -> bytes:
+    """The dataset's object header, its index at `index_at` (or its `layout` message's body,
+    a scalar's), with the messages `extra` (its dimensions) before its attributes."""
     array, dtype = dataset.array, dataset.dtype
     typed = h5.datatype(dtype)
     assert typed is not None
-    chunk = tuple(array.read_chunk_shape)
+    if layout is None:
+        layout = h5.chunked_layout(tuple(array.read_chunk_shape), dtype.itemsize, index_at)
     messages = [h5.message(h5.DATASPACE, h5.dataspace(tuple(array.shape))),
                 h5.message(h5.DATATYPE, typed, flags=1),
                 h5.message(h5.FILL_VALUE, h5.fill_value(dataset.fill), flags=1),
-                h5.message(h5.LAYOUT, h5.chunked_layout(chunk, dtype.itemsize, index_at))]
+                h5.message(h5.LAYOUT, layout)]
     if dataset.through and dataset.through.filters:
         messages.append(h5.message(h5.FILTERS, h5.filter_pipeline(dataset.through.filters)))
     fill = _fill_attribute(array, dtype, dataset.fill)
