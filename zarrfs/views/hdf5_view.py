@@ -30,6 +30,7 @@ from .hdf5_attrs import attribute_messages
 from .hdf5_chunks import ChunkedFile, DatasetChunks
 from .hdf5_codecs import Filtered, filtered
 from .hdf5_dims import GLOBAL_HEAP_SIZE, dimension_list, global_heap, scale_header
+from .hdf5_types import time_attributes, time_counts
 from .netcdf import valid_name
 from .placement import Placement, fill_number
 from .tiff_view import TiffArray
@@ -59,7 +60,9 @@ def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.
     storage = array.data_type.storage
     if array.data_type.kind == "bool":
         return np.dtype("i1")  # (its bytes as stored: 0 and 1; xarray's `dtype` mark says bool)
-    if array.data_type.kind not in ("int", "float"):  # (times: netCDF types of their own)
+    if array.data_type.kind == "datetime":
+        storage = time_counts(storage) or storage  # (CF's integers; none: no data.h5)
+    elif array.data_type.kind not in ("int", "float"):
         return None
     if array.data_type.sub_byte_bits is not None or array.data_type.int_range is not None:
         info = np.iinfo(storage) if storage.kind in "iu" else None
@@ -140,8 +143,9 @@ def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes],
 
 
 def _attributes(array: H5Array) -> Mapping[str, Any]:
-    """The array's attributes, and xarray's mark of booleans kept as bytes (as `data.nc`)."""
-    attributes = array.metadata.attributes
+    """The array's attributes, and xarray's marks of booleans kept as bytes (as `data.nc`) and
+    of times kept as counts (`hdf5_types`)."""
+    attributes = {**time_attributes(array.data_type.storage), **array.metadata.attributes}
     if array.data_type.kind == "bool" and "dtype" not in attributes:
         return {**attributes, "dtype": "bool"}
     return attributes
