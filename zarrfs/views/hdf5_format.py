@@ -113,12 +113,24 @@ def datatype(dtype: np.dtype[Any]) -> bytes | None:
     if dtype.kind in "iu" and size in (1, 2, 4, 8):
         bits = big | (8 if dtype.kind == "i" else 0)
         return bytes([0x10, bits, 0, 0]) + struct.pack("<IHH", size, 0, size * 8)
+    if dtype.kind == "c" and size // 2 in _FLOATS:
+        return _complex(dtype)
     if dtype.kind == "f" and size in _FLOATS:
         sign, exponent, exponent_size, mantissa_size, bias = _FLOATS[size]
         bits = big | (2 << 4)  # (the mantissa's most significant bit implied)
         return (bytes([0x11, bits, sign, 0]) + struct.pack("<IHH", size, 0, size * 8)
                 + bytes([exponent, exponent_size, 0, mantissa_size]) + struct.pack("<I", bias))
     return None
+
+
+def _complex(dtype: np.dtype[Any]) -> bytes | None:
+    """A compound {r, i} of two floats (version 3), as h5py and h5netcdf read complex."""
+    part = datatype(np.dtype(f"{dtype.str[0]}f{dtype.itemsize // 2}"))
+    assert part is not None
+    width = 1 if dtype.itemsize < 256 else 2
+    members = b"".join(name + offset.to_bytes(width, "little") + part
+                       for name, offset in ((b"r\0", 0), (b"i\0", dtype.itemsize // 2)))
+    return bytes([0x36, 2, 0, 0]) + struct.pack("<I", dtype.itemsize) + members
 
 
 def fill_value(value: bytes) -> bytes:

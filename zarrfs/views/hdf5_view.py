@@ -62,7 +62,7 @@ def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.
         return np.dtype("i1")  # (its bytes as stored: 0 and 1; xarray's `dtype` mark says bool)
     if array.data_type.kind == "datetime":
         storage = time_counts(storage) or storage  # (CF's integers; none: no data.h5)
-    elif array.data_type.kind not in ("int", "float"):
+    elif array.data_type.kind not in ("int", "float", "complex"):
         return None
     if array.data_type.sub_byte_bits is not None or array.data_type.int_range is not None:
         info = np.iinfo(storage) if storage.kind in "iu" else None
