@@ -19,7 +19,6 @@ import pytest
 import zarr
 from zarr.codecs import ZstdCodec
 
-pytestmark = pytest.mark.fast
 FILL = 7
 HYPERSLAB = (slice(60, 70), slice(50, 80))  # (rows 60..69 cross into the missing chunks)
 Mounted = tuple[Path, np.ndarray[Any, Any], dict[str, str]]  # data.h5, its values, the readers' env

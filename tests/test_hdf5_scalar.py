@@ -37,7 +37,6 @@ def test_a_scalar_is_a_scalar_dataset(tmp_path: Path, mount_array: Any, fmt: int
     subprocess.run(["h5dump", str(path)], check=True, capture_output=True)
 
 
-@pytest.mark.fast
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
 @pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
 def test_xarray_reads_a_scalar_as_open_zarr(tmp_path: Path, mount_array: Any, fmt: int, engine: str) -> None:

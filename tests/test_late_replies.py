@@ -35,7 +35,6 @@ def kept() -> Iterator[Kept]:
         logger.filters[:] = filters
 
 
-@pytest.mark.fast
 def test_a_dropped_release_is_no_error(kept: Kept) -> None:
     log = logging.getLogger("pyfuse3")
     log.error("fuse_release(): fuse_reply_* failed with %s", "No such file or directory")
@@ -43,7 +42,6 @@ def test_a_dropped_release_is_no_error(kept: Kept) -> None:
     assert kept.lines == []
 
 
-@pytest.mark.fast
 def test_other_failed_replies_stay_errors(kept: Kept) -> None:
     log = logging.getLogger("pyfuse3")
     log.error("fuse_read(): fuse_reply_* failed with %s", "No such file or directory")

@@ -43,7 +43,6 @@ def _stored_noise(path: Path) -> np.ndarray:
     return values
 
 
-@pytest.mark.fast
 def test_a_shard_rebuilt_around_a_partial_write_counts_the_stored_shard(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     values = _stored_noise(tmp_path)
