@@ -28,13 +28,15 @@ ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}  # (zstd, for 
 
 def weather() -> xr.Dataset:
     """test_hdf5_mount's dataset (a NaN, a packed variable with a fill value) with CF
-    coordinates, a time of its own and a mask sharing two of its dimensions."""
+    coordinates, a time of its own, a mask sharing two of its dimensions and a scalar grid
+    mapping."""
     dataset = weather_dataset().rename({"y": "lat", "x": "lon"})
     dataset["t2m"].attrs["standard_name"] = "air_temperature"
     dataset["mask"] = (("lat", "lon"), np.random.default_rng(3).integers(0, 2, (6, 8)).astype("uint8"),
                        {"flag_values": [0, 1]})
     dataset["lat"].attrs["units"] = "degrees_north"
     dataset["lon"].attrs["units"] = "degrees_east"
+    dataset["crs"] = ((), np.int32(0), {"grid_mapping_name": "latitude_longitude"})  # (a scalar)
     time = ("time", np.arange(4, dtype="int32") * 6, {"units": "hours since 2020-01-01"})
     return dataset.assign_coords(time=time).assign_attrs(Conventions="CF-1.8")
 
@@ -128,15 +130,16 @@ def test_netcdf_tools_see_the_groups(dataset: tuple[Path, Path], tmp_path: Path)
 def test_one_name_of_two_lengths(tmp_path: Path, mount_array: MountFactory) -> None:
     """Arrays that give one dimension name two lengths (xarray refuses the Zarr group): the
     coordinate variable's length keeps the name, the other gets a dimension NAME_LENGTH; an
-    array data.h5 cannot hold (rank 0) is left out, the others are there."""
+    array data.h5 cannot hold (strings) is left out, the others, a scalar too, are there."""
     root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
     root.create_array("n", data=np.arange(4.0), dimension_names=["n"])
     root.create_array("a", data=np.arange(4, dtype="int32"), dimension_names=["n"])
     root.create_array("b", data=np.arange(6, dtype="int32"), dimension_names=["n"])
     root.create_array("scalar", data=np.array(5.0))
+    root.create_array("label", data=np.array(["ab", "cd"], dtype="<U2"))
     mount = mount_array(tmp_path / "g.zarr", ["ro"])
     with xr.open_dataset(mount.path / "data.h5", engine="netcdf4") as got:
-        assert set(got.variables) == {"n", "a", "b"}
+        assert set(got.variables) == {"n", "a", "b", "scalar"} and float(got["scalar"]) == 5.0
         assert got["a"].dims == ("n",) and got["b"].dims == ("n_6",)
         assert np.array_equal(got["b"].values, np.arange(6))
 

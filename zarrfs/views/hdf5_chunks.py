@@ -48,6 +48,10 @@ class DatasetChunks:
         self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def start(self) -> int:
+        return self.index.at
+
     def piece(self, offset: int, end: int) -> bytes:
         """The bytes from `offset` (at or past the index's header) to the end of the
         structure there, or to `end`."""
@@ -123,6 +127,26 @@ class DatasetChunks:
             self._kept.clear()
 
 
+class ScalarSlot:
+    """A scalar dataset's part: its one element at `start` (the layout is contiguous: HDF5
+    chunks no scalar), read from the array, decoded, each time it is read, so a write through
+    `data` shows at once and the layout costs no store request."""
+
+    def __init__(self, array: Any, dtype: np.dtype[Any], at: int) -> None:
+        self.array, self.dtype = array, dtype
+        self.start, self.end = at, at + dtype.itemsize
+
+    def piece(self, offset: int, end: int) -> bytes:
+        element = np.asarray(self.array.read_boxes([Box((), ())])[0]).astype(self.dtype).tobytes()
+        return element[offset - self.start:min(end, self.end) - self.start]
+
+    def forget_fetched(self) -> None:
+        return None
+
+
+DatasetPart = DatasetChunks | ScalarSlot
+
+
 class ChunkedFile(ReadOnlyFile):
     """`head` (the superblock and every object header, the superblock's end of file filled
     in here), then each dataset's index and chunks, in the order of their addresses.
@@ -133,10 +157,10 @@ class ChunkedFile(ReadOnlyFile):
     direct_io = True
     block_size = RANDOM_ACCESS_BLOCK
 
-    def __init__(self, head: bytes, datasets: Sequence[DatasetChunks]) -> None:
-        self.datasets = sorted(datasets, key=lambda d: d.index.at)
+    def __init__(self, head: bytes, datasets: Sequence[DatasetPart]) -> None:
+        self.datasets = sorted(datasets, key=lambda d: d.start)
         self.size = self.datasets[-1].end if self.datasets else len(head)
-        self._starts = [d.index.at for d in self.datasets]
+        self._starts = [d.start for d in self.datasets]
         self._head = h5.superblock(self.size, h5.SUPERBLOCK_SIZE) + head[h5.SUPERBLOCK_SIZE:]
 
     def read(self, offset: int, size: int) -> bytes:

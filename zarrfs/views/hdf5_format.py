@@ -138,6 +138,11 @@ def fill_value(value: bytes) -> bytes:
     return bytes([3, 0x03 | (2 << 2) | 0x20]) + struct.pack("<I", len(value)) + value
 
 
+def contiguous_layout(address: int, size: int) -> bytes:
+    """Version 3, contiguous: `size` bytes at `address` (a scalar's: HDF5 chunks no scalar)."""
+    return bytes([3, 1]) + struct.pack("<QQ", address, size)
+
+
 def chunked_layout(chunk: Sequence[int], itemsize: int, index: int) -> bytes:
     """Version 4, chunked, edge chunks filtered whole (as Zarr stores them), indexed by the
     fixed array at `index`."""

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
-from .hdf5_chunks import ChunkedFile, DatasetChunks
+from .hdf5_chunks import ChunkedFile, DatasetPart
 from .hdf5_dims import Attached, dimension_list, global_heap, scale_attributes, scale_header
 from .hdf5_view import Dataset, dataset_header, named_dimensions
 
@@ -154,7 +154,7 @@ class _Layout:
                        if key == phony_key(g.path, d)}  # (the phony ones, each in its group)
         self.heap_objects, self.heap_places = _heap_objects(groups)
         self.at: dict[str, int] = {}
-        self.chunks: dict[str, DatasetChunks] = {}
+        self.chunks: dict[str, DatasetPart] = {}
         made = self._headers(lambda key: 0)  # (their sizes: no address changes one)
         at = h5.SUPERBLOCK_SIZE
         for key, header in made.items():
@@ -187,14 +187,14 @@ class _Layout:
 
     def _dataset(self, variable: _Variable, at: Callable[[str], int]) -> bytes:
         chunks = self.chunks.get(variable.path)
-        index_at = chunks.index.at if chunks else 0
+        part_at = chunks.start if chunks else 0
         extra = []
         if variable.coordinate:
             extra = scale_attributes(variable.link, self._attached(variable.path, at))
         elif variable.dimensions:
             heap, first = self.heap_places[variable.path]
             extra = [dimension_list(at(f"heap {heap}"), first, len(variable.dimensions))]
-        return dataset_header(variable.dataset, index_at, extra)
+        return dataset_header(variable.dataset, part_at, extra)
 
     def _attached(self, scale: str, at: Callable[[str], int]) -> list[Attached]:
         """The variables, in any group, whose dimensions `scale` is the scale of (a coordinate

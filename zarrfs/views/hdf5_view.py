@@ -27,7 +27,7 @@ from ..codecs.stored_form import StoredForm
 from ..formats.description import ArrayDescription
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
-from .hdf5_chunks import ChunkedFile, DatasetChunks
+from .hdf5_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot
 from .hdf5_codecs import Filtered, filtered
 from .hdf5_dims import GLOBAL_HEAP_SIZE, dimension_list, global_heap, scale_header
 from .hdf5_types import time_attributes, time_counts
@@ -74,9 +74,8 @@ def file_dtype(array: TiffArray, form: StoredForm | None, byteorder: str) -> np.
 
 
 def shows_array_h5(array: TiffArray) -> bool:
-    """Rank 1 and more (HDF5 chunks no scalar), no empty dimension, a type HDF5 holds, at most
-    MAX_CHUNKS chunks."""
-    if not (array.regular_read_chunks and len(array.shape) > 0 and 0 not in array.shape):
+    """No empty dimension, a type HDF5 holds, at most MAX_CHUNKS chunks (a scalar: one)."""
+    if not (array.regular_read_chunks and 0 not in array.shape):
         return False
     chunks = math.prod(-(-n // c) for n, c in zip(array.shape, array.read_chunk_shape, strict=True))
     return chunks <= MAX_CHUNKS and file_dtype(array, None, "little") is not None
@@ -100,14 +99,16 @@ class Dataset:
     through: Filtered | None
     fill: bytes
 
-    def chunks(self, at: int) -> DatasetChunks:
-        """Its index, its header at `at`, and its chunks' slots."""
+    def chunks(self, at: int) -> DatasetPart:
+        """Its part of the file from `at`: its index and its chunks' slots; a scalar's element."""
+        if not self.array.shape:
+            return ScalarSlot(self.array, self.dtype, at)
         return DatasetChunks(self.array, self.dtype, self.through, at)
 
 
 def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
     """`array` (one `shows_array_h5` shows) as a dataset, its written bytes stored first."""
-    through = passed_through(array)
+    through = passed_through(array) if array.shape else None  # (HDF5 filters only chunks)
     dtype = file_dtype(array, through.form if through else None, byteorder)
     assert dtype is not None
     if through and array.dirty_bytes:
@@ -122,15 +123,16 @@ def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) 
     return ChunkedFile(head, [dataset.chunks(index_at)])
 
 
-def dataset_header(dataset: Dataset, index_at: int, extra: Sequence[bytes],
-                   layout: bytes | None = None) -> bytes:
-    """The dataset's object header, its index at `index_at` (or its `layout` message's body,
-    a scalar's), with the messages `extra` (its dimensions) before its attributes."""
+def dataset_header(dataset: Dataset, part_at: int, extra: Sequence[bytes]) -> bytes:
+    """The dataset's object header, its part of the file (`Dataset.chunks`) at `part_at`, with
+    the messages `extra` (its dimensions) before its attributes."""
     array, dtype = dataset.array, dataset.dtype
     typed = h5.datatype(dtype)
     assert typed is not None
-    if layout is None:
-        layout = h5.chunked_layout(tuple(array.read_chunk_shape), dtype.itemsize, index_at)
+    if array.shape:
+        layout = h5.chunked_layout(tuple(array.read_chunk_shape), dtype.itemsize, part_at)
+    else:
+        layout = h5.contiguous_layout(part_at, dtype.itemsize)
     messages = [h5.message(h5.DATASPACE, h5.dataspace(tuple(array.shape))),
                 h5.message(h5.DATATYPE, typed, flags=1),
                 h5.message(h5.FILL_VALUE, h5.fill_value(dataset.fill), flags=1),
