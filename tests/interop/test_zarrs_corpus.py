@@ -174,8 +174,8 @@ NEW_TYPES: dict[str, tuple[str, set[str]]] = {
     "float8_e4m3": ("float8_e4m3", set()),
     "float8_e5m2": ("float8_e5m2", set()),
     "complex_float16": ("complex_float16", {"data.npy"}),  # a record of real and imag float16
-    "complex_float32": ("<c8", {"data.npy", "data.vrt", "data.tif"}),
-    "complex_float64": ("<c16", {"data.npy", "data.vrt", "data.tif"}),
+    "complex_float32": ("<c8", {"data.npy", "data.vrt", "data.tif", "data.h5"}),
+    "complex_float64": ("<c16", {"data.npy", "data.vrt", "data.tif", "data.h5"}),
     "complex_bfloat16": ("complex_bfloat16", set()),
     "complex_float8_e4m3": ("complex_float8_e4m3", set()),
     "complex_float8_e5m2": ("complex_float8_e5m2", set()),
