@@ -133,13 +133,13 @@ MATRIX: dict[str, tuple[str, tuple[int, ...], tuple[int, ...], set[str]]] = {
     "i4": ("<i4", (5, 6), (5, 6), ALL_VIEWS | TIFF | H5),
     "u8": ("<u8", (9, 4), (4, 4), ALL_VIEWS | TIFF | H5),
     "i8": ("<i8", (3, 4, 2), (2, 2, 2), ALL_VIEWS | TIFF | H5),
-    "bool": ("|b1", (5, 4, 3), (2, 2, 2), ALL_VIEWS | TIFF),  # as uint8
+    "bool": ("|b1", (5, 4, 3), (2, 2, 2), ALL_VIEWS | TIFF | H5),  # as uint8 (HDF5: int8)
     "i1": ("|i1", (6, 5), (4, 4), {"npy", "raw.nhdr", "mhd", "tif", "h5"}),  # GDAL 3.6 has no Int8
-    "c8": ("<c8", (4, 6), (3, 3), {"npy", "vrt", "tif"}),  # NRRD and MetaImage have no complex
+    "c8": ("<c8", (4, 6), (3, 3), {"npy", "vrt", "tif", "h5"}),  # NRRD and MetaImage have no complex
     "f2": ("<f2", (4, 6), (3, 3), {"npy", "tif", "h5"}),
     "rank1": ("<u2", (13,), (5,), {"npy", "raw.nhdr", "mhd", "h5"}),  # (TIFF: rank 2 and more)
-    "rank0": ("<i4", (), (), {"npy"}),
-    "time": ("<M8[s]", (4, 5), (3, 3), ALL_VIEWS),  # as the int64 count (TIFF: numbers only)
+    "rank0": ("<i4", (), (), {"npy", "h5"}),
+    "time": ("<M8[s]", (4, 5), (3, 3), ALL_VIEWS | H5),  # as the int64 count (TIFF: numbers only)
 }
 
 
@@ -205,7 +205,8 @@ def test_every_view_reads_as_the_array(matrix_store: tuple[Path, dict[str, np.nd
             _assert_bit_equal(pixels.reshape(shape), _numeric(want))
         if "h5" in views:  # (in the array's C order, as data.tif)
             with h5py.File(directory / "data.h5", "r") as f:
-                _assert_bit_equal(f["data"][...], want)
+                as_stored = want.view(np.int8) if want.dtype.kind == "b" else _numeric(want)  # (bool: bytes)
+                _assert_bit_equal(f["data"][...], as_stored)
 
 
 def test_fortran_order_chunk_files_and_data(matrix_store: tuple[Path, dict[str, np.ndarray]],
@@ -265,7 +266,7 @@ def test_views_absent_for_types_the_formats_lack(tmp_path: Path, mount_array: An
     path = tmp_path / "odd.zarr"
     group = zarr.open_group(path, mode="w", zarr_format=2)
     cases = {"s4": ("|S4", {"npy"}), "u3": ("<U3", {"npy"}), "f2": (">f2", {"npy", "tif", "h5"}),
-             "c16": (">c16", {"npy", "vrt", "tif"}), "b1": ("|b1", ALL_VIEWS | TIFF)}
+             "c16": (">c16", {"npy", "vrt", "tif", "h5"}), "b1": ("|b1", ALL_VIEWS | TIFF | H5)}
     expected = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
