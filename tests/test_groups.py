@@ -482,7 +482,7 @@ def test_info_on_a_nested_group(tmp_path: Path) -> None:
 # -- extended attributes ----------------------------------------------------------------------------
 
 ARRAY_XATTRS = {"user.zarr.shape", "user.zarr.dtype", "user.zarr.chunks", "user.zarr.fill_value",
-                "user.zarr.dimension_names", "user.zarr.attributes"}
+                "user.zarr.dimension_names", "user.zarr.attributes", "user.zarr.views"}
 
 
 def test_extended_attributes(tmp_path: Path, mount_array: Any) -> None:
@@ -513,8 +513,9 @@ def test_extended_attributes(tmp_path: Path, mount_array: Any) -> None:
     for group, attributes in (("", {"project": "zarrfs", "n": [1, 2]}), ("a", {"level": 1}),
                               ("a/b/c", {})):
         attrs = _xattrs(mount.path / group)
-        assert set(attrs) == {"user.zarr.attributes"}
+        assert set(attrs) == {"user.zarr.attributes", "user.zarr.views"}
         assert json.loads(attrs["user.zarr.attributes"]) == attributes
+        assert "data.h5" in json.loads(attrs["user.zarr.views"])
     with pytest.raises(OSError) as missing:
         os.getxattr(img, "user.zarr.nosuch")
     assert missing.value.errno == errno.ENODATA

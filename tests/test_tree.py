@@ -88,7 +88,8 @@ def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_p
     assert list(tree.names(broken)) == ["zarr.json"]
     assert tree.lookup(broken, "data") is None
     assert "lz5" in (tree.open_array("bad").problem or "")
-    assert tree.xattrs(tree.root) == {"user.zarr.attributes": b'{"title": "t"}'}
+    assert tree.xattrs(tree.root) == {"user.zarr.attributes": b'{"title": "t"}',
+                                      "user.zarr.views": b'["data.nc", "data.h5"]'}
     xattrs = tree.xattrs(good)
     assert xattrs["user.zarr.shape"] == b"3,3" and xattrs["user.zarr.dtype"] == b"<i2"
     data = tree.lookup(good, "data")

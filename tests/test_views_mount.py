@@ -248,6 +248,19 @@ def test_views_option_picks_the_views(matrix_store: tuple[Path, dict[str, np.nda
     one = mount_array(path, ["ro", "views=mhd"])
     assert sorted(os.listdir(one.path / "i2")) == ["chunks", "data", "data.mhd", "zarr.json"]
 
+    # user.zarr.views names what the directory shows made from the data, on the directory and `data`
+    for mount, name in ((none, "u1"), (some, "u1"), (some, "f4"), (one, "i2")):
+        shown = sorted(n for n in os.listdir(mount.path / name) if n.startswith("data"))
+        for where in (mount.path / name, mount.path / name / "data"):
+            assert sorted(json.loads(os.getxattr(where, "user.zarr.views"))) == shown
+    assert json.loads(os.getxattr(none.path, "user.zarr.views")) == []
+    every = mount_array(path, ["ro"])
+    group_views = sorted(n for n in os.listdir(every.path) if n.startswith("data"))
+    assert "data.h5" in group_views
+    assert sorted(json.loads(os.getxattr(every.path, "user.zarr.views"))) == group_views
+    u1_views = json.loads(os.getxattr(every.path / "u1", "user.zarr.views"))
+    assert {"data", "data.npy", "data.h5", "data.tif"} <= set(u1_views)
+
 
 @pytest.mark.parametrize("bad", ["npy:tiff", "", "npy,nrrd"])
 def test_unknown_views_are_refused(matrix_store: tuple[Path, dict[str, np.ndarray]], tmp_path: Path,

@@ -26,7 +26,7 @@ from ..formats.documents import node_documents
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
-from ..views import FileView, RegionArray, group_attributes
+from ..views import FileView, RegionArray, group_attributes, views_attribute
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
@@ -229,10 +229,15 @@ class Tree:
 
     def xattrs(self, ref: Ref) -> dict[str, bytes]:
         if ref.role == GROUP:
-            return group_attributes(self._node(ref.path).attributes)
+            return {**group_attributes(self._node(ref.path).attributes),
+                    **views_attribute(self.group_views.names_in(ref.path))}
         opened = self.open_array(ref.path) if ref.role in (ARRAY, DATA) else None
-        shown = None if opened is None else opened.directory or opened.text  # (strings: their text)
-        return {} if shown is None else shown.xattrs()
+        if opened is None:
+            return {}
+        if opened.directory is not None:
+            views = [name for name in opened.directory.entries() if name != CHUNKS_NAME]
+            return {**opened.directory.xattrs(), **views_attribute(views)}
+        return {} if opened.text is None else {**opened.text.xattrs(), **views_attribute([TEXT_NAME])}
 
     def sharing_bytes(self, ref: Ref) -> list[int]:
         """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's

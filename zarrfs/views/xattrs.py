@@ -1,11 +1,12 @@
 """The extended attributes of array and group directories (and of `data`): shape, data type,
-chunking, fill value, dimension names and attributes, read-only, as `user.zarr.*`."""
+chunking, fill value, dimension names and attributes, and the views shown beside them,
+read-only, as `user.zarr.*`."""
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,12 @@ def _grid_attributes(description: ArrayDescription, dtype: str, fill: Any) -> di
 
 def group_attributes(attributes: Mapping[str, Any]) -> dict[str, bytes]:
     return {PREFIX + "attributes": json.dumps(dict(attributes)).encode()}
+
+
+def views_attribute(names: Sequence[str]) -> dict[str, bytes]:
+    """The files a directory shows made from the data (`data` and the views `-o views=` picks;
+    not its metadata files or `chunks/`), as a JSON list: what a script may open there."""
+    return {PREFIX + "views": json.dumps(list(names)).encode()}
 
 
 def _dims(shape: tuple[int, ...]) -> str:
