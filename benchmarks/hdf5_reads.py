@@ -6,9 +6,12 @@ for an array of 16^2 chunks and one of 1,000^2 (sparse: the chunks read are stor
 and (--s3) on a moto S3 server behind a proxy adding 10 ms each way (a 20 ms round trip), both
 in child processes as benchmarks/latency.py has them.
 
-    .venv/bin/python benchmarks/hdf5_reads.py [--chunks 64] [--repeat 3] [--s3]
+    .venv/bin/python benchmarks/hdf5_reads.py [--chunks 64] [--repeat 3] [--s3] [--groups 24]
 
-Prints a Markdown table of medians (seconds for all the chunks, and per chunk).
+Prints a Markdown table of medians (seconds for all the chunks, and per chunk). With
+--groups N, a second table: a hierarchy of N subgroups of two arrays each (no consolidated
+metadata) opened whole, through the root's `data.h5` with h5py (its stat, then every
+dataset's shape) on a fresh mount, against zarr-python listing every member.
 """
 
 from __future__ import annotations
@@ -95,6 +98,40 @@ def through_h5(store: Where, boxes: list[Box]) -> float:
             daemon.wait(30)
 
 
+def make_groups(path: Path, count: int) -> None:
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)
+    for i in range(count):
+        group = root.create_group(f"g{i}")
+        for name in ("a", "b"):
+            array = group.create_array(name, shape=(64, 64), chunks=(32, 32), dtype="f4",
+                                       dimension_names=["y", "x"])
+            array[:] = 1.0
+
+
+def group_through_h5(store: Where) -> float:
+    with tempfile.TemporaryDirectory() as mountpoint:
+        daemon = subprocess.Popen([ZARRFS, "mount", "-f", store.url, mountpoint, "-o", store.mount_options()])
+        try:
+            while not Path(mountpoint, "zarr.json").exists():
+                time.sleep(0.05)
+            start = time.perf_counter()
+            with h5py.File(Path(mountpoint, "data.h5"), "r") as f:
+                f.visititems(lambda _, item: item.shape if isinstance(item, h5py.Dataset) else None)
+            return time.perf_counter() - start
+        finally:
+            subprocess.run(["fusermount3", "-u", mountpoint], check=False)
+            daemon.wait(30)
+
+
+def group_with_zarr(store: Where) -> float:
+    start = time.perf_counter()
+    options = {} if store.endpoint is None else {"storage_options": store.storage_options()}
+    root = zarr.open_group(store.url, mode="r", **options)
+    shapes = [member.shape for _, member in root.members(max_depth=None) if isinstance(member, zarr.Array)]
+    assert len(shapes) == 2 * len(list(root.group_keys()))
+    return time.perf_counter() - start
+
+
 def with_zarr(store: Where, boxes: list[Box]) -> float:
     start = time.perf_counter()
     if store.endpoint is None:
@@ -136,6 +173,7 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--s3", action="store_true", help="also on S3 behind a 20 ms proxy")
+    parser.add_argument("--groups", type=int, default=0, help="also open a hierarchy of this many groups")
     args = parser.parse_args()
     readers: dict[str, Callable[[Where, list[Box]], float]] = {
         "h5py via data.h5": through_h5, "zarr-python": with_zarr, "TensorStore": with_tensorstore}
@@ -162,6 +200,24 @@ def main() -> None:
                         print(f"| {store.stem[1:]}^2 chunks | {place} | {name} | {seconds:.3f} "
                               f"| {1000 * seconds / len(chunks):.2f} "
                               f"| {seconds / times['zarr-python']:.2f} |")
+            if args.groups:
+                _groups_table(args, stores[-1].parent, stack)
+
+
+def _groups_table(args: argparse.Namespace, scratch: Path, stack: contextlib.ExitStack) -> None:
+    tree = scratch / "groups.zarr"
+    make_groups(tree, args.groups)
+    places = [("local", Where(str(tree)))]
+    if args.s3:
+        places.append(("S3 + 20 ms", stack.enter_context(on_s3([tree], scratch / "s3-groups.log"))[0]))
+    print(f"\n| {args.groups} groups of 2 arrays | where | reader | seconds | / zarr-python |")
+    print("|---|---|---|---|---|")
+    for place, where in places:
+        openers = (("h5py via data.h5", group_through_h5), ("zarr-python", group_with_zarr))
+        times = {name: statistics.median(open_whole(where) for _ in range(args.repeat))
+                 for name, open_whole in openers}
+        for name, seconds in times.items():
+            print(f"| | {place} | {name} | {seconds:.3f} | {seconds / times['zarr-python']:.2f} |")
 
 
 if __name__ == "__main__":
