@@ -271,7 +271,7 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
                     "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))
     if root.kind == "array":
         opened = tree.open_array("")
-        if opened.problem is not None and opened.text is None:  # (strings: data.txt only)
+        if opened.problem is not None and opened.strings is None:  # (strings: their own files)
             raise ZarrfsError(opened.problem)
     return tree
 

@@ -18,7 +18,8 @@ from ..formats.nodes import join_path
 from ..views import FileView, MadeView
 from ..views.hdf5_described import DescribedArray
 from ..views.hdf5_group import H5Group, group_file
-from ..views.hdf5_view import H5_NAME, h5_dataset, shows_array_h5
+from ..views.hdf5_strings import StringDataset, StringSource
+from ..views.hdf5_view import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
 from .pyramid_views import ARRAYS_AT_ONCE, PyramidViews
 from .pyramid_views import Groups as PyramidGroups
 
@@ -28,6 +29,7 @@ H5_KIND = "h5"  # (its name in `-o views=`, as an array's data.h5)
 
 class Groups(PyramidGroups, Protocol):
     def opened_array(self, path: str) -> Any: ...
+    def open_array(self, path: str) -> Any: ...
 
 
 class H5GroupViews(PyramidViews):
@@ -77,11 +79,16 @@ class H5GroupViews(PyramidViews):
             else:
                 try:
                     array = DescribedArray(node.describe(), lambda: self._open(node.path))
-                except ZarrfsError:  # (its metadata or codecs: the array's own directory says why)
-                    return None
+                except ZarrfsError:  # (strings; else its metadata or codecs: its directory says why)
+                    return self._strings(node)
                 with self._lock:
                     self._described[node.path] = (node, array)
         return array if shows_array_h5(array) else None
+
+    def _strings(self, node: NodeMetadata) -> StringSource | None:
+        """An array of strings as its directory's data.h5 shows it (opening it reads no chunk)."""
+        strings = self.groups.open_array(node.path).strings
+        return None if strings is None else strings.source
 
     def _open(self, path: str) -> Any:
         directory = self.groups.open_array(path).directory
@@ -118,8 +125,11 @@ class H5GroupViews(PyramidViews):
     def _group(self, group: str, arrays: dict[str, Any]) -> H5Group:
         node = self.groups.node(group)
         children = self.groups.group_children(group)
-        datasets = {name: h5_dataset(arrays[c.path], self.byteorder)
-                    for name, c in children.items() if c.path in arrays}
+        datasets = {name: self._dataset(arrays[c.path]) for name, c in children.items() if c.path in arrays}
         groups = {name: self._group(c.path, arrays) for name, c in children.items() if c.kind == "group"}
         return H5Group(node.attributes if node is not None else {}, datasets, groups)
 
+    def _dataset(self, array: Any) -> AnyDataset:
+        if isinstance(array, StringSource):
+            return StringDataset(array)
+        return h5_dataset(array, self.byteorder)

@@ -30,7 +30,6 @@ from ..views import FileView, RegionArray, group_attributes, views_attribute
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
 from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from ..views.npy import NpyHeader
-from ..views.text import TEXT_NAME, TextFile
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
@@ -40,7 +39,7 @@ from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
 from .placement import placement_finder
 from .reshapes import Reshapes
-from .text_views import text_view
+from .text_views import StringFiles, string_files
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -50,7 +49,7 @@ log = logging.getLogger(__name__)
 class OpenedArray:
     directory: ArrayDirectory | None
     problem: str | None
-    text: TextFile | None = None  # `data.txt` of an array of strings or bytes (no directory)
+    strings: StringFiles | None = None  # (an array of strings or bytes: no directory, its own files)
 
 
 class Tree:
@@ -93,7 +92,8 @@ class Tree:
                     *self.uploads.names(directory.path)]
         found = self.open_array(directory.path)
         opened = found.directory
-        return [*files, *(opened.entries() if opened else ()), *([TEXT_NAME] if found.text else ())]
+        strings = found.strings.files if found.strings else ()
+        return [*files, *(opened.entries() if opened else ()), *strings]
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
@@ -109,7 +109,8 @@ class Tree:
             if child is None:
                 return view
             return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
-        if directory.role == ARRAY and name == TEXT_NAME and self.open_array(directory.path).text:
+        strings = self.open_array(directory.path).strings if directory.role == ARRAY else None
+        if strings is not None and name in strings.files:
             return Ref(directory.path, HEADER, (name,))
         opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
         if opened is None:
@@ -177,10 +178,10 @@ class Tree:
         try:
             array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
-            text, problem = text_view(self.store, node, str(e))
-            if text is None:
+            strings, problem = string_files(self.store, node, str(e), self.layout.views)
+            if strings is None:
                 log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
-            return OpenedArray(None, problem, text)
+            return OpenedArray(None, problem, strings)
         where = placement_finder(node, array.metadata, self.node, self._group_child,
                                  lambda path: self.open_array(path).directory)
         directory = ArrayDirectory(array, self.layout, placement=where,  # (resized after it is made)
@@ -210,8 +211,9 @@ class Tree:
         if self.group_views.serves(ref):
             return self.group_views.file(ref.path, ref.parts[0])
         opened_array = self.open_array(ref.path)
-        if opened_array.text is not None and ref.parts == (TEXT_NAME,):
-            return opened_array.text
+        strings = opened_array.strings
+        if strings is not None and ref.parts and ref.parts[0] in strings.files:
+            return strings.files[ref.parts[0]]
         opened = opened_array.directory
         if opened is None:
             raise FileNotFoundError(ref.describe())
@@ -237,7 +239,8 @@ class Tree:
         if opened.directory is not None:
             views = [name for name in opened.directory.entries() if name != CHUNKS_NAME]
             return {**opened.directory.xattrs(), **views_attribute(views)}
-        return {} if opened.text is None else {**opened.text.xattrs(), **views_attribute([TEXT_NAME])}
+        strings = opened.strings  # (its text, and data.h5 of strings)
+        return {} if strings is None else {**strings.xattrs(), **views_attribute(list(strings.files))}
 
     def sharing_bytes(self, ref: Ref) -> list[int]:
         """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's

@@ -11,10 +11,11 @@ a chunk not stored has no address and reads as the fill value), never a listing 
 from __future__ import annotations
 
 import bisect
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -147,9 +148,54 @@ class ScalarSlot:
 DatasetPart = DatasetChunks | ScalarSlot
 
 
+class Tail(Protocol):
+    """A part of the file whose size is known only by reading (the heaps of strings)."""
+
+    def size(self) -> int: ...
+    def piece(self, inside: int, end: int) -> bytes:
+        """Its bytes from `inside` (from its own start) to `end` or its end."""
+    def forget_fetched(self) -> None: ...
+
+
+class Tails:
+    """The parts after every fixed one, one after another from `start` (the file places
+    them): their sizes are learnt by reading them all, at the first stat or read that needs
+    an address among them, and kept for the file's life, one integer per part."""
+
+    def __init__(self) -> None:
+        self.start = 0
+        self.parts: list[Tail] = []
+        self._starts: list[int] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, tail: Tail) -> int:
+        """`tail` placed after the others: its number."""
+        self.parts.append(tail)
+        return len(self.parts) - 1
+
+    def starts(self) -> list[int]:
+        """Where each part starts, and the end of the last."""
+        with self._lock:
+            if self._starts is not None:
+                return self._starts
+        starts = list(itertools.accumulate((part.size() for part in self.parts), initial=self.start))
+        with self._lock:
+            self._starts = starts
+        return starts
+
+    def piece(self, offset: int, end: int) -> bytes:
+        starts = self.starts()
+        number = bisect.bisect_right(starts, offset) - 1
+        if number >= len(self.parts):
+            return b""
+        start = starts[number]
+        return self.parts[number].piece(offset - start, min(end, starts[number + 1]) - start)
+
+
 class ChunkedFile(ReadOnlyFile):
     """`head` (the superblock and every object header, the superblock's end of file filled
-    in here), then each dataset's index and chunks, in the order of their addresses.
+    in here), then each dataset's index and chunks, in the order of their addresses, then
+    the `tails`, if any.
 
     Served without the page cache: a reader of one chunk gets that chunk, not the kernel's
     readahead of the chunks after it."""
@@ -157,11 +203,21 @@ class ChunkedFile(ReadOnlyFile):
     direct_io = True
     block_size = RANDOM_ACCESS_BLOCK
 
-    def __init__(self, head: bytes, datasets: Sequence[DatasetPart]) -> None:
+    def __init__(self, head: bytes, datasets: Sequence[DatasetPart], tails: Tails | None = None) -> None:
         self.datasets = sorted(datasets, key=lambda d: d.start)
-        self.size = self.datasets[-1].end if self.datasets else len(head)
+        fixed = self.datasets[-1].end if self.datasets else len(head)
+        self.tails = tails or Tails()
+        self.tails.start = -(-fixed // 8) * 8 if self.tails.parts else fixed
         self._starts = [d.start for d in self.datasets]
-        self._head = h5.superblock(self.size, h5.SUPERBLOCK_SIZE) + head[h5.SUPERBLOCK_SIZE:]
+        self._unplaced_head = head
+        self._head: bytes | None = None if self.tails.parts else self._placed_head(fixed)
+
+    @property
+    def size(self) -> int:
+        return self.tails.starts()[-1] if self.tails.parts else self.tails.start
+
+    def _placed_head(self, size: int) -> bytes:
+        return h5.superblock(size, h5.SUPERBLOCK_SIZE) + self._unplaced_head[h5.SUPERBLOCK_SIZE:]
 
     def read(self, offset: int, size: int) -> bytes:
         end = min(offset + size, self.size)
@@ -173,14 +229,22 @@ class ChunkedFile(ReadOnlyFile):
         return b"".join(out)
 
     def _piece(self, offset: int, end: int) -> bytes:
-        if offset < len(self._head):
+        if offset < len(self._unplaced_head):
+            if self._head is None:
+                self._head = self._placed_head(self.size)
             return self._head[offset:end]
+        if offset >= self.tails.start:
+            return self.tails.piece(offset, end)
         number = bisect.bisect_right(self._starts, offset) - 1
         if number < 0:  # (between the head and the first index)
             return bytes(min(end, self._starts[0]) - offset)
-        return self.datasets[number].piece(offset, end)
+        piece = self.datasets[number].piece(offset, min(end, self.tails.start))
+        return piece or bytes(min(end, self.tails.start) - offset)  # (the fixed parts' padding)
 
     def forget_fetched(self) -> None:
-        """Learn the sizes and fetch the chunks again as they are next read."""
+        """Learn the sizes and fetch the chunks again as they are next read (the tails' sizes
+        are kept: the file's size stays)."""
         for dataset in self.datasets:
             dataset.forget_fetched()
+        for tail in self.tails.parts:
+            tail.forget_fetched()

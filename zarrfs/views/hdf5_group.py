@@ -28,9 +28,9 @@ import numpy as np
 
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
-from .hdf5_chunks import ChunkedFile, DatasetPart
+from .hdf5_chunks import ChunkedFile, DatasetPart, Tails
 from .hdf5_dims import Attached, dimension_list, global_heap, scale_attributes, scale_header
-from .hdf5_view import Dataset, dataset_header, named_dimensions
+from .hdf5_view import AnyDataset, named_dimensions
 
 NON_COORDINATE = "_nc4_non_coord_"  # (netCDF-C's prefix of a variable named as another's dimension)
 _HEAP_OBJECTS = 4096  # references a heap collection holds here (its numbers are 16-bit)
@@ -42,7 +42,7 @@ class H5Group:
     hold, as datasets), its subgroups."""
 
     attributes: Mapping[str, Any]
-    datasets: Mapping[str, Dataset]
+    datasets: Mapping[str, AnyDataset]
     groups: Mapping[str, H5Group]
 
 
@@ -50,7 +50,7 @@ class H5Group:
 class _Variable:
     path: str  # (its key: the group's path and its name)
     link: str
-    dataset: Dataset
+    dataset: AnyDataset
     dimensions: tuple[str, ...] | None  # (None: netCDF's phony dimensions)
     coordinate: bool = False
 
@@ -107,7 +107,7 @@ def phony_key(path: str, dimension: str) -> str:
     return f"{path}/{dimension} (scale)"
 
 
-def _dimensions(path: str, datasets: Mapping[str, Dataset], groups: set[str],
+def _dimensions(path: str, datasets: Mapping[str, AnyDataset], groups: set[str],
                 notes: list[str]) -> tuple[list[_Variable], dict[str, int]]:
     """The group's variables with their dimensions' names, and the dimensions' lengths:
     coordinate variables first, so their lengths keep their names. An array naming a
@@ -155,18 +155,20 @@ class _Layout:
         self.heap_objects, self.heap_places = _heap_objects(groups)
         self.at: dict[str, int] = {}
         self.chunks: dict[str, DatasetPart] = {}
+        self.tails = Tails()  # (the strings' heaps, after every dataset's chunks)
         made = self._headers(lambda key: 0)  # (their sizes: no address changes one)
         at = h5.SUPERBLOCK_SIZE
         for key, header in made.items():
             self.at[key] = at
             at += len(header)
         for key, variable in self.variables.items():
-            self.chunks[key] = variable.dataset.chunks(at)
+            self.chunks[key] = variable.dataset.chunks(at, self.tails)
             at = self.chunks[key].end
 
     def file(self) -> ChunkedFile:
         head = b"".join(self._headers(self.at.__getitem__).values())
-        return ChunkedFile(h5.superblock(0, h5.SUPERBLOCK_SIZE) + head, list(self.chunks.values()))
+        head = h5.superblock(0, h5.SUPERBLOCK_SIZE) + head
+        return ChunkedFile(head, list(self.chunks.values()), self.tails)
 
     def _headers(self, at: Callable[[str], int]) -> dict[str, bytes]:
         """Every object's bytes, in file order, made with the addresses `at` gives."""
@@ -194,7 +196,7 @@ class _Layout:
         elif variable.dimensions:
             heap, first = self.heap_places[variable.path]
             extra = [dimension_list(at(f"heap {heap}"), first, len(variable.dimensions))]
-        return dataset_header(variable.dataset, part_at, extra)
+        return variable.dataset.header(part_at, extra)
 
     def _attached(self, scale: str, at: Callable[[str], int]) -> list[Attached]:
         """The variables, in any group, whose dimensions `scale` is the scale of (a coordinate

@@ -27,7 +27,7 @@ from ..codecs.stored_form import StoredForm
 from ..formats.description import ArrayDescription
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
-from .hdf5_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot
+from .hdf5_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot, Tails
 from .hdf5_codecs import Filtered, filtered
 from .hdf5_dims import GLOBAL_HEAP_SIZE, dimension_list, global_heap, scale_header
 from .hdf5_types import time_attributes, time_counts
@@ -99,11 +99,27 @@ class Dataset:
     through: Filtered | None
     fill: bytes
 
-    def chunks(self, at: int) -> DatasetPart:
-        """Its part of the file from `at`: its index and its chunks' slots; a scalar's element."""
+    def chunks(self, at: int, tails: Tails) -> DatasetPart:
+        """Its part of the file from `at`: its index and its chunks' slots; a scalar's element
+        (no `tails`: every size is known)."""
         if not self.array.shape:
             return ScalarSlot(self.array, self.dtype, at)
         return DatasetChunks(self.array, self.dtype, self.through, at)
+
+    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+        return dataset_header(self, part_at, extra)
+
+
+class AnyDataset(Protocol):
+    """A dataset of a `data.h5`: numbers (`Dataset`) or strings (`hdf5_strings`)."""
+
+    @property
+    def array(self) -> Any: ...
+    def chunks(self, at: int, tails: Tails) -> DatasetPart:
+        """Its part of the file from `at`, its parts of unknown size added to `tails`."""
+    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+        """Its object header, its part at `part_at`, with the messages `extra` (its
+        dimensions) before its attributes."""
 
 
 def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
@@ -118,9 +134,14 @@ def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
 
 
 def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
-    dataset = h5_dataset(array, byteorder)
+    return dataset_file(h5_dataset(array, byteorder))
+
+
+def dataset_file(dataset: AnyDataset) -> ChunkedFile:
+    """An array's file: its one dataset, named `DATASET`."""
     head, index_at = _metadata(dataset)
-    return ChunkedFile(head, [dataset.chunks(index_at)])
+    tails = Tails()
+    return ChunkedFile(head, [dataset.chunks(index_at, tails)], tails)
 
 
 def dataset_header(dataset: Dataset, part_at: int, extra: Sequence[bytes]) -> bytes:
@@ -188,7 +209,7 @@ def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes 
         return np.asarray(number).astype(dtype).reshape(-1)[:1].tobytes()
 
 
-def _metadata(dataset: Dataset) -> tuple[bytes, int]:
+def _metadata(dataset: AnyDataset) -> tuple[bytes, int]:
     """The superblock, the root group's header (the dataset and its dimensions), the dataset's
     header, the dimensions' scales and the heap of their references; and where the index's
     header goes, after them."""
@@ -200,7 +221,7 @@ def _metadata(dataset: Dataset) -> tuple[bytes, int]:
         return h5.object_header(h5.group_messages(links))
 
     def header(index_at: int, heap_at: int) -> bytes:
-        return dataset_header(dataset, index_at, [dimension_list(heap_at, 1, len(names))] if names else [])
+        return dataset.header(index_at, [dimension_list(heap_at, 1, len(names))] if names else [])
 
     dataset_at = h5.SUPERBLOCK_SIZE + len(root(0, [0] * len(names)))
     scales = [scale_header(length, [(dataset_at, i)]) for i, length in enumerate(shape)] if names else []

@@ -1,0 +1,118 @@
+"""`data.h5` of arrays of variable-length strings (v2 `vlen-utf8`, v3 `string`) through real
+mounts: HDF5 variable-length UTF-8 strings (NetCDF-4's NC_STRING) in global heap collections,
+in an array's file and among a group's datasets. h5py, netCDF4, h5netcdf, ncdump and h5dump
+read them; xarray (both engines) as open_zarr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import h5py
+import hdf5plugin  # (its plugin directory: the system's HDF5 of ncdump and h5dump reads blosc)
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+import zarr
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
+
+# Unicode of 1 to 4 bytes a character, empty strings, a long one (its own collection, past
+# the smallest collection of 4096 bytes), text with a newline.
+WORDS = ["", "a", "héllo", "日本語", "🙂 smile", "line\nbreak", "x" * 5000, "tab\tend", ""]
+
+
+def strings(shape: tuple[int, ...], seed: int) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    picked = rng.integers(0, len(WORDS), shape)
+    return np.array([f"{WORDS[i]}{n}" if n % 5 else WORDS[i]
+                     for n, i in enumerate(picked.reshape(-1))], dtype=object).reshape(shape)
+
+
+def string_array(store: Path, fmt: int, data: np.ndarray[Any, Any], chunks: tuple[int, ...],
+                 dims: list[str]) -> zarr.Array:
+    """An array of strings as zarr-python writes it, its last chunk along the first axis not
+    written (read as the fill value: empty)."""
+    kwargs: dict[str, Any] = ({"dimension_names": dims} if fmt == 3
+                              else {"attributes": {"_ARRAY_DIMENSIONS": dims}})
+    array = zarr.create_array(store, shape=data.shape, dtype=str, chunks=chunks, zarr_format=fmt,
+                              fill_value=None if fmt == 2 else "", **kwargs)
+    written = (data.shape[0] - 1) // chunks[0] * chunks[0]
+    array[:written] = data[:written]
+    data[written:] = ""
+    return array
+
+
+def read_h5py(path: Path) -> np.ndarray[Any, Any]:
+    with h5py.File(path, "r") as f:
+        return np.asarray(f["data"].asstr()[...], dtype=object)
+
+
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+def test_array_of_strings(tmp_path: Path, mount_array: Any, fmt: int) -> None:
+    """Several chunks, an edge chunk, a chunk not stored, unicode and empty strings: h5py and
+    netCDF4 read zarr-python's strings; ncdump and h5dump read the file."""
+    data = strings((11, 7), seed=fmt)
+    string_array(tmp_path / "s.zarr", fmt, data, (3, 4), ["y", "x"])
+    mount = mount_array(tmp_path / "s.zarr", ["ro"])
+    path = mount.path / "data.h5"
+    assert np.array_equal(read_h5py(path), data)
+    with netCDF4.Dataset(path) as nc:
+        assert nc["data"].dimensions == ("y", "x")
+        assert np.array_equal(np.asarray(nc["data"][...], dtype=object), data)
+    assert_tools_read(path, "string data(y, x)", ", ".join(f'"{v}"' if v else "_" for v in data[-1]))
+
+
+def assert_tools_read(path: Path, *dumped: str) -> None:
+    """ncdump shows the texts `dumped` (an empty string as the default fill, `_`); h5dump reads
+    the file."""
+    shown = subprocess.run(["ncdump", str(path)], check=True, capture_output=True, text=True, env=ENV).stdout
+    assert all(text in shown for text in dumped), shown[:2000]
+    subprocess.run(["h5dump", str(path)], check=True, capture_output=True, env=ENV)
+
+
+def string_dataset(store: Path, fmt: int) -> xr.Dataset:
+    """A dataset as xarray writes it: a string coordinate, a 2-D string variable and a number
+    variable sharing its dimension, in several chunks; a string variable's last chunk not
+    written."""
+    station = np.array(["Zürich", "", "東京", "a\nb", "Óbidos", "x" * 300, "z"], dtype=object)
+    names = strings((7, 3), seed=5)
+    dataset = xr.Dataset({"name": (("station", "k"), names, {"long_name": "names"}),
+                          "height": (("station",), np.arange(7, dtype="f8"))},
+                         coords={"station": station}, attrs={"title": "strings"})
+    encoding = {"name": {"chunks": (3, 2)}, "station": {"chunks": (2,)}}
+    dataset.to_zarr(store, zarr_format=fmt, consolidated=False, encoding=encoding)
+    return dataset
+
+
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+def test_xarray_reads_strings_as_open_zarr(tmp_path: Path, mount_array: Any, fmt: int) -> None:
+    """The group's data.h5 (a string coordinate, dimensions shared) and each array's data.h5:
+    xarray with netcdf4 and h5netcdf reads them as open_zarr; ncdump and h5dump read them."""
+    store = tmp_path / "d.zarr"
+    string_dataset(store, fmt)
+    expected = xr.open_zarr(store, consolidated=False).load()
+    mount = mount_array(store, ["ro"])
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got.load(), expected)
+        for name in ("name", "station"):
+            with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
+                xr.testing.assert_identical(got["data"].variable.to_base_variable(),
+                                            expected[name].variable.to_base_variable())
+    assert_tools_read(mount.path / "data.h5", "string station(station)",
+                      'station = "Zürich", _, "東京", "a\\nb"')
+
+
+def test_bytes_have_no_data_h5(tmp_path: Path, mount_array: Any) -> None:
+    """Variable-length bytes keep data.txt alone: HDF5 has no netCDF type ncdump and h5netcdf read
+    for them."""
+    array = zarr.create_array(tmp_path / "b.zarr", shape=(3,), dtype=zarr.dtype.VariableLengthBytes(),
+                              chunks=(2,), zarr_format=3)
+    array[:] = np.array([b"a\x00", b"", b"\xff"], dtype=object)
+    mount = mount_array(tmp_path / "b.zarr", ["ro"])
+    assert sorted(p.name for p in mount.path.iterdir()) == ["data.txt", "zarr.json"]

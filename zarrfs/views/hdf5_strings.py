@@ -1,0 +1,163 @@
+"""Arrays of variable-length strings (v2 `vlen-utf8`, v3 `string`) as datasets of `data.h5`:
+HDF5 variable-length UTF-8 strings, NetCDF-4's NC_STRING, which netCDF-C, h5py, h5netcdf and
+xarray read as str. (Variable-length bytes are left out: HDF5's sequences of bytes are no
+netCDF type ncdump shows, and h5netcdf fails on them.)
+
+The dataset is chunked as the array: its index and a slot per chunk of 16-byte elements
+(`hdf5_vlen`) at offsets known from the shape, as a dataset of numbers; the strings are in
+global heap collections after every fixed part of the file, chunk after chunk (`Tails`).
+Their sizes depend on the strings, so the first `stat` or read of the file decodes every
+chunk once and keeps the end of each chunk's collections (one integer per chunk), as
+`data.txt` does; after that a read decodes only the chunks its range covers. Decoded chunks'
+collections are kept by recency within `HEAPS`' budget (of all files).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..formats.description import ArrayDescription
+from ..grid import Box, Index
+from . import hdf5_format as h5
+from .hdf5_attrs import attribute_messages
+from .hdf5_chunks import ChunkedFile, DatasetChunks, Tails
+from .hdf5_view import dataset_file
+from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, placed
+from .held_bytes import HeldBytes
+
+HEAPS = HeldBytes(32 << 20)
+MAX_CHUNKS = 1 << 20  # (past this many chunks no data.h5: its first stat would decode them all)
+_DEFAULT_FILL = bytes([3, 0x03 | (2 << 2)])  # (fill value message: none defined, an empty string)
+
+
+class StringSource:
+    """An array of strings (`zarrfs.array.variable.VariableArray`) as a dataset reads it (read
+    only: it never changes)."""
+
+    changes = 0
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        self.metadata: ArrayDescription = array.description.grid
+        self.shape: Index = tuple(array.shape)
+        self.read_chunk_shape: Index = tuple(self.metadata.chunk_shape)
+
+    def chunk_values(self, unit: Index) -> list[bytes]:
+        """Chunk `unit`'s strings as UTF-8, C order, the chunk whole (past the array's edge:
+        empty)."""
+        box = self.metadata.chunk_box(unit)
+        inside = Box(box.start, tuple(min(b, n) for b, n in zip(box.stop, self.shape, strict=True)))
+        whole = np.full(self.read_chunk_shape, "", dtype=object)
+        whole[tuple(slice(0, n) for n in inside.shape)] = self.array.read(inside)
+        return [str(v or "").encode("utf-8", "surrogatepass") for v in whole.reshape(-1)]
+
+
+def shows_strings_h5(array: Any) -> bool:
+    """Strings (not bytes), rank 1 or more, no empty dimension, a regular grid of at most
+    MAX_CHUNKS chunks."""
+    description = array.description
+    grid: ArrayDescription = description.grid
+    if description.kind != "string" or not grid.shape or 0 in grid.shape or not grid.is_regular:
+        return False
+    return math.prod(grid.grid_shape) <= MAX_CHUNKS
+
+
+class StringHeaps:
+    """The collections of every chunk of `source`, chunk after chunk: one dataset's tail."""
+
+    def __init__(self, source: StringSource, units: Sequence[Index]) -> None:
+        self.source = source
+        self.units = units
+        self._ends: list[int] | None = None
+        self._lock = threading.Lock()
+        self._key = object()  # (this file's in HEAPS)
+
+    def size(self) -> int:
+        ends = self._index()
+        return ends[-1] if ends else 0
+
+    def offset(self, number: int) -> int:
+        """Where chunk `number`'s collections start, from this tail's start."""
+        return self._index()[number - 1] if number else 0
+
+    def _index(self) -> list[int]:
+        with self._lock:
+            if self._ends is not None:
+                return self._ends
+        ends = list(itertools.accumulate(len(self.heap(n)) for n in range(len(self.units))))
+        with self._lock:
+            self._ends = ends
+        return ends
+
+    def heap(self, number: int) -> bytes:
+        return self._rendered(number)[0]
+
+    def elements(self, number: int) -> np.ndarray:
+        return np.frombuffer(self._rendered(number)[1], ELEMENT)
+
+    def _rendered(self, number: int) -> tuple[bytes, bytes]:
+        heap, elements = HEAPS.get((self._key, number, "heap")), HEAPS.get((self._key, number, "elements"))
+        if heap is not None and elements is not None:
+            return bytes(heap), bytes(elements)
+        made, placed_elements = collections(self.source.chunk_values(self.units[number]))
+        HEAPS.put((self._key, number, "heap"), made)
+        HEAPS.put((self._key, number, "elements"), placed_elements.tobytes())
+        return made, placed_elements.tobytes()
+
+    def piece(self, inside: int, end: int) -> bytes:
+        ends = self._index()
+        number = bisect.bisect_right(ends, inside)
+        start = ends[number - 1] if number else 0
+        return self.heap(number)[inside - start:min(end, ends[number]) - start]
+
+    def forget_fetched(self) -> None:
+        return None  # (the sizes are the file's; a chunk is decoded again when dropped)
+
+
+class StringChunks(DatasetChunks):
+    """A dataset of strings' index and slots of 16-byte elements; its heaps a tail of the file."""
+
+    def __init__(self, source: StringSource, at: int, tails: Tails) -> None:
+        super().__init__(source, np.dtype("V16"), None, at)
+        units = [self._unit(n) for n in range(self.index.count)]
+        self.heaps = StringHeaps(source, units)
+        self._tails, self._tail = tails, tails.add(self.heaps)
+
+    def _make_chunk(self, number: int) -> bytes:
+        address = self._tails.starts()[self._tail] + self.heaps.offset(number)
+        return placed(self.heaps.elements(number), address)[:self.slot]
+
+
+class StringDataset:
+    """An array of strings as a dataset of variable-length strings."""
+
+    def __init__(self, array: StringSource) -> None:
+        self.array = array
+
+    def chunks(self, at: int, tails: Tails) -> StringChunks:
+        return StringChunks(self.array, at, tails)
+
+    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+        """Its object header, its part at `part_at`, with `extra` (its dimensions) before its
+        attributes."""
+        shape = tuple(self.array.shape)
+        layout = h5.chunked_layout(self.array.read_chunk_shape, ELEMENT.itemsize, part_at)
+        messages = [h5.message(h5.DATASPACE, h5.dataspace(shape)),
+                    h5.message(h5.DATATYPE, STRING_TYPE, flags=1),
+                    h5.message(h5.FILL_VALUE, _DEFAULT_FILL, flags=1),
+                    h5.message(h5.LAYOUT, layout)]
+        attributes: Mapping[str, Any] = self.array.metadata.attributes
+        return h5.object_header([*messages, *extra, *attribute_messages(attributes, np.dtype("f8"), None)])
+
+
+
+def strings_h5_file(array: StringSource) -> ChunkedFile:
+    """`data.h5` of an array of strings (one `shows_strings_h5` shows)."""
+    return dataset_file(StringDataset(array))
