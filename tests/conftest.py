@@ -76,6 +76,7 @@ FAST_TESTS = {
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
     "test_hdf5_mount.py": {"test_chunks_pass_through"},
     "test_hdf5_group.py": {"test_xarray_reads_the_group_as_open_zarr"},
+    "test_hdf5_strings.py": {"test_xarray_reads_strings_as_open_zarr", "test_unicode_as_variable_length"},
     "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},
     "test_store_cas.py": {"test_conditional_put", "test_conditional_delete",
                           "test_local_cas_leaves_no_files_behind"},

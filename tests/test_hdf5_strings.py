@@ -37,14 +37,17 @@ def string_array(store: Path, fmt: int, data: np.ndarray[Any, Any], chunks: tupl
                  dims: list[str]) -> zarr.Array:
     """An array of strings as zarr-python writes it, its last chunk along the first axis not
     written (read as the fill value: empty)."""
-    kwargs: dict[str, Any] = ({"dimension_names": dims} if fmt == 3
-                              else {"attributes": {"_ARRAY_DIMENSIONS": dims}})
     array = zarr.create_array(store, shape=data.shape, dtype=str, chunks=chunks, zarr_format=fmt,
-                              fill_value=None if fmt == 2 else "", **kwargs)
+                              fill_value=None if fmt == 2 else "", **named(fmt, dims))
     written = (data.shape[0] - 1) // chunks[0] * chunks[0]
     array[:written] = data[:written]
     data[written:] = ""
     return array
+
+
+def named(fmt: int, dims: list[str]) -> dict[str, Any]:
+    """zarr.create_array's arguments naming the dimensions as xarray does."""
+    return {"dimension_names": dims} if fmt == 3 else {"attributes": {"_ARRAY_DIMENSIONS": dims}}
 
 
 def read_h5py(path: Path) -> np.ndarray[Any, Any]:
@@ -108,11 +111,56 @@ def test_xarray_reads_strings_as_open_zarr(tmp_path: Path, mount_array: Any, fmt
                       'station = "Zürich", _, "東京", "a\\nb"')
 
 
-def test_bytes_have_no_data_h5(tmp_path: Path, mount_array: Any) -> None:
-    """Variable-length bytes keep data.txt alone: HDF5 has no netCDF type ncdump and h5netcdf read
-    for them."""
-    array = zarr.create_array(tmp_path / "b.zarr", shape=(3,), dtype=zarr.dtype.VariableLengthBytes(),
-                              chunks=(2,), zarr_format=3)
-    array[:] = np.array([b"a\x00", b"", b"\xff"], dtype=object)
-    mount = mount_array(tmp_path / "b.zarr", ["ro"])
-    assert sorted(p.name for p in mount.path.iterdir()) == ["data.txt", "zarr.json"]
+def test_bytes_are_left_out(tmp_path: Path, mount_array: Any) -> None:
+    """Variable-length bytes keep data.txt alone (HDF5 has no netCDF type ncdump and h5netcdf
+    read for them); the group's file holds the strings beside them."""
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    blob = group.create_array("blob", shape=(3,), dtype=zarr.dtype.VariableLengthBytes(), chunks=(2,))
+    blob[:] = np.array([b"a\x00", b"", b"\xff"], dtype=object)
+    group.create_array("name", shape=(3,), dtype=str, chunks=(2,))[:] = np.array(["a", "", "b"])
+    mount = mount_array(tmp_path / "g.zarr", ["ro"])
+    assert sorted(p.name for p in (mount.path / "blob").iterdir()) == ["data.txt", "zarr.json"]
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert list(f) == ["name"] and list(f["name"].asstr()[...]) == ["a", "", "b"]
+
+
+def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> None:
+    """A chunk of 100,000 strings and one of 3 MB: more objects (65,535) and more bytes (1 MiB)
+    than one heap collection holds here, so several, which h5py and netCDF4 read."""
+    data = np.array([f"s{n}" for n in range(100_000)], dtype=object)
+    data[70_000] = "long " * 600_000
+    array = zarr.create_array(tmp_path / "m.zarr", shape=data.shape, dtype=str, chunks=(100_000,),
+                              zarr_format=3)
+    array[:] = data
+    mount = mount_array(tmp_path / "m.zarr", ["ro"])
+    assert np.array_equal(read_h5py(mount.path / "data.h5"), data)
+    with netCDF4.Dataset(mount.path / "data.h5") as nc:
+        assert nc["data"][70_000] == data[70_000] and nc["data"][99_999] == "s99999"
+
+
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+def test_unicode_as_variable_length(tmp_path: Path, mount_array: Any, fmt: int) -> None:
+    """numpy `U` strings (UTF-32: no HDF5 or netCDF type) as variable-length UTF-8: xarray
+    reads the group's file and the array's as open_zarr (the same str), h5py and netCDF4 the
+    strings; a chunk not stored reads as the fill value."""
+    store = tmp_path / "u.zarr"
+    city = np.array(["Zürich", "", "東京", "🙂", "Óbidos", "a\nb", "z"], dtype="<U6")
+    xr.Dataset({"count": (("city",), np.arange(7, dtype="i4"))}, coords={"city": city}).to_zarr(
+        store, zarr_format=fmt, consolidated=False, encoding={"city": {"chunks": (3,)}})
+    code = zarr.create_array(store / "code", shape=(5, 4), dtype="<U3", chunks=(2, 3), zarr_format=fmt,
+                             fill_value="-", **named(fmt, ["y", "x"]))
+    data = strings((5, 4), seed=7).astype("<U3")
+    code[:4] = data[:4]
+    data[4:] = "-"
+    expected = xr.open_zarr(store, consolidated=False).load()
+    mount = mount_array(store, ["ro"])
+    assert np.array_equal(read_h5py(mount.path / "code" / "data.h5"), data.astype(object))
+    with netCDF4.Dataset(mount.path / "city" / "data.h5") as nc:
+        assert list(nc["data"][...]) == list(city)
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got[["count", "city"]].load(), expected[["count", "city"]])
+        with xr.open_dataset(mount.path / "city" / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got["data"].variable.to_base_variable(),
+                                        expected["city"].variable.to_base_variable())
+    assert_tools_read(mount.path / "data.h5", "string city(city)", 'city = "Zürich", _, "東京"')

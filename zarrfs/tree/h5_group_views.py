@@ -18,7 +18,7 @@ from ..formats.nodes import join_path
 from ..views import FileView, MadeView
 from ..views.hdf5_described import DescribedArray
 from ..views.hdf5_group import H5Group, group_file
-from ..views.hdf5_strings import StringDataset, StringSource
+from ..views.hdf5_strings import StringDataset, StringSource, UnicodeStrings, shows_unicode_h5
 from ..views.hdf5_view import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
 from .pyramid_views import ARRAYS_AT_ONCE, PyramidViews
 from .pyramid_views import Groups as PyramidGroups
@@ -40,6 +40,7 @@ class H5GroupViews(PyramidViews):
         self.groups: Groups = groups
         # The arrays not opened, as described, by path (made again when the tree's node is).
         self._described: dict[str, tuple[NodeMetadata, DescribedArray]] = {}
+        self._unicode_sources: dict[str, UnicodeStrings] = {}
         self._lock = threading.Lock()
 
     def names(self, group: str) -> list[str]:
@@ -83,7 +84,18 @@ class H5GroupViews(PyramidViews):
                     return self._strings(node)
                 with self._lock:
                     self._described[node.path] = (node, array)
+        if shows_unicode_h5(array):
+            return self._unicode(node.path, array)
         return array if shows_array_h5(array) else None
+
+    def _unicode(self, path: str, array: Any) -> UnicodeStrings:
+        """The strings of `array` of numpy `U` strings, one source while the array is the same
+        (the file is made again when its arrays change)."""
+        with self._lock:
+            known = self._unicode_sources.get(path)
+            if known is None or known.array is not array:
+                known = self._unicode_sources[path] = UnicodeStrings(array)
+            return known
 
     def _strings(self, node: NodeMetadata) -> StringSource | None:
         """An array of strings as its directory's data.h5 shows it (opening it reads no chunk)."""

@@ -14,7 +14,7 @@ from ..formats import NodeMetadata
 from ..formats.variable import NotVariableError
 from ..store import Store
 from ..views import FileView
-from ..views.hdf5_strings import StringSource, shows_strings_h5, strings_h5_file
+from ..views.hdf5_strings import StringSource, VariableStrings, shows_strings_h5, strings_h5_file
 from ..views.hdf5_view import H5_NAME
 from ..views.text import TEXT_NAME, TextFile
 from ..views.xattrs import variable_attributes
@@ -46,7 +46,7 @@ def string_files(store: Store, node: NodeMetadata, problem: str,
     except ZarrfsError as e:
         return None, f"its strings cannot be read: {e}"
     files: dict[str, FileView] = {TEXT_NAME: TextFile(array)}
-    source = StringSource(array) if shows_strings_h5(array) else None
+    source = VariableStrings(array) if shows_strings_h5(array) else None
     if H5_KIND in views and source is not None:
         files[H5_NAME] = strings_h5_file(source)
     log.info("array %s of strings or bytes is shown as %s", node.path or "/", " and ".join(files))

@@ -18,7 +18,7 @@ import bisect
 import itertools
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,9 +28,10 @@ from ..grid import Box, Index
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
 from .hdf5_chunks import ChunkedFile, DatasetChunks, Tails
-from .hdf5_view import dataset_file
+from .hdf5_view import dataset_file, h5_file, shows_array_h5
 from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, placed
 from .held_bytes import HeldBytes
+from .placement import Placement
 
 HEAPS = HeldBytes(32 << 20)
 MAX_CHUNKS = 1 << 20  # (past this many chunks no data.h5: its first stat would decode them all)
@@ -38,35 +39,75 @@ _DEFAULT_FILL = bytes([3, 0x03 | (2 << 2)])  # (fill value message: none defined
 
 
 class StringSource:
-    """An array of strings (`zarrfs.array.variable.VariableArray`) as a dataset reads it (read
-    only: it never changes)."""
+    """An array of strings as a dataset reads it: by chunks of `read_chunk_shape`, as UTF-8."""
 
-    changes = 0
-
-    def __init__(self, array: Any) -> None:
+    def __init__(self, array: Any, metadata: ArrayDescription, chunk: Index) -> None:
         self.array = array
-        self.metadata: ArrayDescription = array.description.grid
-        self.shape: Index = tuple(array.shape)
-        self.read_chunk_shape: Index = tuple(self.metadata.chunk_shape)
+        self.metadata = metadata
+        self.shape: Index = tuple(metadata.shape)
+        self.read_chunk_shape: Index = tuple(chunk)
+
+    @property
+    def changes(self) -> Any:
+        """What changes when the array is written (read only: nothing)."""
+        return 0
+
+    def read(self, box: Box) -> np.ndarray:
+        """The elements of `box` (inside the array)."""
+        raise NotImplementedError
 
     def chunk_values(self, unit: Index) -> list[bytes]:
         """Chunk `unit`'s strings as UTF-8, C order, the chunk whole (past the array's edge:
         empty)."""
-        box = self.metadata.chunk_box(unit)
-        inside = Box(box.start, tuple(min(b, n) for b, n in zip(box.stop, self.shape, strict=True)))
+        start = tuple(u * c for u, c in zip(unit, self.read_chunk_shape, strict=True))
+        stop = tuple(min(s + c, n) for s, c, n in zip(start, self.read_chunk_shape, self.shape, strict=True))
+        inside = Box(start, stop)
         whole = np.full(self.read_chunk_shape, "", dtype=object)
-        whole[tuple(slice(0, n) for n in inside.shape)] = self.array.read(inside)
+        whole[tuple(slice(0, n) for n in inside.shape)] = self.read(inside)
         return [str(v or "").encode("utf-8", "surrogatepass") for v in whole.reshape(-1)]
 
 
-def shows_strings_h5(array: Any) -> bool:
-    """Strings (not bytes), rank 1 or more, no empty dimension, a regular grid of at most
-    MAX_CHUNKS chunks."""
-    description = array.description
-    grid: ArrayDescription = description.grid
-    if description.kind != "string" or not grid.shape or 0 in grid.shape or not grid.is_regular:
+class VariableStrings(StringSource):
+    """An array of strings of no fixed size (`zarrfs.array.variable.VariableArray`, read only)."""
+
+    def __init__(self, array: Any) -> None:
+        super().__init__(array, array.description.grid, array.description.grid.chunk_shape)
+
+    def read(self, box: Box) -> np.ndarray:
+        return np.asarray(self.array.read(box))
+
+
+class UnicodeStrings(StringSource):
+    """An array of numpy's fixed-size `U` strings (UTF-32: no HDF5 or netCDF type), its
+    strings as variable-length UTF-8, which xarray reads back as the same str."""
+
+    def __init__(self, array: Any) -> None:
+        super().__init__(array, array.metadata, array.read_chunk_shape)
+
+    @property
+    def changes(self) -> Any:
+        return self.array.changes
+
+    def read(self, box: Box) -> np.ndarray:
+        return np.asarray(self.array.read_boxes([box])[0])
+
+
+def _shows(grid: ArrayDescription, chunk: Index) -> bool:
+    """Rank 1 or more, no empty dimension, a regular grid of at most MAX_CHUNKS chunks."""
+    if not grid.shape or 0 in grid.shape or not grid.is_regular:
         return False
-    return math.prod(grid.grid_shape) <= MAX_CHUNKS
+    return math.prod(-(-n // c) for n, c in zip(grid.shape, chunk, strict=True)) <= MAX_CHUNKS
+
+
+def shows_strings_h5(array: Any) -> bool:
+    """An array of strings of no fixed size (not bytes) a dataset holds."""
+    grid: ArrayDescription = array.description.grid
+    return bool(array.description.kind == "string" and _shows(grid, grid.chunk_shape))
+
+
+def shows_unicode_h5(array: Any) -> bool:
+    """An array of numpy `U` strings (v2 `<U4`, v3 `fixed_length_utf32`) a dataset holds."""
+    return bool(array.data_type.kind == "string" and _shows(array.metadata, array.read_chunk_shape))
 
 
 class StringHeaps:
@@ -161,3 +202,15 @@ class StringDataset:
 def strings_h5_file(array: StringSource) -> ChunkedFile:
     """`data.h5` of an array of strings (one `shows_strings_h5` shows)."""
     return dataset_file(StringDataset(array))
+
+
+def shows_h5(array: Any) -> bool:
+    """Whether an array's directory shows data.h5: numbers, or numpy `U` strings."""
+    return shows_array_h5(array) or shows_unicode_h5(array)
+
+
+def array_h5_file(array: Any, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
+    """`data.h5` of an array of fixed-size elements (one `shows_h5` shows)."""
+    if shows_unicode_h5(array):
+        return strings_h5_file(UnicodeStrings(array))
+    return h5_file(array, byteorder, placement)

@@ -17,7 +17,8 @@ import numpy as np
 
 from . import headers
 from .files import FileView, MadeView, RegionFile
-from .hdf5_view import H5_NAME, h5_file, shows_array_h5
+from .hdf5_strings import array_h5_file, shows_h5
+from .hdf5_view import H5_NAME
 from .netcdf_file import NC_NAME
 from .npy import NpyFile
 from .ome_tiff import OME_TIFF_NAME
@@ -72,7 +73,7 @@ class ArrayFileView:
 
 ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
     "tif": ArrayFileView("data.tif", shows_array_tiff, tiff_file),
-    "h5": ArrayFileView(H5_NAME, shows_array_h5, h5_file),
+    "h5": ArrayFileView(H5_NAME, shows_h5, array_h5_file),
 }
 # Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
 GROUP_VIEWS = {"nc": NC_NAME, "ome": OME_TIFF_NAME}
