@@ -130,15 +130,15 @@ def test_netcdf_tools_see_the_groups(dataset: tuple[Path, Path], tmp_path: Path)
 def test_one_name_of_two_lengths(tmp_path: Path, mount_array: MountFactory) -> None:
     """Arrays that give one dimension name two lengths (xarray refuses the Zarr group): the
     coordinate variable's length keeps the name, the other gets a dimension NAME_LENGTH; an
-    array data.h5 cannot hold (numpy `S` bytes) is left out, the others, a scalar and numpy
-    `U` strings too, are there."""
+    array data.h5 cannot hold (raw bytes, numpy `V`) is left out, the others, a scalar and
+    numpy `U` strings too, are there."""
     root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
     root.create_array("n", data=np.arange(4.0), dimension_names=["n"])
     root.create_array("a", data=np.arange(4, dtype="int32"), dimension_names=["n"])
     root.create_array("b", data=np.arange(6, dtype="int32"), dimension_names=["n"])
     root.create_array("scalar", data=np.array(5.0))
     root.create_array("label", data=np.array(["ab", "cd"], dtype="<U2"))
-    root.create_array("raw", data=np.array([b"ab", b"cd"], dtype="S2"))
+    root.create_array("raw", data=np.array([b"ab", b"cd"], dtype="V2"))
     mount = mount_array(tmp_path / "g.zarr", ["ro"])
     with xr.open_dataset(mount.path / "data.h5", engine="netcdf4") as got:
         assert set(got.variables) == {"n", "a", "b", "scalar", "label"} and float(got["scalar"]) == 5.0

@@ -13,6 +13,7 @@ from typing import Any
 import h5py
 import hdf5plugin  # (its plugin directory: the system's HDF5 of ncdump and h5dump reads blosc)
 import netCDF4
+import numcodecs
 import numpy as np
 import pytest
 import xarray as xr
@@ -164,3 +165,51 @@ def test_unicode_as_variable_length(tmp_path: Path, mount_array: Any, fmt: int) 
             xr.testing.assert_identical(got["data"].variable.to_base_variable(),
                                         expected["city"].variable.to_base_variable())
     assert_tools_read(mount.path / "data.h5", "string city(city)", 'city = "Zürich", _, "東京"')
+
+
+@pytest.mark.parametrize(("fmt", "compressor"), [(2, "zstd"), (3, "zstd"), (3, "gzip")],
+                         ids=["v2", "v3", "v3-decoded"])
+def test_fixed_bytes_as_characters(tmp_path: Path, mount_array: Any, fmt: int, compressor: str) -> None:
+    """numpy `S` bytes as netCDF characters of one more dimension (`stringN`): xarray reads the
+    group's file and the array's back as the same bytes as open_zarr; zstd chunks pass
+    through (h5py's read_direct_chunk gives the stored chunk), gzip's are decoded; a chunk
+    not stored reads as the fill value."""
+    store = tmp_path / "b.zarr"
+    code = np.array([b"ab", b"", b"\xc3\xa9t\xc3", b"wxyz", b"q", b"\x01\x02"], dtype="S4")
+    codecs: Any = ({"compressors": [numcodecs.Zstd(level=1) if fmt == 2 else zarr.codecs.ZstdCodec()]}
+                   if compressor == "zstd" else {"compressors": [zarr.codecs.GzipCodec()]})
+    xr.Dataset({"code": (("site",), code), "n": (("site",), np.arange(6.0))}).to_zarr(
+        store, zarr_format=fmt, consolidated=False, encoding={"code": {"chunks": (4,), **codecs}})
+    (store / "code" / ("1" if fmt == 2 else "c/1")).unlink()  # (the fill value: empty)
+    code[4:] = b""
+    expected = xr.open_zarr(store, consolidated=False).load()
+    assert list(expected["code"].values) == list(code)
+    mount = mount_array(store, ["ro"])
+    with h5py.File(mount.path / "code" / "data.h5", "r") as f:
+        assert f["data"].shape == (6, 4) and f["data"][...].tobytes() == code.tobytes()
+        stored = (store / "code" / ("0" if fmt == 2 else "c/0")).read_bytes()
+        assert (f["data"].id.read_direct_chunk((0, 0))[1] == stored) == (compressor == "zstd")
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got.load(), expected)
+        with xr.open_dataset(mount.path / "code" / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got["data"].variable.to_base_variable(),
+                                        expected["code"].variable.to_base_variable())
+    assert_tools_read(mount.path / "data.h5", "char code(site, string4)", 'code =\n  "ab",')
+
+
+@pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
+def test_scalar_strings(tmp_path: Path, mount_array: Any, fmt: int) -> None:
+    """Scalars of strings (variable-length, numpy `U`): a contiguous element, its string in a
+    heap after it; xarray reads them as open_zarr, h5py and ncdump read them."""
+    store = tmp_path / "s.zarr"
+    xr.Dataset({"title": ((), np.array("Zürich 🙂", dtype=object)), "unit": ((), np.str_("m/s"))}).to_zarr(
+        store, zarr_format=fmt, consolidated=False)
+    expected = xr.open_zarr(store, consolidated=False).load()
+    mount = mount_array(store, ["ro"])
+    with h5py.File(mount.path / "title" / "data.h5", "r") as f:
+        assert f["data"].shape == () and f["data"].asstr()[()] == "Zürich 🙂"
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got.load(), expected)
+    assert_tools_read(mount.path / "data.h5", 'title = "Zürich 🙂"', 'unit = "m/s"')

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import ZarrfsError
 from ..formats import NodeMetadata
 from ..formats.nodes import join_path
 from ..views import FileView, MadeView
+from ..views.hdf5_chars import CharArray, char_dataset, shows_chars_h5
 from ..views.hdf5_described import DescribedArray
 from ..views.hdf5_group import H5Group, group_file
 from ..views.hdf5_strings import StringDataset, StringSource, UnicodeStrings, shows_unicode_h5
@@ -40,7 +42,7 @@ class H5GroupViews(PyramidViews):
         self.groups: Groups = groups
         # The arrays not opened, as described, by path (made again when the tree's node is).
         self._described: dict[str, tuple[NodeMetadata, DescribedArray]] = {}
-        self._unicode_sources: dict[str, UnicodeStrings] = {}
+        self._seen: dict[str, Any] = {}  # (path -> UnicodeStrings or CharArray)
         self._lock = threading.Lock()
 
     def names(self, group: str) -> list[str]:
@@ -85,16 +87,18 @@ class H5GroupViews(PyramidViews):
                 with self._lock:
                     self._described[node.path] = (node, array)
         if shows_unicode_h5(array):
-            return self._unicode(node.path, array)
+            return self._seen_as(node.path, array, UnicodeStrings)
+        if shows_chars_h5(array):
+            return self._seen_as(node.path, array, CharArray)
         return array if shows_array_h5(array) else None
 
-    def _unicode(self, path: str, array: Any) -> UnicodeStrings:
-        """The strings of `array` of numpy `U` strings, one source while the array is the same
-        (the file is made again when its arrays change)."""
+    def _seen_as(self, path: str, array: Any, kind: Callable[[Any], Any]) -> Any:
+        """`array` as a dataset of another type sees it (numpy `U` strings, `S` bytes): one
+        object while the array is the same (the file is made again when its arrays change)."""
         with self._lock:
-            known = self._unicode_sources.get(path)
+            known = self._seen.get(path)
             if known is None or known.array is not array:
-                known = self._unicode_sources[path] = UnicodeStrings(array)
+                known = self._seen[path] = kind(array)
             return known
 
     def _strings(self, node: NodeMetadata) -> StringSource | None:
@@ -144,4 +148,6 @@ class H5GroupViews(PyramidViews):
     def _dataset(self, array: Any) -> AnyDataset:
         if isinstance(array, StringSource):
             return StringDataset(array)
+        if isinstance(array, CharArray):
+            return char_dataset(array)
         return h5_dataset(array, self.byteorder)

@@ -57,8 +57,8 @@ def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
     filters: Filters = [(h5.SHUFFLE, [itemsize])] if shuffle else []
     chunk_bytes = math.prod(codec.chunk.shape) * itemsize
     extra = 4 if fletcher else 0  # (fletcher32's checksum is part of the chunk served)
-    if compression in _OTHERS:
-        ident, values, overhead = _OTHERS[compression]
+    if compression in OTHERS:
+        ident, values, overhead = OTHERS[compression]
         filters.append((ident, values(itemsize, chunk_bytes)))
         extra += overhead(chunk_bytes)
         compression = NONE  # (its own bound: the slot is the chunk's size and `extra`)
@@ -82,7 +82,7 @@ def _bzip2_values(itemsize: int, size: int) -> list[int]:
 # Compressors whose stored frames are what an HDF5 filter of hdf5plugin decodes: (filter id,
 # its client values from the element and chunk sizes, the most a chunk of `size` bytes grows).
 BLOSC, BZIP2 = "blosc", "bzip2"
-_OTHERS: dict[str, tuple[int, Callable[[int, int], list[int]], Callable[[int], int]]] = {
+OTHERS: dict[str, tuple[int, Callable[[int, int], list[int]], Callable[[int], int]]] = {
     BLOSC: (32001, _blosc_values, lambda size: 16),
     BZIP2: (307, _bzip2_values, lambda size: size // 100 + 600),
 }

@@ -106,9 +106,12 @@ _FLOATS = {2: (15, 10, 5, 10, 15), 4: (31, 23, 8, 23, 127), 8: (63, 52, 11, 52, 
 
 
 def datatype(dtype: np.dtype[Any]) -> bytes | None:
-    """A fixed-point or IEEE floating-point datatype (version 1) in `dtype`'s byte order,
-    or None when HDF5 has no such type here."""
+    """A fixed-point or IEEE floating-point datatype (version 1) in `dtype`'s byte order, a
+    character (a one-byte ASCII string, netCDF's NC_CHAR), or None when HDF5 has no such type
+    here."""
     size = dtype.itemsize
+    if dtype.kind == "S" and size == 1:
+        return bytes([0x13, 0, 0, 0]) + struct.pack("<I", 1)
     big = 1 if size > 1 and dtype.str[0] == ">" else 0
     if dtype.kind in "iu" and size in (1, 2, 4, 8):
         bits = big | (8 if dtype.kind == "i" else 0)

@@ -27,7 +27,8 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
-from .hdf5_chunks import ChunkedFile, DatasetChunks, Tails
+from .hdf5_chars import chars_h5_file, shows_chars_h5
+from .hdf5_chunks import ChunkedFile, DatasetChunks, ScalarSlot, Tails
 from .hdf5_view import dataset_file, h5_file, shows_array_h5
 from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, placed
 from .held_bytes import HeldBytes
@@ -93,8 +94,8 @@ class UnicodeStrings(StringSource):
 
 
 def _shows(grid: ArrayDescription, chunk: Index) -> bool:
-    """Rank 1 or more, no empty dimension, a regular grid of at most MAX_CHUNKS chunks."""
-    if not grid.shape or 0 in grid.shape or not grid.is_regular:
+    """No empty dimension, a regular grid of at most MAX_CHUNKS chunks (a scalar: one)."""
+    if 0 in grid.shape or not grid.is_regular:
         return False
     return math.prod(-(-n // c) for n, c in zip(grid.shape, chunk, strict=True)) <= MAX_CHUNKS
 
@@ -176,20 +177,36 @@ class StringChunks(DatasetChunks):
         return placed(self.heaps.elements(number), address)[:self.slot]
 
 
+class StringScalar(ScalarSlot):
+    """A scalar's 16-byte element (contiguous: HDF5 chunks no scalar); its heap a tail."""
+
+    def __init__(self, source: StringSource, at: int, tails: Tails) -> None:
+        super().__init__(source, np.dtype("V16"), at)
+        self.heaps = StringHeaps(source, [()])
+        self._tails, self._tail = tails, tails.add(self.heaps)
+
+    def piece(self, offset: int, end: int) -> bytes:
+        element = placed(self.heaps.elements(0), self._tails.starts()[self._tail])
+        return element[offset - self.start:min(end, self.end) - self.start]
+
+
 class StringDataset:
     """An array of strings as a dataset of variable-length strings."""
 
     def __init__(self, array: StringSource) -> None:
         self.array = array
 
-    def chunks(self, at: int, tails: Tails) -> StringChunks:
+    def chunks(self, at: int, tails: Tails) -> StringChunks | StringScalar:
+        if not self.array.shape:
+            return StringScalar(self.array, at, tails)
         return StringChunks(self.array, at, tails)
 
     def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
         """Its object header, its part at `part_at`, with `extra` (its dimensions) before its
         attributes."""
         shape = tuple(self.array.shape)
-        layout = h5.chunked_layout(self.array.read_chunk_shape, ELEMENT.itemsize, part_at)
+        layout = (h5.chunked_layout(self.array.read_chunk_shape, ELEMENT.itemsize, part_at) if shape
+                  else h5.contiguous_layout(part_at, ELEMENT.itemsize))
         messages = [h5.message(h5.DATASPACE, h5.dataspace(shape)),
                     h5.message(h5.DATATYPE, STRING_TYPE, flags=1),
                     h5.message(h5.FILL_VALUE, _DEFAULT_FILL, flags=1),
@@ -198,19 +215,20 @@ class StringDataset:
         return h5.object_header([*messages, *extra, *attribute_messages(attributes, np.dtype("f8"), None)])
 
 
-
 def strings_h5_file(array: StringSource) -> ChunkedFile:
     """`data.h5` of an array of strings (one `shows_strings_h5` shows)."""
     return dataset_file(StringDataset(array))
 
 
 def shows_h5(array: Any) -> bool:
-    """Whether an array's directory shows data.h5: numbers, or numpy `U` strings."""
-    return shows_array_h5(array) or shows_unicode_h5(array)
+    """Whether an array's directory shows data.h5: numbers, numpy `U` strings or `S` bytes."""
+    return shows_array_h5(array) or shows_unicode_h5(array) or shows_chars_h5(array)
 
 
 def array_h5_file(array: Any, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
     """`data.h5` of an array of fixed-size elements (one `shows_h5` shows)."""
     if shows_unicode_h5(array):
         return strings_h5_file(UnicodeStrings(array))
+    if shows_chars_h5(array):
+        return chars_h5_file(array, byteorder, placement)
     return h5_file(array, byteorder, placement)
