@@ -552,7 +552,7 @@ def test_setting_an_xattr_on_a_read_only_mount_is_erofs(tmp_path: Path, mount_ar
     assert json.loads(os.getxattr(mount.path / "a/b", "user.zarr.attributes")) == {"level": 2}
 
 
-# -- arrays of variable-length strings (data.txt only); arrays zarrfs cannot present ---------------
+# -- arrays of variable-length strings (data.txt, data.h5); arrays zarrfs cannot present ----------
 
 
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2-vlen-utf8", "v3-string"])
@@ -570,7 +570,7 @@ def test_group_with_a_vlen_string_array(fmt: int, tmp_path: Path, mount_array: A
     mount = mount_array(store, ["ro"])
     assert set(os.listdir(mount.path)) == ({".zgroup", ".zattrs"} if fmt == 2 else {"zarr.json"}) | {
         "data.nc", "data.h5", "names", "nums"}
-    assert set(os.listdir(mount.path / "names")) == meta | {"data.txt"}
+    assert set(os.listdir(mount.path / "names")) == meta | {"data.txt", "data.h5"}
     assert (mount.path / "names" / "data.txt").read_bytes() == b"a\nbb\nccc\n"
     _assert_enoent(mount.path / "names" / "data")
     _assert_enoent(mount.path / "names" / "chunks")
@@ -581,11 +581,11 @@ def test_group_with_a_vlen_string_array(fmt: int, tmp_path: Path, mount_array: A
 
     lines = _info_lines(store)
     assert set(lines) == {"/", "/names", "/nums"}
-    assert "data.txt only" in lines["/names"] and "string" in lines["/names"]
+    assert "data.txt and data.h5" in lines["/names"] and "string" in lines["/names"]
     assert "metadata only" not in lines["/nums"]
 
-    direct = mount_array(store / "names", ["ro"])  # mounted alone: data.txt and its metadata
-    assert set(os.listdir(direct.path)) == meta | {"data.txt"}
+    direct = mount_array(store / "names", ["ro"])  # mounted alone: data.txt, data.h5 and its metadata
+    assert set(os.listdir(direct.path)) == meta | {"data.txt", "data.h5"}
 
 
 BAD_CODEC = "nosuchcodec"

@@ -5,6 +5,7 @@ read them; xarray (both engines) as open_zarr."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -64,6 +65,7 @@ def test_array_of_strings(tmp_path: Path, mount_array: Any, fmt: int) -> None:
     string_array(tmp_path / "s.zarr", fmt, data, (3, 4), ["y", "x"])
     mount = mount_array(tmp_path / "s.zarr", ["ro"])
     path = mount.path / "data.h5"
+    assert json.loads(os.getxattr(mount.path, "user.zarr.views")) == ["data.txt", "data.h5"]
     assert np.array_equal(read_h5py(path), data)
     with netCDF4.Dataset(path) as nc:
         assert nc["data"].dimensions == ("y", "x")

@@ -51,7 +51,8 @@ def describe_array(node: NodeMetadata) -> str:
             return f"metadata only: {e}"
         codecs = " -> ".join(codec_text(c) for c in text.codecs)
         shape, chunks = dims(text.grid.shape), dims(text.grid.chunk_shape)
-        return f"shape {shape}, {text.kind} (data.txt only), chunks {chunks}, codecs {codecs}"
+        shown = "data.txt and data.h5" if text.kind == "string" else "data.txt only"  # (no `data`)
+        return f"shape {shape}, {text.kind} ({shown}), chunks {chunks}, codecs {codecs}"
     edges = dims(meta.chunk_shape)
     if meta.rectilinear is not None:
         edges = f"rectilinear {meta.rectilinear.edges_text()}"
