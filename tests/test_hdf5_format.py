@@ -1,6 +1,7 @@
 """The HDF5 structures of `data.h5`, without FUSE or a store: the checksum against lookup3's
-own test values, and a file of one dataset and a paged index, written to disk as bytes and
-read by h5py (its HDF5 verifies every checksum and layout rule)."""
+own test values, a file of one dataset and a paged index, and one of strings in global heap
+collections, written to disk as bytes and read by h5py (its HDF5 verifies every checksum and
+layout rule)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ import h5py
 import numpy as np
 import pytest
 
+from zarrfs.formats import v3
+from zarrfs.grid import Box
 from zarrfs.views import hdf5_format as h5
+from zarrfs.views.hdf5_strings import UnicodeStrings, strings_h5_file
+from zarrfs.views.hdf5_vlen import collections
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -78,3 +83,39 @@ def test_h5py_reads_the_bytes(tmp_path: Path, shape: tuple[int, int], chunk: tup
     with h5py.File(path, "r") as f:
         assert f["data"].dtype == np.dtype(">i4") and f["data"].chunks == chunk
         assert np.array_equal(f["data"][...], expected)
+
+
+class _Strings:
+    """An array of numpy `U` strings in memory, as `hdf5_strings.UnicodeStrings` reads one."""
+
+    changes = 0
+
+    def __init__(self, values: np.ndarray, chunk: int) -> None:
+        self.values = values
+        self.read_chunk_shape = (chunk,)
+        self.metadata = v3.metadata_from_json({
+            "zarr_format": 3, "node_type": "array", "shape": list(values.shape), "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}],
+            "attributes": {"long_name": "words"}})
+
+    def read_boxes(self, boxes: list[Box]) -> list[np.ndarray]:
+        return [self.values[box.start[0]:box.stop[0]] for box in boxes]
+
+
+def test_strings_in_global_heap_collections(tmp_path: Path) -> None:
+    """A dataset of variable-length strings whose heaps follow the chunks: 70,000 strings of a
+    chunk need two collections (about 1 MiB each at most; 65,535 objects, as many empty
+    strings), a string of 2 MB one of its own, an empty one is an object of no bytes; h5py
+    reads every string."""
+    values = np.array([f"s{n}é" for n in range(70_010)], dtype="<U8").astype(object)
+    values[3], values[70_005] = "", "x" * 2_000_000
+    _, elements = collections([str(v).encode() for v in values[:70_000]])
+    assert len(set(elements["address"].tolist())) == 2 and elements["object"].max() < 65_535
+    _, empty = collections([b""] * 70_000)
+    assert len(set(empty["address"].tolist())) == 2 and empty["object"].max() == 65_535
+    made = strings_h5_file(UnicodeStrings(_Strings(values, 70_000)))
+    (tmp_path / "s.h5").write_bytes(made.read(0, made.size))
+    with h5py.File(tmp_path / "s.h5", "r") as f:
+        assert f["data"].attrs["long_name"] == b"words"
+        assert np.array_equal(np.asarray(f["data"].asstr()[...], dtype=object), values)
