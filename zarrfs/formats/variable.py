@@ -63,8 +63,9 @@ def _from_v2(doc: Mapping[str, Any], attributes: Mapping[str, Any]) -> VariableD
     kind = VLEN_CODECS.get(str(first.get("id"))) if isinstance(first, Mapping) else None
     if kind is None:
         raise NotVariableError("filters", f"objects need a vlen-utf8 or vlen-bytes filter: {filters!r}")
-    stand_in = {**copy.deepcopy(dict(doc)), "dtype": "|u1", "fill_value": 0, "filters": None,
-                "compressor": None}
+    stated = doc.get("fill_value") is not None  # (null: zarr-python's and xarray's reads do not mask)
+    stand_in = {**copy.deepcopy(dict(doc)), "dtype": "|u1", "fill_value": 0 if stated else None,
+                "filters": None, "compressor": None}
     rest = [v2.buffer_codec(f, f"filters[{i}]") for i, f in enumerate(filters) if i]
     compressor = doc.get("compressor")
     if compressor is not None:

@@ -37,6 +37,8 @@ from .placement import Placement
 HEAPS = HeldBytes(32 << 20)
 MAX_CHUNKS = 1 << 20  # (past this many chunks no data.h5: its first stat would decode them all)
 _DEFAULT_FILL = bytes([3, 0x03 | (2 << 2)])  # (fill value message: none defined, an empty string)
+# `_FillValue` "", as xarray reads a v2 array's stated fill: an element of no string (no heap)
+_EMPTY_FILL = h5.message(h5.ATTRIBUTE, h5.attribute("_FillValue", STRING_TYPE, (1,), bytes(ELEMENT.itemsize)))
 
 
 class StringSource:
@@ -56,6 +58,20 @@ class StringSource:
     def read(self, box: Box) -> np.ndarray:
         """The elements of `box` (inside the array)."""
         raise NotImplementedError
+
+    def fill(self) -> str:
+        """The array's fill value."""
+        raise NotImplementedError
+
+    def fill_text(self) -> str | None:
+        """`_FillValue` as xarray reads it from the store: the attribute, else a v2 array's
+        stated fill value (with xarray's `_ARRAY_DIMENSIONS`); else None (none: v3's)."""
+        attributes = self.metadata.attributes
+        if "_FillValue" in attributes:
+            found = attributes["_FillValue"]
+            return found if isinstance(found, str) else None
+        stated = "_ARRAY_DIMENSIONS" in attributes and self.metadata.fill_value_stated
+        return self.fill() if stated else None
 
     def chunk_values(self, unit: Index) -> list[bytes]:
         """Chunk `unit`'s strings as UTF-8, C order, the chunk whole (past the array's edge:
@@ -77,6 +93,9 @@ class VariableStrings(StringSource):
     def read(self, box: Box) -> np.ndarray:
         return np.asarray(self.array.read(box))
 
+    def fill(self) -> str:
+        return str(self.array.description.fill)
+
 
 class UnicodeStrings(StringSource):
     """An array of numpy's fixed-size `U` strings (UTF-32: no HDF5 or netCDF type), its
@@ -91,6 +110,9 @@ class UnicodeStrings(StringSource):
 
     def read(self, box: Box) -> np.ndarray:
         return np.asarray(self.array.read_boxes([box])[0])
+
+    def fill(self) -> str:
+        return str(np.frombuffer(self.metadata.fill_value, self.array.data_type.storage)[0])
 
 
 def _shows(grid: ArrayDescription, chunk: Index) -> bool:
@@ -212,7 +234,9 @@ class StringDataset:
                     h5.message(h5.FILL_VALUE, _DEFAULT_FILL, flags=1),
                     h5.message(h5.LAYOUT, layout)]
         attributes: Mapping[str, Any] = self.array.metadata.attributes
-        return h5.object_header([*messages, *extra, *attribute_messages(attributes, np.dtype("f8"), None)])
+        fill = [_EMPTY_FILL] if self.array.fill_text() == "" else []
+        others = attribute_messages(attributes, np.dtype("f8"), None)
+        return h5.object_header([*messages, *extra, *fill, *others])
 
 
 def strings_h5_file(array: StringSource) -> ChunkedFile:
