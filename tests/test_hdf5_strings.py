@@ -218,15 +218,15 @@ def test_scalar_strings(tmp_path: Path, mount_array: Any, fmt: int) -> None:
 
 
 def test_v2_empty_fill_value_masks_as_open_zarr(tmp_path: Path, mount_array: Any) -> None:
-    """zarr-python's v2 arrays of strings (vlen-utf8, `U`) state the fill value "", which
-    open_zarr masks (xarray's `_ARRAY_DIMENSIONS`): `_FillValue` "" makes both engines mask the
-    same elements; ncdump reads it."""
+    """zarr-python's v2 arrays of strings (vlen-utf8, `U`) and of `S` bytes state the fill
+    value "", which open_zarr masks (xarray's `_ARRAY_DIMENSIONS`): `_FillValue` "" makes both
+    engines mask the same elements; ncdump reads it."""
     group = zarr.open_group(tmp_path / "f.zarr", mode="w", zarr_format=2)
-    for name, dtype in (("s", str), ("u", "<U2")):
+    for name, dtype in (("s", str), ("u", "<U2"), ("c", "S2")):
         array = group.create_array(name, shape=(4,), dtype=dtype, chunks=(2,), **named(2, ["x"]))
-        array[:3] = np.array(["a", "", "b"])
+        array[:3] = np.array(["a", "", "b"]).astype(dtype)
     expected = xr.open_zarr(tmp_path / "f.zarr", consolidated=False).load()
-    assert expected["s"].isnull().sum() == 2
+    assert expected["s"].isnull().sum() == expected["c"].isnull().sum() == 2
     mount = mount_array(tmp_path / "f.zarr", ["ro"])
     for engine in ("netcdf4", "h5netcdf"):
         with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:

@@ -76,13 +76,15 @@ class CharArray:
 
 
 def _described(metadata: ArrayDescription, length: int) -> ArrayDescription:
-    """The array's description with the characters' dimension named (when the others are)
-    and no fill value of the array's (a character has none of an element's)."""
+    """The array's description with the characters' dimension named (when the others are);
+    a fill value stated (which xarray masks) only when it is empty, a character of zero (no
+    character holds an element's other fill values)."""
     attributes = {k: v for k, v in metadata.attributes.items() if k != "_FillValue"}
-    names = metadata.dimension_names or attributes.pop("_ARRAY_DIMENSIONS", None)
+    names = metadata.dimension_names or attributes.get("_ARRAY_DIMENSIONS")
     named = (*names, f"string{length}") if isinstance(names, list | tuple) else None
+    stated = metadata.fill_value_stated and not any(bytes(metadata.fill_value))
     return dataclasses.replace(metadata, attributes=attributes, dimension_names=named,
-                               fill_value_stated=False)
+                               fill_value_stated=stated)
 
 
 def char_dataset(array: CharArray) -> Dataset:
