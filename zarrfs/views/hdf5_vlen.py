@@ -9,6 +9,7 @@ library writes it (address 0 reads as no string at all: ncdump shows NIL).
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Sequence
 
@@ -27,41 +28,48 @@ _MOST_OBJECTS = (1 << 16) - 1  # (an object's index is 16 bits; 0 is the free sp
 _COLLECTION_BYTES = 1 << 20
 
 
-def _padded(length: int) -> int:
-    return -(-length // 8) * 8
+_OBJECT = np.dtype([("index", "<u2"), ("references", "<u2"), ("reserved", "<u4"), ("size", "<u8")])
+_PADDING = [bytes(n) for n in range(8)]
 
 
 def collections(values: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
     """Global heap collections holding the `values`, one after another from offset 0, and each
-    value's element (`ELEMENT`), its address relative to the first collection."""
-    elements = np.zeros(len(values), ELEMENT)
-    out = bytearray()
-    objects: list[bytes] = []
-    used = _HEADER
-    at = 0
+    value's element (`ELEMENT`), its address relative to the first collection. A collection
+    takes the values that fit in `_COLLECTION_BYTES` (at least one), at most `_MOST_OBJECTS`."""
+    count = len(values)
+    lengths = np.fromiter(map(len, values), np.int64, count)
+    ends = np.cumsum(_HEADER + (lengths + 7) // 8 * 8)  # (where each object ends in its run)
+    elements = np.zeros(count, ELEMENT)
+    elements["length"] = lengths
+    made: list[bytes] = []
+    at = first = 0
+    while first < count:
+        before = int(ends[first - 1]) if first else 0
+        fits = int(np.searchsorted(ends, before + _COLLECTION_BYTES - _HEADER, side="right"))
+        last = min(max(fits, first + 1), first + _MOST_OBJECTS, count)
+        made.append(_collection(values[first:last], lengths[first:last], int(ends[last - 1]) - before))
+        elements["address"][first:last] = at
+        elements["object"][first:last] = np.arange(1, last - first + 1)
+        at += len(made[-1])
+        first = last
+    return b"".join(made), elements
 
-    def close() -> None:
-        nonlocal used
-        size = max(MIN_COLLECTION, used + _HEADER)  # (and the free space's object, 0)
-        free = struct.pack("<HHIQ", 0, 0, 0, size - used)
-        body = b"GCOL" + bytes([1, 0, 0, 0]) + struct.pack("<Q", size) + b"".join(objects) + free
-        out.extend(body + bytes(size - len(body)))
-        objects.clear()
-        used = _HEADER
 
-    for number, value in enumerate(values):
-        need = _HEADER + _padded(len(value))
-        if objects and (len(objects) == _MOST_OBJECTS or used + need > _COLLECTION_BYTES):
-            close()
-        if not objects:
-            at = len(out)
-        objects.append(struct.pack("<HHIQ", len(objects) + 1, 1, 0, len(value))
-                       + value + bytes(_padded(len(value)) - len(value)))
-        elements[number] = (len(value), at, len(objects))
-        used += need
-    if objects:
-        close()
-    return bytes(out), elements
+def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int) -> bytes:
+    """One collection: its header, the values as objects 1, 2, ... (each padded to 8 bytes),
+    then the free space (object 0), at least MIN_COLLECTION bytes in all."""
+    used = _HEADER + objects_size
+    size = max(MIN_COLLECTION, used + _HEADER)
+    headers = np.zeros(len(values), _OBJECT)
+    headers["index"] = np.arange(1, len(values) + 1)
+    headers["references"] = 1
+    headers["size"] = lengths
+    rows = memoryview(headers.tobytes())
+    objects = b"".join(itertools.chain.from_iterable(
+        (rows[16 * n:16 * n + 16], value, _PADDING[-len(value) % 8]) for n, value in enumerate(values)))
+    free = struct.pack("<HHIQ", 0, 0, 0, size - used)
+    body = b"GCOL" + bytes([1, 0, 0, 0]) + struct.pack("<Q", size) + objects + free
+    return body + bytes(size - len(body))
 
 
 def placed(elements: np.ndarray, address: int) -> bytes:
