@@ -53,7 +53,8 @@ class H5GroupViews(PyramidViews):
 
     def file(self, group: str, name: str) -> FileView:
         """The file, made from the arrays the tree has open and the descriptions of the others
-        (a stat opens no array; an array is opened when its chunks are first read)."""
+        (a stat opens no array of numbers, and an array is opened when its chunks are first
+        read; arrays of strings are opened, and their chunks decoded, to size their heaps)."""
         if name not in self.names(group):
             raise FileNotFoundError(join_path(group, name))
         nodes, shape = self._below(group)
