@@ -14,8 +14,6 @@ collections are kept by recency within `HEAPS`' budget (of all files).
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -134,28 +132,31 @@ def shows_unicode_h5(array: Any) -> bool:
 
 
 class StringHeaps:
-    """The collections of every chunk of `source`, chunk after chunk: one dataset's tail."""
+    """The collections of the `count` chunks of `source` (chunk `n` is `unit_of(n)`), chunk
+    after chunk: one dataset's tail."""
 
-    def __init__(self, source: StringSource, units: Sequence[Index]) -> None:
+    def __init__(self, source: StringSource, count: int, unit_of: Callable[[int], Index]) -> None:
         self.source = source
-        self.units = units
-        self._ends: list[int] | None = None
+        self.count = count
+        self.unit_of = unit_of
+        self._ends: np.ndarray | None = None  # (where each chunk's collections end: 8 bytes a chunk)
         self._lock = threading.Lock()
         self._key = object()  # (this file's in HEAPS)
 
     def size(self) -> int:
         ends = self._index()
-        return ends[-1] if ends else 0
+        return int(ends[-1]) if len(ends) else 0
 
     def offset(self, number: int) -> int:
         """Where chunk `number`'s collections start, from this tail's start."""
-        return self._index()[number - 1] if number else 0
+        return int(self._index()[number - 1]) if number else 0
 
-    def _index(self) -> list[int]:
+    def _index(self) -> np.ndarray:
         with self._lock:
             if self._ends is not None:
                 return self._ends
-        ends = list(itertools.accumulate(len(self.heap(n)) for n in range(len(self.units))))
+        sizes = np.fromiter((len(self.heap(n)) for n in range(self.count)), np.int64, self.count)
+        ends = np.cumsum(sizes)
         with self._lock:
             self._ends = ends
         return ends
@@ -170,16 +171,16 @@ class StringHeaps:
         heap, elements = HEAPS.get((self._key, number, "heap")), HEAPS.get((self._key, number, "elements"))
         if heap is not None and elements is not None:
             return bytes(heap), bytes(elements)
-        made, placed_elements = collections(self.source.chunk_values(self.units[number]))
+        made, placed_elements = collections(self.source.chunk_values(self.unit_of(number)))
         HEAPS.put((self._key, number, "heap"), made)
         HEAPS.put((self._key, number, "elements"), placed_elements.tobytes())
         return made, placed_elements.tobytes()
 
     def piece(self, inside: int, end: int) -> bytes:
         ends = self._index()
-        number = bisect.bisect_right(ends, inside)
-        start = ends[number - 1] if number else 0
-        return self.heap(number)[inside - start:min(end, ends[number]) - start]
+        number = int(np.searchsorted(ends, inside, side="right"))
+        start = self.offset(number)
+        return self.heap(number)[inside - start:min(end, int(ends[number])) - start]
 
     def forget_fetched(self) -> None:
         return None  # (the sizes are the file's; a chunk is decoded again when dropped)
@@ -190,8 +191,7 @@ class StringChunks(DatasetChunks):
 
     def __init__(self, source: StringSource, at: int, tails: Tails) -> None:
         super().__init__(source, np.dtype("V16"), None, at)
-        units = [self._unit(n) for n in range(self.index.count)]
-        self.heaps = StringHeaps(source, units)
+        self.heaps = StringHeaps(source, self.index.count, self._unit)
         self._tails, self._tail = tails, tails.add(self.heaps)
 
     def _make_chunk(self, number: int) -> bytes:
@@ -204,7 +204,7 @@ class StringScalar(ScalarSlot):
 
     def __init__(self, source: StringSource, at: int, tails: Tails) -> None:
         super().__init__(source, np.dtype("V16"), at)
-        self.heaps = StringHeaps(source, [()])
+        self.heaps = StringHeaps(source, 1, lambda _: ())
         self._tails, self._tail = tails, tails.add(self.heaps)
 
     def piece(self, offset: int, end: int) -> bytes:
