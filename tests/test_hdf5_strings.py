@@ -127,6 +127,22 @@ def test_bytes_are_left_out(tmp_path: Path, mount_array: Any) -> None:
         assert list(f) == ["name"] and list(f["name"].asstr()[...]) == ["a", "", "b"]
 
 
+def test_a_group_leaves_out_strings_of_many_chunks(tmp_path: Path, mount_array: Any) -> None:
+    """`ls -l` of a group stats its data.h5, whose size needs every string's: an array of
+    strings of more than 64 chunks (variable-length or numpy `U`) is left out of it, so that
+    stat reads none of their chunks; its own directory's data.h5 shows it."""
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    labels = np.array([f"s{i}" for i in range(65)], dtype=object)
+    group.create_array("many", shape=(65,), dtype=str, chunks=(1,))[:] = labels
+    group.create_array("wide", shape=(65,), dtype="<U3", chunks=(1,))[:] = labels.astype("<U3")
+    group.create_array("few", shape=(64,), dtype=str, chunks=(1,))[:] = labels[:64]
+    mount = mount_array(tmp_path / "g.zarr", ["ro"])
+    with h5py.File(mount.path / "data.h5", "r") as f:
+        assert list(f) == ["few"] and list(f["few"].asstr()[...]) == list(labels[:64])
+    for name in ("many", "wide"):
+        assert list(read_h5py(mount.path / name / "data.h5")) == list(labels)
+
+
 def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> None:
     """A chunk of 100,000 strings and one of 3 MB: more objects (65,535) and more bytes (1 MiB)
     than one heap collection holds here, so several, which h5py and netCDF4 read."""

@@ -20,7 +20,7 @@ from ..views import FileView, MadeView
 from ..views.hdf5_chars import CharArray, char_dataset, shows_chars_h5
 from ..views.hdf5_described import DescribedArray
 from ..views.hdf5_group import H5Group, group_file
-from ..views.hdf5_strings import StringDataset, StringSource, UnicodeStrings, shows_unicode_h5
+from ..views.hdf5_strings import GROUP_CHUNKS, StringDataset, StringSource, UnicodeStrings, shows_unicode_h5
 from ..views.hdf5_view import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
 from .pyramid_views import ARRAYS_AT_ONCE, PyramidViews
 from .pyramid_views import Groups as PyramidGroups
@@ -88,7 +88,7 @@ class H5GroupViews(PyramidViews):
                 with self._lock:
                     self._described[node.path] = (node, array)
         if shows_unicode_h5(array):
-            return self._seen_as(node.path, array, UnicodeStrings)
+            return _few_chunks(node, self._seen_as(node.path, array, UnicodeStrings))
         if shows_chars_h5(array):
             return self._seen_as(node.path, array, CharArray)
         return array if shows_array_h5(array) else None
@@ -105,7 +105,7 @@ class H5GroupViews(PyramidViews):
     def _strings(self, node: NodeMetadata) -> StringSource | None:
         """An array of strings as its directory's data.h5 shows it (opening it reads no chunk)."""
         strings = self.groups.open_array(node.path).strings
-        return None if strings is None else strings.source
+        return None if strings is None else _few_chunks(node, strings.source)
 
     def _open(self, path: str) -> Any:
         directory = self.groups.open_array(path).directory
@@ -152,3 +152,13 @@ class H5GroupViews(PyramidViews):
         if isinstance(array, CharArray):
             return char_dataset(array)
         return h5_dataset(array, self.byteorder)
+
+
+def _few_chunks(node: NodeMetadata, source: StringSource | None) -> StringSource | None:
+    """`source`, unless sizing its heaps at the group file's first stat (which `ls -l` of the
+    group makes) would read more than GROUP_CHUNKS chunks: then the array is left out."""
+    if source is None or source.chunk_count <= GROUP_CHUNKS:
+        return source
+    log.debug("groups' data.h5 leave out array %s of strings: its %d chunks would be read at a stat",
+              node.path, source.chunk_count)
+    return None

@@ -34,6 +34,9 @@ from .placement import Placement
 
 HEAPS = HeldBytes(32 << 20)
 MAX_CHUNKS = 1 << 20  # (past this many chunks no data.h5: its first stat would decode them all)
+# In a group's data.h5, which `ls -l` of the group stats: past this many chunks an array of
+# strings is left out (its own directory's file shows it), or that `ls -l` would read them all.
+GROUP_CHUNKS = 64
 _DEFAULT_FILL = bytes([3, 0x03 | (2 << 2)])  # (fill value message: none defined, an empty string)
 # `_FillValue` "", as xarray reads a v2 array's stated fill: an element of no string (no heap)
 _EMPTY_FILL = h5.message(h5.ATTRIBUTE, h5.attribute("_FillValue", STRING_TYPE, (1,), bytes(ELEMENT.itemsize)))
@@ -60,6 +63,10 @@ class StringSource:
     def fill(self) -> str:
         """The array's fill value."""
         raise NotImplementedError
+
+    @property
+    def chunk_count(self) -> int:
+        return _chunk_count(self.shape, self.read_chunk_shape)
 
     def fill_text(self) -> str | None:
         """`_FillValue` as xarray reads it from the store: the attribute, else a v2 array's
@@ -113,11 +120,15 @@ class UnicodeStrings(StringSource):
         return str(np.frombuffer(self.metadata.fill_value, self.array.data_type.storage)[0])
 
 
+def _chunk_count(shape: Index, chunk: Index) -> int:
+    return math.prod(-(-n // c) for n, c in zip(shape, chunk, strict=True))
+
+
 def _shows(grid: ArrayDescription, chunk: Index) -> bool:
     """No empty dimension, a regular grid of at most MAX_CHUNKS chunks (a scalar: one)."""
     if 0 in grid.shape or not grid.is_regular:
         return False
-    return math.prod(-(-n // c) for n, c in zip(grid.shape, chunk, strict=True)) <= MAX_CHUNKS
+    return _chunk_count(grid.shape, chunk) <= MAX_CHUNKS
 
 
 def shows_strings_h5(array: Any) -> bool:
