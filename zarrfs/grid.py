@@ -103,6 +103,11 @@ def _largest_box_at(shape: Sequence[int], strides: Sequence[int], position: int,
     raise AssertionError("unreachable: the innermost dimension always fits one element")
 
 
+def cell_count(shape: Sequence[int], cell_shape: Sequence[int]) -> int:
+    """How many cells of `cell_shape` cover `shape` (edge cells partial; a scalar: one)."""
+    return math.prod(-(-n // c) for n, c in zip(shape, cell_shape, strict=True))
+
+
 def unravel(position: int, shape: Sequence[int]) -> Index:
     coords = []
     for n in reversed(shape):

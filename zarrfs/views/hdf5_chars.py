@@ -11,7 +11,6 @@ as stored: chunks pass through where `hdf5_codecs` maps the codecs (for one-byte
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from ..codecs import BytesLike
 from ..formats.description import ArrayDescription
-from ..grid import Box, Index
+from ..grid import Box, Index, cell_count
 from .hdf5_chunks import ChunkedFile
 from .hdf5_codecs import OTHERS, filtered
 from .hdf5_view import MAX_CHUNKS, Dataset, dataset_file
@@ -34,8 +33,7 @@ def shows_chars_h5(array: Any) -> bool:
     MAX_CHUNKS chunks of a regular grid."""
     if array.data_type.storage.kind != "S" or not array.shape or 0 in array.shape:
         return False
-    grid = math.prod(-(-n // c) for n, c in zip(array.shape, array.read_chunk_shape, strict=True))
-    return bool(array.regular_read_chunks and grid <= MAX_CHUNKS)
+    return bool(array.regular_read_chunks and cell_count(array.shape, array.read_chunk_shape) <= MAX_CHUNKS)
 
 
 class CharArray:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..grid import Box, Index
+from ..grid import Box, Index, unravel
 from . import hdf5_format as h5
 from .files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
 from .hdf5_codecs import Filtered
@@ -88,7 +88,7 @@ class DatasetChunks:
         return made
 
     def _unit(self, number: int) -> Index:
-        return tuple(int(i) for i in np.unravel_index(number, self.grid))
+        return unravel(number, self.grid)
 
     def _run(self, run: int) -> bytes:
         return self._kept_or(("run", run), lambda: self._make_run(run))

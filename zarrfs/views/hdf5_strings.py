@@ -14,7 +14,6 @@ collections are kept by recency within `HEAPS`' budget (of all files).
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..formats.description import ArrayDescription
-from ..grid import Box, Index
+from ..grid import Box, Index, cell_count
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
 from .hdf5_chars import chars_h5_file, shows_chars_h5
@@ -66,7 +65,7 @@ class StringSource:
 
     @property
     def chunk_count(self) -> int:
-        return _chunk_count(self.shape, self.read_chunk_shape)
+        return cell_count(self.shape, self.read_chunk_shape)
 
     def fill_text(self) -> str | None:
         """`_FillValue` as xarray reads it from the store: the attribute, else a v2 array's
@@ -120,15 +119,11 @@ class UnicodeStrings(StringSource):
         return str(np.frombuffer(self.metadata.fill_value, self.array.data_type.storage)[0])
 
 
-def _chunk_count(shape: Index, chunk: Index) -> int:
-    return math.prod(-(-n // c) for n, c in zip(shape, chunk, strict=True))
-
-
 def _shows(grid: ArrayDescription, chunk: Index) -> bool:
     """No empty dimension, a regular grid of at most MAX_CHUNKS chunks (a scalar: one)."""
     if 0 in grid.shape or not grid.is_regular:
         return False
-    return _chunk_count(grid.shape, chunk) <= MAX_CHUNKS
+    return cell_count(grid.shape, chunk) <= MAX_CHUNKS
 
 
 def shows_strings_h5(array: Any) -> bool:

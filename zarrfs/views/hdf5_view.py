@@ -15,7 +15,6 @@ chunk (`hdf5_chunks`). A group's file holds its arrays' datasets so (`hdf5_group
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -25,6 +24,7 @@ import numpy as np
 from ..codecs.pipeline import Pipeline
 from ..codecs.stored_form import StoredForm
 from ..formats.description import ArrayDescription
+from ..grid import cell_count
 from . import hdf5_format as h5
 from .hdf5_attrs import attribute_messages
 from .hdf5_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot, Tails
@@ -77,8 +77,8 @@ def shows_array_h5(array: TiffArray) -> bool:
     """No empty dimension, a type HDF5 holds, at most MAX_CHUNKS chunks (a scalar: one)."""
     if not (array.regular_read_chunks and 0 not in array.shape):
         return False
-    chunks = math.prod(-(-n // c) for n, c in zip(array.shape, array.read_chunk_shape, strict=True))
-    return chunks <= MAX_CHUNKS and file_dtype(array, None, "little") is not None
+    fits = cell_count(array.shape, array.read_chunk_shape) <= MAX_CHUNKS
+    return fits and file_dtype(array, None, "little") is not None
 
 
 def passed_through(array: H5Array) -> Filtered | None:
