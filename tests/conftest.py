@@ -55,7 +55,7 @@ TESTS = Path(__file__).resolve().parent
 # one real mount per main path, by test function name (every parametrization of it). Keep it
 # under two minutes on two cores, all of scripts/test included.
 FAST_MODULES = {
-    "test_headers.py", "test_zstd_codec.py", "test_masks.py", "test_tree.py",
+    "test_headers.py", "test_deadlines.py", "test_zstd_codec.py", "test_masks.py", "test_tree.py",
     "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py", "test_make_room.py",
     "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
     "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",

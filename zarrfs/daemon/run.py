@@ -162,7 +162,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
-                                room=store.statvfs, timings=metrics)
+                                room=store.statvfs, timings=metrics, silence=store.answers.silence)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
         with contextlib.nullcontext() if identity is None else identity.root():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import math
 import os
 import signal
 import stat
@@ -47,10 +48,12 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool,
                  timeout: float | None = None,
                  room: Callable[[], os.statvfs_result | None] = lambda: None,
-                 timings: Timings | None = None) -> None:
-        """`timeout`: the store's deadline, the longest a request waits (None: no bound, a
-        local store). `room`: what the store's own filesystem has room for (None: a remote
-        store: see `room`). `timings`: where each request's latency goes (metrics)."""
+                 timings: Timings | None = None,
+                 silence: Callable[[], float] = lambda: math.inf) -> None:
+        """`timeout`: the store's deadline, the longest a request waits while the store is
+        silent (None: no bound, a local store); `silence`: how long it has been (`Workers`).
+        `room`: what the store's own filesystem has room for (None: a remote store: see
+        `room`). `timings`: where each request's latency goes (metrics)."""
         super().__init__()
         self.tree = tree
         tree.new_arrays.codec, tree.new_arrays.chunks = options.new_codec, options.new_chunks
@@ -59,7 +62,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self.timings = timings
         self.options = options
         self.read_only = options.read_only or read_only
-        self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1))
+        self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1), silence)
         self.removals = Removals()
         self._handles: dict[int, Handle] = {}
         self._next_fh = 1
@@ -80,6 +83,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             self._nursery = nursery
             nursery.start_soon(self._watch_signals)
             nursery.start_soon(self._announce, mountpoint, on_serving)
+            nursery.start_soon(self.workers.keep_deadlines)
             if self.options.recheck:
                 nursery.start_soon(self.fresh.recheck_open_files, self.options.recheck)
             await pyfuse3.main(min_tasks=2, max_tasks=64)

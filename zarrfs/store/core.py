@@ -58,7 +58,9 @@ class Store:
         observer: StoreObserver | None = None,
         disk_cache: CachedReads | None = None,
         confined: local.Root | None = None,
+        answers: deadline.Answers | None = None,
     ) -> None:
+        """`answers`: when the store last answered, shared by every view of one store."""
         self.fs = fs
         self.observer = observer  # (metrics: every operation reported to it)
         self.disk_cache = disk_cache  # (-o disk_cache: reads kept on local disk, `disk_cache_reads`)
@@ -81,6 +83,7 @@ class Store:
         self.bounded = not self.is_local
         self.retry = RetryPolicy(retries=False) if self.is_local else (retry or RetryPolicy())
         self._errors = deadline.error_kinds(not self.is_local, self.is_azure)
+        self.answers = answers or deadline.Answers()
 
     @classmethod
     def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
@@ -98,7 +101,8 @@ class Store:
         container = cls._open_source(source.directory, storage_options, True, settings, observer, False)
         fs, root = open_zip(source, container)
         # (the archive's reads are retried, and observed, by the container alone)
-        return cls(fs, root, read_only=True, retry=dataclasses.replace(container.retry, retries=False))
+        return cls(fs, root, read_only=True, retry=dataclasses.replace(container.retry, retries=False),
+                   answers=container.answers)
 
     @classmethod
     def _open_source(cls, url: str, storage_options: Mapping[str, Any] | None, read_only: bool,
@@ -130,7 +134,8 @@ class Store:
         if not path:
             return self
         return Store(self.fs, self.path(path), read_only=self.read_only, retry=self.retry,
-                     observer=self.observer, disk_cache=self.disk_cache, confined=self.confined)
+                     observer=self.observer, disk_cache=self.disk_cache, confined=self.confined,
+                     answers=self.answers)
 
     def without_retries(self, within: float = math.inf) -> Store:
         """The same store, failing at the first fault within its deadline (or `within` seconds,
@@ -138,7 +143,7 @@ class Store:
         retry = dataclasses.replace(self.retry, retries=False,
                                     deadline_seconds=min(self.retry.deadline_seconds, within))
         return Store(self.fs, self.root, read_only=self.read_only, retry=retry, observer=self.observer,
-                     disk_cache=self.disk_cache, confined=self.confined)
+                     disk_cache=self.disk_cache, confined=self.confined, answers=self.answers)
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -157,7 +162,7 @@ class Store:
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
-            return self._get_suffix(key, byte_range.length)
+            return fetching.read_suffix(self, key, byte_range.length)
         if self.versioned:
             found = self.read(key, byte_range)
             return None if found is None else as_bytes(found.data)
@@ -256,17 +261,6 @@ class Store:
         found = many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix)
         self.disk_cache.learned(self, found, tick)
         return found
-
-    def _get_suffix(self, key: str, length: int) -> bytes | None:
-        size = self.size(key)
-        if size is None:
-            return None
-        start = max(0, size - length)
-        if self.disk_cache is not None:
-            found = self.read(key, ByteRange(start, size - start))
-            return None if found is None else as_bytes(found.data)
-        return self.call(key, lambda s: self.fs_call(s, "cat_file", self.path(key), start=start, end=size),
-                         kind=GET_RANGE)
 
     def size(self, key: str) -> int | None:
         described = self.stat(key)
@@ -388,13 +382,14 @@ class Store:
         """Run one store operation under the store's deadline (see `deadline.run`):
         `operation` is given the seconds its attempt may take. `kind` (`observe.KINDS`) is
         what the observer, if any, files it under; `objects`, how many objects it covers."""
-        observer = self.observer
+        observer, run = self.observer, functools.partial(
+            deadline.run, key, operation, self.retry, self._errors, bounded=self.bounded,
+            answers=self.answers, missing_ok=missing_ok)
         if observer is None:
-            return deadline.run(key, operation, self.retry, self._errors, bounded=self.bounded,
-                                missing_ok=missing_ok)
-        return observed(observer, kind, self.path(key), lambda: deadline.run(
-            key, operation, self.retry, self._errors, bounded=self.bounded, missing_ok=missing_ok,
-            on_retry=functools.partial(observer.retried, kind)), objects=objects)
+            return run()
+        return observed(observer, kind, self.path(key),
+                        functools.partial(run, on_retry=functools.partial(observer.retried, kind)),
+                        objects=objects)
 
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
         return deadline.call(self.fs, seconds, method, *args, **kwargs)

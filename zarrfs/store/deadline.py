@@ -5,6 +5,7 @@ a caller `deadline_seconds`, never more)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -13,7 +14,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -40,6 +41,21 @@ class RetryPolicy:
     first_delay: float = 0.05
     max_delay: float = 2.0
     retries: bool = True
+
+
+class Answers:
+    """When the store last answered (a result, a missing key or a definite error; never a
+    timeout): how long it has been silent is what a wait for it is bounded by, so a read that
+    needs many requests of a slow store that does answer takes as long as they take."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def mark(self) -> None:
+        self.last = time.monotonic()
+
+    def silence(self) -> float:
+        return time.monotonic() - self.last
 
 
 @functools.cache
@@ -69,27 +85,34 @@ def error_kinds(remote_clients: bool, azure: bool = False) -> tuple[Errors, Erro
 
 
 def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors, Errors], *,
-        bounded: bool, missing_ok: bool = True, on_retry: Callable[[], None] | None = None) -> T | None:
+        bounded: bool, answers: Answers, missing_ok: bool = True,
+        on_retry: Callable[[], None] | None = None) -> T | None:
     """One store operation: None for a missing key (when reading), retries of transient
     faults while the deadline allows (`on_retry` called before each), StoreError naming `key`
-    for the rest (StoreTimeout: no answer within the deadline)."""
+    for the rest (StoreTimeout: no answer within the deadline). An answer (a result, a missing
+    key, a definite error) is marked in `answers`."""
     deadline = time.monotonic() + policy.deadline_seconds
     delay = policy.first_delay
     while True:
         left = deadline - time.monotonic()
         try:
-            return attempt(max(left, 0.01) if bounded else None)
+            found = attempt(max(left, 0.01) if bounded else None)
+            answers.mark()
+            return found
         except StoreError:
             raise  # (from a store this one reads through, typed and retried there: a zip's)
         except FileNotFoundError as e:
+            answers.mark()
             if missing_ok:
                 return None
             raise StoreError(key, f"not found: {e}") from None
         except errors[1] as e:
+            answers.mark()
             raise StoreError(key, one_line(e), getattr(e, "errno", None)) from None
         except errors[0] as e:
             answer = definite(e)
             if answer is not None:
+                answers.mark()
                 raise StoreError(key, answer) from None
             if not policy.retries or time.monotonic() + delay > deadline:
                 if isinstance(e, TimeoutError) and bounded:
@@ -176,6 +199,27 @@ def on_loop(fs: Any, seconds: float | None, coroutine_function: Callable[..., An
     """A coroutine of `fs`'s own (an S3 request built by hand) run on its loop, cancelled after
     `seconds`."""
     return sync(fs.loop, coroutine_function, *args, timeout=seconds)
+
+
+async def each_answered(requests: Sequence[Coroutine[Any, Any, T]], seconds: float | None,
+                        on_answer: Callable[[], None]) -> list[T | BaseException]:
+    """Every request's result or exception, all in flight at once. A batch is bounded by the
+    store's silence, not by one request's deadline: TimeoutError (the rest cancelled) when
+    none answers for `seconds`, so 500 GETs of a store answering each in 0.3 s are not failed
+    after the 1 s one of them may take. `on_answer` is called as answers come."""
+    tasks = [asyncio.ensure_future(request) for request in requests]
+    pending = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, timeout=seconds,
+                                               return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                raise TimeoutError
+            on_answer()
+    finally:
+        for task in pending:
+            task.cancel()
+    return [task.exception() or task.result() for task in tasks]
 
 
 def one_line(error: BaseException) -> str:

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 from . import local, objects
 from .byte_ranges import ByteRange
 from .observe import GET, GET_RANGE
-from .values import Versioned
+from .values import Versioned, as_bytes
 
 T = TypeVar("T")
 # Ranged reads of one object from stores without batched requests (GCS, HTTP, references,
@@ -29,10 +29,12 @@ class Store(Protocol):
     is_azure: bool
     reads_generations: bool
     disk_cache: Any
+    answers: Any  # (`deadline.Answers`: batches mark each answer in it)
     confined: Any  # (local stores: the `local.Root` every open stays inside)
 
     def path(self, key: str) -> str: ...
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None: ...
+    def size(self, key: str) -> int | None: ...
     def get(self, key: str, byte_range: ByteRange | None = None) -> bytes | None: ...
     def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
     def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
@@ -64,7 +66,7 @@ def read_ranges(store: Store, key: str, ranges: Sequence[ByteRange]) -> list[Ver
     """`Store.read_ranges` from the store."""
     if store.is_s3 and len(ranges) > 1:
         path, pairs = store.path(key), [(r.start, r.length) for r in ranges]
-        return store.call(key, lambda s: objects.s3_read_ranges(store.fs, s, path, pairs),
+        return store.call(key, lambda s: objects.s3_read_ranges(store.fs, s, path, pairs, store.answers.mark),
                           kind=GET_RANGE, objects=len(pairs))
     # (each range through `Store.read`, but under the disk cache, which asked for them)
     one = store.read if store.disk_cache is None else functools.partial(read, store)
@@ -81,6 +83,19 @@ def read_many(store: Store, keys: Sequence[str]) -> list[Versioned | None]:
     if batch is None or len(keys) <= 1:
         return [store.read(key) if store.disk_cache is None else read(store, key) for key in keys]
     paths = [store.path(key) for key in keys]
-    found = store.call(keys[0], lambda s: batch(store.fs, s, paths), missing_ok=False,
+    found = store.call(keys[0], lambda s: batch(store.fs, s, paths, store.answers.mark), missing_ok=False,
                        kind=GET, objects=len(keys))
     return found or []  # (missing objects are None in the list)
+
+
+def read_suffix(store: Store, key: str, length: int) -> bytes | None:
+    """The last `length` bytes of `key` (fewer in a shorter object; None: not stored)."""
+    size = store.size(key)
+    if size is None:
+        return None
+    start = max(0, size - length)
+    if store.disk_cache is not None:
+        found = store.read(key, ByteRange(start, size - start))
+        return None if found is None else as_bytes(found.data)
+    return store.call(key, lambda s: store.fs_call(s, "cat_file", store.path(key), start=start, end=size),
+                      kind=GET_RANGE)

@@ -13,14 +13,13 @@ itself, within the deadline, and a retry with backoff inside one attempt would e
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import fsspec
 
 from ...errors import ConflictError
-from ..deadline import on_loop, one_line
+from ..deadline import each_answered, on_loop, one_line
 from ..values import Versioned
 
 T = TypeVar("T")
@@ -51,16 +50,17 @@ def azure_read(fs: Any, seconds: float | None, path: str, start: int | None = No
     return found  # type: ignore[no-any-return]
 
 
-def azure_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> list[Versioned | None]:
+def azure_read_objects(fs: Any, seconds: float | None, paths: Sequence[str],
+                       on_answer: Callable[[], None]) -> list[Versioned | None]:
     """Whole blobs (None: not stored), all in flight at once on adlfs's loop (the caller waits
-    once, not once a GET), within `seconds` together."""
+    once, not once a GET), failed when none answers within `seconds` (`each_answered`)."""
 
     async def download_all() -> list[Versioned | BaseException | None]:
         downloads = [_download(fs, seconds, path, None, None) for path in paths]
-        return list(await asyncio.gather(*downloads, return_exceptions=True))
+        return await each_answered(downloads, seconds, on_answer)
 
     read: list[Versioned | None] = []
-    for answer in on_loop(fs, seconds, download_all):
+    for answer in on_loop(fs, None, download_all):
         if isinstance(answer, FileNotFoundError):
             read.append(None)
         elif isinstance(answer, BaseException):

@@ -10,15 +10,14 @@ client s3fs hands out (`get_s3`) with s3fs's `translate_boto_error`."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import fsspec
 
 from ...errors import ConflictError
-from ..deadline import call, on_loop
+from ..deadline import call, each_answered, on_loop
 from ..values import Buffer, Versioned
 from . import obstore_gets, presigned
 
@@ -78,21 +77,23 @@ def s3_read(fs: Any, seconds: float | None, path: str, start: int | None = None,
         if found is not None:
             return Versioned(*found)
         seconds = _left(seconds, started)
-    return s3_read_ranges(fs, seconds, path, [(start, length)])[0]
+    return s3_read_ranges(fs, seconds, path, [(start, length)], lambda: None)[0]
 
 
 def s3_read_ranges(fs: Any, seconds: float | None, path: str,
-                   ranges: Sequence[tuple[int | None, int | None]]) -> list[Versioned]:
+                   ranges: Sequence[tuple[int | None, int | None]],
+                   on_answer: Callable[[], None]) -> list[Versioned]:
     """A GET for each (start, length) of one object (None, None: all of it), all in flight
-    at once on fsspec's loop (the caller waits once, not a thread a range), within
-    `seconds` together: the bytes and the ETag of the version each came from."""
+    at once on fsspec's loop (the caller waits once, not a thread a range), failed when none
+    answers within `seconds` (`each_answered`): the bytes and the ETag of the version each
+    came from."""
     bucket, key, _ = fs.split_path(path)
 
     async def get_all() -> list[tuple[Buffer, str] | BaseException | None]:
         gets = [_get(fs, bucket, key, start, length) for start, length in ranges]
-        return list(await asyncio.gather(*gets, return_exceptions=True))
+        return await each_answered(gets, seconds, on_answer)
 
-    found = on_loop(fs, seconds, get_all)
+    found = on_loop(fs, None, get_all)
     read = []
     for (_, length), answer in zip(ranges, found, strict=True):
         if isinstance(answer, BaseException):
@@ -107,17 +108,18 @@ def s3_read_ranges(fs: Any, seconds: float | None, path: str,
     return read
 
 
-def s3_read_objects(fs: Any, seconds: float | None, paths: Sequence[str]) -> list[Versioned | None]:
+def s3_read_objects(fs: Any, seconds: float | None, paths: Sequence[str],
+                    on_answer: Callable[[], None]) -> list[Versioned | None]:
     """Whole objects (None: not stored), all in flight at once on fsspec's loop (the caller
-    waits once, not once a GET), within `seconds` together."""
+    waits once, not once a GET), failed when none answers within `seconds`."""
 
     async def get_all() -> list[tuple[Buffer, str] | BaseException | None]:
         located = [fs.split_path(path) for path in paths]
         gets = [_get(fs, bucket, key, None, None) for bucket, key, _ in located]
-        return list(await asyncio.gather(*gets, return_exceptions=True))
+        return await each_answered(gets, seconds, on_answer)
 
     read: list[Versioned | None] = []
-    for answer in on_loop(fs, seconds, get_all):
+    for answer in on_loop(fs, None, get_all):
         if isinstance(answer, FileNotFoundError) or answer is None:  # (None: only empty ranges)
             read.append(None)
         elif isinstance(answer, BaseException):
