@@ -15,7 +15,7 @@ import pytest
 from zarrfs.formats import v3
 from zarrfs.grid import Box
 from zarrfs.views import hdf5_format as h5
-from zarrfs.views.hdf5_strings import UnicodeStrings, strings_h5_file
+from zarrfs.views.hdf5_strings import StringSource, strings_h5_file
 from zarrfs.views.hdf5_vlen import collections
 
 
@@ -85,22 +85,22 @@ def test_h5py_reads_the_bytes(tmp_path: Path, shape: tuple[int, int], chunk: tup
         assert np.array_equal(f["data"][...], expected)
 
 
-class _Strings:
-    """An array of numpy `U` strings in memory, as `hdf5_strings.UnicodeStrings` reads one."""
-
-    changes = 0
+class _Strings(StringSource):
+    """An array of strings of no fixed size in memory, as a dataset reads one."""
 
     def __init__(self, values: np.ndarray, chunk: int) -> None:
-        self.values = values
-        self.read_chunk_shape = (chunk,)
-        self.metadata = v3.metadata_from_json({
+        metadata = v3.metadata_from_json({
             "zarr_format": 3, "node_type": "array", "shape": list(values.shape), "data_type": "uint8",
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [chunk]}},
             "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}],
             "attributes": {"long_name": "words"}})
+        super().__init__(values, metadata, (chunk,))
 
-    def read_boxes(self, boxes: list[Box]) -> list[np.ndarray]:
-        return [self.values[box.start[0]:box.stop[0]] for box in boxes]
+    def read(self, box: Box) -> np.ndarray:
+        return np.asarray(self.array[box.start[0]:box.stop[0]])
+
+    def fill(self) -> str:
+        return ""
 
 
 def test_strings_in_global_heap_collections(tmp_path: Path) -> None:
@@ -114,7 +114,7 @@ def test_strings_in_global_heap_collections(tmp_path: Path) -> None:
     assert len(set(elements["address"].tolist())) == 2 and elements["object"].max() < 65_535
     _, empty = collections([b""] * 70_000)
     assert len(set(empty["address"].tolist())) == 2 and empty["object"].max() == 65_535
-    made = strings_h5_file(UnicodeStrings(_Strings(values, 70_000)))
+    made = strings_h5_file(_Strings(values, 70_000))
     (tmp_path / "s.h5").write_bytes(made.read(0, made.size))
     with h5py.File(tmp_path / "s.h5", "r") as f:
         assert f["data"].attrs["long_name"] == b"words"

@@ -129,8 +129,9 @@ def test_bytes_are_left_out(tmp_path: Path, mount_array: Any) -> None:
 
 def test_a_group_leaves_out_strings_of_many_chunks(tmp_path: Path, mount_array: Any) -> None:
     """`ls -l` of a group stats its data.h5, whose size needs every string's: an array of
-    strings of more than 64 chunks (variable-length or numpy `U`) is left out of it, so that
-    stat reads none of their chunks; its own directory's data.h5 shows it."""
+    strings of variable length of more than 64 chunks is left out of it, so that stat reads
+    none of their chunks; its own directory's data.h5 shows it. numpy `U` strings have a
+    width, which sizes them without a read: such an array of 65 chunks is in."""
     group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
     labels = np.array([f"s{i}" for i in range(65)], dtype=object)
     group.create_array("many", shape=(65,), dtype=str, chunks=(1,))[:] = labels
@@ -138,9 +139,32 @@ def test_a_group_leaves_out_strings_of_many_chunks(tmp_path: Path, mount_array: 
     group.create_array("few", shape=(64,), dtype=str, chunks=(1,))[:] = labels[:64]
     mount = mount_array(tmp_path / "g.zarr", ["ro"])
     with h5py.File(mount.path / "data.h5", "r") as f:
-        assert list(f) == ["few"] and list(f["few"].asstr()[...]) == list(labels[:64])
-    for name in ("many", "wide"):
-        assert list(read_h5py(mount.path / name / "data.h5")) == list(labels)
+        assert sorted(f) == ["few", "wide"] and list(f["few"].asstr()[...]) == list(labels[:64])
+        assert list(f["wide"].asstr()[...]) == list(labels)
+    assert list(read_h5py(mount.path / "many" / "data.h5")) == list(labels)
+
+
+def test_unicode_strings_are_sized_without_a_read(tmp_path: Path, mount_array: Any) -> None:
+    """numpy `U` strings are stored at their type's width (NUL-padded UTF-8, which readers
+    end at the first NUL), so `ls -l` of their directory and of their group reads no chunk:
+    with every chunk made unreadable the sizes are still known, and only reads of strings fail."""
+    store = tmp_path / "g.zarr"
+    group = zarr.open_group(store, mode="w", zarr_format=3)
+    words = np.array([f"é{i}" for i in range(100)], dtype="<U4")
+    group.create_array("wide", shape=(100,), dtype="<U4", chunks=(10,))[:] = words
+    mount = mount_array(store, ["ro"])
+    assert list(read_h5py(mount.path / "wide" / "data.h5")) == list(words)
+    sizes = [os.stat(mount.path / name).st_size for name in ("data.h5", "wide/data.h5")]
+    mount.unmount()
+    chunks = sorted((store / "wide" / "c").rglob("*"))
+    assert len([c for c in chunks if c.is_file()]) == 10
+    for chunk in chunks:
+        if chunk.is_file():
+            chunk.write_bytes(b"not a chunk")
+    mount = mount_array(store, ["ro"])
+    assert [os.stat(mount.path / name).st_size for name in ("data.h5", "wide/data.h5")] == sizes
+    with pytest.raises(OSError):
+        read_h5py(mount.path / "wide" / "data.h5")
 
 
 def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> None:

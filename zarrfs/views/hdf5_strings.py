@@ -10,10 +10,16 @@ Their sizes depend on the strings, so the first `stat` or read of the file decod
 chunk once and keeps the end of each chunk's collections (one integer per chunk), as
 `data.txt` does; after that a read decodes only the chunks its range covers. Decoded chunks'
 collections are kept by recency within `HEAPS`' budget (of all files).
+
+numpy's `U` strings have a width (UTF-32, `n` characters): each is stored as UTF-8 padded
+with NULs to 4n bytes, which readers, C strings all (HDF5's own conversion, netCDF-C, h5py),
+end at the first NUL. Every chunk's collections then have one size, known from the shape:
+`ls -l` of the array's directory reads no chunk.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,7 +33,7 @@ from .hdf5_attrs import attribute_messages
 from .hdf5_chars import chars_h5_file, shows_chars_h5
 from .hdf5_chunks import ChunkedFile, DatasetChunks, ScalarSlot, Tails
 from .hdf5_view import dataset_file, h5_file, shows_array_h5
-from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, placed
+from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, collections_size, placed
 from .held_bytes import HeldBytes
 from .placement import Placement
 
@@ -44,11 +50,14 @@ _EMPTY_FILL = h5.message(h5.ATTRIBUTE, h5.attribute("_FillValue", STRING_TYPE, (
 class StringSource:
     """An array of strings as a dataset reads it: by chunks of `read_chunk_shape`, as UTF-8."""
 
-    def __init__(self, array: Any, metadata: ArrayDescription, chunk: Index) -> None:
+    def __init__(self, array: Any, metadata: ArrayDescription, chunk: Index,
+                 width: int | None = None) -> None:
+        """`width`: the bytes every string takes, NUL-padded (None: its own length)."""
         self.array = array
         self.metadata = metadata
         self.shape: Index = tuple(metadata.shape)
         self.read_chunk_shape: Index = tuple(chunk)
+        self.width = width
 
     @property
     def changes(self) -> Any:
@@ -85,7 +94,9 @@ class StringSource:
         inside = Box(start, stop)
         whole = np.full(self.read_chunk_shape, "", dtype=object)
         whole[tuple(slice(0, n) for n in inside.shape)] = self.read(inside)
-        return [str(v or "").encode("utf-8", "surrogatepass") for v in whole.reshape(-1)]
+        encoded = [str(v or "").encode("utf-8", "surrogatepass") for v in whole.reshape(-1)]
+        width = self.width
+        return encoded if width is None else [value.ljust(width, b"\0") for value in encoded]
 
 
 class VariableStrings(StringSource):
@@ -106,7 +117,8 @@ class UnicodeStrings(StringSource):
     strings as variable-length UTF-8, which xarray reads back as the same str."""
 
     def __init__(self, array: Any) -> None:
-        super().__init__(array, array.metadata, array.read_chunk_shape)
+        super().__init__(array, array.metadata, array.read_chunk_shape,
+                         width=array.data_type.storage.itemsize)  # (4 bytes a character)
 
     @property
     def changes(self) -> Any:
@@ -161,8 +173,13 @@ class StringHeaps:
         with self._lock:
             if self._ends is not None:
                 return self._ends
-        sizes = np.fromiter((len(self.heap(n)) for n in range(self.count)), np.int64, self.count)
-        ends = np.cumsum(sizes)
+        width = self.source.width
+        if width is None:
+            sizes = np.fromiter((len(self.heap(n)) for n in range(self.count)), np.int64, self.count)
+            ends = np.cumsum(sizes)
+        else:  # (every chunk's the same: no chunk read)
+            one = collections_size(math.prod(self.source.read_chunk_shape), width)
+            ends = np.arange(1, self.count + 1, dtype=np.int64) * one
         with self._lock:
             self._ends = ends
         return ends

@@ -55,6 +55,19 @@ def collections(values: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
     return b"".join(made), elements
 
 
+def collections_size(count: int, length: int) -> int:
+    """What `collections` makes of `count` values of `length` bytes each, in bytes (without
+    making them)."""
+    taken = _HEADER + (length + 7) // 8 * 8  # (an object, header and padding)
+    per = min(max((_COLLECTION_BYTES - _HEADER) // taken, 1), _MOST_OBJECTS)
+    full, rest = divmod(count, per)
+
+    def size(objects: int) -> int:
+        return max(MIN_COLLECTION, _HEADER + objects * taken + _HEADER)
+
+    return full * size(per) + (size(rest) if rest else 0)
+
+
 def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int) -> bytes:
     """One collection: its header, the values as objects 1, 2, ... (each padded to 8 bytes),
     then the free space (object 0), at least MIN_COLLECTION bytes in all."""
