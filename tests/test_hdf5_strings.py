@@ -20,6 +20,8 @@ import pytest
 import xarray as xr
 import zarr
 
+from tests.scale_arrays import RequestLog
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
 
@@ -165,6 +167,21 @@ def test_unicode_strings_are_sized_without_a_read(tmp_path: Path, mount_array: A
     assert [os.stat(mount.path / name).st_size for name in ("data.h5", "wide/data.h5")] == sizes
     with pytest.raises(OSError):
         read_h5py(mount.path / "wide" / "data.h5")
+
+
+def test_ls_reads_each_chunk_of_strings_once(tmp_path: Path, mount_array: Any) -> None:
+    """`ls -l` of an array of strings stats data.txt and data.h5, and each size needs every
+    string's: the chunks the first read are kept for the second, not read again."""
+    data = np.array([f"w{n}" for n in range(40)], dtype=object)
+    zarr.create_array(tmp_path / "s.zarr", shape=(40,), dtype=str, chunks=(4,), zarr_format=3)[:] = data
+    log = RequestLog(tmp_path / "requests.log")
+    mount = mount_array(tmp_path / "s.zarr", ["ro"], env=log.env)
+    log.take()
+    listed = subprocess.run(["ls", "-l", mount.path], capture_output=True, text=True, check=True).stdout
+    chunk_reads = [r.key for r in log.take() if r.kind in ("get", "get_range") and "/c/" in r.key]
+    assert "data.txt" in listed and "data.h5" in listed
+    assert sorted(chunk_reads) == sorted(set(chunk_reads)) and len(chunk_reads) == 10, chunk_reads
+    assert list(read_h5py(mount.path / "data.h5")) == list(data)
 
 
 def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> None:

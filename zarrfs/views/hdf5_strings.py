@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..array.held_bytes import HeldBytes
 from ..formats.description import ArrayDescription
 from ..grid import Box, Index, cell_count
 from . import hdf5_format as h5
@@ -34,7 +35,6 @@ from .hdf5_chars import chars_h5_file, shows_chars_h5
 from .hdf5_chunks import ChunkedFile, DatasetChunks, ScalarSlot, Tails
 from .hdf5_view import dataset_file, h5_file, shows_array_h5
 from .hdf5_vlen import ELEMENT, STRING_TYPE, collections, collections_size, placed
-from .held_bytes import HeldBytes
 from .placement import Placement
 
 HEAPS = HeldBytes(32 << 20)

@@ -16,10 +16,10 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Protocol
 
 from ..array.cache import KeyedLocks
+from ..array.held_bytes import HeldBytes
 from ..codecs import BytesLike
 from ..errors import ChunkError
 from ..grid import Index
-from .held_bytes import HeldBytes
 from .tile_sizes import MISSING, UNKNOWN, TileSizes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).

@@ -18,10 +18,10 @@ import threading
 
 import numpy as np
 
+from ..array.held_bytes import HeldBytes
 from ..array.variable import VariableArray
 from ..grid import Box
 from .files import ReadOnlyFile
-from .held_bytes import HeldBytes
 from .xattrs import variable_attributes
 
 TEXT_NAME = "data.txt"

@@ -1,6 +1,6 @@
-"""Bytes a view keeps of what it read or made, by recency within a budget: one keeper per kind
-of view for the whole daemon, so what views hold stays bounded however many files are open
-(the chunk cache bounds the rest)."""
+"""Bytes kept of what was read or made, by recency within a budget: one keeper per kind of
+view (and the stored chunks of arrays of strings) for the whole daemon, so what they hold
+stays bounded however many files are open (the chunk cache bounds the rest)."""
 
 from __future__ import annotations
 
