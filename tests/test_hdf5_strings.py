@@ -289,3 +289,26 @@ def test_v2_empty_fill_value_masks_as_open_zarr(tmp_path: Path, mount_array: Any
         with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
             xr.testing.assert_identical(got.load(), expected)
     assert_tools_read(mount.path / "data.h5", 's = "a", "", "b", ""')
+
+
+def test_a_fill_string_masks_as_open_zarr(tmp_path: Path, mount_array: Any) -> None:
+    """A v2 array's stated fill value "NA" (strings of no fixed size and numpy `U`), which
+    open_zarr masks: `_FillValue` "NA", its string in a heap collection among the file's
+    metadata, makes both engines mask the same elements, in the array's file and the group's."""
+    group = zarr.open_group(tmp_path / "f.zarr", mode="w", zarr_format=2)
+    for name, dtype in (("s", str), ("u", "<U3")):
+        array = group.create_array(name, shape=(6,), dtype=dtype, chunks=(2,), fill_value="NA",
+                                   **named(2, ["x"]))
+        array[:4] = np.array(["a", "NA", "", "b"]).astype(dtype)  # (the last chunk not stored)
+    expected = xr.open_zarr(tmp_path / "f.zarr", consolidated=False).load()
+    assert int(expected["s"].isnull().sum()) == int(expected["u"].isnull().sum()) == 3
+    mount = mount_array(tmp_path / "f.zarr", ["ro"])
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got.load(), expected)
+        for name in ("s", "u"):
+            with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
+                xr.testing.assert_identical(got["data"].variable.to_base_variable(),
+                                            expected[name].variable.to_base_variable())
+    assert_tools_read(mount.path / "data.h5", 's:_FillValue = "NA"')
+

@@ -153,6 +153,7 @@ class _Layout:
         self.scales = {key: (g, d) for g in groups for d, key in g.scales.items()
                        if key == phony_key(g.path, d)}  # (the phony ones, each in its group)
         self.heap_objects, self.heap_places = _heap_objects(groups)
+        self.fill_heaps = {key: heap for key, v in self.variables.items() if (heap := v.dataset.fill_heap())}
         self.at: dict[str, int] = {}
         self.chunks: dict[str, DatasetPart] = {}
         self.tails = Tails()  # (the strings' heaps, after every dataset's chunks)
@@ -178,6 +179,7 @@ class _Layout:
                      for key, (g, d) in self.scales.items()})
         for number, keys in enumerate(self.heap_objects):
             made[f"heap {number}"] = global_heap([at(key) for key in keys])
+        made.update({f"fill {key}": heap for key, heap in self.fill_heaps.items()})
         return made
 
     def _group(self, group: _Group, at: Callable[[str], int]) -> bytes:
@@ -196,7 +198,8 @@ class _Layout:
         elif variable.dimensions:
             heap, first = self.heap_places[variable.path]
             extra = [dimension_list(at(f"heap {heap}"), first, len(variable.dimensions))]
-        return variable.dataset.header(part_at, extra)
+        fill_at = at(f"fill {variable.path}") if variable.path in self.fill_heaps else 0
+        return variable.dataset.header(part_at, extra, fill_at)
 
     def _attached(self, scale: str, at: Callable[[str], int]) -> list[Attached]:
         """The variables, in any group, whose dimensions `scale` is the scale of (a coordinate

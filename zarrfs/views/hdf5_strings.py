@@ -43,8 +43,6 @@ MAX_CHUNKS = 1 << 20  # (past this many chunks no data.h5: its first stat would 
 # strings is left out (its own directory's file shows it), or that `ls -l` would read them all.
 GROUP_CHUNKS = 64
 _DEFAULT_FILL = bytes([3, 0x03 | (2 << 2)])  # (fill value message: none defined, an empty string)
-# `_FillValue` "", as xarray reads a v2 array's stated fill: an element of no string (no heap)
-_EMPTY_FILL = h5.message(h5.ATTRIBUTE, h5.attribute("_FillValue", STRING_TYPE, (1,), bytes(ELEMENT.itemsize)))
 
 
 class StringSource:
@@ -94,7 +92,7 @@ class StringSource:
         inside = Box(start, stop)
         whole = np.full(self.read_chunk_shape, "", dtype=object)
         whole[tuple(slice(0, n) for n in inside.shape)] = self.read(inside)
-        encoded = [str(v or "").encode("utf-8", "surrogatepass") for v in whole.reshape(-1)]
+        encoded = [_utf8(str(v or "")) for v in whole.reshape(-1)]
         width = self.width
         return encoded if width is None else [value.ljust(width, b"\0") for value in encoded]
 
@@ -246,9 +244,14 @@ class StringDataset:
             return StringScalar(self.array, at, tails)
         return StringChunks(self.array, at, tails)
 
-    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+    def fill_heap(self) -> bytes:
+        """The collection holding `_FillValue`'s string, when it has one of some bytes."""
+        text = self.array.fill_text()
+        return collections([_utf8(text)])[0] if text else b""
+
+    def header(self, part_at: int, extra: Sequence[bytes], fill_at: int = 0) -> bytes:
         """Its object header, its part at `part_at`, with `extra` (its dimensions) before its
-        attributes."""
+        attributes, its `fill_heap` at `fill_at`."""
         shape = tuple(self.array.shape)
         layout = (h5.chunked_layout(self.array.read_chunk_shape, ELEMENT.itemsize, part_at) if shape
                   else h5.contiguous_layout(part_at, ELEMENT.itemsize))
@@ -257,9 +260,21 @@ class StringDataset:
                     h5.message(h5.FILL_VALUE, _DEFAULT_FILL, flags=1),
                     h5.message(h5.LAYOUT, layout)]
         attributes: Mapping[str, Any] = self.array.metadata.attributes
-        fill = [_EMPTY_FILL] if self.array.fill_text() == "" else []
+        text = self.array.fill_text()
+        fill = [] if text is None else [_fill_attribute(text, fill_at)]
         others = attribute_messages(attributes, np.dtype("f8"), None)
         return h5.object_header([*messages, *extra, *fill, *others])
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _fill_attribute(text: str, heap_at: int) -> bytes:
+    """`_FillValue`, as xarray reads a stated fill: "" an element of no string (no heap, as
+    the library writes it), else object 1 of the collection at `heap_at` (`fill_heap`)."""
+    value = bytes(ELEMENT.itemsize) if not text else placed(collections([_utf8(text)])[1], heap_at)
+    return h5.message(h5.ATTRIBUTE, h5.attribute("_FillValue", STRING_TYPE, (1,), value))
 
 
 def strings_h5_file(array: StringSource) -> ChunkedFile:

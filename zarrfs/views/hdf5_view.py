@@ -106,8 +106,11 @@ class Dataset:
             return ScalarSlot(self.array, self.dtype, at)
         return DatasetChunks(self.array, self.dtype, self.through, at)
 
-    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+    def header(self, part_at: int, extra: Sequence[bytes], fill_at: int = 0) -> bytes:
         return dataset_header(self, part_at, extra)
+
+    def fill_heap(self) -> bytes:
+        return b""  # (its fill value is in its header)
 
 
 class AnyDataset(Protocol):
@@ -117,9 +120,12 @@ class AnyDataset(Protocol):
     def array(self) -> Any: ...
     def chunks(self, at: int, tails: Tails) -> DatasetPart:
         """Its part of the file from `at`, its parts of unknown size added to `tails`."""
-    def header(self, part_at: int, extra: Sequence[bytes]) -> bytes:
+    def header(self, part_at: int, extra: Sequence[bytes], fill_at: int = 0) -> bytes:
         """Its object header, its part at `part_at`, with the messages `extra` (its
-        dimensions) before its attributes."""
+        dimensions) before its attributes, its `fill_heap` at `fill_at`."""
+    def fill_heap(self) -> bytes:
+        """A global heap collection its `_FillValue` refers to, which the file places among
+        its metadata (b"": none)."""
 
 
 def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
@@ -211,8 +217,8 @@ def _fill_attribute(array: H5Array, dtype: np.dtype[Any], fill: bytes) -> bytes 
 
 def _metadata(dataset: AnyDataset) -> tuple[bytes, int]:
     """The superblock, the root group's header (the dataset and its dimensions), the dataset's
-    header, the dimensions' scales and the heap of their references; and where the index's
-    header goes, after them."""
+    header, the dimensions' scales, the heap of their references and the dataset's fill
+    value's; and where the index's header goes, after them."""
     shape = tuple(dataset.array.shape)
     names = dimension_names(dataset.array) or ()
 
@@ -220,14 +226,18 @@ def _metadata(dataset: AnyDataset) -> tuple[bytes, int]:
         links = [(DATASET, dataset_at), *zip(names, scales_at, strict=True)]
         return h5.object_header(h5.group_messages(links))
 
-    def header(index_at: int, heap_at: int) -> bytes:
-        return dataset.header(index_at, [dimension_list(heap_at, 1, len(names))] if names else [])
+    def header(index_at: int, heap_at: int, fill_at: int) -> bytes:
+        dimensions = [dimension_list(heap_at, 1, len(names))] if names else []
+        return dataset.header(index_at, dimensions, fill_at)
 
     dataset_at = h5.SUPERBLOCK_SIZE + len(root(0, [0] * len(names)))
     scales = [scale_header(length, [(dataset_at, i)]) for i, length in enumerate(shape)] if names else []
-    scales_at = list(itertools.accumulate([len(s) for s in scales], initial=dataset_at + len(header(0, 0))))
+    scales_start = dataset_at + len(header(0, 0, 0))
+    scales_at = list(itertools.accumulate([len(s) for s in scales], initial=scales_start))
     heap_at = scales_at.pop()
-    index_at = heap_at + (GLOBAL_HEAP_SIZE if names else 0)
-    parts = [h5.superblock(0, h5.SUPERBLOCK_SIZE), root(dataset_at, scales_at), header(index_at, heap_at),
-             *scales, global_heap(scales_at) if names else b""]
+    fill_heap = dataset.fill_heap()
+    fill_at = heap_at + (GLOBAL_HEAP_SIZE if names else 0)
+    index_at = fill_at + len(fill_heap)
+    parts = [h5.superblock(0, h5.SUPERBLOCK_SIZE), root(dataset_at, scales_at),
+             header(index_at, heap_at, fill_at), *scales, global_heap(scales_at) if names else b"", fill_heap]
     return b"".join(parts), index_at
