@@ -83,6 +83,18 @@ def assert_tools_read(path: Path, *dumped: str) -> None:
     subprocess.run(["h5dump", str(path)], check=True, capture_output=True, env=ENV)
 
 
+def assert_engines_read(group: Path, expected: xr.Dataset, arrays: tuple[str, ...]) -> None:
+    """xarray with netcdf4 and h5netcdf reads the group's data.h5 as `expected` (open_zarr's
+    reading) and each of `arrays`' own data.h5 as its variable."""
+    for engine in ("netcdf4", "h5netcdf"):
+        with xr.open_dataset(group / "data.h5", engine=engine) as got:
+            xr.testing.assert_identical(got.load(), expected)
+        for name in arrays:
+            with xr.open_dataset(group / name / "data.h5", engine=engine) as got:
+                xr.testing.assert_identical(got["data"].variable.to_base_variable(),
+                                            expected[name].variable.to_base_variable())
+
+
 def string_dataset(store: Path, fmt: int) -> xr.Dataset:
     """A dataset as xarray writes it: a string coordinate, a 2-D string variable and a number
     variable sharing its dimension, in several chunks; a string variable's last chunk not
@@ -105,13 +117,7 @@ def test_xarray_reads_strings_as_open_zarr(tmp_path: Path, mount_array: Any, fmt
     string_dataset(store, fmt)
     expected = xr.open_zarr(store, consolidated=False).load()
     mount = mount_array(store, ["ro"])
-    for engine in ("netcdf4", "h5netcdf"):
-        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
-            xr.testing.assert_identical(got.load(), expected)
-        for name in ("name", "station"):
-            with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
-                xr.testing.assert_identical(got["data"].variable.to_base_variable(),
-                                            expected[name].variable.to_base_variable())
+    assert_engines_read(mount.path, expected, ("name", "station"))
     assert_tools_read(mount.path / "data.h5", "string station(station)",
                       'station = "Zürich", _, "東京", "a\\nb"')
 
@@ -303,12 +309,6 @@ def test_a_fill_string_masks_as_open_zarr(tmp_path: Path, mount_array: Any) -> N
     expected = xr.open_zarr(tmp_path / "f.zarr", consolidated=False).load()
     assert int(expected["s"].isnull().sum()) == int(expected["u"].isnull().sum()) == 3
     mount = mount_array(tmp_path / "f.zarr", ["ro"])
-    for engine in ("netcdf4", "h5netcdf"):
-        with xr.open_dataset(mount.path / "data.h5", engine=engine) as got:
-            xr.testing.assert_identical(got.load(), expected)
-        for name in ("s", "u"):
-            with xr.open_dataset(mount.path / name / "data.h5", engine=engine) as got:
-                xr.testing.assert_identical(got["data"].variable.to_base_variable(),
-                                            expected[name].variable.to_base_variable())
+    assert_engines_read(mount.path, expected, ("s", "u"))
     assert_tools_read(mount.path / "data.h5", 's:_FillValue = "NA"')
 
