@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ import xarray as xr
 import zarr
 
 from tests.scale_arrays import RequestLog
+from zarrfs.views.hdf5_vlen import ELEMENT
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
@@ -162,6 +164,7 @@ def test_unicode_strings_are_sized_without_a_read(tmp_path: Path, mount_array: A
     group.create_array("wide", shape=(100,), dtype="<U4", chunks=(10,))[:] = words
     mount = mount_array(store, ["ro"])
     assert list(read_h5py(mount.path / "wide" / "data.h5")) == list(words)
+    assert heap_strings(mount.path / "wide" / "data.h5") == [w.encode() for w in words[:10]]
     sizes = [os.stat(mount.path / name).st_size for name in ("data.h5", "wide/data.h5")]
     mount.unmount()
     chunks = sorted((store / "wide" / "c").rglob("*"))
@@ -188,6 +191,24 @@ def test_ls_reads_each_chunk_of_strings_once(tmp_path: Path, mount_array: Any) -
     assert "data.txt" in listed and "data.h5" in listed
     assert sorted(chunk_reads) == sorted(set(chunk_reads)) and len(chunk_reads) == 10, chunk_reads
     assert list(read_h5py(mount.path / "data.h5")) == list(data)
+
+
+def heap_strings(path: Path) -> list[bytes]:
+    """The first chunk's strings as a reader of the file's bytes finds them (netCDF-Java,
+    pyfive: no C string's NUL): each element's length, and its heap object's bytes."""
+    with h5py.File(path, "r") as f:
+        _, raw = f["data"].id.read_direct_chunk((0,))
+    data, found = path.read_bytes(), []
+    for length, address, number in np.frombuffer(raw, ELEMENT).tolist():
+        at = address + 16  # (past the collection's header)
+        while True:
+            index, _, _, size = struct.unpack_from("<HHIQ", data, at)
+            if index == number:
+                assert size == length
+                found.append(data[at + 16:at + 16 + size])
+                break
+            at += 16 + (size + 7) // 8 * 8
+    return found
 
 
 def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> None:

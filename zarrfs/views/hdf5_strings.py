@@ -11,10 +11,10 @@ chunk once and keeps the end of each chunk's collections (one integer per chunk)
 `data.txt` does; after that a read decodes only the chunks its range covers. Decoded chunks'
 collections are kept by recency within `HEAPS`' budget (of all files).
 
-numpy's `U` strings have a width (UTF-32, `n` characters): each is stored as UTF-8 padded
-with NULs to 4n bytes, which readers, C strings all (HDF5's own conversion, netCDF-C, h5py),
-end at the first NUL. Every chunk's collections then have one size, known from the shape:
-`ls -l` of the array's directory reads no chunk.
+numpy's `U` strings have a width (UTF-32, `n` characters): each string's object is its UTF-8
+bytes exactly, followed by an object no element refers to that fills it out to 4n bytes
+(`hdf5_vlen.collections`' `room`). Every chunk's collections then have one size, known from
+the shape: `ls -l` of the array's directory reads no chunk.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class StringSource:
 
     def __init__(self, array: Any, metadata: ArrayDescription, chunk: Index,
                  width: int | None = None) -> None:
-        """`width`: the bytes every string takes, NUL-padded (None: its own length)."""
+        """`width`: the most bytes a string may take (None: unbounded), the room each is given."""
         self.array = array
         self.metadata = metadata
         self.shape: Index = tuple(metadata.shape)
@@ -92,9 +92,7 @@ class StringSource:
         inside = Box(start, stop)
         whole = np.full(self.read_chunk_shape, "", dtype=object)
         whole[tuple(slice(0, n) for n in inside.shape)] = self.read(inside)
-        encoded = [_utf8(str(v or "")) for v in whole.reshape(-1)]
-        width = self.width
-        return encoded if width is None else [value.ljust(width, b"\0") for value in encoded]
+        return [_utf8(str(v or "")) for v in whole.reshape(-1)]
 
 
 class VariableStrings(StringSource):
@@ -192,7 +190,7 @@ class StringHeaps:
         heap, elements = HEAPS.get((self._key, number, "heap")), HEAPS.get((self._key, number, "elements"))
         if heap is not None and elements is not None:
             return bytes(heap), bytes(elements)
-        made, placed_elements = collections(self.source.chunk_values(self.unit_of(number)))
+        made, placed_elements = collections(self.source.chunk_values(self.unit_of(number)), self.source.width)
         HEAPS.put((self._key, number, "heap"), made)
         HEAPS.put((self._key, number, "elements"), placed_elements.tobytes())
         return made, placed_elements.tobytes()

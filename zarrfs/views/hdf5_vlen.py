@@ -32,13 +32,18 @@ _OBJECT = np.dtype([("index", "<u2"), ("references", "<u2"), ("reserved", "<u4")
 _PADDING = [bytes(n) for n in range(8)]
 
 
-def collections(values: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
+def collections(values: Sequence[bytes], room: int | None = None) -> tuple[bytes, np.ndarray]:
     """Global heap collections holding the `values`, one after another from offset 0, and each
     value's element (`ELEMENT`), its address relative to the first collection. A collection
-    takes the values that fit in `_COLLECTION_BYTES` (at least one), at most `_MOST_OBJECTS`."""
+    takes the values that fit in `_COLLECTION_BYTES` (at least one), at most `_MOST_OBJECTS`
+    objects. `room` (values of at most so many bytes): each value, its object exactly its
+    bytes, is followed by an object no element refers to that fills it out to `room`, so every
+    value takes `_slot(room)` bytes and the collections' sizes follow from the count alone."""
     count = len(values)
     lengths = np.fromiter(map(len, values), np.int64, count)
-    ends = np.cumsum(_HEADER + (lengths + 7) // 8 * 8)  # (where each object ends in its run)
+    taken = _HEADER + (lengths + 7) // 8 * 8 if room is None else np.full(count, _slot(room))
+    step = 1 if room is None else 2  # (object numbers a value takes)
+    ends = np.cumsum(taken)  # (where each value ends in its run)
     elements = np.zeros(count, ELEMENT)
     elements["length"] = lengths
     made: list[bytes] = []
@@ -46,43 +51,61 @@ def collections(values: Sequence[bytes]) -> tuple[bytes, np.ndarray]:
     while first < count:
         before = int(ends[first - 1]) if first else 0
         fits = int(np.searchsorted(ends, before + _COLLECTION_BYTES - _HEADER, side="right"))
-        last = min(max(fits, first + 1), first + _MOST_OBJECTS, count)
-        made.append(_collection(values[first:last], lengths[first:last], int(ends[last - 1]) - before))
+        last = min(max(fits, first + 1), first + _MOST_OBJECTS // step, count)
+        made.append(_collection(values[first:last], lengths[first:last], int(ends[last - 1]) - before, room))
         elements["address"][first:last] = at
-        elements["object"][first:last] = np.arange(1, last - first + 1)
+        elements["object"][first:last] = np.arange(1, step * (last - first) + 1, step)
         at += len(made[-1])
         first = last
     return b"".join(made), elements
 
 
-def collections_size(count: int, length: int) -> int:
-    """What `collections` makes of `count` values of `length` bytes each, in bytes (without
+def collections_size(count: int, room: int) -> int:
+    """What `collections` makes of `count` values given `room` bytes each, in bytes (without
     making them)."""
-    taken = _HEADER + (length + 7) // 8 * 8  # (an object, header and padding)
-    per = min(max((_COLLECTION_BYTES - _HEADER) // taken, 1), _MOST_OBJECTS)
+    taken = _slot(room)
+    per = min(max((_COLLECTION_BYTES - _HEADER) // taken, 1), _MOST_OBJECTS // 2)
     full, rest = divmod(count, per)
 
-    def size(objects: int) -> int:
-        return max(MIN_COLLECTION, _HEADER + objects * taken + _HEADER)
+    def size(values: int) -> int:
+        return max(MIN_COLLECTION, _HEADER + values * taken + _HEADER)
 
     return full * size(per) + (size(rest) if rest else 0)
 
 
-def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int) -> bytes:
-    """One collection: its header, the values as objects 1, 2, ... (each padded to 8 bytes),
-    then the free space (object 0), at least MIN_COLLECTION bytes in all."""
+def _slot(room: int) -> int:
+    """The bytes a value given `room` takes: its object and the one filling it out."""
+    return 2 * _HEADER + (room + 7) // 8 * 8
+
+
+def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int, room: int | None) -> bytes:
+    """One collection: its header, the values as objects 1, 2, ... (each padded to 8 bytes;
+    given `room`: 1, 3, ..., each followed by its filler, 2, 4, ...), then the free space
+    (object 0), at least MIN_COLLECTION bytes in all."""
     used = _HEADER + objects_size
     size = max(MIN_COLLECTION, used + _HEADER)
-    headers = np.zeros(len(values), _OBJECT)
-    headers["index"] = np.arange(1, len(values) + 1)
-    headers["references"] = 1
-    headers["size"] = lengths
+    step = 1 if room is None else 2
+    headers = np.zeros(step * len(values), _OBJECT)
+    headers["index"] = np.arange(1, len(headers) + 1)
+    headers["references"][::step] = 1
+    headers["size"][::step] = lengths
+    if room is not None:
+        headers["size"][1::2] = (room + 7) // 8 * 8 - (lengths + 7) // 8 * 8
     rows = memoryview(headers.tobytes())
     objects = b"".join(itertools.chain.from_iterable(
-        (rows[16 * n:16 * n + 16], value, _PADDING[-len(value) % 8]) for n, value in enumerate(values)))
+        _object(rows, step * n, value, room) for n, value in enumerate(values)))
     free = struct.pack("<HHIQ", 0, 0, 0, size - used)
     body = b"GCOL" + bytes([1, 0, 0, 0]) + struct.pack("<Q", size) + objects + free
     return body + bytes(size - len(body))
+
+
+def _object(rows: memoryview, row: int, value: bytes, room: int | None) -> tuple[bytes | memoryview, ...]:
+    """A value's object (header `row` of `rows`), and its filler given `room`."""
+    padding = _PADDING[-len(value) % 8]
+    if room is None:
+        return rows[16 * row:16 * row + 16], value, padding
+    filler = (room + 7) // 8 * 8 - (len(value) + 7) // 8 * 8
+    return rows[16 * row:16 * row + 16], value, padding, rows[16 * row + 16:16 * row + 32], bytes(filler)
 
 
 def placed(elements: np.ndarray, address: int) -> bytes:
