@@ -88,7 +88,7 @@ class H5GroupViews(PyramidViews):
                 with self._lock:
                     self._described[node.path] = (node, array)
         if shows_unicode_h5(array):
-            return _few_chunks(node, self._seen_as(node.path, array, UnicodeStrings))
+            return self._seen_as(node.path, array, UnicodeStrings)  # (sized without a read)
         if shows_chars_h5(array):
             return self._seen_as(node.path, array, CharArray)
         return array if shows_array_h5(array) else None
@@ -156,9 +156,8 @@ class H5GroupViews(PyramidViews):
 
 def _few_chunks(node: NodeMetadata, source: StringSource | None) -> StringSource | None:
     """`source`, unless sizing its heaps at the group file's first stat (which `ls -l` of the
-    group makes) would read more than GROUP_CHUNKS chunks: then the array is left out (a
-    `U` array's strings have a width: sizing them reads none)."""
-    if source is None or source.width is not None or source.chunk_count <= GROUP_CHUNKS:
+    group makes) would read more than GROUP_CHUNKS chunks: then the array is left out."""
+    if source is None or source.chunk_count <= GROUP_CHUNKS:
         return source
     log.debug("groups' data.h5 leave out array %s of strings: its %d chunks would be read at a stat",
               node.path, source.chunk_count)
