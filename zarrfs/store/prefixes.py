@@ -5,14 +5,13 @@ then delete them in bulk (S3: 1000 per request) or copy them server-side one by 
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 import fsspec
 
+from . import local
 from .observe import DELETE, PUT
 
 T = TypeVar("T")
@@ -47,10 +46,8 @@ def delete_prefix(store: Store, prefix: str) -> int:
         return store.call(prefix, lambda s: store.fs_call(s, "remove_prefix", store.path(prefix)),
                           missing_ok=False, kind=DELETE) or 0
     if store.confined is not None:
-        path = store.confined.inside(store.path(prefix))  # (never through a link leading outside)
-        count = sum(len(files) for _, _, files in os.walk(path))
-        store.call(prefix, lambda s: shutil.rmtree(path), kind=DELETE)
-        return count
+        root = store.confined  # (never through a link leading outside)
+        return store.call(prefix, lambda s: local.remove_tree(root, store.path(prefix)), kind=DELETE) or 0
     store.fs.invalidate_cache(store.path(prefix))
     keys = [key for key in store.list(prefix) if key != prefix]
     if store.is_s3:
@@ -74,9 +71,9 @@ def move_prefix(store: Store, old: str, new: str) -> int:
                           missing_ok=False, kind=PUT) or 0
     if store.confined is not None:
         # (never through a link leading outside; a link at `old` moves itself)
-        source, target = store.confined.inside(store.path(old)), store.confined.inside(store.path(new))
-        store.call(new, lambda s: os.makedirs(os.path.dirname(target), exist_ok=True), kind=PUT)
-        store.call(new, lambda s: os.rename(source, target), missing_ok=False, kind=PUT)
+        root = store.confined
+        store.call(new, lambda s: local.move(root, store.path(old), store.path(new)),
+                   missing_ok=False, kind=PUT)
         return 1
     store.fs.invalidate_cache(store.path(old))
     keys = [key for key in store.list(old) if key != old]

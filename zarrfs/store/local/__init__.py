@@ -10,17 +10,19 @@ from .files import (
     delete_if,
     fsync_directory,
     generation_of,
+    move,
     read,
     read_cached,
     read_edge_cached,
     read_whole_cached,
     remove_stale_temporaries,
+    remove_tree,
     replace_if,
     temporary_owner_alive,
     writable,
     write_atomically,
 )
 
-__all__ = ["TEMP_PREFIX", "Root", "delete", "delete_if", "fsync_directory", "generation_of", "read",
-           "read_cached", "read_edge_cached", "read_whole_cached", "remove_stale_temporaries",
-           "replace_if", "temporary_owner_alive", "writable", "write_atomically"]
+__all__ = ["TEMP_PREFIX", "Root", "delete", "delete_if", "fsync_directory", "generation_of", "move",
+           "read", "read_cached", "read_edge_cached", "read_whole_cached", "remove_stale_temporaries",
+           "remove_tree", "replace_if", "temporary_owner_alive", "writable", "write_atomically"]

@@ -70,9 +70,10 @@ def _openat2() -> Any:
 
 _SYSCALL = _openat2()
 DIRECTORY_FLAGS, PATH_FLAGS = READ_FLAGS | os.O_DIRECTORY, os.O_PATH | os.O_CLOEXEC
+WORKING_FLAGS = PATH_FLAGS | os.O_DIRECTORY  # a directory to make and replace entries in
 # openat2's arguments by open flags, made once (a read's open is on the hot path).
 _HOWS = {flags: (how, ctypes.byref(how), ctypes.sizeof(how))
-         for flags in (READ_FLAGS, DIRECTORY_FLAGS, PATH_FLAGS)
+         for flags in (READ_FLAGS, DIRECTORY_FLAGS, PATH_FLAGS, WORKING_FLAGS)
          for how in [_How(flags, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)]}
 
 
@@ -157,6 +158,15 @@ class Root:
         except PermissionError as e:
             raise RefusedKey(self.key(path), str(e)) from None
         return real
+
+    def directory(self, path: str) -> int:
+        """The directory at `path` opened to work in (entries made, renamed and removed
+        relative to it: whatever is swapped in on the way afterwards, they stay in this
+        directory), reached through links that stay inside; RefusedKey otherwise,
+        FileNotFoundError when there is none."""
+        if path.rstrip("/") == self.path.rstrip("/"):
+            return _open_without_links(self.real, WORKING_FLAGS)  # (resolved when the store opened)
+        return self._open(path, WORKING_FLAGS)
 
     def inside(self, path: str) -> str:
         """`path` with its directory resolved and checked (RefusedKey: it leads outside), to

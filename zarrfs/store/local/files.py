@@ -22,6 +22,8 @@ import contextlib
 import fcntl
 import os
 import random
+import shutil
+import stat
 import time
 from collections.abc import Iterator
 
@@ -128,15 +130,16 @@ def write_atomically(root: Root, path: str, data: Payload, sync_directory: bool)
     """Replace `path` with `data` (durable when it returns, but for the directory entry when
     `sync_directory` is False); the new generation. The directory must lie inside `root`
     (a link at `path` itself is replaced, never followed)."""
-    temp, new = _write_temporary(root, path, data)
-    try:
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    if sync_directory:
-        fsync_directory(os.path.dirname(path))
+    with _working_in(root, path, make=True) as (directory, name):
+        temp, new = _write_temporary(directory, name, data)
+        try:
+            os.replace(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=directory)
+            raise
+        if sync_directory:
+            _fsync_opened(directory)
     return new
 
 
@@ -151,20 +154,77 @@ def replace_if(root: Root, path: str, data: Payload, sync_directory: bool,
 
 
 def delete_if(root: Root, path: str, expect: str | None) -> bool:
-    entry = root.inside(path)
-    if expect is None:
-        if os.path.lexists(entry):
-            raise ConflictError(os.path.basename(path))
-        return True
-    with _holding(root, path, expect):
-        os.unlink(entry)
+    try:
+        with _working_in(root, path) as (directory, name):
+            if expect is None:
+                if _exists(directory, name):
+                    raise ConflictError(name)
+                return True
+            with _holding(root, path, expect):
+                os.unlink(name, dir_fd=directory)
+    except FileNotFoundError:  # (no directory: nothing there)
+        if expect is not None:
+            raise ConflictError(os.path.basename(path)) from None
     return True
 
 
 def delete(root: Root, path: str) -> bool:
     """Remove `path` (a link itself, never its target), in a directory inside `root`."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(root.inside(path))
+    with contextlib.suppress(FileNotFoundError), _working_in(root, path) as (directory, name):
+        os.unlink(name, dir_fd=directory)
+    return True
+
+
+def remove_tree(root: Root, path: str) -> int:
+    """Remove the directory `path` and all below it (a link there: the link itself), in a
+    directory inside `root`; how many files it held."""
+    with _working_in(root, path) as (directory, name):
+        count = sum(len(files) for _, _, files, _ in os.fwalk(name, dir_fd=directory))
+        if _is_link(directory, name):
+            os.unlink(name, dir_fd=directory)
+        else:
+            shutil.rmtree(name, dir_fd=directory)
+    return count
+
+
+def move(root: Root, old: str, new: str) -> None:
+    """Rename `old` to `new` (its directory made first), both in directories inside `root`."""
+    with _working_in(root, old) as (source, old_name), \
+            _working_in(root, new, make=True) as (target, new_name):
+        os.rename(old_name, new_name, src_dir_fd=source, dst_dir_fd=target)
+
+
+@contextlib.contextmanager
+def _working_in(root: Root, path: str, *, make: bool = False) -> Iterator[tuple[int, str]]:
+    """The directory of `path`, opened inside `root` (`make`: made first if there is none),
+    and the entry's name in it. Entries are made, renamed and removed relative to the open
+    directory: a link swapped in on the way once it is open changes nothing (resolved by
+    path, the rename of a write's temporary file would have followed it outside). One
+    openat2 where a resolution cost seven stats (chunk directories mostly exist: os.makedirs
+    would cost three system calls and an exception per chunk written)."""
+    parent, name = os.path.split(path)
+    try:
+        directory = root.directory(parent)
+    except FileNotFoundError:
+        if not make:
+            raise
+        os.makedirs(root.checked(parent), exist_ok=True)
+        directory = root.directory(parent)
+    try:
+        yield directory, name
+    finally:
+        os.close(directory)
+
+
+def _is_link(directory: int, name: str) -> bool:
+    return stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+
+
+def _exists(directory: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
     return True
 
 
@@ -193,25 +253,26 @@ def _holding(root: Root, path: str, expect: str) -> Iterator[None]:
 
 
 def _create(root: Root, path: str, data: Payload, sync_directory: bool) -> str:
-    temp, new = _write_temporary(root, path, data)
-    try:
-        os.link(temp, path)
-    except FileExistsError:
-        raise ConflictError(os.path.basename(path)) from None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-    if sync_directory:
-        fsync_directory(os.path.dirname(path))
+    with _working_in(root, path, make=True) as (directory, name):
+        temp, new = _write_temporary(directory, name, data)
+        try:
+            os.link(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        except FileExistsError:
+            raise ConflictError(name) from None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=directory)
+        if sync_directory:
+            _fsync_opened(directory)
     return new
 
 
-def _write_temporary(root: Root, path: str, data: Payload) -> tuple[str, str]:
-    """A durable temporary file beside `path` holding `data`, and its generation."""
-    directory, name = os.path.split(path)
-    temp = os.path.join(directory, f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}")
+def _write_temporary(directory: int, name: str, data: Payload) -> tuple[str, str]:
+    """A durable temporary file beside `name` in `directory` holding `data`: its name and
+    generation. (O_EXCL: a link at the temporary name itself is never followed.)"""
+    temp = f"{TEMP_PREFIX}{os.getpid()}-{random.getrandbits(48):012x}-{name}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644, dir_fd=directory)
     try:
-        fd = _create_file(root, temp)
         try:
             for piece in pieces(data):
                 view = memoryview(piece).cast("B")
@@ -225,25 +286,17 @@ def _write_temporary(root: Root, path: str, data: Payload) -> tuple[str, str]:
             os.close(fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temp)
+            os.unlink(temp, dir_fd=directory)
         raise
 
 
-def _create_file(root: Root, path: str) -> int:
-    """A new file, in a directory made first if there is none (chunk directories mostly exist:
-    os.makedirs would cost three system calls and an exception per chunk written). The
-    directory is resolved and checked first: a write through a link leading outside fails
-    (O_EXCL: a link at the temporary name itself is never followed)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    directory = root.checked(os.path.dirname(path))
-    # (made in the directory checked: a link swapped in meanwhile makes the rename fail, as
-    # the temporary file is not where the link leads)
-    real = os.path.join(directory, os.path.basename(path))
+def _fsync_opened(directory: int) -> None:
+    """fsync a directory opened to work in (an O_PATH descriptor cannot be synced itself)."""
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
     try:
-        return os.open(real, flags, 0o644)
-    except FileNotFoundError:
-        os.makedirs(directory, exist_ok=True)
-        return os.open(real, flags, 0o644)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_directory(directory: str) -> bool:
