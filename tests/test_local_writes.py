@@ -99,3 +99,30 @@ def test_a_node_removed_or_moved_stays_inside(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(RefusedKey):  # (the link at `g` now leads outside)
         local.move(root, str(groups / "b"), str(groups / "c"))
     assert sorted(os.listdir(outside)) == ["a", "b"]
+
+
+@pytest.mark.parametrize("method", ["checked", "directory"])
+def test_a_put_makes_its_directories_inside(tmp_path: Path, method: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A put whose chunk directories do not exist yet makes them in the store while `c` is
+    swapped for a link as soon as a lookup has passed it: nothing is made outside."""
+    store, outside = tmp_path / "store", tmp_path / "outside"
+    (store / "c").mkdir(parents=True)
+    outside.mkdir()
+    root = Root(str(store))
+    looked_up: Callable[..., Any] = getattr(Root, method)
+
+    def then_swap(self: Root, path: str) -> Any:
+        found = looked_up(self, path)
+        chunks = store / "c"
+        if os.path.realpath(path).startswith(str(chunks)) and not chunks.is_symlink():
+            chunks.rename(store / "c.moved")
+            chunks.symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(Root, method, then_swap)
+    with contextlib.suppress(OSError):  # (refused: as good, so long as nothing lands outside)
+        local.write_atomically(root, str(store / "c" / "5" / "7" / "0"), b"new", sync_directory=False)
+    assert os.listdir(outside) == []
+    if method == "directory":  # (the directories made where the put had looked)
+        assert (store / "c.moved" / "5" / "7" / "0").read_bytes() == b"new"

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from ...errors import ConflictError
 from ..values import Payload, Versioned, pieces
 from . import page_cache
-from .confined import Root, generation_of
+from .confined import WORKING_FLAGS, Root, generation_of
 
 TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
 
@@ -200,20 +200,51 @@ def _working_in(root: Root, path: str, *, make: bool = False) -> Iterator[tuple[
     and the entry's name in it. Entries are made, renamed and removed relative to the open
     directory: a link swapped in on the way once it is open changes nothing (resolved by
     path, the rename of a write's temporary file would have followed it outside). One
-    openat2 where a resolution cost seven stats (chunk directories mostly exist: os.makedirs
-    would cost three system calls and an exception per chunk written)."""
+    openat2 where a resolution cost seven stats; a missing directory is made only when the
+    open finds none (chunk directories mostly exist)."""
     parent, name = os.path.split(path)
     try:
         directory = root.directory(parent)
     except FileNotFoundError:
         if not make:
             raise
-        os.makedirs(root.checked(parent), exist_ok=True)
-        directory = root.directory(parent)
+        directory = _made(root, parent)
     try:
         yield directory, name
     finally:
         os.close(directory)
+
+
+def _made(root: Root, path: str) -> int:
+    """The directory `path`, made with those missing above it, opened to work in. Each is
+    made in its parent as opened, not by path, where a link swapped in meanwhile would have
+    been followed (empty directories made outside)."""
+    missing: list[str] = []
+    made_root = False
+    while True:
+        try:
+            directory = root.directory(path)
+            break
+        except FileNotFoundError:
+            if path.rstrip("/") != root.path.rstrip("/"):
+                path, name = os.path.split(path)
+                missing.append(name)
+            elif made_root:
+                raise
+            else:  # (a store made by its first put: the root the mount names, as named)
+                os.makedirs(root.real, exist_ok=True)
+                made_root = True
+    try:
+        for name in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # (another writer made it first)
+                os.mkdir(name, dir_fd=directory)
+            made = os.open(name, WORKING_FLAGS | os.O_NOFOLLOW, dir_fd=directory)  # (a link: ENOTDIR)
+            os.close(directory)
+            directory = made
+    except BaseException:
+        os.close(directory)
+        raise
+    return directory
 
 
 def _is_link(directory: int, name: str) -> bool:
