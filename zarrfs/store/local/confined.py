@@ -150,8 +150,8 @@ class Root:
         return True
 
     def checked(self, path: str) -> str:
-        """The real path `path` resolves to, or RefusedKey when it leads outside (a write's
-        directory, a prefix to delete or move: they are rare, and resolved every time)."""
+        """The real path `path` resolves to, or RefusedKey when it leads outside (a path with
+        a link on the way: rare, and resolved every time)."""
         real = os.path.realpath(path)
         try:
             self.policy.checked(self.key(path), real)
@@ -167,11 +167,6 @@ class Root:
         if path.rstrip("/") == self.path.rstrip("/"):
             return _open_without_links(self.real, WORKING_FLAGS)  # (resolved when the store opened)
         return self._open(path, WORKING_FLAGS)
-
-    def inside(self, path: str) -> str:
-        """`path` with its directory resolved and checked (RefusedKey: it leads outside), to
-        write, delete or move the entry itself (a link there is the entry, never followed)."""
-        return os.path.join(self.checked(os.path.dirname(path)), os.path.basename(path))
 
     def _open(self, path: str, flags: int) -> int:
         # (no `..` in it: one would climb out without a link)
