@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def collections(values: Sequence[bytes], room: int | None = None) -> tuple[bytes
     value takes `_slot(room)` bytes and the collections' sizes follow from the count alone."""
     count = len(values)
     lengths = np.fromiter(map(len, values), np.int64, count)
-    taken = _HEADER + (lengths + 7) // 8 * 8 if room is None else np.full(count, _slot(room))
+    taken = _HEADER + _aligned(lengths) if room is None else np.full(count, _slot(room))
     step = 1 if room is None else 2  # (object numbers a value takes)
     ends = np.cumsum(taken)  # (where each value ends in its run)
     elements = np.zeros(count, ELEMENT)
@@ -75,7 +76,18 @@ def collections_size(count: int, room: int) -> int:
 
 def _slot(room: int) -> int:
     """The bytes a value given `room` takes: its object and the one filling it out."""
-    return 2 * _HEADER + (room + 7) // 8 * 8
+    return 2 * _HEADER + int(_aligned(room))
+
+
+def _filler(room: int, length: Any) -> Any:
+    """The bytes of the object filling out a value of `length` bytes (or of each of an array
+    of lengths) to `room`."""
+    return _aligned(room) - _aligned(length)
+
+
+def _aligned(nbytes: Any) -> Any:
+    """`nbytes` (an int or an array of them) rounded up to the 8 bytes objects are padded to."""
+    return (nbytes + 7) // 8 * 8
 
 
 def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int, room: int | None) -> bytes:
@@ -90,7 +102,7 @@ def _collection(values: Sequence[bytes], lengths: np.ndarray, objects_size: int,
     headers["references"][::step] = 1
     headers["size"][::step] = lengths
     if room is not None:
-        headers["size"][1::2] = (room + 7) // 8 * 8 - (lengths + 7) // 8 * 8
+        headers["size"][1::2] = _filler(room, lengths)
     rows = memoryview(headers.tobytes())
     objects = b"".join(itertools.chain.from_iterable(
         _object(rows, step * n, value, room) for n, value in enumerate(values)))
@@ -104,8 +116,8 @@ def _object(rows: memoryview, row: int, value: bytes, room: int | None) -> tuple
     padding = _PADDING[-len(value) % 8]
     if room is None:
         return rows[16 * row:16 * row + 16], value, padding
-    filler = (room + 7) // 8 * 8 - (len(value) + 7) // 8 * 8
-    return rows[16 * row:16 * row + 16], value, padding, rows[16 * row + 16:16 * row + 32], bytes(filler)
+    return (rows[16 * row:16 * row + 16], value, padding, rows[16 * row + 16:16 * row + 32],
+            bytes(_filler(room, len(value))))
 
 
 def placed(elements: np.ndarray, address: int) -> bytes:
