@@ -139,7 +139,7 @@ def write_atomically(root: Root, path: str, data: Payload, sync_directory: bool)
                 os.unlink(temp, dir_fd=directory)
             raise
         if sync_directory:
-            _fsync_opened(directory)
+            fsync_directory(".", dir_fd=directory)
     return new
 
 
@@ -294,7 +294,7 @@ def _create(root: Root, path: str, data: Payload, sync_directory: bool) -> str:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=directory)
         if sync_directory:
-            _fsync_opened(directory)
+            fsync_directory(".", dir_fd=directory)
     return new
 
 
@@ -321,17 +321,10 @@ def _write_temporary(directory: int, name: str, data: Payload) -> tuple[str, str
         raise
 
 
-def _fsync_opened(directory: int) -> None:
-    """fsync a directory opened to work in (an O_PATH descriptor cannot be synced itself)."""
-    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_directory(directory: str) -> bool:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+def fsync_directory(directory: str, dir_fd: int | None = None) -> bool:
+    """fsync `directory` (relative to `dir_fd`: "." for a directory opened to work in, whose
+    O_PATH descriptor cannot be synced itself)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         os.fsync(fd)
     finally:
