@@ -6,7 +6,9 @@ its worker (`Workers`)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Callable
 
 import pytest
 import trio
@@ -49,14 +51,15 @@ def test_a_request_results_and_errors_keep_their_places() -> None:
     assert found[0] == 7 and isinstance(found[1], ConnectionRefusedError)
 
 
-async def serve_one(workers: Workers, seconds: float) -> StoreError | None:
-    """A request whose worker takes `seconds`, with the deadlines kept as a mount keeps them:
-    the error it failed with (None: it was answered)."""
+async def serve_one(workers: Workers, seconds: float,
+                    work: Callable[[], None] | None = None) -> StoreError | None:
+    """A request whose worker takes `seconds` (or does `work`), with the deadlines kept as a
+    mount keeps them: the error it failed with (None: it was answered)."""
     failed: list[StoreError] = []
 
     async def request(nursery: trio.Nursery) -> None:
         try:
-            await workers.run(time.sleep, seconds)
+            await workers.run(work or functools.partial(time.sleep, seconds))
         except StoreError as e:
             failed.append(e)
         nursery.cancel_scope.cancel()
@@ -82,3 +85,57 @@ def test_a_request_fails_within_the_timeout_of_a_silent_store() -> None:
     assert failed is not None and "no answer from the store" in str(failed)
     assert time.monotonic() - started < 8 * TIMEOUT  # (the worker itself sleeps 10)
     assert timeouts == [1]
+
+
+# The two below take a timeout of 2 s, so that a loaded machine's scheduling (tenths of a
+# second) stays well inside their margins.
+
+
+def test_an_answer_just_before_the_deadline_is_waited_past() -> None:
+    """The store answers 1.8 s into a request's 2 s wait; the request then takes 1.2 s more:
+    3 s in all, of which 1.2 s silent. (It failed at 2 s while the deadlines were moved 4
+    times a timeout, from the silence seen at the last look, 1.5 s.)"""
+    answers, timeouts = Answers(), []
+    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+
+    def work() -> None:
+        with answers.asking():
+            time.sleep(1.8)
+            answers.mark()
+            time.sleep(1.2)
+
+    assert trio.run(serve_one, workers, 0, work) is None
+    assert timeouts == []
+
+
+def test_the_daemons_own_work_is_not_the_stores_silence() -> None:
+    """A request works 1.5 s before it asks the store (decoding, say), which answers 1 s after
+    being asked: 2.5 s in all, the store silent for 1 s of a 2 s timeout."""
+    answers, timeouts = Answers(), []
+    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+
+    def work() -> None:
+        time.sleep(1.5)
+        with answers.asking():
+            time.sleep(1.0)
+            answers.mark()
+
+    assert trio.run(serve_one, workers, 0, work) is None
+    assert timeouts == []
+
+
+def test_a_request_fails_when_the_silence_reaches_the_timeout() -> None:
+    """Not before: a store asked and silent fails the request `timeout` after it was asked."""
+    answers, timeouts = Answers(), []
+    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+
+    def work() -> None:
+        time.sleep(1.0)
+        with answers.asking():
+            time.sleep(10)
+
+    started = time.monotonic()
+    failed = trio.run(serve_one, workers, 0, work)
+    took = time.monotonic() - started
+    assert failed is not None and timeouts == [1]
+    assert 2.9 < took < 6, f"failed after {took:.1f} s, asked 1 s in, with a timeout of 2 s"

@@ -34,36 +34,40 @@ class Workers:
         self._on_timeout = on_timeout
         self._silence = silence
         self._limiter = trio.CapacityLimiter(LOCAL_WORKERS if timeout is None else REMOTE_WORKERS)
-        self._waiting: set[trio.CancelScope] = set()
+        self._waiting: dict[trio.CancelScope, float] = {}  # (when each began waiting)
 
     async def run(self, function: Callable[..., T], *args: Any) -> T:
         """`function(*args)` in a worker; over a remote store, abandoned with StoreError (EIO)
         when it has not answered within the store's deadline of silence (`keep_deadlines`)."""
         if self.timeout is None:
             return await trio.to_thread.run_sync(function, *args, limiter=self._limiter)
-        with trio.CancelScope(deadline=trio.current_time() + self.timeout) as waiting:
-            self._waiting.add(waiting)
+        with trio.CancelScope() as waiting:
+            self._waiting[waiting] = trio.current_time()
             try:
                 return await trio.to_thread.run_sync(function, *args, limiter=self._limiter,
                                                      abandon_on_cancel=True)
             finally:
-                self._waiting.discard(waiting)
+                del self._waiting[waiting]
         self._on_timeout()
         raise StoreError(None, f"no answer from the store within {self.timeout:g} s")
 
     async def keep_deadlines(self) -> None:
-        """While serving: the waiting requests' deadlines follow the store's answers, each
-        `timeout` after the last one (never sooner than its own). Looked at 4 times a timeout,
-        so a request may fail after 3/4 of a timeout's silence, never after more than one."""
+        """While serving: each waiting request fails `timeout` after it began or after the
+        store's silence began, whichever is later. Decided when due with the silence read
+        then, never from an earlier look (a store that answered since is waited for)."""
         if self.timeout is None:
             return
         while True:
-            await trio.sleep(self.timeout / 4)
-            left = self.timeout - self._silence()
-            if left > 0:
-                later = trio.current_time() + left
-                for waiting in self._waiting:
-                    waiting.deadline = max(waiting.deadline, later)
+            now = trio.current_time()
+            heard = now - self._silence()
+            due = now + self.timeout  # (a request that begins from now is due later)
+            for waiting, began in list(self._waiting.items()):
+                expires = max(began, heard) + self.timeout
+                if expires <= now:
+                    waiting.cancel()
+                else:
+                    due = min(due, expires)
+            await trio.sleep_until(due)
 
     async def flush(self, function: Callable[[], None]) -> None:
         """A flush in a worker: each store call it makes has the store's deadline, the whole

@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -44,18 +44,35 @@ class RetryPolicy:
 
 
 class Answers:
-    """When the store last answered (a result, a missing key or a definite error; never a
-    timeout): how long it has been silent is what a wait for it is bounded by, so a read that
-    needs many requests of a slow store that does answer takes as long as they take."""
+    """How long the store has been silent: since it last answered (a result, a missing key or
+    a definite error; never a timeout), or since it was last asked when nothing was asked of
+    it (the daemon's own work and idle time are not the store's silence). A wait for the store
+    is bounded by its silence, so a read that needs many requests of a slow store that does
+    answer takes as long as they take."""
 
     def __init__(self) -> None:
-        self.last = time.monotonic()
+        self._heard = time.monotonic()
+        self._asked = 0  # operations under way
+        self._lock = threading.Lock()
 
     def mark(self) -> None:
-        self.last = time.monotonic()
+        self._heard = time.monotonic()
+
+    @contextlib.contextmanager
+    def asking(self) -> Iterator[None]:
+        """While one operation is under way (its retries included)."""
+        with self._lock:
+            if self._asked == 0:
+                self._heard = time.monotonic()
+            self._asked += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asked -= 1
 
     def silence(self) -> float:
-        return time.monotonic() - self.last
+        return time.monotonic() - self._heard
 
 
 @functools.cache
@@ -91,6 +108,14 @@ def run(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors
     faults while the deadline allows (`on_retry` called before each), StoreError naming `key`
     for the rest (StoreTimeout: no answer within the deadline). An answer (a result, a missing
     key, a definite error) is marked in `answers`."""
+    with answers.asking():
+        return _attempts(key, attempt, policy, errors, bounded=bounded, answers=answers,
+                         missing_ok=missing_ok, on_retry=on_retry)
+
+
+def _attempts(key: str, attempt: Attempt[T], policy: RetryPolicy, errors: tuple[Errors, Errors], *,
+              bounded: bool, answers: Answers, missing_ok: bool,
+              on_retry: Callable[[], None] | None) -> T | None:
     deadline = time.monotonic() + policy.deadline_seconds
     delay = policy.first_delay
     while True:
