@@ -87,16 +87,21 @@ def test_a_request_fails_within_the_timeout_of_a_silent_store() -> None:
     assert timeouts == [1]
 
 
-# The two below take a timeout of 2 s, so that a loaded machine's scheduling (tenths of a
+# The three below take a timeout of 2 s, so that a loaded machine's scheduling (tenths of a
 # second) stays well inside their margins.
+
+
+def kept_by_answers(timeout: float) -> tuple[Answers, list[int], Workers]:
+    """A store's answers, the timeouts counted, and workers whose deadlines follow them."""
+    answers, timeouts = Answers(), []
+    return answers, timeouts, Workers(timeout, lambda: timeouts.append(1), silence=answers.silence)
 
 
 def test_an_answer_just_before_the_deadline_is_waited_past() -> None:
     """The store answers 1.8 s into a request's 2 s wait; the request then takes 1.2 s more:
     3 s in all, of which 1.2 s silent. (It failed at 2 s while the deadlines were moved 4
     times a timeout, from the silence seen at the last look, 1.5 s.)"""
-    answers, timeouts = Answers(), []
-    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+    answers, timeouts, workers = kept_by_answers(2.0)
 
     def work() -> None:
         with answers.asking():
@@ -111,8 +116,7 @@ def test_an_answer_just_before_the_deadline_is_waited_past() -> None:
 def test_the_daemons_own_work_is_not_the_stores_silence() -> None:
     """A request works 1.5 s before it asks the store (decoding, say), which answers 1 s after
     being asked: 2.5 s in all, the store silent for 1 s of a 2 s timeout."""
-    answers, timeouts = Answers(), []
-    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+    answers, timeouts, workers = kept_by_answers(2.0)
 
     def work() -> None:
         time.sleep(1.5)
@@ -126,8 +130,7 @@ def test_the_daemons_own_work_is_not_the_stores_silence() -> None:
 
 def test_a_request_fails_when_the_silence_reaches_the_timeout() -> None:
     """Not before: a store asked and silent fails the request `timeout` after it was asked."""
-    answers, timeouts = Answers(), []
-    workers = Workers(2.0, lambda: timeouts.append(1), silence=answers.silence)
+    answers, timeouts, workers = kept_by_answers(2.0)
 
     def work() -> None:
         time.sleep(1.0)
