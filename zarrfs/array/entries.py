@@ -231,7 +231,7 @@ class ArrayCache:
             if entry.lent or not entry.data.flags.writeable:
                 self._replace_data(entry, np.array(entry.data, order="C"))
             entry.data[in_cell] = values
-            became_whole = self._mark_written(entry, in_cell)
+            became_whole = self._mark_written(entry, geometry.within_array(unit, in_cell))
             geometry.clear_overhang(unit, entry.data, self._fill[0])
             if not entry.dirty:
                 self._count_dirty(entry.nbytes)
@@ -242,7 +242,7 @@ class ArrayCache:
     def _new_entry(self, geometry: Geometry, unit: Index) -> Entry:
         """A chunk about to be written without reading it: no elements known until they are
         written (the others are never used: merged from the store first). The overhang is
-        not counted, as no write reaches it."""
+        not counted: what a write puts there is dropped (`Geometry.within_array`)."""
         entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(geometry.inside(unit)))
         self.mount.add((self.owner, unit), entry)
         self._replace_data(entry, self.mount.buffer_for(self._read_chunk.shape, self._fill.dtype))

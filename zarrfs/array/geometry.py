@@ -79,6 +79,15 @@ class Geometry:
             return self.read_grid.inside(unit, self.shape)
         return extent_inside(unit, self.read_chunk_shape, self.shape)
 
+    def within_array(self, unit: Index, in_cell: tuple[slice, ...]) -> tuple[slice, ...]:
+        """The part of `in_cell` (a region of a read chunk) inside the array: what a write
+        puts in an edge chunk's overhang (through its chunk file) is dropped, so it makes no
+        element of the chunk known."""
+        if not self.is_edge(unit):
+            return in_cell
+        return tuple(slice(min(s.start, n), min(s.stop, n))
+                     for s, n in zip(in_cell, self.inside(unit), strict=True))
+
     def clear_overhang(self, unit: Index, data: np.ndarray, fill: Any) -> None:
         """Elements of an edge chunk outside the array hold the fill value."""
         if not self.is_edge(unit):
