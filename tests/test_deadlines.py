@@ -51,15 +51,14 @@ def test_a_request_results_and_errors_keep_their_places() -> None:
     assert found[0] == 7 and isinstance(found[1], ConnectionRefusedError)
 
 
-async def serve_one(workers: Workers, seconds: float,
-                    work: Callable[[], None] | None = None) -> StoreError | None:
-    """A request whose worker takes `seconds` (or does `work`), with the deadlines kept as a
-    mount keeps them: the error it failed with (None: it was answered)."""
+async def serve_one(workers: Workers, work: Callable[[], None]) -> StoreError | None:
+    """A request whose worker does `work`, with the deadlines kept as a mount keeps them: the
+    error it failed with (None: it was answered)."""
     failed: list[StoreError] = []
 
     async def request(nursery: trio.Nursery) -> None:
         try:
-            await workers.run(work or functools.partial(time.sleep, seconds))
+            await workers.run(work)
         except StoreError as e:
             failed.append(e)
         nursery.cancel_scope.cancel()
@@ -73,7 +72,7 @@ async def serve_one(workers: Workers, seconds: float,
 def test_a_request_waits_past_the_timeout_while_the_store_answers() -> None:
     timeouts: list[int] = []
     workers = Workers(TIMEOUT, lambda: timeouts.append(1), silence=lambda: 0.0)
-    assert trio.run(serve_one, workers, 4 * TIMEOUT) is None
+    assert trio.run(serve_one, workers, functools.partial(time.sleep, 4 * TIMEOUT)) is None
     assert timeouts == []
 
 
@@ -81,7 +80,7 @@ def test_a_request_fails_within_the_timeout_of_a_silent_store() -> None:
     timeouts: list[int] = []
     workers = Workers(TIMEOUT, lambda: timeouts.append(1), silence=lambda: 10 * TIMEOUT)
     started = time.monotonic()
-    failed = trio.run(serve_one, workers, 10 * TIMEOUT)
+    failed = trio.run(serve_one, workers, functools.partial(time.sleep, 10 * TIMEOUT))
     assert failed is not None and "no answer from the store" in str(failed)
     assert time.monotonic() - started < 8 * TIMEOUT  # (the worker itself sleeps 10)
     assert timeouts == [1]
@@ -109,7 +108,7 @@ def test_an_answer_just_before_the_deadline_is_waited_past() -> None:
             answers.mark()
             time.sleep(1.2)
 
-    assert trio.run(serve_one, workers, 0, work) is None
+    assert trio.run(serve_one, workers, work) is None
     assert timeouts == []
 
 
@@ -124,7 +123,7 @@ def test_the_daemons_own_work_is_not_the_stores_silence() -> None:
             time.sleep(1.0)
             answers.mark()
 
-    assert trio.run(serve_one, workers, 0, work) is None
+    assert trio.run(serve_one, workers, work) is None
     assert timeouts == []
 
 
@@ -138,7 +137,7 @@ def test_a_request_fails_when_the_silence_reaches_the_timeout() -> None:
             time.sleep(10)
 
     started = time.monotonic()
-    failed = trio.run(serve_one, workers, 0, work)
+    failed = trio.run(serve_one, workers, work)
     took = time.monotonic() - started
     assert failed is not None and timeouts == [1]
     assert 2.9 < took < 6, f"failed after {took:.1f} s, asked 1 s in, with a timeout of 2 s"
