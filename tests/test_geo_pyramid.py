@@ -17,8 +17,8 @@ import zarr
 
 from tests.mounting import wait_until
 from tests.test_geo_views import gdalinfo
-from zarrfs.views.geo_pyramid import Level, geo_multiscale_of, level_placement
-from zarrfs.views.placement import NOWHERE, Placement
+from zarrfs.views.placement.core import NOWHERE, Placement
+from zarrfs.views.tiff.geo_pyramid import Level, geo_multiscale_of, level_placement
 
 MULTISCALES = {"uuid": "d35379db-88df-4056-af3a-620245f8e347", "name": "multiscales",
                "schema_url": "https://raw.githubusercontent.com/zarr-conventions/multiscales/refs/tags/v1/schema.json",

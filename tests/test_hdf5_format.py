@@ -14,9 +14,9 @@ import pytest
 
 from zarrfs.formats import v3
 from zarrfs.grid import Box
-from zarrfs.views import hdf5_format as h5
-from zarrfs.views.hdf5_strings import StringSource, strings_h5_file
-from zarrfs.views.hdf5_vlen import collections
+from zarrfs.views.hdf5 import structures as h5
+from zarrfs.views.hdf5.strings import StringSource, strings_h5_file
+from zarrfs.views.hdf5.vlen import collections
 
 
 @pytest.mark.parametrize(("text", "expected"), [

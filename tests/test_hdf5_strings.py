@@ -22,7 +22,7 @@ import xarray as xr
 import zarr
 
 from tests.scale_arrays import RequestLog
-from zarrfs.views.hdf5_vlen import ELEMENT
+from zarrfs.views.hdf5.vlen import ELEMENT
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}

@@ -20,8 +20,8 @@ import pytest
 import SimpleITK as sitk
 import zarr
 
-from zarrfs.views.headers import mhd_header, npy_header, nrrd_header, vrt_header
-from zarrfs.views.placement import Placement
+from zarrfs.views.headers.formats import mhd_header, npy_header, nrrd_header, vrt_header
+from zarrfs.views.placement.core import Placement
 
 ORDERS = [pytest.param(False, id="C"), pytest.param(True, id="F")]
 HAS_GDAL = shutil.which("gdal_translate") is not None

@@ -1,5 +1,5 @@
 """`data.nc` in the classic format older readers open (issue 38, items 4 and 5): unsigned and
-64-bit variables served as classic types holding their values exactly (`netcdf_classic`),
+64-bit variables served as classic types holding their values exactly (`classic_types`),
 CDF-5 only where a value needs it or `-o nc_format=cdf5` asks, and no `_FillValue` invented
 for scalars. Datasets written by xarray itself are read back through real mounts by xarray
 (against `open_zarr` of the source), ncdump, NCO's ncks, GDAL and R's ncdf4."""
@@ -22,8 +22,9 @@ import zarr
 
 from zarrfs.errors import MetadataError
 from zarrfs.options import MountOptions, OptionError
-from zarrfs.views.netcdf import NC_DOUBLE, NC_INT, NC_INT64, NC_UINT64, Attribute, Dataset, Layout
-from zarrfs.views.netcdf_classic import classic_attribute, exactly_as, needs_values, served_type
+from zarrfs.views.netcdf.classic_types import classic_attribute, exactly_as, needs_values, served_type
+from zarrfs.views.netcdf.header import Dataset, Layout
+from zarrfs.views.netcdf_model import NC_DOUBLE, NC_INT, NC_INT64, NC_UINT64, Attribute
 
 FORMATS = [pytest.param(2, id="v2"), pytest.param(3, id="v3")]
 WGS84 = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563,AUTHORITY["EPSG","7030"]],'

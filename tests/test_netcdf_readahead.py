@@ -1,5 +1,5 @@
 """Reading `data.nc` ahead: each variable's bytes are read in slabs decoded ahead in big-endian
-(zarrfs.views.netcdf_file.NetcdfReading over each variable's `RegionFile` readahead), the
+(zarrfs.views.netcdf.NetcdfReading over each variable's `RegionFile` readahead), the
 header, padding and reads across variables read at once. Without FUSE against netCDF-C
 (netCDF4-python, from memory) and zarr-python, then through a mount read by CDO."""
 
@@ -23,7 +23,7 @@ from zarrfs.store import Store
 from zarrfs.tree import Tree
 from zarrfs.views import array_dir, readahead
 from zarrfs.views.files import FileView
-from zarrfs.views.netcdf_file import NetcdfFile
+from zarrfs.views.netcdf.group_variables import NetcdfFile
 from zarrfs.views.readahead import Reading
 
 T_SHAPE, T_CHUNKS = (24, 20, 30), (4, 10, 15)

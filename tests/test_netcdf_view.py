@@ -22,7 +22,8 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import Tree
 from zarrfs.views import array_dir
-from zarrfs.views.netcdf import (
+from zarrfs.views.netcdf.header import Dataset, Layout, Variable
+from zarrfs.views.netcdf_model import (
     NC_BYTE,
     NC_CHAR,
     NC_DOUBLE,
@@ -35,9 +36,6 @@ from zarrfs.views.netcdf import (
     NC_UINT64,
     NC_USHORT,
     Attribute,
-    Dataset,
-    Layout,
-    Variable,
     valid_name,
 )
 

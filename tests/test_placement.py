@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from zarrfs.views.cf_time import iso_times
-from zarrfs.views.headers import mhd_header, nrrd_header, vrt_header
-from zarrfs.views.ome import ome_placement
-from zarrfs.views.placement import NOWHERE, WGS84, Coordinate, Placement, cf_placement, regular_step
+from zarrfs.views.headers.formats import mhd_header, nrrd_header, vrt_header
+from zarrfs.views.placement.cf_time import iso_times
+from zarrfs.views.placement.core import NOWHERE, WGS84, Coordinate, Placement, cf_placement, regular_step
+from zarrfs.views.placement.ome import ome_placement
 
 F4 = np.dtype("<f4")
 
@@ -190,7 +190,7 @@ def test_no_placement_is_the_old_header(make: Any) -> None:
 
 
 def test_julian_times_count_every_fourth_year_as_leap() -> None:
-    from zarrfs.views.cf_time import iso_times
+    from zarrfs.views.placement.cf_time import iso_times
 
     # 1900 is a leap year in the Julian calendar, not in the Gregorian.
     assert iso_times([0, 58, 59, 60, 366.5], "days since 1900-01-01", "julian") == [

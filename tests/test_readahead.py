@@ -21,8 +21,8 @@ from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.views import readahead
 from zarrfs.views.files import RegionFile
-from zarrfs.views.headers import npy_header
-from zarrfs.views.npy import NpyFile
+from zarrfs.views.headers.formats import npy_header
+from zarrfs.views.headers.npy import NpyFile
 from zarrfs.views.readahead import Readahead
 
 pytestmark = pytest.mark.usefixtures("stream_threads")

@@ -12,9 +12,9 @@ import pytest
 
 from zarrfs.errors import ChunkError
 from zarrfs.grid import Index
-from zarrfs.views.stored_tiles import StoredTiles
-from zarrfs.views.tiff_format import IMAGE_WIDTH, Tag, TiffImage, tiff_header
-from zarrfs.views.tile_sizes import BLOCK, Learned
+from zarrfs.views.tiff.directories import IMAGE_WIDTH, Tag, TiffImage, tiff_header
+from zarrfs.views.tiff.stored_tiles import StoredTiles
+from zarrfs.views.tiff.tile_sizes import BLOCK, Learned
 
 SLOT = 128
 

@@ -16,7 +16,7 @@ import xarray as xr
 import zarr
 from zarr.core.dtype import VariableLengthBytes
 
-from zarrfs.views.text import render
+from zarrfs.views.text.file import render
 
 WORDS = ["a", "", "naïve", "日本語", "two\nlines", "back\\slash", "cr\rlf", "tab\there", " ", "zz"]
 

@@ -19,13 +19,13 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCode
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views.ome_tiff import multiscale_of, ome_tiff_file
-from zarrfs.views.placement import NOWHERE, Placement
-from zarrfs.views.stored_tiles import Scratch
-from zarrfs.views.tiff_format import IMAGE_WIDTH, Tag, TiffImage, tiff_header
-from zarrfs.views.tiff_layout import Pieces, Slots
-from zarrfs.views.tiff_tables import Stepped
-from zarrfs.views.tiff_view import TiffFile, shows_tiff, tiff_file
+from zarrfs.views.placement.core import NOWHERE, Placement
+from zarrfs.views.tiff.array_file import TiffFile, shows_tiff, tiff_file
+from zarrfs.views.tiff.directories import IMAGE_WIDTH, Tag, TiffImage, tiff_header
+from zarrfs.views.tiff.layout import Pieces, Slots
+from zarrfs.views.tiff.ome_tiff import multiscale_of, ome_tiff_file
+from zarrfs.views.tiff.stored_tiles import Scratch
+from zarrfs.views.tiff.tables import Stepped
 
 
 class ViewReader(io.RawIOBase):

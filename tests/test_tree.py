@@ -14,7 +14,7 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
 from zarrfs.views.array_dir import Layout
-from zarrfs.views.ome import ome_placement
+from zarrfs.views.placement.ome import ome_placement
 
 
 def ome_spacings(group_attributes: dict[str, object], name: str, rank: int) -> list[float] | None:

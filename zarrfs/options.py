@@ -13,7 +13,7 @@ from .formats.creation import check_codec
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
 from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
-from .views.header_registry import VIEW_KINDS
+from .views.registry import VIEW_KINDS
 
 
 class OptionError(ZarrfsError, ValueError):

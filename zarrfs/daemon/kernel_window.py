@@ -1,15 +1,15 @@
 """The kernel's readahead window a mount gets (`-o readahead=KB`, or chosen here): what a
-mount of one array can afford, from its chunks (zarrfs.views.readahead_cost); a group, whose
+mount of one array can afford, from its chunks (zarrfs.array.readahead_cost); a group, whose
 arrays are opened as they are met, keeps the kernel's usual 1 MiB."""
 
 from __future__ import annotations
 
 import logging
 
+from ..array.readahead_cost import KERNEL_MAX_KB, kernel_window_kb
 from ..errors import ZarrfsError
 from ..options import MountOptions
 from ..tree import ARRAY, Tree
-from ..views.readahead_cost import KERNEL_MAX_KB, kernel_window_kb
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf_file`),
-`data.h5` (`h5_group_views`), `data.ome.tif` in OME-Zarr image groups (`ome_views`) and
-GeoTIFFs with overviews in GeoZarr multiscale groups (`pyramid_views`).
+"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf`),
+`data.h5` (`views.hdf5`), `data.ome.tif` in OME-Zarr image groups and GeoTIFFs with overviews
+in GeoZarr multiscale groups (`views.tiff`), made and kept as `views.group_files` says.
 
 Listing a group shows `data.nc` in every group directory (it holds only the group's
 attributes when no array is one NetCDF can hold). Its header is made from the metadata the
@@ -33,13 +33,12 @@ from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..views import FileView, RegionArray
 from ..views.array_dir import Layout
-from ..views.netcdf_classic import exact_type, needs_values, served_type
-from ..views.netcdf_file import NC_NAME, Member, group_file
-from .h5_group_views import H5GroupViews
+from ..views.group_files import ARRAYS_AT_ONCE, Opened, PyramidViews
+from ..views.group_files import Groups as PyramidGroups
+from ..views.hdf5 import H5GroupViews
+from ..views.netcdf import NC_NAME, Member, exact_type, group_file, needs_values, served_type
+from ..views.tiff import GeoTiffViews, OmeTiffViews
 from .inodes import DATA, GROUP_VIEW, Ref
-from .ome_views import OmeTiffViews
-from .pyramid_views import ARRAYS_AT_ONCE, GeoTiffViews, Opened, PyramidViews
-from .pyramid_views import Groups as PyramidGroups
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)

@@ -20,9 +20,14 @@ from ..formats.nodes import join_path
 from ..formats.registry import xarray_fill_value
 from ..grid import Box
 from ..views.array_dir import ArrayDirectory
-from ..views.geozarr import geozarr_georeference
-from ..views.ome import ome_placement
-from ..views.placement import NOWHERE, Coordinate, Placement, cf_placement
+from ..views.placement import (
+    NOWHERE,
+    Coordinate,
+    Placement,
+    cf_placement,
+    geozarr_georeference,
+    ome_placement,
+)
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes, views_attribute
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.header_registry import ARRAY_FILE_VIEWS, SHARING_DATA
-from ..views.npy import NpyHeader
+from ..views.headers import NpyHeader
+from ..views.registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
@@ -39,7 +39,7 @@ from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
 from .placement import placement_finder
 from .reshapes import Reshapes
-from .text_views import StringFiles, string_files
+from .string_arrays import StringFiles, string_files
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from ..errors import EditRefused, ResizeError
 from ..views import FileTooLargeError, RegionArray, RegionFile
 from ..views.files import STREAM_BLOCK
-from ..views.npy import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
+from ..views.headers import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 from ..views.order import FortranOrder
 
 CLOSED_SECONDS = 30.0  # how long a closed NAME.npy is still found by its name

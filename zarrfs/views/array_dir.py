@@ -1,5 +1,5 @@
 """What an array directory holds besides its metadata files: `data`, the files for legacy
-tools (`header_registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
+tools (`registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
 `chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE, no store of
 its own (the array has one)."""
 
@@ -13,9 +13,9 @@ from typing import Any
 from ..grid import Box, Index
 from .chunks import ChunkNames
 from .files import BytesFile, FileView, MadeView, RegionArray, RegionFile
-from .header_registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
+from .registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .xattrs import array_attributes
 
 DATA_NAME, CHUNKS_NAME = "data", "chunks"

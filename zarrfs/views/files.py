@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..array.readahead_cost import chunks_in, kernel_window_kb
+from ..codecs import BytesLike
+from ..codecs.stored_form import StoredForm
 from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead, Reading
-from .readahead_cost import chunks_in, kernel_window_kb
 
 if TYPE_CHECKING:
     from ..array.streaming import Stream
@@ -66,6 +68,24 @@ class RegionArray(Protocol):
     def prefetch(self, box: Box) -> None: ...
     def flush(self) -> None: ...
     def chunk_key(self, chunk: Sequence[int]) -> str: ...
+
+
+class StoredArray(RegionArray, Protocol):
+    """What the view needs of an array beyond a region's elements: its stored chunks."""
+
+    regular_read_chunks: bool  # (False: a rectilinear grid's chunks, of many shapes)
+
+    @property
+    def fetches_remotely(self) -> bool: ...
+
+    @property
+    def stored_form(self) -> StoredForm | None: ...
+    @property
+    def dirty_bytes(self) -> int: ...
+    def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
+    def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
+    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]: ...
+    def encoded_fill(self) -> BytesLike: ...
 
 
 # -- file views -------------------------------------------------------------------------------

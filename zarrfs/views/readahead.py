@@ -30,7 +30,7 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 # row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
 SLAB_REQUESTS = 1024
 SLABS_AHEAD = 2
-# What is read ahead is priced in requests (zarrfs.views.readahead_cost): a reader earns a
+# What is read ahead is priced in requests (zarrfs.array.readahead_cost): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
 # reader that lands near its last read must not start anything), then twice what its read
 # cost, at least FIRST_AHEAD_REQUESTS, doubling with each read in order; a read out of order

@@ -1,0 +1,250 @@
+"""One chunked dataset's part of a `data.h5` file past its object header: the fixed array
+indexing its chunks (made as it is read), then a slot per chunk; and a file made of metadata
+followed by such parts (`ChunkedFile`), which an array's file and a group's file both are.
+
+A chunk's slot is as long as the codec's bound, at an offset known in advance, so the layout
+is computed from the array's shape and codecs alone, at no store request. A page of 64 index
+elements costs a look at the stored sizes of its 64 chunks (the sizes in the index are exact;
+a chunk not stored has no address and reads as the fill value), never a listing of the array.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...grid import Box, Index, unravel
+from ..files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
+from . import structures as h5
+from .filters import Filtered
+
+ALIGN = 4096  # (chunk slots start on a page: a chunk read is one request of whole pages)
+_KEPT = 16  # index runs and chunks kept by one dataset (a reader reads a run, then its chunks)
+
+
+class DatasetChunks:
+    """The index of `array`'s chunks, its header at `at`, and the chunks' slots after it
+    (from `data_at` to `end`). `array` is an `hdf5_view.H5Array`."""
+
+    def __init__(self, array: Any, dtype: np.dtype[Any], through: Filtered | None, at: int) -> None:
+        form = through.form if through else None
+        self.array, self.dtype, self.form = array, dtype, form
+        chunk = tuple(array.read_chunk_shape)
+        self.grid = tuple(-(-n // c) for n, c in zip(array.shape, chunk, strict=True))
+        chunk_bytes = max(1, int(np.prod(chunk))) * dtype.itemsize
+        count = int(np.prod(self.grid))
+        size_length = h5.chunk_size_length(chunk_bytes) if form else None
+        self.index = h5.FixedArray(at, count, size_length)
+        longest = form.bound(chunk_bytes) + through.extra if through and form else chunk_bytes
+        self.slot = -(-longest // ALIGN) * ALIGN
+        self.data_at = -(-self.index.end // ALIGN) * ALIGN
+        self.end = self.data_at + self.slot * count
+        self._index_head = self.index.header() + (self.index.prefix() if self.index.page_count else b"")
+        self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def start(self) -> int:
+        return self.index.at
+
+    def piece(self, offset: int, end: int) -> bytes:
+        """The bytes from `offset` (at or past the index's header) to the end of the
+        structure there, or to `end`."""
+        index = self.index
+        end = min(end, self.end)
+        if offset >= self.data_at:
+            number, inside = divmod(offset - self.data_at, self.slot)
+            wanted = min(end - offset, self.slot - inside)
+            found = self._chunk(number)[inside:inside + wanted]
+            return found + bytes(wanted - len(found))  # (the slot's rest: zeros)
+        if index.runs_at <= offset < index.end:
+            run = index.run_containing(offset)
+            start = index.page_at(run)
+            stop = start + index.page_run_size(run)
+            return self._run(run)[offset - start:min(end, stop) - start]
+        inside = offset - index.at
+        if inside < len(self._index_head):
+            return self._index_head[inside:inside + end - offset]
+        stop = min(end, self.data_at if offset >= index.end else index.runs_at)
+        return bytes(stop - offset)
+
+    def _kept_or(self, key: tuple[str, int], make: Callable[[], bytes]) -> bytes:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+                return found
+        made = make()
+        with self._lock:
+            self._kept[key] = made
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return made
+
+    def _unit(self, number: int) -> Index:
+        return unravel(number, self.grid)
+
+    def _run(self, run: int) -> bytes:
+        return self._kept_or(("run", run), lambda: self._make_run(run))
+
+    def _make_run(self, run: int) -> bytes:
+        first, count = self.index.page_span(run)
+        numbers = range(first, first + count)
+        if self.form is None:
+            return self.index.page_bytes(run, [(self.data_at + n * self.slot, 0) for n in numbers])
+        units = [self._unit(n) for n in numbers]
+        sizes = self.array.stored_sizes(units)
+        trailer = self.form.trailer
+        elements = [(self.data_at + n * self.slot, sizes[u] - trailer) if u in sizes else (h5.UNDEFINED, 0)
+                    for n, u in zip(numbers, units, strict=True)]
+        return self.index.page_bytes(run, elements)
+
+    def _chunk(self, number: int) -> bytes:
+        return self._kept_or(("chunk", number), lambda: self._make_chunk(number))
+
+    def _make_chunk(self, number: int) -> bytes:
+        """Chunk `number` as the index says it is: stored bytes, or decoded and whole."""
+        unit = self._unit(number)
+        if self.form is not None:
+            stored = self.array.read_stored_unit(unit)
+            found = b"" if stored is None else bytes(stored)[:len(stored) - self.form.trailer]
+            return found[:self.slot]
+        chunk = tuple(self.array.read_chunk_shape)
+        start = tuple(u * c for u, c in zip(unit, chunk, strict=True))
+        stop = tuple(min(s + c, n) for s, c, n in zip(start, chunk, self.array.shape, strict=True))
+        values = self.array.read_boxes([Box(start, stop)])[0]
+        whole = np.zeros(chunk, self.dtype)
+        whole[tuple(slice(0, b - a) for a, b in zip(start, stop, strict=True))] = values
+        return whole.tobytes()
+
+    def forget_fetched(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+class ScalarSlot:
+    """A scalar dataset's part: its one element at `start` (the layout is contiguous: HDF5
+    chunks no scalar), read from the array, decoded, each time it is read, so a write through
+    `data` shows at once and the layout costs no store request."""
+
+    def __init__(self, array: Any, dtype: np.dtype[Any], at: int) -> None:
+        self.array, self.dtype = array, dtype
+        self.start, self.end = at, at + dtype.itemsize
+
+    def piece(self, offset: int, end: int) -> bytes:
+        element = np.asarray(self.array.read_boxes([Box((), ())])[0]).astype(self.dtype).tobytes()
+        return element[offset - self.start:min(end, self.end) - self.start]
+
+    def forget_fetched(self) -> None:
+        return None
+
+
+DatasetPart = DatasetChunks | ScalarSlot
+
+
+class Tail(Protocol):
+    """A part of the file whose size is known only by reading (the heaps of strings)."""
+
+    def size(self) -> int: ...
+    def piece(self, inside: int, end: int) -> bytes:
+        """Its bytes from `inside` (from its own start) to `end` or its end."""
+    def forget_fetched(self) -> None: ...
+
+
+class Tails:
+    """The parts after every fixed one, one after another from `start` (the file places
+    them): their sizes are learnt by reading them all, at the first stat or read that needs
+    an address among them, and kept for the file's life, one integer per part."""
+
+    def __init__(self) -> None:
+        self.start = 0
+        self.parts: list[Tail] = []
+        self._starts: list[int] | None = None
+        self._lock = threading.Lock()
+
+    def add(self, tail: Tail) -> int:
+        """`tail` placed after the others: its number."""
+        self.parts.append(tail)
+        return len(self.parts) - 1
+
+    def starts(self) -> list[int]:
+        """Where each part starts, and the end of the last."""
+        with self._lock:
+            if self._starts is not None:
+                return self._starts
+        starts = list(itertools.accumulate((part.size() for part in self.parts), initial=self.start))
+        with self._lock:
+            self._starts = starts
+        return starts
+
+    def piece(self, offset: int, end: int) -> bytes:
+        starts = self.starts()
+        number = bisect.bisect_right(starts, offset) - 1
+        if number >= len(self.parts):
+            return b""
+        start = starts[number]
+        return self.parts[number].piece(offset - start, min(end, starts[number + 1]) - start)
+
+
+class ChunkedFile(ReadOnlyFile):
+    """`head` (the superblock and every object header, the superblock's end of file filled
+    in here), then each dataset's index and chunks, in the order of their addresses, then
+    the `tails`, if any.
+
+    Served without the page cache: a reader of one chunk gets that chunk, not the kernel's
+    readahead of the chunks after it."""
+
+    direct_io = True
+    block_size = RANDOM_ACCESS_BLOCK
+
+    def __init__(self, head: bytes, datasets: Sequence[DatasetPart], tails: Tails | None = None) -> None:
+        self.datasets = sorted(datasets, key=lambda d: d.start)
+        fixed = self.datasets[-1].end if self.datasets else len(head)
+        self.tails = tails or Tails()
+        self.tails.start = -(-fixed // 8) * 8 if self.tails.parts else fixed
+        self._starts = [d.start for d in self.datasets]
+        self._unplaced_head = head
+        self._head: bytes | None = None if self.tails.parts else self._placed_head(fixed)
+
+    @property
+    def size(self) -> int:
+        return self.tails.starts()[-1] if self.tails.parts else self.tails.start
+
+    def _placed_head(self, size: int) -> bytes:
+        return h5.superblock(size, h5.SUPERBLOCK_SIZE) + self._unplaced_head[h5.SUPERBLOCK_SIZE:]
+
+    def read(self, offset: int, size: int) -> bytes:
+        end = min(offset + size, self.size)
+        out: list[bytes] = []
+        while offset < end:
+            piece = self._piece(offset, end)
+            out.append(piece)
+            offset += len(piece)
+        return b"".join(out)
+
+    def _piece(self, offset: int, end: int) -> bytes:
+        if offset < len(self._unplaced_head):
+            if self._head is None:
+                self._head = self._placed_head(self.size)
+            return self._head[offset:end]
+        if offset >= self.tails.start:
+            return self.tails.piece(offset, end)
+        number = bisect.bisect_right(self._starts, offset) - 1
+        if number < 0:  # (between the head and the first index)
+            return bytes(min(end, self._starts[0]) - offset)
+        piece = self.datasets[number].piece(offset, min(end, self.tails.start))
+        return piece or bytes(min(end, self.tails.start) - offset)  # (the fixed parts' padding)
+
+    def forget_fetched(self) -> None:
+        """Learn the sizes and fetch the chunks again as they are next read (the tails' sizes
+        are kept: the file's size stays)."""
+        for dataset in self.datasets:
+            dataset.forget_fetched()
+        for tail in self.tails.parts:
+            tail.forget_fetched()
