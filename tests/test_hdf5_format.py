@@ -1,7 +1,7 @@
 """The HDF5 structures of `data.h5`, without FUSE or a store: the checksum against lookup3's
-own test values, a file of one dataset and a paged index, and one of strings in global heap
-collections, written to disk as bytes and read by h5py (its HDF5 verifies every checksum and
-layout rule)."""
+own test values, files of one dataset indexed by B-trees of one, two and three levels, and
+one of strings in global heap collections, written to disk as bytes and read by h5py (its
+HDF5 verifies every checksum and layout rule)."""
 
 from __future__ import annotations
 
@@ -28,14 +28,15 @@ def test_checksum_is_lookup3(text: bytes, expected: int) -> None:
 
 
 def _file(values: np.ndarray, chunk: tuple[int, int], missing: set[int]) -> bytes:
-    """A file of one deflated dataset `data`, its chunks after the index in chunk order, those in
-    `missing` left out (fill value 5)."""
+    """A file of one deflated dataset `data`: its B-tree, a chunk of fill values (5), then its
+    chunks in chunk order, those in `missing` left out and pointing at the fill chunk."""
     grid = tuple(-(-n // c) for n, c in zip(values.shape, chunk, strict=True))
     padded = np.full(tuple(g * c for g, c in zip(grid, chunk, strict=True)), 0, values.dtype)
     padded[: values.shape[0], : values.shape[1]] = values
     rows, columns = chunk
     blocks = [zlib.compress(padded[i * rows:(i + 1) * rows, j * columns:(j + 1) * columns].tobytes())
               for i in range(grid[0]) for j in range(grid[1])]
+    fill = zlib.compress(np.full(chunk, 5, values.dtype).tobytes())
     dataset_messages = [
         h5.message(h5.DATASPACE, h5.dataspace(values.shape)),
         h5.message(h5.DATATYPE, h5.datatype(values.dtype) or b""),
@@ -49,40 +50,41 @@ def _file(values: np.ndarray, chunk: tuple[int, int], missing: set[int]) -> byte
         layout = h5.chunked_layout(chunk, values.dtype.itemsize, index_at)
         return h5.object_header([*dataset_messages, h5.message(h5.LAYOUT, layout)])
 
-    size_length = h5.chunk_size_length(rows * columns * values.dtype.itemsize)
-    index = h5.FixedArray(dataset_at + len(dataset(0)), len(blocks), size_length)
-    head = [h5.object_header(h5.group_messages([("data", dataset_at)])), dataset(index.at), index.header()]
-    if index.page_count:
-        head.append(index.prefix())
-    at, elements = index.end, []
+    tree = h5.ChunkBTree(dataset_at + len(dataset(0)), grid, chunk, values.dtype.itemsize)
+    head = [h5.object_header(h5.group_messages([("data", dataset_at)])), dataset(tree.at)]
+    at, sizes, addresses = tree.end + len(fill), [], []
     for number, block in enumerate(blocks):
-        elements.append((h5.UNDEFINED, 0) if number in missing else (at, len(block)))
+        sizes.append(len(fill) if number in missing else len(block))
+        addresses.append(tree.end if number in missing else at)
         at += 0 if number in missing else len(block)
-    runs = [index.page_bytes(run, elements[slice(*_span(index, run))]) for run in range(index.pages())]
-    body = b"".join([*head, *runs, *(b for n, b in enumerate(blocks) if n not in missing)])
+    nodes = []
+    for level in reversed(range(len(tree.counts))):
+        for number in range(tree.counts[level]):
+            span = tree.span(level, number)
+            nodes.append(tree.internal(level, number) if level else
+                         tree.leaf(number, sizes[span.start:span.stop], addresses[span.start:span.stop]))
+    body = b"".join([*head, *nodes, fill, *(b for n, b in enumerate(blocks) if n not in missing)])
     return h5.superblock(h5.SUPERBLOCK_SIZE + len(body), root_at) + body
 
 
-def _span(index: h5.FixedArray, run: int) -> tuple[int, int]:
-    first, count = index.page_span(run)
-    return first, first + count
-
-
-@pytest.mark.parametrize(("shape", "chunk"), [((30, 50), (8, 16)), ((100, 2100), (2, 100))],
-                         ids=["one-block", "paged"])
+@pytest.mark.parametrize(("shape", "chunk"), [((30, 50), (8, 16)), ((100, 2100), (2, 100)),
+                                              ((70, 70), (1, 1))],
+                         ids=["a-leaf", "two-levels", "three-levels"])
 def test_h5py_reads_the_bytes(tmp_path: Path, shape: tuple[int, int], chunk: tuple[int, int]) -> None:
     values = np.random.default_rng(1).integers(0, 1000, shape).astype(">i4")
-    missing = {1, 3}
+    grid = tuple(-(-n // c) for n, c in zip(shape, chunk, strict=True))
+    missing = {1, 3, grid[0] * grid[1] - 1}
     path = tmp_path / "a.h5"
     path.write_bytes(_file(values, chunk, missing))
     expected = values.copy()
-    columns = -(-shape[1] // chunk[1])
     for number in missing:
-        row, column = divmod(number, columns)
+        row, column = divmod(number, grid[1])
         expected[row * chunk[0]:(row + 1) * chunk[0], column * chunk[1]:(column + 1) * chunk[1]] = 5
     with h5py.File(path, "r") as f:
         assert f["data"].dtype == np.dtype(">i4") and f["data"].chunks == chunk
         assert np.array_equal(f["data"][...], expected)
+        assert f["data"].id.get_num_chunks() == grid[0] * grid[1]
+        assert np.array_equal(f["data"][shape[0] - 1, -7:], expected[shape[0] - 1, -7:])
 
 
 class _Strings(StringSource):

@@ -51,7 +51,8 @@ def stored(root: Path, chunk: tuple[int, ...], fmt: int) -> bytes:
     (2, numcodecs.Zlib(level=1)),
 ], ids=["v3-zstd", "v2-zlib"])
 def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compressors: Any) -> None:
-    """Each chunk of the dataset is the stored chunk; missing ones read as the fill value; the
+    """Each chunk of the dataset is the stored chunk; missing ones point at one chunk of fill
+    values encoded as the stored ones are (every reader decodes it to the fill value); the
     dataset equals the array; nothing is decoded by the mount."""
     data = random((100, 130), "int32")
     data[64:, :64] = 7  # (the fill value: those chunks are not stored)
@@ -64,7 +65,11 @@ def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compres
         for chunk in [(0, 0), (1, 2), (3, 1)]:
             mask, raw = dataset.id.read_direct_chunk((32 * chunk[0], 64 * chunk[1]))
             assert mask == 0 and raw == stored(tmp_path / "a.zarr", chunk, fmt)
-        assert dataset.id.get_chunk_info_by_coord((64, 0)).byte_offset is None
+        missing = [dataset.id.get_chunk_info_by_coord((row, 0)) for row in (64, 96)]
+        assert missing[0].byte_offset == missing[1].byte_offset != dataset.id.get_chunk_info(0).byte_offset
+        codec = numcodecs.Zstd() if fmt == 3 else numcodecs.Zlib()
+        fill = np.frombuffer(codec.decode(dataset.id.read_direct_chunk((64, 0))[1]), "<i4")
+        assert fill.size == 32 * 64 and set(fill.tolist()) == {7}
         assert np.array_equal(dataset[...], array[...])
     assert stats(mount.path)["chunks_decoded"] == 0
     with netCDF4.Dataset(mount.path / "data.h5") as nc:

@@ -1,6 +1,7 @@
 """data.h5 at scale: its stat and open cost no listing, and a reader of one chunk of an array of
-10^6 chunks pays about what a reader of one chunk of an array of 16 pays: the page of the
-index holding the chunk (a look at the stored sizes of its 64 chunks), then the chunk.
+10^6 chunks pays about what a reader of one chunk of an array of 16 pays: the leaf of the
+B-tree indexing the chunk (a look at the stored sizes of its 64 chunks; the nodes above it
+cost no request), then the chunk.
 Counted with the daemon's request log."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from scale_arrays import RequestLog, values, write_twin
 
 CHUNK = (16, 16)
 STORED = [(0, 0), (500, 700), (999, 999)]
-PAGE = 64  # (index elements a page of data.h5's fixed array holds)
+PAGE = 64  # (chunks a leaf of data.h5's B-tree indexes)
 FEW = 16  # (metadata, a directory or two)
 
 
@@ -65,8 +66,8 @@ def test_one_chunk_costs_its_page_and_itself(arrays: dict[str, Path],
 
 def test_no_data_h5_past_its_chunk_limit(arrays: dict[str, Path],
                                          counted: tuple[RequestLog, MountFactory]) -> None:
-    """10^8 chunks: past 2^26 there is no data.h5 (its index would open with 190 KB of page
-    bits), the other views are there."""
+    """10^8 chunks: past 2^26 there is no data.h5 (array_file.MAX_CHUNKS), the other views
+    are there."""
     _, mount = counted
     names = os.listdir(mount(arrays["giant"]).path)
     assert "data.h5" not in names and "data.npy" in names

@@ -1,7 +1,7 @@
 """data.h5 of an array on S3 behind a 20 ms proxy (issue 60): a reader of one chunk of a sparse
 array of 10^6 chunks pays, in store requests, what a reader of one chunk of a 16-chunk twin
-pays: the few metadata objects at the open (no listing), listings of the rows of chunks of the index
-page holding the chunk (at most its 64 chunks: their stored sizes), and the chunk.
+pays: the few metadata objects at the open (no listing), listings of the rows of chunks of the B-tree
+leaf indexing the chunk (at most its 64 chunks: their stored sizes), and the chunk.
 Counted with the daemon's request log; the time is benchmarks/hdf5_reads.py's."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.reliability.s3_server import S3Server
 from tests.scale_arrays import RequestLog, Requests, twin_on_s3, values
 
 CHUNK = (16, 16)
-PAGE = 64  # (index elements a page of data.h5's fixed array holds)
+PAGE = 64  # (chunks a leaf of data.h5's B-tree indexes)
 FEW = 16  # (metadata, a directory or two)
 DELAY = 0.01  # (each way: a 20 ms round trip)
 

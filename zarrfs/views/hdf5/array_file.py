@@ -8,7 +8,7 @@ stored byte order:
 mount's byte order.
 
 The layout is computed from the array's shape and codecs alone, at no store request: the
-metadata first, then the fixed array indexing the chunks, made as it is read, then a slot per
+metadata first, then the B-tree indexing the chunks, made as it is read, then a slot per
 chunk (`dataset_chunks`). A group's file holds its arrays' datasets so (`group_file`).
 """
 
@@ -37,8 +37,9 @@ from .time_types import time_attributes, time_counts
 
 H5_NAME = "data.h5"
 DATASET = "data"  # (the dataset's name in an array's file, as the flat file beside it)
-# Past this many chunks data.h5 is left out: the index's data block opens with a bit per page
-# of 64 chunks, made and checksummed when the file is (128 KiB here; 2 MB for 10^9 chunks).
+# Past this many chunks data.h5 is left out, as it was when its index needed a bit a page made
+# with the file; the B-tree costs nothing to make, but 2^26 slots of chunks up to 64 GiB also
+# keep every offset in the file under 2^62.
 MAX_CHUNKS = 1 << 26
 
 

@@ -68,6 +68,11 @@ class CharArray:
         found: BytesLike | None = self.array.read_stored_unit(unit[:-1])
         return found
 
+    def encoded_fill(self) -> BytesLike:
+        """A chunk not stored, encoded: its bytes are the characters' (zeros, when passed through)."""
+        found: BytesLike = self.array.encoded_fill()
+        return found
+
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         values = self.array.read_boxes([Box(box.start[:-1], box.stop[:-1]) for box in boxes])
         return [np.ascontiguousarray(v).view(CHAR).reshape(*v.shape, self.length) for v in values]

@@ -1,11 +1,12 @@
-"""One chunked dataset's part of a `data.h5` file past its object header: the fixed array
+"""One chunked dataset's part of a `data.h5` file past its object header: the B-tree
 indexing its chunks (made as it is read), then a slot per chunk; and a file made of metadata
 followed by such parts (`ChunkedFile`), which an array's file and a group's file both are.
 
 A chunk's slot is as long as the codec's bound, at an offset known in advance, so the layout
-is computed from the array's shape and codecs alone, at no store request. A page of 64 index
-elements costs a look at the stored sizes of its 64 chunks (the sizes in the index are exact;
-a chunk not stored has no address and reads as the fill value), never a listing of the array.
+is computed from the array's shape and codecs alone, at no store request. The tree's nodes
+above its leaves are made from the grid alone; a leaf of 64 chunks costs a look at the stored
+sizes of its 64 chunks (the sizes in the tree are exact; a chunk not stored points at the
+fill chunk), never a listing of the array.
 """
 
 from __future__ import annotations
@@ -29,23 +30,26 @@ _KEPT = 16  # index runs and chunks kept by one dataset (a reader reads a run, t
 
 
 class DatasetChunks:
-    """The index of `array`'s chunks, its header at `at`, and the chunks' slots after it
-    (from `data_at` to `end`). `array` is an `hdf5_view.H5Array`."""
+    """The B-tree indexing `array`'s chunks, its root at `at`, then (filtered chunks) one slot
+    holding the chunk of fill values, and the chunks' slots (from `data_at` to `end`). `array`
+    is an `array_file.H5Array`.
+
+    Every chunk has an entry: one not stored points at the fill chunk, encoded with the
+    dataset's filters, so every reader decodes it to the fill value (HDF5 itself, and readers
+    that take a missing chunk for zeros)."""
 
     def __init__(self, array: Any, dtype: np.dtype[Any], through: Filtered | None, at: int) -> None:
         form = through.form if through else None
         self.array, self.dtype, self.form = array, dtype, form
         chunk = tuple(array.read_chunk_shape)
         self.grid = tuple(-(-n // c) for n, c in zip(array.shape, chunk, strict=True))
-        chunk_bytes = max(1, int(np.prod(chunk))) * dtype.itemsize
-        count = int(np.prod(self.grid))
-        size_length = h5.chunk_size_length(chunk_bytes) if form else None
-        self.index = h5.FixedArray(at, count, size_length)
-        longest = form.bound(chunk_bytes) + through.extra if through and form else chunk_bytes
+        self.chunk_bytes = max(1, int(np.prod(chunk))) * dtype.itemsize
+        self.index = h5.ChunkBTree(at, self.grid, chunk, dtype.itemsize)
+        longest = form.bound(self.chunk_bytes) + through.extra if through and form else self.chunk_bytes
         self.slot = -(-longest // ALIGN) * ALIGN
-        self.data_at = -(-self.index.end // ALIGN) * ALIGN
-        self.end = self.data_at + self.slot * count
-        self._index_head = self.index.header() + (self.index.prefix() if self.index.page_count else b"")
+        self.fill_at = -(-self.index.end // ALIGN) * ALIGN
+        self.data_at = self.fill_at + (self.slot if form else 0)
+        self.end = self.data_at + self.slot * self.index.count
         self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -54,25 +58,21 @@ class DatasetChunks:
         return self.index.at
 
     def piece(self, offset: int, end: int) -> bytes:
-        """The bytes from `offset` (at or past the index's header) to the end of the
-        structure there, or to `end`."""
+        """The bytes from `offset` (at or past the index's root) to the end of the structure
+        there, or to `end`."""
         index = self.index
         end = min(end, self.end)
-        if offset >= self.data_at:
-            number, inside = divmod(offset - self.data_at, self.slot)
+        if offset >= self.fill_at:
+            number, inside = divmod(offset - self.fill_at, self.slot)
             wanted = min(end - offset, self.slot - inside)
-            found = self._chunk(number)[inside:inside + wanted]
+            found = self._fill() if self.form and number == 0 else self._chunk(number - bool(self.form))
+            found = found[inside:inside + wanted]
             return found + bytes(wanted - len(found))  # (the slot's rest: zeros)
-        if index.runs_at <= offset < index.end:
-            run = index.run_containing(offset)
-            start = index.page_at(run)
-            stop = start + index.page_run_size(run)
-            return self._run(run)[offset - start:min(end, stop) - start]
-        inside = offset - index.at
-        if inside < len(self._index_head):
-            return self._index_head[inside:inside + end - offset]
-        stop = min(end, self.data_at if offset >= index.end else index.runs_at)
-        return bytes(stop - offset)
+        if offset < index.end:
+            level, number = index.node_containing(offset)
+            start = index.node_at(level, number)
+            return self._node(level, number)[offset - start:min(end, start + index.node_size) - start]
+        return bytes(min(end, self.fill_at) - offset)
 
     def _kept_or(self, key: tuple[str, int], make: Callable[[], bytes]) -> bytes:
         with self._lock:
@@ -90,26 +90,37 @@ class DatasetChunks:
     def _unit(self, number: int) -> Index:
         return unravel(number, self.grid)
 
-    def _run(self, run: int) -> bytes:
-        return self._kept_or(("run", run), lambda: self._make_run(run))
+    def _node(self, level: int, number: int) -> bytes:
+        if level:
+            return self._kept_or((f"node {level}", number), lambda: self.index.internal(level, number))
+        return self._kept_or(("leaf", number), lambda: self._make_leaf(number))
 
-    def _make_run(self, run: int) -> bytes:
-        first, count = self.index.page_span(run)
-        numbers = range(first, first + count)
+    def _make_leaf(self, number: int) -> bytes:
+        numbers = self.index.span(0, number)
+        addresses = [self.data_at + n * self.slot for n in numbers]
         if self.form is None:
-            return self.index.page_bytes(run, [(self.data_at + n * self.slot, 0) for n in numbers])
+            return self.index.leaf(number, [self.chunk_bytes] * len(numbers), addresses)
         units = [self._unit(n) for n in numbers]
-        sizes = self.array.stored_sizes(units)
-        trailer = self.form.trailer
-        elements = [(self.data_at + n * self.slot, sizes[u] - trailer) if u in sizes else (h5.UNDEFINED, 0)
-                    for n, u in zip(numbers, units, strict=True)]
-        return self.index.page_bytes(run, elements)
+        found = self.array.stored_sizes(units)
+        fill = len(self._fill())
+        sizes = [found[u] - self.form.trailer if u in found else fill for u in units]
+        addresses = [a if u in found else self.fill_at for a, u in zip(addresses, units, strict=True)]
+        return self.index.leaf(number, sizes, addresses)
+
+    def _fill(self) -> bytes:
+        """The chunk of fill values as the filters decode it (its trailer off, as a chunk's)."""
+        def make() -> bytes:
+            assert self.form is not None
+            encoded = bytes(self.array.encoded_fill())
+            return encoded[:len(encoded) - self.form.trailer]
+        return self._kept_or(("fill", 0), make)
 
     def _chunk(self, number: int) -> bytes:
         return self._kept_or(("chunk", number), lambda: self._make_chunk(number))
 
     def _make_chunk(self, number: int) -> bytes:
-        """Chunk `number` as the index says it is: stored bytes, or decoded and whole."""
+        """Chunk `number` as the index says it is: stored bytes, or decoded and whole (a chunk
+        not stored, filtered: nothing, the index points at the fill chunk instead)."""
         unit = self._unit(number)
         if self.form is not None:
             stored = self.array.read_stored_unit(unit)

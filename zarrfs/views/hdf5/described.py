@@ -52,5 +52,9 @@ class DescribedArray:
         found: BytesLike | None = self._open().read_stored_unit(unit)
         return found
 
+    def encoded_fill(self) -> BytesLike:
+        found: BytesLike = self._open().encoded_fill()
+        return found
+
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         return list(self._open().read_boxes(boxes))

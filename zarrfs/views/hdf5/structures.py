@@ -1,10 +1,11 @@
 """The HDF5 structures `data.h5` is made of, as bytes: pure functions, no I/O.
 
-What HDF5 1.10 and later read (File Format Specification version 3): superblock version 2,
-object headers version 2, new-style (compact) groups of link messages, and chunked datasets
-(layout message version 4) indexed by a fixed array, whose elements are laid out
-arithmetically: any page of the index can be made from the chunk grid alone. Every structure
-that the format checksums carries Jenkins' lookup3 (`checksum`), as the library verifies it.
+What HDF5 1.8 and later read, as netCDF-C writes by default: superblock version 2, object
+headers version 2, new-style (compact) groups of link messages, and chunked datasets (layout
+message version 3) indexed by a version-1 B-tree, which HDF5 1.8, netCDF-Java, pyfive and
+jsfive all read. The tree's nodes are laid out arithmetically: any node can be made from the
+chunk grid alone (its leaves with the chunks' sizes). Every structure that the format
+checksums carries Jenkins' lookup3 (`checksum`), as the library verifies it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,6 @@ import numpy as np
 UNDEFINED = (1 << 64) - 1  # (an address not allocated: a chunk not stored reads as fill)
 SIGNATURE = b"\x89HDF\r\n\x1a\n"
 SUPERBLOCK_SIZE = 48
-# 64 index elements a page (the library's default is 1,024): a reader of one chunk makes the
-# page holding it, a look at the stored sizes of its chunks, so a page is kept small.
-PAGE_BITS = 6
 _MASK = 0xFFFFFFFF
 
 # Message types (III.C of the specification).
@@ -147,12 +145,10 @@ def contiguous_layout(address: int, size: int) -> bytes:
 
 
 def chunked_layout(chunk: Sequence[int], itemsize: int, index: int) -> bytes:
-    """Version 4, chunked, edge chunks filtered whole (as Zarr stores them), indexed by the
-    fixed array at `index`."""
+    """Version 3, chunked (edge chunks filtered whole, as Zarr stores them), indexed by the
+    version-1 B-tree whose root is at `index`."""
     dims = [*chunk, itemsize]
-    width = max((n.bit_length() - 1 + 8) // 8 for n in dims)  # (as the library checks it)
-    encoded = b"".join(n.to_bytes(width, "little") for n in dims)
-    return bytes([4, 2, 0, len(dims), width]) + encoded + bytes([3, PAGE_BITS]) + struct.pack("<Q", index)
+    return bytes([3, 2, len(dims)]) + struct.pack("<Q", index) + b"".join(struct.pack("<I", n) for n in dims)
 
 
 def filter_pipeline(filters: Sequence[tuple[int, Sequence[int]]]) -> bytes:
@@ -193,87 +189,88 @@ def _hard_link(name: str, address: int) -> bytes:
             + struct.pack("<Q", address))
 
 
-# -- the fixed array chunk index ----------------------------------------------------------------
+# -- the version-1 B-tree indexing a dataset's chunks ------------------------------------------
 
-def chunk_size_length(chunk_bytes: int) -> int:
-    """The bytes of a filtered chunk's size in an index element, as the library computes
-    them from the chunk's decoded size (one more than it needs, at most 8)."""
-    return min(8, 1 + ((chunk_bytes.bit_length() - 1) + 8) // 8)
+# The chunk B-tree's K when the superblock gives none (version 2, no extension: the library's
+# HDF5_BTREE_CHUNK_IK_DEF): every node holds up to 2K entries and is read whole, so nodes are
+# laid out at that size. One chunk of 10^6 is found through 4 nodes of about 3 KiB.
+BTREE_K = 32
+NODE_ENTRIES = 2 * BTREE_K
+_NODE_PREFIX = 24  # (signature, type, level, entries used, left and right siblings)
 
 
-class FixedArray:
-    """A fixed array of `count` elements (chunk addresses; with `size_length`, filtered
-    chunks: address, stored size, filter mask), its header at `at`: the header, the data
-    block's prefix, and the pages after it, each at an offset computed from the grid."""
+class ChunkBTree:
+    """A version-1 B-tree of raw data chunks (type 1) over a grid's chunks in C order, every
+    node full-sized and placed from the root at `at`, level by level: where a node lies, which
+    chunks it spans and its internal keys follow from the grid alone. A leaf's entries (each
+    chunk's stored size and address) are the caller's; chunks are keyed by their first
+    element (and a last offset of 0, in the element's bytes, as HDF5 keys them)."""
 
-    HEADER_SIZE = 28
-
-    def __init__(self, at: int, count: int, size_length: int | None) -> None:
-        self.at = at
-        self.count = count
-        self.size_length = size_length
-        self.element = 8 if size_length is None else 8 + size_length + 4
-        self.page_count = 0 if count <= 1 << PAGE_BITS else -(-count // (1 << PAGE_BITS))
-        self.block_at = at + self.HEADER_SIZE
-        bitmap = -(-self.page_count // 8)
-        # (signature, version, client, header address; a paged block's bitmap and checksum)
-        self.prefix_size = 4 + 1 + 8 + 1 + (bitmap + 4 if self.page_count else 0)
-        self.pages_at = self.block_at + self.prefix_size
-        self.page_size = (1 << PAGE_BITS) * self.element + 4
-        self.end = self.pages_at + self.page_count * 4 + count * self.element + (0 if self.page_count else 4)
-
-    @property
-    def client(self) -> int:
-        return 0 if self.size_length is None else 1
-
-    def header(self) -> bytes:
-        return with_checksum(b"FAHD" + bytes([0, self.client, self.element, PAGE_BITS])
-                             + struct.pack("<QQ", self.count, self.block_at))
-
-    def prefix(self) -> bytes:
-        """The data block up to its elements (paged: with every page marked initialized)."""
-        head = b"FADB" + bytes([0, self.client]) + struct.pack("<Q", self.at)
-        if not self.page_count:
-            return head
-        bitmap = bytearray(b"\xff" * (self.page_count // 8))
-        if self.page_count % 8:
-            bitmap.append((0xFF << (8 - self.page_count % 8)) & 0xFF)
-        return with_checksum(head + bytes(bitmap))
+    def __init__(self, at: int, grid: Sequence[int], chunk: Sequence[int], itemsize: int) -> None:
+        self.at, self.grid, self.itemsize = at, tuple(grid), itemsize
+        self.chunk = np.array([*chunk, itemsize], dtype="<u8")
+        self.count = int(np.prod(self.grid, dtype=np.int64))
+        self.key = np.dtype([("size", "<u4"), ("mask", "<u4"), ("offsets", "<u8", (len(self.grid) + 1,))])
+        self.node_size = _NODE_PREFIX + (NODE_ENTRIES + 1) * self.key.itemsize + NODE_ENTRIES * 8
+        counts = [-(-self.count // NODE_ENTRIES)]  # (nodes at each level, the leaves' first)
+        while counts[-1] > 1:
+            counts.append(-(-counts[-1] // NODE_ENTRIES))
+        self.counts = counts
+        self.firsts = {level: sum(counts[level + 1:]) for level in range(len(counts))}  # (in file order)
+        self.end = at + sum(counts) * self.node_size
 
     @property
-    def runs_at(self) -> int:
-        """Where the runs of elements start (an unpaged block's: the block itself)."""
-        return self.pages_at if self.page_count else self.block_at
+    def root_level(self) -> int:
+        return len(self.counts) - 1
 
-    def pages(self) -> int:
-        """How many runs of elements there are: pages, or the one run of an unpaged block."""
-        return self.page_count or 1
+    def node_at(self, level: int, number: int) -> int:
+        return self.at + (self.firsts[level] + number) * self.node_size
 
-    def page_span(self, page: int) -> tuple[int, int]:
-        """The first element of run `page` and how many it holds."""
-        if not self.page_count:
-            return 0, self.count
-        first = page << PAGE_BITS
-        return first, min(1 << PAGE_BITS, self.count - first)
+    def node_containing(self, offset: int) -> tuple[int, int]:
+        """The (level, number) of the node holding file offset `offset` (within the tree)."""
+        place = (offset - self.at) // self.node_size
+        level = next(level for level in range(len(self.counts)) if place >= self.firsts[level])
+        return level, place - self.firsts[level]
 
-    def page_at(self, page: int) -> int:
-        """Where run `page` starts (an unpaged block's one run: the block, prefix and all)."""
-        return self.pages_at + page * self.page_size if self.page_count else self.block_at
+    def span(self, level: int, number: int) -> range:
+        """The chunks (by their number in C order) under the node."""
+        width = NODE_ENTRIES ** (level + 1)
+        return range(number * width, min(self.count, (number + 1) * width))
 
-    def page_run_size(self, page: int) -> int:
-        own = self.page_span(page)[1] * self.element + 4
-        return own if self.page_count else own + len(self.prefix())
+    def offsets(self, numbers: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Each chunk's key offsets: its first element, then 0."""
+        units = np.stack(np.unravel_index(np.asarray(numbers, dtype=np.int64), self.grid), axis=-1)
+        found = np.zeros((len(units), len(self.grid) + 1), dtype="<u8")
+        found[:, :-1] = units.astype("<u8") * self.chunk[:-1]
+        return found
 
-    def page_bytes(self, page: int, elements: Sequence[tuple[int, int]]) -> bytes:
-        """Run `page` with its checksum, from (address, stored size) per element."""
-        if self.size_length is None:
-            body = b"".join(struct.pack("<Q", address) for address, _ in elements)
-        else:
-            length = self.size_length
-            body = b"".join(struct.pack("<Q", address) + size.to_bytes(length, "little") + bytes(4)
-                            for address, size in elements)
-        return with_checksum(body if self.page_count else self.prefix() + body)
+    def _bound(self, span: range) -> np.ndarray:
+        """The key after a node's last child: the next chunk's, or past the last chunk (its
+        offsets plus the chunk's, as the library closes its rightmost node)."""
+        after: np.ndarray = self.offsets([min(span.stop, self.count - 1)])[0]
+        return after if span.stop < self.count else after + self.chunk
 
-    def run_containing(self, offset: int) -> int:
-        """The run holding file offset `offset` (within the runs)."""
-        return (offset - self.pages_at) // self.page_size if self.page_count else 0
+    def internal(self, level: int, number: int) -> bytes:
+        """A node above the leaves: its children's first keys and addresses, sizes 0."""
+        children = range(number * NODE_ENTRIES, min(self.counts[level - 1], (number + 1) * NODE_ENTRIES))
+        firsts = [self.span(level - 1, child).start for child in children]
+        addresses = [self.node_at(level - 1, child) for child in children]
+        return self._node(level, number, self.offsets(firsts), np.zeros(len(firsts), "<u4"), addresses)
+
+    def leaf(self, number: int, sizes: Sequence[int], addresses: Sequence[int]) -> bytes:
+        """Leaf `number`: a chunk's stored size and address per chunk it spans, in order."""
+        return self._node(0, number, self.offsets(self.span(0, number)), np.asarray(sizes, "<u4"), addresses)
+
+    def _node(self, level: int, number: int, offsets: np.ndarray, sizes: np.ndarray,
+              addresses: Sequence[int]) -> bytes:
+        used = len(addresses)
+        left = self.node_at(level, number - 1) if number else UNDEFINED
+        right = self.node_at(level, number + 1) if number + 1 < self.counts[level] else UNDEFINED
+        entries = np.zeros(used, dtype=[("key", self.key), ("child", "<u8")])
+        entries["key"]["size"], entries["key"]["offsets"] = sizes, offsets
+        entries["child"] = addresses
+        last = np.zeros(1, dtype=self.key)
+        last["offsets"] = self._bound(self.span(level, number))
+        head = b"TREE" + bytes([1, level]) + struct.pack("<HQQ", used, left, right)
+        body = head + entries.tobytes() + last.tobytes()
+        return body + bytes(self.node_size - len(body))
