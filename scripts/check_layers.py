@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the layering of the zarrfs package: no import cycles, each layer imports only what
-the rules below allow, no branching on the Zarr format's number outside `formats/`, no file
-over 400 lines (docs/development.md, "The layering check").
+the rules below allow (and a view family no other family), no branching on the Zarr format's
+number outside `formats/`, no file over 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -47,6 +47,13 @@ THROUGH_FACES: dict[str, set[str]] = {"cli": {"formats", "codecs", "store"}}
 # takes an array's description from formats, never its documents (opening, writing, editing
 # metadata is done above it: zarrfs.array_metadata).
 ONLY_MODULES: dict[str, dict[str, set[str]]] = {"array": {"formats": {"zarrfs.formats.description"}}}
+# The view contract: the modules at the top of zarrfs.views and its subpackages named here.
+# Every other subpackage of zarrfs.views is a view family (hdf5/, tiff/, ...), found as such:
+# a new family needs no line here. A family imports the contract and the layers below, never
+# another family; of the contract only these modules import families (they assemble them).
+VIEWS = "zarrfs.views"
+CONTRACT = {"placement"}
+ASSEMBLERS = {"zarrfs.views", "zarrfs.views.registry", "zarrfs.views.array_dir"}
 # A comparison with the format's number: outside formats/, code asks the node's Format instead.
 FORMAT_BRANCH = re.compile(r"\bzarr_format\s*(==|!=|(not\s+)?in\b)")
 
@@ -176,6 +183,38 @@ def face_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Ite
                 yield f"face: {module} imports {target} (enter {face} through its __init__)"
 
 
+def view_families(modules: dict[str, Path]) -> set[str]:
+    """The view families: the subpackages of zarrfs.views but those of the contract."""
+    return {name for name, path in modules.items()
+            if path.name == "__init__.py" and name.rpartition(".")[0] == VIEWS
+            and name.rpartition(".")[2] not in CONTRACT}
+
+
+def family_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
+    """No view family imports another (not even its face); no module of the view contract
+    imports a family but the assemblers (the registry, the array directory, the package's
+    `__init__`). Outside views/, families are entered through their faces (`face_violations`)."""
+    families = view_families(modules)
+
+    def family_of(module: str) -> str | None:
+        return next((f for f in families if module == f or module.startswith(f + ".")), None)
+
+    assemblers = ", ".join(sorted(ASSEMBLERS))
+    for module in sorted(graph):
+        own = family_of(module)
+        in_contract = own is None and (module == VIEWS or module.startswith(VIEWS + "."))
+        for target in sorted(graph[module]):
+            other = family_of(target)
+            if other is None or other == own:
+                continue
+            if own is not None:
+                yield (f"family: {module} imports {target} ({own} must not import another view "
+                       f"family, {other})")
+            elif in_contract and module not in ASSEMBLERS:
+                yield (f"family: {module} imports {target} (of the view contract only "
+                       f"{assemblers} import view families)")
+
+
 def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator[str]:
     for path in sorted(modules.values()):
         if len(path.read_text().splitlines()) > max_lines:
@@ -199,6 +238,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     found = [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
     found += layer_violations(graph)
     found += face_violations(graph, modules)
+    found += family_violations(graph, modules)
     found += format_branches(modules, root)
     found += long_files(modules, root, max_lines)
     return found

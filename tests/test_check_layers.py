@@ -182,3 +182,62 @@ def test_comparing_the_format_number_outside_formats_is_reported(tmp_path: Path)
         "format branch: zarrfs/tree/edits.py:1 compares zarr_format (ask the node's Format)",
         "format branch: zarrfs/tree/edits.py:3 compares zarr_format (ask the node's Format)",
     ]
+
+
+FAMILIES = {
+    "views/placement/__init__.py": "from .core import Placement\n",
+    "views/placement/core.py": "class Placement: ...\n",
+    "views/tiff/__init__.py": "from .array_file import tiff_file\n",
+    "views/tiff/array_file.py": "from ..files import x\nfrom ..placement import Placement\n",
+    "views/tiff/layout.py": "",
+    "views/text/__init__.py": "from .file import TEXT_NAME\n",
+    "views/text/file.py": "from ..files import x\n",
+}
+CONTRACT_ONLY = ("(of the view contract only zarrfs.views, zarrfs.views.array_dir, "
+                 "zarrfs.views.registry import view families)")
+
+
+def test_a_view_family_imports_no_other_family(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN, **FAMILIES,
+                                  "views/hdf5/__init__.py": "from .array_file import h5_file\n",
+                                  "views/hdf5/array_file.py": "from ..placement import Placement\n"
+                                                              "from ..tiff import tiff_file\n",
+                                  "views/hdf5/strings.py": "from zarrfs.views.tiff.layout import L\n"
+                                                           "from .array_file import h5_file\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "face: zarrfs.views.hdf5.strings imports zarrfs.views.tiff.layout "
+        "(enter zarrfs.views.tiff through its __init__)",
+        "family: zarrfs.views.hdf5.array_file imports zarrfs.views.tiff "
+        "(zarrfs.views.hdf5 must not import another view family, zarrfs.views.tiff)",
+        "family: zarrfs.views.hdf5.strings imports zarrfs.views.tiff.layout "
+        "(zarrfs.views.hdf5 must not import another view family, zarrfs.views.tiff)",
+    ]
+
+
+def test_of_the_view_contract_only_the_registry_and_array_directory_import_families(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN, **FAMILIES,
+                                  "views/__init__.py": "from .text import TEXT_NAME\n",
+                                  "views/registry.py": "from .text import TEXT_NAME\n"
+                                                       "from .tiff import tiff_file\n",
+                                  "views/array_dir.py": "from . import registry, tiff\n",
+                                  "views/xattrs.py": "from .text import TEXT_NAME\n",
+                                  "views/placement/geozarr.py": "def f():\n"
+                                                                "    from ..tiff import tiff_file\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        f"family: zarrfs.views.placement.geozarr imports zarrfs.views.tiff {CONTRACT_ONLY}",
+        f"family: zarrfs.views.xattrs imports zarrfs.views.text {CONTRACT_ONLY}",
+    ]
+
+
+def test_the_tree_enters_a_view_family_through_its_face(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN, **FAMILIES,
+                                  "tree/group_views.py": "from ..views.tiff import tiff_file\n",
+                                  "tree/string_arrays.py": "from ..views.text.file import TEXT_NAME\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == ["face: zarrfs.tree.string_arrays imports zarrfs.views.text.file "
+                        "(enter zarrfs.views.text through its __init__)"]

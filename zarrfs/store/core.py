@@ -28,11 +28,11 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError, missing_package
 from . import deadline, fetching, listing, local, many, objects, prefixes, writing
-from .byte_ranges import ByteRange, SuffixRange
 from .deadline import RetryPolicy, one_line
 from .disk_cache import CachedReads
 from .local import TEMP_PREFIX
 from .observe import DELETE, GET, GET_RANGE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
+from .ranges import ByteRange, SuffixRange
 from .settings import SourceSettings
 from .sources import endpoint, is_read_only, open_filesystem, start_writes
 from .values import Payload, Versioned, as_bytes

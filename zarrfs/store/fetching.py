@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from . import local, objects
-from .byte_ranges import ByteRange
 from .observe import GET, GET_RANGE
+from .ranges import ByteRange
 from .values import Versioned, as_bytes
 
 T = TypeVar("T")

@@ -1,15 +1,34 @@
-"""Which requests to send for many byte ranges of one stored object.
+"""Byte ranges of one stored object: the ranges a read may ask for (`ByteRange`,
+`SuffixRange`: `core.Store.get` takes them, and the stores built over another store's
+objects, `zipped`, make them), and which requests to send for many ranges at once (`merge`).
+A leaf module, pure functions, no I/O.
 
 On a remote store a request costs a round trip (10-50 ms on a real network, ~4 ms of a local
 test server) whatever its size, and the bytes between two wanted ranges cost only their
 transfer: ranges whose gap is small are read with one request, and the skipped bytes are
-thrown away. Pure functions, no I/O.
+thrown away.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ByteRange:
+    """Bytes [start, start + length) of an object; fewer come back past its end."""
+
+    start: int
+    length: int
+
+
+@dataclass(frozen=True)
+class SuffixRange:
+    """The last `length` bytes of an object."""
+
+    length: int
+
 
 # A gap this small costs less to read than another request (~1 MiB at 100-400 MB/s is
 # 3-10 ms, a round trip 10-50 ms).

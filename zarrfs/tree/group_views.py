@@ -11,7 +11,7 @@ does (close-to-open), several at once. Arrays it cannot hold are named in the lo
 
 It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): 64-bit integer
 arrays are served as doubles where doubles hold their values. Whether they do is known only
-from the values, so the recheck at open reads them (`netcdf_classic.exact_type`), and an
+from the values, so the recheck at open reads them (`views.netcdf.exact_type`), and an
 array one of whose values no double holds is then served as its own type (the file is
 CDF-5); a stat uses what the last recheck found (doubles, before any), so it reads nothing.
 """

@@ -1,7 +1,7 @@
 """What an array directory holds besides its metadata files: `data`, the files for legacy
-tools (`registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`) and
-`chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE, no store of
-its own (the array has one)."""
+tools (`registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`,
+`data.h5`) and `chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE,
+no store of its own (the array has one)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
 """The files beside an array's `data`, for legacy tools, by view kind (the names of the
 `views=` mount option): headers over `data`'s bytes, and files made from the array's chunks
-(`data.tif`).
+(`data.tif`, `data.h5`); the kinds of a group's views. It imports the format families,
+through their faces (of the view contract, only it and the array directory may).
 
-A new header view is a module that makes its bytes and one line in `HEADER_VIEWS` (a file of
-its own: one line in `ARRAY_FILE_VIEWS`): the mount option, the array directory and the tree
-read the names, makers and sharing from here.
+A new view format is its family (a subpackage of `views/`) and one line here: in
+`HEADER_VIEWS` for a header, in `ARRAY_FILE_VIEWS` for a file of its own made from the array:
+the mount option, the array directory and the tree read the names, makers and sharing from here.
 """
 
 from __future__ import annotations

@@ -29,10 +29,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from ...errors import StoreError, ZarrfsError
-from ..byte_ranges import ByteRange
 from ..deadline import one_line
 from ..listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
 from ..outage import Outage
+from ..ranges import ByteRange
 from ..settings import CHECK_SECONDS
 from ..values import Buffer, Versioned
 from .cache import DiskCache, entry_name

@@ -28,7 +28,7 @@ from fsspec import AbstractFileSystem
 from fsspec.utils import get_protocol
 
 from ...errors import StoreError
-from ..byte_ranges import ByteRange, SuffixRange
+from ..ranges import ByteRange, SuffixRange
 from .index import ZipIndex
 
 SUFFIXES = (".zip", ".ozx")

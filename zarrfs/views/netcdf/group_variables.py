@@ -1,4 +1,4 @@
-"""`data.nc` of a group directory: its arrays as NetCDF variables (`netcdf` makes the header),
+"""`data.nc` of a group directory: its arrays as NetCDF variables (`header` makes its header),
 each variable's bytes being the array's flat view in big-endian (`files.RegionFile`), read as
 the reader asks for them. Pure: no FUSE, no store of its own (the arrays have one).
 
@@ -53,7 +53,7 @@ class Member:
     fill: object  # the variable's _FillValue: a number, text as CF writes it, or None: none
     array: Callable[[], RegionArray]  # opens it (MetadataError when it cannot be)
     # The big-endian type a classic file serves its elements as, where its own is CDF-5's
-    # (`netcdf_classic.served_type`); None: none holds them, or its own type is classic.
+    # (`classic_types.served_type`); None: none holds them, or its own type is classic.
     served: np.dtype[Any] | None = None
 
 

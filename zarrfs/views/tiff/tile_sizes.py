@@ -3,7 +3,7 @@ stored size, learned from the store when a reader reads the tables there, never 
 stat, an open or the file's layout cost nothing).
 
 Tiles are learned a block at a time (`BLOCK`, a page of a table): the tables start pages of
-their own (`tiff_format.TABLE_PAGE`), so a reader that reads them a page at a time as it needs
+their own (`directories.TABLE_PAGE`), so a reader that reads them a page at a time as it needs
 a tile (libtiff, GDAL) learns the tiles of that page, in one look at their chunks
 (`ZarrArray.stored_sizes`: a stat each locally, HEADs or listings of their rows on object
 stores, a shard's index), and a reader that reads them whole (tifffile, Bio-Formats) learns
