@@ -1,51 +1,27 @@
-"""The files of a group directory that show the whole group: `data.nc` (`views.netcdf`),
-`data.h5` (`views.hdf5`), `data.ome.tif` in OME-Zarr image groups and GeoTIFFs with overviews
-in GeoZarr multiscale groups (`views.tiff`), made and kept as `views.group_files` says.
-
-Listing a group shows `data.nc` in every group directory (it holds only the group's
-attributes when no array is one NetCDF can hold). Its header is made from the metadata the
-tree knows of the group's arrays, at each open or stat, so neither opens an array (a group
-of thousands of arrays is listed with `ls -l` without a request per array); an array is
-opened when its bytes are first read. Opening `data.nc` rechecks the arrays as opening `data`
-does (close-to-open), several at once. Arrays it cannot hold are named in the log, once each.
-
-It is classic CDF-2 where it can be (`-o nc_format=cdf5`: always CDF-5): 64-bit integer
-arrays are served as doubles where doubles hold their values. Whether they do is known only
-from the values, so the recheck at open reads them (`views.netcdf.exact_type`), and an
-array one of whose values no double holds is then served as its own type (the file is
-CDF-5); a stat uses what the last recheck found (doubles, before any), so it reads nothing.
-"""
+"""The files of a group directory that show the whole group, one kind of file per view family:
+`data.nc` (`views.netcdf`), `data.h5` (`views.hdf5`), `data.ome.tif` in OME-Zarr image groups
+and GeoTIFFs with overviews in GeoZarr multiscale groups (`views.tiff`), each made and kept as
+`views.group_files` says. Here: their names in a group directory, their nodes, and the recheck
+at their open of the arrays they show (close-to-open, as `data`), asked about together."""
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
-from ..errors import MetadataError, ZarrfsError
-from ..formats import NodeMetadata
-from ..formats.description import ArrayDescription
 from ..formats.nodes import join_path
-from ..formats.registry import xarray_fill_value
-from ..views import FileView, RegionArray
+from ..views import FileView
 from ..views.array_dir import Layout
-from ..views.group_files import ARRAYS_AT_ONCE, Opened, PyramidViews
+from ..views.group_files import ARRAYS_AT_ONCE, PyramidViews
 from ..views.group_files import Groups as PyramidGroups
 from ..views.hdf5 import H5GroupViews
-from ..views.netcdf import NC_NAME, Member, exact_type, group_file, needs_values, served_type
+from ..views.netcdf import NcGroupViews
 from ..views.tiff import GeoTiffViews, OmeTiffViews
 from .inodes import DATA, GROUP_VIEW, Ref
 
-log = logging.getLogger(__name__)
-NC_KIND = "nc"  # (its name in `-o views=`)
-
 
 class Groups(PyramidGroups, Protocol):
-    """What the tree offers (implemented by `Tree`)."""
+    """What the tree offers the group files (implemented by `Tree`)."""
 
     def recheck(self, ref: Ref) -> bool: ...
     def opened_arrays(self) -> Sequence[object]: ...
@@ -55,189 +31,42 @@ class Groups(PyramidGroups, Protocol):
 class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
-        self.names = [NC_NAME] if NC_KIND in layout.views else []
-        self.cdf5 = layout.nc_cdf5
-        self.pyramids = (OmeTiffViews(groups, layout.views, layout.byteorder),
-                         GeoTiffViews(groups, layout.views, layout.byteorder),
-                         H5GroupViews(groups, layout.views, layout.byteorder))
-        self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
-        # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
-        # still holds them: a deleted array is not).
-        self._opened: dict[str, Any] = {}
-        self._failed: dict[str, str] = {}  # arrays that cannot be opened: why
-        self._described: dict[str, tuple[NodeMetadata, ArrayDescription]] = {}
-        # What the last recheck found the classic type of each 64-bit integer array to be (None:
-        # none holds its values), with the shape, type and `changes` of the array it read.
-        self._exact: dict[str, tuple[tuple[int, ...], np.dtype[Any], np.dtype[Any] | None, object]] = {}
-        self._lock = threading.Lock()
+        views, order = layout.views, layout.byteorder
+        # (in the order of their names in a directory; a name two kinds give is the first's)
+        self.kinds: tuple[PyramidViews, ...] = (
+            NcGroupViews(groups, views, order, cdf5=layout.nc_cdf5), OmeTiffViews(groups, views, order),
+            GeoTiffViews(groups, views, order), H5GroupViews(groups, views, order))
 
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW
 
     def names_in(self, group: str) -> list[str]:
-        return [*self.names, *(name for pyramids in self.pyramids for name in pyramids.names(group))]
+        return [name for kind in self.kinds for name in kind.names(group)]
 
-    def _pyramids_of(self, group: str, name: str) -> PyramidViews | None:
-        return next((p for p in self.pyramids if name not in self.names and name in p.names(group)), None)
+    def _kind_of(self, group: str, name: str) -> PyramidViews | None:
+        return next((kind for kind in self.kinds if name in kind.names(group)), None)
 
     def lookup(self, group: str, name: str) -> Ref | None:
         return Ref(group, GROUP_VIEW, (name,)) if name in self.names_in(group) else None
 
     def file(self, group: str, name: str) -> FileView:
-        pyramids = self._pyramids_of(group, name)
-        if pyramids is not None:
-            return pyramids.file(group, name)
-        node = self.groups.node(group)
-        if node is None:
-            raise FileNotFoundError(join_path(group, NC_NAME))
-        live = {id(array) for array in self.groups.opened_arrays()}
-        members = [m for m in (self._member(child, live) for child in self._arrays(group)) if m is not None]
-        made = group_file(members, node.attributes, cdf5=self.cdf5)
-        for name, why in made.left_out.items():
-            self._say(join_path(group, name), f"{join_path(group, NC_NAME)} leaves out array {name}: {why}")
-        for note in made.notes:
-            self._say(f"{group}: {note}", f"{join_path(group, NC_NAME)}: {note}")
-        return made.file
+        kind = self._kind_of(group, name)
+        if kind is None:
+            raise FileNotFoundError(join_path(group, name))
+        return kind.file(group, name)
 
     def recheck(self, group: str, name: str) -> bool:
-        """Close-to-open, as `data`: whether another writer changed any array the file shows
-        (each is opened: an array never opened before may differ from the metadata the tree
-        had of it when it listed the group). The arrays are asked about together."""
-        pyramids = self._pyramids_of(group, name)
-        children = [] if pyramids is not None else self._arrays(group)
-        paths = pyramids.level_paths(group, name) if pyramids is not None else [c.path for c in children]
+        """Close-to-open, as `data`: whether another writer changed any array the file shows.
+        The arrays are asked about together."""
+        kind = self._kind_of(group, name)
+        if kind is None:
+            return False
+        paths = kind.level_paths(group, name)
         rechecked = ARRAYS_AT_ONCE.map(lambda path: self.groups.recheck(Ref(path, DATA)), paths)
-        written = dict(zip(paths, rechecked, strict=True))
-        if pyramids is not None:  # (its layout follows the levels' shapes and codecs alone)
-            pyramids.refetch(group, name)
-            return any(written.values())
-        changed = False
-        checks = []  # (the values of 64-bit integer arrays, read together too)
-        for child in children:
-            opened = self.groups.open_array(child.path)
-            changed = self._learn(child.path, opened) or written[child.path] or changed
-            if opened.directory is not None:
-                array = opened.directory.array
-                changed = changed or array.metadata.shape != _described_shape(child)
-                token = None if written[child.path] else array.changes  # (None: read them again)
-                checks.append((child.path, array.metadata, array, token))
-        checked = list(ARRAYS_AT_ONCE.map(lambda check: self._check_values(*check), checks))  # (all, done)
-        return any(checked) or changed
+        return kind.rechecked(group, name, dict(zip(paths, rechecked, strict=True)))
 
     def showing(self, array: str) -> list[Ref]:
         """The group files that also show the bytes of the array at `array`."""
         if not array:
             return []
-        pyramids = [Ref(group, GROUP_VIEW, (name,))
-                    for views in self.pyramids for group, name in views.showing(array)]
-        return [*(Ref(array.rpartition("/")[0], GROUP_VIEW, (name,)) for name in self.names), *pyramids]
-
-    def _arrays(self, group: str) -> list[NodeMetadata]:
-        return [c for c in self.groups.group_children(group).values() if c.kind == "array"]
-
-    def _member(self, node: NodeMetadata, live: set[int]) -> Member | None:
-        with self._lock:
-            array, problem = self._opened.get(node.path), self._failed.get(node.path)
-        try:
-            if problem is not None:
-                raise MetadataError("", f"it cannot be opened: {problem}")
-            description = array.metadata if array is not None and id(array) in live else self._describe(node)
-        except MetadataError as e:
-            group = node.path.rpartition("/")[0]
-            self._say(node.path, f"{join_path(group, NC_NAME)} leaves out array {node.name}: {e}")
-            return None
-        member = Member(node.name, description.data_type, description.shape, description.dimension_names,
-                        description.attributes, _fill(node, description.attributes, description),
-                        lambda: self._open(node.path))
-        return member if self.cdf5 else replace(member, served=self._served(node.path, description))
-
-    def _served(self, path: str, description: ArrayDescription) -> np.dtype[Any] | None:
-        """The classic type of the array's elements: as the last recheck found it for an array
-        of this shape and type, else the one its type has (`served_type`)."""
-        storage = description.data_type.storage
-        with self._lock:
-            known = self._exact.get(path)
-        if known is not None and known[:2] == (description.shape, storage):
-            return known[2]
-        return served_type(storage)
-
-    def _check_values(self, path: str, description: ArrayDescription, array: RegionArray,
-                      changes: object) -> bool:
-        """Read a 64-bit integer array's values for its classic type, unless they were read
-        when the array's `changes` were these; whether the type changed."""
-        storage, shape = description.data_type.storage, description.shape
-        if self.cdf5 or not needs_values(storage):
-            return False
-        with self._lock:
-            known = self._exact.get(path)
-        unchanged = known is not None and known[:2] == (shape, storage) and known[3] == changes
-        if changes is not None and unchanged:
-            return False
-        before = self._served(path, description)
-        try:
-            found = exact_type(storage, shape, lambda: array)
-        except ZarrfsError as e:  # (it stays as it was: a read of a value it cannot hold fails)
-            self._say(f"{path} values", f"{path}: its values could not be read for data.nc: {e}")
-            return False
-        with self._lock:
-            self._exact[path] = (shape, storage, found, changes)
-        return found != before
-
-    def _describe(self, node: NodeMetadata) -> ArrayDescription:
-        """The node's description, parsed once per version of its metadata (the tree replaces
-        the node when the metadata changes)."""
-        with self._lock:
-            known = self._described.get(node.path)
-        if known is not None and known[0] is node:
-            return known[1]
-        description = node.describe()
-        with self._lock:
-            self._described[node.path] = (node, description)
-        return description
-
-    def _open(self, path: str) -> RegionArray:
-        opened = self.groups.open_array(path)
-        self._learn(path, opened)
-        if opened.directory is None:
-            raise MetadataError("", f"{path} cannot be opened: {opened.problem}")
-        array: RegionArray = opened.directory.array
-        return array
-
-    def _learn(self, path: str, opened: Opened) -> bool:
-        """Keep what opening the array gave; whether it failed for the first time (the next
-        header leaves it out)."""
-        with self._lock:
-            if opened.directory is not None:
-                self._opened[path] = opened.directory.array
-                return False
-            first = path not in self._failed
-            self._failed[path] = opened.problem or "unknown"
-            return first
-
-    def _say(self, key: str, text: str) -> None:
-        with self._lock:
-            if key in self._said:
-                return
-            self._said.add(key)
-        log.warning("%s", text)
-
-
-def _fill(node: NodeMetadata, attributes: Mapping[str, Any], description: ArrayDescription) -> object:
-    """What the variable's `_FillValue` is: the CF attribute, or where xarray keeps it
-    instead (a v2 array's fill value). Arrays with named dimensions are xarray's, and so are
-    scalars (v3 names no dimensions of an array of rank 0: xarray's grid mappings): without
-    either, they have none (xarray masks nothing there); others get their fill value."""
-    if "_FillValue" in attributes:
-        return attributes["_FillValue"]
-    stated = xarray_fill_value(node, attributes)
-    if stated is not None or description.dimension_names is not None or not description.shape:
-        return stated
-    storage = description.data_type.storage
-    return np.frombuffer(description.fill_value, storage)[0] if storage.kind in "biuf" else None
-
-
-def _described_shape(node: NodeMetadata) -> tuple[int, ...] | None:
-    try:
-        return node.describe().shape
-    except MetadataError:
-        return None
+        return [Ref(group, GROUP_VIEW, (name,)) for kind in self.kinds for group, name in kind.showing(array)]

@@ -8,7 +8,7 @@ fetches again the tiles fetched before it (close-to-open, as `data.tif`)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -131,6 +131,12 @@ class PyramidViews:
         tiles since they were fetched. (The file is made again when a level's shape or
         elements change: `MadeFiles.get`; its levels are rechecked first.)"""
         self.made.refetch(group, name)
+
+    def rechecked(self, group: str, name: str, written: Mapping[str, bool]) -> bool:
+        """Whether the file changed at its open, its arrays rechecked (`written`: whether
+        another writer changed each, by path)."""
+        self.refetch(group, name)
+        return any(written.values())
 
     def showing(self, array: str) -> list[tuple[str, str]]:
         """The (group, name) of the files made that show the array at `array`."""

@@ -1,9 +1,9 @@
 """`data.nc`: a group as a NetCDF classic file (CDF-2, or CDF-5 where a type or size needs
 it): `header` (the header's bytes and where each variable lies), `classic_types` (what the
 classic formats serve in place of CDF-5's types), `group_variables` (a group's arrays
-as the file's variables)."""
+as the file's variables), `group_views` (the file in every group directory)."""
 
-from .classic_types import exact_type, needs_values, served_type
-from .group_variables import NC_NAME, Member, group_file
+from .group_variables import NC_NAME
+from .group_views import NcGroupViews
 
-__all__ = ["NC_NAME", "Member", "exact_type", "group_file", "needs_values", "served_type"]
+__all__ = ["NC_NAME", "NcGroupViews"]
