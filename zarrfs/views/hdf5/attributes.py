@@ -19,9 +19,11 @@ _LEFT_OUT = frozenset({"_ARRAY_DIMENSIONS", "_FillValue"})
 _MAX_MESSAGE = 60000
 
 
-def string_type(length: int) -> bytes:
-    """Version 1 fixed-length string, null-terminated, UTF-8."""
-    return bytes([0x13, 0x10, 0, 0]) + struct.pack("<I", max(1, length))
+def text_type(text: bytes) -> bytes:
+    """Version 1 fixed-length string of `text`'s length, null-terminated: ASCII when it is
+    (as netCDF-C writes text; h5py 2, on HDF5 1.8, reads no fixed-length UTF-8), else UTF-8."""
+    charset = 0x00 if text.isascii() else 0x10
+    return bytes([0x13, charset, 0, 0]) + struct.pack("<I", max(1, len(text)))
 
 
 def attribute_messages(attributes: Mapping[str, Any], dtype: np.dtype[Any],
@@ -42,7 +44,7 @@ def attribute_messages(attributes: Mapping[str, Any], dtype: np.dtype[Any],
 def _typed_message(attribute: Attribute) -> bytes | None:
     if attribute.nc_type == NC_CHAR:
         text = attribute.values
-        return _message(attribute.name, string_type(len(text) + 1), (), text + b"\0")
+        return _message(attribute.name, text_type(text + b"\0"), (), text + b"\0")
     dtype = np.dtype(NC_DTYPES[attribute.nc_type])
     typed = h5.datatype(dtype)
     if typed is None:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from . import structures as h5
-from .attributes import string_type
+from .attributes import text_type
 
 GLOBAL_HEAP_SIZE = 4096  # (the least collection the library reads)
 NOT_A_VARIABLE = "This is a netCDF dimension but not a netCDF variable."
@@ -33,7 +33,7 @@ Attached = tuple[int, int]  # (a variable's object header address, which of its 
 
 def _string_attribute(name: str, text: str) -> bytes:
     encoded = text.encode() + b"\0"
-    return h5.message(h5.ATTRIBUTE, h5.attribute(name, string_type(len(encoded)), (), encoded))
+    return h5.message(h5.ATTRIBUTE, h5.attribute(name, text_type(encoded), (), encoded))
 
 
 def scale_header(length: int, attached: Sequence[Attached]) -> bytes:
