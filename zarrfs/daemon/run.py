@@ -10,10 +10,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import logging.handlers
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -26,14 +24,14 @@ import trio
 from ..array import Shared
 from ..errors import MetadataError, MountError, ZarrfsError, missing_package
 from ..formats import discover
-from ..fuse import ZarrOperations, quiet_late_release_replies
+from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import Store, one_line
 from ..store.disk_cache import CachedReads, open_disk_cache
 from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
-from . import privileges, watchdog
+from . import preload, privileges, reporting, watchdog
 from .kernel_window import window_kb
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
@@ -61,8 +59,8 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
         except OSError as e:
             raise MountError(f"log file {options.log_file}: {e.strerror}") from None
     if foreground:
-        _setup_logging(options, foreground=True)
-        return _serve(source, mountpoint, options, _notify_systemd)
+        reporting.setup_logging(options, foreground=True)
+        return _serve(source, mountpoint, options, reporting.notify_systemd)
     return _daemonize(source, mountpoint, options)
 
 
@@ -72,7 +70,7 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
     if pid == 0:
         os.close(read_end)
         os.setsid()
-        _setup_logging(options, foreground=False)
+        reporting.setup_logging(options, foreground=False)
         reported = False
 
         def ready(problem: str | None) -> None:
@@ -81,7 +79,7 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
             os.write(write_end, b"OK\n" if problem is None else problem.encode() + b"\n")
             os.close(write_end)
             if problem is None:
-                _detach_stdio()
+                reporting.detach_stdio()
 
         status = 1
         try:
@@ -112,6 +110,26 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     except MountError as e:
         ready(str(e))
         return 1
+    if identity is None:
+        return _serve_metered(source, mountpoint, options, ready, None)
+    preload.before_acting(source, options.storage_options)  # (as root: see preload)
+    ready = _once(ready)
+    try:
+        return _serve_metered(source, mountpoint, options, ready, identity)
+    except Exception as e:
+        # What failed as the user, where the user cannot reach the Python the daemon runs on:
+        # that said in a line (the mount, if made, is gone: `_serve_with`), not a traceback.
+        reach = preload.unreachable(identity.name, source)
+        if reach is None:
+            raise
+        line = f"cannot mount {_public(source)}: {one_line(e)} ({reach})"
+        log.error("%s", line)
+        ready(line)
+        return 1
+
+
+def _serve_metered(source: str, mountpoint: str, options: MountOptions, ready: Ready,
+                   identity: Identity | None) -> int:
     if options.metrics is None:
         return _serve_with(source, mountpoint, options, ready, None, identity)
     from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
@@ -129,10 +147,24 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         metrics.close()
 
 
+def _once(ready: Ready) -> Ready:
+    """`ready`, called at most once (a failure after it was called is only logged)."""
+    told = False
+
+    def once(problem: str | None) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            ready(problem)
+
+    return once
+
+
 def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Ready,
                 metrics: Metrics | None, identity: Identity | None) -> int:
     if identity is not None:
         identity.act()  # (the store, its disk cache and the tree opened as the user served)
+        preload.as_user(identity)
     trim = bound_malloc()
     try:
         store = Store.open(source, options.storage_options, read_only=options.read_only,
@@ -141,7 +173,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         store.disk_cache = _disk_cache(store, source, options)
         store.prepare()
     except ZarrfsError as e:
-        ready(_public(f"cannot mount {source}: {e}"))
+        ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
@@ -158,29 +190,26 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()
-        ready(_public(f"cannot mount {source}: {e}"))  # a store error may quote the URL
+        ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))  # (may quote the URL)
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
                                 room=store.statvfs, timings=metrics, silence=store.answers.silence)
+    parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
-        with contextlib.nullcontext() if identity is None else identity.root():
+        with _as_root(identity):
             pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
-            readahead = readahead_setting(mountpoint)
-            watchdog.fusectl_ready()
     except (RuntimeError, OSError) as e:
         ready(f"cannot mount on {mountpoint}: {e}")
         tree.close()
         shared.close()
         return 1
-    if identity is not None:
-        identity.drop()  # (before the first request is read)
-    shared.more_stats.append(privileges.stats)
-
-    parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
+    serving, readahead = False, None
 
     def on_serving() -> None:
+        nonlocal serving
+        serving = True
         # What the daemon made to start (modules, codecs, store clients: some 10^5 objects)
         # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
         # (a warm 128 MiB `dd` from the disk cache: 1 of 4 of its time). Left out of them.
@@ -192,23 +221,36 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
             log.warning("%s cannot be written (a read-only source, or no permission to write "
                         "there): mounted read-only", _public(source))
         if metrics is not None:
-            _announce_metrics(metrics.address)
+            reporting.announce_metrics(metrics.address)
         ready(None)
         if parent is not None:
             parent.watch()
         if not operations.read_only:
             _remove_temporaries(store)
 
-    guard = _start_watchdog(mountpoint)
-    shared.cache.give_back = trim
-    trimmer = Trimmer(trim, shared.counters.activity) if trim else None
+    # The kernel's mount is made: from here on, whatever fails unmounts it (`finally`).
+    guard = trimmer = None
     status = 0
     try:
+        with _as_root(identity):  # (what serving needs of root, taken while it may be)
+            readahead = readahead_setting(mountpoint)
+            guard = _start_watchdog(mountpoint, identity)
+        if identity is not None:
+            identity.drop()  # (before the first request is read)
+        shared.more_stats.append(privileges.stats)
+        shared.cache.give_back = trim
+        trimmer = Trimmer(trim, shared.counters.activity) if trim else None
         trio.run(operations.serve, mountpoint, on_serving)
+    except OSError as e:
+        if serving:
+            raise
+        # (unmounted below, before the command that waits for this daemon returns)
+        ready(_with_reach(f"cannot serve on {mountpoint}: {one_line(e)}", identity, source))
+        status = 1
     finally:
         if trimmer is not None:
             trimmer.stop()
-        _notify_systemd_stopping()
+        reporting.notify_systemd_stopping()
         if not final_flush(tree):
             status = 1
         with contextlib.suppress(Exception):
@@ -219,8 +261,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
             store.disk_cache.cache.close()
         log.info("unmounted %s", mountpoint)
         if guard is not None:
-            guard.terminate()
-            guard.wait()
+            watchdog.stop(guard)
         if parent is not None:
             parent.leave_nothing(mountpoint)
     return status
@@ -250,14 +291,30 @@ def _failure(e: BaseException) -> str:
     return missing_package(e) or one_line(e)
 
 
-def _start_watchdog(mountpoint: str) -> subprocess.Popen[bytes] | None:
+def _start_watchdog(mountpoint: str, identity: Identity | None) -> subprocess.Popen[bytes] | None:
+    """The mount's watchdog, started as root (fusectl mounted: call it with root's rights),
+    before serving as a user who may not run this Python: it becomes that user once started."""
     device = mount_device(mountpoint)
-    guard = watchdog.start(os.getpid(), device.split(":")[-1]) if device else None
+    ids = None if identity is None else (identity.uid, identity.gid)
+    guard = watchdog.start(os.getpid(), device.split(":")[-1], ids) if device else None
     if guard is None:
         log.warning("no watchdog (fusectl is not mounted on %s): should the daemon be killed "
                     "while it drops cached pages, the mount may hang until aborted there",
                     watchdog.CONNECTIONS)
     return guard
+
+
+def _with_reach(problem: str, identity: Identity | None, source: str) -> str:
+    """`problem` of a daemon acting as a user, and what the user cannot reach (a local source,
+    the Python the daemon runs on), if anything: one line."""
+    reach = None if identity is None else preload.unreachable(identity.name, source)
+    return problem if reach is None else f"{problem} ({reach})"
+
+
+def _as_root(identity: Identity | None) -> contextlib.AbstractContextManager[None]:
+    """Root's rights while the daemon acts as a user who may take them back (nothing to take
+    without one)."""
+    return contextlib.nullcontext() if identity is None else identity.root()
 
 
 def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:
@@ -316,66 +373,3 @@ def _absolute_source(source: str) -> str:
 def _public(text: str) -> str:
     """A source (or a message naming one) as it may appear in logs: no credentials in URLs."""
     return re.sub(r"//[^/@\s]*@", "//", text)
-
-
-# -- logging and systemd ---------------------------------------------------------------------
-
-
-def _setup_logging(options: MountOptions, *, foreground: bool) -> None:
-    handler: logging.Handler
-    if options.log_file:
-        handler = logging.FileHandler(options.log_file)
-        handler.setFormatter(logging.Formatter("%(asctime)s zarrfs[%(process)d] %(levelname)s %(message)s"))
-    elif foreground:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("zarrfs: %(levelname)s %(message)s"))
-    elif os.path.exists("/dev/log"):
-        handler = logging.handlers.SysLogHandler("/dev/log")
-        handler.setFormatter(logging.Formatter("zarrfs[%(process)d]: %(levelname)s %(message)s"))
-    else:
-        handler = logging.NullHandler()
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if options.debug else logging.INFO)
-    quiet_late_release_replies()
-    # Even with debug: these libraries log request headers and URLs, credentials included.
-    # The Azure SDK logs every request and response, headers and all, at INFO.
-    for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs", "adlfs",
-                    "azure"):
-        logging.getLogger(library).setLevel(logging.WARNING)
-
-
-def _detach_stdio() -> None:
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    os.chdir("/")
-
-
-def _notify_systemd(problem: str | None) -> None:
-    if problem is not None:
-        print(f"zarrfs: {problem}", file=sys.stderr)
-        return
-    _sd_notify(b"READY=1")
-
-
-def _announce_metrics(address: str) -> None:
-    """Where the metrics are (port 0 picked one): in the log, and to whoever waits on
-    NOTIFY_SOCKET (systemd shows STATUS; `zarrfs.mount` reads X_ZARRFS_METRICS) before READY."""
-    log.info("serving metrics on http://%s/metrics", address)
-    _sd_notify(f"STATUS=metrics on http://{address}/metrics\nX_ZARRFS_METRICS={address}".encode())
-
-
-def _notify_systemd_stopping() -> None:
-    _sd_notify(b"STOPPING=1")
-
-
-def _sd_notify(message: bytes) -> None:
-    address = os.environ.get("NOTIFY_SOCKET")
-    if not address:
-        return
-    if address.startswith("@"):
-        address = "\0" + address[1:]
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock, contextlib.suppress(OSError):
-        sock.sendto(message, address)

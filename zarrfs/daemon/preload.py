@@ -1,0 +1,172 @@
+"""What a daemon of `-o user=NAME` loads while it is root, before it acts as NAME.
+
+NAME may not be able to read the Python the daemon runs on: a pyenv or conda Python, or a
+virtual environment, in root's home (mode 0700). Whatever that Python loads once the daemon
+acts as NAME, it loads as NAME, and fails: an import raises, or is taken for a package that is
+not installed (a client falls back to a slower one, a codec is unknown). What the daemon
+imports to start (zarrfs.daemon.run and everything it imports) is loaded by then; what a mount
+imports only when its source or its arrays need it is listed here, by what needs it, and
+imported first. (Found by mounting as NAME with an audit hook on imports and opens, reading
+every file of the mount; tests/test_user_option_private.py mounts from a Python NAME cannot
+read.)
+
+What still cannot be loaded as NAME fails the mount with a line naming NAME and the path NAME
+cannot reach (`unreachable`), not as a package missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+
+from ..store.objects import AZURE_PROTOCOLS, GCS_PROTOCOLS
+from ..store.references import is_reference_source
+from ..store.zipfiles import ZipSource
+from .privileges import Identity
+
+log = logging.getLogger("zarrfs")
+
+# Any array: numcodecs' blosc takes a multiprocessing lock at its first use, importing
+# multiprocessing.synchronize then (a group's blosc array: at its first lookup, as NAME).
+ALWAYS = ("multiprocessing.synchronize",)
+# A source's own, past fsspec's filesystem (imported by `_filesystem`): the clients zarrfs
+# imports only when a store of theirs is opened or read.
+BY_PROTOCOL: dict[str, tuple[str, ...]] = {
+    # S3 reads through obstore when it is installed (else botocore: silently, when it fails to
+    # import), and presigned GETs through aiohttp.
+    **dict.fromkeys(("s3", "s3a"), ("obstore", "obstore.store", "obstore.exceptions", "aiohttp")),
+    **dict.fromkeys(GCS_PROTOCOLS, ("gcsfs.retry",)),
+    **dict.fromkeys(AZURE_PROTOCOLS, ("azure.core", "azure.core.exceptions")),
+    "icechunk": ("zarrfs.store.icechunk", "icechunk"),
+}
+# Any store but a local directory (a remote one, a zip archive, a reference set, Icechunk):
+# the store imports the errors its clients may raise, to tell those worth retrying
+# (zarrfs.store.deadline.error_kinds), and takes them for absent when the import fails.
+CLIENT_ERRORS = ("botocore.exceptions", "aiohttp")
+# A source reached over the network: its host's name is looked up, encoded by the idna codec,
+# which Python imports at its first use (a bare `LookupError: unknown encoding: idna`).
+NETWORK = ("encodings.idna",)
+LOCAL = {"file", "local", "memory"}
+# The names of a reference set (JSON, Parquet), as zarrfs.store.references knows them.
+REFERENCE_SUFFIXES = (".json", ".json.gz", ".parq", ".parquet")
+# A zip archive's names not flagged UTF-8 are code page 437, a codec Python imports at its
+# first use.
+ZIP = ("encodings.cp437",)
+
+
+def before_acting(source: str, storage_options: Mapping[str, Any]) -> None:
+    """Import what opening and serving `source` imports later (as root, before acting as the
+    user: call it then). What is not installed is left to the store to report."""
+    zipped = ZipSource.parse(source)
+    url = source if zipped is None else zipped.directory
+    protocol = fsspec.utils.get_protocol(url)
+    reference = _is_reference(url, protocol, storage_options)
+    names = [*ALWAYS, *BY_PROTOCOL.get(protocol, ()), *(ZIP if zipped is not None else ()),
+             *(NETWORK if protocol not in LOCAL else ()),
+             *(CLIENT_ERRORS if protocol not in LOCAL or zipped is not None or reference else ())]
+    _filesystem(protocol)
+    for name in names:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    if reference:
+        _codec_entry_points()
+
+
+# What views import at their first use, and cost too much to import for every mount; imported
+# only for a user who could not import them: pyproj (~0.4 s: the GeoTIFF keys of a CRS given as
+# a code, which a group's array is met with only once served).
+UNREACHABLE = ("pyproj",)
+
+
+def as_user(identity: Identity) -> None:
+    """Once acting as `identity`, before the store is opened: when the user cannot reach the
+    Python the daemon runs on, say so, and import what a mount may need later (as root again,
+    for the while: no other thread does anything as the user yet)."""
+    blocked = _python_blocked()
+    if blocked is None:
+        return
+    log.info("%s cannot reach %s, on the way to the Python zarrfs runs on (%s): what serving needs "
+             "of it is loaded while the daemon is root", identity.name, blocked, sys.executable)
+    with identity.root():
+        for name in UNREACHABLE:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+
+
+def _filesystem(protocol: str) -> None:
+    """fsspec's filesystem of `protocol` (s3fs, gcsfs, adlfs, its http one: aiohttp), imported
+    when the store opens it."""
+    with contextlib.suppress(ImportError, ValueError):
+        fsspec.get_filesystem_class(protocol)
+
+
+def _is_reference(url: str, protocol: str, storage_options: Mapping[str, Any]) -> bool:
+    """Whether `url` names a reference set: by its name, and a local one by a stat (never a
+    request, nor a read, as root)."""
+    if protocol == "reference" or url.rstrip("/").endswith(REFERENCE_SUFFIXES):
+        return True
+    if protocol not in LOCAL:
+        return False
+    try:
+        return bool(is_reference_source(url, dict(storage_options)))
+    except Exception:  # (a source it cannot look at: the store says why, as the user)
+        return False
+
+
+def _codec_entry_points() -> None:
+    """The codecs numcodecs loads from other packages at their first use (its entry points:
+    kerchunk's, which reference sets name), loaded now for a reference set: ~0.4 s."""
+    from numcodecs import registry
+
+    for name, entry in list(registry.entries.items()):
+        if name not in registry.codec_registry:
+            with contextlib.suppress(Exception):
+                registry.register_codec(entry.load(), codec_id=name)
+
+
+def unreachable(user: str, source: str | None = None) -> str | None:
+    """What this process, acting as `user`, cannot enter or read, named in a line: the first
+    place on the way to a local `source`, else to the Python the daemon runs on (its library
+    and package directories); None when it reaches them all. (os.access asks as the real user:
+    the one acted as.)"""
+    if source is not None and "://" not in source and "::" not in source:
+        blocked = _first_blocked(os.path.abspath(source))
+        if blocked is not None:
+            return f"-o user={user}: {user} cannot reach {blocked}"
+    blocked = _python_blocked()
+    if blocked is None:
+        return None
+    return (f"-o user={user}: {user} cannot reach {blocked}, on the way to the Python zarrfs runs on "
+            f"({sys.executable}): install zarrfs where {user} may read it")
+
+
+def _python_blocked() -> str | None:
+    """The first place on the way to the Python's directories the daemon imported from (those
+    of sys.path holding a module it loaded) that this process may not enter or read."""
+    files = [f for m in list(sys.modules.values()) if isinstance(f := getattr(m, "__file__", None), str)]
+    for path in dict.fromkeys(os.path.abspath(p) for p in sys.path if p):
+        if any(f.startswith(path + os.sep) for f in files):
+            blocked = _first_blocked(path)
+            if blocked is not None:
+                return blocked
+    return None
+
+
+def _first_blocked(path: str) -> str | None:
+    """The first directory on the way to `path`, or `path`, that may not be entered or read;
+    None when there is none (or `path` does not exist)."""
+    parts = path.split(os.sep)
+    for end in range(2, len(parts) + 1):
+        step = os.sep.join(parts[:end])
+        if not os.path.lexists(step):  # (not there: its directory could be entered)
+            return None
+        if not os.access(step, os.R_OK | (os.X_OK if os.path.isdir(step) else 0)):
+            return step
+    return None
