@@ -32,12 +32,13 @@ def values(start: Sequence[int], stop: Sequence[int]) -> np.ndarray:
 
 
 def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple[int, int], *,
-               name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None) -> str:
+               name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None,
+               shape: tuple[int, int] | None = None) -> str:
     """`write_twin` made in `directory`, then put in the S3 server's bucket (a
     `tests.reliability.s3_server.S3Server`) as `name`; its URL."""
     import fsspec
 
-    local = write_twin(directory / name, grid, chunk, stored=stored)
+    local = write_twin(directory / name, grid, chunk, stored=stored, shape=shape)
     fs = fsspec.filesystem("s3", **server.s3fs_options())
     fs.put(str(local), f"{server.bucket}/{name}", recursive=True)
     return f"s3://{server.bucket}/{name}"

@@ -1,9 +1,11 @@
-"""Read-ahead priced in store requests (issue 58): a cold small read of `data` of an array of
-small chunks costs about what its bytes touch, by whichever way it is read (`pread`, Python's
-buffered `read`, `mmap`), and a reader in order still streams each chunk once. Counted with
-the daemon's request log, never timed. Before: the kernel's 1 MiB window and Python's 1 MiB
-buffer (`st_blksize`) made a 16 KiB read of a 1024 x 1024 array in 16 x 16 chunks cost every
-one of its 4,096 chunks, and 1 KiB of a 10^12-element canvas 31,250 lookups."""
+"""Read-ahead priced in store requests on a remote store (issue 58; a moto S3 server here): a
+cold small read of `data` of an array of small chunks costs about what its bytes touch, by
+whichever way it is read (`pread`, Python's buffered `read`, `mmap`), and a reader in order
+still streams each chunk once. Counted with the daemon's request log, never timed. Before: the
+kernel's 1 MiB window and Python's 1 MiB buffer (`st_blksize`) made a 16 KiB read of a 1024 x
+1024 array in 16 x 16 chunks cost every one of its 4,096 chunks, and 1 KiB of a 10^12-element
+canvas 31,250 lookups. A local store reads ahead in bytes (issue 71: a request costs
+microseconds there, and page faults of `np.memmap` were served 8 KiB at a time)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import MountFactory
 from mounting import Mount, pread
-from scale_arrays import RequestLog, chunks_touched, values, write_twin
+from reliability.s3_server import S3_ENV
+from reliability.slow_s3 import SlowS3, slow_s3
+from scale_arrays import RequestLog, chunks_touched, twin_on_s3, values, write_twin
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])
@@ -44,23 +48,35 @@ READERS: dict[str, Reader] = {"pread": lambda path, offset, size: pread(path, si
 
 
 @pytest.fixture(scope="module")
-def twin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_twin(tmp_path_factory.mktemp("readahead") / "twin.zarr", GRID, CHUNK)
+def s3() -> Iterator[SlowS3]:
+    """A moto server in a child process (an `mmap` reader's page fault holds this process's
+    GIL while the daemon asks the server), no delay."""
+    with pytest.MonkeyPatch.context() as patch, slow_s3(0) as server:
+        for name, value in S3_ENV.items():
+            patch.setenv(name, value)
+        yield server
 
 
 @pytest.fixture(scope="module")
-def giant(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def twin(s3: SlowS3, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return twin_on_s3(s3, tmp_path_factory.mktemp("readahead"), GRID, CHUNK)
+
+
+@pytest.fixture(scope="module")
+def giant(s3: SlowS3, tmp_path_factory: pytest.TempPathFactory) -> str:
     grid = (GIANT_SHAPE[0] // GIANT_CHUNK[0], GIANT_SHAPE[1] // GIANT_CHUNK[1])
-    return write_twin(tmp_path_factory.mktemp("readahead") / "giant.zarr", grid, GIANT_CHUNK,
+    return twin_on_s3(s3, tmp_path_factory.mktemp("readahead"), grid, GIANT_CHUNK, name="giant.zarr",
                       stored=GIANT_STORED, shape=GIANT_SHAPE)
 
 
 @pytest.fixture
-def counted(tmp_path: Path, mount_array: MountFactory) -> Iterator[tuple[RequestLog, Callable[..., Mount]]]:
+def counted(s3: SlowS3, tmp_path: Path,
+            mount_array: MountFactory) -> Iterator[tuple[RequestLog, Callable[..., Mount]]]:
     log = RequestLog(tmp_path / "requests.log")
 
-    def mount(source: Path, options: tuple[str, ...] = ()) -> Mount:
-        mounted = mount_array(source, options, env=log.env)
+    def mount(source: str | Path, options: tuple[str, ...] = ()) -> Mount:
+        remote = (f"endpoint_url={s3.server}",) if str(source).startswith("s3://") else ()
+        mounted = mount_array(source, (*remote, *options), env=log.env)
         mounted.wait_for_log("mounted ")  # (the kernel's window is set then: a file opened keeps it)
         return mounted
 
@@ -76,7 +92,7 @@ def kernel_window_kb(mount: Mount) -> int:
 
 @pytest.mark.parametrize("reader", list(READERS))
 def test_a_cold_small_read_of_small_chunks_costs_twice_what_it_touches_at_most(
-        twin: Path, counted: tuple[RequestLog, Callable[..., Mount]], reader: str) -> None:
+        twin: str, counted: tuple[RequestLog, Callable[..., Mount]], reader: str) -> None:
     """16 KiB in the middle of `data`: TensorStore reads the row of chunks its 9 rows lie in
     (64 chunks); the kernel reads whole pages, and a window around them."""
     log, mount = counted
@@ -95,7 +111,7 @@ def test_a_cold_small_read_of_small_chunks_costs_twice_what_it_touches_at_most(
 
 @pytest.mark.parametrize("reader", list(READERS))
 def test_a_kilobyte_of_a_sparse_canvas_looks_up_a_few_pages_of_chunks(
-        giant: Path, counted: tuple[RequestLog, Callable[..., Mount]], reader: str) -> None:
+        giant: str, counted: tuple[RequestLog, Callable[..., Mount]], reader: str) -> None:
     """1 KiB across the middle stored chunk's first row: 32 chunks, one stored. A page is 128
     chunks of a row; what is looked up stays within a few pages (31,250 before: a row of the
     canvas is a whole row of chunks, and 1 MiB was read for 1 KiB)."""
@@ -116,8 +132,8 @@ def test_a_kilobyte_of_a_sparse_canvas_looks_up_a_few_pages_of_chunks(
 
 
 def test_the_kernel_window_is_what_the_chunks_afford_or_what_was_asked(
-        twin: Path, tmp_path: Path, counted: tuple[RequestLog, Callable[..., Mount]]) -> None:
-    big = write_twin(tmp_path / "big.zarr", (2, 2), (512, 512))
+        s3: SlowS3, twin: str, tmp_path: Path, counted: tuple[RequestLog, Callable[..., Mount]]) -> None:
+    big = twin_on_s3(s3, tmp_path, (2, 2), (512, 512), name="big.zarr")
     _, mount = counted
     assert kernel_window_kb(mount(twin)) == 8
     assert kernel_window_kb(mount(big)) == 1024
@@ -125,8 +141,19 @@ def test_the_kernel_window_is_what_the_chunks_afford_or_what_was_asked(
     assert os.stat(mount(twin).data).st_blksize == 8 * KIB  # (Python's buffer: a window, not 1 MiB)
 
 
+def test_a_local_store_reads_ahead_in_bytes(tmp_path: Path,
+                                            counted: tuple[RequestLog, Callable[..., Mount]]) -> None:
+    """The same small chunks on a local disk: the kernel's full window and Python's 1 MiB
+    buffer (a request costs microseconds); `-o readahead=` still wins."""
+    local = write_twin(tmp_path / "local.zarr", GRID, CHUNK)
+    _, mount = counted
+    mnt = mount(local)
+    assert kernel_window_kb(mnt) == 1024 and os.stat(mnt.data).st_blksize == 1024 * KIB
+    assert kernel_window_kb(mount(local, ("readahead=64",))) == 64
+
+
 def test_a_reader_in_order_still_fetches_each_chunk_once(
-        twin: Path, counted: tuple[RequestLog, Callable[..., Mount]]) -> None:
+        twin: str, counted: tuple[RequestLog, Callable[..., Mount]]) -> None:
     """`dd` of the whole file: every chunk, once (read ahead in slabs, none fetched twice)."""
     log, mount = counted
     mnt = mount(twin)

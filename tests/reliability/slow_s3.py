@@ -33,6 +33,11 @@ class SlowS3:
     proxy: str  # the same server through the proxy's delay
     bucket: str
 
+    def s3fs_options(self) -> dict[str, object]:
+        """storage_options for s3fs at the server's own endpoint (full speed)."""
+        return {"key": S3_ENV["AWS_ACCESS_KEY_ID"], "secret": S3_ENV["AWS_SECRET_ACCESS_KEY"],
+                "client_kwargs": {"endpoint_url": self.server, "region_name": "us-east-1"}}
+
 
 @contextlib.contextmanager
 def slow_s3(delay: float) -> Iterator[SlowS3]:

@@ -53,7 +53,8 @@ class ArrayDirectory:
         self._placement_lock = threading.Lock()
         self._on_resize = on_resize
         self.view: RegionArray = FortranOrder(array) if layout.fortran else array
-        self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize)
+        self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize,
+                               remote=array.fetches_remotely)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
         self._files: dict[str, MadeFile] = {}

@@ -193,12 +193,15 @@ class RegionFile:
     def __init__(self, array: RegionArray, region: Box | None, byteorder: str = "little", *,
                  direct_io: bool = False, resizer: Callable[[tuple[int, ...]], None] | None = None,
                  served: Callable[[np.ndarray], np.ndarray] | None = None,
-                 served_dtype: np.dtype[Any] | None = None) -> None:
+                 served_dtype: np.dtype[Any] | None = None, remote: bool = True) -> None:
         """`region` None is the whole array, whatever its shape is now. `resizer`, when
         given, makes the file resizable: it gets the array's new shape. `served` makes the
         file read-only, of elements `served(values)` of type `served_dtype` (another type
-        than the array's, in its byte order)."""
+        than the array's, in its byte order). `remote`: a read of the array's chunks waits on
+        the network, so reading ahead is priced in requests (else in bytes: a local chunk
+        costs microseconds)."""
         self.array = array
+        self.priced_in_requests = remote
         self.direct_io = direct_io
         self._region = region
         self._resizer = resizer
@@ -222,10 +225,10 @@ class RegionFile:
 
     @property
     def block_size(self) -> int:
-        """STREAM_BLOCK, but for `data` of an array of small chunks: what the kernel's window
-        would be (readahead_cost.kernel_window_kb). Python's buffered reads read a whole
+        """STREAM_BLOCK, but for `data` of a remote array of small chunks: what the kernel's
+        window would be (readahead_cost.kernel_window_kb). Python's buffered reads read a whole
         block: 1 MiB for 1 KiB asked was 31,250 chunks of a canvas in 32 x 32 chunks."""
-        if self._region is not None:
+        if self._region is not None or not self.priced_in_requests:
             return STREAM_BLOCK
         array = self.array
         return min(STREAM_BLOCK, kernel_window_kb(tuple(array.shape), tuple(array.read_chunk_shape),

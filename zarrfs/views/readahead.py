@@ -30,7 +30,8 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 # row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
 SLAB_REQUESTS = 1024
 SLABS_AHEAD = 2
-# What is read ahead is priced in requests (zarrfs.array.readahead_cost): a reader earns a
+# What is read ahead from a remote store is priced in requests (zarrfs.array.readahead_cost),
+# from a local one in bytes alone (a request costs microseconds there): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
 # reader that lands near its last read must not start anything), then twice what its read
 # cost, at least FIRST_AHEAD_REQUESTS, doubling with each read in order; a read out of order
@@ -40,6 +41,7 @@ SLABS_AHEAD = 2
 # that starts at a few times the reader's request and doubles up to PREFETCH_BYTES, cut to
 # what the budget pays for.
 FIRST_AHEAD_REQUESTS = 64
+UNBOUNDED = 1 << 40
 PREFETCH_BYTES = 32 << 20
 FIRST_WINDOW_REQUESTS = 4
 # A read counts as sequential when it starts near where the previous one ended; the kernel's
@@ -82,6 +84,11 @@ class Rows(Protocol):
 
     @property
     def row_bytes(self) -> int: ...
+
+    @property
+    def priced_in_requests(self) -> bool:
+        """Whether reading ahead is bounded by the requests it costs (a remote store), or
+        only by the bytes (a local one)."""
 
     def slab_rows(self) -> int | None: ...
     def row_requests(self) -> int: ...
@@ -252,8 +259,11 @@ class Readahead:
         if not earned:
             self._budget = self._window = 0
             return
-        cost = self._cost(layout, offset, size)
-        self._budget = min(1 << 40, max(2 * self._budget, FIRST_AHEAD_REQUESTS, 2 * cost))
+        if not self._data.priced_in_requests:  # (bytes bound it: slabs, PREFETCH_BYTES)
+            self._budget = UNBOUNDED
+        else:
+            cost = self._cost(layout, offset, size)
+            self._budget = min(UNBOUNDED, max(2 * self._budget, FIRST_AHEAD_REQUESTS, 2 * cost))
         self._window = min(self._prefetch_bytes, max(2 * self._window, FIRST_WINDOW_REQUESTS * size))
 
     def _cost(self, layout: _Slabs | None, offset: int, size: int) -> int:
