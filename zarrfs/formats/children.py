@@ -96,6 +96,12 @@ class GroupChildren:
         with self._lock:
             self._known.pop(name, None)
 
+    @property
+    def complete(self) -> bool:
+        """Whether every child is known (consolidated metadata, or a listing that found some)."""
+        with self._lock:
+            return self._complete
+
     def known(self) -> dict[str, NodeMetadata]:
         """The children known now, learning nothing."""
         with self._lock:

@@ -54,8 +54,9 @@ class Served(Protocol):
 
 S = TypeVar("S", bound=Served)
 # What the store's own system errors mean to the writer as they are: a full disk or quota
-# is not an I/O error to retry, and a file the mounter may not read is not one either.
-PASSED_THROUGH = {errno.ENOSPC, errno.EDQUOT, errno.EACCES}
+# is not an I/O error to retry, and a file the mounter may not read is not one either; a path
+# the store cannot hold (a local store's names over NAME_MAX) is the name's fault, not an I/O one.
+PASSED_THROUGH = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.ENAMETOOLONG}
 
 
 def errno_for(error: BaseException) -> int:

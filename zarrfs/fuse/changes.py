@@ -43,6 +43,7 @@ from ..tree import (
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
+from .names import name_text
 from .workers import Workers
 
 T = TypeVar("T")
@@ -149,7 +150,7 @@ class ChangeOperations:
             parent = self._writable_group(parent_inode)
         elif self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
-        text = name.decode("utf-8", "replace")
+        text = name_text(name)
         await self._edit(self.tree.edits.create_group, parent.path, text)
         return await self.workers.run(self._lookup, parent, text)
 
@@ -171,7 +172,7 @@ class ChangeOperations:
         parent = self._writable_group(parent_inode)
         if not stat.S_ISREG(mode):
             raise pyfuse3.FUSEError(errno.EPERM)
-        return await self._edit(self.tree.begin_upload, parent.path, name.decode("utf-8", "replace"), openers)
+        return await self._edit(self.tree.begin_upload, parent.path, name_text(name), openers)
 
     def _remembered(self, ref: Ref) -> pyfuse3.EntryAttributes:
         attributes = self._attributes(ref)
@@ -202,14 +203,23 @@ class ChangeOperations:
     @boundary
     async def rename(self, parent_inode_old: int, name_old: bytes, parent_inode_new: int, name_new: bytes,
                      flags: int, ctx: Any) -> None:
+        """As rename(2) of a directory: onto an empty group it replaces it; onto a non-empty
+        group or an array ENOTEMPTY, onto a file ENOTDIR (`edits.move`)."""
+        new_name = name_text(name_new)  # (checked before any store request)
         child = await self._child(parent_inode_old, name_old)
         parent = self._writable_group(parent_inode_new)
         if child.role not in (GROUP, ARRAY):
             raise pyfuse3.FUSEError(errno.EPERM)
         if flags & ~pyfuse3.RENAME_NOREPLACE:
             raise pyfuse3.FUSEError(errno.EINVAL)
-        await self._edit(self.tree.edits.move, child.path, parent.path, name_new.decode("utf-8", "replace"))
-        # The kernel keeps the moved entry's old inode, which names the old path: look it up again.
+        target = await self.workers.run(self.tree.lookup, parent, new_name)
+        if target is not None and target != child and flags & pyfuse3.RENAME_NOREPLACE:
+            raise pyfuse3.FUSEError(errno.EEXIST)
+        if target is not None and not target.is_dir:
+            raise pyfuse3.FUSEError(errno.ENOTDIR)
+        await self._edit(self.tree.edits.move, child.path, parent.path, new_name)
+        # The kernel moves its entry, inode and all (the table names the new path by it): its
+        # entries below are looked up again, as the tree learns the moved nodes by lookups.
         pyfuse3.invalidate_entry_async(parent_inode_new, name_new, ignore_enoent=True)
 
     @boundary
@@ -246,7 +256,7 @@ class ChangeOperations:
         parent = self._node(parent_inode)
         if self.read_only or in_versions(parent):
             raise pyfuse3.FUSEError(errno.EROFS)
-        child = await self.workers.run(self.tree.lookup, parent, name.decode("utf-8", "replace"))
+        child = await self.workers.run(self.tree.lookup, parent, name_text(name))
         if child is None:
             raise pyfuse3.FUSEError(errno.ENOENT)
         return child

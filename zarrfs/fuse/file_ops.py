@@ -23,6 +23,7 @@ from ..views import FileView
 from ..views.readahead import Reading
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness, WriteOrder
+from .times import GivenTimes
 from .workers import Workers
 
 
@@ -50,6 +51,7 @@ class FileOperations:
     workers: Workers
     fresh: Freshness
     order: WriteOrder
+    times: GivenTimes
     read_only: bool
     _handles: dict[int, Handle]
     _next_fh: int
@@ -130,6 +132,7 @@ class FileOperations:
                     await self.fresh.invalidate_stale()
             handle.wrote = True
             await self.fresh.after_write(handle.node, handle.inode, through_pages=handle.page_cached)
+            self.times.written(handle.inode)
         finally:
             self.order.end(handle.inode, write)
         return written

@@ -23,7 +23,7 @@ import trio
 
 from ..errors import ResizeError
 from ..options import CHECK_SECONDS, STATS_XATTR, MountOptions
-from ..tree import UPLOAD, Ref, Tree, in_versions, takes_new_versions
+from ..tree import UPLOAD, Ref, Tree, directory_links, in_versions, takes_new_versions
 from ..views import FileView
 from ..views.files import STREAM_BLOCK, FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
@@ -31,7 +31,9 @@ from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
 from .freshness import Freshness, WriteOrder
+from .names import name_text
 from .room import statvfs_data
+from .times import GivenTimes
 from .workers import Workers
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self.read_only = options.read_only or read_only
         self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1), silence)
         self.removals = Removals()
+        self.times = GivenTimes()
         self._handles: dict[int, Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
@@ -124,7 +127,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         if node.is_dir:
             fixed = self.read_only or (in_versions(node) and not takes_new_versions(node))
             attrs.st_mode = stat.S_IFDIR | ((0o555 if fixed else 0o755) & ~umask)
-            attrs.st_nlink = 2
+            attrs.st_nlink = directory_links(self.tree, node)  # (no store request: 1 if not known)
             attrs.st_size = 0
             attrs.st_blksize = STREAM_BLOCK
         else:
@@ -138,6 +141,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         attrs.st_uid = self.options.file_uid
         attrs.st_gid = self.options.file_gid
         attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self.fresh.mtime_ns
+        self.times.shown(attrs.st_ino, attrs)
         attrs.entry_timeout = attrs.attr_timeout = ATTRIBUTE_TIMEOUT
         return attrs
 
@@ -152,7 +156,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     @boundary
     async def lookup(self, parent_inode: int, name: bytes, ctx: Any = None) -> pyfuse3.EntryAttributes:
         # Looking into a group may list the store, and opening an array reads its metadata.
-        return await self.look_up(self._node(parent_inode), name.decode("utf-8", "replace"))
+        return await self.look_up(self._node(parent_inode), name_text(name))
 
     @boundary
     async def getattr(self, inode: int, ctx: Any = None) -> pyfuse3.EntryAttributes:
@@ -175,7 +179,8 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     ) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
         changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
-        if (fields.update_size or changes_owner) and (self.read_only or in_versions(node)):
+        changes = fields.update_size or changes_owner or fields.update_atime or fields.update_mtime
+        if changes and (self.read_only or in_versions(node)):
             raise pyfuse3.FUSEError(errno.EROFS)
         if changes_owner and node.role != UPLOAD:  # (cp -p of NAME.npy: accepted, ignored)
             raise pyfuse3.FUSEError(errno.EPERM)
@@ -183,6 +188,8 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             view = await self.workers.run(self.tree.file, node)
             if attr.st_size != view.size:
                 await self._resize(node, view, attr.st_size)
+                self.times.written(inode)
+        self.times.give(inode, attr, fields)  # (kept for the mount's life: `times`)
         return await self.workers.run(self._attributes, node, inode)
 
     async def _resize(self, node: Ref, view: FileView, size: int) -> None:

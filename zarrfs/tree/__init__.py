@@ -15,6 +15,7 @@ from .inodes import (
     VERSION_DIR,
     Ref,
 )
+from .link_counts import directory_links
 from .tree import Tree
 from .versioned_tree import tree_of
 from .versions import in_versions, takes_new_versions
@@ -34,6 +35,7 @@ __all__ = [
            "Ref",
            "Stale",
            "Tree",
+           "directory_links",
            "in_versions",
            "takes_new_versions",
            "tree_of",

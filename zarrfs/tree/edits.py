@@ -33,6 +33,7 @@ from ..formats.documents import (
 from ..formats.nodes import child_formats, join_path
 from ..formats.registry import consolidated_file, format_of, misplaced
 from ..store import ANY, Store
+from .inodes import InodeTable
 
 log = logging.getLogger(__name__)
 CAS_ATTEMPTS = 20
@@ -53,6 +54,7 @@ class Nodes(Protocol):
     """What the tree offers its edits (implemented by `Tree`)."""
 
     store: Store
+    inodes: InodeTable  # (told of moves and deletes: inode numbers follow the nodes)
 
     def node(self, path: str) -> NodeMetadata | None: ...
     def children_of(self, path: str) -> GroupChildren: ...
@@ -124,25 +126,35 @@ class Edits:
             if name != format_of(node).consolidated_apart:
                 self.store.delete(join_path(path, name))
         removed = self.store.delete_prefix(path)
+        self.nodes.inodes.deleted(path)  # (what is made here later is another node)
         self._parent_children(path).remove(node.name)
         self.update_consolidated(path, lambda nodes, relative: drop_subtree(nodes, relative))
         log.info("deleted %s %s (%d keys)", node.kind, path, removed + len(node.files))
 
     # -- moving ------------------------------------------------------------------------------
 
-    def move(self, path: str, parent_path: str, name: str) -> NodeMetadata:
+    def move(self, path: str, parent_path: str, name: str, *, replace: bool = True) -> NodeMetadata:
+        """Move the group or array at `path` to `name` in the group `parent_path`; as rename(2)
+        does, an empty group there is replaced (unless not `replace`: EEXIST), a non-empty one
+        or an array is ENOTEMPTY. The replaced group is deleted first, then the node moved:
+        not atomic (a reader may find neither name for that moment)."""
         node = self._existing(path)
         parent = self._group(parent_path)
         new_path = join_path(parent_path, name)
+        if new_path == path:
+            return node  # (rename(2) onto itself: nothing to do)
         if not path or new_path.startswith(path + "/"):
             raise EditRefused(errno.EINVAL, f"cannot move {path or '/'} into itself")
         problem = misplaced(node, parent)
         if problem is not None:
             raise EditRefused(errno.EINVAL, problem)
+        if replace:
+            self._clear_for_move(parent_path, name)
         self._check_free(parent, name)
         self.nodes.forget_below(path, flush=True)
         moved: ConsolidatedNodes = {}
         self.store.move_prefix(path, new_path)
+        self.nodes.inodes.moved(path, new_path)  # (the same inode numbers at the new place)
         self._parent_children(path).remove(node.name)
         self.update_consolidated(path, lambda nodes, relative: _cut(nodes, relative, moved))
         child = discover(self.store.get, new_path, child_formats(parent), consolidated_first=False)
@@ -152,6 +164,15 @@ class Edits:
         listed = moved or {"": node_documents(child.raw)}
         self.update_consolidated(new_path, lambda nodes, relative: _paste(nodes, relative, listed))
         return child
+
+    def _clear_for_move(self, parent_path: str, name: str) -> None:
+        """What rename(2) does to a directory it moves onto: an empty group is deleted."""
+        target = self.nodes.children_of(parent_path).find(name)
+        if target is None:
+            return
+        if target.kind != "group":
+            raise EditRefused(errno.ENOTEMPTY, f"{target.path} is an array")
+        self.delete(target.path)  # (ENOTEMPTY while it has children)
 
     # -- consolidated metadata ---------------------------------------------------------------
 

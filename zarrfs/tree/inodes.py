@@ -3,12 +3,18 @@
 A node is named by a `Ref`: the store path of its group or array, its role, and for metadata,
 header and chunk files the name parts below it. Inode numbers are a hash of the Ref, so they
 depend on the node's path and role only (never on an array's shape) and are the same in every
-mount. The table from inode back to Ref holds what the kernel holds (lookup counts, `forget`).
+mount — until a node is moved or deleted through the mount. Then a number must follow the node
+(rsync -H, tar, du and Samba match files by inode) and never name another node while the mount
+lives, whatever the kernel has forgotten meanwhile: the table keeps the path prefixes renamed or
+deleted through this mount with their *identity* (`Identities`), and a node's number is the
+hash of its Ref with its path's longest such prefix replaced by that identity. The table from
+inode back to Ref holds what the kernel holds (lookup counts, `forget`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import threading
 from collections.abc import Iterator
@@ -41,12 +47,62 @@ class Ref:
         return "/".join(p for p in (self.path, *names) if p) or "/"
 
 
-def inode_of(ref: Ref, root: Ref) -> int:
+def inode_of(ref: Ref, root: Ref, identity: str | None = None) -> int:
+    """The number of `ref`, its path standing for `identity` (see `Identities`) if given."""
     if ref == root:
         return ROOT_INODE
-    text = "\0".join((ref.path, ref.role, *ref.parts)).encode()
+    text = "\0".join((ref.path if identity is None else identity, ref.role, *ref.parts)).encode()
     number = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little") >> 1
     return number if number > ROOT_INODE else number + 2
+
+
+class Identities:
+    """Path prefixes renamed or deleted through this mount -> the identity their nodes' numbers
+    are hashed from. It grows by one entry per rename and per delete made through the mount (a
+    few bytes each, never shrinking while it lives: numbers are never reused); other writers'
+    changes are not in it (their nodes keep path-derived numbers). Not thread-safe: `InodeTable`
+    holds its lock around every call."""
+
+    def __init__(self) -> None:
+        self._of: dict[str, str] = {}
+        self._made = itertools.count(1)
+
+    def of(self, path: str) -> str:
+        """`path` with its longest renamed or deleted prefix replaced by that prefix's identity."""
+        if not self._of:
+            return path
+        prefix = path
+        while True:
+            if prefix in self._of:
+                return self._of[prefix] + path[len(prefix):]
+            if not prefix:
+                return path
+            prefix = prefix.rpartition("/")[0]
+
+    def moved(self, old: str, new: str) -> None:
+        """Nodes at and below `new` are those that were at `old`; `old` names new nodes now."""
+        carried = self.of(old)
+        self._drop_below(new)
+        for path in [p for p in self._of if _below(p, old)]:
+            self._of[new + path[len(old):]] = self._of.pop(path)
+        self._of[new] = carried
+        self._of[old] = self._fresh()
+
+    def deleted(self, path: str) -> None:
+        """Nodes made at or below `path` from now on are new nodes."""
+        self._drop_below(path)
+        self._of[path] = self._fresh()
+
+    def _drop_below(self, path: str) -> None:
+        for below in [p for p in self._of if _below(p, path)]:
+            del self._of[below]
+
+    def _fresh(self) -> str:
+        return f"\0moved:{next(self._made)}"  # (no store path holds NUL: never a real path)
+
+
+def _below(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix + "/")
 
 
 class InodeTable:
@@ -57,10 +113,35 @@ class InodeTable:
         self._lock = threading.Lock()
         self._refs: dict[int, Ref] = {ROOT_INODE: root}
         self._lookups: dict[int, int] = {}
+        self._identities = Identities()
+
+    def number(self, ref: Ref) -> int:
+        """`ref`'s inode number for the mount's life (see the module)."""
+        with self._lock:
+            return self._number(ref)
+
+    def _number(self, ref: Ref) -> int:
+        return inode_of(ref, self.root, self._identities.of(ref.path))
+
+    def moved(self, old: str, new: str) -> None:
+        """The node at `old` (and everything below) was moved to `new`: same numbers there."""
+        with self._lock:
+            self._identities.moved(old, new)
+            for number, ref in list(self._refs.items()):
+                if _below(ref.path, old):
+                    self._refs[number] = Ref(new + ref.path[len(old):], ref.role, ref.parts)
+
+    def deleted(self, path: str) -> None:
+        """The node at `path` (and everything below) was deleted: the kernel's inodes of it
+        name nothing now (ENOENT), and what is made there later gets new numbers."""
+        with self._lock:
+            self._identities.deleted(path)
+            for number in [n for n, r in self._refs.items() if _below(r.path, path) and n != ROOT_INODE]:
+                del self._refs[number]
 
     def remember(self, ref: Ref) -> int:
-        number = inode_of(ref, self.root)
         with self._lock:
+            number = self._number(ref)
             known = self._refs.setdefault(number, ref)
             if known != ref:
                 log.error("inode collision between %s and %s", known.describe(), ref.describe())
@@ -72,8 +153,8 @@ class InodeTable:
             return self._refs.get(inode)
 
     def known(self, ref: Ref) -> int | None:
-        number = inode_of(ref, self.root)
         with self._lock:
+            number = self._number(ref)
             return number if number in self._refs else None
 
     def forget(self, inode: int, count: int) -> None:

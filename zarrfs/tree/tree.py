@@ -33,7 +33,7 @@ from ..views.registry import ARRAY_FILE_VIEWS, SHARING_DATA
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
-from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref, inode_of
+from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref
 from .metadata_files import MetadataFiles
 from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
@@ -77,7 +77,7 @@ class Tree:
         self.reshapes = Reshapes(self)
 
     def inode(self, ref: Ref) -> int:
-        return inode_of(ref, self.root)
+        return self.inodes.number(ref)
 
     # -- names -------------------------------------------------------------------------------
 
@@ -129,7 +129,16 @@ class Tree:
 
     def _node(self, path: str) -> NodeMetadata:
         with self._lock:
-            return self._nodes[path]
+            found = self._nodes.get(path)
+        return found if found is not None else self._learnt(path)
+
+    def _learnt(self, path: str) -> NodeMetadata:
+        """A node the kernel names by an inode it kept across a move (its files): found anew."""
+        parent, _, name = path.rpartition("/")
+        child = self._group_child(parent, name) if path and self._node(parent).kind == "group" else None
+        if child is None:
+            raise FileNotFoundError(path)
+        return child
 
     def group_children(self, path: str) -> dict[str, NodeMetadata]:
         return self._remembered(self.children_of(path).all())
@@ -168,7 +177,7 @@ class Tree:
             opened = self._arrays.get(path)
             if opened is not None:
                 return opened
-            node = self._nodes[path]
+            node = self._nodes.get(path) or self._learnt(path)  # (rare: after a move)
             opened = self._arrays[path] = self._open(node)
         if self.rechecks and opened.directory is not None:  # (may ask the store: not under the tree's lock)
             self.generations.opened(path, node.files[0])

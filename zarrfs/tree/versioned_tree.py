@@ -129,10 +129,10 @@ class VersionEdits(Edits):
         _refuse_in_versions(path)
         super().delete(path, recursive)
 
-    def move(self, path: str, parent_path: str, name: str) -> NodeMetadata:
+    def move(self, path: str, parent_path: str, name: str, *, replace: bool = True) -> NodeMetadata:
         _refuse_in_versions(path)
         _refuse_in_versions(parent_path)
-        return super().move(path, parent_path, name)
+        return super().move(path, parent_path, name, replace=replace)
 
 
 def _refuse_in_versions(path: str) -> None:

@@ -77,12 +77,13 @@ _HOWS = {flags: (how, ctypes.byref(how), ctypes.sizeof(how))
          for how in [_How(flags, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)]}
 
 
-def _open_without_links(path: str, flags: int) -> int:
-    """`path` opened if no component of it is a symbolic link; OSError(ELOOP) at one."""
-    if _SYSCALL is None:
-        return os.open(path, flags | os.O_NOFOLLOW)  # (the last component only: see `Root.open`)
+def _open_without_links(path: str, flags: int, directory: int = _AT_FDCWD) -> int:
+    """`path` (relative to the open `directory`, if given) opened if no component of it is a
+    symbolic link; OSError(ELOOP) at one."""
+    if _SYSCALL is None:  # (the last component only: see `Root.open`)
+        return os.open(path, flags | os.O_NOFOLLOW, dir_fd=None if directory == _AT_FDCWD else directory)
     _, how, size = _HOWS[flags]
-    fd: int = _SYSCALL(_OPENAT2, _AT_FDCWD, os.fsencode(path), how, size)
+    fd: int = _SYSCALL(_OPENAT2, directory, os.fsencode(path), how, size)
     if fd < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), path)
@@ -174,6 +175,8 @@ class Root:
             try:
                 return _open_without_links(self._real_below + path[len(self._below) :], flags)
             except OSError as e:
+                if e.errno == errno.ENAMETOOLONG:
+                    return self._open_stepwise(path[len(self._below) :], flags)
                 if e.errno != errno.ELOOP:
                     raise
         real = self.checked(path)  # (a link on the way, or no openat2: resolved, then checked)
@@ -183,6 +186,22 @@ class Root:
             if e.errno != errno.ELOOP:
                 raise
             raise RefusedKey(self.key(path), "a link changed while it was opened: not followed") from None
+
+    def _open_stepwise(self, relative: str, flags: int) -> int:
+        """`relative` (below the root) opened one name at a time, each relative to the
+        directory before it: a deep path longer than PATH_MAX as a whole (16 names of 255
+        bytes under the store's root) opens as long as each name is valid. Links refused, as
+        by `_open`; only for paths the kernel will not take whole (one open per name)."""
+        *parents, last = relative.split("/")
+        directory = _open_without_links(self.real, WORKING_FLAGS)
+        try:
+            for name in parents:
+                inner = _open_without_links(name, WORKING_FLAGS, directory)
+                os.close(directory)
+                directory = inner
+            return _open_without_links(last, flags, directory)
+        finally:
+            os.close(directory)
 
     def _check_kind(self, path: str, status: os.stat_result, directory: bool) -> None:
         kind = stat.S_IFMT(status.st_mode)
