@@ -1,5 +1,6 @@
 """What reading ahead costs, in store requests: the read chunks a run of bytes of a flat C-order
-file touches, and the kernel's readahead window a mount's arrays can afford.
+file touches, and the kernel's readahead window a mount's arrays can afford, by what a request
+costs on their store (a round trip, or a local file's read).
 
 A request is one read chunk (an inner chunk of a shard), stored or not: a missing chunk costs a
 lookup. On an array of small chunks, bytes are a poor price: 1 MiB of a 2048 x 2048 uint8
@@ -26,8 +27,12 @@ PAGE = 4096
 KERNEL_MIN_KB = 8  # (an mmap reader in order is served a window at a time: not one page)
 KERNEL_MAX_KB = 1024  # (the kernel's requests are at most 1 MiB anyway)
 # A window that costs at most this is never shrunk: 1 MiB of 512 x 512 chunks of uint16 is 32
-# to 64 of them, and each request brings half a megabyte.
+# to 64 of them, and each request brings half a megabyte. On a local store a request is a read
+# of a file the page cache most likely holds and a decode (tens of microseconds, not a round
+# trip of milliseconds): 1,024 of them cost a reader tens of milliseconds, and a window that
+# wide serves an `mmap` reader of 32 x 32 float32 chunks 1 MiB at a time (8 KiB at 64).
 FREE_REQUESTS = 64
+LOCAL_FREE_REQUESTS = 1024
 
 Span = tuple[tuple[int, int], ...]  # chunk index ranges [lo, hi) per axis
 
@@ -46,9 +51,11 @@ def chunks_in(boxes: Sequence[Box], chunk: Sequence[int]) -> int:
 
 
 @functools.lru_cache(maxsize=256)  # (asked at every stat of `data`: st_blksize)
-def kernel_window_kb(shape: tuple[int, ...], chunk: tuple[int, ...], itemsize: int) -> int:
+def kernel_window_kb(shape: tuple[int, ...], chunk: tuple[int, ...], itemsize: int,
+                     free_requests: int = FREE_REQUESTS) -> int:
     """The kernel's readahead (KiB) for `data` of an array: the largest power of two whose
-    reads around a page fault cost at most twice what the page costs alone, or FREE_REQUESTS.
+    reads around a page fault cost at most twice what the page costs alone, or
+    `free_requests` (FREE_REQUESTS on a remote store, LOCAL_FREE_REQUESTS on a local one).
     A reader of a few pages by `mmap` has the kernel read three windows: half of one before
     the page, the rest of it, and one more ahead (its readahead of what the reader is about
     to touch); measured, 16 KiB at the middle of a 2048 x 2048 uint8 array in 16 x 16
@@ -56,7 +63,7 @@ def kernel_window_kb(shape: tuple[int, ...], chunk: tuple[int, ...], itemsize: i
     size = math.prod(shape) * itemsize
     if not shape or not size or not itemsize:
         return KERNEL_MAX_KB
-    budget = max(FREE_REQUESTS, 2 * _worst(shape, chunk, itemsize, PAGE, best=True))
+    budget = max(free_requests, 2 * _worst(shape, chunk, itemsize, PAGE, best=True))
     kb = KERNEL_MAX_KB
     while kb > KERNEL_MIN_KB and _worst(shape, chunk, itemsize, 3 * kb << 10) > budget:
         kb //= 2

@@ -1,13 +1,13 @@
 """The kernel's readahead window a mount gets (`-o readahead=KB`, or chosen here): what a
-mount of one remote array can afford, from its chunks (zarrfs.array.readahead_cost); a local
-array (a request costs microseconds) and a group, whose arrays are opened as they are met,
-keep the kernel's usual 1 MiB."""
+mount of one array can afford, from its chunks and what a request costs on its store
+(zarrfs.array.readahead_cost); a group, whose arrays are opened as they are met, keeps the
+kernel's usual 1 MiB."""
 
 from __future__ import annotations
 
 import logging
 
-from ..array.readahead_cost import KERNEL_MAX_KB, kernel_window_kb
+from ..array.readahead_cost import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, kernel_window_kb
 from ..errors import ZarrfsError
 from ..options import MountOptions
 from ..tree import ARRAY, Tree
@@ -29,12 +29,10 @@ def window_kb(options: MountOptions, tree: Tree) -> int:
     if directory is None:
         return KERNEL_MAX_KB
     array = directory.array
-    if not array.fetches_remotely:  # (a request costs microseconds: read ahead in bytes)
-        log.info("the kernel reads ahead %d KiB (a local store)", KERNEL_MAX_KB)
-        return KERNEL_MAX_KB
     # A shard is the unit a read pays for: the ranges of its inner chunks that one read wants
     # are merged into one request (and a sequential reader's shards are fetched whole).
+    free = FREE_REQUESTS if array.fetches_remotely else LOCAL_FREE_REQUESTS
     chosen = kernel_window_kb(tuple(array.shape), tuple(array.chunk_shape),
-                              array.data_type.storage.itemsize)
+                              array.data_type.storage.itemsize, free)
     log.info("the kernel reads ahead %d KiB at most (what the array's chunks afford)", chosen)
     return chosen

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..array.readahead_cost import chunks_in, kernel_window_kb
+from ..array.readahead_cost import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..errors import ResizeError, ZarrfsError
@@ -198,8 +198,8 @@ class RegionFile:
         given, makes the file resizable: it gets the array's new shape. `served` makes the
         file read-only, of elements `served(values)` of type `served_dtype` (another type
         than the array's, in its byte order). `remote`: a read of the array's chunks waits on
-        the network, so reading ahead is priced in requests (else in bytes: a local chunk
-        costs microseconds)."""
+        the network: reading ahead is priced in round trips (else in local reads, which cost
+        tens of microseconds)."""
         self.array = array
         self.priced_in_requests = remote
         self.direct_io = direct_io
@@ -225,14 +225,16 @@ class RegionFile:
 
     @property
     def block_size(self) -> int:
-        """STREAM_BLOCK, but for `data` of a remote array of small chunks: what the kernel's
-        window would be (readahead_cost.kernel_window_kb). Python's buffered reads read a whole
-        block: 1 MiB for 1 KiB asked was 31,250 chunks of a canvas in 32 x 32 chunks."""
-        if self._region is not None or not self.priced_in_requests:
+        """STREAM_BLOCK, but for `data` of an array of small chunks: what the kernel's window
+        would be (readahead_cost.kernel_window_kb, at the store's price of a request).
+        Python's buffered reads read a whole block: 1 MiB for 1 KiB asked was 31,250 chunks
+        of a canvas in 32 x 32 chunks."""
+        if self._region is not None:
             return STREAM_BLOCK
         array = self.array
+        free = FREE_REQUESTS if self.priced_in_requests else LOCAL_FREE_REQUESTS
         return min(STREAM_BLOCK, kernel_window_kb(tuple(array.shape), tuple(array.read_chunk_shape),
-                                                  array.data_type.storage.itemsize) << 10)
+                                                  array.data_type.storage.itemsize, free) << 10)
 
     @property
     def resizable(self) -> bool:

@@ -31,7 +31,7 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 SLAB_REQUESTS = 1024
 SLABS_AHEAD = 2
 # What is read ahead from a remote store is priced in requests (zarrfs.array.readahead_cost),
-# from a local one in bytes alone (a request costs microseconds there): a reader earns a
+# from a local one in bytes (slabs, PREFETCH_BYTES: a request is a local read): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
 # reader that lands near its last read must not start anything), then twice what its read
 # cost, at least FIRST_AHEAD_REQUESTS, doubling with each read in order; a read out of order
