@@ -1,9 +1,10 @@
 """Arrays of many chunks, made fast, and the store requests an access costs (the daemon's
 request log, ZARRFS_REQUEST_LOG): what the real-scale tests count and benchmarks/ times.
 
-A twin is a zarr v3 array of uint8 in 16 x 16 chunks (zstd), written chunk file by chunk
-file as zarr-python would write it (its chunk key encoding "/"). Element values follow from
-their indices (`values`), so any region read can be checked without reading the whole array.
+A twin is a zarr v3 array of uint8 in 16 x 16 chunks (zstd; zlib: `compression`), written
+chunk file by chunk file as zarr-python would write it (its chunk key encoding "/"). Element
+values follow from their indices (`values`), so any region read can be checked without
+reading the whole array.
 """
 
 from __future__ import annotations
@@ -12,15 +13,30 @@ import json
 import math
 import os
 import time
-from collections.abc import Iterable, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import zstandard
 
 REQUEST_LOG_VARIABLE = "ZARRFS_REQUEST_LOG"  # (zarrfs.store.observe: read by the daemon)
+
+
+class Compression(NamedTuple):
+    """A twin's bytes-to-bytes codec: its v3 metadata, and how it compresses a chunk."""
+
+    codec: dict[str, Any]
+    compress: Callable[[bytes], bytes]
+
+
+ZSTD = Compression({"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+                   zstandard.ZstdCompressor(level=1).compress)
+# (as zarr.codecs.numcodecs.Zlib writes it: a zlib stream, which HDF5 1.8 decodes itself)
+ZLIB = Compression({"name": "numcodecs.zlib", "configuration": {"level": 1}},
+                   lambda data: zlib.compress(data, 1))
 
 
 def values(start: Sequence[int], stop: Sequence[int]) -> np.ndarray:
@@ -45,7 +61,8 @@ def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple
 
 
 def write_twin(path: Path, grid: tuple[int, int], chunk: tuple[int, int] = (16, 16), *,
-               stored: Iterable[tuple[int, int]] | None = None, shape: tuple[int, int] | None = None) -> Path:
+               stored: Iterable[tuple[int, int]] | None = None, shape: tuple[int, int] | None = None,
+               compression: Compression = ZSTD) -> Path:
     """A 2-D uint8 array of `grid` chunks (fill 0) at `path`; `stored`: the chunks written
     (default: all). `shape` may leave the last chunks partial."""
     shape = shape or (grid[0] * chunk[0], grid[1] * chunk[1])
@@ -55,11 +72,10 @@ def write_twin(path: Path, grid: tuple[int, int], chunk: tuple[int, int] = (16, 
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunk)}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": 0,
-        "codecs": [{"name": "bytes"}, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}],
+        "codecs": [{"name": "bytes"}, compression.codec],
         "attributes": {}, "dimension_names": ["y", "x"],
     }
     (path / "zarr.json").write_text(json.dumps(metadata, indent=2))
-    compressor = zstandard.ZstdCompressor(level=1)
     made: set[str] = set()
     chunks = stored if stored is not None else np.ndindex(*grid)
     for i, j in chunks:
@@ -71,7 +87,7 @@ def write_twin(path: Path, grid: tuple[int, int], chunk: tuple[int, int] = (16, 
         if str(i) not in made:
             directory.mkdir(parents=True, exist_ok=True)
             made.add(str(i))
-        (directory / str(j)).write_bytes(compressor.compress(block.tobytes()))
+        (directory / str(j)).write_bytes(compression.compress(block.tobytes()))
     return path
 
 

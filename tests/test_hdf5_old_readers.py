@@ -30,7 +30,6 @@ import json
 import os
 import re
 import subprocess
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +44,7 @@ import pytest
 import zarr
 import zarr.codecs.numcodecs
 from mounting import mounted
-from scale_arrays import values as twin_values
+from scale_arrays import ZLIB, write_twin
 from test_hdf5_strings import named, string_array, strings
 
 from tests.hdf5_old_readers import read_h5
@@ -457,34 +456,11 @@ TWIN_CHUNK = (16, 16)
 TWIN_STORED = [(0, 0), (500, 700), (999, 999)]
 
 
-def zlib_twin(path: Path, grid: tuple[int, int], stored: list[tuple[int, int]]) -> Path:
-    """scale_arrays' twin (uint8, `values`, fill 0) of `grid` chunks with only the chunks
-    `stored` written, zlib (as zarr.codecs.numcodecs.Zlib writes it, which HDF5 1.8 decodes) where
-    the twin is zstd."""
-    shape = (grid[0] * TWIN_CHUNK[0], grid[1] * TWIN_CHUNK[1])
-    path.mkdir(parents=True)
-    metadata = {
-        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(TWIN_CHUNK)}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0,
-        "codecs": [{"name": "bytes"}, {"name": "numcodecs.zlib", "configuration": {"level": 1}}],
-        "attributes": {}, "dimension_names": ["y", "x"],
-    }
-    (path / "zarr.json").write_text(json.dumps(metadata))
-    for i, j in stored:
-        start = (i * TWIN_CHUNK[0], j * TWIN_CHUNK[1])
-        stop = (start[0] + TWIN_CHUNK[0], start[1] + TWIN_CHUNK[1])
-        (path / "c" / str(i)).mkdir(parents=True, exist_ok=True)
-        (path / "c" / str(i) / str(j)).write_bytes(zlib.compress(twin_values(start, stop).tobytes(), 1))
-    return path
-
-
 @pytest.fixture(scope="module")
 def million(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
     """The array of 10^6 chunks, mounted read-only: (its store, the mount)."""
     root = tmp_path_factory.mktemp("old_readers_million")
-    store = zlib_twin(root / "huge.zarr", (1000, 1000), TWIN_STORED)
+    store = write_twin(root / "huge.zarr", (1000, 1000), TWIN_CHUNK, stored=TWIN_STORED, compression=ZLIB)
     with mounted(store, root / "mnt", ["ro"]) as mount:
         yield store, mount.path
 
