@@ -8,6 +8,7 @@ import errno
 import grp
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -76,6 +77,10 @@ def test_the_daemon_serves_as_the_user_it_names(public: Path) -> None:
                                text=True, timeout=60, check=True)
         stats = json.loads(shown.stdout)
         assert stats["user"] == "nobody" and stats["uid"] == NOBODY.pw_uid
+        assert isinstance(stats["uid"], int) and isinstance(stats["gid"], int)  # (ids, not 65534.000)
+        text = subprocess.run([ZARRFS, "stats", str(mount.path)], capture_output=True, text=True,
+                              timeout=60, check=True).stdout
+        assert re.search(rf"^uid:\s+{NOBODY.pw_uid}$", text, re.M), text
         # The mount is nobody's: the daemon unmounts it itself at SIGTERM.
         assert f"user_id={NOBODY.pw_uid}," in _mount_line(mount.path)
         mount.process.send_signal(signal.SIGTERM)

@@ -8,6 +8,7 @@
     zarrfs create SOURCE --shape 100,200 --dtype uint16 --chunks 10,20 [...]
     zarrfs check SOURCE [--jobs N]
     zarrfs import RAW DEST --shape 100,200 --dtype uint16 --chunks 10,20 [--order F] [...]
+    zarrfs install-system [--prefix DIR]
 
 Errors are one line on stderr and a non-zero exit status, never a traceback.
 """
@@ -25,7 +26,7 @@ from ..errors import ZarrfsError
 from ..options import MountOptions
 from . import commands
 
-COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats")
+COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats", "install-system")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,6 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("mountpoint")
     stats.add_argument("--json", action="store_true", help="one JSON object")
     stats.set_defaults(run=_run_stats)
+
+    system = commands.add_parser("install-system",
+                                 help="link /sbin/mount.zarrfs and install the systemd units (as root)")
+    system.add_argument("--prefix", default="/", help="install below this directory (default: /)")
+    system.set_defaults(run=_run_install_system)
     return parser
 
 
@@ -202,6 +208,14 @@ def _run_stats(args: argparse.Namespace) -> int:
         for name, value in counters.items():
             shown = f"{value:.3f}" if isinstance(value, float) else str(value)
             print(f"{name + ':':<16} {shown}")
+    return 0
+
+
+def _run_install_system(args: argparse.Namespace) -> int:
+    for line in commands.install_system(args.prefix):
+        print(line)
+    if args.prefix == "/":
+        print("then: systemctl daemon-reload")
     return 0
 
 

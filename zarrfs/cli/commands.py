@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .check import Report
 
 __all__ = ["DATA_TYPE_NAMES", "NewArray", "check", "create", "dims", "import_raw", "info",
-           "mount", "new_array_metadata", "resize", "stats"]
+           "install_system", "mount", "new_array_metadata", "resize", "stats"]
 
 DATA_TYPE_NAMES = tuple(sorted(CORE_TYPES))  # the data types `create` and `import` offer
 
@@ -122,4 +122,15 @@ def stats(mountpoint: str) -> dict[str, Any]:
         return counters
     from ..daemon.privileges import user_name
 
-    return {"user": user_name(int(counters["uid"])), **counters}
+    ids: dict[str, int] = {name: int(counters[name]) for name in ("uid", "gid") if name in counters}
+    return {"user": user_name(ids["uid"]), **counters, **ids}
+
+
+def install_system(prefix: str) -> list[str]:
+    """Link PREFIX/sbin/mount.zarrfs to this installation's and write the systemd units naming
+    its `zarrfs` below `prefix`; a line for each thing done."""
+    from pathlib import Path
+
+    from .install_system import install_system as install
+
+    return install(Path(prefix))
