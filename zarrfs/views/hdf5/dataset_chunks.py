@@ -51,6 +51,7 @@ class DatasetChunks:
         self.data_at = self.fill_at + (self.slot if form else 0)
         self.end = self.data_at + self.slot * self.index.count
         self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self._fill_chunk: bytes | None = None
         self._lock = threading.Lock()
 
     @property
@@ -102,18 +103,24 @@ class DatasetChunks:
             return self.index.leaf(number, [self.chunk_bytes] * len(numbers), addresses)
         units = [self._unit(n) for n in numbers]
         found = self.array.stored_sizes(units)
-        fill = len(self._fill())
+        fill = len(self._fill()) if len(found) < len(units) else 0  # (encoded only when one is missing)
         sizes = [found[u] - self.form.trailer if u in found else fill for u in units]
         addresses = [a if u in found else self.fill_at for a, u in zip(addresses, units, strict=True)]
         return self.index.leaf(number, sizes, addresses)
 
     def _fill(self) -> bytes:
-        """The chunk of fill values as the filters decode it (its trailer off, as a chunk's)."""
-        def make() -> bytes:
-            assert self.form is not None
-            encoded = bytes(self.array.encoded_fill())
-            return encoded[:len(encoded) - self.form.trailer]
-        return self._kept_or(("fill", 0), make)
+        """The chunk of fill values as the filters decode it (its trailer off, as a chunk's):
+        made once, kept apart from the chunks and nodes (it depends on no stored byte, and a
+        leaf with a missing chunk needs its size after any number of chunk reads)."""
+        with self._lock:
+            if self._fill_chunk is not None:
+                return self._fill_chunk
+        assert self.form is not None
+        encoded = bytes(self.array.encoded_fill())
+        made = encoded[:len(encoded) - self.form.trailer]
+        with self._lock:
+            self._fill_chunk = made
+        return made
 
     def _chunk(self, number: int) -> bytes:
         return self._kept_or(("chunk", number), lambda: self._make_chunk(number))
