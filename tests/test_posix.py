@@ -11,7 +11,9 @@ import errno
 import itertools
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "workspace.md"
 LONG = "n" * 255  # NAME_MAX bytes
 # The differences docs/workspace.md documents: case -> a line of its table of answers.
 DOCUMENTED = {
-    "chmod": "| `chmod` | `EPERM` |",
-    "mkdir_mode": "| `mkdir`'s mode | ignored",
+    "chmod_file": "| `chmod` of a file | `EPERM` ",
     "links": "| `link`, `symlink` | `EPERM` |",
     "fifo": "| `mknod` of a FIFO, socket or device | `EPERM` |",
     "plain_file": "| `creat`/`open(O_CREAT)` of a file not named `NAME.npy` | `EPERM` |",
@@ -200,6 +201,39 @@ def test_a_listed_group_counts_its_subgroups_in_st_nlink(roots: dict[str, Path])
 # -- rename, rmdir, unlink -------------------------------------------------------------------
 
 
+def test_rename_onto_an_empty_group_never_leaves_its_name_missing(roots: dict[str, Path]) -> None:
+    """rename(2) replaces atomically: a reader of the store (zarr-python, another mount)
+    watching the target's name finds it at every moment, locally (issue 72)."""
+    stores = {"zarrfs": roots["zarrfs"].parent / "g.zarr", "plain": roots["plain"]}
+
+    def case(place: Place, work: Path) -> int:
+        missing = 0
+        for attempt in range(20):
+            (work / f"s{attempt}").mkdir()
+            (work / f"t{attempt}").mkdir()
+            target = stores[place.kind] / work.name / f"t{attempt}"
+            assert target.is_dir()
+            stop = threading.Event()
+            with ThreadPoolExecutor(1) as pool:
+                gaps = pool.submit(watch, target, stop)
+                try:
+                    os.rename(work / f"s{attempt}", work / f"t{attempt}")
+                finally:
+                    stop.set()
+                missing += gaps.result()
+        return missing
+
+    assert run(roots, "rename_onto_empty_atomic", case)["zarrfs"] == 0
+
+
+def watch(path: Path, stop: threading.Event) -> int:
+    """How many times `path` was found missing until `stop`."""
+    missing = 0
+    while not stop.is_set():
+        missing += not os.path.isdir(path)
+    return missing
+
+
 def test_rename_onto_an_empty_group_replaces_it(roots: dict[str, Path]) -> None:
     def case(place: Place, work: Path) -> tuple[str, bool, bool, bool]:
         (work / "s").mkdir()
@@ -291,17 +325,35 @@ def test_utimensat_times_show_in_stat(roots: dict[str, Path]) -> None:
 # -- refused or ignored by design ------------------------------------------------------------
 
 
-def test_chmod(roots: dict[str, Path]) -> None:
-    found = run(roots, "chmod", lambda place, work: outcome(lambda: os.chmod(work, 0o700)))
-    assert found["zarrfs"] == "EPERM"
+def test_chmod_of_a_directory(roots: dict[str, Path]) -> None:
+    def case(place: Place, work: Path) -> tuple[int, int]:
+        place.make_array(work, "arr")
+        os.chmod(work, 0o701)
+        os.chmod(work / "arr", 0o750)
+        drop_kernel_caches()
+        return stat.S_IMODE(os.stat(work).st_mode), stat.S_IMODE(os.stat(work / "arr").st_mode)
+
+    assert run(roots, "chmod_directory", case)["zarrfs"] == (0o701, 0o750)
+
+
+def test_chmod_of_a_file(roots: dict[str, Path]) -> None:
+    def case(place: Place, work: Path) -> str:
+        place.make_array(work, "arr")
+        return outcome(lambda: os.chmod(work / "arr" / "data", 0o600))
+
+    assert run(roots, "chmod_file", case)["zarrfs"] == "EPERM"
 
 
 def test_mkdir_mode(roots: dict[str, Path]) -> None:
-    def case(place: Place, work: Path) -> int:
+    def case(place: Place, work: Path) -> tuple[int, int]:
         os.mkdir(work / "m", 0o751)
-        return stat.S_IMODE(os.stat(work / "m").st_mode) & 0o077  # (the group's and others' bits)
+        os.mkdir(work / "m" / "n", 0o777)
+        drop_kernel_caches()
+        return stat.S_IMODE(os.stat(work / "m").st_mode), stat.S_IMODE(os.stat(work / "m" / "n").st_mode)
 
-    assert run(roots, "mkdir_mode", case)["zarrfs"] == 0o055 & ~os.umask(os.umask(0))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert run(roots, "mkdir_mode", case)["zarrfs"] == (0o751 & ~umask, 0o777 & ~umask)
 
 
 def test_links(roots: dict[str, Path]) -> None:

@@ -43,6 +43,7 @@ from ..tree import (
 from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
+from .modes import GivenModes
 from .names import name_text
 from .workers import Workers
 
@@ -92,6 +93,7 @@ class ChangeOperations:
     fresh: Freshness
     read_only: bool
     removals: Removals
+    modes: GivenModes
 
     # Implemented by ZarrOperations and FileOperations (`_open_new`: a handle on a file just
     # made, open for writing): declared, not defined, so that the order of the mixins cannot
@@ -146,13 +148,18 @@ class ChangeOperations:
     @boundary
     async def mkdir(self, parent_inode: int, name: bytes, mode: int, ctx: Any) -> pyfuse3.EntryAttributes:
         parent = self._node(parent_inode)
-        if not takes_new_versions(parent):  # (.versions/tags, .versions/branches: a tag or branch)
+        version = takes_new_versions(parent)  # (.versions/tags, .versions/branches: a tag or branch)
+        if not version:
             parent = self._writable_group(parent_inode)
         elif self.read_only:
             raise pyfuse3.FUSEError(errno.EROFS)
         text = name_text(name)
         await self._edit(self.tree.edits.create_group, parent.path, text)
-        return await self.workers.run(self._lookup, parent, text)
+        attributes = await self.workers.run(self._lookup, parent, text)
+        if not version:  # (a group's mode is kept for the mount's life: `modes`)
+            self.modes.give(attributes.st_ino, mode & ~ctx.umask)
+            self.modes.shown(attributes)
+        return attributes
 
     @boundary
     async def create(self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: Any

@@ -31,6 +31,7 @@ from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
 from .freshness import Freshness, WriteOrder
+from .modes import GivenModes
 from .names import name_text
 from .room import statvfs_data
 from .times import GivenTimes
@@ -67,6 +68,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self.workers = Workers(timeout, lambda: self.counters.add(timeouts=1), silence)
         self.removals = Removals()
         self.times = GivenTimes()
+        self.modes = GivenModes(options.umask)
         self._handles: dict[int, Handle] = {}
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
@@ -142,6 +144,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         attrs.st_gid = self.options.file_gid
         attrs.st_atime_ns = attrs.st_mtime_ns = attrs.st_ctime_ns = self.fresh.mtime_ns
         self.times.shown(attrs.st_ino, attrs)
+        self.modes.shown(attrs)
         attrs.entry_timeout = attrs.attr_timeout = ATTRIBUTE_TIMEOUT
         return attrs
 
@@ -178,12 +181,16 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         ctx: Any,
     ) -> pyfuse3.EntryAttributes:
         node = self._node(inode)
-        changes_owner = fields.update_mode or fields.update_uid or fields.update_gid
-        changes = fields.update_size or changes_owner or fields.update_atime or fields.update_mtime
+        changes_owner = fields.update_uid or fields.update_gid
+        changes = (fields.update_size or changes_owner or fields.update_mode
+                   or fields.update_atime or fields.update_mtime)
         if changes and (self.read_only or in_versions(node)):
             raise pyfuse3.FUSEError(errno.EROFS)
-        if changes_owner and node.role != UPLOAD:  # (cp -p of NAME.npy: accepted, ignored)
+        # (cp -p of NAME.npy: accepted, ignored; a group's mode: kept for the mount's life)
+        if (changes_owner or (fields.update_mode and not node.is_dir)) and node.role != UPLOAD:
             raise pyfuse3.FUSEError(errno.EPERM)
+        if fields.update_mode and node.is_dir:
+            self.modes.give(inode, attr.st_mode)
         if fields.update_size:
             view = await self.workers.run(self.tree.file, node)
             if attr.st_size != view.size:

@@ -371,9 +371,10 @@ class Store:
         """Delete every key below `prefix` (a node); how many there were (see `prefixes`)."""
         return prefixes.delete_prefix(self, prefix)
 
-    def move_prefix(self, old: str, new: str) -> int:
-        """Move every key below `old` to below `new` (holding nothing); how many (`prefixes`)."""
-        return prefixes.move_prefix(self, old, new)
+    def move_prefix(self, old: str, new: str, *, replacing: bool = False) -> int:
+        """Move every key below `old` to below `new` (holding nothing, or `replacing` what it
+        holds: an empty group); how many (`prefixes`)."""
+        return prefixes.move_prefix(self, old, new, replacing=replacing)
 
     # -- errors and deadlines ------------------------------------------------------------
 

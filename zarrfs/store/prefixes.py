@@ -61,11 +61,21 @@ def delete_prefix(store: Store, prefix: str) -> int:
     return len(keys)
 
 
-def move_prefix(store: Store, old: str, new: str) -> int:
-    """Move every key below `old` to below `new` (which must hold nothing); how many were
-    moved. Locally one rename; on object stores a copy of each key (server-side where the
-    store can), then `delete_prefix(old)`."""
+def move_prefix(store: Store, old: str, new: str, *, replacing: bool = False) -> int:
+    """Move every key below `old` to below `new` (which must hold nothing, or, `replacing`,
+    a few keys to replace: an empty group's metadata); how many were moved. Locally one
+    rename, and a replacement in one step where the filesystem can swap two names (then the
+    replaced keys removed from `old`); on object stores a copy of each key (server-side where
+    the store can), then `delete_prefix(old)`, the replaced keys deleted first."""
     store.check_writable(new)
+    if replacing and store.confined is not None and not store.commits:
+        root = store.confined
+        if store.call(new, lambda s: local.exchange(root, store.path(old), store.path(new)),
+                      missing_ok=False, kind=PUT):
+            delete_prefix(store, old)
+            return 1
+    if replacing:
+        delete_prefix(store, new)
     if store.commits:  # (Icechunk: copied and deleted in the session, one commit)
         return store.call(new, lambda s: store.fs_call(s, "move_prefix", store.path(old), store.path(new)),
                           missing_ok=False, kind=PUT) or 0

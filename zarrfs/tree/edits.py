@@ -126,18 +126,23 @@ class Edits:
             if name != format_of(node).consolidated_apart:
                 self.store.delete(join_path(path, name))
         removed = self.store.delete_prefix(path)
-        self.nodes.inodes.deleted(path)  # (what is made here later is another node)
-        self._parent_children(path).remove(node.name)
-        self.update_consolidated(path, lambda nodes, relative: drop_subtree(nodes, relative))
+        self._forget_deleted(node)
         log.info("deleted %s %s (%d keys)", node.kind, path, removed + len(node.files))
+
+    def _forget_deleted(self, node: NodeMetadata) -> None:
+        """The tree without `node`, deleted from the store."""
+        self.nodes.inodes.deleted(node.path)  # (what is made here later is another node)
+        self._parent_children(node.path).remove(node.name)
+        self.update_consolidated(node.path, lambda nodes, relative: drop_subtree(nodes, relative))
 
     # -- moving ------------------------------------------------------------------------------
 
     def move(self, path: str, parent_path: str, name: str, *, replace: bool = True) -> NodeMetadata:
         """Move the group or array at `path` to `name` in the group `parent_path`; as rename(2)
         does, an empty group there is replaced (unless not `replace`: EEXIST), a non-empty one
-        or an array is ENOTEMPTY. The replaced group is deleted first, then the node moved:
-        not atomic (a reader may find neither name for that moment)."""
+        or an array is ENOTEMPTY. The replacement is atomic where the store's moves are
+        (`Store.move_prefix`): locally the two names are swapped, then the empty group
+        removed from the old name."""
         node = self._existing(path)
         parent = self._group(parent_path)
         new_path = join_path(parent_path, name)
@@ -148,12 +153,14 @@ class Edits:
         problem = misplaced(node, parent)
         if problem is not None:
             raise EditRefused(errno.EINVAL, problem)
-        if replace:
-            self._clear_for_move(parent_path, name)
-        self._check_free(parent, name)
+        replaced = self._replaced_by_move(parent_path, name) if replace else None
+        if replaced is None:
+            self._check_free(parent, name)
         self.nodes.forget_below(path, flush=True)
         moved: ConsolidatedNodes = {}
-        self.store.move_prefix(path, new_path)
+        self.store.move_prefix(path, new_path, replacing=replaced is not None)
+        if replaced is not None:
+            self._forget_deleted(replaced)
         self.nodes.inodes.moved(path, new_path)  # (the same inode numbers at the new place)
         self._parent_children(path).remove(node.name)
         self.update_consolidated(path, lambda nodes, relative: _cut(nodes, relative, moved))
@@ -165,14 +172,18 @@ class Edits:
         self.update_consolidated(new_path, lambda nodes, relative: _paste(nodes, relative, listed))
         return child
 
-    def _clear_for_move(self, parent_path: str, name: str) -> None:
-        """What rename(2) does to a directory it moves onto: an empty group is deleted."""
+    def _replaced_by_move(self, parent_path: str, name: str) -> NodeMetadata | None:
+        """The empty group at `name` that a move there replaces, as rename(2) does; None if
+        the name is free."""
         target = self.nodes.children_of(parent_path).find(name)
         if target is None:
-            return
+            return None
         if target.kind != "group":
             raise EditRefused(errno.ENOTEMPTY, f"{target.path} is an array")
-        self.delete(target.path)  # (ENOTEMPTY while it has children)
+        if self.nodes.children_of(target.path).all():
+            raise EditRefused(errno.ENOTEMPTY, f"group {target.path} is not empty")
+        self.nodes.forget_below(target.path, flush=False)
+        return target
 
     # -- consolidated metadata ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from .files import (
     TEMP_PREFIX,
     delete,
     delete_if,
+    exchange,
     fsync_directory,
     generation_of,
     move,
@@ -23,6 +24,6 @@ from .files import (
     write_atomically,
 )
 
-__all__ = ["TEMP_PREFIX", "Root", "delete", "delete_if", "fsync_directory", "generation_of", "move",
-           "read", "read_cached", "read_edge_cached", "read_whole_cached", "remove_stale_temporaries",
+__all__ = ["TEMP_PREFIX", "Root", "delete", "delete_if", "exchange", "fsync_directory", "generation_of",
+           "move", "read", "read_cached", "read_edge_cached", "read_whole_cached", "remove_stale_temporaries",
            "remove_tree", "replace_if", "temporary_owner_alive", "writable", "write_atomically"]

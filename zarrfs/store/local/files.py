@@ -19,6 +19,8 @@ machines.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fcntl
 import os
 import random
@@ -33,6 +35,8 @@ from . import page_cache
 from .confined import WORKING_FLAGS, Root, generation_of
 
 TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
+RENAME_EXCHANGE = 2  # (linux/fs.h; Python's os has no renameat2)
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 __all__ = ["generation_of"]  # (of `confined`, where `Root.describe` uses it too)
@@ -192,6 +196,19 @@ def move(root: Root, old: str, new: str) -> None:
     with _working_in(root, old) as (source, old_name), \
             _working_in(root, new, make=True) as (target, new_name):
         os.rename(old_name, new_name, src_dir_fd=source, dst_dir_fd=target)
+
+
+def exchange(root: Root, first: str, second: str) -> bool:
+    """Swap the entries at `first` and `second` in one step (renameat2's RENAME_EXCHANGE:
+    neither name is missing at any moment); False where the filesystem cannot (NFS, some
+    FUSE filesystems), which changes nothing."""
+    with _working_in(root, first) as (one, one_name), _working_in(root, second) as (other, other_name):
+        if _LIBC.renameat2(one, os.fsencode(one_name), other, os.fsencode(other_name), RENAME_EXCHANGE) == 0:
+            return True
+        failure = ctypes.get_errno()
+    if failure in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(failure, os.strerror(failure), second)
 
 
 @contextlib.contextmanager
