@@ -78,3 +78,15 @@ def raw_array_references(name: str, target: str, values: np.ndarray) -> dict[str
         f"{name}/.zarray": zarray(values.shape, values.shape, values.dtype.str),
         f"{name}/0": [target, 0, values.nbytes],
     }
+
+
+def whole_file_references(name: str, directory: Path, values: np.ndarray, chunk: int) -> dict[str, Any]:
+    """v1 references of one uncompressed 1-D array whose chunks are whole files of
+    `directory` (`["url"]`: no offset, no size), as VirtualiZarr writes a file per chunk."""
+    refs: dict[str, Any] = {".zgroup": json.dumps({"zarr_format": 2}),
+                            f"{name}/.zarray": zarray(values.shape, (chunk,), values.dtype.str)}
+    for index in range(-(-values.size // chunk)):
+        part = directory / f"chunk{index}.bin"
+        part.write_bytes(values[index * chunk : (index + 1) * chunk].tobytes())
+        refs[f"{name}/{index}"] = [str(part)]
+    return {"version": 1, "refs": refs}

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import h5py
 import numpy as np
 import pytest
 from conftest import MountFactory
@@ -32,6 +33,7 @@ from references_fixtures import (
     inline_references,
     kerchunk_references,
     raw_array_references,
+    whole_file_references,
     write_hdf5,
     write_json,
 )
@@ -119,6 +121,21 @@ def test_inline_chunks_base64_and_text(tmp_path: Path, mount_array: MountFactory
     assert np.array_equal(read_array(mount, "inline", values.dtype), values)
     assert (mount.path / "inline" / "chunks" / "1").read_bytes() == b"rrfs!!"
     assert os.path.getsize(mount.path / "inline" / "data") == values.size
+
+
+def test_chunks_referenced_as_whole_files(tmp_path: Path, mount_array: MountFactory) -> None:
+    """A reference without offset and size (a whole file): listed with the size of its file,
+    in `ls -l`, the views that index chunks by size (data.h5) and reads (it was EIO after a
+    listing: the listing's size None was taken as a number)."""
+    values = np.arange(4096, dtype="<u2")
+    refs = write_json(tmp_path / "whole.json", whole_file_references("whole", tmp_path, values, 512))
+    mount = mount_array(refs)
+    chunks = mount.path / "whole" / "chunks"
+    assert {entry.name: entry.stat().st_size for entry in os.scandir(chunks)} == {
+        str(index): 1024 for index in range(8)}
+    assert np.array_equal(read_array(mount, "whole", values.dtype), values)
+    with h5py.File(mount.path / "whole" / "data.h5", "r") as f:
+        assert np.array_equal(f["data"][...], values)
 
 
 def test_detection_never_takes_a_normal_store(tmp_path: Path, hdf5_set: tuple[Path, Datasets]) -> None:

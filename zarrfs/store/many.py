@@ -94,9 +94,16 @@ def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[
         return store.call(directory, _finder(store, store.path(directory), names), kind=LIST) or {}
 
     found: dict[str, Described] = {}
+    unsized: list[str] = []  # (a reference to a whole file: its listing has no size)
     for entries in _HEADS.map(listed, prefixes):
-        found.update((store.key_of(path), (int(info["size"]), objects.info_generation(info)))
-                     for path, info in entries.items())
+        for path, info in entries.items():
+            if info.get("size") is None:
+                unsized.append(store.key_of(path))
+            else:
+                found[store.key_of(path)] = (int(info["size"]), objects.info_generation(info))
+    asked = set(wanted)
+    sized_apart = [key for key in unsized if key in asked]
+    found.update(zip(sized_apart, _HEADS.map(store.stat, sized_apart), strict=True))
     return {key: found.get(key) for key in wanted}
 
 
