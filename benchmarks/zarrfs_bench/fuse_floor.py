@@ -5,7 +5,8 @@ serves it. A reader reading a local file through it pays what any pyfuse3 daemon
 machine (the kernel's round trip, trio, the copy into the reply); what zarrfs takes beyond it
 is zarrfs's own.
 
-    python fuse_floor.py FILE MOUNTPOINT BLKSIZE   (serves FILE as MOUNTPOINT/file until unmounted)
+    python fuse_floor.py FILE MOUNTPOINT BLKSIZE [cached]   (serves FILE as MOUNTPOINT/file
+                                                             until unmounted)
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ NAME = b"file"
 FILE_INODE = 2
 
 
-def serve(source: str, mountpoint: str, blksize: int) -> None:
+def serve(source: str, mountpoint: str, blksize: int, cached: bool = False) -> None:
+    """`cached`: through the page cache and the kernel's read-ahead, as `data` is served
+    (else `direct_io`, as `data.tif`)."""
     import pyfuse3
     import trio
 
@@ -49,7 +52,7 @@ def serve(source: str, mountpoint: str, blksize: int) -> None:
             return await self.getattr(FILE_INODE)
 
         async def open(self, inode: int, flags: int, ctx: object) -> pyfuse3.FileInfo:
-            return pyfuse3.FileInfo(fh=inode, direct_io=True)
+            return pyfuse3.FileInfo(fh=inode, direct_io=not cached)
 
         async def read(self, fh: int, offset: int, length: int) -> memoryview:  # type: ignore[override]
             view = memoryview(reply)[:length]
@@ -65,10 +68,13 @@ def serve(source: str, mountpoint: str, blksize: int) -> None:
 
 
 @contextlib.contextmanager
-def passed_through(source: Path, mountpoint: Path, blksize: int) -> Iterator[Path]:
-    """`source` served by the bare server at `mountpoint`; yields the served file's path."""
+def passed_through(source: Path, mountpoint: Path, blksize: int,
+                   window_kb: int | None = None) -> Iterator[Path]:
+    """`source` served by the bare server at `mountpoint`; yields the served file's path.
+    `window_kb`: served through the page cache with this kernel read-ahead window."""
     mountpoint.mkdir(parents=True, exist_ok=True)
-    server = subprocess.Popen([sys.executable, __file__, str(source), str(mountpoint), str(blksize)])
+    mode = [] if window_kb is None else ["cached"]
+    server = subprocess.Popen([sys.executable, __file__, str(source), str(mountpoint), str(blksize), *mode])
     served = mountpoint / NAME.decode()
     try:
         deadline = time.monotonic() + 30
@@ -76,6 +82,10 @@ def passed_through(source: Path, mountpoint: Path, blksize: int) -> Iterator[Pat
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError("the bare FUSE server did not mount")
             time.sleep(0.05)
+        if window_kb is not None:
+            device = os.stat(mountpoint).st_dev
+            bdi = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
+            bdi.write_text(str(window_kb))
         yield served
     finally:
         subprocess.run(["fusermount3", "-u", str(mountpoint)], check=False)
@@ -83,4 +93,4 @@ def passed_through(source: Path, mountpoint: Path, blksize: int) -> Iterator[Pat
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), cached=sys.argv[4:] == ["cached"])
