@@ -371,10 +371,14 @@ class Store:
         """Delete every key below `prefix` (a node); how many there were (see `prefixes`)."""
         return prefixes.delete_prefix(self, prefix)
 
-    def move_prefix(self, old: str, new: str, *, replacing: bool = False) -> int:
-        """Move every key below `old` to below `new` (holding nothing, or `replacing` what it
-        holds: an empty group); how many (`prefixes`)."""
-        return prefixes.move_prefix(self, old, new, replacing=replacing)
+    def move_prefix(self, old: str, new: str) -> int:
+        """Move every key below `old` to below `new` (holding nothing); how many (`prefixes`)."""
+        return prefixes.move_prefix(self, old, new)
+
+    def swap_prefixes(self, old: str, new: str) -> bool:
+        """Swap what is below `old` and `new` in one step; False where the store cannot
+        (`prefixes`)."""
+        return prefixes.swap_prefixes(self, old, new)
 
     # -- errors and deadlines ------------------------------------------------------------
 

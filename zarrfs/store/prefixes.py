@@ -61,21 +61,23 @@ def delete_prefix(store: Store, prefix: str) -> int:
     return len(keys)
 
 
-def move_prefix(store: Store, old: str, new: str, *, replacing: bool = False) -> int:
-    """Move every key below `old` to below `new` (which must hold nothing, or, `replacing`,
-    a few keys to replace: an empty group's metadata); how many were moved. Locally one
-    rename, and a replacement in one step where the filesystem can swap two names (then the
-    replaced keys removed from `old`); on object stores a copy of each key (server-side where
-    the store can), then `delete_prefix(old)`, the replaced keys deleted first."""
+def swap_prefixes(store: Store, old: str, new: str) -> bool:
+    """Swap what is below `old` and below `new` (both held) in one step, where the store can:
+    a local filesystem with renameat2's RENAME_EXCHANGE. False elsewhere (NFS, object stores,
+    Icechunk), and nothing changed."""
     store.check_writable(new)
-    if replacing and store.confined is not None and not store.commits:
-        root = store.confined
-        if store.call(new, lambda s: local.exchange(root, store.path(old), store.path(new)),
-                      missing_ok=False, kind=PUT):
-            delete_prefix(store, old)
-            return 1
-    if replacing:
-        delete_prefix(store, new)
+    if store.confined is None or store.commits:
+        return False
+    root = store.confined
+    return bool(store.call(new, lambda s: local.exchange(root, store.path(old), store.path(new)),
+                           missing_ok=False, kind=PUT))
+
+
+def move_prefix(store: Store, old: str, new: str) -> int:
+    """Move every key below `old` to below `new` (which must hold nothing); how many were
+    moved. Locally one rename; on object stores a copy of each key (server-side where the
+    store can), then `delete_prefix(old)`."""
+    store.check_writable(new)
     if store.commits:  # (Icechunk: copied and deleted in the session, one commit)
         return store.call(new, lambda s: store.fs_call(s, "move_prefix", store.path(old), store.path(new)),
                           missing_ok=False, kind=PUT) or 0

@@ -140,9 +140,9 @@ class Edits:
     def move(self, path: str, parent_path: str, name: str, *, replace: bool = True) -> NodeMetadata:
         """Move the group or array at `path` to `name` in the group `parent_path`; as rename(2)
         does, an empty group there is replaced (unless not `replace`: EEXIST), a non-empty one
-        or an array is ENOTEMPTY. The replacement is atomic where the store's moves are
-        (`Store.move_prefix`): locally the two names are swapped, then the empty group
-        removed from the old name."""
+        or an array is ENOTEMPTY. The replacement is atomic where the store can swap two
+        prefixes (`Store.swap_prefixes`: locally), the empty group then removed from the old
+        name; elsewhere it is deleted first, then the node moved."""
         node = self._existing(path)
         parent = self._group(parent_path)
         new_path = join_path(parent_path, name)
@@ -158,9 +158,11 @@ class Edits:
             self._check_free(parent, name)
         self.nodes.forget_below(path, flush=True)
         moved: ConsolidatedNodes = {}
-        self.store.move_prefix(path, new_path, replacing=replaced is not None)
-        if replaced is not None:
-            self._forget_deleted(replaced)
+        swapped = replaced is not None and self._swapped(path, replaced)
+        if replaced is not None and not swapped:
+            self.delete(replaced.path)  # (not atomic: a reader may find neither name)
+        if not swapped:
+            self.store.move_prefix(path, new_path)
         self.nodes.inodes.moved(path, new_path)  # (the same inode numbers at the new place)
         self._parent_children(path).remove(node.name)
         self.update_consolidated(path, lambda nodes, relative: _cut(nodes, relative, moved))
@@ -182,8 +184,17 @@ class Edits:
             raise EditRefused(errno.ENOTEMPTY, f"{target.path} is an array")
         if self.nodes.children_of(target.path).all():
             raise EditRefused(errno.ENOTEMPTY, f"group {target.path} is not empty")
-        self.nodes.forget_below(target.path, flush=False)
         return target
+
+    def _swapped(self, path: str, replaced: NodeMetadata) -> bool:
+        """The node at `path` swapped with the empty group it replaces in one step, where the
+        store can (`Store.swap_prefixes`), and the group, now at `path`, deleted."""
+        self.nodes.forget_below(replaced.path, flush=False)
+        if not self.store.swap_prefixes(path, replaced.path):
+            return False
+        self.store.delete_prefix(path)
+        self._forget_deleted(replaced)
+        return True
 
     # -- consolidated metadata ---------------------------------------------------------------
 

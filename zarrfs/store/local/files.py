@@ -202,8 +202,11 @@ def exchange(root: Root, first: str, second: str) -> bool:
     """Swap the entries at `first` and `second` in one step (renameat2's RENAME_EXCHANGE:
     neither name is missing at any moment); False where the filesystem cannot (NFS, some
     FUSE filesystems), which changes nothing."""
+    renameat2 = getattr(_LIBC, "renameat2", None)  # (glibc 2.28 and later)
+    if renameat2 is None:
+        return False
     with _working_in(root, first) as (one, one_name), _working_in(root, second) as (other, other_name):
-        if _LIBC.renameat2(one, os.fsencode(one_name), other, os.fsencode(other_name), RENAME_EXCHANGE) == 0:
+        if renameat2(one, os.fsencode(one_name), other, os.fsencode(other_name), RENAME_EXCHANGE) == 0:
             return True
         failure = ctypes.get_errno()
     if failure in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
