@@ -14,9 +14,6 @@ Prints a Markdown table of medians (MB/s); the runs alternate, one of each case 
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +26,7 @@ import zarr
 from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zarrfs_bench.common import VENV_BIN
+from zarrfs_bench.common import VENV_BIN, alternated_medians, dd, kernel_window_setting
 from zarrfs_bench.fuse_floor import passed_through
 from zarrfs_bench.mounting import Mount
 
@@ -50,32 +47,24 @@ def image(rows: int) -> np.ndarray:
     return (field + rng.normal(0, 40, (rows, COLUMNS))).clip(0, 4095).astype(np.uint16)
 
 
-def dd(path: Path, nbytes: int) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    assert done.returncode == 0, done.stderr
-    assert f"{nbytes} bytes" in done.stderr, done.stderr
-    return nbytes / seconds / 1e6
-
-
-def window_kb(mountpoint: Path) -> int:
-    device = mountpoint.stat().st_dev
-    return int(Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb").read_text())
+def speed(path: Path, nbytes: int) -> float:
+    """MB/s of `dd bs=1M` of `path` (its byte count checked)."""
+    return nbytes / dd(path, "/dev/null", expect=nbytes) / 1e6
 
 
 def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int) -> Callable[[], float]:
     def run() -> float:
         with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "ro"):
-            assert window_kb(mountpoint) == WINDOW_KB, window_kb(mountpoint)
-            return dd(mountpoint / "data", nbytes)
+            window = int(kernel_window_setting(mountpoint).read_text())
+            assert window == WINDOW_KB, window
+            return speed(mountpoint / "data", nbytes)
     return run
 
 
 def floor_dd(raw: Path, mountpoint: Path, nbytes: int) -> Callable[[], float]:
     def run() -> float:
         with passed_through(raw, mountpoint, 1 << 20, window_kb=WINDOW_KB) as served:
-            return dd(served, nbytes)
+            return speed(served, nbytes)
     return run
 
 
@@ -109,11 +98,7 @@ def main() -> None:
             cases = {"zarrfs": zarrfs_dd(store, root / "mnt", values.nbytes),
                      "bare pyfuse3 floor": floor_dd(raw, root / "floor", values.nbytes),
                      "TensorStore (in-process)": tensorstore_read(store, values)}
-            speeds: dict[str, list[float]] = {name: [] for name in cases}
-            for _ in range(args.repeat):
-                for name, action in cases.items():
-                    speeds[name].append(action())
-            rows.append((label, {name: statistics.median(found) for name, found in speeds.items()}))
+            rows.append((label, alternated_medians(cases, args.repeat)))
     names = list(rows[0][1])
     print("| codec | " + " | ".join(f"{n} (MB/s)" for n in names)
           + " | zarrfs / floor | zarrfs / TensorStore |")

@@ -14,7 +14,6 @@ Prints a Markdown table of medians (seconds); the runs alternate, one of each ca
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -27,7 +26,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zarrfs_bench.common import VENV_BIN
+from zarrfs_bench.common import VENV_BIN, alternated_medians
 from zarrfs_bench.mounting import Mount
 
 SHAPE = (4096, 4096)
@@ -94,11 +93,7 @@ def main() -> None:
                      "readahead=1024": memmap_sum(store, root / "mnt", "ro,readahead=1024", expected),
                      "TensorStore": in_process(tensorstore_sum, store, expected),
                      "zarr-python": in_process(zarr_sum, store, expected)}
-            times: dict[str, list[float]] = {name: [] for name in cases}
-            for _ in range(args.repeat):
-                for name, action in cases.items():
-                    times[name].append(action())
-            rows.append((label, {name: statistics.median(found) for name, found in times.items()}))
+            rows.append((label, alternated_medians(cases, args.repeat)))
     names = list(rows[0][1])
     print("| chunks | " + " | ".join(names) + " | default / readahead=1024 |")
     print("|---" * (len(names) + 2) + "|")

@@ -9,6 +9,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,22 @@ def fmt_size(n: float) -> str:
 def median(xs: list[float]) -> float | None:
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
+
+
+def alternated_medians(cases: dict[str, Callable[[], float]], repeat: int) -> dict[str, float]:
+    """Each case's median over `repeat` rounds, one run of every case a round (so that a slow
+    spell of the machine falls on all of them alike)."""
+    found: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, action in cases.items():
+            found[name].append(action())
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
+def kernel_window_setting(mountpoint: Path) -> Path:
+    """The file holding the kernel's read-ahead window (KiB) of the mount at `mountpoint`."""
+    device = mountpoint.stat().st_dev
+    return Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
 
 
 def join_opts(*parts: str) -> str:

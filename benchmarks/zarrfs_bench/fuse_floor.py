@@ -83,9 +83,8 @@ def passed_through(source: Path, mountpoint: Path, blksize: int,
                 raise RuntimeError("the bare FUSE server did not mount")
             time.sleep(0.05)
         if window_kb is not None:
-            device = os.stat(mountpoint).st_dev
-            bdi = Path(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb")
-            bdi.write_text(str(window_kb))
+            from .common import kernel_window_setting  # (not at the top: this file also runs as a script)
+            kernel_window_setting(mountpoint).write_text(str(window_kb))
         yield served
     finally:
         subprocess.run(["fusermount3", "-u", str(mountpoint)], check=False)
