@@ -2,20 +2,31 @@
 """zarrfs benchmark, cold sequential reads: `dd bs=1M` of `data` of a fresh mount (its store's
 files in the page cache), against the floor, a bare pyfuse3 passthrough of the same bytes from
 tmpfs through the page cache with the same kernel window (`zarrfs_bench/fuse_floor.py`: what
-any Python FUSE daemon serves here), and TensorStore reading the whole array in-process.
+any Python FUSE daemon serves here), and TensorStore and zarr-python reading the whole array
+in-process.
 A (8192, 16384) uint16 image (256 MiB, `--rows` changes it) in 512 x 512 chunks, blosc lz4
 with shuffle and zstd level 1, local.
 
     .venv/bin/python benchmarks/cold_dd.py [--repeat 3] [--rows 8192]
 
-Prints a Markdown table of medians (MB/s); the runs alternate, one of each case a round.
+A fifth case, decoding alone, is the least work a daemon does besides replying: the chunks
+read, decoded and copied into slabs by a thread a core, in-process, with nothing else.
+
+Prints a Markdown table of medians (MB/s); the runs alternate, one of each case a round. Beside
+each speed, the CPU the whole machine spent on the run (every process and the kernel: the
+reader, the daemon, their copies), and the bound it sets: a daemon that replies as cheaply as
+the floor and decodes as cheaply as decoding alone spends the sum of their CPU, which the
+machine's cores do in no less than that sum divided by their number.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +34,8 @@ from pathlib import Path
 import numpy as np
 import tensorstore as ts
 import zarr
+import zstandard
+from numcodecs import Blosc
 from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +50,12 @@ CODECS = {
     "blosc lz4 + shuffle": BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=2),
     "zstd level 1": ZstdCodec(level=1),
 }
+Decoder = Callable[[bytes], bytes]
+# Each thread's decoder of a stored chunk, for decoding alone (what zarrfs decodes with).
+DECODERS: dict[str, Callable[[], Decoder]] = {
+    "blosc lz4 + shuffle": lambda: Blosc().decode,
+    "zstd level 1": lambda: zstandard.ZstdDecompressor().decompress,
+}
 
 
 def image(rows: int) -> np.ndarray:
@@ -47,36 +66,63 @@ def image(rows: int) -> np.ndarray:
     return (field + rng.normal(0, 40, (rows, COLUMNS))).clip(0, 4095).astype(np.uint16)
 
 
-def speed(path: Path, nbytes: int) -> float:
-    """MB/s of `dd bs=1M` of `path` (its byte count checked)."""
-    return nbytes / dd(path, "/dev/null", expect=nbytes) / 1e6
+def busy_seconds() -> float:
+    """CPU seconds the machine has spent busy so far, all cores (/proc/stat: user, nice,
+    system, irq, softirq, steal)."""
+    with open("/proc/stat") as stat:
+        fields = [int(n) for n in stat.readline().split()[1:]]
+    return sum(fields[i] for i in (0, 1, 2, 5, 6, 7)) / os.sysconf("SC_CLK_TCK")
 
 
-def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int) -> Callable[[], float]:
-    def run() -> float:
+Timer = Callable[[Callable[[], float]], float]  # runs the part measured, gives its seconds
+
+
+class Metered:
+    """MB/s of runs, and the machine's CPU seconds each took (`cpu`, in the order run)."""
+
+    def __init__(self, run: Callable[[Timer], float]) -> None:
+        self._run = run  # given the timer of the part measured, gives MB/s
+        self.cpu: list[float] = []
+
+    def __call__(self) -> float:
+        return self._run(self._timed)
+
+    def _timed(self, action: Callable[[], float]) -> float:
+        before = busy_seconds()
+        seconds = action()
+        self.cpu.append(busy_seconds() - before)
+        return seconds
+
+
+def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int) -> Metered:
+    def run(timed: Timer) -> float:
         with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "ro"):
             window = int(kernel_window_setting(mountpoint).read_text())
             assert window == WINDOW_KB, window
-            return speed(mountpoint / "data", nbytes)
-    return run
+            return nbytes / timed(lambda: dd(mountpoint / "data", "/dev/null", expect=nbytes)) / 1e6
+    return Metered(run)
 
 
-def floor_dd(raw: Path, mountpoint: Path, nbytes: int) -> Callable[[], float]:
-    def run() -> float:
+def floor_dd(raw: Path, mountpoint: Path, nbytes: int) -> Metered:
+    def run(timed: Timer) -> float:
         with passed_through(raw, mountpoint, 1 << 20, window_kb=WINDOW_KB) as served:
-            return speed(served, nbytes)
-    return run
+            return nbytes / timed(lambda: dd(served, "/dev/null", expect=nbytes)) / 1e6
+    return Metered(run)
 
 
-def tensorstore_read(store: Path, values: np.ndarray) -> Callable[[], float]:
-    def run() -> float:
+def tensorstore_read(store: Path, values: np.ndarray) -> Metered:
+    def run(timed: Timer) -> float:
         spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}
-        start = time.perf_counter()
-        got = ts.open(spec).result().read().result()
-        seconds = time.perf_counter() - start
-        assert np.array_equal(got, values)
+        found: list[np.ndarray] = []
+
+        def read() -> float:
+            start = time.perf_counter()
+            found.append(ts.open(spec).result().read().result())
+            return time.perf_counter() - start
+        seconds = timed(read)
+        assert np.array_equal(found[0], values)
         return values.nbytes / seconds / 1e6
-    return run
+    return Metered(run)
 
 
 def main() -> None:
@@ -85,7 +131,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8192)
     args = parser.parse_args()
     values = image(args.rows)
-    rows = []
+    rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="zarrfs-cold-dd-") as tmp, \
             tempfile.TemporaryDirectory(prefix="zarrfs-floor-", dir="/dev/shm") as shm:
         root = Path(tmp)
@@ -97,16 +143,81 @@ def main() -> None:
                               serializer=BytesCodec(), compressors=codec, fill_value=0)[...] = values
             cases = {"zarrfs": zarrfs_dd(store, root / "mnt", values.nbytes),
                      "bare pyfuse3 floor": floor_dd(raw, root / "floor", values.nbytes),
-                     "TensorStore (in-process)": tensorstore_read(store, values)}
-            rows.append((label, alternated_medians(cases, args.repeat)))
+                     "TensorStore (in-process)": tensorstore_read(store, values),
+                     "zarr-python (in-process)": zarr_python_read(store, values),
+                     "decoding alone": decoding_alone(store, values, DECODERS[label])}
+            speeds = alternated_medians(dict(cases), args.repeat)
+            cpu = {name: statistics.median(case.cpu) for name, case in cases.items()}
+            rows.append((label, speeds, cpu))
+    print_table(rows, values.nbytes)
+
+
+def zarr_python_read(store: Path, values: np.ndarray) -> Metered:
+    def run(timed: Timer) -> float:
+        found: list[np.ndarray] = []
+
+        def read() -> float:
+            start = time.perf_counter()
+            found.append(np.asarray(zarr.open_array(store, mode="r")[...]))
+            return time.perf_counter() - start
+        seconds = timed(read)
+        assert np.array_equal(found[0], values)
+        return values.nbytes / seconds / 1e6
+    return Metered(run)
+
+
+def decoding_alone(store: Path, values: np.ndarray, decoder: Callable[[], Decoder]) -> Metered:
+    """The least work a daemon must do besides replying: on one thread a core, each chunk's
+    file read, decoded and copied into its rows' slab (one a thread, used again row after
+    row), no layers, no checks; the slabs' last rows checked against the values."""
+    threads = os.cpu_count() or 1
+    rows, columns = (-(-n // c) for n, c in zip(values.shape, CHUNKS, strict=True))
+
+    def fill(first: int, slab: np.ndarray) -> None:
+        decode = decoder()
+        for row in range(first, rows, threads):
+            for column in range(columns):
+                chunk = np.frombuffer(decode((store / "c" / str(row) / str(column)).read_bytes()),
+                                      values.dtype).reshape(CHUNKS)
+                slab[:, column * CHUNKS[1] : (column + 1) * CHUNKS[1]] = chunk
+
+    def run(timed: Timer) -> float:
+        slabs = [np.empty((CHUNKS[0], values.shape[1]), values.dtype) for _ in range(threads)]
+
+        def all_rows() -> float:
+            workers = [threading.Thread(target=fill, args=(first, slabs[first])) for first in range(threads)]
+            start = time.perf_counter()
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            return time.perf_counter() - start
+        seconds = timed(all_rows)
+        for first, slab in enumerate(slabs):
+            last = first + (rows - 1 - first) // threads * threads
+            assert np.array_equal(slab, values[last * CHUNKS[0] : (last + 1) * CHUNKS[0]])
+        return values.nbytes / seconds / 1e6
+    return Metered(run)
+
+
+def print_table(rows: list[tuple[str, dict[str, float], dict[str, float]]], nbytes: int) -> None:
+    """MB/s and CPU seconds of each case; the bound that replying as the floor does and
+    decoding alone set on this machine's cores together (their CPU seconds summed, spread over
+    every core); zarrfs's ratios to the floor, TensorStore and the bound, and the bound's to
+    the floor (the most of the floor a decoding daemon can reach here)."""
     names = list(rows[0][1])
-    print("| codec | " + " | ".join(f"{n} (MB/s)" for n in names)
-          + " | zarrfs / floor | zarrfs / TensorStore |")
-    print("|---" * (len(names) + 3) + "|")
-    for label, medians in rows:
-        print(f"| {label} | " + " | ".join(f"{medians[n]:,.0f}" for n in names)
-              + f" | {medians['zarrfs'] / medians['bare pyfuse3 floor']:.2f}x"
-              + f" | {medians['zarrfs'] / medians['TensorStore (in-process)']:.2f}x |")
+    cores = os.cpu_count() or 1
+    print("| codec | " + " | ".join(f"{n}: MB/s, CPU s" for n in names)
+          + f" | bound on {cores} cores (MB/s) | zarrfs / floor | zarrfs / TensorStore"
+          + " | zarrfs / bound | bound / floor |")
+    print("|---" * (len(names) + 6) + "|")
+    for label, speeds, cpu in rows:
+        floor = speeds["bare pyfuse3 floor"]
+        bound = nbytes / ((cpu["bare pyfuse3 floor"] + cpu["decoding alone"]) / cores) / 1e6
+        print(f"| {label} | " + " | ".join(f"{speeds[n]:,.0f}, {cpu[n]:.2f}" for n in names)
+              + f" | {bound:,.0f} | {speeds['zarrfs'] / floor:.2f}x"
+              + f" | {speeds['zarrfs'] / speeds['TensorStore (in-process)']:.2f}x"
+              + f" | {speeds['zarrfs'] / bound:.2f}x | {bound / floor:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import h5py
@@ -36,36 +35,11 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zarrfs_bench.latency import proxy_child
-from zarrfs_bench.s3 import BUCKET, environ, s3_server, s3_server_module
+from zarrfs_bench.places import Where, on_s3
 
 ZARRFS = str(Path(sys.executable).with_name("zarrfs"))
 CHUNK = (256, 256)
-DELAY = 0.01  # (the proxy's, each way)
 Box = tuple[slice, slice]
-
-
-@dataclass(frozen=True)
-class Where:
-    """An array: a local directory, or an s3://BUCKET/name URL reached through `endpoint`."""
-
-    url: str
-    endpoint: str | None = None
-
-    def mount_options(self) -> str:
-        return "ro" if self.endpoint is None else f"ro,endpoint_url={self.endpoint}"
-
-    def storage_options(self) -> dict[str, str]:
-        env = s3_server_module().S3_ENV
-        return {"endpoint_url": str(self.endpoint), "key": env["AWS_ACCESS_KEY_ID"],
-                "secret": env["AWS_SECRET_ACCESS_KEY"]}
-
-    def kvstore(self) -> dict[str, object]:
-        if self.endpoint is None:
-            return {"driver": "file", "path": self.url}
-        return {"driver": "s3", "bucket": BUCKET, "path": self.url.removeprefix(f"s3://{BUCKET}/") + "/",
-                "endpoint": self.endpoint, "aws_region": "us-east-1",
-                "aws_credentials": {"type": "environment"}}
 
 
 def make(path: Path, grid: int, picked: list[tuple[int, int]]) -> None:
@@ -149,22 +123,6 @@ def with_tensorstore(store: Where, boxes: list[Box]) -> float:
     for box in boxes:
         array[box].read().result()
     return time.perf_counter() - start
-
-
-@contextlib.contextmanager
-def on_s3(stores: list[Path], log: Path) -> Iterator[list[Where]]:
-    """The `stores` put in a moto server's bucket, reached through the delaying proxy."""
-    import fsspec
-
-    with environ(s3_server_module().S3_ENV), open(log, "ab") as logfile, s3_server(logfile) as endpoint:
-        options = s3_server_module().S3Server(0, bucket=BUCKET).s3fs_options()
-        options["client_kwargs"]["endpoint_url"] = endpoint
-        fs = fsspec.filesystem("s3", **options)
-        for store in stores:
-            fs.put(str(store), f"{BUCKET}/{store.name}", recursive=True)
-        port = int(endpoint.rsplit(":", 1)[1])
-        with proxy_child(port, DELAY, logfile) as proxy:
-            yield [Where(f"s3://{BUCKET}/{store.name}", proxy.url) for store in stores]
 
 
 def main() -> None:
