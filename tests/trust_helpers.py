@@ -28,6 +28,9 @@ _READ = ("import os, sys\n"
          "    sys.exit(100 + e.errno)\n"
          "sys.stdout.buffer.write(data)\n")
 READ_SECONDS = 20.0  # a read that takes longer hangs (it should fail at once)
+# The reader's interpreter: the system's, which every user may run (the tests' own may lie in a
+# home directory only root may enter: a pyenv or conda Python), else the tests' own.
+READER_PYTHON = shutil.which("python3", path=os.defpath) or sys.executable
 
 
 def needs_root() -> None:
@@ -52,7 +55,7 @@ def read_as(path: Path, user: pwd.struct_passwd | None = NOBODY) -> bytes | int:
     its read failed with. AssertionError if the read does not end within READ_SECONDS."""
     ids = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
     try:
-        done = subprocess.run([sys.executable, "-c", _READ, str(path)], capture_output=True,
+        done = subprocess.run([READER_PYTHON, "-c", _READ, str(path)], capture_output=True,
                               timeout=READ_SECONDS, **ids)  # type: ignore[call-overload]
     except subprocess.TimeoutExpired:
         raise AssertionError(f"a read of {path} did not end within {READ_SECONDS:g} s") from None
