@@ -110,19 +110,29 @@ def floor_dd(raw: Path, mountpoint: Path, nbytes: int) -> Metered:
     return Metered(run)
 
 
-def tensorstore_read(store: Path, values: np.ndarray) -> Metered:
+def read_whole(read: Callable[[Path], np.ndarray], store: Path, values: np.ndarray) -> Metered:
+    """A reader in this process reading the whole array of `store` (`read`), its values
+    checked."""
     def run(timed: Timer) -> float:
-        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}
         found: list[np.ndarray] = []
 
-        def read() -> float:
+        def reading() -> float:
             start = time.perf_counter()
-            found.append(ts.open(spec).result().read().result())
+            found.append(np.asarray(read(store)))
             return time.perf_counter() - start
-        seconds = timed(read)
+        seconds = timed(reading)
         assert np.array_equal(found[0], values)
         return values.nbytes / seconds / 1e6
     return Metered(run)
+
+
+def tensorstore_array(store: Path) -> np.ndarray:
+    spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}
+    return np.asarray(ts.open(spec).result().read().result())
+
+
+def zarr_python_array(store: Path) -> np.ndarray:
+    return np.asarray(zarr.open_array(store, mode="r")[...])
 
 
 def main() -> None:
@@ -143,27 +153,13 @@ def main() -> None:
                               serializer=BytesCodec(), compressors=codec, fill_value=0)[...] = values
             cases = {"zarrfs": zarrfs_dd(store, root / "mnt", values.nbytes),
                      "bare pyfuse3 floor": floor_dd(raw, root / "floor", values.nbytes),
-                     "TensorStore (in-process)": tensorstore_read(store, values),
-                     "zarr-python (in-process)": zarr_python_read(store, values),
+                     "TensorStore (in-process)": read_whole(tensorstore_array, store, values),
+                     "zarr-python (in-process)": read_whole(zarr_python_array, store, values),
                      "decoding alone": decoding_alone(store, values, DECODERS[label])}
             speeds = alternated_medians(dict(cases), args.repeat)
             cpu = {name: statistics.median(case.cpu) for name, case in cases.items()}
             rows.append((label, speeds, cpu))
     print_table(rows, values.nbytes)
-
-
-def zarr_python_read(store: Path, values: np.ndarray) -> Metered:
-    def run(timed: Timer) -> float:
-        found: list[np.ndarray] = []
-
-        def read() -> float:
-            start = time.perf_counter()
-            found.append(np.asarray(zarr.open_array(store, mode="r")[...]))
-            return time.perf_counter() - start
-        seconds = timed(read)
-        assert np.array_equal(found[0], values)
-        return values.nbytes / seconds / 1e6
-    return Metered(run)
 
 
 def decoding_alone(store: Path, values: np.ndarray, decoder: Callable[[], Decoder]) -> Metered:

@@ -99,8 +99,7 @@ def group_through_h5(store: Where) -> float:
 
 def group_with_zarr(store: Where) -> float:
     start = time.perf_counter()
-    options = {} if store.endpoint is None else {"storage_options": store.storage_options()}
-    root = zarr.open_group(store.url, mode="r", **options)
+    root = zarr.open_group(store.url, mode="r", storage_options=store.storage_options())
     shapes = [member.shape for _, member in root.members(max_depth=None) if isinstance(member, zarr.Array)]
     assert len(shapes) == 2 * len(list(root.group_keys()))
     return time.perf_counter() - start
@@ -108,10 +107,7 @@ def group_with_zarr(store: Where) -> float:
 
 def with_zarr(store: Where, boxes: list[Box]) -> float:
     start = time.perf_counter()
-    if store.endpoint is None:
-        array = zarr.open_array(store.url, mode="r")
-    else:
-        array = zarr.open_array(store.url, mode="r", storage_options=store.storage_options())
+    array = zarr.open_array(store.url, mode="r", storage_options=store.storage_options())
     for box in boxes:
         array[box]
     return time.perf_counter() - start

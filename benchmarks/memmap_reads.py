@@ -80,10 +80,7 @@ def tensorstore_sum(store: Where) -> float:
 
 
 def zarr_sum(store: Where) -> float:
-    if store.endpoint is None:
-        array = zarr.open_array(store.url, mode="r")
-    else:
-        array = zarr.open_array(store.url, mode="r", storage_options=store.storage_options())
+    array = zarr.open_array(store.url, mode="r", storage_options=store.storage_options())
     return float(np.asarray(array[...]).sum(dtype=np.float64))
 
 

@@ -25,9 +25,12 @@ class Where:
     def mount_options(self, *more: str) -> str:
         return ",".join(("ro", *(() if self.endpoint is None else (f"endpoint_url={self.endpoint}",)), *more))
 
-    def storage_options(self) -> dict[str, str]:
+    def storage_options(self) -> dict[str, str] | None:
+        """fsspec's options (zarr-python's `storage_options`); None for a local directory."""
+        if self.endpoint is None:
+            return None
         env = s3_server_module().S3_ENV
-        return {"endpoint_url": str(self.endpoint), "key": env["AWS_ACCESS_KEY_ID"],
+        return {"endpoint_url": self.endpoint, "key": env["AWS_ACCESS_KEY_ID"],
                 "secret": env["AWS_SECRET_ACCESS_KEY"]}
 
     def kvstore(self) -> dict[str, object]:
