@@ -1,10 +1,13 @@
-"""A moto S3 server on 127.0.0.1 that a test can stop and start again on the same port."""
+"""A moto S3 server on 127.0.0.1 that a test can stop and start again on the same port, its
+conditional writes made atomic as S3's are."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -105,6 +108,35 @@ class S3Server:
         }
 
 
+_OBJECT_WRITES = threading.Lock()
+
+
+def make_conditional_writes_atomic() -> None:
+    """S3 checks a conditional write's If-Match or If-None-Match and writes in one step, so of
+    two PUTs that expect one ETag, one fails. moto (5.2) checks, then writes, with nothing
+    between its request threads: after a thread switch between the two steps both PUTs
+    succeed, and the first one's bytes are overwritten unseen, an update lost that S3 never
+    loses. It made test_cluster lose one fsynced write-back of a shard in a CI run; with the
+    interpreter switching threads every 10 us it did so in 8 of 12 runs. Here each object
+    write and delete of moto runs whole under one lock (once per process; a test's own
+    wrapper of put_object, as test_two_mounts' gate, wraps this one, so it holds a request
+    before it takes the lock)."""
+    from moto.s3.responses import S3Response
+
+    for name in ("put_object", "delete_object"):
+        method = getattr(S3Response, name)
+        if getattr(method, "atomic", False):
+            continue
+
+        def atomic(response: Any, _method: Any = method) -> Any:
+            with _OBJECT_WRITES:
+                return _method(response)
+
+        functools.update_wrapper(atomic, method)
+        atomic.atomic = True  # type: ignore[attr-defined]
+        setattr(S3Response, name, atomic)
+
+
 def reset_moto() -> None:
     """Drop what moto holds in memory (it is process-wide), so the next server starts empty."""
     from moto.moto_api._internal.models import moto_api_backend
@@ -118,6 +150,7 @@ def running(server: S3Server) -> Iterator[S3Server]:
     import boto3
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    make_conditional_writes_atomic()
     server.start()
     try:
         client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name="us-east-1")
