@@ -111,6 +111,7 @@ class S3Server:
 _OBJECT_WRITES = threading.Lock()
 
 
+@functools.cache  # (once per process: a later call would wrap a test's own wrapper too)
 def make_conditional_writes_atomic() -> None:
     """S3 checks a conditional write's If-Match or If-None-Match and writes in one step, so of
     two PUTs that expect one ETag, one fails. moto (5.2) checks, then writes, with nothing
@@ -118,23 +119,19 @@ def make_conditional_writes_atomic() -> None:
     succeed, and the first one's bytes are overwritten unseen, an update lost that S3 never
     loses. It made test_cluster lose one fsynced write-back of a shard in a CI run; with the
     interpreter switching threads every 10 us it did so in 8 of 12 runs. Here each object
-    write and delete of moto runs whole under one lock (once per process; a test's own
-    wrapper of put_object, as test_two_mounts' gate, wraps this one, so it holds a request
-    before it takes the lock)."""
+    write and delete of moto runs whole under one lock (a test's own wrapper of put_object,
+    as test_two_mounts' gate, wraps this one, so it holds a request before it takes the
+    lock)."""
     from moto.s3.responses import S3Response
 
     for name in ("put_object", "delete_object"):
         method = getattr(S3Response, name)
-        if getattr(method, "atomic", False):
-            continue
 
         def atomic(response: Any, _method: Any = method) -> Any:
             with _OBJECT_WRITES:
                 return _method(response)
 
-        functools.update_wrapper(atomic, method)
-        atomic.atomic = True  # type: ignore[attr-defined]
-        setattr(S3Response, name, atomic)
+        setattr(S3Response, name, functools.update_wrapper(atomic, method))
 
 
 def reset_moto() -> None:
