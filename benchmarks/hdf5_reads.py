@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""zarrfs benchmark, data.h5: random chunks of an array read through `data.h5` with h5py
-(hdf5plugin's zstd: the chunks are the stored ones, the mount decodes nothing) on a fresh
-mount each run, against zarr-python and TensorStore reading the same chunks of the store;
+"""zarrfs benchmark, data.h5: random chunks of an array read through `data.h5` with h5py on a
+fresh mount each run, its zstd chunks decoded by the mount (the default) and passed through as
+stored (`-o filters=plugins`: hdf5plugin's zstd decodes them, the mount decodes nothing),
+against zarr-python and TensorStore reading the same chunks of the store;
 for an array of 16^2 chunks and one of 1,000^2 (sparse: the chunks read are stored), local
 and (--s3) on a moto S3 server behind a proxy adding 10 ms each way (a 20 ms round trip), both
 in child processes as benchmarks/latency.py has them.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import statistics
 import subprocess
@@ -57,10 +59,11 @@ def _box(chunk: tuple[int, int]) -> Box:
 
 
 @contextlib.contextmanager
-def fresh_mount(store: Where, ready: str) -> Iterator[Path]:
+def fresh_mount(store: Where, ready: str, *options: str) -> Iterator[Path]:
     """`store` mounted read-only on a new mountpoint, once `ready` there exists; unmounted after."""
     with tempfile.TemporaryDirectory() as mountpoint:
-        daemon = subprocess.Popen([ZARRFS, "mount", "-f", store.url, mountpoint, "-o", store.mount_options()])
+        daemon = subprocess.Popen([ZARRFS, "mount", "-f", store.url, mountpoint, "-o",
+                                   store.mount_options(*options)])
         try:
             while not Path(mountpoint, ready).exists():
                 time.sleep(0.05)
@@ -70,8 +73,8 @@ def fresh_mount(store: Where, ready: str) -> Iterator[Path]:
             daemon.wait(30)
 
 
-def through_h5(store: Where, boxes: list[Box]) -> float:
-    with fresh_mount(store, "data.h5") as mountpoint:  # (its stat before the clock starts)
+def through_h5(store: Where, boxes: list[Box], options: tuple[str, ...] = ()) -> float:
+    with fresh_mount(store, "data.h5", *options) as mountpoint:  # (its stat before the clock starts)
         start = time.perf_counter()
         with h5py.File(mountpoint / "data.h5", "r") as f:
             for box in boxes:
@@ -130,7 +133,9 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=0, help="also open a hierarchy of this many groups")
     args = parser.parse_args()
     readers: dict[str, Callable[[Where, list[Box]], float]] = {
-        "h5py via data.h5": through_h5, "zarr-python": with_zarr, "TensorStore": with_tensorstore}
+        "h5py via data.h5 (decoded)": through_h5,
+        "h5py via data.h5 (filters=plugins)": functools.partial(through_h5, options=("filters=plugins",)),
+        "zarr-python": with_zarr, "TensorStore": with_tensorstore}
     print(f"load average {os.getloadavg()[0]:.1f}\n")
     print("| array | where | reader | seconds | ms per chunk | / zarr-python |\n|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as scratch:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check the layering of the zarrfs package: no import cycles, each layer imports only what
-the rules below allow (and a view family no other family), no branching on the Zarr format's
-number outside `formats/`, no file over 400 lines (docs/development.md, "The layering check").
+the rules below allow (a view family no other family; a room of the array layer no other in a
+circle), subpackages entered through their faces, no branching on the Zarr format's number
+outside `formats/`, no file over 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -51,6 +52,10 @@ ONLY_MODULES: dict[str, dict[str, set[str]]] = {"array": {"formats": {"zarrfs.fo
 # Every other subpackage of zarrfs.views is a view family (hdf5/, tiff/, ...), found as such:
 # a new family needs no line here. A family imports the contract and the layers below, never
 # another family; of the contract only these modules import families (they assemble them).
+# The array layer's rooms: every subpackage of zarrfs.array (cache/, stored/, reads/, ...), found
+# as such, a new room needing no line here. Each is entered through its face (`face_violations`,
+# even before it has an `__init__`), and the rooms import each other in no circle.
+ARRAY = "zarrfs.array"
 VIEWS = "zarrfs.views"
 CONTRACT = {"placement"}
 ASSEMBLERS = {"zarrfs.views", "zarrfs.views.registry", "zarrfs.views.array_dir"}
@@ -171,11 +176,38 @@ def layer_violations(graph: dict[str, set[str]]) -> Iterator[str]:
                 yield f"face: {module} imports {target} ({layer}/ enters {other}/ through zarrfs.{other})"
 
 
+def array_rooms(modules: dict[str, Path]) -> set[str]:
+    """The rooms of the array layer: its subpackages, by their directory (with or without an
+    `__init__` yet)."""
+    return {".".join(name.split(".")[:3]) for name, path in modules.items()
+            if name.startswith(ARRAY + ".") and (name.count(".") >= 3 or path.name == "__init__.py")}
+
+
+def room_cycles(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
+    """The rooms of the array layer that import each other in a circle (through their faces
+    or not), each circle once with all its rooms."""
+    rooms = array_rooms(modules)
+
+    def room_of(module: str) -> str | None:
+        return next((r for r in rooms if module == r or module.startswith(r + ".")), None)
+
+    between: dict[str, set[str]] = {room: set() for room in rooms}
+    for module, targets in graph.items():
+        own = room_of(module)
+        for target in targets:
+            other = room_of(target)
+            if own is not None and other is not None and other != own:
+                between[own].add(other)
+    for component in cycles(between):
+        yield f"room cycle: {' <-> '.join(component)}"
+
+
 def face_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
-    """A subpackage inside a layer (zarrfs.store.objects) is entered through its face, its
-    `__init__`: a module outside it imports the subpackage, never one of its modules."""
+    """A subpackage inside a layer (zarrfs.store.objects, a room of zarrfs.array) is entered
+    through its face, its `__init__`: a module outside it imports the subpackage, never one of
+    its modules."""
     faces = {name for name, path in modules.items()
-             if path.name == "__init__.py" and name.count(".") >= 2}
+             if path.name == "__init__.py" and name.count(".") >= 2} | array_rooms(modules)
     for module in sorted(graph):
         for target in sorted(graph[module]):
             face = next((f for f in faces if target.startswith(f + ".")), None)
@@ -237,6 +269,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
     found = [f"cycle: {' <-> '.join(component)}" for component in cycles(graph)]
     found += layer_violations(graph)
+    found += room_cycles(graph, modules)
     found += face_violations(graph, modules)
     found += family_violations(graph, modules)
     found += format_branches(modules, root)

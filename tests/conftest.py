@@ -14,7 +14,8 @@ from types import TracebackType
 import pytest
 from mounting import Mount, mounted
 
-from zarrfs.array import chunk_io, streaming
+from zarrfs.array.reads import streaming
+from zarrfs.array.stored import chunk_io
 
 MountFactory = Callable[..., Mount]
 
@@ -39,7 +40,7 @@ def mount_array(tmp_path: Path) -> Iterator[MountFactory]:
 @pytest.fixture(params=["loaders", "small-chunk lane"])
 def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Streams decoded by the loader threads, then by the one-thread lane for small chunks
-    that decode cheaply (zarrfs.array.streaming.SMALL_CHUNK_BYTES, chunk_io's measure)."""
+    that decode cheaply (zarrfs.array.reads.streaming.SMALL_CHUNK_BYTES, chunk_io's measure)."""
     lane = request.param == "small-chunk lane"
     monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 1 << 40 if lane else 0)
     monkeypatch.setattr(chunk_io, "MEASURED_DECODES", 0)
@@ -66,7 +67,8 @@ FAST_MODULES = {
     "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
     "test_docs_options.py", "test_readahead_cost.py", "test_hdf5_format.py",
     "test_writeback_memory.py", "test_late_replies.py", "test_local_writes.py",
-    "test_install_system.py", "test_light_tests.py",
+    "test_install_system.py", "test_light_tests.py", "test_nifti_header.py", "test_mrc_header.py",
+    "test_fits_header.py",
 }
 FAST_TESTS = {
     "test_docs.py": {"test_every_example_runs_or_says_why_not",
@@ -124,6 +126,7 @@ FAST_TESTS = {
                                "test_doubles_hold_values_exactly_or_reading_them_is_an_error",
                                "test_64_bit_attributes_are_doubles_where_exact",
                                "test_the_option_parses"},
+    "test_fits_view.py": {"test_large_arrays_read_in_order"},
     "test_netcdf_readahead.py": {"test_data_nc_read_in_order_is_answered_from_big_endian_slabs",
                                  "test_a_write_to_an_array_shows_in_data_nc_read_ahead"},
 }

@@ -267,7 +267,7 @@ def abort_connection(connection: str | None, mountpoint: Path) -> None:
 
 
 VIEW_FILES = {"data.npy", "data.raw.nhdr", "data.mhd", "data.vrt", "data.tif", "data.h5", "data.nc",
-              "data.ome.tif"}
+              "data.ome.tif", "data.nii", "data.mrc", "data.fits"}
 
 
 def without_views(names: list[str] | set[str]) -> list[str]:

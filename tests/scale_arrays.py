@@ -49,12 +49,12 @@ def values(start: Sequence[int], stop: Sequence[int]) -> np.ndarray:
 
 def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple[int, int], *,
                name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None,
-               shape: tuple[int, int] | None = None) -> str:
+               shape: tuple[int, int] | None = None, compression: Compression = ZSTD) -> str:
     """`write_twin` made in `directory`, then put in the S3 server's bucket (a
     `tests.reliability.s3_server.S3Server`) as `name`; its URL."""
     import fsspec
 
-    local = write_twin(directory / name, grid, chunk, stored=stored, shape=shape)
+    local = write_twin(directory / name, grid, chunk, stored=stored, shape=shape, compression=compression)
     fs = fsspec.filesystem("s3", **server.s3fs_options())
     fs.put(str(local), f"{server.bucket}/{name}", recursive=True)
     return f"s3://{server.bucket}/{name}"
@@ -119,6 +119,10 @@ class Requests(list[Request]):
     def count(self, *kinds: str) -> int:  # type: ignore[override]
         """Objects asked for by requests of these kinds (all kinds: none named)."""
         return sum(r.objects for r in self if not kinds or r.kind in kinds)
+
+    def of_kind(self, *kinds: str) -> Requests:
+        """The requests of these kinds."""
+        return Requests(r for r in self if r.kind in kinds)
 
     def listed(self) -> int:
         """Entries all listings returned."""

@@ -84,6 +84,10 @@ def test_each_view_of_an_array_opens_with_its_own_reader(tmp_path: Path, mount_a
     # data.tif: the first axis is its samples (planes of one image); the NRRD: its Z.
     assert showinf(mount.path / "data.tif") == Opened("TiffDelegateReader", 64, 40, (1, 3, 1), "uint16")
     assert showinf(mount.path / "data.raw.nhdr") == Opened("NRRDReader", 64, 40, (3, 1, 1), "uint16")
+    assert showinf(mount.path / "data.nii") == Opened("NiftiReader", 64, 40, (3, 1, 1), "uint16")
+    assert showinf(mount.path / "data.mrc") == Opened("MRCReader", 64, 40, (3, 1, 1), "uint16")
+    # (its FITS reader applies no BZERO: the int16 FITS stores of uint16)
+    assert showinf(mount.path / "data.fits") == Opened("FitsReader", 64, 40, (3, 1, 1), "int16")
     for name in ("data", "data.npy", "data.mhd", "data.vrt"):
         assert showinf(mount.path / name) == Opened(UNKNOWN), name
 

@@ -1,4 +1,4 @@
-"""Storing chunks ahead of a flush (zarrfs.array.writeback.store_early), without FUSE: a chunk
+"""Storing chunks ahead of a flush (zarrfs.array.writes.writeback.store_early), without FUSE: a chunk
 or shard this mount wrote whole is encoded and stored while the writer goes on, nothing is
 read to do it, a failure leaves the data for the flush, and the flush still makes it durable;
 a stored chunk's buffer goes to the next new chunk, never while anything still refers to it."""
@@ -18,7 +18,7 @@ from cache_watch import cached_bytes_at_puts
 from mounting import wait_until
 
 from zarrfs.array import ZarrArray
-from zarrfs.array.sharded_io import ShardedChunkIO
+from zarrfs.array.stored import ShardedChunkIO
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box

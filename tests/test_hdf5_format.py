@@ -43,7 +43,7 @@ def _file(values: np.ndarray, chunk: tuple[int, int], missing: set[int]) -> byte
         h5.message(h5.FILL_VALUE, h5.fill_value(np.array(5, values.dtype).tobytes())),
         h5.message(h5.FILTERS, h5.filter_pipeline([(h5.DEFLATE, [1])])),
     ]
-    root_at = h5.SUPERBLOCK_SIZE
+    root_at = h5.FILE_HEAD_SIZE
     dataset_at = root_at + len(h5.object_header(h5.group_messages([("data", 0)])))
 
     def dataset(index_at: int) -> bytes:
@@ -64,7 +64,7 @@ def _file(values: np.ndarray, chunk: tuple[int, int], missing: set[int]) -> byte
             nodes.append(tree.internal(level, number) if level else
                          tree.leaf(number, sizes[span.start:span.stop], addresses[span.start:span.stop]))
     body = b"".join([*head, *nodes, fill, *(b for n, b in enumerate(blocks) if n not in missing)])
-    return h5.superblock(h5.SUPERBLOCK_SIZE + len(body), root_at) + body
+    return h5.file_head(h5.FILE_HEAD_SIZE + len(body)) + body
 
 
 @pytest.mark.parametrize(("shape", "chunk"), [((30, 50), (8, 16)), ((100, 2100), (2, 100)),

@@ -78,18 +78,23 @@ def test_xarray_reads_the_group_as_open_zarr(dataset: tuple[Path, Path], engine:
             assert (fills[0] is None) == (fills[1] is None), name
 
 
-def test_chunks_and_dimension_scales(dataset: tuple[Path, Path]) -> None:
-    """A variable's chunks are its array's stored chunks; a coordinate variable is its
-    dimension's scale, attached to the variables that use it (DIMENSION_LIST and
-    REFERENCE_LIST agree); a dimension without one is netCDF's phony scale."""
+def test_chunks_and_dimension_scales(dataset: tuple[Path, Path], tmp_path: Path) -> None:
+    """A variable's chunks are its array's chunks: xarray's zstd decoded by the mount (HDF5
+    decodes zstd only through a plugin), or as stored with `-o filters=plugins`; a coordinate
+    variable is its dimension's scale, attached to the variables that use it (DIMENSION_LIST
+    and REFERENCE_LIST agree); a dimension without one is netCDF's phony scale."""
     store, mnt = dataset
     array = zarr.open_array(store / "t2m")
+    key = "c/1/1/1" if array.metadata.zarr_format == 3 else "1.1.1"
+    with mounted(store, tmp_path / "plugins", ["ro", "filters=plugins"]) as plugins, \
+            h5py.File(plugins.path / "data.h5", "r") as f:
+        mask, raw = f["t2m"].id.read_direct_chunk((2, 3, 4))
+        assert mask == 0 and raw == (store / "t2m" / key).read_bytes()
     with h5py.File(mnt / "data.h5", "r") as f:
         t2m = f["t2m"]
-        assert t2m.chunks == (2, 3, 4)
+        assert t2m.chunks == (2, 3, 4) and t2m.compression is None
         mask, raw = t2m.id.read_direct_chunk((2, 3, 4))
-        key = "c/1/1/1" if array.metadata.zarr_format == 3 else "1.1.1"
-        assert mask == 0 and raw == (store / "t2m" / key).read_bytes()
+        assert mask == 0 and raw == np.ascontiguousarray(array[2:4, 3:6, 4:8], "<f4").tobytes()
         assert f["lat"].is_scale and f["lon"].is_scale and f["time"].is_scale
         assert [t2m.dims[i][0].name for i in range(3)] == ["/time", "/lat", "/lon"]
         attached = {(f[ref].name, int(axis)) for ref, axis in f["lon"].attrs["REFERENCE_LIST"]}
@@ -195,7 +200,8 @@ def test_a_datatree_inherits_its_parents_dimensions(tmp_path: Path, mount_array:
 
 def test_sharded_and_decoded_arrays_of_a_group(tmp_path: Path, mount_array: MountFactory) -> None:
     """A group's datasets are its arrays' as their own files have them: a shard's inner chunks
-    passed through, gzip chunks decoded by the mount; each equals zarr-python's array."""
+    passed through (zstd: with `-o filters=plugins`), gzip chunks decoded by the mount; each
+    equals zarr-python's array."""
     root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
     rng = np.random.default_rng(4)
     sharded = root.create_array("sharded", shape=(64, 64), chunks=(8, 8), shards=(32, 32), dtype="uint16",
@@ -204,9 +210,10 @@ def test_sharded_and_decoded_arrays_of_a_group(tmp_path: Path, mount_array: Moun
     gzipped = root.create_group("sub").create_array("gzipped", shape=(37, 21), chunks=(8, 16), dtype=">f8",
                                                     compressors=zarr.codecs.GzipCodec())
     gzipped[...] = rng.standard_normal((37, 21))
-    mount = mount_array(tmp_path / "g.zarr", ["ro"])
+    mount = mount_array(tmp_path / "g.zarr", ["ro", "filters=plugins"])
     with h5py.File(mount.path / "data.h5", "r") as f:
         assert f["sharded"].chunks == (8, 8) and f["sub/gzipped"].compression is None
+        assert f["sharded"].id.get_create_plist().get_filter(0)[0] == 32015  # (zstd, as stored)
         assert np.array_equal(f["sharded"][...], sharded[...])
         assert np.array_equal(f["sub/gzipped"][...], gzipped[...])
 

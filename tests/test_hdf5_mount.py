@@ -1,6 +1,7 @@
 """`data.h5` through real mounts: h5py (HDF5 2.x bundled), hdf5plugin for zstd, netCDF4 and
-ncdump read the array's dataset as zarr-python reads the array; where the chunks are zstd or
-zlib, `read_direct_chunk` returns the stored chunk itself and the mount decodes nothing."""
+ncdump read the array's dataset as zarr-python reads the array; where the chunks are zlib
+(or zstd, blosc, bzip2 with `-o filters=plugins`), `read_direct_chunk` returns the stored
+chunk itself and the mount decodes nothing."""
 
 from __future__ import annotations
 
@@ -41,23 +42,27 @@ def random(shape: tuple[int, ...], dtype: str) -> np.ndarray[Any, Any]:
     return np.random.default_rng(5).integers(0, 4000, shape).astype(dtype)
 
 
+PLUGINS = ["ro", "filters=plugins"]  # (chunks of HDF5's plugin filters pass through too)
+
+
 def stored(root: Path, chunk: tuple[int, ...], fmt: int) -> bytes:
     key = ("c/" if fmt == 3 else "") + ("/" if fmt == 3 else ".").join(map(str, chunk))
     return (root / key).read_bytes()
 
 
-@pytest.mark.parametrize(("fmt", "compressors"), [
-    (3, ZstdCodec(level=1)),
-    (2, numcodecs.Zlib(level=1)),
+@pytest.mark.parametrize(("fmt", "compressors", "options"), [
+    (3, ZstdCodec(level=1), PLUGINS),
+    (2, numcodecs.Zlib(level=1), ["ro"]),
 ], ids=["v3-zstd", "v2-zlib"])
-def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compressors: Any) -> None:
+def test_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, compressors: Any,
+                             options: list[str]) -> None:
     """Each chunk of the dataset is the stored chunk; missing ones point at one chunk of fill
     values encoded as the stored ones are (every reader decodes it to the fill value); the
     dataset equals the array; nothing is decoded by the mount."""
     data = random((100, 130), "int32")
     data[64:, :64] = 7  # (the fill value: those chunks are not stored)
     array = make(tmp_path / "a.zarr", data, (32, 64), zarr_format=fmt, compressors=compressors, fill_value=7)
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", options)
     assert "data.h5" in {p.name for p in mount.path.iterdir()}
     with h5py.File(mount.path / "data.h5", "r") as f:
         dataset = f["data"]
@@ -92,15 +97,18 @@ def test_decoded_chunks(tmp_path: Path, mount_array: Any, dtype: str) -> None:
         assert np.array_equal(f["data"][9:30, 3:4, 1], data[9:30, 3:4, 1])
 
 
-def test_sharded_inner_chunks(tmp_path: Path, mount_array: Any) -> None:
-    """A shard's inner chunks are the dataset's chunks, zstd as stored."""
+@pytest.mark.parametrize("options", [PLUGINS, ["ro"]], ids=["plugins", "builtin"])
+def test_sharded_inner_chunks(tmp_path: Path, mount_array: Any, options: list[str]) -> None:
+    """A shard's inner chunks are the dataset's chunks: zstd as stored with `filters=plugins`,
+    else decoded by the mount and served with no filter."""
     data = random((64, 64), "uint16")
     make(tmp_path / "a.zarr", data, (8, 8), shards=(32, 32), compressors=ZstdCodec(level=1))
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", options)
     with h5py.File(mount.path / "data.h5", "r") as f:
         assert f["data"].chunks == (8, 8)
+        assert (f["data"].compression is None) == (options != PLUGINS)
         assert np.array_equal(f["data"][...], data)
-    assert stats(mount.path)["chunks_decoded"] == 0
+    assert (stats(mount.path)["chunks_decoded"] == 0) == (options == PLUGINS)
 
 
 def test_many_chunks_paged_index(tmp_path: Path, mount_array: Any) -> None:
@@ -168,10 +176,11 @@ def test_an_integer_coordinate_from_zero_is_not_masked(tmp_path: Path, mount_arr
                          ids=["zlib", "zstd"])
 def test_gdal_reads_with_debian_hdf5(tmp_path: Path, mount_array: Any, compressors: Any) -> None:
     """GDAL (on the system's HDF5, 1.10 on Debian 12) reads the dataset through its netCDF and
-    HDF5 drivers, zstd through hdf5plugin's filter (HDF5_PLUGIN_PATH)."""
+    HDF5 drivers, zstd passed through (`filters=plugins`) with hdf5plugin's filter
+    (HDF5_PLUGIN_PATH)."""
     data = random((60, 90), "uint16")
     make(tmp_path / "a.zarr", data, (32, 32), zarr_format=2, compressors=compressors, fill_value=0)
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", PLUGINS)
     env = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
     path = mount.path / "data.h5"
     # (GDAL's netCDF driver takes a grid without coordinates as bottom-up: its rows reversed)
@@ -187,10 +196,10 @@ def test_gdal_reads_with_debian_hdf5(tmp_path: Path, mount_array: Any, compresso
                          ids=["zlib", "zstd"])
 def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any, compressors: Any) -> None:
     """h5dump of HDF5 1.10 (Debian's hdf5-tools) dumps the dataset's values as the array's, zstd
-    through hdf5plugin's filter (HDF5_PLUGIN_PATH)."""
+    passed through (`filters=plugins`) with hdf5plugin's filter (HDF5_PLUGIN_PATH)."""
     data = random((50, 70), ">i4")
     make(tmp_path / "a.zarr", data, (16, 32), zarr_format=2, compressors=compressors, fill_value=0)
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", PLUGINS)
     env = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
     out = tmp_path / "values.bin"
     subprocess.run(["h5dump", "-d", "/data", "-b", "LE", "-o", str(out), str(mount.path / "data.h5")],
@@ -198,26 +207,27 @@ def test_h5dump_of_debian_hdf5_reads_the_values(tmp_path: Path, mount_array: Any
     assert np.array_equal(np.fromfile(out, "<i4").reshape(data.shape), data)
 
 
-@pytest.mark.parametrize(("fmt", "filters", "compressors"), [
-    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zlib(level=1)),
-    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zstd(level=1)),
-    (2, [numcodecs.Shuffle(elementsize=4)], None),
-    (2, None, numcodecs.Zstd(level=1)),
-    (2, None, numcodecs.Fletcher32()),
-    (3, None, [ZstdCodec(level=1), numcodecs.zarr3.Fletcher32()]),
-    (2, None, numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE)),
-    (3, None, BloscCodec(cname="zstd")),
-    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.BZ2(level=5)),
+@pytest.mark.parametrize(("fmt", "filters", "compressors", "options"), [
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zlib(level=1), ["ro"]),
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.Zstd(level=1), PLUGINS),
+    (2, [numcodecs.Shuffle(elementsize=4)], None, ["ro"]),
+    (2, None, numcodecs.Zstd(level=1), PLUGINS),
+    (2, None, numcodecs.Fletcher32(), ["ro"]),
+    (3, None, [ZstdCodec(level=1), numcodecs.zarr3.Fletcher32()], PLUGINS),
+    (2, None, numcodecs.Blosc(cname="lz4", shuffle=numcodecs.Blosc.SHUFFLE), PLUGINS),
+    (3, None, BloscCodec(cname="zstd"), PLUGINS),
+    (2, [numcodecs.Shuffle(elementsize=4)], numcodecs.BZ2(level=5), PLUGINS),
 ], ids=["shuffle-zlib", "shuffle-zstd", "shuffle", "v2-zstd", "fletcher32", "zstd-fletcher32", "v2-blosc",
         "v3-blosc", "shuffle-bzip2"])
 def test_shuffled_chunks_pass_through(tmp_path: Path, mount_array: Any, fmt: int, filters: Any,
-                                      compressors: Any) -> None:
+                                      compressors: Any, options: list[str]) -> None:
     """numcodecs' byte shuffle of whole elements is HDF5's shuffle filter: such chunks are
-    served as stored too, and read as the array by h5py."""
+    served as stored too (those of plugin filters with `filters=plugins`), and read as the
+    array by h5py."""
     data = random((40, 50), "<f4")
     make(tmp_path / "a.zarr", data, (16, 16), zarr_format=fmt, filters=filters, compressors=compressors,
          fill_value=0)
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", options)
     with h5py.File(mount.path / "data.h5", "r") as f:
         mask, raw = f["data"].id.read_direct_chunk((16, 32))
         assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), fmt)
@@ -229,7 +239,7 @@ def test_a_crc32c_after_the_chunk_is_left_off(tmp_path: Path, mount_array: Any) 
     """bytes, zstd, crc32c: the chunk served is the stored zstd frame without its checksum."""
     data = random((40, 50), "<u2")
     make(tmp_path / "a.zarr", data, (16, 16), compressors=[ZstdCodec(level=1), Crc32cCodec()], fill_value=0)
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", PLUGINS)
     with h5py.File(mount.path / "data.h5", "r") as f:
         mask, raw = f["data"].id.read_direct_chunk((16, 32))
         assert mask == 0 and raw == stored(tmp_path / "a.zarr", (1, 2), 3)[:-4]

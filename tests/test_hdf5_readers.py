@@ -1,7 +1,8 @@
 """More readers of `data.h5` through a real mount (issue 60), compared with zarr-python: NCO
 (`ncks -m`, a hyperslab with `ncks -d`), `ncdump` (netCDF-C 4.9), and R (Debian's r-cran-ncdf4
-and r-cran-hdf5r), all on Debian's HDF5 1.10. zlib chunks need no plugin; zstd chunks need
-hdf5plugin's filter directory as HDF5_PLUGIN_PATH, which this test gives them only for zstd."""
+and r-cran-hdf5r), all on Debian's HDF5 1.10. zlib chunks need no plugin, nor zstd chunks on a
+default mount (served decoded); zstd chunks passed through as stored (`-o filters=plugins`)
+need hdf5plugin's filter directory as HDF5_PLUGIN_PATH, which this test gives them only then."""
 
 from __future__ import annotations
 
@@ -35,17 +36,19 @@ def source(path: Path, fmt: int, compressors: Any) -> np.ndarray[Any, Any]:
     return data
 
 
-@pytest.fixture(params=[(3, "zstd"), (2, "zlib")], ids=["v3-zstd", "v2-zlib"])
+@pytest.fixture(params=[(3, "zstd", False), (3, "zstd", True), (2, "zlib", False)],
+                ids=["v3-zstd", "v3-zstd-plugins", "v2-zlib"])
 def mounted_h5(request: pytest.FixtureRequest, tmp_path: Path,
                mount_array: Any) -> tuple[Path, np.ndarray[Any, Any], dict[str, str]]:
-    fmt, codec = request.param
+    fmt, codec, plugins = request.param
     compressors = ZstdCodec(level=1) if codec == "zstd" else numcodecs.Zlib(level=1)
     data = source(tmp_path / "a.zarr", fmt, compressors)
     env = dict(os.environ)
     env.pop("HDF5_PLUGIN_PATH", None)
-    if codec == "zstd":
+    if plugins:
         env["HDF5_PLUGIN_PATH"] = hdf5plugin.PLUGINS_PATH
-    return mount_array(tmp_path / "a.zarr", ["ro"]).path / "data.h5", data, env
+    options = ["ro", "filters=plugins"] if plugins else ["ro"]
+    return mount_array(tmp_path / "a.zarr", options).path / "data.h5", data, env
 
 
 def run(env: dict[str, str], *args: str | Path) -> str:

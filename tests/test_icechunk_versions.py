@@ -173,7 +173,9 @@ def test_diff_between_a_tag_and_a_branch_names_the_changed_files(
     diff = repository.repo.diff(from_tag="v1", to_branch="main")
     chunks = {f"{PLAIN}/chunks/c/{i}/{j}" for i, j in diff.updated_chunks["/" + PLAIN]}
     assert chunks == {"plain/chunks/c/0/0", "plain/chunks/c/1/0", "plain/chunks/c/1/1", "plain/chunks/c/1/2"}
-    views = {f"{PLAIN}/{name}" for name in ("data", "data.npy", "data.tif", "data.h5")}  # (headers: the same)
+    # (the headers alone are the same)
+    views = {f"{PLAIN}/{name}" for name in ("data", "data.npy", "data.nii", "data.fits", "data.tif",
+                                            "data.h5")}
     assert differing == chunks | views | {"data.nc", "data.h5"}
     copy = tmp_path / "copy"
     shutil.copytree(old, copy)  # (cp -r)

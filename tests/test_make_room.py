@@ -1,4 +1,4 @@
-"""Making room for writes (zarrfs.array.writeback.make_room), without FUSE: once dirty data
+"""Making room for writes (zarrfs.array.writes.writeback.make_room), without FUSE: once dirty data
 passes its limit, a write stores the least recently written chunks, down to a margin under
 the limit, and not every dirty chunk (a random writer of `data` dirties a row of chunks with
 each write: storing them all each time rewrote every chunk the cache held)."""

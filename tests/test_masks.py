@@ -1,4 +1,4 @@
-"""Written-masks (zarrfs.array.masks): a flag per row while writes cover whole rows, a flag per
+"""Written-masks (zarrfs.array.cache.masks): a flag per row while writes cover whole rows, a flag per
 element after any other write, and always the same elements as a mask kept per element."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from zarrfs.array import masks
+from zarrfs.array.cache import masks
 
 CHUNK = (8, 6, 4)
 

@@ -1,4 +1,4 @@
-"""Reading ahead of a sequential reader (zarrfs.views.readahead, zarrfs.array.streaming),
+"""Reading ahead of a sequential reader (zarrfs.views.readahead, zarrfs.array.reads.streaming),
 without FUSE: slabs decoded ahead are served as they are, never once anything changed, give
 their share of the cache back when closed, and stay within it however many readers stream."""
 
@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from local_arrays import create_zstd_array
 
-from zarrfs.array import ZarrArray, chunk_io, streaming
+from zarrfs.array import ZarrArray
+from zarrfs.array.reads import streaming
+from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
 from zarrfs.formats.v3 import metadata_from_json

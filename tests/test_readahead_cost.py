@@ -1,4 +1,4 @@
-"""Read-ahead priced in requests (zarrfs.array.readahead_cost and the budget of
+"""Read-ahead priced in requests (zarrfs.array.reads.readahead_cost and the budget of
 zarrfs.views.readahead), without FUSE: the chunks a run of bytes touches, the kernel's window
 an array's chunks afford, and a reader that earns what is read ahead of it by reading in order."""
 
@@ -14,7 +14,7 @@ import pytest
 from local_arrays import create_zstd_array
 
 from zarrfs.array import ZarrArray
-from zarrfs.array.readahead_cost import chunks_touched, kernel_window_kb
+from zarrfs.array.reads import chunks_touched, kernel_window_kb
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store

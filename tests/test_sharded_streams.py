@@ -1,4 +1,4 @@
-"""Streams of a sharded array (zarrfs.array.streaming over ShardedChunkIO.fetch_run): inner
+"""Streams of a sharded array (zarrfs.array.reads.streaming over ShardedChunkIO.fetch_run): inner
 chunks lying next to each other in a shard are read with one request, holes read as the fill
 value, and a shard rewritten between its index and its chunks is read again."""
 

@@ -19,6 +19,7 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCode
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
+from zarrfs.views.files import FileForm
 from zarrfs.views.placement.core import NOWHERE, Placement
 from zarrfs.views.tiff.array_file import TiffFile, shows_tiff, tiff_file
 from zarrfs.views.tiff.directories import IMAGE_WIDTH, Tag, TiffImage, tiff_header
@@ -75,7 +76,7 @@ def written(path: Path, data: np.ndarray[Any, Any], **kwargs: Any) -> Path:
 def view_of(path: Path, byteorder: str = "little", placement: Placement = NOWHERE) -> tuple[TiffFile, Any]:
     array = open_array(Store.open(str(path)))
     assert shows_tiff(array)
-    return tiff_file(array, byteorder, lambda: placement), array
+    return tiff_file(array, FileForm(byteorder), lambda: placement), array
 
 
 def read_tiff(view: TiffFile) -> tuple[np.ndarray[Any, Any], list[Any]]:

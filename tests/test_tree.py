@@ -84,7 +84,8 @@ def test_a_group_lists_metadata_and_children_and_hides_bad_arrays_contents(tmp_p
     good, broken = tree.lookup(tree.root, "good"), tree.lookup(tree.root, "bad")
     assert good == Ref("good", ARRAY) and broken == Ref("bad", ARRAY)
     assert list(tree.names(good)) == ["zarr.json", "data", "data.npy", "data.raw.nhdr", "data.mhd",
-                                      "data.vrt", "data.tif", "data.h5", "chunks"]
+                                      "data.vrt", "data.nii", "data.mrc", "data.fits", "data.tif",
+                                      "data.h5", "chunks"]
     assert list(tree.names(broken)) == ["zarr.json"]
     assert tree.lookup(broken, "data") is None
     assert "lz5" in (tree.open_array("bad").problem or "")

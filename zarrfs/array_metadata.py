@@ -74,7 +74,7 @@ def write_new_document(store: Store, description: ArrayDescription) -> bytes:
 
 class DocumentWriter:
     """Rewrites an array's own metadata document in its store with a new shape (an
-    `array.resize.MetadataWriter`); everything else in the document is kept."""
+    `zarrfs.array.writes.MetadataWriter`); everything else in the document is kept."""
 
     def __init__(self, store: Store, zarr_format: int) -> None:
         self.store = store

@@ -59,6 +59,10 @@ class MountOptions:
     # unsigned and 64-bit variables served as classic types that hold their values, where
     # the dataset allows it).
     nc_cdf5: bool = False
+    # data.h5 passes through as stored the chunks of codecs only readers with plugins decode
+    # (HDF5 filters zstd, blosc, bzip2: h5py with hdf5plugin); False: they are served decoded,
+    # so every HDF5 reader opens the file (`filters=builtin|plugins`).
+    plugin_filters: bool = False
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
     recheck: float | None = 0.0
@@ -172,6 +176,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
         "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
+        "filters": ("plugin_filters", _parse_filters),
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
         "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
@@ -292,6 +297,14 @@ def _parse_nc_format(text: str) -> bool:
     if text not in ("auto", "cdf5"):
         raise ValueError(text)
     return text == "cdf5"
+
+
+def _parse_filters(text: str) -> bool:
+    """`builtin` (chunks every HDF5 build decodes pass through, others are decoded) or
+    `plugins` (chunks of plugin filters pass through too): whether plugins are assumed."""
+    if text not in ("builtin", "plugins"):
+        raise ValueError(text)
+    return text == "plugins"
 
 
 def _parse_order(text: str) -> bool:

@@ -168,14 +168,14 @@ def test_exactly_the_listed_arrays_fail(corpus: Corpus) -> None:
 # (No TIFF of a type narrower than its byte; GDAL 3.6 has no Int8.)
 NUMBER_VIEWS = {"data.npy", "data.raw.nhdr", "data.mhd"}
 NEW_TYPES: dict[str, tuple[str, set[str]]] = {
-    "int2": ("|i1", NUMBER_VIEWS),
-    "uint2": ("|u1", NUMBER_VIEWS | {"data.vrt"}),
-    "uint4": ("|u1", NUMBER_VIEWS | {"data.vrt"}),
+    "int2": ("|i1", NUMBER_VIEWS | {"data.fits", "data.nii", "data.mrc"}),
+    "uint2": ("|u1", NUMBER_VIEWS | {"data.vrt", "data.fits", "data.nii"}),  # (MRC has no uint8)
+    "uint4": ("|u1", NUMBER_VIEWS | {"data.vrt", "data.fits", "data.nii"}),
     "float8_e4m3": ("float8_e4m3", set()),
     "float8_e5m2": ("float8_e5m2", set()),
     "complex_float16": ("complex_float16", {"data.npy"}),  # a record of real and imag float16
-    "complex_float32": ("<c8", {"data.npy", "data.vrt", "data.tif", "data.h5"}),
-    "complex_float64": ("<c16", {"data.npy", "data.vrt", "data.tif", "data.h5"}),
+    "complex_float32": ("<c8", {"data.npy", "data.vrt", "data.tif", "data.h5", "data.nii", "data.mrc"}),
+    "complex_float64": ("<c16", {"data.npy", "data.vrt", "data.tif", "data.h5", "data.nii"}),
     "complex_bfloat16": ("complex_bfloat16", set()),
     "complex_float8_e4m3": ("complex_float8_e4m3", set()),
     "complex_float8_e5m2": ("complex_float8_e5m2", set()),

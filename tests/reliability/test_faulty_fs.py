@@ -28,7 +28,8 @@ from tests.reliability.faulty_fs import (
     read_counters,
     write_config,
 )
-from zarrfs.array import ZarrArray, shard_reads
+from zarrfs.array import ZarrArray
+from zarrfs.array.stored import shard_reads
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.codecs import CodecError
 from zarrfs.errors import ChunkError, StoreError

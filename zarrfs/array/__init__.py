@@ -1,5 +1,8 @@
-"""Region reads and writes over the chunk grid: the mount-wide cache and workers (`cache`),
-plain and sharded chunk I/O (`chunk_io`), write-back (`writeback`) and the array (`core`)."""
+"""Region reads and writes over the chunk grid, in rooms each entered through its face (its
+`__init__`): the mount-wide chunk cache (`cache`), chunks moved between the store and memory
+(`stored`), reads and streams (`reads`), write-back and resizes (`writes`). At the top: the
+array (`core`, a facade over them), its grid (`geometry`), what a mount's arrays share
+(`shared`, `loader_pool`), rechecks (`recheck`), arrays of variable-size strings (`variable`)."""
 
 from .cache import DEFAULT_CACHE_BYTES
 from .core import ZarrArray

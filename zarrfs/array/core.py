@@ -21,6 +21,7 @@ is merged with the stored one only when it is read or written back.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -33,20 +34,15 @@ from ..errors import ReadOnlyError
 from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
-from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Entry
-from .chunk_io import Fetched, PlainChunkIO, Stats, StoredChunk
-from .early import Early
-from .entries import ArrayCache
+from . import stored
+from .cache import DEFAULT_CACHE_BYTES, ArrayCache, ChunkCache, Entry, Fetched
 from .geometry import Geometry
-from .loader import ChunkLoader
 from .read_chunks import ReadChunks
+from .reads import ChunkLoader, Stream, Streams
 from .recheck import Changes, Rechecker
-from .rectilinear_io import rectilinear_io
-from .resize import MetadataWriter, Resizer
-from .sharded_io import ShardedChunkIO
 from .shared import Shared
-from .streaming import Stream, Streams
-from .writeback import WriteBack
+from .stored import PlainChunkIO, Rows, ShardedChunkIO, Stats, StoredChunk, in_rows, rows_directory
+from .writes import Early, MetadataWriter, Resizer, WriteBack
 
 # Rechecks started beside an open's other waits (`start_recheck`), of every array.
 _RECHECKS = ThreadPoolExecutor(16, thread_name_prefix="recheck")
@@ -82,7 +78,7 @@ class ZarrArray:
         self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
         self.io: PlainChunkIO
         if description.rectilinear is not None:
-            self.io = rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
+            self.io = stored.rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
                                      self.stats, self.shared.counters,
                                      (self.shared.cache, self.owner, self.shared.loaders))
         elif self.sharding is None:
@@ -213,7 +209,7 @@ class ZarrArray:
         self.loader.start(self._geometry.cells_touched(box))
 
     def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> Stream | None:
-        """Start filling a buffer with `box` (zarrfs.array.streaming), its elements as `dtype`
+        """Start filling a buffer with `box` (zarrfs.array.reads.streaming), its elements as `dtype`
         (the storage type in any byte order; None: as stored); None: no room for it."""
         dtype = self.data_type.storage if dtype is None else dtype
         return self.streams.start(self._geometry, box, self.read_chunk.nbytes, dtype)
@@ -228,19 +224,41 @@ class ZarrArray:
             return None
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
-    def locate_stored(self, units: Sequence[Index]) -> dict[Index, StoredChunk]:
+    def locate_stored(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
         """Where the encoded bytes of the read chunks `units` lie now, and of the others in
         the shards that hold them (those not stored are left out): one look at the stored
         objects (`Store.stats`) and at the index of each shard among them."""
         geometry = self._geometry
         objects = {self.io.location(unit)[0] for unit in units}
-        return self.io.locate({chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)})
+        keys = {chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)}
+        return self.io.locate(keys, by_rows=by_rows)
 
-    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]:
+    def stored_sizes(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, int]:
         """The stored size of each of the read chunks `units` that is stored (an inner chunk's
         in its shard), found as `locate_stored` finds them: nothing is read but shard indexes."""
         wanted = set(units)
-        return {unit: where.nbytes for unit, where in self.locate_stored(units).items() if unit in wanted}
+        located = self.locate_stored(units, by_rows=by_rows)
+        return {unit: where.nbytes for unit, where in located.items() if unit in wanted}
+
+    def stored_rows(self) -> Rows | None:
+        """The rows of the grid of stored objects holding one (`stored_rows`: one listing),
+        None when their keys have no row directories (every row is then asked about)."""
+        return stored.stored_rows(self.store, self._geometry.chunk_key, len(self.shape))
+
+    def stored_sizes_numbered(self, numbers: np.ndarray, rows: Rows | None = None) -> dict[int, int]:
+        """`stored_sizes` of read chunks by their number in C order (of a regular grid of read
+        chunks), looked up by their rows where their keys have row directories (a scan or a
+        listing of each: a span of hundreds of chunks is a few requests, not a stat each);
+        with `rows` (`stored_rows`), those in other rows are not stored, unasked."""
+        grid = tuple(-(-n // c) for n, c in zip(self.shape, self.read_chunk_shape, strict=True))
+        numbers = np.asarray(numbers, dtype=np.int64)
+        if rows is not None and len(grid) > 1:
+            per = self.sharding.chunks_per_shard[0] if self.sharding else 1
+            numbers = numbers[in_rows(numbers // math.prod(grid[1:]) // per, rows)]
+        units = [tuple(u) for u in np.stack(np.unravel_index(numbers, grid), axis=-1).tolist()]
+        by_rows = rows is not None or rows_directory(self._geometry.chunk_key, len(grid)) is not None
+        found = self.stored_sizes(units, by_rows=by_rows)
+        return {int(np.ravel_multi_index(unit, grid)): size for unit, size in found.items()}
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
         """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
@@ -314,5 +332,5 @@ class ZarrArray:
         self.resizer.adopt(shape, raw_metadata)
 
     def resize(self, shape: tuple[int, ...]) -> None:
-        """Give the array a new shape (zarrfs.array.resize); ResizeError when it cannot."""
+        """Give the array a new shape (zarrfs.array.writes.resize); ResizeError when it cannot."""
         self.resizer.resize(shape)

@@ -11,7 +11,7 @@ from ..codecs.sharding import ShardingCodec
 from ..formats.description import ArrayDescription
 from ..grid import Index
 from ..rectilinear import RectilinearGrid
-from .sharded_io import partial_read_sharding
+from .stored import partial_read_sharding
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 
 from ..grid import Index
 from ..store import Store
-from .cache import Counters
-from .chunk_io import PlainChunkIO
-from .entries import ArrayCache
+from .cache import ArrayCache, Counters
 from .geometry import Geometry
+from .stored import PlainChunkIO
 
 SEEN_LIMIT = 1 << 17  # objects remembered per array; past it, a recheck cannot vouch for all
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters
 from .loader_pool import LoaderPool
-from .shard_reads import index_cost
+from .stored import index_cost
 
 
 class Shared:
@@ -32,7 +32,7 @@ class Shared:
         self.threads = threads or os.cpu_count() or 2
         self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode") if served_locally is None
                         else LoaderPool(self.threads, os.cpu_count() or 2, served_locally))
-        # Streams of small chunks decode one job at a time (zarrfs.array.streaming).
+        # Streams of small chunks decode one job at a time (zarrfs.array.reads.streaming).
         self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
         self.writer_count = 4 * self.threads + 4

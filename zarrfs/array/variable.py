@@ -16,7 +16,7 @@ from ..errors import ChunkError
 from ..formats.description import VariableDescription
 from ..grid import Box, Index
 from ..store import Store
-from .held_bytes import HeldBytes
+from .cache import HeldBytes
 
 log = logging.getLogger(__name__)
 FETCHED = HeldBytes(32 << 20)  # (stored chunks of every array of strings, by recency)

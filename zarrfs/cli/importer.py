@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..array.sharded_io import partial_read_sharding
+from ..array.stored import partial_read_sharding
 from ..array_metadata import write_new_document
 from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
 from ..errors import ZarrfsError

@@ -1,13 +1,13 @@
 """The kernel's readahead window a mount gets (`-o readahead=KB`, or chosen here): what a
 mount of one array can afford, from its chunks and what a request costs on its store
-(zarrfs.array.readahead_cost); a group, whose arrays are opened as they are met, keeps the
+(zarrfs.array.reads.readahead_cost); a group, whose arrays are opened as they are met, keeps the
 kernel's usual 1 MiB."""
 
 from __future__ import annotations
 
 import logging
 
-from ..array.readahead_cost import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, kernel_window_kb
+from ..array.reads import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, kernel_window_kb
 from ..errors import ZarrfsError
 from ..options import MountOptions
 from ..tree import ARRAY, Tree

@@ -186,7 +186,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     if metrics is not None:
         metrics.watch(shared)
     try:
-        layout = Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5)
+        layout = Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5,
+                        options.plugin_filters)
         tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()

@@ -249,22 +249,21 @@ class Store:
         return {key: None if found is None else found[1] for key, found in self.stats(keys).items()}
 
     def stats(self, keys: Iterable[str], *, dense: bool = False, whole: bool = False,
-              prefix: str | None = None) -> dict[str, tuple[int, str | None] | None]:
+              prefix: str | None = None, by_rows: bool = False) -> dict[str, tuple[int, str | None] | None]:
         """The size and generation of many keys (None: not stored), at a cost in proportion to
         the keys, never to the store (`many.stats`). `dense`: the keys are most of what their
         directories may hold (every chunk of an array): one listing of them is cheapest.
         `whole`: what holds them holds no more than a listing's page (a small array).
-        `prefix`: they all begin so, and few other keys do (one listing of them)."""
-        if self.disk_cache is None:
-            return many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix)
-        tick = self.disk_cache.tick()
-        found = many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix)
-        self.disk_cache.learned(self, found, tick)
+        `prefix`: they all begin so, and few other keys do (one listing of them). `by_rows`:
+        dense, and listed by their rows however few they are (rows known to be stored)."""
+        tick = self.disk_cache.tick() if self.disk_cache is not None else 0
+        found = many.stats(self, list(keys), dense=dense, whole=whole, prefix=prefix, by_rows=by_rows)
+        if self.disk_cache is not None:
+            self.disk_cache.learned(self, found, tick)
         return found
 
     def size(self, key: str) -> int | None:
-        described = self.stat(key)
-        return None if described is None else described[0]
+        return None if (described := self.stat(key)) is None else described[0]
 
     def stat(self, key: str) -> tuple[int, str | None] | None:
         """The size and generation of `key` (None: not stored)."""
@@ -301,10 +300,11 @@ class Store:
         return path[len(self.root) + 1 :] if path.startswith(self.root + "/") else path
 
     def list_dirs(self, prefix: str = "") -> tuple[str, ...]:
-        """The names of the directories (common prefixes) directly below `prefix`."""
+        """The names of the directories (common prefixes) directly below `prefix`, now."""
         base, confined = self.path(prefix), self.confined
         if confined is not None:
             return self.call(prefix, lambda s: listing.directories(confined, base), kind=LIST) or ()
+        self.fs.invalidate_cache(base)
         entries = self.call(prefix, lambda s: self.fs_call(s, "ls", base, detail=True), kind=LIST)
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))

@@ -56,8 +56,10 @@ class Store(Protocol):
 
 
 def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False,
-          prefix: str | None = None) -> dict[str, Described]:
+          prefix: str | None = None, by_rows: bool = False) -> dict[str, Described]:
     object_store = store.is_s3 or store.is_gcs or store.is_azure
+    if by_rows and store.lists and len(wanted) > 4:
+        return _by_rows(store, wanted, object_store)
     if whole and object_store and store.lists and wanted:
         return _listed(store, [(_directory_of(wanted), "")], wanted)
     if prefix is not None and object_store and store.lists and len(wanted) > 1:
@@ -67,18 +69,26 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = Fal
         return {key: store.stat(key) for key in wanted}
     if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
-    if store.is_local:
-        scan = functools.partial(listing.scanned, store.root, wanted, store.confined)
-        scanned = store.call("", lambda s: scan(), kind=LIST) or {}
-        return {key: scanned.get(key) for key in wanted}
-    if not object_store:  # (Icechunk and reference sets list only a node: the store's)
-        return _listed(store, [("", "")], wanted)
+    if store.is_local or not object_store:
+        return _by_rows(store, wanted, object_store)
     if dense:
         prefixes = sorted({listing.row_prefix(key) for key in wanted})
         if len(prefixes) * KEYS_A_PREFIX_AT_LEAST <= len(wanted):
             return _listed(store, prefixes, wanted)
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     return _listed(store, sorted({(os.path.dirname(key), "") for key in wanted}), wanted)
+
+
+def _by_rows(store: Store, wanted: Sequence[str], object_store: bool) -> dict[str, Described]:
+    """One scan of each local directory holding them, a listing of each row of them on an
+    object store, one listing of the store's node elsewhere (Icechunk, reference sets)."""
+    if store.is_local:
+        scan = functools.partial(listing.scanned, store.root, wanted, store.confined)
+        scanned = store.call("", lambda s: scan(), kind=LIST) or {}
+        return {key: scanned.get(key) for key in wanted}
+    if not object_store:
+        return _listed(store, [("", "")], wanted)
+    return _listed(store, sorted({listing.row_prefix(key) for key in wanted}), wanted)
 
 
 def _directory_of(keys: Sequence[str]) -> str:

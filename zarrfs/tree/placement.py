@@ -2,7 +2,9 @@
 header first needs it: OME-Zarr transformations from the parent group, CF attributes of the
 array, and the CF/xarray coordinate arrays beside it (1-D arrays named as the array's
 dimensions, read whole, at most `MAX_COORDINATE_ELEMENTS` each) and its `grid_mapping`
-variable. A failure here costs the array its placement (logged), never the array."""
+variable; the axes of an OME-Zarr image and the header a NIfTI-Zarr image keeps of its NIfTI
+file (its `nifti` array, read whole). A failure here costs the array its placement (logged),
+never the array."""
 
 from __future__ import annotations
 
@@ -24,14 +26,20 @@ from ..views.placement import (
     NOWHERE,
     Coordinate,
     Placement,
+    StoredHeader,
+    Surroundings,
     cf_placement,
     geozarr_georeference,
+    ome_axes,
+    ome_finest_level,
     ome_placement,
 )
 
 log = logging.getLogger(__name__)
 
 MAX_COORDINATE_ELEMENTS = 1_000_000
+NIFTI_HEADER_ARRAY = "nifti"  # (NIfTI-Zarr: the bytes of the NIfTI header, extensions included)
+MAX_STORED_HEADER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,27 @@ def _placement(node: NodeMetadata, description: ArrayDescription,
     ome = ome_placement(group.attributes, node.name, description.rank) if group is not None else None
     if ome is not None:
         found = replace(found, spacing=ome.spacing, origin=ome.origin, flipped=None)
-    return found
+    if group is not None and siblings is not None:
+        found = replace(found, axes=ome_axes(group.attributes, node.name, description.rank),
+                        stored_header=_stored_header(group, siblings, node.name, description.rank))
+    names = tuple(description.dimension_names) if description.dimension_names else None
+    return replace(found, surroundings=Surroundings(attributes, tuple(coordinates),
+                                                    group.attributes if group is not None else {}, names))
+
+
+def _stored_header(group: NodeMetadata, siblings: Siblings, name: str, rank: int) -> StoredHeader | None:
+    """The NIfTI header kept beside the levels of a NIfTI-Zarr image, when `name` is a level."""
+    finest = ome_finest_level(group.attributes, name)
+    if finest is None or siblings.node(NIFTI_HEADER_ARRAY) is None:
+        return None
+    opened = siblings.open(NIFTI_HEADER_ARRAY)
+    if opened is None:
+        return None
+    meta = opened.array.metadata
+    if len(meta.shape) != 1 or meta.data_type.storage != np.uint8 or meta.shape[0] > MAX_STORED_HEADER_BYTES:
+        return None
+    contents = np.asarray(opened.array.read(Box((0,), meta.shape))).tobytes()
+    return StoredHeader("nifti", contents, ome_placement(group.attributes, finest, rank) or NOWHERE)
 
 
 def _coordinate(siblings: Siblings | None, name: str | None, length: int, own_name: str) -> Coordinate | None:

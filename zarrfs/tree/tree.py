@@ -194,7 +194,8 @@ class Tree:
         where = placement_finder(node, array.metadata, self.node, self._group_child,
                                  lambda path: self.open_array(path).directory)
         directory = ArrayDirectory(array, self.layout, placement=where,  # (resized after it is made)
-                                   on_resize=lambda shape: self.reshapes.resized(node.path, directory, shape))
+                                   on_resize=lambda shape: self.reshapes.resized(node.path, directory, shape),
+                                   path=node.path)
         return OpenedArray(directory, None)
 
     def opened_arrays(self) -> list[ZarrArray]:

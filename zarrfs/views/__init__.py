@@ -1,8 +1,8 @@
 """The virtual files of an array and of a group directory (pure: byte ranges <-> regions,
 names, attributes). The modules at the top (and `placement/`) are the view contract every
 format's files meet; each format family is a subpackage entered through its `__init__`:
-`headers/`, `tiff/`, `hdf5/`, `netcdf/`, `text/`. This face exports the contract's files,
-chunk names and extended attributes."""
+`headers/`, `nifti/`, `mrc/`, `tiff/`, `hdf5/`, `netcdf/`, `text/`. This face exports the
+contract's files, chunk names and extended attributes."""
 
 from .chunks import ChunkNames
 from .files import BytesFile, FileTooLargeError, FileView, MadeView, RegionArray, RegionFile

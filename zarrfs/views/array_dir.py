@@ -1,10 +1,11 @@
 """What an array directory holds besides its metadata files: `data`, the files for legacy
-tools (`registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.tif`,
-`data.h5`) and `chunks/`; their extended attributes; resizing through `data`. Pure: no FUSE,
-no store of its own (the array has one)."""
+tools (`registry`: `data.npy`, `data.raw.nhdr`, `data.mhd`, `data.vrt`, `data.nii`,
+`data.mrc`, `data.tif`, `data.h5`) and `chunks/`; their extended attributes; resizing through
+`data`. Pure: no FUSE, no store of its own (the array has one)."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,12 +13,13 @@ from typing import Any
 
 from ..grid import Box, Index
 from .chunks import ChunkNames
-from .files import BytesFile, FileView, MadeView, RegionArray, RegionFile
+from .files import BytesFile, CannotHold, FileForm, FileView, MadeView, RegionArray, RegionFile
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .xattrs import array_attributes
 
+log = logging.getLogger(__name__)
 DATA_NAME, CHUNKS_NAME = "data", "chunks"
 
 
@@ -29,6 +31,11 @@ class Layout:
     fortran: bool = False
     views: frozenset[str] = VIEW_KINDS
     nc_cdf5: bool = False  # every group's data.nc as CDF-5 (else classic CDF-2 where it can be)
+    plugin_filters: bool = False  # (`FileForm`)
+
+    @property
+    def form(self) -> FileForm:
+        return FileForm(self.byteorder, self.plugin_filters)
 
 
 @dataclass(frozen=True)
@@ -42,11 +49,13 @@ class MadeFile:
 
 class ArrayDirectory:
     def __init__(self, array: Any, layout: Layout, *, placement: Callable[[], Placement] | None = None,
-                 on_resize: Callable[[tuple[int, ...]], None] | None = None) -> None:
+                 on_resize: Callable[[tuple[int, ...]], None] | None = None, path: str = "") -> None:
         """`array` is a zarrfs.array.ZarrArray; `placement` says where its elements are, asked
         once, when a header is first made (it may read coordinate arrays); `on_resize` gets its
-        new shape after a resize through `data` (the tree updates what it keeps of the metadata)."""
+        new shape after a resize through `data` (the tree updates what it keeps of the metadata);
+        `path`, the array's in the mount, names it in the log."""
         self.array = array
+        self.path = path
         self.layout = layout
         self._find_placement = placement
         self._placement: Placement | None = None
@@ -89,10 +98,17 @@ class ArrayDirectory:
         shape = tuple(self.array.shape)
         key = (kind, shape)
         if key not in self._header_cache:
-            made = HEADER_VIEWS[kind].make(self.data.file_dtype, shape, self.layout.fortran,
-                                           lambda: self.placement)
+            made = self._made_header(kind, shape)
             self._header_cache = {key: made, **{k: v for k, v in self._header_cache.items() if k[1] == shape}}
         return self._header_cache[key]
+
+    def _made_header(self, kind: str, shape: Index) -> bytes | None:
+        view = HEADER_VIEWS[kind]
+        try:
+            return view.make(self.data.file_dtype, shape, self.layout.fortran, lambda: self.placement)
+        except CannotHold as e:
+            log.info("array %s has no %s: %s", self.path or "/", view.file_name, e)
+            return None
 
     @property
     def placement(self) -> Placement:
@@ -120,7 +136,7 @@ class ArrayDirectory:
             found = self._files.get(kind)
         if found is not None and found.state == state:
             return found.file
-        made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.byteorder, lambda: self.placement)
+        made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.form, lambda: self.placement)
         with self._files_lock:
             self._files[kind] = MadeFile(state, made)
         return made

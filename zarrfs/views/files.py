@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..array.readahead_cost import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
+from ..array.reads import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..errors import ResizeError, ZarrfsError
 from ..formats import DataType, from_low_bits
 from ..grid import Box, Index, flat_boxes
-from .readahead import Readahead, Reading
+from .readahead import Readahead, Reading, Slab
 
 if TYPE_CHECKING:
-    from ..array.streaming import Stream
+    from ..array.reads import Stream
 
 
 class FixedBytesError(ZarrfsError, PermissionError):
@@ -32,6 +33,11 @@ class FixedBytesError(ZarrfsError, PermissionError):
 
 class FileTooLargeError(ZarrfsError, OSError):
     """A write starts at or past the end of a file whose size is fixed (EFBIG)."""
+
+
+class CannotHold(ValueError):
+    """A header view's format cannot hold this array (its element type, rank or a size): the
+    maker raises it saying why, the array directory logs that and shows no file."""
 
 
 class RegionArray(Protocol):
@@ -85,7 +91,23 @@ class StoredArray(RegionArray, Protocol):
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
     def read_stored_unit(self, unit: Index) -> BytesLike | None: ...
     def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]: ...
+    def stored_rows(self) -> frozenset[int] | None:
+        """The rows of stored objects (one listing; None: no census: `array.stored_rows`)."""
+    def stored_sizes_numbered(self, numbers: np.ndarray,
+                              rows: frozenset[int] | None = None) -> dict[int, int]:
+        """`stored_sizes` by read chunk number in C order, unasked for chunks outside `rows`."""
     def encoded_fill(self) -> BytesLike: ...
+
+
+@dataclass(frozen=True)
+class FileForm:
+    """How the files made of an array's chunks (`data.tif`, `data.h5`) hold its elements,
+    as the mount's options say: the byte order of what they decode, and whether chunks of
+    codecs that only readers with plugins decode (HDF5's zstd, blosc, bzip2 filters) pass
+    through as stored (else they are served decoded, for every reader)."""
+
+    byteorder: str = "little"
+    plugin_filters: bool = False
 
 
 # -- file views -------------------------------------------------------------------------------
@@ -342,7 +364,7 @@ class RegionFile:
         size = max(0, min(size, self.size - offset))
         return chunks_in(self.boxes(offset, size), self.array.read_chunk_shape) if size else 0
 
-    def stream_rows(self, first: int, stop: int) -> Stream | None:
+    def stream_rows(self, first: int, stop: int) -> Slab | None:
         """Start filling a buffer with rows [first, stop) of the array (clipped to it)."""
         shape = self.array.shape
         return self.array.stream(Box((min(first, shape[0]), *(0,) * (len(shape) - 1)),

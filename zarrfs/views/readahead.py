@@ -3,7 +3,7 @@
 A flat C-order file of the whole array (`data`, `data.npy` after its header, a variable of
 `data.nc`) is, slab by slab, a run of whole rows of the array: rows of read chunks. While a
 reader goes forward, the next slabs are decoded on the loader threads straight into buffers in
-file order (zarrfs.array.streaming; in the file's byte order, swapped as chunks are copied in),
+file order (zarrfs.array.reads.streaming; in the file's byte order, swapped as chunks are copied in),
 so a request inside a finished slab is answered with a slice of it, at once and without
 copying. A slab is used only while no element of the array changed since it began (any
 write, through any view, makes it stale).
@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, Protocol
-
-if TYPE_CHECKING:
-    from ..array.streaming import Stream
+from typing import NamedTuple, Protocol
 
 SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
 MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
@@ -30,7 +27,7 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 # row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
 SLAB_REQUESTS = 1024
 SLABS_AHEAD = 2
-# What is read ahead from a remote store is priced in requests (zarrfs.array.readahead_cost),
+# What is read ahead from a remote store is priced in requests (zarrfs.array.reads.readahead_cost),
 # from a local one in bytes (slabs, PREFETCH_BYTES: a request is a local read): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
 # reader that lands near its last read must not start anything), then twice what its read
@@ -57,6 +54,24 @@ class _Slabs(NamedTuple):
     row_requests: int  # read chunks per row of them
     skip: int  # bytes of the view before the array's (a header)
     data_size: int  # bytes of the array's
+
+
+class Slab(Protocol):
+    """A buffer being filled with rows of the array in file order (`zarrfs.array.reads.streaming.
+    Stream`, or a view of one that changes its bytes before they are served)."""
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def current(self) -> bool:
+        """Done without error, and no element of the array changed since it began."""
+
+    def wait(self) -> bool:
+        """Wait until done; whether it is current."""
+
+    def piece(self, start: int, stop: int) -> memoryview | None: ...
+    def close(self) -> None: ...
 
 
 class Reader(Protocol):
@@ -93,7 +108,7 @@ class Rows(Protocol):
     def slab_rows(self) -> int | None: ...
     def row_requests(self) -> int: ...
     def requests(self, offset: int, size: int) -> int: ...
-    def stream_rows(self, first: int, stop: int) -> Stream | None: ...
+    def stream_rows(self, first: int, stop: int) -> Slab | None: ...
     def cached(self, offset: int, size: int) -> bool: ...
 
 
@@ -108,7 +123,7 @@ class Readahead:
         self._skip = skip
         self._prefetch_bytes = prefetch_bytes
         self._lock = threading.Lock()
-        self._slabs: dict[int, Stream] = {}
+        self._slabs: dict[int, Slab] = {}
         self._last_end: int | None = None  # (None: nothing read yet)
         self._streak = 0  # bytes read in order, up to the last read
         self._window = 0  # what the cache-filling way loads ahead of the reader now
@@ -159,7 +174,7 @@ class Readahead:
             if self._last_end is None:
                 self._last_end = offset
 
-    def slabs(self) -> dict[int, Stream]:
+    def slabs(self) -> dict[int, Slab]:
         """The slabs held now, by index (a copy: for looking at, as the tests do)."""
         with self._lock:
             return dict(self._slabs)
@@ -186,7 +201,7 @@ class Readahead:
         return _Slabs(rows * per_slab, rows * per_slab * row_bytes, rows, row_requests, self._skip(),
                       self._data.size)
 
-    def _slabs_for(self, layout: _Slabs | None, offset: int, size: int) -> list[tuple[Stream, int, int]]:
+    def _slabs_for(self, layout: _Slabs | None, offset: int, size: int) -> list[tuple[Slab, int, int]]:
         """The slabs holding bytes [offset, offset + size) of the view (clipped to its end),
         with where the bytes lie in each; empty unless slabs hold all of them."""
         if layout is None:
@@ -299,12 +314,12 @@ class Readahead:
         self._view.prefetch(start, size)
 
 
-def _stale(stream: Stream) -> bool:
+def _stale(stream: Slab) -> bool:
     """Finished but not current: a write came after it began."""
     return stream.done and not stream.current
 
 
-def _join(found: list[tuple[Stream, int, int]]) -> bytes | memoryview | None:
+def _join(found: list[tuple[Slab, int, int]]) -> bytes | memoryview | None:
     """The bytes of one slab as they are; of several (a request across a boundary) copied;
     None when a slab was closed meanwhile."""
     parts = [stream.piece(start, stop) for stream, start, stop in found]

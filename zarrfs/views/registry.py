@@ -17,16 +17,20 @@ from typing import Any
 import numpy as np
 
 from . import headers
-from .files import FileView, MadeView, RegionFile
+from .files import FileForm, FileView, MadeView, RegionFile
+from .fits import FITS_NAME, fits_file, fits_header
 from .hdf5 import H5_NAME, array_h5_file, shows_h5
 from .headers import NpyFile
+from .mrc import MRC_NAME, mrc_header
 from .netcdf import NC_NAME
+from .nifti import NII_NAME, nifti_header
 from .placement import Placement
 from .tiff import OME_TIFF_NAME, shows_array_tiff, tiff_file
 
-# (file dtype, shape in file order, Fortran order, where the elements are: asked only when
-# the header needs it, as it may read coordinate arrays) -> the header's bytes, or None when
-# the format cannot describe the array.
+# (file dtype, the array's shape in C order, whether `data` is in Fortran order (its axes
+# reversed), where the elements are: asked only when the header needs it, as it may read
+# coordinate arrays) -> the header's bytes, or None when the format cannot describe the array
+# (or raises files.CannotHold saying why, for the log).
 Maker = Callable[[np.dtype[Any], tuple[int, ...], bool, Callable[[], Placement]], "bytes | None"]
 # (`data`, the header's bytes now) -> the file holding the header then `data`'s bytes.
 WithData = Callable[[RegionFile, Callable[[], "bytes | None"]], FileView]
@@ -57,6 +61,11 @@ HEADER_VIEWS: dict[str, HeaderView] = {
         dtype, shape, fortran, placement=where())),
     "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
         dtype, shape, fortran, placement=where())),
+    # (the header, then data's bytes: writable as data.npy is)
+    "nii": HeaderView(NII_NAME, nifti_header, NpyFile),
+    "mrc": HeaderView(MRC_NAME, mrc_header, NpyFile),
+    # (the header, data's bytes big-endian, zeros to a whole block: read-only)
+    "fits": HeaderView(FITS_NAME, fits_header, fits_file),
 }
 
 
@@ -66,8 +75,8 @@ class ArrayFileView:
 
     file_name: str
     shows: Callable[[Any], bool]  # (the array) -> whether the format can hold it
-    # (the array, the mount's byte order, where its elements are) -> the file
-    make: Callable[[Any, str, Callable[[], Placement]], MadeView]
+    # (the array, how the mount's files hold it, where its elements are) -> the file
+    make: Callable[[Any, FileForm, Callable[[], Placement]], MadeView]
 
 
 ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {

@@ -15,7 +15,7 @@ chunk (`dataset_chunks`). A group's file holds its arrays' datasets so (`group_f
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,9 +25,9 @@ from ...codecs.pipeline import Pipeline
 from ...codecs.stored_form import StoredForm
 from ...formats.description import ArrayDescription
 from ...grid import cell_count
-from ..files import StoredArray
+from ..files import FileForm, StoredArray
 from ..netcdf_model import valid_name
-from ..placement import Placement, fill_number
+from ..placement import fill_number
 from . import structures as h5
 from .attributes import attribute_messages
 from .dataset_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot, Tails
@@ -82,12 +82,13 @@ def shows_array_h5(array: StoredArray) -> bool:
     return fits and file_dtype(array, None, "little") is not None
 
 
-def passed_through(array: H5Array) -> Filtered | None:
-    """The filters that decode the array's read chunks as stored, or None (decoded here)."""
+def passed_through(array: H5Array, plugins: bool) -> Filtered | None:
+    """The filters that decode the array's read chunks as stored, or None (decoded here);
+    filters of plugins only when the reader is taken to have them (`plugins`)."""
     if not array.metadata.is_regular:
         return None  # (the shards of a rectilinear grid: each has an index of its own shape)
     pipeline = array.sharding.inner if array.sharding else array.pipeline
-    return filtered(pipeline, array.data_type.itemsize)
+    return filtered(pipeline, array.data_type.itemsize, plugins=plugins)
 
 
 @dataclass(frozen=True)
@@ -129,19 +130,15 @@ class AnyDataset(Protocol):
         its metadata (b"": none)."""
 
 
-def h5_dataset(array: H5Array, byteorder: str) -> Dataset:
+def h5_dataset(array: H5Array, form: FileForm) -> Dataset:
     """`array` (one `shows_array_h5` shows) as a dataset, its written bytes stored first."""
-    through = passed_through(array) if array.shape else None  # (HDF5 filters only chunks)
-    dtype = file_dtype(array, through.form if through else None, byteorder)
+    through = passed_through(array, form.plugin_filters) if array.shape else None  # (HDF5 filters chunks)
+    dtype = file_dtype(array, through.form if through else None, form.byteorder)
     assert dtype is not None
     if through and array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
     return Dataset(array, dtype, through, fill)
-
-
-def h5_file(array: H5Array, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
-    return dataset_file(h5_dataset(array, byteorder))
 
 
 def dataset_file(dataset: AnyDataset) -> ChunkedFile:
@@ -231,7 +228,7 @@ def _metadata(dataset: AnyDataset) -> tuple[bytes, int]:
         dimensions = [dimension_list(heap_at, 1, len(names))] if names else []
         return dataset.header(index_at, dimensions, fill_at)
 
-    dataset_at = h5.SUPERBLOCK_SIZE + len(root(0, [0] * len(names)))
+    dataset_at = h5.FILE_HEAD_SIZE + len(root(0, [0] * len(names)))
     scales = [scale_header(length, [(dataset_at, i)]) for i, length in enumerate(shape)] if names else []
     scales_start = dataset_at + len(header(0, 0, 0))
     scales_at = list(itertools.accumulate([len(s) for s in scales], initial=scales_start))
@@ -239,6 +236,6 @@ def _metadata(dataset: AnyDataset) -> tuple[bytes, int]:
     fill_heap = dataset.fill_heap()
     fill_at = heap_at + (GLOBAL_HEAP_SIZE if names else 0)
     index_at = fill_at + len(fill_heap)
-    parts = [h5.superblock(0, h5.SUPERBLOCK_SIZE), root(dataset_at, scales_at),
+    parts = [h5.file_head(0), root(dataset_at, scales_at),
              header(index_at, heap_at, fill_at), *scales, global_heap(scales_at) if names else b"", fill_heap]
     return b"".join(parts), index_at

@@ -11,7 +11,7 @@ as stored: chunks pass through where `filters` maps the codecs (for one-byte ele
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from ...codecs import BytesLike
 from ...formats.description import ArrayDescription
 from ...grid import Box, Index, cell_count
-from ..placement import Placement
+from ..files import FileForm
 from .array_file import MAX_CHUNKS, Dataset, dataset_file
 from .dataset_chunks import ChunkedFile
 from .filters import OTHERS, filtered
@@ -60,9 +60,12 @@ class CharArray:
     def flush(self) -> None:
         self.array.flush()
 
-    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]:
-        sizes = self.array.stored_sizes([unit[:-1] for unit in units])
-        return {(*unit, 0): size for unit, size in sizes.items()}
+    def stored_rows(self) -> Any:
+        return self.array.stored_rows()
+
+    def stored_sizes_numbered(self, numbers: np.ndarray, rows: Any = None) -> dict[int, int]:
+        """(A chunk's number is its array's: the characters are one chunk along their axis.)"""
+        return dict(self.array.stored_sizes_numbered(numbers, rows))
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
         found: BytesLike | None = self.array.read_stored_unit(unit[:-1])
@@ -90,11 +93,12 @@ def _described(metadata: ArrayDescription, length: int) -> ArrayDescription:
                                fill_value_stated=stated)
 
 
-def char_dataset(array: CharArray) -> Dataset:
-    """The characters as a dataset: chunks as stored where HDF5's filters decode them and a
-    chunk not stored reads as zeros (the fill value of zero bytes); else decoded here."""
+def char_dataset(array: CharArray, plugins: bool) -> Dataset:
+    """The characters as a dataset: chunks as stored where HDF5's filters decode them (those
+    of plugins too: `plugins`) and a chunk not stored reads as zeros (the fill value of zero
+    bytes); else decoded here."""
     inner = array.sharding.inner if array.sharding else array.pipeline
-    through = filtered(inner, 1) if array.array.metadata.is_regular else None
+    through = filtered(inner, 1, plugins=plugins) if array.array.metadata.is_regular else None
     fill = bytes(array.array.metadata.fill_value)
     # (blosc's and bzip2's filter values and bounds count an element as one byte here: decoded)
     if through and (any(fill) or any(ident in _SIZED for ident, _ in through.filters)):
@@ -105,6 +109,6 @@ def char_dataset(array: CharArray) -> Dataset:
     return Dataset(seen, CHAR, through, b"\0")
 
 
-def chars_h5_file(array: Any, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
+def chars_h5_file(array: Any, form: FileForm) -> ChunkedFile:
     """`data.h5` of an array of `S` bytes (one `shows_chars_h5` shows)."""
-    return dataset_file(char_dataset(CharArray(array)))
+    return dataset_file(char_dataset(CharArray(array), form.plugin_filters))

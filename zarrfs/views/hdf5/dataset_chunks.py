@@ -1,12 +1,14 @@
 """One chunked dataset's part of a `data.h5` file past its object header: the B-tree
-indexing its chunks (made as it is read), then a slot per chunk; and a file made of metadata
-followed by such parts (`ChunkedFile`), which an array's file and a group's file both are.
+indexing its chunks (made as it is read: `index_nodes`), then a slot per chunk; and a file
+made of metadata followed by such parts (`ChunkedFile`), which an array's file and a group's
+file both are.
 
 A chunk's slot is as long as the codec's bound, at an offset known in advance, so the layout
 is computed from the array's shape and codecs alone, at no store request. The tree's nodes
-above its leaves are made from the grid alone; a leaf of 64 chunks costs a look at the stored
-sizes of its 64 chunks (the sizes in the tree are exact; a chunk not stored points at the
-fill chunk), never a listing of the array.
+above its leaves are made from the grid alone; a leaf of 64 chunks passed through as stored
+costs a look at the stored sizes of its 64 chunks (the sizes in the tree are exact; a chunk
+not stored points at the fill chunk), a walk of the leaves a look at the rows stored; a leaf
+of chunks served decoded costs nothing (each is the chunk's size, in its own slot).
 """
 
 from __future__ import annotations
@@ -15,18 +17,20 @@ import bisect
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from ...grid import Box, Index, unravel
 from ..files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
+from ..readahead import Reading
 from . import structures as h5
 from .filters import Filtered
+from .index_nodes import IndexNodes, StoredRows
 
 ALIGN = 4096  # (chunk slots start on a page: a chunk read is one request of whole pages)
-_KEPT = 16  # index runs and chunks kept by one dataset (a reader reads a run, then its chunks)
+_KEPT = 16  # chunks kept by one dataset (a reader reads a leaf, then its chunks)
 
 
 class DatasetChunks:
@@ -50,7 +54,9 @@ class DatasetChunks:
         self.fill_at = -(-self.index.end // ALIGN) * ALIGN
         self.data_at = self.fill_at + (self.slot if form else 0)
         self.end = self.data_at + self.slot * self.index.count
-        self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+        self.nodes = IndexNodes(self.index, self._entries)
+        self._rows = StoredRows(lambda: self.array.stored_rows())  # (asked only of stored chunks)
+        self._kept: OrderedDict[int, bytes] = OrderedDict()
         self._fill_chunk: bytes | None = None
         self._lock = threading.Lock()
 
@@ -61,52 +67,61 @@ class DatasetChunks:
     def piece(self, offset: int, end: int) -> bytes:
         """The bytes from `offset` (at or past the index's root) to the end of the structure
         there, or to `end`."""
+        found = self._piece(offset, end, wait=True)
+        assert found is not None
+        return found
+
+    def ready(self, offset: int, end: int) -> bytes | None:
+        """As `piece`, when its bytes are made (no wait), else None."""
+        return self._piece(offset, end, wait=False)
+
+    def _piece(self, offset: int, end: int, *, wait: bool) -> bytes | None:
         index = self.index
         end = min(end, self.end)
         if offset >= self.fill_at:
             number, inside = divmod(offset - self.fill_at, self.slot)
             wanted = min(end - offset, self.slot - inside)
-            found = self._fill() if self.form and number == 0 else self._chunk(number - bool(self.form))
+            found = self._slot(number, wait)
+            if found is None:
+                return None
             found = found[inside:inside + wanted]
             return found + bytes(wanted - len(found))  # (the slot's rest: zeros)
         if offset < index.end:
             level, number = index.node_containing(offset)
             start = index.node_at(level, number)
-            return self._node(level, number)[offset - start:min(end, start + index.node_size) - start]
+            node = self.nodes.node(level, number) if wait else self.nodes.node_now(level, number)
+            return None if node is None else node[offset - start:min(end, start + index.node_size) - start]
         return bytes(min(end, self.fill_at) - offset)
 
-    def _kept_or(self, key: tuple[str, int], make: Callable[[], bytes]) -> bytes:
+    def _slot(self, number: int, wait: bool) -> bytes | None:
+        """The bytes of slot `number`: the fill chunk's (filtered chunks), or a chunk's."""
+        if self.form and number == 0:
+            return self._fill() if wait else self._fill_chunk
+        number -= bool(self.form)
+        if wait:
+            return self._chunk(number)
         with self._lock:
-            found = self._kept.get(key)
-            if found is not None:
-                self._kept.move_to_end(key)
-                return found
-        made = make()
-        with self._lock:
-            self._kept[key] = made
-            while len(self._kept) > _KEPT:
-                self._kept.popitem(last=False)
-        return made
+            return self._kept.get(number)
 
     def _unit(self, number: int) -> Index:
         return unravel(number, self.grid)
 
-    def _node(self, level: int, number: int) -> bytes:
-        if level:
-            return self._kept_or((f"node {level}", number), lambda: self.index.internal(level, number))
-        return self._kept_or(("leaf", number), lambda: self._make_leaf(number))
-
-    def _make_leaf(self, number: int) -> bytes:
-        numbers = self.index.span(0, number)
-        addresses = [self.data_at + n * self.slot for n in numbers]
+    def _entries(self, numbers: np.ndarray, wide: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The sizes and addresses of chunks `numbers` in the index: decoded chunks in their
+        slots; stored chunks as stored, a chunk not stored at the fill chunk (`wide`: many
+        leaves at once, asking the store only about the rows it holds)."""
+        addresses = self.data_at + numbers * self.slot
         if self.form is None:
-            return self.index.leaf(number, [self.chunk_bytes] * len(numbers), addresses)
-        units = [self._unit(n) for n in numbers]
-        found = self.array.stored_sizes(units)
-        fill = len(self._fill()) if len(found) < len(units) else 0  # (encoded only when one is missing)
-        sizes = [found[u] - self.form.trailer if u in found else fill for u in units]
-        addresses = [a if u in found else self.fill_at for a, u in zip(addresses, units, strict=True)]
-        return self.index.leaf(number, sizes, addresses)
+            return np.full(len(numbers), self.chunk_bytes, dtype=np.int64), addresses
+        found = self.array.stored_sizes_numbered(numbers, self._rows.rows() if wide else None)
+        sizes = np.zeros(len(numbers), dtype=np.int64)
+        if len(found) < len(numbers):  # (the fill chunk is encoded only when one is missing)
+            sizes[:], addresses[:] = len(self._fill()), self.fill_at
+        first = int(numbers[0]) if len(numbers) else 0
+        for number, size in found.items():
+            sizes[number - first] = size - self.form.trailer
+            addresses[number - first] = self.data_at + number * self.slot
+        return sizes, addresses
 
     def _fill(self) -> bytes:
         """The chunk of fill values as the filters decode it (its trailer off, as a chunk's):
@@ -123,7 +138,17 @@ class DatasetChunks:
         return made
 
     def _chunk(self, number: int) -> bytes:
-        return self._kept_or(("chunk", number), lambda: self._make_chunk(number))
+        with self._lock:
+            found = self._kept.get(number)
+            if found is not None:
+                self._kept.move_to_end(number)
+                return found
+        made = self._make_chunk(number)
+        with self._lock:
+            self._kept[number] = made
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return made
 
     def _make_chunk(self, number: int) -> bytes:
         """Chunk `number` as the index says it is: stored bytes, or decoded and whole (a chunk
@@ -144,6 +169,8 @@ class DatasetChunks:
     def forget_fetched(self) -> None:
         with self._lock:
             self._kept.clear()
+        self.nodes.forget()
+        self._rows.forget()
 
 
 class ScalarSlot:
@@ -158,6 +185,9 @@ class ScalarSlot:
     def piece(self, offset: int, end: int) -> bytes:
         element = np.asarray(self.array.read_boxes([Box((), ())])[0]).astype(self.dtype).tobytes()
         return element[offset - self.start:min(end, self.end) - self.start]
+
+    def ready(self, offset: int, end: int) -> bytes | None:
+        return None  # (read from the array each time)
 
     def forget_fetched(self) -> None:
         return None
@@ -216,7 +246,8 @@ class ChunkedFile(ReadOnlyFile):
     the `tails`, if any.
 
     Served without the page cache: a reader of one chunk gets that chunk, not the kernel's
-    readahead of the chunks after it."""
+    readahead of the chunks after it. What is made (the metadata, the index's nodes, chunks
+    kept) is answered at once, on the request loop (`readahead`)."""
 
     direct_io = True
     block_size = RANDOM_ACCESS_BLOCK
@@ -235,29 +266,46 @@ class ChunkedFile(ReadOnlyFile):
         return self.tails.starts()[-1] if self.tails.parts else self.tails.start
 
     def _placed_head(self, size: int) -> bytes:
-        return h5.superblock(size, h5.SUPERBLOCK_SIZE) + self._unplaced_head[h5.SUPERBLOCK_SIZE:]
+        return h5.file_head(size) + self._unplaced_head[h5.FILE_HEAD_SIZE:]
+
+    def readahead(self) -> Reading:
+        """A walk of the index of 10^6 chunks is 15,625 reads of leaves, made 64 at a time:
+        each but the first of 64 is answered at once, not after a trip to a worker thread."""
+        return MadeFirst(self)
 
     def read(self, offset: int, size: int) -> bytes:
+        found = self._read(offset, size, wait=True)
+        assert found is not None
+        return found
+
+    def ready(self, offset: int, size: int) -> bytes | None:
+        """As `read`, when every byte is made (no wait), else None."""
+        return self._read(offset, size, wait=False) if self._head is not None else None
+
+    def _read(self, offset: int, size: int, *, wait: bool) -> bytes | None:
         end = min(offset + size, self.size)
         out: list[bytes] = []
         while offset < end:
-            piece = self._piece(offset, end)
+            piece = self._piece(offset, end, wait)
+            if piece is None:
+                return None
             out.append(piece)
             offset += len(piece)
         return b"".join(out)
 
-    def _piece(self, offset: int, end: int) -> bytes:
+    def _piece(self, offset: int, end: int, wait: bool) -> bytes | None:
         if offset < len(self._unplaced_head):
             if self._head is None:
                 self._head = self._placed_head(self.size)
             return self._head[offset:end]
         if offset >= self.tails.start:
-            return self.tails.piece(offset, end)
+            return self.tails.piece(offset, end) if wait else None
         number = bisect.bisect_right(self._starts, offset) - 1
         if number < 0:  # (between the head and the first index)
             return bytes(min(end, self._starts[0]) - offset)
-        piece = self.datasets[number].piece(offset, min(end, self.tails.start))
-        return piece or bytes(min(end, self.tails.start) - offset)  # (the fixed parts' padding)
+        dataset, stop = self.datasets[number], min(end, self.tails.start)
+        piece = dataset.piece(offset, stop) if wait else dataset.ready(offset, stop)
+        return bytes(stop - offset) if piece == b"" else piece  # (the fixed parts' padding)
 
     def forget_fetched(self) -> None:
         """Learn the sizes and fetch the chunks again as they are next read (the tails' sizes
@@ -266,3 +314,19 @@ class ChunkedFile(ReadOnlyFile):
             dataset.forget_fetched()
         for tail in self.tails.parts:
             tail.forget_fetched()
+
+
+class MadeFirst:
+    """How an open `ChunkedFile` is read: what is made at once, the rest in a worker."""
+
+    def __init__(self, file: ChunkedFile) -> None:
+        self.file = file
+
+    def ready(self, offset: int, size: int) -> bytes | None:
+        return self.file.ready(offset, size)
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self.file.read(offset, size)
+
+    def close(self) -> None:
+        return None

@@ -45,8 +45,11 @@ class DescribedArray:
                 self._array = self._opened()
             return self._array
 
-    def stored_sizes(self, units: Sequence[Index]) -> dict[Index, int]:
-        return dict(self._open().stored_sizes(units))
+    def stored_rows(self) -> Any:
+        return self._open().stored_rows()
+
+    def stored_sizes_numbered(self, numbers: np.ndarray, rows: Any = None) -> dict[int, int]:
+        return dict(self._open().stored_sizes_numbered(numbers, rows))
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
         found: BytesLike | None = self._open().read_stored_unit(unit)

@@ -1,10 +1,14 @@
 """Which codec chains HDF5's filters decode as they are, and as which filters: `bytes`, then
 numcodecs' byte shuffle of whole elements (HDF5's shuffle, 2: the same transpose of the
-elements' bytes), zstd (32015), a zlib stream (deflate, 1), blosc (32001) or bzip2 (307) (the
-last three through hdf5plugin's filters), numcodecs' fletcher32 (HDF5's, 3: the same
-checksum after the data), and at most a `crc32c` after them (left off the chunk served).
-Anything else (gzip's header, a transpose, sub-byte types, a shuffle of another element
-size) is decoded by zarrfs."""
+elements' bytes), a zlib stream (deflate, 1), zstd (32015), blosc (32001) or bzip2 (307),
+numcodecs' fletcher32 (HDF5's, 3: the same checksum after the data), and at most a `crc32c`
+after them (left off the chunk served).
+
+Shuffle, deflate and fletcher32 are in every build of HDF5; zstd, blosc and bzip2 are filter
+plugins (hdf5plugin's), which HDF5 1.8, pyfive, jsfive, MATLAB, NCO or R on a system HDF5
+lack: their chunks pass through only when the mount says its readers have the plugins
+(`-o filters=plugins`). Anything else (those without plugins, gzip's header, a transpose,
+sub-byte types, a shuffle of another element size) is decoded by zarrfs."""
 
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ class Filtered:
     extra: int = 0  # (bytes a chunk may hold past the form's bound: a checksum, a frame's)
 
 
-def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
-    """How HDF5 decodes the chunks `pipeline` encodes, or None (zarrfs decodes them)."""
+def filtered(pipeline: Pipeline, itemsize: int, *, plugins: bool) -> Filtered | None:
+    """How HDF5 decodes the chunks `pipeline` encodes, or None (zarrfs decodes them): with
+    the filters of every HDF5 build, or also plugins' (`plugins`)."""
     codec = pipeline.array_to_bytes
     if (pipeline.array_codecs or not isinstance(codec, BytesCodec)
             or codec.chunk.data_type.sub_byte_bits is not None):
@@ -51,6 +56,8 @@ def filtered(pipeline: Pipeline, itemsize: int) -> Filtered | None:
     rest = rest[:-1] if fletcher else rest
     compression = _compression(rest)
     if compression is None or (compression == NONE and not shuffle and not fletcher):
+        return None
+    if compression in PLUGINS and not plugins:
         return None
     order = codec.stored_dtype
     byteorder = None if order.itemsize == 1 else "big" if order.byteorder == ">" else "little"
@@ -82,6 +89,7 @@ def _bzip2_values(itemsize: int, size: int) -> list[int]:
 # Compressors whose stored frames are what an HDF5 filter of hdf5plugin decodes: (filter id,
 # its client values from the element and chunk sizes, the most a chunk of `size` bytes grows).
 BLOSC, BZIP2 = "blosc", "bzip2"
+PLUGINS = frozenset({ZSTD, BLOSC, BZIP2})  # (compressors HDF5 decodes only through a plugin)
 OTHERS: dict[str, tuple[int, Callable[[int, int], list[int]], Callable[[int], int]]] = {
     BLOSC: (32001, _blosc_values, lambda size: 16),
     BZIP2: (307, _bzip2_values, lambda size: size // 100 + 600),

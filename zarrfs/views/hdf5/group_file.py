@@ -158,7 +158,7 @@ class _Layout:
         self.chunks: dict[str, DatasetPart] = {}
         self.tails = Tails()  # (the strings' heaps, after every dataset's chunks)
         made = self._headers(lambda key: 0)  # (their sizes: no address changes one)
-        at = h5.SUPERBLOCK_SIZE
+        at = h5.FILE_HEAD_SIZE
         for key, header in made.items():
             self.at[key] = at
             at += len(header)
@@ -168,7 +168,7 @@ class _Layout:
 
     def file(self) -> ChunkedFile:
         head = b"".join(self._headers(self.at.__getitem__).values())
-        head = h5.superblock(0, h5.SUPERBLOCK_SIZE) + head
+        head = h5.file_head(0) + head
         return ChunkedFile(head, list(self.chunks.values()), self.tails)
 
     def _headers(self, at: Callable[[str], int]) -> dict[str, bytes]:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ...errors import ZarrfsError
 from ...formats import NodeMetadata
 from ...formats.nodes import join_path
-from ..files import FileView, MadeView
+from ..files import FileForm, FileView, MadeView
 from ..group_files import ARRAYS_AT_ONCE, PyramidViews
 from ..group_files import Groups as PyramidGroups
 from .array_file import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
@@ -37,8 +37,9 @@ class Groups(PyramidGroups, Protocol):
 class H5GroupViews(PyramidViews):
     kind = H5_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
-        super().__init__(groups, views, byteorder)
+    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+        super().__init__(groups, views, form.byteorder)
+        self.form = form
         self.groups: Groups = groups
         # The arrays not opened, as described, by path (made again when the tree's node is).
         self._described: dict[str, tuple[NodeMetadata, DescribedArray]] = {}
@@ -150,8 +151,8 @@ class H5GroupViews(PyramidViews):
         if isinstance(array, StringSource):
             return StringDataset(array)
         if isinstance(array, CharArray):
-            return char_dataset(array)
-        return h5_dataset(array, self.byteorder)
+            return char_dataset(array, self.form.plugin_filters)
+        return h5_dataset(array, self.form)
 
 
 def _few_chunks(node: NodeMetadata, source: StringSource | None) -> StringSource | None:

@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ...array.held_bytes import HeldBytes
+from ...array.cache import HeldBytes
 from ...formats.description import ArrayDescription
 from ...grid import Box, Index, cell_count
+from ..files import FileForm
 from ..placement import Placement
 from . import structures as h5
-from .array_file import dataset_file, h5_file, shows_array_h5
+from .array_file import dataset_file, h5_dataset, shows_array_h5
 from .attributes import attribute_messages
 from .chars import chars_h5_file, shows_chars_h5
 from .dataset_chunks import ChunkedFile, DatasetChunks, ScalarSlot, Tails
@@ -285,10 +286,10 @@ def shows_h5(array: Any) -> bool:
     return shows_array_h5(array) or shows_unicode_h5(array) or shows_chars_h5(array)
 
 
-def array_h5_file(array: Any, byteorder: str, placement: Callable[[], Placement]) -> ChunkedFile:
+def array_h5_file(array: Any, form: FileForm, placement: Callable[[], Placement]) -> ChunkedFile:
     """`data.h5` of an array of fixed-size elements (one `shows_h5` shows)."""
     if shows_unicode_h5(array):
         return strings_h5_file(UnicodeStrings(array))
     if shows_chars_h5(array):
-        return chars_h5_file(array, byteorder, placement)
-    return h5_file(array, byteorder, placement)
+        return chars_h5_file(array, form)
+    return dataset_file(h5_dataset(array, form))

@@ -1,6 +1,7 @@
 """`data.npy`: the .npy header, then the bytes of `data`, so `np.load(p, mmap_mode=...)`
 maps the array. The header follows the array's shape; writes into it are refused unless they
-rewrite the same bytes (a flushed mmap writes whole pages, header included)."""
+rewrite the same bytes (a flushed mmap writes whole pages, header included). The registry
+serves every header followed by `data`'s bytes this way (`data.nii`, `data.mrc` too)."""
 
 from __future__ import annotations
 
@@ -55,10 +56,10 @@ class NpyFile:
         view = memoryview(data).cast("B")
         overlap = view[: max(0, len(header) - offset)]
         if bytes(overlap) != header[offset : offset + len(overlap)]:
-            raise FixedBytesError("the .npy header follows the array and cannot be written")
+            raise FixedBytesError("the header follows the array and cannot be written")
         body = view[len(overlap) :]
         if body and offset + len(view) > self.size:
-            raise FileTooLargeError("data.npy cannot grow: write to data to append rows")
+            raise FileTooLargeError("the file cannot grow: write to data to append rows")
         written = self.data.write(offset + len(overlap) - len(header), body) if body else 0
         return len(overlap) + written
 
@@ -73,7 +74,7 @@ class NpyFile:
         self.data.flush()
 
     def resize(self, size: int, *, round_up: bool = False) -> None:
-        raise FixedBytesError("data.npy has the array's size")
+        raise FixedBytesError("the file has the array's size")
 
 
 # -- reading a .npy stream's header (arrays made by writing .npy files) -----------------------

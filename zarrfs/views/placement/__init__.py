@@ -1,11 +1,26 @@
 """Where an array's elements are and what they mean, for the views that say so (voxel spacing
 and origin for NRRD and MetaImage, geotransform and CRS for VRT and GeoTIFF, band names): from
 CF coordinates (`core`, with CF times in `cf_time`), GeoZarr (`geozarr`) and OME-Zarr
-multiscales (`ome`). Part of the view contract: every family may use it."""
+multiscales (`ome`, the units of its axes in `units`). Part of the view contract: every family
+may use it."""
 
-from .core import NOWHERE, WGS84, Coordinate, Placement, cf_placement, fill_number
+from .core import (
+    NOWHERE,
+    WGS84,
+    Axis,
+    Coordinate,
+    Placement,
+    StoredHeader,
+    Surroundings,
+    cf_placement,
+    fill_number,
+    geographic_axis,
+    regular_step,
+)
 from .geozarr import geozarr_georeference
-from .ome import ome_placement
+from .ome import ome_axes, ome_finest_level, ome_placement
+from .units import in_metres, in_seconds
 
-__all__ = ["NOWHERE", "WGS84", "Coordinate", "Placement", "cf_placement", "fill_number",
-           "geozarr_georeference", "ome_placement"]
+__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "StoredHeader", "Surroundings",
+           "cf_placement", "fill_number", "geographic_axis", "geozarr_georeference", "in_metres",
+           "in_seconds", "ome_axes", "ome_finest_level", "ome_placement", "regular_step"]

@@ -13,19 +13,39 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .cf_time import iso_times
 
-__all__ = ["NOWHERE", "WGS84", "Coordinate", "Placement", "cf_placement", "regular_step"]
+__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "StoredHeader", "Surroundings",
+           "cf_placement", "geographic_axis", "regular_step"]
 
 WGS84 = "EPSG:4326"
 _LATITUDE_NAMES = {"lat", "latitude"}
 _LONGITUDE_NAMES = {"lon", "long", "longitude"}
 _RELATIVE_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class Axis:
+    """What an image's metadata says of one axis (OME-Zarr's `axes`); None: not said."""
+
+    name: str | None = None
+    type: str | None = None  # "space", "time", "channel", ...
+    unit: str | None = None  # of its spacing and origin: "micrometer", "second", ...
+
+
+@dataclass(frozen=True)
+class StoredHeader:
+    """The header of the file an image was made from, kept beside its levels (NIfTI-Zarr's
+    `nifti` array), and where the elements of the level it describes (the finest) are."""
+
+    format: str  # "nifti"
+    contents: bytes
+    finest: Placement
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,10 @@ class Placement:
     offset: float | None = None
     band_names: tuple[str, ...] | None = None  # one per element of the first axis (rank 3)
     units: str | None = None
+    axes: tuple[Axis, ...] | None = None  # one per axis
+    stored_header: StoredHeader | None = None
+    # (what the fields above were found from; not part of the placement's value)
+    surroundings: Surroundings | None = field(default=None, compare=False)
 
 
 NOWHERE = Placement()
@@ -54,6 +78,22 @@ class Coordinate:
     name: str
     values: np.ndarray[Any, Any]
     attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What a placement was found from, for the views that say more of it than `Placement`'s
+    fields (FITS: world coordinates of every axis, attributes as keywords)."""
+
+    attributes: Mapping[str, Any]  # the array's
+    coordinates: tuple[Coordinate | None, ...]  # one per axis (C order); None: none
+    group_attributes: Mapping[str, Any]  # its group's (empty: none)
+    dimension_names: tuple[str | None, ...] | None = None
+
+
+def geographic_axis(coordinate: Coordinate) -> str | None:
+    """"latitude" or "longitude" when the coordinate is one (by its CF attributes or name)."""
+    return next((which for which in ("latitude", "longitude") if _is_axis(coordinate, which)), None)
 
 
 def cf_placement(attributes: Mapping[str, Any], dtype: np.dtype[Any],

@@ -9,9 +9,9 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .core import Placement
+from .core import Axis, Placement
 
-__all__ = ["ome_placement"]
+__all__ = ["ome_axes", "ome_finest_level", "ome_placement"]
 
 
 def ome_placement(group_attributes: Mapping[str, Any], name: str, rank: int) -> Placement | None:
@@ -36,6 +36,35 @@ def ome_placement(group_attributes: Mapping[str, Any], name: str, rank: int) -> 
         translated = any(kind == "translation" for kind, _ in steps)
         return Placement(spacing=tuple(scale), origin=tuple(origin) if translated else None)
     return None
+
+
+def ome_axes(group_attributes: Mapping[str, Any], name: str, rank: int) -> tuple[Axis, ...] | None:
+    """The name, type and unit of each axis of the level `name`, as its multiscale's `axes`
+    say (None: it is no level, or they are not one per axis)."""
+    for multiscale, dataset in _datasets(group_attributes):
+        axes = multiscale.get("axes")
+        if dataset.get("path") == name and isinstance(axes, list) and len(axes) == rank:
+            return tuple(_axis(axis) for axis in axes)
+    return None
+
+
+def ome_finest_level(group_attributes: Mapping[str, Any], name: str) -> str | None:
+    """The path of the first (finest) level of the multiscale `name` is a level of."""
+    for multiscale, dataset in _datasets(group_attributes):
+        if dataset.get("path") == name:
+            levels = [level for owner, level in _datasets(group_attributes) if owner is multiscale]
+            first = levels[0].get("path")
+            return first if isinstance(first, str) else None
+    return None
+
+
+def _axis(axis: object) -> Axis:
+    if isinstance(axis, str):  # (0.3: names alone)
+        return Axis(name=axis)
+    if not isinstance(axis, Mapping):
+        return Axis()
+    name, kind, unit = (axis.get(key) for key in ("name", "type", "unit"))
+    return Axis(*(value if isinstance(value, str) else None for value in (name, kind, unit)))
 
 
 def _datasets(attributes: Mapping[str, Any]) -> Iterator[tuple[Mapping[str, Any], Mapping[str, Any]]]:

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ...array.held_bytes import HeldBytes
+from ...array.cache import HeldBytes
 from ...array.variable import VariableArray
 from ...grid import Box
 from ..files import ReadOnlyFile

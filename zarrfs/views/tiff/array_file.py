@@ -31,7 +31,7 @@ import numpy as np
 from ...codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
 from ...formats import DataType
 from ...grid import Index
-from ..files import RANDOM_ACCESS_BLOCK, ReadOnlyFile, RegionFile, StoredArray
+from ..files import RANDOM_ACCESS_BLOCK, FileForm, ReadOnlyFile, RegionFile, StoredArray
 from ..placement import Placement
 from .directories import Tag, TiffImage, tiff_header
 from .geotiff import geotiff_tags
@@ -120,15 +120,15 @@ def _whole_int_range(array: Typed) -> bool:
     return data_type.int_range == (int(info.min), int(info.max))
 
 
-def tiff_file(array: StoredArray, byteorder: str, placement: Callable[[], Placement]) -> TiffFile:
+def tiff_file(array: StoredArray, form: FileForm, placement: Callable[[], Placement]) -> TiffFile:
     """`data.tif`: a page per index of the dimensions before the last three, each the planes
     of the third from last as its samples, georeferenced as `placement` says."""
     image = ImageShape.of(array.shape)
     assert image is not None
     groups = image.groups()
     extra = tuple(geotiff_tags(placement(), image.samples))
-    part = array_part(array, byteorder, groups, [extra] * len(groups))
-    return TiffFile([part], lambda images: images[0], byteorder)
+    part = array_part(array, form.byteorder, groups, [extra] * len(groups))
+    return TiffFile([part], lambda images: images[0], form.byteorder)
 
 
 PieceReader = Callable[[int, int, int], "bytes | memoryview"]  # (piece, offset in it, byte count)

@@ -1,5 +1,5 @@
 """What a write-back keeps between writes: the chunks (or shards) being stored ahead of a
-flush, the inner chunks encoded ahead of their shard (zarrfs.array.writeback), and how many
+flush, the inner chunks encoded ahead of their shard (zarrfs.array.writes.writeback), and how many
 write-backs may run at once."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future
 
-from ..codecs import BytesLike
-from ..grid import Index
-from .cache import KeyedLocks
+from ...codecs import BytesLike
+from ...grid import Index
+from ..cache import KeyedLocks
 
 Encoding = tuple[int, "Future[BytesLike | None]", int]  # version encoded, its encoding, bytes held
 

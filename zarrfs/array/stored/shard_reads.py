@@ -23,12 +23,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
-from ..codecs import BytesLike, ByteSpan, CodecError, ShardIndex, ShardingCodec
-from ..errors import StoreError, StoreTimeout
-from ..grid import Index
-from ..store import ByteRange, Store
-from ..store.ranges import REMOTE_GAP, merge, worth_whole
-from .cache import ChunkCache, KeyedLocks
+from ...codecs import BytesLike, ByteSpan, CodecError, ShardIndex, ShardingCodec
+from ...errors import StoreError, StoreTimeout
+from ...grid import Index
+from ...store import ByteRange, Store
+from ...store.ranges import REMOTE_GAP, merge, worth_whole
+from ..cache import ChunkCache, KeyedLocks
 
 MAX_SHARD_RETRIES = 20
 RUN_BYTES = 16 << 20  # the most one request reads for inner chunks lying next to each other

@@ -4,7 +4,7 @@ cache; the mount's counters.
 Entries are keyed by (array id, read-chunk index), and indexed per array, so one array's work
 (a flush, a recheck, a close) looks at its own entries only. The cache only does bookkeeping
 (costs, least-recently-used order, eviction of clean entries); each array's view of it
-(zarrfs.array.entries) decides what goes in, and is the one user of its lock and entries.
+(zarrfs.array.cache.entries) decides what goes in, and is the one user of its lock and entries.
 """
 
 from __future__ import annotations
@@ -19,13 +19,22 @@ from typing import Any
 
 import numpy as np
 
-from ..grid import Index
+from ...grid import Index
 
 DEFAULT_CACHE_BYTES = 256 << 20
 ENTRY_OVERHEAD = 512
 REUSABLE_KEYS = 1 << 16
 REUSE_TRIES = 4  # candidates looked at per new chunk
 CacheKey = tuple[int, Index]
+
+
+@dataclass
+class Fetched:
+    """A read chunk as decoded (None: not stored, all fill) and the generation of the stored
+    object it came from."""
+
+    data: np.ndarray | None
+    generation: str | None
 
 
 @dataclass

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codecs import BytesLike, Pipeline, is_fill
-from ..errors import ChunkError, StoreError
-from ..grid import Index
-from ..store import ByteRange, Expect, Store, Versioned
-from .cache import Counters
+from ...codecs import BytesLike, Pipeline, is_fill
+from ...errors import ChunkError, StoreError
+from ...grid import Index
+from ...store import ByteRange, Expect, Store, Versioned
+from ..cache import Counters, Fetched
 
 log = logging.getLogger(__name__)
 FAST_ENCODE_BYTES_PER_SECOND = 1 << 30  # a thread encoding this fast keeps up with requests
@@ -36,15 +36,6 @@ class Stats:
     loads: int = 0
     bytes_fetched: int = 0
     stores: int = 0  # objects put or deleted (what was located before may have moved)
-
-
-@dataclass
-class Fetched:
-    """A read chunk as decoded (None: not stored, all fill) and the generation of the stored
-    object it came from."""
-
-    data: np.ndarray | None
-    generation: str | None
 
 
 @dataclass(frozen=True)
@@ -119,17 +110,17 @@ class PlainChunkIO:
         """Read chunks of one stored object (a plain chunk is one), decoded one at a time."""
         return (self.fetch(key, chunk, inner) for inner in inners)
 
-    def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
+    def locate(self, keys: Mapping[Index, str], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
         """Where the read chunks of the stored objects `keys` (chunk -> key) lie now, by read
-        chunk; those not stored are left out."""
-        found = self.list_stored(keys.values())
+        chunk; those not stored are left out (`by_rows`: `Store.stats`)."""
+        found = self.list_stored(keys.values(), by_rows=by_rows)
         return {chunk: StoredChunk(key, 0, described[0], described[1])
                 for chunk, key in keys.items() if (described := found[key]) is not None}
 
-    def list_stored(self, keys: Iterable[str]) -> dict[str, Described]:
+    def list_stored(self, keys: Iterable[str], *, by_rows: bool = False) -> dict[str, Described]:
         """The size and generation of the stored objects `keys`: one look at them all, as
         `Store.stats` finds neighbouring keys (listings of their key prefixes)."""
-        return self.store.stats(keys, dense=True)
+        return self.store.stats(keys, dense=True, by_rows=by_rows)
 
     def read_object(self, key: str) -> BytesLike | None:
         """A stored object's bytes, not decoded (None: not stored)."""

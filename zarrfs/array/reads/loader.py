@@ -1,5 +1,5 @@
 """Loading read chunks into the cache: on the mount's loader threads, deduplicated (two readers
-of one chunk wait on one decode), over plain or sharded chunk I/O (zarrfs.array.chunk_io)."""
+of one chunk wait on one decode), over plain or sharded chunk I/O (zarrfs.array.stored.chunk_io)."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from ..codecs import CodecError
-from ..errors import ChunkError
-from ..grid import Box, Index, Piece
-from ..store import Store
-from .cache import Counters, Entry
-from .chunk_io import Fetched, PlainChunkIO
-from .entries import ArrayCache
-from .geometry import Geometry
-from .recheck import Seen
+from ...codecs import CodecError
+from ...errors import ChunkError
+from ...grid import Box, Index, Piece
+from ...store import Store
+from ..cache import ArrayCache, Counters, Entry, Fetched
+from ..geometry import Geometry
+from ..recheck import Seen
+from ..stored import PlainChunkIO
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ZarrfsError
-from ..grid import Box, Index, Piece
-from .geometry import Geometry
+from ...errors import ZarrfsError
+from ...grid import Box, Index, Piece
+from ..geometry import Geometry
+from ..shared import Shared
+from ..stored import ShardedChunkIO
 from .loader import ChunkLoader
-from .sharded_io import ShardedChunkIO
-from .shared import Shared
 
 log = logging.getLogger(__name__)
 

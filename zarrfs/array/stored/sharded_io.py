@@ -12,18 +12,18 @@ from concurrent.futures import Executor
 
 import numpy as np
 
-from ..codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec
-from ..errors import ChunkError
-from ..grid import Index
-from ..store import ByteRange, Expect, Store
-from .cache import ChunkCache, Counters
-from .chunk_io import Described, Fetched, PlainChunkIO, Stats, StoredChunk, StoredShard
+from ...codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec
+from ...errors import ChunkError
+from ...grid import Index
+from ...store import ByteRange, Expect, Store
+from ..cache import ChunkCache, Counters, Fetched
+from .chunk_io import Described, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 
 class ShardedChunkIO(PlainChunkIO):
     """Each stored object is a shard; the unit read and cached is the inner chunk (read
-    through a ShardReader: zarrfs.array.shard_reads)."""
+    through a ShardReader: zarrfs.array.stored.shard_reads)."""
 
     def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
                  owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
@@ -49,11 +49,11 @@ class ShardedChunkIO(PlainChunkIO):
         per = self.sharding.chunks_per_shard
         return list(itertools.product(*(range(c * p, c * p + p) for c, p in zip(chunk, per, strict=True))))
 
-    def locate(self, keys: Mapping[Index, str]) -> dict[Index, StoredChunk]:
+    def locate(self, keys: Mapping[Index, str], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
         """As PlainChunkIO.locate, from the shards' indexes: one listing of the shards, then
         the index of each shard stored, read again only when the listing shows that the
         shard changed since it was read (all at once on a remote store)."""
-        listed = self.list_stored(keys.values())
+        listed = self.list_stored(keys.values(), by_rows=by_rows)
         shards = [(chunk, key, listed[key]) for chunk, key in keys.items()]
         found = self.encoders.map(self._locate_shard, shards) if self.reader.remote else map(
             self._locate_shard, shards)

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec
-from ..errors import MetadataError
-from ..formats.description import ArrayDescription
-from ..grid import Index
-from ..rectilinear import RectilinearGrid
-from ..store import Store
-from .cache import ChunkCache, Counters
+from ...codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec
+from ...errors import MetadataError
+from ...formats.description import ArrayDescription
+from ...grid import Index
+from ...rectilinear import RectilinearGrid
+from ...store import Store
+from ..cache import ChunkCache, Counters
 from .chunk_io import PlainChunkIO, Stats
 from .sharded_io import ShardedChunkIO
 

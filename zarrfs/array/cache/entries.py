@@ -1,7 +1,7 @@
 """One array's view of the mount's chunk cache (zarrfs.array.cache): the one place that takes
 the cache's lock for the array and changes its entries. It keeps the array's dirty bytes and
 the mount's in step, knows which loads are in flight (so two readers of a chunk wait on one
-decode), and counts `mutations`: bumped after any element changes (zarrfs.array.streaming).
+decode), and counts `mutations`: bumped after any element changes (zarrfs.array.reads.streaming).
 
 Every method takes the lock itself and does its whole step under it; callers never hold it.
 A reader is lent an entry's data to use outside the lock: writers copy it first (`lent`).
@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..codecs import ChunkSpec
-from ..grid import Index
+from ...codecs import ChunkSpec
+from ...grid import Index
+from ..geometry import Geometry
 from . import masks
-from .cache import ENTRY_OVERHEAD, ChunkCache, Entry
-from .chunk_io import Fetched
-from .geometry import Geometry
+from .cache import ENTRY_OVERHEAD, ChunkCache, Entry, Fetched
 
 
 @dataclass(frozen=True)
@@ -286,7 +285,7 @@ class ArrayCache:
         self._dirty_bytes += delta
         self.mount.dirty_bytes += delta
 
-    # -- write-back (zarrfs.array.writeback) ---------------------------------------------------
+    # -- write-back (zarrfs.array.writes.writeback) --------------------------------------------
 
     def dirty_units(self, *, complete_only: bool = False, most: int | None = None) -> list[Index]:
         """The array's dirty read chunks (with `complete_only`, those needing nothing read);

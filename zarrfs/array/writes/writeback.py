@@ -19,18 +19,17 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..codecs import BytesLike
-from ..errors import ChunkError, ConflictError
-from ..grid import Index
-from ..store import ANY, Expect, Store
-from .chunk_io import Fetched, PlainChunkIO, StoredShard
+from ...codecs import BytesLike
+from ...errors import ChunkError, ConflictError
+from ...grid import Index
+from ...store import ANY, Expect, Store
+from ..cache import Fetched, WriteSnapshot
+from ..geometry import Geometry
+from ..reads import ChunkLoader
+from ..recheck import Rechecker
+from ..shared import Shared
+from ..stored import PlainChunkIO, ShardedChunkIO, StoredShard
 from .early import Early, WriteSlots
-from .entries import WriteSnapshot
-from .geometry import Geometry
-from .loader import ChunkLoader
-from .recheck import Rechecker
-from .sharded_io import ShardedChunkIO
-from .shared import Shared
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 50

@@ -21,7 +21,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-from ..grid import Box, flat_boxes
+from ...grid import Box, flat_boxes
 
 PAGE = 4096
 KERNEL_MIN_KB = 8  # (an mmap reader in order is served a window at a time: not one page)

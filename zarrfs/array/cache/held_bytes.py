@@ -8,7 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from ..codecs import BytesLike
+from ...codecs import BytesLike
 
 
 class HeldBytes:

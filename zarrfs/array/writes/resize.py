@@ -20,12 +20,12 @@ from typing import Protocol
 
 import numpy as np
 
-from ..errors import ReadOnlyError, ResizeError
-from ..formats.description import MAX_ARRAY_BYTES
-from ..grid import Box, Index
-from ..store import Store
-from .entries import ArrayCache
-from .geometry import Geometry
+from ...errors import ReadOnlyError, ResizeError
+from ...formats.description import MAX_ARRAY_BYTES
+from ...grid import Box, Index
+from ...store import Store
+from ..cache import ArrayCache
+from ..geometry import Geometry
 from .writeback import WriteBack
 
 

@@ -1,0 +1,11 @@
+"""The cache room: the chunk cache every array of a mount shares, bounded in bytes, with its
+shard-index cache, per-chunk locks and the mount's counters (`cache`); each array's view of it,
+which decides what goes in (`entries`); which elements of a cached chunk were written
+(`masks`); bytes held against the cache's budget (`held_bytes`). It imports no other room."""
+
+from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters, Entry, Fetched, KeyedLocks
+from .entries import ArrayCache, WriteSnapshot
+from .held_bytes import HeldBytes
+
+__all__ = ["DEFAULT_CACHE_BYTES", "ArrayCache", "ChunkCache", "Counters", "Entry", "Fetched", "HeldBytes",
+           "KeyedLocks", "WriteSnapshot"]
