@@ -7,7 +7,10 @@ in-process.
 A (8192, 16384) uint16 image (256 MiB, `--rows` changes it) in 512 x 512 chunks, blosc lz4
 with shuffle and zstd level 1, local.
 
-    .venv/bin/python benchmarks/cold_dd.py [--repeat 3] [--rows 8192]
+    .venv/bin/python benchmarks/cold_dd.py [--repeat 3] [--rows 8192] [--cores N]
+
+With --cores N everything runs on the first N cores (as `taskset`: the benchmark, and so the
+mount, its decoding processes, `dd`, the floor and the in-process readers), the bound too.
 
 A fifth case, decoding alone, is the least work a daemon does besides replying: the chunks
 read, decoded and copied into slabs by a thread a core, in-process, with nothing else.
@@ -139,7 +142,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rows", type=int, default=8192)
+    parser.add_argument("--cores", type=int, default=0, help="run on the first N cores alone")
     args = parser.parse_args()
+    if args.cores:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
     values = image(args.rows)
     rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
     with tempfile.TemporaryDirectory(prefix="zarrfs-cold-dd-") as tmp, \
@@ -166,7 +172,7 @@ def decoding_alone(store: Path, values: np.ndarray, decoder: Callable[[], Decode
     """The least work a daemon must do besides replying: on one thread a core, each chunk's
     file read, decoded and copied into its rows' slab (one a thread, used again row after
     row), no layers, no checks; the slabs' last rows checked against the values."""
-    threads = os.cpu_count() or 1
+    threads = len(os.sched_getaffinity(0))
     rows, columns = (-(-n // c) for n, c in zip(values.shape, CHUNKS, strict=True))
 
     def fill(first: int, slab: np.ndarray) -> None:
@@ -202,7 +208,7 @@ def print_table(rows: list[tuple[str, dict[str, float], dict[str, float]]], nbyt
     every core); zarrfs's ratios to the floor, TensorStore and the bound, and the bound's to
     the floor (the most of the floor a decoding daemon can reach here)."""
     names = list(rows[0][1])
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))
     print("| codec | " + " | ".join(f"{n}: MB/s, CPU s" for n in names)
           + f" | bound on {cores} cores (MB/s) | zarrfs / floor | zarrfs / TensorStore"
           + " | zarrfs / bound | bound / floor |")

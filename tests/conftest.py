@@ -67,8 +67,8 @@ FAST_MODULES = {
     "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
     "test_docs_options.py", "test_readahead_cost.py", "test_hdf5_format.py",
     "test_writeback_memory.py", "test_late_replies.py", "test_local_writes.py",
-    "test_install_system.py", "test_light_tests.py", "test_nifti_header.py", "test_mrc_header.py",
-    "test_fits_header.py",
+    "test_install_system.py", "test_light_tests.py", "test_decoding_pool.py", "test_nifti_header.py",
+    "test_mrc_header.py", "test_fits_header.py",
 }
 FAST_TESTS = {
     "test_docs.py": {"test_every_example_runs_or_says_why_not",

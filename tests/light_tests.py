@@ -44,8 +44,8 @@ LEFT_OUT = {
 
 MODULES = [
     "fuzz/test_findings.py", "fuzz/test_replay.py", "interop/test_zarrs_corpus.py",
-    "reliability/test_faulty_fs.py", "test_api.py", "test_deadlines.py", "test_early_writes.py",
-    "test_engine_properties.py", "test_format_registry.py", "test_install_system.py",
+    "reliability/test_faulty_fs.py", "test_api.py", "test_deadlines.py", "test_decoding_pool.py",
+    "test_early_writes.py", "test_engine_properties.py", "test_format_registry.py", "test_install_system.py",
     "test_keyed_locks.py", "test_late_replies.py", "test_light_tests.py", "test_loader_pool.py",
     "test_local_writes.py", "test_make_room.py", "test_masks.py", "test_memory.py", "test_metrics.py",
     "test_page_cache.py", "test_readahead.py", "test_readahead_cost.py", "test_rectilinear.py",

@@ -15,7 +15,8 @@ from .workers import worker
 
 
 def memory(b: Bench, big: Config) -> None:
-    """The daemon's VmHWM after streaming the big array with dd."""
+    """The daemon's VmHWM after streaming the big array with dd, and the peak PSS of all the
+    mount's processes together (its decoding processes too) while it streamed."""
     warm_files(big.path)
     with b.mount(big.path) as m:
         assert m.pid is not None
@@ -27,6 +28,7 @@ def memory(b: Bench, big: Config) -> None:
         "seconds": t,
         "hwm": hwm,
         "peak": m.peak_rss,
+        "pss": m.peak_pss,
         "opts": b.mount_opts(),
     }
 

@@ -33,6 +33,31 @@ def proc_status(pid: int, key: str) -> int | None:
     return None
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (its decoding processes, their fork server, its watchdog)."""
+    parents: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{entry.name}/stat") as f:
+                parents[int(entry.name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
+
+
+def pss(pids: list[int]) -> int:
+    """The proportional set size of these processes together, in bytes (a page shared by
+    several counted once in all: the slabs in shared memory, the modules they all map)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, StopIteration), open(f"/proc/{pid}/smaps_rollup") as f:
+            total += next(int(line.split()[1]) for line in f if line.startswith("Pss:")) * 1024
+    return total
+
+
 def proc_io(pid: int) -> dict[str, int]:
     with open(f"/proc/{pid}/io") as f:
         return {k: int(v) for k, v in (line.split(":") for line in f)}
@@ -113,7 +138,8 @@ class Mount:
     Entering waits until the mount is in /proc/self/mountinfo and serves zarr.json; leaving
     always unmounts with fusermount3 -u and waits for the daemon to flush and exit (killing
     only our own child process if it will not). `peak_rss` is the daemon's VmHWM (and the
-    highest VmRSS sampled every 50 ms, which also enforces `rss_limit`)."""
+    highest VmRSS sampled every 50 ms, which also enforces `rss_limit`); `peak_pss`, the
+    highest PSS of the daemon and every process below it together, sampled so."""
 
     active: list[Mount] = []
 
@@ -130,6 +156,7 @@ class Mount:
         self.zarrfs, self.source, self.mp, self.opts = zarrfs, str(source), mp, opts
         self.rss_limit = rss_limit
         self.peak_rss = 0
+        self.peak_pss = 0
         self.killed_for_rss: int | None = None
         self._stop_watch = threading.Event()
         self.logfile = logfile or mp.with_suffix(".log")
@@ -197,6 +224,7 @@ class Mount:
                 return
             rss = proc_status(pid, "VmRSS") or 0
             self.peak_rss = max(self.peak_rss, rss)
+            self.peak_pss = max(self.peak_pss, pss([pid, *descendants(pid)]))
             if self.rss_limit and rss > self.rss_limit:
                 log(f"ERROR: daemon {pid} RSS {fmt_size(rss)} > {fmt_size(self.rss_limit)}: killing it")
                 self.killed_for_rss = rss

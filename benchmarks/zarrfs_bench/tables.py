@@ -208,9 +208,11 @@ def memory(r: Report) -> None:
         return
     r.section(f"Memory (streaming {fmt_size(mem['bytes'])} with `-o {mem['opts']}`)")
     r.table(
-        ["array", "stored", "dd MB/s", "daemon peak RSS (VmHWM)", "target"],
+        ["array", "stored", "dd MB/s", "daemon peak RSS (VmHWM)",
+         "the mount's processes' peak PSS (decoding processes too)", "target"],
         [[f"uint16/zstd/sharded {fmt_size(mem['bytes'])}", fmt_size(mem["stored"]),
           f"{mem['bytes'] / mem['seconds'] / MB:,.0f}", r.rss(mem["hwm"], "streaming the big array"),
+          r.rss(mem.get("pss"), "all of the mount's processes streaming the big array"),
           f"<= {fmt_size(r.b.rss_target)}"]],
     )
 

@@ -1,5 +1,6 @@
 """What every array of a mount shares: one chunk cache bounded in bytes (zarrfs.array.cache),
-one set of worker threads and the mount's counters. N arrays never mean N pools or N caches."""
+one set of worker threads, its decoding processes (zarrfs.array.decoding: a daemon's, when
+it could fork them) and the mount's counters. N arrays never mean N pools or N caches."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters
+from .decoding import DecodePool, SharedSlab, SlabKeeper
 from .loader_pool import LoaderPool
 from .stored import index_cost
 
@@ -21,10 +23,12 @@ class Shared:
 
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None, *,
                  fill_missing_reads: bool = True, store_fill_chunks: bool = False,
-                 served_locally: Callable[[], bool] | None = None) -> None:
+                 served_locally: Callable[[], bool] | None = None,
+                 decoders: DecodePool | None = None) -> None:
         """`fill_missing_reads`, `store_fill_chunks`: TensorStore's fill_missing_data_reads and
         store_data_equal_to_fill_value, for every array of the mount. `served_locally`: whether
-        a disk cache serves the reads of a remote store now (`LoaderPool`)."""
+        a disk cache serves the reads of a remote store now (`LoaderPool`). `decoders`: the
+        processes that decode readers' slabs in shared memory (None: decoded here)."""
         self.fill_missing_reads = fill_missing_reads
         self.store_fill_chunks = store_fill_chunks
         self.cache = ChunkCache(cache_bytes)
@@ -44,6 +48,15 @@ class Shared:
         self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
         self.more_stats: list[Callable[[], dict[str, float]]] = []
+        self.decoders = decoders
+        self._slabs = SlabKeeper(decoders.forget_slab) if decoders is not None else None
+        if self._slabs is not None:
+            self.cache.make_slab, self.cache.slab_freed = self._slabs.make, self._slabs.forgotten
+
+    def shared_slab(self, buffer: Any) -> SharedSlab | None:
+        """The shared memory a slab lent by the cache is (None: the daemon's own)."""
+        usable = self._slabs is not None and self.decoders is not None and self.decoders.usable
+        return self._slabs.of(buffer) if usable and self._slabs is not None else None
 
     def register(self, array: Any) -> int:
         owner = next(self._ids)
@@ -68,4 +81,4 @@ class Shared:
     def close(self) -> None:
         self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
         self.loaders.shutdown(wait=True)
-        self.writers.shutdown(wait=True)
+        self.writers.shutdown(wait=True)  # (the decoding processes are their starter's to stop)

@@ -15,13 +15,14 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import pyfuse3
 import trio
 
 from ..array import Shared
+from ..array.decoding import DecodePool, Drop, ForkServer
 from ..errors import MetadataError, MountError, ZarrfsError, missing_package
 from ..formats import discover
 from ..fuse import ZarrOperations
@@ -111,11 +112,13 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         ready(str(e))
         return 1
     if identity is None:
-        return _serve_metered(source, mountpoint, options, ready, None)
+        with _decoding(None) as decoders:
+            return _serve_metered(source, mountpoint, options, ready, None, decoders)
     preload.before_acting(source, options.storage_options)  # (as root: see preload)
     ready = _once(ready)
     try:
-        return _serve_metered(source, mountpoint, options, ready, identity)
+        with _decoding(identity) as decoders:
+            return _serve_metered(source, mountpoint, options, ready, identity, decoders)
     except Exception as e:
         # What failed as the user, where the user cannot reach the Python the daemon runs on:
         # that said in a line (the mount, if made, is gone: `_serve_with`), not a traceback.
@@ -128,10 +131,27 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         return 1
 
 
+@contextlib.contextmanager
+def _decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
+    """The mount's decoding processes, from a fork server forked now, while the daemon has one
+    thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
+    drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
+    server = ForkServer.start(drop)
+    if server is None:
+        log.debug("no decoding processes: the daemon runs threads already")
+        yield None
+        return
+    pool = DecodePool(server, len(os.sched_getaffinity(0)))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 def _serve_metered(source: str, mountpoint: str, options: MountOptions, ready: Ready,
-                   identity: Identity | None) -> int:
+                   identity: Identity | None, decoders: DecodePool | None) -> int:
     if options.metrics is None:
-        return _serve_with(source, mountpoint, options, ready, None, identity)
+        return _serve_with(source, mountpoint, options, ready, None, identity, decoders)
     from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
 
     metrics = Metrics(source)
@@ -142,7 +162,7 @@ def _serve_metered(source: str, mountpoint: str, options: MountOptions, ready: R
         ready(str(e))
         return 1
     try:
-        return _serve_with(source, mountpoint, options, ready, metrics, identity)
+        return _serve_with(source, mountpoint, options, ready, metrics, identity, decoders)
     finally:
         metrics.close()
 
@@ -161,7 +181,7 @@ def _once(ready: Ready) -> Ready:
 
 
 def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Ready,
-                metrics: Metrics | None, identity: Identity | None) -> int:
+                metrics: Metrics | None, identity: Identity | None, decoders: DecodePool | None) -> int:
     if identity is not None:
         identity.act()  # (the store, its disk cache and the tree opened as the user served)
         preload.as_user(identity)
@@ -180,7 +200,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
     shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
                     fill_missing_reads=options.fill_missing_data_reads,
-                    store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally)
+                    store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
+                    decoders=decoders)
     if store.disk_cache is not None:
         shared.more_stats.append(store.disk_cache.stats)
     if metrics is not None:

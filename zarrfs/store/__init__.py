@@ -1,8 +1,9 @@
 """The store layer: a thin key/value layer over fsspec (see `core`)."""
 
 from .core import ANY, ByteRange, Expect, RetryPolicy, Store, SuffixRange, one_line
-from .local import TEMP_PREFIX, temporary_owner_alive
+from .fetching import opened
+from .local import TEMP_PREFIX, Opened, temporary_owner_alive
 from .values import Versioned
 
-__all__ = ["ANY", "TEMP_PREFIX", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange",
-           "Versioned", "one_line", "temporary_owner_alive"]
+__all__ = ["ANY", "TEMP_PREFIX", "ByteRange", "Expect", "Opened", "RetryPolicy", "Store", "SuffixRange",
+           "Versioned", "one_line", "opened", "temporary_owner_alive"]

@@ -62,6 +62,12 @@ def read(store: Store, key: str, byte_range: ByteRange | None = None) -> Version
     return None if data is None else Versioned(data, None)
 
 
+def opened(store: Store, key: str) -> local.Opened | None:
+    """A local store's file opened to be read whole elsewhere (a decoding process: the read
+    costs the daemon no copy); None: not stored."""
+    return store.call(key, lambda s: local.opened(store.confined, store.path(key)), kind=GET)
+
+
 def read_ranges(store: Store, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
     """`Store.read_ranges` from the store."""
     if store.is_s3 and len(ranges) > 1:

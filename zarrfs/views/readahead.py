@@ -26,7 +26,9 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 # ... and at most this many read chunks (requests: a missing chunk costs a lookup), at least a
 # row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
 SLAB_REQUESTS = 1024
-SLABS_AHEAD = 2
+# (3: while a reader drains one slab, the decoding processes fill the next ones; with 2 they
+# waited for work a fifth of a cold read of zstd chunks: docs/performance.md)
+SLABS_AHEAD = 3
 # What is read ahead from a remote store is priced in requests (zarrfs.array.reads.readahead_cost),
 # from a local one in bytes (slabs, PREFETCH_BYTES: a request is a local read): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random

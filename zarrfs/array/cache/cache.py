@@ -36,6 +36,10 @@ class Fetched:
     data: np.ndarray | None
     generation: str | None
 
+    @property
+    def stored(self) -> bool:
+        return self.data is not None
+
 
 @dataclass
 class Entry:
@@ -121,6 +125,10 @@ class ChunkCache:
         self.reserved_bytes = 0
         self.spare_slabs: list[np.ndarray] = []
         self.reserve_limit = capacity // 4
+        # Where slabs' memory comes from, and goes back to: the process's heap, or shared
+        # memory that decoding processes write into (zarrfs.array.decoding).
+        self.make_slab: Callable[[int], np.ndarray] = lambda nbytes: np.empty(nbytes, dtype=np.uint8)
+        self.slab_freed: Callable[[np.ndarray], object] = lambda buffer: None
         # Written data not yet stored: the rest (whole shards of a sequential writer must fit).
         self.dirty_limit = capacity - self.reserve_limit
         self.give_back: Callable[[], object] | None = None  # returns freed memory to the system
@@ -219,18 +227,23 @@ class ChunkCache:
 
         Fresh slab memory comes as huge pages the kernel zeroes as they are first written:
         8% of a cold read's CPU."""
-        with self.lock:
-            for i, spare in enumerate(self.spare_slabs):
-                if spare.nbytes == nbytes:
-                    return self.spare_slabs.pop(i)
-            while self.spare_slabs and self.reserved_bytes + nbytes > self.reserve_limit:
-                self._forget_slab(self.spare_slabs.pop(0))
-            if self.reserved_bytes + nbytes > self.reserve_limit:
-                return None
-            self.reserved_bytes += nbytes
-            self.total_bytes += nbytes
+        freed: list[np.ndarray] = []
+        try:
+            with self.lock:
+                for i, spare in enumerate(self.spare_slabs):
+                    if spare.nbytes == nbytes:
+                        return self.spare_slabs.pop(i)
+                while self.spare_slabs and self.reserved_bytes + nbytes > self.reserve_limit:
+                    freed.append(self._forget_slab(self.spare_slabs.pop(0)))
+                if self.reserved_bytes + nbytes > self.reserve_limit:
+                    return None
+                self.reserved_bytes += nbytes
+                self.total_bytes += nbytes
+        finally:
+            for buffer in freed:  # (outside the lock: shared memory's workers are told)
+                self.slab_freed(buffer)
         self.evict()
-        return np.empty(nbytes, dtype=np.uint8)
+        return self.make_slab(nbytes)
 
     def take_back_slab(self, buffer: np.ndarray) -> None:
         """A slab's buffer back from a closed stream: kept for the next slab while other
@@ -243,13 +256,16 @@ class ChunkCache:
             if others_out and sys.getrefcount(buffer) <= 3:  # (the caller's, ours, the call's)
                 self.spare_slabs.append(buffer)
                 return
-            self._forget_slab(buffer)
+            freed = [self._forget_slab(buffer)]
             while self.spare_slabs and not others_out:
-                self._forget_slab(self.spare_slabs.pop())
+                freed.append(self._forget_slab(self.spare_slabs.pop()))
+        for each in freed:
+            self.slab_freed(each)
 
-    def _forget_slab(self, buffer: np.ndarray) -> None:
+    def _forget_slab(self, buffer: np.ndarray) -> np.ndarray:
         self.reserved_bytes -= buffer.nbytes
         self.total_bytes -= buffer.nbytes
+        return buffer
 
     def hold(self, nbytes: int, *, give_back: bool = True) -> None:
         """Count buffers about to be made for a write-back against the limit, evicting to

@@ -3,6 +3,7 @@ of one chunk wait on one decode), over plain or sharded chunk I/O (zarrfs.array.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
@@ -17,7 +18,7 @@ from ...store import Store
 from ..cache import ArrayCache, Counters, Entry, Fetched
 from ..geometry import Geometry
 from ..recheck import Seen
-from ..stored import PlainChunkIO
+from ..stored import Encoded, PlainChunkIO
 
 log = logging.getLogger(__name__)
 
@@ -129,17 +130,31 @@ class ChunkLoader:
         `merging`: for a write-back to merge with, where a missing chunk is the fill value
         whatever `fill_missing` says (ChunkError otherwise, when it says no)."""
         geometry = self.geometry()
+        for unit, fetched in self._checked(geometry, units, self.io.fetch_run, merging):
+            yield self.as_read(unit, fetched, geometry)
+
+    def fetch_encoded(self, units: Sequence[Index], *, open_files: bool = False) -> Iterator[Encoded]:
+        """As `fetch`, the chunks as stored (for a decoder elsewhere: `io.decoder`; local files
+        opened, `open_files`); outside the array, what a writer left there (whoever decodes
+        them copies only what is inside)."""
+        run = functools.partial(self.io.fetch_encoded_run, open_files=open_files)
+        return (found for _, found in self._checked(self.geometry(), units, run, False))
+
+    def _checked(self, geometry: Geometry, units: Sequence[Index], run_of: Callable[..., Iterator[Any]],
+                 merging: bool) -> Iterator[tuple[Index, Any]]:
+        """What `run_of` (a chunk I/O's fetch_run or fetch_encoded_run) gives of `units`, each
+        noted as seen (close-to-open), a chunk not stored refused if reads of them fail."""
         chunk = self.io.location(units[0])[0]
         key = geometry.chunk_key(chunk)
         since = self.seen.clock()
         try:
-            run = self.io.fetch_run(key, chunk, [self.io.location(unit)[1] for unit in units])
+            run = run_of(key, chunk, [self.io.location(unit)[1] for unit in units])
             for unit, fetched in zip(units, run, strict=True):
-                if fetched.data is None and not (self.fill_missing or merging):
+                if not fetched.stored and not (self.fill_missing or merging):
                     log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
                     raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
                 self.seen.note(chunk, fetched.generation, read_since=since)
-                yield self.as_read(unit, fetched, geometry)
+                yield unit, fetched
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None

@@ -1,6 +1,9 @@
 """Streaming a region into a caller's buffer: jobs on the mount's loader threads, each
 decoding a few read chunks (inner chunks of one shard read with one request where they lie
-next to each other) and copying their parts straight into the buffer.
+next to each other) and copying their parts straight into the buffer. Where the mount has
+decoding processes (zarrfs.array.decoding) and the buffer is in shared memory, a job reads
+the chunks and hands them to a process, which decodes them into the buffer: the daemon's
+interpreter lock is left to its replies and store reads.
 
 A sequential reader would otherwise pay for assembling every reply from ~32 cached pieces
 on the request path. A stream takes chunks from the cache (with this mount's unsaved writes),
@@ -13,9 +16,10 @@ after the change is made, so a stream that overlapped a change is never used.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -23,9 +27,10 @@ import numpy as np
 
 from ...errors import ZarrfsError
 from ...grid import Box, Index, Piece
+from ..decoding import DecodePool, Item, close_files
 from ..geometry import Geometry
 from ..shared import Shared
-from ..stored import ShardedChunkIO
+from ..stored import Encoded, ShardedChunkIO
 from .loader import ChunkLoader
 
 log = logging.getLogger(__name__)
@@ -42,6 +47,11 @@ JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
 # 489-594. Small chunks count as cheap until measured: most codecs decode them so.
 SMALL_CHUNK_BYTES = 32 << 10
 SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
+# Read chunks at least this large decode in the decoding processes (smaller ones cost more in
+# messages than in decoding: they stay on the loader threads, the small ones on one lane), a
+# job's worth in one message.
+PROCESS_CHUNK_BYTES = 64 << 10
+PROCESS_JOB_BYTES = 4 << 20
 # On S3, the chunks of a job are fetched together: a GET waited for on the event loop costs
 # a loader ~0.3 ms of Python besides the request (fsspec's sync, the thread hops); four at a
 # time, ~0.1 ms each. Measured, 512 GETs of 512 KiB chunks from 32 threads: 0.52 s of CPU
@@ -99,12 +109,15 @@ class Stream:
         self._buffer: np.ndarray | None = buffer
         view = streams.view
         self.out: np.ndarray | None = buffer.view(dtype).reshape(box.shape)
+        # (the shared memory its chunks are decoded into by the decoding processes, if so)
+        by_processes = read_chunk_nbytes >= PROCESS_CHUNK_BYTES and streams.io.decoder is not None
+        self._slab = streams.shared.shared_slab(buffer) if by_processes else None
         self.stamp = view.mutations
         self.error: BaseException | None = None
         self._closed = False
         self._finished = threading.Event()
         self._lock = threading.Lock()
-        jobs = _jobs(streams, geometry, box, read_chunk_nbytes)
+        jobs = _jobs(streams, geometry, box, read_chunk_nbytes, by_processes=self._slab is not None)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
@@ -172,6 +185,8 @@ class Stream:
         streams, geometry = self._streams, self._geometry
         together = _fetched_together(streams, geometry, pieces)
         unchecked: dict[str, str] = {}
+        decoding: list[tuple[Future[float], int]] = []  # (a job's decoding, its chunks)
+        items: list[Item] = []
         try:
             if together:
                 unchecked = streams.io.read_together(together, early=early and not streams.view.dirty_bytes)
@@ -179,16 +194,70 @@ class Stream:
                 if self._closed or self.error is not None:
                     break
                 by_unit = {piece.cell: piece for piece in run}
-                for unit, chunk in chunks_for_stream(streams, geometry, list(by_unit)):
-                    out[by_unit[unit].in_box] = chunk[by_unit[unit].in_cell]
+                by_process = self._slab is not None
+                for unit, chunk in chunks_for_stream(streams, geometry, list(by_unit), by_process):
+                    piece = by_unit[unit]
+                    if isinstance(chunk, np.ndarray):
+                        out[piece.in_box] = chunk[piece.in_cell]
+                    else:
+                        items.append(self._item(chunk, piece))
+            if items and self.error is None:
+                decoding.append((self._decoders.submit(items), len(items)))
+                items = []  # (the pool's now: it closes their files)
         except BaseException as e:  # reported through `error`: the reader falls back
-            self.error = e
-            streams.failed(geometry, self._box, e)
+            self._failed(e)
         finally:
+            close_files(items)
             streams.io.let_go(together)
-        del out
+        del out, items
+        self._when_decoded(decoding, lambda: self._decoded(pieces, unchecked))
+
+    @property
+    def _decoders(self) -> DecodePool:
+        found = self._streams.shared.decoders
+        assert found is not None  # (a shared slab: the mount has them)
+        return found
+
+    def _item(self, chunk: Encoded, piece: Piece) -> Item:
+        """A chunk for a decoding process: into the slab, where the piece goes."""
+        assert self._slab is not None and self.out is not None
+        return Item(self._streams.io.decoder, chunk.data or b"", self._slab, tuple(self._box.shape),
+                    self.out.dtype.str, piece.in_box, piece.in_cell, chunk.opened)
+
+    def _failed(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        self._streams.failed(self._geometry, self._box, error)
+
+    def _when_decoded(self, decoding: list[tuple[Future[float], int]], then: Callable[[], None]) -> None:
+        """`then`, once the decoding processes decoded what the job gave them (at once when
+        nothing; else on the thread that hears the last answer: `then` never waits)."""
+        left = [len(decoding)]
+        lock = threading.Lock()
+
+        def one_done(future: Future[float], chunks: int) -> None:
+            error = future.exception()
+            if error is not None:
+                self._failed(error)
+            else:
+                self._streams.shared.counters.add(chunks_decoded=chunks, decode_seconds=future.result())
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                then()
+
+        if not decoding:
+            then()
+        for future, chunks in decoding:
+            future.add_done_callback(functools.partial(one_done, chunks=chunks))
+
+    def _decoded(self, pieces: list[Piece], unchecked: dict[str, str]) -> None:
+        """A job's chunks are in the buffer: it ends, once the chunks it read early are
+        vouched for."""
         if unchecked and self.error is None:
-            streams.store.confirm(unchecked).add_done_callback(lambda answer: self._confirmed(pieces, answer))
+            confirmed = self._streams.store.confirm(unchecked)
+            confirmed.add_done_callback(lambda answer: self._confirmed(pieces, answer))
             return
         self._job_ended()
 
@@ -228,14 +297,16 @@ class CancelledStream(Exception):
     """The stream was cancelled before all of it was filled."""
 
 
-def _jobs(streams: Streams, geometry: Geometry, box: Box, chunk_nbytes: int) -> list[list[Piece]]:
+def _jobs(streams: Streams, geometry: Geometry, box: Box, chunk_nbytes: int, *,
+          by_processes: bool) -> list[list[Piece]]:
     """The pieces of `box`, a job's worth at a time: small chunks several to a job (a job
-    costs more than decoding a 4 KiB chunk); the inner chunks of one shard together, so that
-    those lying next to each other are read with one request."""
+    costs more than decoding a 4 KiB chunk), more for the decoding processes (a message each);
+    the inner chunks of one shard together, so that those lying next to each other are read
+    with one request."""
     pieces = list(geometry.cells_of(box))
     chunk_bytes = max(1, chunk_nbytes)
     if not streams.sharded:
-        per_job = max(1, JOB_BYTES // chunk_bytes)
+        per_job = max(1, (PROCESS_JOB_BYTES if by_processes else JOB_BYTES) // chunk_bytes)
         if streams.store.is_s3:
             per_job = min(S3_JOB_CHUNKS, max(1, S3_JOB_BYTES // chunk_bytes))
         return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
@@ -260,8 +331,8 @@ def _by_stored_object(streams: Streams, pieces: list[Piece]) -> list[list[Piece]
     return list(found.values())
 
 
-def chunks_for_stream(streams: Streams, geometry: Geometry,
-                      units: list[Index]) -> Iterator[tuple[Index, np.ndarray]]:
+def chunks_for_stream(streams: Streams, geometry: Geometry, units: list[Index],
+                      encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:
     """Read chunks' elements (all of one stored object), in no particular order: cached (with
     this mount's unsaved writes), or decoded here, those the cache does not hold read together
     and decoded one at a time (so a job holds one decoded chunk, whatever its size).
@@ -288,6 +359,11 @@ def chunks_for_stream(streams: Streams, geometry: Geometry,
         # (a chunk partly written here is merged with what is known to be stored, never
         # with bytes read before their check answered: `read_together`)
         merged = [unit for unit in missing if unit in partly_written]
+        if encoded and not merged:  # (`encoded`: as stored, for a decoding process)
+            run = streams.loader.fetch_encoded(missing, open_files=True)
+            for unit, found in zip(missing, run, strict=True):
+                yield unit, found if found.stored else view.fill_chunk
+            return
         io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
         starts = {unit: view.fetch_begins(unit) for unit in merged}
         for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):

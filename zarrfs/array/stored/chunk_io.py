@@ -20,7 +20,7 @@ import numpy as np
 from ...codecs import BytesLike, Pipeline, is_fill
 from ...errors import ChunkError, StoreError
 from ...grid import Index
-from ...store import ByteRange, Expect, Store, Versioned
+from ...store import ByteRange, Expect, Opened, Store, Versioned, opened
 from ..cache import Counters, Fetched
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,21 @@ class StoredShard:
     nbytes: int = 0  # the stored shard's bytes, which `inner` holds until the write-back ends
 
 
+@dataclass
+class Encoded:
+    """A read chunk's encoded bytes as stored (None: not stored), and the generation of the
+    stored object they came from, for a decoder elsewhere (`decoder`); or, `opened`, its
+    local file, for the decoder to read itself (its descriptor is the taker's to close)."""
+
+    data: BytesLike | None
+    generation: str | None
+    opened: Opened | None = None
+
+    @property
+    def stored(self) -> bool:
+        return self.data is not None or self.opened is not None
+
+
 class PlainChunkIO:
     """Each stored object is one chunk, decoded and encoded whole."""
 
@@ -80,6 +95,9 @@ class PlainChunkIO:
         self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
         self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
+        # What decodes a read chunk's bytes (bytes -> the chunk), one object for the array's
+        # life (a decoding process keeps its pickle); None: decoded only here.
+        self.decoder: Callable[[BytesLike], np.ndarray] | None = pipeline.decode
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -89,15 +107,31 @@ class PlainChunkIO:
         return [chunk]
 
     def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
+        found = self.fetch_encoded(key, chunk, inner)
+        return Fetched(None if found.data is None else self.decode_chunk(chunk, found.data), found.generation)
+
+    def fetch_encoded(self, key: str, chunk: Index, inner: Index | None, *,
+                      open_file: bool = False) -> Encoded:
+        """A read chunk as stored; `open_file`: a local file's opened, not read."""
         with self._lock:
             parked = key in self._parked
             found = self._parked.pop(key, None)
+        if open_file and not parked and self.store.is_local and self.store.disk_cache is None:
+            file = opened(self.store, key)
+            if file is not None:
+                self.count_fetch(file.size)
+            return Encoded(None, None if file is None else file.generation, file)
         if not parked:
             found = self.store.read(key)
         if found is None:
-            return Fetched(None, None)
+            return Encoded(None, None)
         self.count_fetch(len(found.data))
-        return Fetched(self.decode_chunk(chunk, found.data), found.generation)
+        return Encoded(found.data, found.generation)
+
+    def fetch_encoded_run(self, key: str, chunk: Index, inners: Sequence[Index | None], *,
+                          open_files: bool = False) -> Iterator[Encoded]:
+        """As `fetch_run`, not decoded (for `decoder`); `open_files`: local files opened."""
+        return (self.fetch_encoded(key, chunk, inner, open_file=open_files) for inner in inners)
 
     def decode_chunk(self, chunk: Index, data: BytesLike) -> np.ndarray:
         """A stored chunk decoded (every chunk of a regular grid has one shape)."""
@@ -108,7 +142,9 @@ class PlainChunkIO:
 
     def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
         """Read chunks of one stored object (a plain chunk is one), decoded one at a time."""
-        return (self.fetch(key, chunk, inner) for inner in inners)
+        for found in self.fetch_encoded_run(key, chunk, inners):
+            decoded = None if found.data is None else self.decode_chunk(chunk, found.data)
+            yield Fetched(decoded, found.generation)
 
     def locate(self, keys: Mapping[Index, str], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
         """Where the read chunks of the stored objects `keys` (chunk -> key) lie now, by read

@@ -32,6 +32,7 @@ class RectilinearChunkIO(PlainChunkIO):
         """`description`: the array's now (a resize may add an edge)."""
         super().__init__(store, pipeline, description().fill_value, stats, counters)
         self.description = description
+        self.decoder = None  # (a codec pipeline a shape: decoded here)
         self._pipelines: dict[Index, Pipeline] = {pipeline.chunk.shape: pipeline}
         self._built = threading.Lock()
 
@@ -71,6 +72,7 @@ class RectilinearShardedIO(ShardedChunkIO):
         self._codecs: dict[Index, ShardingCodec] = {}
         self._built = threading.Lock()
         super().__init__(*args)
+        self.decoder = None  # (shards of many shapes: decoded here)
 
     def _grid(self) -> RectilinearGrid:
         grid = self.description().rectilinear

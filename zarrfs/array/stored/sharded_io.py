@@ -16,8 +16,8 @@ from ...codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec
 from ...errors import ChunkError
 from ...grid import Index
 from ...store import ByteRange, Expect, Store
-from ..cache import ChunkCache, Counters, Fetched
-from .chunk_io import Described, PlainChunkIO, Stats, StoredChunk, StoredShard
+from ..cache import ChunkCache, Counters
+from .chunk_io import Described, Encoded, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 
@@ -34,6 +34,7 @@ class ShardedChunkIO(PlainChunkIO):
         self.owner = owner
         self.reader = ShardReader(store, sharding, cache, owner, self.count_fetch, self.sharding_of)
         self._shard_lock = self.reader.lock
+        self.decoder = sharding.decode_inner
 
     def sharding_of(self, chunk: Index) -> ShardingCodec:
         """The codec of the shard `chunk` (every shard of a regular grid has the same shape)."""
@@ -101,53 +102,57 @@ class ShardedChunkIO(PlainChunkIO):
     def read_early(self, key: str, chunk: Index) -> None:
         self.reader.read_early(key, chunk, self.encoders.submit)
 
-    def fetch(self, key: str, chunk: Index, inner: Index | None) -> Fetched:
+    def decode_chunk(self, chunk: Index, data: BytesLike) -> np.ndarray:
+        return self.timed_decode(self.sharding.decode_inner, data)
+
+    def fetch_encoded(self, key: str, chunk: Index, inner: Index | None, *,
+                      open_file: bool = False) -> Encoded:
+        """An inner chunk's bytes (`open_file` is not for them: ranges of a shard)."""
         assert inner is not None
         for _ in range(MAX_SHARD_RETRIES):
             index, generation = self.reader.load(chunk, key, whole=self.reader.wants_whole(1))
             if generation is None and index is not None:
-                return self._fetch_unversioned(key, chunk, inner)
+                return self._unversioned(key, chunk, inner)
             span = None if index is None else index.span(inner)
             if span is None or generation is None:
-                return Fetched(None, generation)
+                return Encoded(None, generation)
             encoded = self.reader.read_inner(key, chunk, {inner: span}, generation)
             if encoded is None:
                 self.reader.forget(chunk)  # rewritten meanwhile
                 continue
-            return Fetched(self.timed_decode(self.sharding.decode_inner, encoded[inner]), generation)
+            return Encoded(encoded[inner], generation)
         raise CodecError(f"shard kept changing while inner chunk {inner} was read")
 
-    def _fetch_unversioned(self, key: str, chunk: Index, inner: Index) -> Fetched:
+    def _unversioned(self, key: str, chunk: Index, inner: Index) -> Encoded:
         """An inner chunk of a store that reports no generations: its index and its bytes
         read under the shard's lock, before a rewrite can begin."""
         with self._shard_lock(chunk):
             index, generation = self.reader.index(chunk, key)
             span = None if index is None else index.span(inner)
             if span is None:
-                return Fetched(None, generation)
+                return Encoded(None, generation)
             found = self.store.read(key, ByteRange(span.offset, span.nbytes))
         if found is None or len(found.data) != span.nbytes:
             raise CodecError(f"shard is truncated: inner chunk {inner} lies past its end")
         self.count_fetch(len(found.data))
-        return Fetched(self.timed_decode(self.sharding.decode_inner, found.data), generation)
+        return Encoded(found.data, generation)
 
-    def fetch_run(self, key: str, chunk: Index, inners: Sequence[Index | None]) -> Iterator[Fetched]:
+    def fetch_encoded_run(self, key: str, chunk: Index, inners: Sequence[Index | None], *,
+                          open_files: bool = False) -> Iterator[Encoded]:
         """Inner chunks of one shard, read with as few requests as the store wants (see
         ShardReader.read_inner; on a remote store the whole shard when the read needs most
-        of it); decoded one at a time as taken."""
+        of it)."""
         for _ in range(MAX_SHARD_RETRIES):
             index, generation = self.reader.load(chunk, key, whole=self.reader.wants_whole(len(inners)))
             if index is None or generation is None:
                 # (no generations: each read under the lock, before a rewrite can begin)
-                yield from super().fetch_run(key, chunk, inners)
+                yield from super().fetch_encoded_run(key, chunk, inners)
                 return
             spans = {inner: index.span(inner) for inner in inners if inner is not None}
             encoded = self.reader.read_inner(key, chunk, spans, generation)
             if encoded is not None:
-                for inner in inners:
-                    found = None if inner is None else encoded.get(inner)
-                    decoded = None if found is None else self.timed_decode(self.sharding.decode_inner, found)
-                    yield Fetched(decoded, generation)
+                yield from (Encoded(encoded.get(inner) if inner is not None else None, generation)
+                            for inner in inners)
                 return
             self.reader.forget(chunk)  # rewritten meanwhile
         raise CodecError(f"shard kept changing while inner chunks {list(inners)} were read")

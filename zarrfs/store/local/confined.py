@@ -26,6 +26,7 @@ import errno
 import logging
 import os
 import stat
+from dataclasses import dataclass
 from typing import Any
 
 from ...errors import RefusedKey
@@ -220,3 +221,20 @@ def _user() -> str:
 
         return f"user {pwd.getpwuid(os.geteuid()).pw_name}"
     return f"uid {os.geteuid()}"
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A file opened for another process to read whole (its descriptor, which the taker
+    closes), its size and generation as opened."""
+
+    fd: int
+    size: int
+    generation: str
+
+
+def opened(root: Root | None, path: str) -> Opened:
+    """The file at `path` opened as `Root.open` opens it (FileNotFoundError: none)."""
+    assert root is not None  # (local stores)
+    fd, status = root.open(path)
+    return Opened(fd, status.st_size, generation_of(status))

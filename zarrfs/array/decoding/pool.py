@@ -1,0 +1,231 @@
+"""The daemon's end of its decoding processes: jobs of encoded chunks go to the worker with the
+fewest in flight, and a future per job says when its chunks are in their slab.
+
+Decoding there leaves the daemon's interpreter lock to its request loop and its store reads
+(docs/performance.md, "Cold reads against the bare floor": decoding threads in the daemon
+waited half their time for the lock, which pyfuse3 holds while a reply is copied into the
+kernel). Workers are forked by the fork server as they are first needed, one per core.
+
+A worker that dies (killed, the OOM killer) or stays silent past DEADLINE_SECONDS (it is then
+killed) fails its jobs in flight with `WorkerFailed`: the reader falls back to the cache,
+which decodes in the daemon (the same bytes, or EIO for a corrupt chunk), and the next job
+gets a new worker. A chunk a worker cannot decode fails its job the same way. A job's slab is
+never read unless the job succeeded."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import logging
+import os
+import pickle
+import queue
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from ...codecs import BytesLike
+from ...errors import ZarrfsError
+from ...store import Opened
+from . import wire
+from .server import ForkServer
+from .slabs import SharedSlab
+
+log = logging.getLogger(__name__)
+DEADLINE_SECONDS = 10.0  # a job a worker has not answered by then: the worker is stopped
+
+
+class WorkerFailed(ZarrfsError, OSError):
+    """A decoding process failed a job (it died, or could not decode a chunk)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One encoded chunk (`data`, or the local file `opened`, which the worker reads), its
+    decoder (a picklable callable: bytes -> the chunk), and where its elements go: `in_cell`
+    of it into `in_box` of the slab seen as `shape` of `dtype`."""
+
+    decoder: Any
+    data: BytesLike
+    slab: SharedSlab
+    shape: tuple[int, ...]
+    dtype: str
+    in_box: tuple[slice, ...]
+    in_cell: tuple[slice, ...]
+    opened: Opened | None = None
+
+
+def close_files(items: Sequence[Item]) -> None:
+    """The descriptors of items' files, closed (items never sent)."""
+    for item in items:
+        if item.opened is not None:
+            with contextlib.suppress(OSError):
+                os.close(item.opened.fd)
+
+
+class _Link:
+    """One worker: its socket (one sender at a time), what it was sent, its jobs in flight."""
+
+    def __init__(self, pid: int, sock: socket.socket, pool: DecodePool) -> None:
+        self.pid, self.sock = pid, sock
+        self.send_lock = threading.Lock()
+        self.decoders: set[bytes] = set()
+        self.slabs: set[int] = set()
+        self.pending: dict[int, tuple[Future[float], float, list[Item]]] = {}
+        self.alive = True
+        threading.Thread(target=pool.listen, args=(self,), name=f"zarrfs-worker-{pid}", daemon=True).start()
+
+
+class DecodePool:
+    def __init__(self, server: ForkServer, workers: int) -> None:
+        self.server = server
+        self.size = workers
+        self._links: list[_Link] = []
+        self._lock = threading.Lock()
+        self._jobs = itertools.count(1)
+        self._pickles: dict[int, tuple[Any, bytes, bytes]] = {}  # id -> (decoder, key, pickle)
+        self._closed = False
+        self.failures = 0
+        self.usable = True  # (False once no worker could be forked: streams decode in the daemon)
+        self._forgotten: queue.SimpleQueue[SharedSlab | None] = queue.SimpleQueue()
+        threading.Thread(target=self._keep_deadlines, name="zarrfs-worker-deadlines", daemon=True).start()
+        threading.Thread(target=self._tell_forgotten, name="zarrfs-worker-slabs", daemon=True).start()
+
+    @property
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [link.pid for link in self._links if link.alive]
+
+    def submit(self, items: Sequence[Item]) -> Future[float]:
+        """Decode `items` into their slabs; the future gives the worker's CPU seconds, or
+        raises WorkerFailed."""
+        future: Future[float] = Future()
+        try:
+            link = self._link()
+            job = next(self._jobs)
+            with link.send_lock:
+                with self._lock:
+                    link.pending[job] = (future, time.monotonic(), list(items))
+                try:
+                    self._send_job(link, job, items)
+                except (OSError, wire.Closed) as e:
+                    self._lost(link, f"could not be sent a job ({e})")
+        finally:
+            close_files(items)  # (the worker has its own descriptors of them now)
+        return future
+
+    def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
+        for item in items:
+            _, key, pickled = self._pickled(item.decoder)
+            if key not in link.decoders:
+                wire.send(link.sock, ("decoder", key), [pickled])
+                link.decoders.add(key)
+            if item.slab.id not in link.slabs:
+                wire.send(link.sock, ("slab", item.slab.id, item.slab.nbytes), fds=[item.slab.fd])
+                link.slabs.add(item.slab.id)
+        header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
+                   -1 if i.opened is None else i.opened.size) for i in items]
+        files = [item.opened.fd for item in items if item.opened is not None]
+        wire.send(link.sock, ("decode", job, header), [item.data for item in items], fds=files)
+
+    def _pickled(self, decoder: Any) -> tuple[Any, bytes, bytes]:
+        """The decoder's pickle, made once per decoder object, and a key naming it (equal
+        pipelines of many arrays share one in the workers)."""
+        with self._lock:
+            found = self._pickles.get(id(decoder))
+        if found is None:
+            pickled = pickle.dumps(decoder, protocol=pickle.HIGHEST_PROTOCOL)
+            found = (decoder, hashlib.sha1(pickled).digest(), pickled)  # (holds it: its id stays its own)
+            with self._lock:
+                self._pickles[id(decoder)] = found
+        return found
+
+    def _link(self) -> _Link:
+        """The live worker with the fewest jobs in flight, forking one while fewer than `size`."""
+        with self._lock:
+            if self._closed:
+                raise WorkerFailed("the decoding processes are stopped")
+            live = [link for link in self._links if link.alive]
+            self._links = live
+            if len(live) < self.size:
+                live.append(self._fork())
+            return min(live, key=lambda link: len(link.pending))
+
+    def _fork(self) -> _Link:
+        try:
+            pid, sock = self.server.fork_worker()
+        except (OSError, wire.Closed) as e:
+            self.usable = False
+            log.warning("no decoding process could be started (%s): chunks are decoded in the daemon", e)
+            raise WorkerFailed(f"no decoding process could be started: {e}") from None
+        return _Link(pid, sock, self)
+
+    def listen(self, link: _Link) -> None:
+        """A worker's answers, until its socket ends: then its jobs in flight fail."""
+        try:
+            while True:
+                answer, _, _ = wire.receive(link.sock)
+                with self._lock:
+                    future, _, _ = link.pending.pop(answer[1])
+                if answer[0] == "done":
+                    future.set_result(float(answer[2]))
+                else:
+                    future.set_exception(WorkerFailed(f"a decoding process failed a chunk: {answer[3]}"))
+        except (OSError, wire.Closed, KeyError):
+            self._lost(link, "ended")
+
+    def _lost(self, link: _Link, how: str) -> None:
+        with self._lock:
+            was_alive, link.alive = link.alive, False
+            pending, link.pending = link.pending, {}
+        with contextlib.suppress(OSError):
+            link.sock.shutdown(socket.SHUT_RDWR)
+        if was_alive and not self._closed:
+            self.failures += 1
+            log.warning("decoding process %d %s: its %d jobs are read again in the daemon", link.pid, how,
+                        len(pending))
+        for future, _, _ in pending.values():
+            future.set_exception(WorkerFailed(f"decoding process {link.pid} {how}"))
+
+    def _keep_deadlines(self) -> None:
+        while not self._closed:
+            time.sleep(1.0)
+            now = time.monotonic()
+            with self._lock:
+                late = [link for link in self._links if link.alive and any(
+                    now - began > DEADLINE_SECONDS for _, began, _ in link.pending.values())]
+            for link in late:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(link.pid, signal.SIGKILL)
+
+    def forget_slab(self, slab: SharedSlab) -> None:
+        """The workers are to let `slab` go (their mappings), and its descriptor is closed:
+        told by a thread of its own, so that no caller waits on a busy worker's socket."""
+        slab.close()
+        self._forgotten.put(slab)
+
+    def _tell_forgotten(self) -> None:
+        while (slab := self._forgotten.get()) is not None:
+            with self._lock:
+                links = [link for link in self._links if link.alive and slab.id in link.slabs]
+            for link in links:
+                with link.send_lock, contextlib.suppress(OSError):
+                    wire.send(link.sock, ("forget", slab.id))
+                    link.slabs.discard(slab.id)
+
+    def close(self) -> None:
+        """Every worker ends (their sockets closed), then the fork server."""
+        with self._lock:
+            self._closed = True
+            links, self._links = self._links, []
+        self._forgotten.put(None)
+        for link in links:
+            with contextlib.suppress(OSError):
+                link.sock.close()
+        self.server.close()

@@ -1,0 +1,137 @@
+"""The fork server: a process forked while the daemon has one thread (at its start, before the
+store, the cache or FUSE open anything), which forks the decoding workers when the daemon asks.
+
+A bare fork of the running daemon would copy its threads' locks in whatever state they were
+(a worker could hang on a lock no thread will release); a fresh interpreter (spawn) may not be
+reachable by the user the daemon serves as (`-o user=`, a Python under /root). The fork server
+is neither: it holds no lock, and its children are copies of it, with every module the daemon
+imported at its start (numpy, the codecs), so a worker starts in a millisecond and shares the
+pages of those modules with the others.
+
+It drops to the user the daemon serves as (for good: no saved root), keeps only its socket of
+the file descriptors it inherited, ignores the terminal's signals, and dies with the daemon
+(PR_SET_PDEATHSIG), as its workers die with it: no process of a mount outlives it."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import threading
+from dataclasses import dataclass
+
+from . import wire, worker
+
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Drop:
+    """The user (and groups) the fork server and its workers run as."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+
+
+class ForkServer:
+    """The daemon's end: `fork_worker` gives a new worker's pid and socket."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self._sock = sock
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(cls, drop: Drop | None) -> ForkServer | None:
+        """Forked now, if the daemon has one thread (else None: chunks decode in-process)."""
+        if threading.active_count() != 1:
+            return None
+        daemon_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        daemon = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                daemon_end.close()
+                _become_server(server_end, daemon, drop)
+                _serve_forks(server_end)
+                status = 0
+            finally:
+                os._exit(status)
+        server_end.close()
+        return cls(pid, daemon_end)
+
+    def fork_worker(self) -> tuple[int, socket.socket]:
+        """A new worker: its pid and the daemon's end of its socket (OSError, wire.Closed:
+        the fork server is gone)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._lock:
+                wire.send(self._sock, ("fork",), fds=[theirs.fileno()])
+                answer, _, _ = wire.receive(self._sock)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return int(answer[1]), ours
+
+    def close(self) -> None:
+        """The server ends (its workers with it, as their sockets close)."""
+        self._sock.close()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+
+def _become_server(sock: socket.socket, daemon: int, drop: Drop | None) -> None:
+    _die_with_parent(daemon)
+    _keep_only(sock.fileno())
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGPIPE"):
+        signal.signal(getattr(signal, name), signal.SIG_IGN)  # (the daemon decides when it ends)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (ended workers are reaped by the kernel)
+    if drop is not None:
+        os.setgroups(list(drop.groups))
+        os.setresgid(drop.gid, drop.gid, drop.gid)
+        os.setresuid(drop.uid, drop.uid, drop.uid)
+
+
+def _serve_forks(sock: socket.socket) -> None:
+    while True:
+        try:
+            _, _, fds = wire.receive(sock)
+        except (wire.Closed, OSError):
+            return
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                sock.close()
+                _die_with_parent(os.getppid())
+                worker.serve(socket.socket(fileno=fds[0]))
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(fds[0])
+        wire.send(sock, ("forked", pid))
+
+
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the parent ends (checked once: it may have ended already)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _keep_only(keep: int) -> None:
+    """Close every inherited descriptor but `keep` (the daemon's pipes, its log, FUSE's);
+    the standard ones read from and write to /dev/null."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for standard in (0, 1, 2):
+        if standard != null:
+            os.dup2(null, standard)
+    os.closerange(3, keep)
+    os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
