@@ -165,13 +165,18 @@ class Daemon:
         if command.wait(MOUNT_TIMEOUT) != 0:
             raise AssertionError(f"zarrfs mount exited with {command.returncode}:\n"
                                  f"{log_path.read_text(errors='replace')}")
+        running: dict[int, int] = {}  # (pid -> its parent, of the processes running `args`)
         for entry in Path("/proc").iterdir():
             with contextlib.suppress(OSError):
                 # (the command is a script: its interpreter comes first)
                 found = (entry / "cmdline").read_text().split("\0")[-len(args) - 1 : -1]
                 if entry.name.isdigit() and found == args:
-                    return cls(int(entry.name))
-        raise AssertionError(f"no daemon running {args}")
+                    running[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        # (its fork server and decoding processes run them too: the daemon is their ancestor)
+        daemons = [pid for pid, parent in running.items() if parent not in running]
+        if len(daemons) != 1:
+            raise AssertionError(f"not one daemon running {args}: {daemons}")
+        return cls(daemons[0])
 
     def poll(self) -> int | None:
         try:

@@ -128,19 +128,20 @@ def _unescape(field: str) -> str:
 
 
 def _daemons(mountpoint: Path) -> dict[int, list[str]]:
-    """The live processes (not zombies) whose arguments name `mountpoint`: the daemon."""
-    found = {}
+    """The live processes (not zombies) whose arguments name `mountpoint` and whose parent's do
+    not: the daemon (its fork server and decoding processes, forks of it, are below it)."""
+    found, parents = {}, {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             argv = Path(entry.path, "cmdline").read_bytes().decode(errors="replace").split("\0")
-            state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if str(mountpoint) in argv and state not in "ZX":
-            found[int(entry.name)] = argv
-    return found
+        if str(mountpoint) in argv and fields[0] not in "ZX":
+            found[int(entry.name)], parents[int(entry.name)] = argv, int(fields[1])
+    return {pid: argv for pid, argv in found.items() if parents[pid] not in found}
 
 
 def _wait_for_exit(pids: Iterator[int] | list[int], timeout: float = 60.0) -> list[int]:

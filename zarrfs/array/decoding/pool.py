@@ -184,10 +184,11 @@ class DecodePool:
         with self._lock:
             was_alive, link.alive = link.alive, False
             pending, link.pending = link.pending, {}
+            failed = was_alive and not self._closed
+            self.failures += failed
         with contextlib.suppress(OSError):
             link.sock.shutdown(socket.SHUT_RDWR)
-        if was_alive and not self._closed:
-            self.failures += 1
+        if failed:
             log.warning("decoding process %d %s: its %d jobs are read again in the daemon", link.pid, how,
                         len(pending))
         for future, _, _ in pending.values():
