@@ -5,15 +5,17 @@ tmpfs through the page cache with the same kernel window (`zarrfs_bench/fuse_flo
 any Python FUSE daemon serves here), and TensorStore and zarr-python reading the whole array
 in-process.
 A (8192, 16384) uint16 image (256 MiB, `--rows` changes it) in 512 x 512 chunks, blosc lz4
-with shuffle and zstd level 1, local.
+with shuffle, zstd level 1 and uncompressed, local.
 
     .venv/bin/python benchmarks/cold_dd.py [--repeat 3] [--rows 8192] [--cores N]
 
 With --cores N everything runs on the first N cores (as `taskset`: the benchmark, and so the
 mount, its decoding processes, `dd`, the floor and the in-process readers), the bound too.
 
-A fifth case, decoding alone, is the least work a daemon does besides replying: the chunks
-read, decoded and copied into slabs by a thread a core, in-process, with nothing else.
+A second zarrfs case mounts with `-o push_pages=no`: every page replied to by the request
+loop, as before pages were pushed (zarrfs.fuse.pages). A sixth case, decoding alone, is the
+least work a daemon does besides replying: the chunks read, decoded and copied into slabs by
+a thread a core, in-process, with nothing else.
 
 Prints a Markdown table of medians (MB/s); the runs alternate, one of each case a round. Beside
 each speed, the CPU the whole machine spent on the run (every process and the kernel: the
@@ -52,12 +54,14 @@ WINDOW_KB = 1024  # the kernel window zarrfs gives `data` of these chunks (check
 CODECS = {
     "blosc lz4 + shuffle": BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=2),
     "zstd level 1": ZstdCodec(level=1),
+    "uncompressed": None,  # (what the path costs by itself: nothing to decode)
 }
 Decoder = Callable[[bytes], bytes]
 # Each thread's decoder of a stored chunk, for decoding alone (what zarrfs decodes with).
 DECODERS: dict[str, Callable[[], Decoder]] = {
     "blosc lz4 + shuffle": lambda: Blosc().decode,
     "zstd level 1": lambda: zstandard.ZstdDecompressor().decompress,
+    "uncompressed": lambda: bytes,
 }
 
 
@@ -97,9 +101,9 @@ class Metered:
         return seconds
 
 
-def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int) -> Metered:
+def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int, options: str = "ro") -> Metered:
     def run(timed: Timer) -> float:
-        with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "ro"):
+        with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, options):
             window = int(kernel_window_setting(mountpoint).read_text())
             assert window == WINDOW_KB, window
             return nbytes / timed(lambda: dd(mountpoint / "data", "/dev/null", expect=nbytes)) / 1e6
@@ -158,6 +162,8 @@ def main() -> None:
             zarr.create_array(store, shape=values.shape, dtype=values.dtype, chunks=CHUNKS,
                               serializer=BytesCodec(), compressors=codec, fill_value=0)[...] = values
             cases = {"zarrfs": zarrfs_dd(store, root / "mnt", values.nbytes),
+                     "zarrfs, push_pages=no": zarrfs_dd(store, root / "mnt", values.nbytes,
+                                                        "ro,push_pages=no"),
                      "bare pyfuse3 floor": floor_dd(raw, root / "floor", values.nbytes),
                      "TensorStore (in-process)": read_whole(tensorstore_array, store, values),
                      "zarr-python (in-process)": read_whole(zarr_python_array, store, values),

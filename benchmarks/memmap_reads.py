@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """zarrfs benchmark, page faults: `np.memmap(data).sum()` of a (4096, 4096) float32 array on a
 fresh mount each run (its store's files in the page cache), with the window the mount chooses
-and with `-o readahead=1024`, against TensorStore and zarr-python reading and summing the
+and with `-o readahead=1024` and with `-o push_pages=no` (no pages pushed ahead: zarrfs.fuse.pages),
+against TensorStore and zarr-python reading and summing the
 whole array; an array of small chunks (32 x 32: 16,384 chunks of 4 KiB) and one of large
 (512 x 512), zstd level 1, local and (--s3) on a moto S3 server behind a proxy adding 10 ms
 each way (a 20 ms round trip: zarrfs_bench/places.py). A page fault reads the kernel's window
@@ -101,6 +102,7 @@ def main() -> None:
         for place, wheres in places:
             for label, where in wheres.items():
                 cases = {"default mount": memmap_sum(where, root / "mnt", "", expected[label]),
+                         "push_pages=no": memmap_sum(where, root / "mnt", "push_pages=no", expected[label]),
                          "readahead=1024": memmap_sum(where, root / "mnt", "readahead=1024", expected[label]),
                          "TensorStore": in_process(tensorstore_sum, where, expected[label]),
                          "zarr-python": in_process(zarr_sum, where, expected[label])}

@@ -10,6 +10,7 @@ the cache's bound (PSS, which counts shared pages once)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -67,10 +68,15 @@ def command(pid: int) -> str:
         return ""
 
 
+RESTARTED_SERVER = "-m zarrfs.array.decoding.server "
+
+
 def fork_server(mount: Mount) -> int:
-    """The daemon's child that forks the workers (its other child is the watchdog)."""
+    """The daemon's child that forks the workers (its other child is the watchdog): forked
+    from the daemon, or started again in a fresh interpreter."""
     daemon = mount.process.pid
-    servers = [pid for pid in children(daemon) if command(pid) == command(daemon)]
+    servers = [pid for pid in children(daemon)
+               if command(pid) == command(daemon) or RESTARTED_SERVER in command(pid)]
     assert len(servers) == 1, (servers, [command(pid) for pid in children(daemon)])
     return servers[0]
 
@@ -148,6 +154,35 @@ def test_a_killed_worker_costs_only_time(picture: tuple[Path, np.ndarray[Any, An
     if when == "idle":
         assert np.array_equal(read_all(mount.data, values.shape), values)
         assert workers(mount) and not set(workers(mount)) & set(first)
+
+
+def reaped(mount: Mount, pid: int) -> bool:
+    return pid not in children(mount.process.pid)
+
+
+def test_a_killed_fork_server_is_started_again(picture: tuple[Path, np.ndarray[Any, Any]],
+                                               mount_array: MountFactory) -> None:
+    """The fork server SIGKILLed (as the OOM killer may): it is reaped at once (no zombie), the
+    next read's workers come from a new one, started again, and the bytes are right; twice.
+    The daemon killed, the new one and its workers end too."""
+    source, values = picture
+    mount = mount_array(source, ["ro", "direct_io"])
+    assert np.array_equal(read_all(mount.data, values.shape), values)
+    for _ in range(2):
+        server = fork_server(mount)
+        os.kill(server, signal.SIGKILL)
+        wait_until(functools.partial(reaped, mount, server), what="the killed fork server reaped")
+        assert np.array_equal(read_all(mount.data, values.shape), values)
+        wait_until(lambda: workers(mount), what="workers of the new fork server")
+        assert fork_server(mount) != server
+        assert RESTARTED_SERVER in command(fork_server(mount))
+    assert "it is started again" in mount.log()
+    assert np.array_equal(read_all(mount.data, values.shape), values)
+    assert stats(mount)["chunks_decoded"] >= 3 * 64
+    processes = [fork_server(mount), *workers(mount)]
+    mount.process.kill()  # (the new server and its workers end with the daemon, as the first)
+    mount.process.wait(10)
+    wait_until(lambda: not any(alive(pid) for pid in processes), what="the new fork server's end")
 
 
 @pytest.mark.parametrize("end", ["unmount", "kill"])

@@ -14,7 +14,7 @@ import pytest
 from local_arrays import create_zstd_array
 
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import streaming
+from zarrfs.array.reads import jobs, streaming
 from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
@@ -338,7 +338,7 @@ def test_streams_of_small_chunks_that_decode_cheaply_are_decoded_by_one_thread(
         return real(*args)
 
     monkeypatch.setattr(streaming, "chunks_for_stream", noting_the_thread)
-    monkeypatch.setattr(streaming, "JOB_BYTES", 1)  # a job per chunk: 8 jobs
+    monkeypatch.setattr(jobs, "JOB_BYTES", 1)  # a job per chunk: 8 jobs
     seen = []
     try:
         for _ in range(2):  # the first decodes the 8 chunks whose cost decides the second

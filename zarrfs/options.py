@@ -60,9 +60,13 @@ class MountOptions:
     # the dataset allows it).
     nc_cdf5: bool = False
     # data.h5 passes through as stored the chunks of codecs only readers with plugins decode
-    # (HDF5 filters zstd, blosc, bzip2: h5py with hdf5plugin); False: they are served decoded,
-    # so every HDF5 reader opens the file (`filters=builtin|plugins`).
+    # (HDF5 filters zstd, blosc, bzip2: h5py with hdf5plugin), and the TIFF views their zstd
+    # tiles (GDAL, tifffile with imagecodecs); False: they are served decoded, so every HDF5
+    # and TIFF reader opens the files (`filters=builtin|plugins`).
     plugin_filters: bool = False
+    # Slabs decoded ahead of a sequential reader are pushed into the kernel's page cache from
+    # threads of their own (zarrfs.fuse.pages); False: the reader's requests fetch every page.
+    push_pages: bool = True
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
     recheck: float | None = 0.0
@@ -176,7 +180,7 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
         "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
-        "filters": ("plugin_filters", _parse_filters),
+        "filters": ("plugin_filters", _parse_filters), "push_pages": ("push_pages", _parse_bool),
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
         "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
@@ -300,7 +304,7 @@ def _parse_nc_format(text: str) -> bool:
 
 
 def _parse_filters(text: str) -> bool:
-    """`builtin` (chunks every HDF5 build decodes pass through, others are decoded) or
+    """`builtin` (chunks every HDF5 build, or TIFF reader, decodes pass through, others are decoded) or
     `plugins` (chunks of plugin filters pass through too): whether plugins are assumed."""
     if text not in ("builtin", "plugins"):
         raise ValueError(text)

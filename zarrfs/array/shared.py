@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters
+from .cache import DEFAULT_CACHE_BYTES, HEAP, ChunkCache, Counters
 from .decoding import DecodePool, SharedSlab, SlabKeeper
 from .loader_pool import LoaderPool
 from .stored import index_cost
@@ -24,14 +24,16 @@ class Shared:
     def __init__(self, cache_bytes: int = DEFAULT_CACHE_BYTES, threads: int | None = None, *,
                  fill_missing_reads: bool = True, store_fill_chunks: bool = False,
                  served_locally: Callable[[], bool] | None = None,
-                 decoders: DecodePool | None = None) -> None:
+                 decoders: DecodePool | None = None, give_back: Callable[[], object] | None = None) -> None:
         """`fill_missing_reads`, `store_fill_chunks`: TensorStore's fill_missing_data_reads and
         store_data_equal_to_fill_value, for every array of the mount. `served_locally`: whether
         a disk cache serves the reads of a remote store now (`LoaderPool`). `decoders`: the
-        processes that decode readers' slabs in shared memory (None: decoded here)."""
+        processes that decode readers' slabs in shared memory (None: decoded here).
+        `give_back`: returns the memory the cache frees to the system (malloc_trim)."""
         self.fill_missing_reads = fill_missing_reads
         self.store_fill_chunks = store_fill_chunks
-        self.cache = ChunkCache(cache_bytes)
+        self._slabs = SlabKeeper(decoders.forget_slab) if decoders is not None else None
+        self.cache = ChunkCache(cache_bytes, HEAP if self._slabs is None else self._slabs, give_back)
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
         self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode") if served_locally is None
@@ -49,9 +51,6 @@ class Shared:
         # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
         self.more_stats: list[Callable[[], dict[str, float]]] = []
         self.decoders = decoders
-        self._slabs = SlabKeeper(decoders.forget_slab) if decoders is not None else None
-        if self._slabs is not None:
-            self.cache.make_slab, self.cache.slab_freed = self._slabs.make, self._slabs.forgotten
 
     def shared_slab(self, buffer: Any) -> SharedSlab | None:
         """The shared memory a slab lent by the cache is (None: the daemon's own)."""

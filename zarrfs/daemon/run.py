@@ -201,7 +201,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
                     fill_missing_reads=options.fill_missing_data_reads,
                     store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
-                    decoders=decoders)
+                    decoders=decoders, give_back=trim)
     if store.disk_cache is not None:
         shared.more_stats.append(store.disk_cache.stats)
     if metrics is not None:
@@ -260,7 +260,6 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         if identity is not None:
             identity.drop()  # (before the first request is read)
         shared.more_stats.append(privileges.stats)
-        shared.cache.give_back = trim
         trimmer = Trimmer(trim, shared.counters.activity) if trim else None
         trio.run(operations.serve, mountpoint, on_serving)
     except OSError as e:

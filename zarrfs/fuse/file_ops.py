@@ -20,9 +20,10 @@ import pyfuse3
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree, in_versions
 from ..views import FileView
-from ..views.readahead import Reading
+from ..views.readahead import Reading, Streaming
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness, WriteOrder
+from .pages import Pages
 from .times import GivenTimes
 from .workers import Workers
 
@@ -37,6 +38,7 @@ class Handle:
     writable: bool
     page_cached: bool  # (not direct_io)
     readahead: Reading | None  # None: a small file, read at once
+    pushed: Streaming | None = None  # (its slabs go into the page cache ahead of the reader)
     wrote: bool = False
 
 
@@ -51,6 +53,7 @@ class FileOperations:
     workers: Workers
     fresh: Freshness
     order: WriteOrder
+    pages: Pages | None  # (None: -o push_pages=no)
     times: GivenTimes
     read_only: bool
     _handles: dict[int, Handle]
@@ -75,6 +78,9 @@ class FileOperations:
             raise pyfuse3.FUSEError(errno.EROFS)
         if writable and not view.writable:
             raise pyfuse3.FUSEError(errno.EACCES)
+        if writable and self.pages is not None:
+            self.pages.refuse(inode)  # (its pages may be written from now on)
+            await self.fresh.fence()
         changed = self.options.recheck is not None and await self.fresh.recheck(node)
         if changed:
             view = await self.workers.run(self.tree.file, node)  # (a chunk file may be gone)
@@ -85,8 +91,11 @@ class FileOperations:
         # A write-only opener (dd, cp, tofile) cannot map the file: its writes skip the page
         # cache, one copy fewer (a whole-array write of blosc chunks 12-15% faster).
         direct_io = self.options.direct_io or view.direct_io or (flags & os.O_ACCMODE) == os.O_WRONLY
+        readahead = view.readahead()
+        pushed = readahead if self.pages is not None and not direct_io and not writable \
+            and isinstance(readahead, Streaming) else None
         self._handles[fh] = Handle(node, inode, view, writable, page_cached=not direct_io,
-                                    readahead=view.readahead())
+                                    readahead=readahead, pushed=pushed)
         keep_cache = self.fresh.may_keep_pages(inode) and not direct_io and not changed
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache, direct_io=direct_io)
 
@@ -111,9 +120,11 @@ class FileOperations:
             return await self.workers.run(handle.view.read, offset, size)
         # Bytes decoded ahead are answered here, without a trip to a worker thread.
         ready = handle.readahead.ready(offset, size)
-        if ready is not None:
-            return ready
-        return await self.workers.run(handle.readahead.read, offset, size)
+        if ready is None:
+            ready = await self.workers.run(handle.readahead.read, offset, size)
+        if handle.pushed is not None and self.pages is not None:
+            self.pages.push(handle.inode, handle.pushed)
+        return ready
 
     @boundary
     async def write(self, fh: int, offset: int, buf: bytes) -> int:

@@ -25,6 +25,7 @@ from ..errors import ZarrfsError
 from ..options import OUTAGE_SECONDS
 from ..tree import CHUNK, Ref, Tree
 from .kernel import drop_pages, invalidate_attributes, invalidate_attributes_of
+from .pages import Pages
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +41,13 @@ class Freshness:
     def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
                  open_files: Callable[[], Iterable[OpenFile]],
                  nursery: Callable[[], trio.Nursery], writing: Callable[[int], bool], *,
-                 recheck_bound: float | None = None) -> None:
+                 recheck_bound: float | None = None, pages: Pages | None = None) -> None:
         """`writing(inode)`: whether a write to that file is in flight. `recheck_bound`: the
         longest an open waits for the store to say whether the file changed (None: no bound,
-        a local store); past it the open serves what the mount has."""
+        a local store); past it the open serves what the mount has. `pages`: what pushes
+        slabs into the page cache, fenced out before the kernel is told of a change."""
         self.tree = tree
+        self._pages = pages
         self._recheck_bound = recheck_bound
         self._writing = writing
         self._nursery = nursery
@@ -66,12 +69,20 @@ class Freshness:
         self._behind.discard(inode)
         return not behind
 
+    async def fence(self) -> None:
+        """After a change to what files show, before the kernel is told: pushes of slabs in
+        flight land first (those that begin later find their slabs stale), so none lands after
+        the kernel dropped the file's pages or marked them stale."""
+        if self._pages is not None and not self._pages.idle:
+            await trio.to_thread.run_sync(self._pages.fence)
+
     async def after_write(self, node: Ref, written: int, through_pages: bool) -> None:
         """A write to `node` (inode `written`) is done (it returns when this does): the files
         showing the same bytes must show it too. `through_pages`: the write came through the
         page cache, which it updated, and the kernel holds the pages it wrote locked until it
         is answered."""
         self.touch()
+        await self.fence()
         files = list(self._open_files())
         open_with_pages = {f.inode for f in files if f.page_cached}
         written_with_pages = {f.inode for f in files if f.page_cached and f.writable}
@@ -130,6 +141,7 @@ class Freshness:
         changed = await self.ask_store(node, lambda: self.tree.recheck(node))
         if changed:
             self.touch()
+            await self.fence()
             await self.invalidate_stale()
             self._behind.update(self.tree.sharing_bytes(node))  # seen through one file, stale in all
         return changed
@@ -184,6 +196,7 @@ class Freshness:
         """After a resize: sizes the kernel caches, and chunk files that are gone. Entry
         invalidation is queued by libfuse (it waits on nothing); attribute invalidation
         never waits on pages (see invalidate_attributes)."""
+        await self.fence()
         stale = self.tree.take_stale()
         for parent, name in stale.entries:
             with contextlib.suppress(OSError):

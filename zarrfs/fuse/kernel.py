@@ -43,3 +43,10 @@ def drop_pages(inode: int) -> None:
     except OSError as e:
         if e.errno != errno.ENOENT:
             log.warning("could not drop the cached pages of inode %d: %s", inode, e)
+
+
+def store_pages(inode: int, offset: int, data: memoryview) -> None:
+    """Put bytes into the kernel's page cache of an inode (FUSE_NOTIFY_STORE), uncopied:
+    pyfuse3 takes any contiguous buffer, though it declares bytes, and lets go of the
+    interpreter lock while the kernel copies."""
+    pyfuse3.notify_store(inode, offset, data)  # type: ignore[arg-type]

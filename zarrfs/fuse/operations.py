@@ -31,8 +31,10 @@ from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
 from .freshness import Freshness, WriteOrder
+from .kernel import store_pages
 from .modes import GivenModes
 from .names import name_text
+from .pages import Pages
 from .room import statvfs_data
 from .times import GivenTimes
 from .workers import Workers
@@ -40,6 +42,9 @@ from .workers import Workers
 log = logging.getLogger(__name__)
 
 ATTRIBUTE_TIMEOUT = 60.0  # sizes and names never change while mounted
+# Threads pushing slabs into the page cache (-o push_pages): measured on 2 cores, two pushed
+# 879-947 MB/s where one pushed 648-686 (docs/performance.md, "Pages pushed").
+PUSHERS = 2
 READDIR_BATCH = 32
 
 
@@ -73,9 +78,11 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
+        self.pages = Pages(store_pages, PUSHERS, lambda n: self.counters.add(bytes_pushed=n)) \
+            if options.push_pages else None
         recheck_bound = None if timeout is None else min(CHECK_SECONDS, timeout)
         self.fresh = Freshness(tree, self.workers.run, lambda: list(self._handles.values()), self._serving,
-                               self.order.writing, recheck_bound=recheck_bound)
+                               self.order.writing, recheck_bound=recheck_bound, pages=self.pages)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -91,8 +98,15 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
             nursery.start_soon(self.workers.keep_deadlines)
             if self.options.recheck:
                 nursery.start_soon(self.fresh.recheck_open_files, self.options.recheck)
-            await pyfuse3.main(min_tasks=2, max_tasks=64)
+            try:
+                await pyfuse3.main(min_tasks=2, max_tasks=64)
+            finally:
+                await self._stop_pushing()  # (unmounted: what is in flight fails at once)
             nursery.cancel_scope.cancel()
+
+    async def _stop_pushing(self) -> None:
+        if self.pages is not None:
+            await trio.to_thread.run_sync(self.pages.stop)
 
     async def _announce(self, mountpoint: str, on_serving: Callable[[], None]) -> None:
         try:
@@ -108,6 +122,7 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
                 # A page drop in flight may wait for a request not yet read: let it finish
                 # while requests are still read, or the daemon could never exit.
                 await self.fresh.stop_dropping()
+                await self._stop_pushing()  # (and pushes: theirs too)
                 pyfuse3.terminate()
 
     def _serving(self) -> trio.Nursery:

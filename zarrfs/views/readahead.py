@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
 MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
@@ -75,6 +75,20 @@ class Slab(Protocol):
     def piece(self, start: int, stop: int) -> memoryview | None: ...
     def close(self) -> None: ...
 
+    def pin(self) -> bool:
+        """Keep the buffer the slab's until `unpin`, closed or not (what `piece` gave stays its
+        bytes); False when closed."""
+
+    def unpin(self) -> None: ...
+
+
+class Ahead(NamedTuple):
+    """A slab started ahead of the reader, where it lies in the file: `size` bytes from `offset`."""
+
+    offset: int
+    size: int
+    slab: Slab
+
 
 class Reader(Protocol):
     """What the reader sees (a `files.FileView`)."""
@@ -91,6 +105,18 @@ class Reading(Protocol):
     def ready(self, offset: int, size: int) -> bytes | memoryview | None: ...
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Streaming(Reading, Protocol):
+    """A reading whose slabs may go into the page cache before the reader asks for them."""
+
+    @property
+    def reader_end(self) -> int:
+        """Where the furthest read so far ended."""
+
+    def take_ahead(self) -> list[Ahead]:
+        """The slabs started ahead of the reader since the last call."""
 
 
 class Rows(Protocol):
@@ -132,6 +158,8 @@ class Readahead:
         self._budget = 0  # the requests reading ahead may cost now
         self._through: list[int] = []  # where reads through the cache in progress end
         self._prefetched_to = 0
+        self._ahead: list[Ahead] = []  # (slabs started ahead of the reader, not yet taken)
+        self._furthest = 0
 
     def ready(self, offset: int, size: int) -> bytes | memoryview | None:
         """The bytes, when finished, current slabs hold all of them (never blocks)."""
@@ -175,6 +203,15 @@ class Readahead:
         with self._lock:
             if self._last_end is None:
                 self._last_end = offset
+
+    @property
+    def reader_end(self) -> int:
+        return self._furthest
+
+    def take_ahead(self) -> list[Ahead]:
+        with self._lock:
+            taken, self._ahead = self._ahead, []
+        return taken
 
     def slabs(self) -> dict[int, Slab]:
         """The slabs held now, by index (a copy: for looking at, as the tests do)."""
@@ -236,6 +273,7 @@ class Readahead:
                 or index in self._slabs
             self._streak = (self._streak if sequential else 0) + size
             self._last_end = offset + size
+            self._furthest = max(self._furthest, offset + size)
             earned = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs))
             self._earn(layout, offset, size, earned)
             if layout is None or index is None:
@@ -254,6 +292,10 @@ class Readahead:
                     if stream is None:
                         break  # readers' buffers are full: read through the cache
                     self._slabs[wanted] = stream
+                    if wanted > index:
+                        start = layout.skip + wanted * layout.nbytes
+                        size = min(layout.nbytes, layout.skip + layout.data_size - start)
+                        self._ahead.append(Ahead(start, size, stream))
         return sequential
 
     def _wanted(self, layout: _Slabs, index: int, end: int) -> tuple[range, int]:

@@ -3,9 +3,9 @@ shard-index cache, per-chunk locks and the mount's counters (`cache`); each arra
 which decides what goes in (`entries`); which elements of a cached chunk were written
 (`masks`); bytes held against the cache's budget (`held_bytes`). It imports no other room."""
 
-from .cache import DEFAULT_CACHE_BYTES, ChunkCache, Counters, Entry, Fetched, KeyedLocks
+from .cache import DEFAULT_CACHE_BYTES, HEAP, ChunkCache, Counters, Entry, Fetched, KeyedLocks, SlabMemory
 from .entries import ArrayCache, WriteSnapshot
 from .held_bytes import HeldBytes
 
-__all__ = ["DEFAULT_CACHE_BYTES", "ArrayCache", "ChunkCache", "Counters", "Entry", "Fetched", "HeldBytes",
-           "KeyedLocks", "WriteSnapshot"]
+__all__ = ["DEFAULT_CACHE_BYTES", "HEAP", "ArrayCache", "ChunkCache", "Counters", "Entry", "Fetched",
+           "HeldBytes", "KeyedLocks", "SlabMemory", "WriteSnapshot"]

@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -107,10 +107,31 @@ class KeyedLocks:
                     self._locks[chunk] = (lock, users - 1)
 
 
+class SlabMemory(Protocol):
+    """Where slabs' memory comes from, and goes back to: the process's heap (`HEAP`), or
+    shared memory that decoding processes write into (zarrfs.array.decoding.SlabKeeper)."""
+
+    def make(self, nbytes: int) -> np.ndarray: ...
+    def forgotten(self, buffer: np.ndarray) -> None: ...
+
+
+class _Heap:
+    def make(self, nbytes: int) -> np.ndarray:
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def forgotten(self, buffer: np.ndarray) -> None:
+        return None
+
+
+HEAP = _Heap()
+
+
 class ChunkCache:
     """Decoded chunks of every array of a mount, under one lock and one byte limit."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, slabs: SlabMemory = HEAP,
+                 give_back: Callable[[], object] | None = None) -> None:
+        """`give_back`: returns freed memory to the system (malloc_trim), or None."""
         self.capacity = capacity
         self.lock = threading.Lock()
         self.entries: OrderedDict[CacheKey, Entry] = OrderedDict()
@@ -125,13 +146,10 @@ class ChunkCache:
         self.reserved_bytes = 0
         self.spare_slabs: list[np.ndarray] = []
         self.reserve_limit = capacity // 4
-        # Where slabs' memory comes from, and goes back to: the process's heap, or shared
-        # memory that decoding processes write into (zarrfs.array.decoding).
-        self.make_slab: Callable[[int], np.ndarray] = lambda nbytes: np.empty(nbytes, dtype=np.uint8)
-        self.slab_freed: Callable[[np.ndarray], object] = lambda buffer: None
+        self.slabs = slabs
         # Written data not yet stored: the rest (whole shards of a sequential writer must fit).
         self.dirty_limit = capacity - self.reserve_limit
-        self.give_back: Callable[[], object] | None = None  # returns freed memory to the system
+        self.give_back = give_back
         # Chunks this mount wrote and has stored, oldest first: their buffers go to new chunks.
         self.reusable: deque[CacheKey] = deque(maxlen=REUSABLE_KEYS)
         # Each array's units held, in the order they came in (a sequential writer's flush
@@ -241,9 +259,9 @@ class ChunkCache:
                 self.total_bytes += nbytes
         finally:
             for buffer in freed:  # (outside the lock: shared memory's workers are told)
-                self.slab_freed(buffer)
+                self.slabs.forgotten(buffer)
         self.evict()
-        return self.make_slab(nbytes)
+        return self.slabs.make(nbytes)
 
     def take_back_slab(self, buffer: np.ndarray) -> None:
         """A slab's buffer back from a closed stream: kept for the next slab while other
@@ -260,7 +278,7 @@ class ChunkCache:
             while self.spare_slabs and not others_out:
                 freed.append(self._forget_slab(self.spare_slabs.pop()))
         for each in freed:
-            self.slab_freed(each)
+            self.slabs.forgotten(each)
 
     def _forget_slab(self, buffer: np.ndarray) -> np.ndarray:
         self.reserved_bytes -= buffer.nbytes
@@ -304,7 +322,7 @@ class ChunkCache:
 
 COUNTER_NAMES = ("requests", "errors", "cache_hits", "cache_misses", "bytes_fetched", "bytes_stored",
                  "chunks_decoded", "chunks_encoded", "decode_seconds", "encode_seconds",
-                 "write_conflicts", "rechecks", "chunks_changed_outside", "timeouts")
+                 "write_conflicts", "rechecks", "chunks_changed_outside", "timeouts", "bytes_pushed")
 
 
 class Counters:

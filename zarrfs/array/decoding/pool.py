@@ -158,8 +158,14 @@ class DecodePool:
             return min(live, key=lambda link: len(link.pending))
 
     def _fork(self) -> _Link:
+        """A new worker (with the lock held), from a fork server started again if it ended."""
         try:
-            pid, sock = self.server.fork_worker()
+            try:
+                pid, sock = self.server.fork_worker()
+            except (OSError, wire.Closed) as e:
+                log.warning("the fork server of the decoding processes ended (%s): it is started again", e)
+                self.server = self.server.restarted()
+                pid, sock = self.server.fork_worker()
         except (OSError, wire.Closed) as e:
             self.usable = False
             log.warning("no decoding process could be started (%s): chunks are decoded in the daemon", e)

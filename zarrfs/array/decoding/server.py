@@ -10,7 +10,13 @@ pages of those modules with the others.
 
 It drops to the user the daemon serves as (for good: no saved root), keeps only its socket of
 the file descriptors it inherited, ignores the terminal's signals, and dies with the daemon
-(PR_SET_PDEATHSIG), as its workers die with it: no process of a mount outlives it."""
+(PR_SET_PDEATHSIG), as its workers die with it: no process of a mount outlives it.
+
+A fork server that ends while the mount is up (killed: the OOM killer may choose it) is reaped
+and `restarted`: by then the daemon runs threads, so the new one is a fresh interpreter
+(`python -m zarrfs.array.decoding.server`, started with posix_spawn, which is safe beside
+threads) that then does what the first one did. Where the daemon's user cannot run its Python
+(a Python under /root, `-o user=nobody`), there is none: chunks decode in the daemon."""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import ctypes
 import os
 import signal
 import socket
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -39,10 +46,14 @@ class Drop:
 class ForkServer:
     """The daemon's end: `fork_worker` gives a new worker's pid and socket."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, drop: Drop | None) -> None:
         self.pid = pid
         self._sock = sock
+        self._drop = drop
         self._lock = threading.Lock()
+        # (reaped the moment it ends, killed or closed: no zombie while the mount is up)
+        self._reaper = threading.Thread(target=_reap, args=(pid,), name="zarrfs-reaper", daemon=True)
+        self._reaper.start()
 
     @classmethod
     def start(cls, drop: Drop | None) -> ForkServer | None:
@@ -62,7 +73,33 @@ class ForkServer:
             finally:
                 os._exit(status)
         server_end.close()
-        return cls(pid, daemon_end)
+        return cls(pid, daemon_end, drop)
+
+    def restarted(self) -> ForkServer:
+        """This one ended (or is ended now, and reaped), and a new one started in a fresh
+        interpreter (OSError: it could not be)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        self.close()
+        daemon_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            drop = [] if self._drop is None else \
+                [str(self._drop.uid), str(self._drop.gid), ",".join(map(str, self._drop.groups))]
+            null = os.open(os.devnull, os.O_RDWR)
+            try:
+                pid = os.posix_spawn(sys.executable, [
+                    sys.executable, "-m", __name__, str(os.getpid()), *drop,
+                ], dict(os.environ), file_actions=[
+                    (os.POSIX_SPAWN_DUP2, server_end.fileno(), SPAWNED_SOCKET),
+                    *((os.POSIX_SPAWN_DUP2, null, standard) for standard in (0, 1, 2))])
+            finally:
+                os.close(null)
+        except OSError:
+            daemon_end.close()
+            raise
+        finally:
+            server_end.close()
+        return ForkServer(pid, daemon_end, self._drop)
 
     def fork_worker(self) -> tuple[int, socket.socket]:
         """A new worker: its pid and the daemon's end of its socket (OSError, wire.Closed:
@@ -80,10 +117,26 @@ class ForkServer:
         return int(answer[1]), ours
 
     def close(self) -> None:
-        """The server ends (its workers with it, as their sockets close)."""
+        """The server ends (its workers with it, as their sockets close), and is reaped."""
         self._sock.close()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
+        self._reaper.join()
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+SPAWNED_SOCKET = 3  # (the descriptor of a restarted server's socket)
+
+
+def main(args: list[str]) -> None:
+    """A restarted fork server: `DAEMON_PID [UID GID GROUPS]`, its socket on descriptor 3."""
+    drop = None if len(args) < 4 else \
+        Drop(int(args[1]), int(args[2]), tuple(int(group) for group in args[3].split(",") if group))
+    sock = socket.socket(fileno=SPAWNED_SOCKET)
+    _become_server(sock, int(args[0]), drop)
+    _serve_forks(sock)
 
 
 def _become_server(sock: socket.socket, daemon: int, drop: Drop | None) -> None:
@@ -135,3 +188,7 @@ def _keep_only(keep: int) -> None:
             os.dup2(null, standard)
     os.closerange(3, keep)
     os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

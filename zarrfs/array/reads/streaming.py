@@ -31,12 +31,12 @@ from ..decoding import DecodePool, Item, close_files
 from ..geometry import Geometry
 from ..shared import Shared
 from ..stored import Encoded, ShardedChunkIO
+from .jobs import by_stored_object, plan_jobs
 from .loader import ChunkLoader
 
 log = logging.getLogger(__name__)
 
 
-JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
 # Chunks smaller than this that decode cheaply (chunk_io.CHEAP_DECODE_SECONDS), read from a
 # local store, are decoded by one thread at a time. Each costs ~30 us of Python and system
 # calls, which hold the interpreter lock; two threads at it hand the lock back and forth at
@@ -46,18 +46,10 @@ JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
 # 16 KiB gzip chunks (54 us to decode) 167-202 against 242-321, 64 KiB zstd 419-527 against
 # 489-594. Small chunks count as cheap until measured: most codecs decode them so.
 SMALL_CHUNK_BYTES = 32 << 10
-SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
 # Read chunks at least this large decode in the decoding processes (smaller ones cost more in
 # messages than in decoding: they stay on the loader threads, the small ones on one lane), a
-# job's worth in one message.
+# job's worth in one message (jobs.PROCESS_JOB_BYTES).
 PROCESS_CHUNK_BYTES = 64 << 10
-PROCESS_JOB_BYTES = 4 << 20
-# On S3, the chunks of a job are fetched together: a GET waited for on the event loop costs
-# a loader ~0.3 ms of Python besides the request (fsspec's sync, the thread hops); four at a
-# time, ~0.1 ms each. Measured, 512 GETs of 512 KiB chunks from 32 threads: 0.52 s of CPU
-# one at a time, 0.39 s four at a time. At most S3_JOB_CHUNKS in flight a job.
-S3_JOB_BYTES = 2 << 20
-S3_JOB_CHUNKS = 16
 
 
 class Streams:
@@ -73,6 +65,10 @@ class Streams:
         self.sharded = isinstance(loader.io, ShardedChunkIO)
         self._reported: set[type[BaseException]] = set()
         self._reported_lock = threading.Lock()
+
+    def stored_in(self, cell: Index) -> Index:
+        """The chunk or shard a read chunk is stored in."""
+        return self.io.location(cell)[0]
 
     def start(self, geometry: Geometry, box: Box, read_chunk_nbytes: int,
               dtype: np.dtype[Any]) -> Stream | None:
@@ -115,9 +111,12 @@ class Stream:
         self.stamp = view.mutations
         self.error: BaseException | None = None
         self._closed = False
+        self._pins = 0  # (readers of the buffer outside `piece`: pushes into the page cache)
         self._finished = threading.Event()
         self._lock = threading.Lock()
-        jobs = _jobs(streams, geometry, box, read_chunk_nbytes, by_processes=self._slab is not None)
+        jobs = plan_jobs(list(geometry.cells_of(box)), read_chunk_nbytes, streams.stored_in,
+                         sharded=streams.sharded, batched_gets=streams.store.is_s3,
+                         by_processes=self._slab is not None)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
@@ -155,16 +154,38 @@ class Stream:
                 return None
             return self.out.reshape(-1).view(np.uint8).data[start:stop]
 
+    def pin(self) -> bool:
+        """Keep the buffer this stream's until `unpin`, even once closed (its pieces read
+        meanwhile stay its bytes); False when already closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._pins += 1
+            return True
+
+    def unpin(self) -> None:
+        with self._lock:
+            self._pins -= 1
+        self._give_back_if_done()
+
     def close(self) -> None:
-        """Skip the chunks not yet started and give the buffer back."""
+        """Skip the chunks not yet started and give the buffer back (once the jobs writing
+        into it and the pins have ended)."""
         with self._lock:
             self._closed = True
+        self._give_back_if_done()
+
+    def _give_back_if_done(self) -> None:
+        with self._lock:
             buffer = self._given_up() if self._finished.is_set() else None  # else the last job
         if buffer is not None:
             self._streams.view.mount.take_back_slab(buffer)
 
     def _given_up(self) -> np.ndarray | None:
-        """The buffer, no longer this stream's (with the lock held, once closed and finished)."""
+        """The buffer, once no longer this stream's: closed, finished and not pinned (with
+        the lock held); else None."""
+        if not self._closed or self._pins:
+            return None
         buffer, self._buffer, self.out = self._buffer, None, None
         return buffer
 
@@ -190,7 +211,7 @@ class Stream:
         try:
             if together:
                 unchecked = streams.io.read_together(together, early=early and not streams.view.dirty_bytes)
-            for run in _by_stored_object(streams, pieces):
+            for run in by_stored_object(pieces, streams.stored_in):
                 if self._closed or self.error is not None:
                     break
                 by_unit = {piece.cell: piece for piece in run}
@@ -287,7 +308,7 @@ class Stream:
                 return
             if self._closed and self.error is None:
                 self.error = CancelledStream()
-            buffer = self._given_up() if self._closed else None
+            buffer = self._given_up()
             if buffer is not None:
                 self._streams.view.mount.take_back_slab(buffer)
             self._finished.set()
@@ -297,38 +318,12 @@ class CancelledStream(Exception):
     """The stream was cancelled before all of it was filled."""
 
 
-def _jobs(streams: Streams, geometry: Geometry, box: Box, chunk_nbytes: int, *,
-          by_processes: bool) -> list[list[Piece]]:
-    """The pieces of `box`, a job's worth at a time: small chunks several to a job (a job
-    costs more than decoding a 4 KiB chunk), more for the decoding processes (a message each);
-    the inner chunks of one shard together, so that those lying next to each other are read
-    with one request."""
-    pieces = list(geometry.cells_of(box))
-    chunk_bytes = max(1, chunk_nbytes)
-    if not streams.sharded:
-        per_job = max(1, (PROCESS_JOB_BYTES if by_processes else JOB_BYTES) // chunk_bytes)
-        if streams.store.is_s3:
-            per_job = min(S3_JOB_CHUNKS, max(1, S3_JOB_BYTES // chunk_bytes))
-        return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]
-    per_job = max(1, SHARD_JOB_BYTES // chunk_bytes)
-    return [run[i : i + per_job] for run in _by_stored_object(streams, pieces)
-            for i in range(0, len(run), per_job)]
-
-
 def _fetched_together(streams: Streams, geometry: Geometry, pieces: list[Piece]) -> list[str]:
     """The keys of a job's plain chunks the cache does not hold, which S3 fetches all at once
-    (see S3_JOB_BYTES)."""
+    (see jobs.S3_JOB_BYTES)."""
     if streams.sharded or not streams.store.is_s3 or len(pieces) <= 1:
         return []
     return [geometry.chunk_key(unit) for unit in streams.view.missing([piece.cell for piece in pieces])]
-
-
-def _by_stored_object(streams: Streams, pieces: list[Piece]) -> list[list[Piece]]:
-    """Pieces grouped by the chunk or shard they are stored in (in the order first met)."""
-    found: dict[Index, list[Piece]] = {}
-    for piece in pieces:
-        found.setdefault(streams.io.location(piece.cell)[0], []).append(piece)
-    return list(found.values())
 
 
 def chunks_for_stream(streams: Streams, geometry: Geometry, units: list[Index],

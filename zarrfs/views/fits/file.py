@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..files import ReadOnlyFile, RegionArray, RegionFile
-from ..readahead import Readahead, Reading, Slab
+from ..readahead import Ahead, Readahead, Reading, Slab, Streaming
 from .cards import padding
 from .header import stored_as_twin
 
@@ -72,7 +72,7 @@ class PaddedReading:
     """The reading ahead of the header and the elements (`Readahead`, which would end the file
     where the elements end), and the zeros after them."""
 
-    def __init__(self, file: FitsFile, elements: Reading) -> None:
+    def __init__(self, file: FitsFile, elements: Streaming) -> None:
         self._file = file
         self._elements = elements
 
@@ -86,6 +86,13 @@ class PaddedReading:
 
     def close(self) -> None:
         self._elements.close()
+
+    @property
+    def reader_end(self) -> int:
+        return self._elements.reader_end
+
+    def take_ahead(self) -> list[Ahead]:
+        return self._elements.take_ahead()
 
     def _padded(self, reading: Callable[[int, int], bytes | memoryview | None], offset: int,
                 size: int) -> bytes | memoryview | None:
@@ -143,6 +150,12 @@ class TwinSlab:
 
     def piece(self, start: int, stop: int) -> memoryview | None:
         return self._slab.piece(start, stop) if self._flipped else None
+
+    def pin(self) -> bool:
+        return self._slab.pin()
+
+    def unpin(self) -> None:
+        self._slab.unpin()
 
     def close(self) -> None:
         with self._lock:
