@@ -85,9 +85,10 @@ def test_data_tif_tables_cost_a_look_at_each_chunk_and_a_tile_costs_its_chunk(
     """tifffile reads every tile's offset and byte count (10^5 of each): each chunk's stored
     size is looked at once (a scan of the directories of its rows, or a stat), none is read;
     GDAL's window of one tile costs that tile's chunk and the sizes of the tiles of the table
-    pages it reads (a stat each of a few hundred, no listing), whatever the array."""
+    pages it reads (a stat each of a few hundred, no listing), whatever the array. (Zstd tiles
+    as stored: `filters=plugins`; a default mount's are decoded, below.)"""
     log, mount = counted
-    mnt = mount(dense)
+    mnt = mount(dense, ("filters=plugins",))
     tif = mnt.path / "data.tif"
     log.take()
     with tifffile.TiffFile(tif) as tiff:
@@ -108,6 +109,32 @@ def test_data_tif_tables_cost_a_look_at_each_chunk_and_a_tile_costs_its_chunk(
     assert {r.key for r in requests if r.kind != "stat"} <= {str(dense / "c" / str(row) / str(column))}
     assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
     assert requests.count("stat") <= 2 * TABLE_PAGE_TILES + 2, requests.summary()
+
+
+def test_decoded_data_tif_tables_cost_nothing_and_a_tile_costs_its_chunk(
+        dense: Path, counted: tuple[RequestLog, MountFactory], tmp_path: Path) -> None:
+    """A default mount's data.tif of zstd chunks: decoded tiles, whose tables are known without
+    the store (every byte count the tile's size), so tifffile's read of 10^5 offsets and
+    counts costs no request, and GDAL's window of one tile costs that tile's chunk."""
+    log, mount = counted
+    mnt = mount(dense)
+    tif = mnt.path / "data.tif"
+    log.take()
+    with tifffile.TiffFile(tif) as tiff:
+        page = tiff.pages[0]
+        assert set(page.databytecounts) == {CHUNK[0] * CHUNK[1]}  # type: ignore[union-attr]
+    opened = log.take()  # (the open's close-to-open check)
+    assert_few(opened, "tables of decoded tiles")
+    row, column = 5000, 5
+    window = tmp_path / "window.tif"
+    subprocess.run(["gdal_translate", "-q", "-srcwin", str(column * CHUNK[1]), str(row * CHUNK[0]),
+                    str(CHUNK[1]), str(CHUNK[0]), str(tif), str(window)], check=True)
+    start = (row * CHUNK[0], column * CHUNK[1])
+    assert np.array_equal(tifffile.imread(window), values(start, (start[0] + CHUNK[0], start[1] + CHUNK[1])))
+    requests = log.take()
+    assert {r.key for r in requests if r.kind != "stat"} <= {str(dense / "c" / str(row) / str(column))}
+    assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
+    assert_few(requests, "a window of decoded tiles")
 
 
 def test_a_small_read_fetches_the_chunks_it_touches(dense: Path,
@@ -271,7 +298,8 @@ def test_reopening_an_ome_tiff_pyramid_rechecks_each_level_once(
         tmp_path: Path, counted: tuple[RequestLog, MountFactory]) -> None:
     """An open of `data.ome.tif` rechecks each level as an open of its `data` does: its
     metadata and the chunks this mount read, not the level's thousands of chunks; the tile
-    sizes are learned again as the tables are read, a look at each chunk, none read."""
+    sizes are learned again as the tables are read, a look at each chunk, none read (zstd
+    tiles as stored: `filters=plugins`)."""
     import zarr
     from ome_zarr.format import FormatV05
     from ome_zarr.writer import write_image
@@ -282,7 +310,7 @@ def test_reopening_an_ome_tiff_pyramid_rechecks_each_level_once(
                 storage_options={"chunks": (1, 16, 16)})  # (4,096 chunks at full resolution)
     smallest = group[sorted(name for name, _ in group.arrays())[2]][0]
     log, mount = counted
-    mnt = mount(tmp_path / "image.zarr")
+    mnt = mount(tmp_path / "image.zarr", ("filters=plugins",))
     tif = mnt.path / "data.ome.tif"
     with tifffile.TiffFile(tif) as tiff:
         assert len(tiff.series[0].levels) == 3

@@ -74,9 +74,9 @@ def test_tiles_pass_through_to_tile_readers(tmp_path: Path, mount_array: Any) ->
     """A tile is its chunk's stored bytes, nothing after them, and its byte count their length
     (learned as the tables are read: no chunk's bytes fetched); a tile read costs those bytes;
     whole-file, window and tile-by-tile readers get the stored zstd tiles, and the mount decodes
-    nothing."""
+    nothing (zstd tiles pass through with `filters=plugins`: tests/test_tiff_readers.py)."""
     data = image(tmp_path / "a.zarr", (1000, 1200), (256, 256), compressors=ZstdCodec(level=1))
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", ["ro", "filters=plugins"])
     tif = mount.path / "data.tif"
     with tifffile.TiffFile(tif) as tiff:  # (it reads the header and both tables, and no tile)
         page = tiff.pages[0]
@@ -114,14 +114,16 @@ def test_tiles_pass_through_to_tile_readers(tmp_path: Path, mount_array: Any) ->
     assert np.array_equal(tifffile.imread(copy), data)
 
 
-def test_one_read_over_many_tiles_gets_each(tmp_path: Path, mount_array: Any) -> None:
+@pytest.mark.parametrize("filters", ["builtin", "plugins"])
+def test_one_read_over_many_tiles_gets_each(tmp_path: Path, mount_array: Any, filters: str) -> None:
     """A read over several tiles (cp, cat: up to 1 MiB a request) gets every tile's bytes, as
-    reads of one block each do; tiles of a sharded array too, and chunks that are not stored."""
+    reads of one block each do; tiles of a sharded array too, and chunks that are not stored;
+    decoded tiles (a default mount's) and zstd tiles as stored (`filters=plugins`)."""
     data = image(tmp_path / "a.zarr", (1000, 1200), (256, 256), compressors=ZstdCodec(level=1),
                  shards=(512, 512))
     zarr.open_array(tmp_path / "a.zarr", mode="r+")[:256, :512] = 0  # (two chunks not stored)
     data[:256, :512] = 0
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", ["ro", f"filters={filters}"])
     tif = mount.path / "data.tif"
     block, size = os.stat(tif).st_blksize, os.stat(tif).st_size
     with open(tif, "rb", buffering=0) as f:
@@ -249,7 +251,7 @@ def test_another_writers_shards_show_at_the_next_open(tmp_path: Path, mount_arra
     """Close-to-open, as `data`: tiles located in shards another writer rewrote (other sizes,
     other places) are located again, from the shard indexes as stored now."""
     data = image(tmp_path / "a.zarr", (256, 256), (64, 64), shards=(128, 128), compressors=ZstdCodec())
-    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    mount = mount_array(tmp_path / "a.zarr", ["ro", "filters=plugins"])  # (zstd tiles as stored)
     assert np.array_equal(tifffile.imread(mount.path / "data.tif"), data)
     rewritten = np.zeros_like(data)
     rewritten[::3, ::5] = 7  # (compresses far better: every tile moves)

@@ -73,10 +73,12 @@ def written(path: Path, data: np.ndarray[Any, Any], **kwargs: Any) -> Path:
     return path
 
 
-def view_of(path: Path, byteorder: str = "little", placement: Placement = NOWHERE) -> tuple[TiffFile, Any]:
+def view_of(path: Path, byteorder: str = "little", placement: Placement = NOWHERE, *,
+            plugins: bool = False) -> tuple[TiffFile, Any]:
+    """`data.tif` of the array at `path`; `plugins`: as `-o filters=plugins` makes it."""
     array = open_array(Store.open(str(path)))
     assert shows_tiff(array)
-    return tiff_file(array, FileForm(byteorder), lambda: placement), array
+    return tiff_file(array, FileForm(byteorder, plugins), lambda: placement), array
 
 
 def read_tiff(view: TiffFile) -> tuple[np.ndarray[Any, Any], list[Any]]:
@@ -90,24 +92,32 @@ def as_array_shape(pixels: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.n
     return pixels.reshape(shape)
 
 
+# Each chain's TIFF compression when its chunks pass through as stored (None: never, decoded).
 CHAINS = {
-    "zstd": ({"compressors": ZstdCodec(level=1)}, 50000, True),
-    "zstd+crc32c": ({"compressors": [ZstdCodec(level=1), Crc32cCodec()]}, 50000, True),
-    "uncompressed": ({"compressors": None}, 1, True),
-    "blosc": ({"compressors": BloscCodec(cname="lz4")}, 1, False),
-    "gzip": ({"compressors": GzipCodec()}, 1, False),
-    "big-endian bytes": ({"compressors": None, "serializer": BytesCodec(endian="big")}, 1, False),
+    "zstd": ({"compressors": ZstdCodec(level=1)}, 50000),
+    "zstd+crc32c": ({"compressors": [ZstdCodec(level=1), Crc32cCodec()]}, 50000),
+    "uncompressed": ({"compressors": None}, 1),
+    "blosc": ({"compressors": BloscCodec(cname="lz4")}, None),
+    "gzip": ({"compressors": GzipCodec()}, None),
+    "big-endian bytes": ({"compressors": None, "serializer": BytesCodec(endian="big")}, None),
 }
+EVERY_READERS = (1, 8)  # (compressions every TIFF reader decodes: the tiles pass through on any mount)
 
 
 @pytest.mark.parametrize("chain", list(CHAINS))
 @pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
-def test_tiles_as_stored_or_decoded(tmp_path: Path, chain: str, sharded: bool) -> None:
+@pytest.mark.parametrize("filters", ["builtin", "plugins"])
+def test_tiles_as_stored_or_decoded(tmp_path: Path, chain: str, sharded: bool, filters: str) -> None:
+    """Chunks compressed as every reader decodes pass through; zstd chunks only with
+    `filters=plugins` (else decoded, uncompressed); other chunks are always decoded."""
     data = values((100, 150), "uint16")
     data[:32, :48] = 0  # a chunk (an inner chunk) of fill values: not stored
-    options, compression, passes = CHAINS[chain]
+    options, stored = CHAINS[chain]
+    passes = stored is not None and (filters == "plugins" or stored in EVERY_READERS)
+    compression = stored if passes else 1
     chunks = {"shards": (64, 96), "chunks": (32, 48)} if sharded else {"chunks": (32, 48)}
-    view, array = view_of(written(tmp_path / "a.zarr", data, fill_value=0, **chunks, **options))
+    view, array = view_of(written(tmp_path / "a.zarr", data, fill_value=0, **chunks, **options),
+                          plugins=filters == "plugins")
     pixels, pages = read_tiff(view)
     assert np.array_equal(pixels[0], data)
     page = pages[0]
@@ -199,7 +209,7 @@ def test_big_endian_file(tmp_path: Path) -> None:
     assert np.array_equal(pixels[0], data) and pages[0].compression == 1  # (stored little-endian: decoded)
     stored_big = written(tmp_path / "b.zarr", data, chunks=(16, 16), serializer=BytesCodec(endian="big"),
                          compressors=ZstdCodec())
-    view, _ = view_of(stored_big, "big")
+    view, _ = view_of(stored_big, "big", plugins=True)
     pixels, pages = read_tiff(view)
     assert np.array_equal(pixels[0], data) and pages[0].compression == 50000
 
@@ -300,7 +310,7 @@ def test_ome_zarr_pyramid_as_ome_tiff(tmp_path: Path, version: str) -> None:
     multiscale = multiscale_of(dict(group.attrs))
     assert multiscale is not None
     levels = [open_array(Store.open(str(tmp_path / "image.zarr" / path))) for path in multiscale.paths]
-    view = ome_tiff_file(multiscale, levels, "little")
+    view = ome_tiff_file(multiscale, levels, FileForm())
     assert view is not None
     with tifffile.TiffFile(io.BufferedReader(ViewReader(view), 1 << 16)) as tiff:
         assert tiff.is_ome and len(tiff.pages) == 6

@@ -34,8 +34,8 @@ class GroupViews:
         views, order = layout.views, layout.byteorder
         # (in the order of their names in a directory; a name two kinds give is the first's)
         self.kinds: tuple[PyramidViews, ...] = (
-            NcGroupViews(groups, views, order, cdf5=layout.nc_cdf5), OmeTiffViews(groups, views, order),
-            GeoTiffViews(groups, views, order), H5GroupViews(groups, views, layout.form))
+            NcGroupViews(groups, views, order, cdf5=layout.nc_cdf5), OmeTiffViews(groups, views, layout.form),
+            GeoTiffViews(groups, views, layout.form), H5GroupViews(groups, views, layout.form))
 
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW

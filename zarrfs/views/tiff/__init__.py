@@ -1,7 +1,8 @@
 """`data.tif` (an array as a tiled TIFF, GeoTIFF where placed), `data.ome.tif` of OME-Zarr
 images and the GeoTIFFs with overviews of multiscale groups.
 
-`array_file` (an array's file), `directories` (IFDs as bytes), `layout` (where everything
+`array_file` (an array's file), `parts` (an array's images in it: tiles as stored, decoded
+tiles or strips, as `-o filters=` allows), `directories` (IFDs as bytes), `layout` (where everything
 lies), `tables` and `tile_sizes` (offset and byte-count tables made as read), `stored_tiles`
 (tiles that are chunks as stored), `geotiff`, `ome_tiff`, `geo_pyramid`, and the group
 files made of several arrays (`geo_views`, `ome_views`)."""

@@ -1,77 +1,43 @@
 """`data.tif`: an array as a tiled TIFF (GeoTIFF where it is placed), read-only.
 
 Its tiles are the array's read chunks, so a reader of one tile costs one chunk. Where the
-chunks' codecs are only `bytes` (in the file's byte order) and zstd, a zlib stream or nothing
-(`codecs.stored_form`), a tile is the chunk's stored bytes as they are: zarrfs decodes
-nothing and the reader decompresses; a chunk not stored is an encoded tile of fill
-values. Other chunks go out decoded, uncompressed. Arrays whose chunks cannot be tiles (edges
-not multiples of 16) get strips of whole rows, served from the flat bytes of the array.
+chunks' codecs are only `bytes` (in the file's byte order) and a compressor every TIFF reader
+decodes (a zlib stream: TIFF's deflate) or none (`codecs.stored_form`), a tile is the chunk's
+stored bytes as they are: zarrfs decodes nothing and the reader decompresses; a chunk not
+stored is an encoded tile of fill values. Zstd chunks pass through so too with
+`-o filters=plugins` (`FileForm.plugin_filters`: readers with zstd, as GDAL and tifffile with
+imagecodecs); on a default mount they go out decoded, as all other chunks do, uncompressed,
+for every reader. Arrays whose chunks cannot be tiles (edges not multiples of 16) get strips
+of whole rows, served from the flat bytes of the array.
 
 The file is served without the page cache (direct I/O), so a tile read costs that tile and no
 readahead. Its layout is made from the array's shape and codecs alone, at no store request:
 each tile has a slot of its own, as long as the codec's bound, at an offset known in advance.
 A compressed tile's byte count is its chunk's stored size, learned when a reader reads the
 tables there (`tile_sizes`): a page of a table costs a look at the chunks of its tiles, never
-a listing of the array; its bytes are the stored bytes and nothing else (`stored_tiles`).
+a listing of the array; its bytes are the stored bytes and nothing else (`stored_tiles`). A
+decoded tile's byte count is its decoded size; it is read from the array's cache of decoded
+chunks, so a tile read in several requests is decoded once.
 The file is kept while the array's shape and elements are the same; each open learns again
 the sizes and fetches again the tiles it had (close-to-open: `forget_fetched`)."""
 
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Protocol
 
-import numcodecs
 import numpy as np
 
-from ...codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
 from ...formats import DataType
-from ...grid import Index
-from ..files import RANDOM_ACCESS_BLOCK, FileForm, ReadOnlyFile, RegionFile, StoredArray
+from ..files import RANDOM_ACCESS_BLOCK, FileForm, ReadOnlyFile, StoredArray
 from ..placement import Placement
-from .directories import Tag, TiffImage, tiff_header
+from .directories import TiffImage, tiff_header
 from .geotiff import geotiff_tags
-from .layout import (
-    Group,
-    ImageShape,
-    Pieces,
-    Slots,
-    TileBoxes,
-    Tiling,
-    grouped,
-    image_tags,
-    sample_format,
-    strip_extents,
-    strip_rows,
-)
-from .stored_tiles import SCRATCH, StoredTiles
-from .tables import Stepped, Table
-from .tile_sizes import Learned
-
-# Every tile has a slot of its own, at an offset known without the store: a tile of 64 KiB and
-# more (decoded) in slots aligned to the next power of two, up to 1 MiB (the largest request
-# FUSE sends), smaller ones to a block, each slot as long as the tile can be encoded (the
-# file is virtual: the zeros after a tile cost no fetch). A reader reading through a buffer
-# (stdio, Python's buffered files) reads a tile's whole blocks straight into its own memory
-# and fills its buffer with a last part block, which reaches into the slot's zeros and never
-# into the next tile: a second request of the tile, served from the tile kept.
-ALIGNED_TILE_BYTES, LARGEST_SLOT = 64 << 10, 1 << 20
-
-
-def _slot_alignment(tile_bytes: int) -> int:
-    if tile_bytes < ALIGNED_TILE_BYTES:
-        return RANDOM_ACCESS_BLOCK
-    return min(1 << (tile_bytes - 1).bit_length(), LARGEST_SLOT)
-
-
-def _slot_size(longest: int, tile_bytes: int) -> int:
-    align = _slot_alignment(tile_bytes)
-    return -(-longest // align) * align
-
+from .layout import ImageShape, Pieces, sample_format
+from .parts import LARGEST_SLOT, Part, array_part
+from .stored_tiles import SCRATCH
 
 # The tiles (or pieces of them) one read reaches, fetched at once from a remote store: a reader's
 # request of 1 MiB or of aligned pages reaches into several tiles, each a request of its own.
@@ -127,114 +93,8 @@ def tiff_file(array: StoredArray, form: FileForm, placement: Callable[[], Placem
     assert image is not None
     groups = image.groups()
     extra = tuple(geotiff_tags(placement(), image.samples))
-    part = array_part(array, form.byteorder, groups, [extra] * len(groups))
+    part = array_part(array, form, groups, [extra] * len(groups))
     return TiffFile([part], lambda images: images[0], form.byteorder)
-
-
-PieceReader = Callable[[int, int, int], "bytes | memoryview"]  # (piece, offset in it, byte count)
-HeldReader = Callable[[int, int, int], "bytes | memoryview | None"]  # (the same, None: not held)
-
-
-def _nothing_held(piece: int, at: int, count: int) -> None:
-    return None
-
-
-def _nothing_fetched() -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class Part:
-    """One array's images in a TIFF file, their data at offsets relative to the part's own."""
-
-    images: list[TiffImage]
-    pieces: Pieces | Slots
-    read_piece: PieceReader  # (past a piece's length only when `padded`)
-    remote: bool = False  # (its pieces come from a remote store: a read's are fetched at once)
-    held: HeldReader = _nothing_held  # (bytes at hand: answered without a worker thread)
-    forget_fetched: Callable[[], None] = _nothing_fetched  # (what it keeps of the store)
-    slot: int = 1  # (what its pieces are aligned to: the longest a tile may be)
-    padded: bool = False  # (its readers give the zeros after each piece too)
-
-
-def array_part(array: StoredArray, byteorder: str, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
-               reduced: bool = False) -> Part:
-    """The images of `groups` (each the planes of one image) of `array`, each with its
-    `extra` tags: tiles as stored where the chunks allow, decoded tiles, or strips."""
-    fmt = sample_format(array.data_type.kind, array.data_type.storage)
-    assert fmt is not None
-    height, width = array.shape[-2:]
-    read_chunk = array.read_chunk_shape
-
-    def tags(compression: str, tiling: Tiling | None, rows: int = 0) -> list[tuple[Tag, ...]]:
-        return [(*image_tags(len(group), height, width, fmt, compression, tiling, rows, reduced=reduced),
-                 *own) for group, own in zip(groups, extra, strict=True)]
-
-    if not (array.regular_read_chunks and Tiling.fits(read_chunk)):
-        itemsize = array.data_type.itemsize
-        rows = strip_rows(width, height, itemsize)
-        offsets, counts = strip_extents(groups, tuple(array.shape[:-2]), height, width, itemsize, rows)
-        flat = RegionFile(array, None, byteorder)
-        return Part(grouped(groups, tags("none", None, rows), offsets, counts, tiled=False),
-                    Pieces.of([flat.size]), lambda piece, at, count: flat.read(at, count))
-    tiling = Tiling((read_chunk[-2], read_chunk[-1]))
-    boxes = tiling.boxes(groups, height, width)
-    tile_bytes = read_chunk[-1] * read_chunk[-2] * array.data_type.itemsize
-
-    def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
-        return RegionFile(array, boxes[piece], byteorder).read(at, count)
-
-    form = array.stored_form
-    if form is not None and _passes_through(form, byteorder, read_chunk):
-        slots, tiles = _as_stored(array, boxes, form, tile_bytes,
-                                  lambda tile: _encoded(form, decoded(tile, 0, tile_bytes)))
-        images = grouped(groups, tags(form.compression, tiling), *_tile_tables(slots, tiles, tile_bytes),
-                         tiled=True)
-        return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
-                    forget_fetched=tiles.forget, slot=slots.size, padded=True)
-    slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
-    same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
-    images = grouped(groups, tags("none", tiling), slots.offsets(), same, tiled=True)
-    return Part(images, slots, decoded, remote=array.fetches_remotely, slot=slots.size)
-
-
-def _tile_tables(slots: Slots, tiles: StoredTiles, tile_bytes: int) -> tuple[Table, Table]:
-    """TileOffsets and TileByteCounts of tiles as stored: learned as read where compressed,
-    else the slots' and one count for all."""
-    if tiles.sizes is None:
-        return slots.offsets(), Stepped(slots.count, tile_bytes, 0)
-    count = tiles.sizes.tiles
-    return Learned(count, tiles.sizes, True), Learned(count, tiles.sizes, False)
-
-
-def _passes_through(form: StoredForm, byteorder: str, read_chunk: Index) -> bool:
-    return form.byteorder in (None, byteorder) and all(edge == 1 for edge in read_chunk[:-2])
-
-
-def _as_stored(array: StoredArray, boxes: TileBoxes, form: StoredForm, tile_bytes: int,
-               reencode: Callable[[int], bytes]) -> tuple[Slots, StoredTiles]:
-    """Tiles as stored, each in a slot as long as the codec's bound; compressed ones with their
-    stored sizes as byte counts (learned as read), and after them the one fill tile."""
-    if array.dirty_bytes:
-        array.flush()  # (the file shows what is stored)
-    fill = bytes(array.encoded_fill())
-    fill = fill[: len(fill) - form.trailer]
-    learned = form.compression != NONE
-    slot = _slot_size(max(form.bound(tile_bytes), len(fill)), tile_bytes)
-    leading = array.read_chunk_shape[:-2]
-    tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, tiles=len(boxes), slot=slot,
-                        trailer=form.trailer, reencode=reencode, skippable=form.compression == ZSTD,
-                        learned=learned)
-    return Slots(slot, len(boxes) + learned), tiles
-
-
-def _encoded(form: StoredForm, tile: bytes | memoryview) -> bytes:
-    """A decoded tile compressed as the file says its tiles are (within the codec's bound)."""
-    if form.compression == ZSTD:
-        return bytes(numcodecs.Zstd(level=1).encode(tile))
-    if form.compression == ZLIB:
-        return zlib.compress(tile)
-    return bytes(tile)
 
 
 Span = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros

@@ -19,13 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..files import StoredArray
+from ..files import FileForm, StoredArray
 from ..placement import Placement, geozarr_georeference
-from .array_file import TiffFile, array_part, shows_tiff
+from .array_file import TiffFile, shows_tiff
 from .directories import TiffImage
 from .geotiff import geotiff_tags
 from .layout import ImageShape
 from .ome_tiff import multiscale_of
+from .parts import array_part
 
 ARRAY_LEVELS_NAME = "data.tif"
 _PROJ_PREFIX, _PROJ_CODE = "proj:", "proj:code"
@@ -101,10 +102,11 @@ def level_placement(placement: Placement, level: Level, first: bool, group_attri
                    crs=placement.crs or found.crs)
 
 
-def pyramid_file(levels: Sequence[StoredArray], placement: Placement, byteorder: str) -> TiffFile | None:
+def pyramid_file(levels: Sequence[StoredArray], placement: Placement, form: FileForm) -> TiffFile | None:
     """The largest of `levels` (arrays of one variable) as the image, placed as `placement`
     says, with the others that are smaller in both image dimensions (and alike in the others
-    and in type) as its overviews, largest first. None: the largest is no TIFF image."""
+    and in type) as its overviews, largest first, their tiles as `form` says. None: the
+    largest is no TIFF image."""
     full = max(levels, key=lambda level: level.shape[-2] * level.shape[-1])
     image = ImageShape.of(full.shape) if shows_tiff(full) else None
     if image is None:
@@ -117,8 +119,8 @@ def pyramid_file(levels: Sequence[StoredArray], placement: Placement, byteorder:
     smaller = sorted(overviews.values(), key=lambda level: -level.shape[-1])
     groups = image.groups()
     tags = tuple(geotiff_tags(placement, image.samples))
-    parts = [array_part(full, byteorder, groups, [tags] * len(groups)),
-             *(array_part(level, byteorder, groups, [()] * len(groups), reduced=True) for level in smaller)]
+    parts = [array_part(full, form, groups, [tags] * len(groups)),
+             *(array_part(level, form, groups, [()] * len(groups), reduced=True) for level in smaller)]
 
     def chained(images: list[list[TiffImage]]) -> list[TiffImage]:
         """One page: it, then its overviews, as a COG (GDAL takes the reduced images of the
@@ -129,4 +131,4 @@ def pyramid_file(levels: Sequence[StoredArray], placement: Placement, byteorder:
                           tuple(level[number] for level in images[1:]))
                 for number, page in enumerate(images[0])]
 
-    return TiffFile(parts, chained, byteorder, smallest_first=True)
+    return TiffFile(parts, chained, form.byteorder, smallest_first=True)

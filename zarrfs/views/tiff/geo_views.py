@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ...errors import MetadataError
 from ...formats import NodeMetadata
 from ...formats.nodes import join_path
-from ..files import FileView, MadeView
+from ..files import FileForm, FileView, MadeView
 from ..group_files import ARRAYS_AT_ONCE, Groups, PyramidViews
 from .array_file import shows_tiff
 from .geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyramid_file, pyramid_levels
@@ -22,8 +22,9 @@ class GeoTiffViews(PyramidViews):
 
     kind = TIFF_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
-        super().__init__(groups, views, byteorder)
+    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+        super().__init__(groups, views, form.byteorder)
+        self.form = form  # (its tiles: as stored, or decoded, as `data.tif`'s)
         self._tiffable: dict[str, tuple[NodeMetadata, bool]] = {}  # (parsed once per metadata)
 
     def names(self, group: str) -> list[str]:
@@ -46,7 +47,7 @@ class GeoTiffViews(PyramidViews):
             full, level = directories[number], levels[number][1]
             placement = level_placement(full.placement, level, level == layout[0], node.attributes,
                                         full.array.metadata.dimension_names)
-            return pyramid_file([d.array for d in directories], placement, self.byteorder)
+            return pyramid_file([d.array for d in directories], placement, self.form)
 
         return self.made.get(group, name, [d.array for d in directories], make)
 

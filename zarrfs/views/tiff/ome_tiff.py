@@ -15,11 +15,12 @@ from itertools import product
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..files import StoredArray
+from ..files import FileForm, StoredArray
 from ..placement import ome_placement
-from .array_file import TiffFile, array_part, shows_tiff
+from .array_file import TiffFile, shows_tiff
 from .directories import ASCII, IMAGE_DESCRIPTION, Tag, TiffImage
 from .layout import Group
+from .parts import array_part
 
 OME_TIFF_NAME = "data.ome.tif"
 _OME_TYPES = {("int", 1): "int8", ("int", 2): "int16", ("int", 4): "int32", ("uint", 1): "uint8",
@@ -59,9 +60,9 @@ def multiscale_of(attributes: Mapping[str, Any]) -> Multiscale | None:
                       tuple(u if isinstance(u, str) else None for u in units), attributes)
 
 
-def ome_tiff_file(multiscale: Multiscale, levels: Sequence[StoredArray], byteorder: str) -> TiffFile | None:
-    """The pyramid of the opened `levels` (the multiscale's arrays, full resolution first):
-    those after the first whose planes differ from its planes are left out."""
+def ome_tiff_file(multiscale: Multiscale, levels: Sequence[StoredArray], form: FileForm) -> TiffFile | None:
+    """The pyramid of the opened `levels` (the multiscale's arrays, full resolution first), their
+    tiles as `form` says: those after the first whose planes differ from its planes are left out."""
     full = levels[0]
     if not shows_tiff(full) or len(full.shape) != len(multiscale.axes):
         return None
@@ -70,7 +71,7 @@ def ome_tiff_file(multiscale: Multiscale, levels: Sequence[StoredArray], byteord
     groups = _planes(multiscale.axes, full.shape)
     described = (Tag(IMAGE_DESCRIPTION, ASCII, _ome_xml(multiscale, full).encode("utf-8")),)
     first = [described, *[()] * (len(groups) - 1)]  # (the OME-XML, in the first IFD only)
-    parts = [array_part(level, byteorder, groups, first if n == 0 else [()] * len(groups), reduced=n > 0)
+    parts = [array_part(level, form, groups, first if n == 0 else [()] * len(groups), reduced=n > 0)
              for n, level in enumerate(kept)]
 
     def pyramid(images: list[list[TiffImage]]) -> list[TiffImage]:
@@ -78,7 +79,7 @@ def ome_tiff_file(multiscale: Multiscale, levels: Sequence[StoredArray], byteord
                           tuple(level[i] for level in images[1:]))
                 for i, plane in enumerate(images[0])]
 
-    return TiffFile(parts, pyramid, byteorder)
+    return TiffFile(parts, pyramid, form.byteorder)
 
 
 def _sizes(axes: Sequence[str], shape: Sequence[int]) -> dict[str, int]:

@@ -4,8 +4,8 @@ files of `views.group_files` are."""
 from __future__ import annotations
 
 from ...formats.nodes import join_path
-from ..files import FileView
-from ..group_files import PyramidViews, opened_levels
+from ..files import FileForm, FileView
+from ..group_files import Groups, PyramidViews, opened_levels
 from .ome_tiff import OME_TIFF_NAME, Multiscale, multiscale_of, ome_tiff_file
 
 OME_KIND = "ome"  # (its name in `-o views=`)
@@ -13,6 +13,10 @@ OME_KIND = "ome"  # (its name in `-o views=`)
 
 class OmeTiffViews(PyramidViews):
     kind = OME_KIND
+
+    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+        super().__init__(groups, views, form.byteorder)
+        self.form = form  # (its tiles: as stored, or decoded, as `data.tif`'s)
 
     def names(self, group: str) -> list[str]:
         node = self.groups.node(group) if self.enabled else None
@@ -24,7 +28,7 @@ class OmeTiffViews(PyramidViews):
             raise FileNotFoundError(join_path(group, name))
         paths = [join_path(group, path) for path in multiscale.paths]
         levels = [directory.array for directory in opened_levels(self.groups, paths)]
-        return self.made.get(group, name, levels, lambda: ome_tiff_file(multiscale, levels, self.byteorder))
+        return self.made.get(group, name, levels, lambda: ome_tiff_file(multiscale, levels, self.form))
 
     def level_paths(self, group: str, name: str) -> list[str]:
         multiscale = self._multiscale(group, name)
