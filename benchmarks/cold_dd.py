@@ -104,8 +104,12 @@ class Metered:
 def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int, options: str = "ro") -> Metered:
     def run(timed: Timer) -> float:
         with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, options):
-            window = int(kernel_window_setting(mountpoint).read_text())
-            assert window == WINDOW_KB, window
+            # (the daemon sets it once the mount answers, from a thread: on one core, after a
+            # while)
+            deadline = time.monotonic() + 10
+            while (window := int(kernel_window_setting(mountpoint).read_text())) != WINDOW_KB:
+                assert time.monotonic() < deadline, window
+                time.sleep(0.01)
             return nbytes / timed(lambda: dd(mountpoint / "data", "/dev/null", expect=nbytes)) / 1e6
     return Metered(run)
 

@@ -99,16 +99,24 @@ def test_data_tif_tables_cost_a_look_at_each_chunk_and_a_tile_costs_its_chunk(
     opened = log.take()  # (the open's close-to-open check, and a look at each chunk)
     assert opened.read() == 0 and opened.count() <= GRID[0] * GRID[1] + 2, opened.summary()
     assert len(opened) <= 2 + GRID[0] * GRID[1] // 16, opened.summary()  # (most looks are scans)
+    requests = gdal_window_of_one_tile(tif, tmp_path, log, dense)
+    assert requests.count("stat") <= 2 * TABLE_PAGE_TILES + 2, requests.summary()
+
+
+def gdal_window_of_one_tile(tif: Path, tmp_path: Path, log: RequestLog, dense: Path) -> Requests:
+    """GDAL's window of the tile at row 5000, column 5, its values checked; the requests it
+    made, which read that tile's chunk and nothing else (a local tile in the page cache is
+    read at no logged request), and list nothing."""
     row, column = 5000, 5
     window = tmp_path / "window.tif"
     subprocess.run(["gdal_translate", "-q", "-srcwin", str(column * CHUNK[1]), str(row * CHUNK[0]),
                     str(CHUNK[1]), str(CHUNK[0]), str(tif), str(window)], check=True)
     start = (row * CHUNK[0], column * CHUNK[1])
     assert np.array_equal(tifffile.imread(window), values(start, (start[0] + CHUNK[0], start[1] + CHUNK[1])))
-    requests = log.take()  # (a local tile in the page cache is read at no logged request)
+    requests = log.take()
     assert {r.key for r in requests if r.kind != "stat"} <= {str(dense / "c" / str(row) / str(column))}
     assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
-    assert requests.count("stat") <= 2 * TABLE_PAGE_TILES + 2, requests.summary()
+    return requests
 
 
 def test_decoded_data_tif_tables_cost_nothing_and_a_tile_costs_its_chunk(
@@ -125,15 +133,7 @@ def test_decoded_data_tif_tables_cost_nothing_and_a_tile_costs_its_chunk(
         assert set(page.databytecounts) == {CHUNK[0] * CHUNK[1]}  # type: ignore[union-attr]
     opened = log.take()  # (the open's close-to-open check)
     assert_few(opened, "tables of decoded tiles")
-    row, column = 5000, 5
-    window = tmp_path / "window.tif"
-    subprocess.run(["gdal_translate", "-q", "-srcwin", str(column * CHUNK[1]), str(row * CHUNK[0]),
-                    str(CHUNK[1]), str(CHUNK[0]), str(tif), str(window)], check=True)
-    start = (row * CHUNK[0], column * CHUNK[1])
-    assert np.array_equal(tifffile.imread(window), values(start, (start[0] + CHUNK[0], start[1] + CHUNK[1])))
-    requests = log.take()
-    assert {r.key for r in requests if r.kind != "stat"} <= {str(dense / "c" / str(row) / str(column))}
-    assert requests.listed() == 0 and requests.read() <= 1, requests.summary()
+    requests = gdal_window_of_one_tile(tif, tmp_path, log, dense)
     assert_few(requests, "a window of decoded tiles")
 
 
