@@ -124,6 +124,27 @@ def test_a_reader_finds_pushed_pages_without_asking(source: tuple[Path, np.ndarr
     del mapped
 
 
+def test_readers_streaming_one_file_at_once_read_its_bytes(source: tuple[Path, np.ndarray[Any, Any]],
+                                                           mount_array: MountFactory) -> None:
+    """Three readers of `data` at once, at different speeds (their pushes land on each other's
+    pages): each reads the array's bytes, three times."""
+    path, values = source
+    mount = mount_array(path, ["ro"])
+    found: list[bytes] = []
+
+    def stream(step: int) -> None:
+        for _ in range(3):
+            found.append(read_in_order(mount.data, step))
+
+    readers = [threading.Thread(target=stream, args=(step,)) for step in (4096 * 3, 256 << 10, 1 << 20)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(120)
+    assert len(found) == 9 and all(each == values.tobytes() for each in found)
+    assert stats(mount)["bytes_pushed"] > 0
+
+
 def write_chunk_through(mount: Mount, second: Mount | None, how: str, rows: slice, value: int) -> None:
     """Write `value` into rows `rows` of columns 512-1023 (one chunk column), as `how` says."""
     block = np.full((rows.stop - rows.start, 512), value, "<u2")
