@@ -79,6 +79,7 @@ FAST_TESTS = {
     "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
     "test_hdf5_mount.py": {"test_chunks_pass_through"},
     "test_tiff_readers.py": {"test_decoded_tiles_have_exact_counts_and_each_chunk_is_decoded_once"},
+    "test_tiff_strips.py": {"test_a_strip_is_whole_rows_of_chunks_read_once"},
     "test_hdf5_group.py": {"test_xarray_reads_the_group_as_open_zarr"},
     "test_hdf5_strings.py": {"test_xarray_reads_strings_as_open_zarr", "test_unicode_as_variable_length"},
     "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},

@@ -64,6 +64,9 @@ class MountOptions:
     # tiles (GDAL, tifffile with imagecodecs); False: they are served decoded, so every HDF5
     # and TIFF reader opens the files (`filters=builtin|plugins`).
     plugin_filters: bool = False
+    # The TIFF views in strips (rows of chunks), for readers that read no tiles (ImageJ 1.x);
+    # False: in tiles, one a chunk (`tiff=tiles|strips`).
+    tiff_strips: bool = False
     # Slabs decoded ahead of a sequential reader are pushed into the kernel's page cache from
     # threads of their own (zarrfs.fuse.pages); False: the reader's requests fetch every page.
     push_pages: bool = True
@@ -180,7 +183,8 @@ def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: s
         "references_allow": ("references_allow", _parse_prefixes),
         "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
         "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
-        "filters": ("plugin_filters", _parse_filters), "push_pages": ("push_pages", _parse_bool),
+        "filters": ("plugin_filters", _parse_filters), "tiff": ("tiff_strips", _parse_tiff),
+        "push_pages": ("push_pages", _parse_bool),
         "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
         "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
         "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
@@ -309,6 +313,13 @@ def _parse_filters(text: str) -> bool:
     if text not in ("builtin", "plugins"):
         raise ValueError(text)
     return text == "plugins"
+
+
+def _parse_tiff(text: str) -> bool:
+    """`tiles` (a tile a chunk) or `strips` (rows of chunks): whether the TIFF views hold strips."""
+    if text not in ("tiles", "strips"):
+        raise ValueError(text)
+    return text == "strips"
 
 
 def _parse_order(text: str) -> bool:

@@ -208,7 +208,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         metrics.watch(shared)
     try:
         layout = Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5,
-                        options.plugin_filters)
+                        options.plugin_filters, options.tiff_strips)
         tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()

@@ -32,10 +32,11 @@ class Layout:
     views: frozenset[str] = VIEW_KINDS
     nc_cdf5: bool = False  # every group's data.nc as CDF-5 (else classic CDF-2 where it can be)
     plugin_filters: bool = False  # (`FileForm`)
+    tiff_strips: bool = False  # (`FileForm`)
 
     @property
     def form(self) -> FileForm:
-        return FileForm(self.byteorder, self.plugin_filters)
+        return FileForm(self.byteorder, self.plugin_filters, self.tiff_strips)
 
 
 @dataclass(frozen=True)

@@ -104,10 +104,12 @@ class FileForm:
     """How the files made of an array's chunks (`data.tif`, `data.h5`) hold its elements,
     as the mount's options say: the byte order of what they decode, and whether chunks of
     codecs that only readers with plugins decode (HDF5's zstd, blosc, bzip2 filters) pass
-    through as stored (else they are served decoded, for every reader)."""
+    through as stored (else they are served decoded, for every reader), and whether the TIFF
+    views hold strips, for readers that read no tiles (ImageJ 1.x), rather than tiles."""
 
     byteorder: str = "little"
     plugin_filters: bool = False
+    tiff_strips: bool = False
 
 
 # -- file views -------------------------------------------------------------------------------

@@ -5,10 +5,11 @@ Pure index math, tested without FUSE or a store.
 The last two dimensions are the image; a third from the end is its samples, in separate
 planes (GDAL's bands); every index of the dimensions before those is a page (an IFD). Tiles
 are the array's read chunks when their last two edges are multiples of 16 (TIFF's rule), else
-the file has strips of whole rows."""
+(and with `-o tiff=strips`) the file has strips of whole rows of chunks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import product
@@ -135,7 +136,27 @@ class TileBoxes:
 
 
 def strip_rows(width: int, height: int, itemsize: int) -> int:
+    """Rows per strip: as many whole rows as fit in STRIP_BYTES (at least one)."""
     return max(1, min(height, STRIP_BYTES // max(1, width * itemsize)))
+
+
+def chunk_strip_rows(chunk_height: int, width: int, height: int, itemsize: int) -> int:
+    """Rows per strip of an image in rows of chunks `chunk_height` high: as many whole rows of
+    chunks as fit in STRIP_BYTES, or, where one row of chunks is larger, the largest part of
+    it that fits and divides it evenly. So no strip reaches into two rows of chunks (a strip
+    read decodes one row of chunks, not two), and none is larger than `strip_rows`'."""
+    fit = strip_rows(width, height, itemsize)
+    if fit == height:
+        return height  # (the whole image in one strip)
+    if fit >= chunk_height:
+        return fit - fit % chunk_height
+    return _largest_divisor_at_most(chunk_height, fit)
+
+
+def _largest_divisor_at_most(number: int, bound: int) -> int:
+    """(Divisors come in pairs around the square root: a few thousand steps for any chunk.)"""
+    pairs = ((small, number // small) for small in range(1, math.isqrt(number) + 1) if number % small == 0)
+    return max(divisor for pair in pairs for divisor in pair if divisor <= bound)
 
 
 def image_tags(samples: int, height: int, width: int, fmt: tuple[int, int], compression: str,

@@ -1,5 +1,6 @@
 """An array's images in a TIFF file (`Part`): tiles that are its chunks as stored, tiles decoded
-from its cache of decoded chunks, or strips of its flat bytes (`array_file` says which, and why).
+from its cache of decoded chunks, or strips of its flat bytes (`array_file` says which, and why;
+strips too wherever `-o tiff=strips` asks for them).
 Pure: no FUSE, the array's own store."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .layout import (
     Slots,
     TileBoxes,
     Tiling,
+    chunk_strip_rows,
     grouped,
     image_tags,
     sample_format,
@@ -83,7 +85,8 @@ TagsOf = Callable[[str, "Tiling | None", int], list[tuple[Tag, ...]]]  # (compre
 def array_part(array: StoredArray, form: FileForm, groups: Sequence[Group], extra: Sequence[Sequence[Tag]], *,
                reduced: bool = False) -> Part:
     """The images of `groups` (each the planes of one image) of `array`, each with its
-    `extra` tags: tiles as stored where the chunks and `form` allow, decoded tiles, or strips."""
+    `extra` tags: tiles as stored where the chunks and `form` allow, decoded tiles, or strips
+    (chunks that cannot be tiles, or `form.tiff_strips`: readers that read no tiles)."""
     fmt = sample_format(array.data_type.kind, array.data_type.storage)
     assert fmt is not None
     height, width = array.shape[-2:]
@@ -93,7 +96,7 @@ def array_part(array: StoredArray, form: FileForm, groups: Sequence[Group], extr
                  *own) for group, own in zip(groups, extra, strict=True)]
 
     read_chunk = array.read_chunk_shape
-    if not (array.regular_read_chunks and Tiling.fits(read_chunk)):
+    if form.tiff_strips or not (array.regular_read_chunks and Tiling.fits(read_chunk)):
         return _strips_part(array, form.byteorder, groups, tags)
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
     boxes = tiling.boxes(groups, height, width)
@@ -104,10 +107,15 @@ def array_part(array: StoredArray, form: FileForm, groups: Sequence[Group], extr
 
 
 def _strips_part(array: StoredArray, byteorder: str, groups: Sequence[Group], tags: TagsOf) -> Part:
-    """Strips of whole rows, from the flat bytes of the array (chunks that cannot be tiles)."""
+    """Strips of whole rows of chunks (`chunk_strip_rows`; of rows where the grid has no one
+    chunk height), uncompressed, from the flat bytes of the array: every TIFF reader reads them,
+    and a strip read decodes its rows of chunks once, in the array's cache."""
     height, width = array.shape[-2:]
     itemsize = array.data_type.itemsize
-    rows = strip_rows(width, height, itemsize)
+    if array.regular_read_chunks:
+        rows = chunk_strip_rows(array.read_chunk_shape[-2], width, height, itemsize)
+    else:
+        rows = strip_rows(width, height, itemsize)
     offsets, counts = strip_extents(groups, tuple(array.shape[:-2]), height, width, itemsize, rows)
     flat = RegionFile(array, None, byteorder)
     return Part(grouped(groups, tags("none", None, rows), offsets, counts, tiled=False),
