@@ -2,7 +2,8 @@
 """Check the layering of the zarrfs package: no import cycles, each layer imports only what
 the rules below allow (a view family no other family; a room of the array layer no other in a
 circle), subpackages entered through their faces, no branching on the Zarr format's number
-outside `formats/`, no file over 400 lines (docs/development.md, "The layering check").
+outside `formats/`, no question of which backend a store is outside `store/`, no file over
+400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -43,7 +44,9 @@ NEVER: dict[str, set[str]] = {
     "options": {"array", "tree", "fuse", "cli", "daemon"},
 }
 # A layer -> the layers it enters only through their face (the package's `__init__`).
-THROUGH_FACES: dict[str, set[str]] = {"cli": {"formats", "codecs", "store"}}
+# Every layer above the array layer enters it through `zarrfs.array`, never one of its rooms.
+THROUGH_FACES: dict[str, set[str]] = {"cli": {"formats", "codecs", "store", "array"}, "views": {"array"},
+                                      "tree": {"array"}, "daemon": {"array"}, "array_metadata": {"array"}}
 # A layer -> {another layer: the only modules of it the first may import}. The array layer
 # takes an array's description from formats, never its documents (opening, writing, editing
 # metadata is done above it: zarrfs.array_metadata).
@@ -59,8 +62,15 @@ ARRAY = "zarrfs.array"
 VIEWS = "zarrfs.views"
 CONTRACT = {"placement"}
 ASSEMBLERS = {"zarrfs.views", "zarrfs.views.registry", "zarrfs.views.array_dir"}
+# Lines that ask what only one layer may ask: (the pattern, the layer, what a violation says).
 # A comparison with the format's number: outside formats/, code asks the node's Format instead.
-FORMAT_BRANCH = re.compile(r"\bzarr_format\s*(==|!=|(not\s+)?in\b)")
+# Which backend a store is: outside store/, code reads the store's capabilities instead.
+LINE_RULES = [
+    (re.compile(r"\bzarr_format\s*(==|!=|(not\s+)?in\b)"), "formats",
+     "format branch: {shown}:{number} compares zarr_format (ask the node's Format)"),
+    (re.compile(r"\.is_(local|s3|gcs|azure)\b"), "store",
+     "backend question: {shown}:{number} asks which backend the store is (read store.capabilities)"),
+]
 
 
 def modules_of(root: Path) -> dict[str, Path]:
@@ -254,14 +264,15 @@ def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator
             yield f"long file: {shown} (over {max_lines} lines)"
 
 
-def format_branches(modules: dict[str, Path], root: Path) -> Iterator[str]:
+def line_rule_violations(modules: dict[str, Path], root: Path) -> Iterator[str]:
     for name, path in sorted(modules.items()):
-        if layer_of(name) == "formats":
-            continue
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if FORMAT_BRANCH.search(line.split("#", 1)[0]):
-                shown = path.relative_to(root.parent).as_posix()
-                yield f"format branch: {shown}:{number} compares zarr_format (ask the node's Format)"
+        lines = path.read_text().splitlines()
+        for pattern, layer, message in LINE_RULES:
+            if layer_of(name) == layer:
+                continue
+            for number, line in enumerate(lines, 1):
+                if pattern.search(line.split("#", 1)[0]):
+                    yield message.format(shown=path.relative_to(root.parent).as_posix(), number=number)
 
 
 def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
@@ -272,7 +283,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     found += room_cycles(graph, modules)
     found += face_violations(graph, modules)
     found += family_violations(graph, modules)
-    found += format_branches(modules, root)
+    found += line_rule_violations(modules, root)
     found += long_files(modules, root, max_lines)
     return found
 

@@ -44,7 +44,7 @@ CLEAN = {
     "codecs/base.py": "from zarrfs.formats import description\n",
     "formats/description.py": "import json\n",
     "array/core.py": "from ..codecs import base\nfrom ..store.core import ZarrfsError\n",
-    "views/files.py": "from zarrfs.array import core\n",
+    "views/files.py": "from zarrfs.array import ZarrArray\n",
     "fuse/operations.py": "from .. import errors, options\nfrom ..views.files import x\n",
     "options.py": "",
 }
@@ -184,6 +184,36 @@ def test_comparing_the_format_number_outside_formats_is_reported(tmp_path: Path)
     ]
 
 
+def test_the_layers_above_enter_the_array_layer_through_zarrfs_array(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "array/cache/__init__.py": "from .held import HeldBytes\n",
+                                  "array/cache/held.py": "",
+                                  "views/text.py": "from ..array.cache import HeldBytes\n",
+                                  "tree/tree.py": "from zarrfs.array import core\n"
+                                                  "from ..array import ZarrArray\n",
+                                  "daemon/run.py": "from ..array import ZarrArray\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "face: zarrfs.tree.tree imports zarrfs.array.core (tree/ enters array/ through zarrfs.array)",
+        "face: zarrfs.views.text imports zarrfs.array.cache (views/ enters array/ through zarrfs.array)",
+    ]
+
+
+def test_asking_which_backend_a_store_is_outside_the_store_layer_is_reported(tmp_path: Path) -> None:
+    package = _package(tmp_path, {**CLEAN,
+                                  "array/io.py": "remote = not store.is_local\n"
+                                                 "ok = store.capabilities.round_trips  # store.is_s3 here\n"
+                                                 "batch = self.store.is_s3 or store.is_azure\n",
+                                  "store/many.py": "if store.is_local or store.is_gcs: pass\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "backend question: zarrfs/array/io.py:1 asks which backend the store is (read store.capabilities)",
+        "backend question: zarrfs/array/io.py:3 asks which backend the store is (read store.capabilities)",
+    ]
+
+
 FAMILIES = {
     "views/placement/__init__.py": "from .core import Placement\n",
     "views/placement/core.py": "class Placement: ...\n",
@@ -270,6 +300,10 @@ def test_a_room_of_the_array_layer_is_entered_through_its_face(tmp_path: Path) -
     status, out = _check(package)
     assert status == 1
     assert out[:-1] == [
+        # (the layers above enter the array layer through zarrfs.array: a room's face is no way in)
+        "face: zarrfs.views.files imports zarrfs.array.cache (views/ enters array/ through zarrfs.array)",
+        "face: zarrfs.views.files imports zarrfs.array.reads.loader "
+        "(views/ enters array/ through zarrfs.array)",
         "face: zarrfs.array.reads.streams imports zarrfs.array.cache.held "
         "(enter zarrfs.array.cache through its __init__)",
         "face: zarrfs.array.recheck imports zarrfs.array.decoding.wire "

@@ -11,8 +11,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .array import ZarrArray
-from .array.variable import VariableArray
+from .array import VariableArray, ZarrArray
 from .codecs import ChunkSpec, Pipeline
 from .errors import MetadataError
 from .formats import ArrayDescription, NodeMetadata, discover

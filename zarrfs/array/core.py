@@ -175,7 +175,7 @@ class ZarrArray:
     @property
     def fetches_remotely(self) -> bool:
         """Whether a read of stored bytes waits on a network round trip."""
-        return not self.store.is_local
+        return self.store.capabilities.round_trips
 
     @property
     def changes(self) -> tuple[int, int]:

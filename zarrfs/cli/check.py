@@ -17,7 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..array.stored import partial_read_sharding
+from ..array import partial_read_sharding
 from ..codecs import ChunkSpec, Pipeline, ShardingCodec
 from ..errors import StoreError, ZarrfsError
 from ..formats import ArrayDescription, NodeMetadata, children_of, discover, join_path

@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ..array.stored import partial_read_sharding
+from ..array import partial_read_sharding
 from ..array_metadata import write_new_document
 from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
 from ..errors import ZarrfsError
@@ -45,7 +45,7 @@ def import_raw(raw: str, dest: str, storage_options: Mapping[str, Any], descript
         store = Store.open(dest, storage_options)
         if discover(store.get, "") is not None:
             raise ZarrfsError(f"{dest} already holds an array or group")
-        existed = store.is_local and os.path.exists(store.root)
+        existed = store.capabilities.local_files and os.path.exists(store.root)
         importer = _Importer(store, description, order, endian, jobs or os.cpu_count() or 2)
         try:
             importer.run(source, raw, progress)
@@ -278,12 +278,12 @@ def _size_problem(name: str, size: int | None, need: int) -> str:
 def _remove(store: Store, written: list[str], existed: bool) -> None:
     """Undo a failed import: the destination directory if we made it, else what we wrote."""
     with contextlib.suppress(OSError, ZarrfsError):
-        if store.is_local and not existed:
+        if store.capabilities.local_files and not existed:
             shutil.rmtree(store.root, ignore_errors=True)
             return
         for key in written:
             store.delete(key)
-        if store.is_local:
+        if store.capabilities.local_files:
             for directory in sorted({os.path.dirname(store.path(k)) for k in written}, reverse=True):
                 while directory.startswith(store.root + "/"):
                     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from ..array.reads import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, kernel_window_kb
+from ..array import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, kernel_window_kb
 from ..errors import ZarrfsError
 from ..options import MountOptions
 from ..tree import ARRAY, Tree

@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING
 import pyfuse3
 import trio
 
-from ..array import Shared
-from ..array.decoding import DecodePool, Drop, ForkServer
+from ..array import DecodePool, Drop, ForkServer, Shared
 from ..errors import MetadataError, MountError, ZarrfsError, missing_package
 from ..formats import discover
 from ..fuse import ZarrOperations
@@ -198,7 +197,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
     served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
-    shared = Shared(options.cache_bytes, options.threads or (None if store.is_local else REMOTE_THREADS),
+    threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
+    shared = Shared(options.cache_bytes, threads,
                     fill_missing_reads=options.fill_missing_data_reads,
                     store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
                     decoders=decoders, give_back=trim)

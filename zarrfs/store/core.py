@@ -28,6 +28,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from ..errors import ConflictError, ReadOnlyError, StoreError, missing_package
 from . import deadline, fetching, listing, local, many, objects, prefixes, writing
+from .capabilities import Capabilities, capabilities_of
 from .deadline import RetryPolicy, one_line
 from .disk_cache import CachedReads
 from .local import TEMP_PREFIX
@@ -41,7 +42,7 @@ from .zipfiles import ZipSource, open_zip
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
-__all__ = ["ANY", "ByteRange", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
+__all__ = ["ANY", "ByteRange", "Capabilities", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
 REACH_SECONDS = 2.0
@@ -70,10 +71,7 @@ class Store:
         self.is_s3 = objects.is_s3(fs)
         self.is_gcs = objects.is_gcs(fs)
         self.is_azure = objects.is_azure(fs)
-        # An HTTP server lists nothing reliably (a directory URL: 403, 404 or a page of links):
-        # what many keys are is asked key by key there, never taken from a listing.
-        protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
-        self.lists = not {"http", "https"} & set(protocols)
+        self.capabilities = capabilities_of(fs)  # (what the layers above ask of it)
         # (Icechunk: each read comes with the snapshot its key last changed in)
         self.reads_generations = bool(getattr(fs, "reads_report_generations", False))
         self.commits = bool(getattr(fs, "commits_on_sync", False))

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
 from . import listing, objects
+from .capabilities import Capabilities
 from .observe import LIST
 
 T = TypeVar("T")
@@ -45,7 +46,7 @@ class Store(Protocol):
     is_s3: bool
     is_gcs: bool
     is_azure: bool
-    lists: bool
+    capabilities: Capabilities
     confined: Any  # (local stores: `local.Root`)
 
     def stat(self, key: str) -> Described: ...
@@ -58,16 +59,16 @@ class Store(Protocol):
 def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False,
           prefix: str | None = None, by_rows: bool = False) -> dict[str, Described]:
     object_store = store.is_s3 or store.is_gcs or store.is_azure
-    if by_rows and store.lists and len(wanted) > 4:
+    if by_rows and store.capabilities.lists and len(wanted) > 4:
         return _by_rows(store, wanted, object_store)
-    if whole and object_store and store.lists and wanted:
+    if whole and object_store and store.capabilities.lists and wanted:
         return _listed(store, [(_directory_of(wanted), "")], wanted)
-    if prefix is not None and object_store and store.lists and len(wanted) > 1:
+    if prefix is not None and object_store and store.capabilities.lists and len(wanted) > 1:
         directory, _, names = prefix.rpartition("/")
         return _listed(store, [(directory, names)], wanted)
     if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
         return {key: store.stat(key) for key in wanted}
-    if not store.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
+    if not store.capabilities.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
     if store.is_local or not object_store:
         return _by_rows(store, wanted, object_store)

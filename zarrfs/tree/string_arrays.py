@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..array.variable import VariableArray
+from ..array import VariableArray
 from ..array_metadata import variable_array_of
 from ..errors import ZarrfsError
 from ..formats import NodeMetadata

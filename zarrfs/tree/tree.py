@@ -286,7 +286,7 @@ class Tree:
         header = ref.role == HEADER and opened.header_kind(ref.parts[0]) in ARRAY_FILE_VIEWS
         found = opened.names.resolve(ref.parts) if ref.role == CHUNK else None
         chunks = None if ref.role != CHUNK else [] if found is None or found[1] is None else [found[1]]
-        beside = None if self.store.is_local else opened.array.start_recheck(chunks)
+        beside = opened.array.start_recheck(chunks) if self.store.capabilities.round_trips else None
         reshaped = self.reshapes.recheck(ref.path, opened)
         if header:
             opened.refetch_files()

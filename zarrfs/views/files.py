@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from ..array.reads import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
+from ..array import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..errors import ResizeError, ZarrfsError
@@ -23,7 +23,7 @@ from ..grid import Box, Index, flat_boxes
 from .readahead import Readahead, Reading, Slab
 
 if TYPE_CHECKING:
-    from ..array.reads import Stream
+    from ..array import Stream
 
 
 class FixedBytesError(ZarrfsError, PermissionError):

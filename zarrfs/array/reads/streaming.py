@@ -115,13 +115,13 @@ class Stream:
         self._finished = threading.Event()
         self._lock = threading.Lock()
         jobs = plan_jobs(list(geometry.cells_of(box)), read_chunk_nbytes, streams.stored_in,
-                         sharded=streams.sharded, batched_gets=streams.store.is_s3,
+                         sharded=streams.sharded, batched_gets=streams.store.capabilities.batched_gets,
                          by_processes=self._slab is not None)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
         # (Loads from a remote store wait on the network: they want every loader.)
-        small = read_chunk_nbytes < SMALL_CHUNK_BYTES and streams.store.is_local
+        small = read_chunk_nbytes < SMALL_CHUNK_BYTES and not streams.store.capabilities.round_trips
         for job in jobs:
             if small:
                 streams.shared.small_chunk_lane.submit(self._fill_small, job)
@@ -321,7 +321,7 @@ class CancelledStream(Exception):
 def _fetched_together(streams: Streams, geometry: Geometry, pieces: list[Piece]) -> list[str]:
     """The keys of a job's plain chunks the cache does not hold, which S3 fetches all at once
     (see jobs.S3_JOB_BYTES)."""
-    if streams.sharded or not streams.store.is_s3 or len(pieces) <= 1:
+    if streams.sharded or not streams.store.capabilities.batched_gets or len(pieces) <= 1:
         return []
     return [geometry.chunk_key(unit) for unit in streams.view.missing([piece.cell for piece in pieces])]
 

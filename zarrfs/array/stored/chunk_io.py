@@ -116,7 +116,7 @@ class PlainChunkIO:
         with self._lock:
             parked = key in self._parked
             found = self._parked.pop(key, None)
-        if open_file and not parked and self.store.is_local and self.store.disk_cache is None:
+        if open_file and not parked and self.store.capabilities.local_files and self.store.disk_cache is None:
             file = opened(self.store, key)
             if file is not None:
                 self.count_fetch(file.size)
@@ -209,7 +209,7 @@ class PlainChunkIO:
         `early`: chunks the disk cache holds are not held back by the check of their row in
         flight (`Store.read_many`): those read so, with the generations read, for `Store.confirm`."""
         unchecked: dict[str, str] = {}
-        if not self.store.is_s3 or len(keys) <= 1:
+        if not self.store.capabilities.batched_gets or len(keys) <= 1:
             return unchecked
         with contextlib.suppress(StoreError):
             found = self.store.read_many(keys, unchecked=unchecked if early else None)

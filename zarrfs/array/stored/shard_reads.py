@@ -69,7 +69,7 @@ class ShardReader:
         self.lock = KeyedLocks()
         self._loads: dict[Index, Future[CachedIndex]] = {}  # shard -> its index being loaded
         self._loads_lock = threading.Lock()
-        self.remote = not store.is_local
+        self.remote = store.capabilities.round_trips
         self._held: OrderedDict[Index, HeldShard] = OrderedDict()
         self._held_lock = threading.Lock()
         self._held_bytes = 0

@@ -37,7 +37,7 @@ def stored_rows(store: Store, chunk_key: Callable[[Sequence[int]], str], rank: i
     """The first indices of the rows holding a stored object, from one listing; None when
     the keys have no row directories or the store cannot list them."""
     directory = rows_directory(chunk_key, rank)
-    if directory is None or not store.lists:
+    if directory is None or not store.capabilities.lists:
         return None
     return frozenset(int(name) for name in store.list_dirs(directory) if name.isdigit())
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array.read_chunks import ReadChunks
+from ...array import ReadChunks
 from ...codecs import BytesLike
 from ...formats.description import ArrayDescription
 from ...grid import Box, Index

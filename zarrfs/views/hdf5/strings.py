@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ...array.cache import HeldBytes
+from ...array import HeldBytes
 from ...formats.description import ArrayDescription
 from ...grid import Box, Index, cell_count
 from ..files import FileForm

@@ -18,8 +18,7 @@ import threading
 
 import numpy as np
 
-from ...array.cache import HeldBytes
-from ...array.variable import VariableArray
+from ...array import HeldBytes, VariableArray
 from ...grid import Box
 from ..files import ReadOnlyFile
 from ..xattrs import variable_attributes

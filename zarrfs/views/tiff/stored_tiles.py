@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Protocol
 
-from ...array.cache import HeldBytes, KeyedLocks
+from ...array import HeldBytes, KeyedLocks
 from ...codecs import BytesLike
 from ...errors import ChunkError
 from ...grid import Index
