@@ -23,8 +23,8 @@ from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.views import readahead
 from zarrfs.views.files import RegionFile
+from zarrfs.views.headered import HeaderedFile
 from zarrfs.views.headers.formats import npy_header
-from zarrfs.views.headers.npy import NpyFile
 from zarrfs.views.readahead import Readahead
 
 pytestmark = pytest.mark.usefixtures("stream_threads")
@@ -132,7 +132,7 @@ def test_a_write_through_any_view_makes_slabs_stale(array: ZarrArray, through: s
     elif through == "data.npy":
         header = npy_header(np.dtype("<u2"), SHAPE, False)
         assert header is not None
-        NpyFile(RegionFile(array, None), lambda: header).write(len(header) + row * ROW, new.tobytes())
+        HeaderedFile(RegionFile(array, None), lambda: header).write(len(header) + row * ROW, new.tobytes())
     elif through == "chunk file":
         chunk = RegionFile(array, Box((CHUNKS[0], 0), (2 * CHUNKS[0], CHUNKS[1])), direct_io=True)
         chunk.write(3 * CHUNKS[1] * 2, new[:, : CHUNKS[1]].tobytes())
@@ -149,7 +149,7 @@ def test_a_write_through_any_view_makes_slabs_stale(array: ZarrArray, through: s
 def test_npy_reader_reads_header_and_body_through_slabs(array: ZarrArray) -> None:
     header = npy_header(np.dtype("<u2"), SHAPE, False)
     assert header is not None
-    npy = NpyFile(RegionFile(array, None), lambda: header)
+    npy = HeaderedFile(RegionFile(array, None), lambda: header)
     reader = npy.readahead()
     whole = header + VALUES.tobytes()
     position, got = 0, bytearray()

@@ -20,7 +20,7 @@ from . import headers
 from .files import FileForm, FileView, MadeView, RegionFile
 from .fits import FITS_NAME, fits_file, fits_header
 from .hdf5 import H5_NAME, array_h5_file, shows_h5
-from .headers import NpyFile
+from .headered import HeaderedFile
 from .mrc import MRC_NAME, mrc_header
 from .netcdf import NC_NAME
 from .nifti import NII_NAME, nifti_header
@@ -54,7 +54,7 @@ class HeaderView:
 # `data.tif`).
 HEADER_VIEWS: dict[str, HeaderView] = {
     "npy": HeaderView("data.npy", lambda dtype, shape, fortran, _: headers.npy_header(dtype, shape, fortran),
-                      NpyFile),
+                      HeaderedFile),
     "nrrd": HeaderView("data.raw.nhdr", lambda dtype, shape, fortran, where: headers.nrrd_header(
         dtype, shape, fortran, placement=where())),
     "mhd": HeaderView("data.mhd", lambda dtype, shape, fortran, where: headers.mhd_header(
@@ -62,8 +62,8 @@ HEADER_VIEWS: dict[str, HeaderView] = {
     "vrt": HeaderView("data.vrt", lambda dtype, shape, fortran, where: headers.vrt_header(
         dtype, shape, fortran, placement=where())),
     # (the header, then data's bytes: writable as data.npy is)
-    "nii": HeaderView(NII_NAME, nifti_header, NpyFile),
-    "mrc": HeaderView(MRC_NAME, mrc_header, NpyFile),
+    "nii": HeaderView(NII_NAME, nifti_header, HeaderedFile),
+    "mrc": HeaderView(MRC_NAME, mrc_header, HeaderedFile),
     # (the header, data's bytes big-endian, zeros to a whole block: read-only)
     "fits": HeaderView(FITS_NAME, fits_header, fits_file),
 }

@@ -1,81 +1,14 @@
-"""`data.npy`: the .npy header, then the bytes of `data`, so `np.load(p, mmap_mode=...)`
-maps the array. The header follows the array's shape; writes into it are refused unless they
-rewrite the same bytes (a flushed mmap writes whole pages, header included). The registry
-serves every header followed by `data`'s bytes this way (`data.nii`, `data.mrc` too)."""
+""".npy headers read back: arrays made by writing a .npy stream into a group. (`data.npy`
+itself is its header, `formats.npy_header`, then `data`'s bytes: a `views.headered` file.)"""
 
 from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
-from ..files import STREAM_BLOCK, FileTooLargeError, FixedBytesError, RegionFile
-from ..readahead import Readahead
-
-Header = Callable[[], bytes | None]
-
-
-class NpyFile:
-    direct_io = False
-    block_size = STREAM_BLOCK
-    resizable = False
-
-    def __init__(self, data: RegionFile, header: Header) -> None:
-        self.data = data
-        self._header = header
-
-    def header(self) -> bytes:
-        found = self._header()
-        assert found is not None  # the tree offers the file only when there is a header
-        return found
-
-    @property
-    def writable(self) -> bool:
-        return self.data.writable
-
-    @property
-    def size(self) -> int:
-        return len(self.header()) + self.data.size
-
-    def read(self, offset: int, size: int) -> bytes | memoryview:
-        header = self.header()
-        head = header[offset : offset + size]
-        start = max(offset - len(header), 0)
-        rest = size - len(head)
-        if rest <= 0:
-            return head
-        body = self.data.read(start, rest)
-        return body if not head else head + bytes(body)
-
-    def write(self, offset: int, data: bytes | memoryview) -> int:
-        header = self.header()
-        view = memoryview(data).cast("B")
-        overlap = view[: max(0, len(header) - offset)]
-        if bytes(overlap) != header[offset : offset + len(overlap)]:
-            raise FixedBytesError("the header follows the array and cannot be written")
-        body = view[len(overlap) :]
-        if body and offset + len(view) > self.size:
-            raise FileTooLargeError("the file cannot grow: write to data to append rows")
-        written = self.data.write(offset + len(overlap) - len(header), body) if body else 0
-        return len(overlap) + written
-
-    def prefetch(self, offset: int, size: int) -> None:
-        header = len(self.header())
-        self.data.prefetch(max(offset - header, 0), size)
-
-    def readahead(self) -> Readahead:
-        return Readahead(self, self.data, lambda: len(self.header()))
-
-    def flush(self) -> None:
-        self.data.flush()
-
-    def resize(self, size: int, *, round_up: bool = False) -> None:
-        raise FixedBytesError("the file has the array's size")
-
 
 # -- reading a .npy stream's header (arrays made by writing .npy files) -----------------------
 
