@@ -27,7 +27,7 @@ MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through th
 # row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
 SLAB_REQUESTS = 1024
 # (3: while a reader drains one slab, the decoding processes fill the next ones; with 2 they
-# waited for work a fifth of a cold read of zstd chunks: docs/performance.md)
+# waited for work a fifth of a cold read of zstd chunks: docs/performance-history.md, issue 77)
 SLABS_AHEAD = 3
 # What is read ahead from a remote store is priced in requests (zarrfs.array.reads.readahead_cost),
 # from a local one in bytes (slabs, PREFETCH_BYTES: a request is a local read): a reader earns a

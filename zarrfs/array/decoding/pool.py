@@ -2,7 +2,7 @@
 fewest in flight, and a future per job says when its chunks are in their slab.
 
 Decoding there leaves the daemon's interpreter lock to its request loop and its store reads
-(docs/performance.md, "Cold reads against the bare floor": decoding threads in the daemon
+(docs/performance-history.md, "Cold reads against the bare floor": decoding threads in the daemon
 waited half their time for the lock, which pyfuse3 holds while a reply is copied into the
 kernel). Workers are forked by the fork server as they are first needed, one per core.
 
