@@ -91,12 +91,15 @@ class Mounted:
         return self.values("image", names[number])
 
 
-def mount_all(root: Path, filters: str) -> Iterator[Mounted]:
-    """Every source under `root` mounted with `filters=`, all unmounted at the end."""
+SOURCES = [*ARRAYS, "image", "geo"]
+
+
+def mount_all(root: Path, options: list[str]) -> Iterator[Mounted]:
+    """Every source under `root` mounted with `options`, all unmounted at the end."""
+    tag = "-".join(option.replace("=", "_") for option in options)
     with ExitStack() as stack:
-        mounts = {name: stack.enter_context(mounted(root / f"{name}.zarr", root / f"mnt-{filters}-{name}",
-                                                    ["ro", f"filters={filters}"])).path
-                  for name in [*ARRAYS, "image", "geo"]}
+        mounts = {name: stack.enter_context(mounted(root / f"{name}.zarr", root / f"mnt-{tag}-{name}",
+                                                    options)).path for name in SOURCES}
         yield Mounted(root, mounts)
 
 
@@ -109,12 +112,12 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def default_mount(written: Path) -> Iterator[Mounted]:
-    yield from mount_all(written, "builtin")
+    yield from mount_all(written, ["ro", "filters=builtin"])
 
 
 @pytest.fixture(scope="module")
 def plugins_mount(written: Path) -> Iterator[Mounted]:
-    yield from mount_all(written, "plugins")
+    yield from mount_all(written, ["ro", "filters=plugins"])
 
 
 # -- the readers ------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,11 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
-from mounting import mounted
-
-from tests.test_tiff_readers import ARRAYS, READERS, Mounted, populate
+from test_tiff_readers import READERS, SOURCES, Mounted, mount_all, populate
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 STRIPS = ["ro", "tiff=strips"]
-SOURCES = [*ARRAYS, "image", "geo"]
 # ImageJ 1.x's own reader (`File > Open` headless): each file's first image, its width,
 # height and every pixel (as float32, exact for 16-bit values) written big-endian to a file.
 IMAGEJ_READER = """
@@ -61,11 +57,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def strips_mount(written: Path) -> Iterator[Mounted]:
-    """Every source mounted with `tiff=strips`, all unmounted at the end."""
-    with ExitStack() as stack:
-        mounts = {name: stack.enter_context(mounted(written / f"{name}.zarr", written / f"mnt-{name}",
-                                                    STRIPS)).path for name in SOURCES}
-        yield Mounted(written, mounts)
+    yield from mount_all(written, STRIPS)
 
 
 def file_of(mount: Mounted, name: str) -> Path:
