@@ -1,7 +1,8 @@
-"""data.tif of arrays in S3 (a local moto server): tiles handed out as stored (a chunk's
-object, or an inner chunk where its shard's index says), their byte counts learned as the
-tables are read (a listing of each row of chunks, or a HEAD each), each tile read then
-costing that tile: one request to the server, a GET of its object (counted by the server)."""
+"""data.tif of arrays in S3 (a local moto server), mounted with `-o filters=plugins`: zstd tiles
+handed out as stored (a chunk's object, or an inner chunk where its shard's index says), their
+byte counts learned as the tables are read (a listing of each row of chunks, or a HEAD each),
+each tile read then costing that tile: one request to the server, a GET of its object (counted
+by the server). A default mount serves them decoded: tests/test_tiff_readers.py."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def written(server: S3Server, name: str, sharded: bool) -> np.ndarray:
 @pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
 def test_tiles_as_stored_from_s3(s3_server: S3Server, tmp_path: Path, sharded: bool) -> None:
     values = written(s3_server, "image", sharded)
-    options = [f"endpoint_url={s3_server.endpoint_url}", "ro"]
+    options = [f"endpoint_url={s3_server.endpoint_url}", "ro", "filters=plugins"]
     with mounted(f"s3://{s3_server.bucket}/image", tmp_path / "mnt", options) as mount:
         tif = mount.path / "data.tif"
         with tifffile.TiffFile(tif) as tiff:
@@ -73,7 +74,7 @@ def test_a_tile_read_is_one_get_of_its_object(logged_s3: LoggedS3Server, tmp_pat
                       chunks=(256, 256), compressors=zarr.codecs.ZstdCodec(level=1),
                       storage_options=options)[...] = values
     with mounted(f"s3://{logged_s3.bucket}/big", tmp_path / "mnt",
-                 [f"endpoint_url={logged_s3.endpoint_url}", "ro"]) as mount:
+                 [f"endpoint_url={logged_s3.endpoint_url}", "ro", "filters=plugins"]) as mount:
         tif = mount.path / "data.tif"
         with tifffile.TiffFile(tif) as tiff:
             offsets, counts = tiff.pages[0].dataoffsets, tiff.pages[0].databytecounts  # type: ignore[union-attr]

@@ -1,8 +1,9 @@
 """data.tif opened again (close-to-open) through real mounts of a local store and of S3 (a
 moto server): the open costs no request (the layout comes from the array's shape and codecs);
 what another writer (zarr-python) rewrote is shown exactly; a chunk or a shard it deleted
-shown as the fill tile. And `Store.stats` over S3: a listing of each row of chunks asked for,
-agreeing with `Store.stat` key by key."""
+shown as the fill tile. (Zstd tiles as stored: mounted with `-o filters=plugins`; a default
+mount serves them decoded, tests/test_tiff_readers.py.) And `Store.stats` over S3: a listing
+of each row of chunks asked for, agreeing with `Store.stat` key by key."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ class Where:
 @pytest.fixture(params=["local", "s3"])
 def where(request: pytest.FixtureRequest, tmp_path: Path) -> Where:
     if request.param == "local":
-        return Where(str(tmp_path / "image.zarr"), ["ro"])
+        return Where(str(tmp_path / "image.zarr"), ["ro", "filters=plugins"])
     server: S3Server = request.getfixturevalue("s3_server")
     options = {"endpoint_url": server.endpoint_url, "key": "testing", "secret": "testing"}
-    return Where(f"s3://{server.bucket}/image", [f"endpoint_url={server.endpoint_url}", "ro"], options)
+    mount_options = [f"endpoint_url={server.endpoint_url}", "ro", "filters=plugins"]
+    return Where(f"s3://{server.bucket}/image", mount_options, options)
 
 
 @pytest.fixture
