@@ -146,42 +146,43 @@ def test_readers_streaming_one_file_at_once_read_its_bytes(source: tuple[Path, n
 
 
 def write_chunk_through(mount: Mount, second: Mount | None, how: str, rows: slice, value: int) -> None:
-    """Write `value` into rows `rows` of columns 512-1023 (one chunk column), as `how` says."""
+    """Write `value` into rows `rows` of columns 512-1023 (one chunk column), as `how` says:
+    through the chunk file, or row by row through `data.npy`, `data` (opened for writing while
+    the reader streams it) or a second mount's `data` (another writer: fsynced)."""
     block = np.full((rows.stop - rows.start, 512), value, "<u2")
     if how == "chunk file":
         assert rows.start % 512 == 0 and rows.stop - rows.start == 512
         with open(mount.chunk(f"c/{rows.start // 512}/1"), "r+b") as f:
             f.write(block.tobytes())
-    elif how == "data.npy":
-        with open(mount.path / "data.npy", "r+b") as f:
+        return
+    assert second is not None or how != "second mount"
+    target = {"data.npy": mount.path / "data.npy", "data": mount.data}.get(how) or second.data  # type: ignore[union-attr]
+    with open(target, "r+b") as f:
+        header = 0
+        if how == "data.npy":
             np.lib.format.read_magic(f)
             np.lib.format.read_array_header_1_0(f)
             header = f.tell()
-            for i, row in enumerate(block):
-                f.seek(header + (rows.start + i) * ROW + 512 * 2)
-                f.write(row.tobytes())
-    else:  # a second mount of the same store: another writer
-        assert second is not None
-        with open(second.data, "r+b") as f:
-            for i, row in enumerate(block):
-                f.seek((rows.start + i) * ROW + 512 * 2)
-                f.write(row.tobytes())
-            os.fsync(f.fileno())
+        for i, row in enumerate(block):
+            f.seek(header + (rows.start + i) * ROW + 512 * 2)
+            f.write(row.tobytes())
+        os.fsync(f.fileno())
 
 
-@pytest.mark.parametrize("how", ["chunk file", "data.npy", "second mount"])
+@pytest.mark.parametrize("how", ["chunk file", "data.npy", "data", "second mount"])
 def test_a_write_ahead_of_a_streaming_reader_is_what_it_reads(
         source: tuple[Path, np.ndarray[Any, Any]], mount_array: MountFactory, how: str) -> None:
     """Rows already pushed, then written: the reader going on through its open file reads the
     write (a second mount's: after its recheck), and so does a fresh open; rounds where the
-    write lands while pushes are in flight too."""
+    write lands while pushes are in flight too. A mount a round: a file opened for writing is
+    pushed to no more (`data`, `data.npy`)."""
     path, values = source
-    mount = mount_array(path, ["recheck=0.2"] if how == "second mount" else [])
     second = mount_array(path, []) if how == "second mount" else None
     expected = values.copy()
     for round_, (rows, wait) in enumerate([(slice(2048, 2560), True), (slice(3072, 3584), True),
                                            (slice(1536, 2048), False), (slice(3584, 4096), False)]):
         value = 50_000 + round_
+        mount = mount_array(path, ["recheck=0.2"] if how == "second mount" else [])
         with open(mount.data, "rb", buffering=0) as f:
             if wait:
                 start_streaming(f, range(rows.start, rows.stop))
@@ -195,9 +196,9 @@ def test_a_write_ahead_of_a_streaming_reader_is_what_it_reads(
             f.seek(0)
             assert read_in_order_of(f) == expected.tobytes()
         assert read_in_order(mount.data) == expected.tobytes()
-        if how != "data.npy":  # (opened for writing: pushes to data.npy end; to data, not)
-            assert read_in_order(mount.path / "data.npy")[128:] == expected.tobytes()
-    assert stats(mount)["bytes_pushed"] > 0
+        assert read_in_order(mount.path / "data.npy")[128:] == expected.tobytes()
+        assert stats(mount)["bytes_pushed"] > 0
+        assert mount.unmount() == 0  # (written back: the next round's mount reads the store)
 
 
 def read_in_order_of(f: Any, step: int = 1 << 20) -> bytes:
