@@ -7,6 +7,7 @@ for it to exit (which is when its final write-back is done) and read its log.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -89,6 +90,14 @@ def timed(action: Callable[[], Any]) -> tuple[Any, float]:
     except OSError as e:
         result = e
     return result, time.monotonic() - began
+
+
+def mount_stats(mount: Mount | Path) -> dict[str, Any]:
+    """`zarrfs stats --json` of a mount (a `Mount`, or its path): its counters and figures, by
+    this checkout's command (ZARRFS), not whichever `zarrfs` is first on the PATH."""
+    path = mount if isinstance(mount, os.PathLike) else mount.path  # (tests.mounting's Mount too)
+    out = subprocess.run([ZARRFS, "stats", "--json", str(path)], check=True, capture_output=True, text=True)
+    return dict(json.loads(out.stdout))
 
 
 def pread(path: Path, size: int, offset: int) -> bytes:

@@ -11,7 +11,6 @@ the cache's bound (PSS, which counts shared pages once)."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import signal
@@ -26,6 +25,7 @@ import pytest
 import zarr
 from conftest import MountFactory
 from mounting import Mount, mounted, wait_until
+from mounting import mount_stats as stats
 from trust_helpers import NOBODY, public
 
 __all__ = ["public"]  # (the fixture, used by name)
@@ -83,12 +83,6 @@ def fork_server(mount: Mount) -> int:
 
 def workers(mount: Mount) -> list[int]:
     return children(fork_server(mount))
-
-
-def stats(mount: Mount) -> dict[str, float]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mount.path)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))
 
 
 def read_all(path: Path, shape: tuple[int, ...], step: int = 1 << 20) -> np.ndarray[Any, Any]:

@@ -22,6 +22,7 @@ import zstandard
 from conftest import MountFactory
 
 from tests.mounting import ZARRFS, Mount, mounted, pread
+from tests.mounting import mount_stats as stats
 from tests.reliability.s3_server import S3Server, free_port, serving
 from tests.scale_arrays import RequestLog, twin_on_s3, values, write_twin
 
@@ -47,13 +48,6 @@ def options(server: S3Server, directory: Path, *more: str) -> list[str]:
 
 def whole(mount: Mount) -> bytes:
     return mount.data.read_bytes()
-
-
-def stats(mount: Mount) -> dict[str, float]:
-    import json
-
-    found = subprocess.run([ZARRFS, "stats", "--json", str(mount.path)], capture_output=True, check=True)
-    return dict(json.loads(found.stdout))
 
 
 def put_chunk(server: S3Server, key: str, block: np.ndarray) -> None:

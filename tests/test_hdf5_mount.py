@@ -5,7 +5,6 @@ chunk itself and the mount decodes nothing."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -21,15 +20,10 @@ import pytest
 import tifffile
 import xarray as xr
 import zarr
+from mounting import mount_stats as stats
 from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def stats(mountpoint: Path) -> dict[str, Any]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))
 
 
 def make(path: Path, data: np.ndarray[Any, Any], chunks: tuple[int, ...], **kwargs: Any) -> zarr.Array:

@@ -20,16 +20,11 @@ import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, ZstdCodec
 
+from tests.mounting import mount_stats as stats
 from tests.mounting import wait_until
 from tests.test_geo_views import UTM33, gdalinfo, to_zarr, weather
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def stats(mountpoint: Path) -> dict[str, Any]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))
 
 
 def image(path: Path, shape: tuple[int, ...], chunks: tuple[int, ...], **kwargs: Any) -> np.ndarray[Any, Any]:

@@ -8,7 +8,6 @@ imagecodecs reads the zstd tiles themselves. Locally and on S3 (moto)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
+from mounting import mount_stats as stats
 from mounting import mounted
 from PIL import Image
 
@@ -154,12 +154,6 @@ Reader = Callable[[Path, Path], np.ndarray[Any, Any]]
 READERS: dict[str, Reader] = {"opencv": read_opencv, "pillow": read_pillow,
                               "tifffile without imagecodecs": read_tifffile_without_imagecodecs,
                               "gdal": read_gdal}
-
-
-def stats(mountpoint: Path) -> dict[str, Any]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))
 
 
 # -- a default mount ----------------------------------------------------------------------------

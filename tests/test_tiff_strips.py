@@ -7,7 +7,6 @@ libtiff, each compared with what zarr-python reads."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
+from mounting import mount_stats as stats
 from test_tiff_readers import READERS, SOURCES, Mounted, mount_all, populate
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -118,12 +118,6 @@ def test_every_image_and_level_is_in_strips(strips_mount: Mounted) -> None:
         assert {(page.is_tiled, page.compression) for page in tiff.pages} == {(False, 1)}  # type: ignore[union-attr]
         for number, page in enumerate(tiff.pages):
             assert np.array_equal(page.asarray(), strips_mount.values("geo", str(number)))  # type: ignore[union-attr]
-
-
-def stats(mountpoint: Path) -> dict[str, Any]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))
 
 
 # (shape, chunks, rows per strip): one row of chunks in a strip; as many as fit in 1 MiB; part

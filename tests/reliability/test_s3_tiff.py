@@ -6,9 +6,7 @@ by the server). A default mount serves them decoded: tests/test_tiff_readers.py.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
+from mounting import mount_stats as stats
 from mounting import mounted
 
 from tests.reliability.s3_server import S3Server, free_port, serving
@@ -92,9 +91,3 @@ def test_a_tile_read_is_one_get_of_its_object(logged_s3: LoggedS3Server, tmp_pat
         ("GET", f"big/c/{row}/{column}", 200) for row, column in tiles.values()]
     tile = np.frombuffer(numcodecs.Zstd().decode(read[5]), "<u2").reshape(256, 256)
     assert np.array_equal(tile, values[256:, 512:])
-
-
-def stats(mountpoint: Path) -> dict[str, float]:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mountpoint)], check=True, capture_output=True,
-                         text=True).stdout
-    return dict(json.loads(out))

@@ -7,9 +7,7 @@ of each row of chunks asked for, agreeing with `Store.stat` key by key."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -23,7 +21,7 @@ import tifffile
 import zarr
 from zarr.codecs import ZstdCodec
 
-from tests.mounting import Mount, mounted
+from tests.mounting import Mount, mount_stats, mounted
 from tests.reliability.s3_server import S3Server
 from tests.test_store_stats import Calls
 from zarrfs.store import Store
@@ -76,9 +74,7 @@ def written(where: Where, sharded: bool) -> tuple[np.ndarray[Any, Any], zarr.Arr
 
 
 def fetched(mount: Mount) -> float:
-    out = subprocess.run(["zarrfs", "stats", "--json", str(mount.path)], check=True, capture_output=True,
-                         text=True).stdout
-    return float(json.loads(out)["bytes_fetched"])
+    return float(mount_stats(mount)["bytes_fetched"])
 
 
 def tile_bytes(tif: Path, offsets: list[int], counts: list[int], tile: int) -> bytes:
