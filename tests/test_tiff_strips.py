@@ -17,7 +17,9 @@ import pytest
 import tifffile
 import zarr
 from mounting import mount_stats as stats
-from test_tiff_readers import READERS, SOURCES, Mounted, mount_all, populate
+from test_tiff_readers import READERS, SOURCES, Mounted, mount_all, written
+
+__all__ = ["written"]  # (the fixture: the same arrays, written by zarr-python, used by name)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -46,13 +48,6 @@ public class ReadAll {
     }
 }
 """
-
-
-@pytest.fixture(scope="module")
-def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("defaults")
-    populate(root)
-    return root
 
 
 @pytest.fixture(scope="module")
