@@ -232,17 +232,27 @@ def slabs_held(daemon: int) -> list[str]:
 
 def test_workers_run_as_the_user_served(picture: tuple[Path, np.ndarray[Any, Any]], public: Path) -> None:
     """`-o user=nobody`: the fork server and its workers are nobody's, for good (no saved
-    root), and read the array as nobody may."""
+    root), and read the array as nobody may; so are a fork server started again after the
+    first was killed, and its workers (it cannot set groups: it needs not)."""
     source, values = picture
     shutil.copytree(source, public / "a.zarr")
     subprocess.run(["chmod", "-R", "a+rX", str(public)], check=True)
-    with mounted(public / "a.zarr", public / "mnt", ["ro", "user=nobody", "allow_other"]) as mount:
-        assert np.array_equal(read_all(mount.data, values.shape), values)
-        for pid in (fork_server(mount), *workers(mount)):
-            status = Path(f"/proc/{pid}/status").read_text().splitlines()
-            uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
-            assert uids == [str(NOBODY.pw_uid)] * 4, (pid, uids)
+    options = ["ro", "user=nobody", "allow_other", "direct_io"]  # (every read reaches the daemon)
+    with mounted(public / "a.zarr", public / "mnt", options) as mount:
+        for restarted in (False, True):
+            if restarted:
+                killed = fork_server(mount)
+                os.kill(killed, signal.SIGKILL)
+                wait_until(functools.partial(reaped, mount, killed), what="the killed fork server reaped")
+            assert np.array_equal(read_all(mount.data, values.shape), values)
+            wait_until(lambda: workers(mount), what="the fork server's workers")
+            assert (RESTARTED_SERVER in command(fork_server(mount))) == restarted
+            for pid in (fork_server(mount), *workers(mount)):
+                status = Path(f"/proc/{pid}/status").read_text().splitlines()
+                uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+                assert uids == [str(NOBODY.pw_uid)] * 4, (pid, uids)
         assert stats(mount)["chunks_decoded"] >= 64
+        assert "no decoding process could be started" not in mount.log()
 
 
 def pss(pids: list[int]) -> int:

@@ -78,8 +78,9 @@ class ForkServer:
     def restarted(self) -> ForkServer:
         """This one ended (or is ended now, and reaped), and a new one started in a fresh
         interpreter (OSError: it could not be)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
+        if self._reaper.is_alive():  # (not yet reaped: the pid is still its own)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         self.close()
         daemon_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -146,7 +147,10 @@ def _become_server(sock: socket.socket, daemon: int, drop: Drop | None) -> None:
         signal.signal(getattr(signal, name), signal.SIG_IGN)  # (the daemon decides when it ends)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (ended workers are reaped by the kernel)
     if drop is not None:
-        os.setgroups(list(drop.groups))
+        # (a server started again runs as the user already, without the right to set groups,
+        # which it then need not: only root's saved ids are left to drop)
+        if sorted(os.getgroups()) != sorted(drop.groups):
+            os.setgroups(list(drop.groups))
         os.setresgid(drop.gid, drop.gid, drop.gid)
         os.setresuid(drop.uid, drop.uid, drop.uid)
 
