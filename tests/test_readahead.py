@@ -84,6 +84,29 @@ def test_a_sequential_reader_is_answered_from_slabs_decoded_once(array: ZarrArra
     assert array.stats.loads == chunks, "a chunk was decoded more than once"
 
 
+def test_slabs_started_ahead_are_offered_to_push_while_they_are_held(array: ZarrArray) -> None:
+    """The slabs a sequential reader starts ahead of it (`take_ahead`, what the fuse layer
+    pushes into the page cache): each once, where it lies in the file; those nobody took are
+    kept only while their slab is (a reader of a whole file that nothing pushes for holds a
+    few, not one a slab it passed)."""
+    reader = RegionFile(array, None).readahead()
+    reader.read(0, 4096)
+    _slab(reader, 1)
+    taken, held = reader.take_ahead(), reader.slabs()
+    assert taken and all(a.offset > 0 and a.offset % SLAB == 0 and a.size == SLAB for a in taken)
+    assert all(a.slab is held[a.offset // SLAB] for a in taken)
+    assert not reader.take_ahead()
+    position = 4096
+    while position < VALUES.nbytes:
+        position += len(reader.read(position, 5000))
+    held = reader.slabs()
+    left = reader.take_ahead()
+    assert left and all(any(a.slab is slab for slab in held.values()) for a in left)
+    assert len(left) <= len(held) < VALUES.nbytes // SLAB
+    reader.close()
+    assert not reader.take_ahead()
+
+
 def test_a_reader_that_jumps_about_starts_no_slabs(array: ZarrArray,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(readahead, "STREAK_BYTES", 3 * 4096)

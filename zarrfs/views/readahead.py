@@ -220,7 +220,7 @@ class Readahead:
 
     def close(self) -> None:
         with self._lock:
-            slabs, self._slabs = list(self._slabs.values()), {}
+            slabs, self._slabs, self._ahead = list(self._slabs.values()), {}, []
         for stream in slabs:
             stream.close()
 
@@ -283,6 +283,8 @@ class Readahead:
             kept = range(index - 1, last + SLABS_AHEAD + 2) if ahead else range(0)
             stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
             dropped = [self._slabs.pop(i) for i in stale]
+            # (not taken, when nothing pushes: kept only while their slabs are held)
+            self._ahead = [a for a in self._ahead if all(a.slab is not d for d in dropped)]
         for closed in dropped:  # first: their buffers go to the slabs started next
             closed.close()
         with self._lock:
