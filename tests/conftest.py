@@ -14,7 +14,7 @@ from types import TracebackType
 import pytest
 from mounting import Mount, mounted
 
-from zarrfs.array.reads import streaming
+from zarrfs.array.reads import policy
 from zarrfs.array.stored import chunk_io
 
 MountFactory = Callable[..., Mount]
@@ -40,9 +40,9 @@ def mount_array(tmp_path: Path) -> Iterator[MountFactory]:
 @pytest.fixture(params=["loaders", "small-chunk lane"])
 def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Streams decoded by the loader threads, then by the one-thread lane for small chunks
-    that decode cheaply (zarrfs.array.reads.streaming.SMALL_CHUNK_BYTES, chunk_io's measure)."""
+    that decode cheaply (zarrfs.array.reads.policy.SMALL_CHUNK_BYTES, chunk_io's measure)."""
     lane = request.param == "small-chunk lane"
-    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 1 << 40 if lane else 0)
+    monkeypatch.setattr(policy, "SMALL_CHUNK_BYTES", 1 << 40 if lane else 0)
     monkeypatch.setattr(chunk_io, "MEASURED_DECODES", 0)
     monkeypatch.setattr(chunk_io, "CHEAP_DECODE_SECONDS", 1e9)
     return str(request.param)

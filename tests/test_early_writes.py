@@ -250,7 +250,7 @@ def test_a_reader_that_waited_for_a_chunk_whose_buffer_went_reads_it_again(tmp_p
         done: Future[Any] = Future()
         done.set_result(waited)
         first = Box((0, 0), CHUNKS)
-        assert np.array_equal(array.loader.lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
+        assert np.array_equal(array.source.lend(unit, {unit: done}), _values(row, seed=1)[first.slices()])
     finally:
         array.close()
 

@@ -14,7 +14,7 @@ import pytest
 from local_arrays import create_zstd_array
 
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import jobs, streaming
+from zarrfs.array.reads import jobs, policy
 from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
@@ -186,7 +186,7 @@ def test_npy_reader_reads_header_and_body_through_slabs(array: ZarrArray) -> Non
 
 def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    fetch = array.loader.fetch
+    fetch = array.source.fetch
     closed = threading.Event()
 
     def fetch_held_after_slab_0(units: list[Any]) -> Any:
@@ -194,7 +194,7 @@ def test_close_cancels_decoding_ahead_and_gives_the_cache_back(array: ZarrArray,
             closed.wait(10)
         return fetch(units)
 
-    monkeypatch.setattr(array.loader, "fetch", fetch_held_after_slab_0)
+    monkeypatch.setattr(array.source, "fetch", fetch_held_after_slab_0)
     reader = RegionFile(array, None).readahead()
     reader.read(0, 4096)  # waits for slab 0; the slabs ahead are in progress, held
     streams = list(reader.slabs().values())
@@ -337,7 +337,7 @@ def test_streams_of_small_chunks_that_decode_cheaply_are_decoded_by_one_thread(
         measured: int, expected: list[str]) -> None:
     """Its share of the interpreter lock is all such a chunk needs; a second thread at it
     only hands the lock back and forth. Small chunks count as cheap until some were decoded."""
-    monkeypatch.setattr(streaming, "SMALL_CHUNK_BYTES", 32 << 10)
+    monkeypatch.setattr(policy, "SMALL_CHUNK_BYTES", 32 << 10)
     monkeypatch.setattr(chunk_io, "MEASURED_DECODES", measured)
     monkeypatch.setattr(chunk_io, "CHEAP_DECODE_SECONDS", 1.0 if cheap else 0.0)
     chunks = (chunk_bytes // (CHUNKS[1] * 2), CHUNKS[1])
@@ -354,13 +354,13 @@ def test_streams_of_small_chunks_that_decode_cheaply_are_decoded_by_one_thread(
     created.close()
     array = open_array(Store.open(str(tmp_path)), threads=2)
     threads: set[str] = set()
-    real = streaming.chunks_for_stream
+    real = array.source.for_stream
 
     def noting_the_thread(*args: Any) -> Any:
         threads.add(threading.current_thread().name)
         return real(*args)
 
-    monkeypatch.setattr(streaming, "chunks_for_stream", noting_the_thread)
+    monkeypatch.setattr(array.source, "for_stream", noting_the_thread)
     monkeypatch.setattr(jobs, "JOB_BYTES", 1)  # a job per chunk: 8 jobs
     seen = []
     try:

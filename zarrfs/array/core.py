@@ -6,7 +6,7 @@ inner chunks it touches. The unit of storing is the *write chunk* (the chunk or 
 
 `ZarrArray` is a facade over objects with one owner each: its `Geometry` (swapped whole on a
 resize), its view of the mount's cache (`ArrayCache`: the lock, the entries, the dirty
-bytes), the `ChunkLoader` (deduplicated loads over plain or sharded chunk I/O), the
+bytes), the `ChunkSource` (deduplicated loads over plain or sharded chunk I/O), the
 `WriteBack` (early stores, write slots, flushes), the `Rechecker` (what was seen of the
 store), `Streams` and the `Resizer`.
 
@@ -38,7 +38,7 @@ from . import stored
 from .cache import DEFAULT_CACHE_BYTES, ArrayCache, ChunkCache, Entry, Fetched
 from .geometry import Geometry
 from .read_chunks import ReadChunks
-from .reads import ChunkLoader, Stream, Streams
+from .reads import ChunkSource, Stream, Streams
 from .recheck import Changes, Rechecker
 from .shared import Shared
 from .stored import PlainChunkIO, Rows, ShardedChunkIO, Stats, StoredChunk, in_rows, rows_directory
@@ -76,26 +76,29 @@ class ZarrArray:
         self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
         self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
-        self.io: PlainChunkIO
-        if description.rectilinear is not None:
-            self.io = stored.rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
-                                     self.stats, self.shared.counters,
-                                     (self.shared.cache, self.owner, self.shared.loaders))
-        elif self.sharding is None:
-            self.io = PlainChunkIO(store, self.pipeline, description.fill_value, self.stats,
-                                   self.shared.counters)
-        else:
-            self.io = ShardedChunkIO(store, self.pipeline, self.sharding, self.shared.cache, self.owner,
-                                     self.stats, self.shared.counters, self.shared.loaders)
-        self.io.keep_fill = self.shared.store_fill_chunks
+        self.io = self._chunk_io(store, description)
         self.rechecker = Rechecker(self.view, self.io, store, self.geometry, self.shared.counters)
-        self.loader = ChunkLoader(self.view, self.io, store, self.geometry, self.rechecker.seen,
+        self.source = ChunkSource(self.view, self.io, store, self.geometry, self.rechecker.seen,
                                   self.shared.loaders, self.shared.counters,
                                   fill_missing=self.shared.fill_missing_reads)
-        self.writeback = WriteBack(self.loader, self.rechecker, self.shared, self.geometry)
-        self.streams = Streams(self.loader, self.shared)
+        self.writeback = WriteBack(self.source, self.rechecker, self.shared, self.geometry)
+        self.streams = Streams(self.source, self.shared)
         self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,
                                metadata_writer, self.io.forget_stored)
+
+    def _chunk_io(self, store: Store, description: ArrayDescription) -> PlainChunkIO:
+        """How the array's chunks move between the store and memory: whole, through their
+        shards, or on a rectilinear grid."""
+        shared, keep_fill = self.shared, self.shared.store_fill_chunks
+        if description.rectilinear is not None:
+            return stored.rectilinear_io(store, self.pipeline, lambda: self.metadata, self.sharding,
+                                         self.stats, shared.counters,
+                                         (shared.cache, self.owner, shared.loaders), keep_fill=keep_fill)
+        if self.sharding is None:
+            return PlainChunkIO(store, self.pipeline, description.fill_value, self.stats, shared.counters,
+                                keep_fill=keep_fill)
+        return ShardedChunkIO(store, self.pipeline, self.sharding, shared.cache, self.owner, self.stats,
+                              shared.counters, shared.loaders, keep_fill=keep_fill)
 
     def close(self) -> None:
         self.view.drop_all()
@@ -193,11 +196,11 @@ class ZarrArray:
     def read(self, box: Box) -> np.ndarray:
         """The elements of `box` (array coordinates, edge chunks' overhang allowed); a
         read-only view into the cache when the box lies in one chunk."""
-        return self.loader.read_boxes([box])[0]
+        return self.source.read_boxes([box])[0]
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """The elements of each box, all taken from one version of every chunk they touch."""
-        return self.loader.read_boxes(boxes)
+        return self.source.read_boxes(boxes)
 
     def cached(self, boxes: Sequence[Box]) -> bool:
         """Whether the cache holds every read chunk the boxes touch whole."""
@@ -206,7 +209,7 @@ class ZarrArray:
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
-        self.loader.start(self._geometry.cells_touched(box))
+        self.source.start(self._geometry.cells_touched(box))
 
     def stream(self, box: Box, dtype: np.dtype[Any] | None = None) -> Stream | None:
         """Start filling a buffer with `box` (zarrfs.array.reads.streaming), its elements as `dtype`
@@ -284,12 +287,12 @@ class ZarrArray:
         return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)
 
     def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
-        """Read chunks of one stored object as stored now (ChunkLoader.fetch)."""
-        return self.loader.fetch(units)
+        """Read chunks of one stored object as stored now (ChunkSource.fetch)."""
+        return self.source.fetch(units)
 
     def wait(self, unit: Index, futures: dict[Index, Future[Entry]] | None = None) -> Entry:
-        """The complete cached entry of a read chunk, loading it as needed (ChunkLoader.wait)."""
-        return self.loader.wait(unit, futures or {})
+        """The complete cached entry of a read chunk, loading it as needed (ChunkSource.wait)."""
+        return self.source.wait(unit, futures or {})
 
     # -- writing -------------------------------------------------------------------------------
 

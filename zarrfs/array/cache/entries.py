@@ -13,7 +13,6 @@ import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,25 +21,7 @@ from ...grid import Index
 from ..geometry import Geometry
 from . import masks
 from .cache import ENTRY_OVERHEAD, ChunkCache, Entry, Fetched
-
-
-@dataclass(frozen=True)
-class FetchStart:
-    """The cache as a fetch of a read chunk began (ArrayCache.install)."""
-
-    held: bool  # it had an entry for the chunk (partly written)
-    drops: int  # the array's count of stale entries dropped
-
-
-@dataclass
-class WriteSnapshot:
-    """What one attempt of a write-back sends: each unit's entry, data, version and
-    written-mask (taken from the entry, so writes made meanwhile start a new one)."""
-
-    entries: dict[Index, Entry]
-    arrays: dict[Index, np.ndarray]
-    versions: dict[Index, int]
-    masks: dict[Index, np.ndarray | None]
+from .records import FetchStart, WriteSnapshot
 
 
 class ArrayCache:
@@ -82,10 +63,12 @@ class ArrayCache:
 
     # -- loads ---------------------------------------------------------------------------------
 
-    def start_loads(self, units: Iterable[Index],
-                    submit: Callable[[Index], Future[Entry]]) -> dict[Index, Future[Entry]]:
-        """The loads of those of `units` not cached whole: started with `submit`, or joined."""
+    def start_loads(self, units: Iterable[Index]) -> tuple[dict[Index, Future[Entry]], list[Index]]:
+        """The loads of those of `units` not cached whole, joined or begun: their futures, and
+        the units whose loads begin here (the caller runs each and settles its future, or
+        calls `load_failed`)."""
         started: dict[Index, Future[Entry]] = {}
+        begun: list[Index] = []
         with self._lock:
             for unit in units:
                 entry = self.mount.entries.get((self.owner, unit))
@@ -93,12 +76,13 @@ class ArrayCache:
                     continue
                 future = self._loading.get(unit)
                 if future is None:
-                    future = submit(unit)
-                    self._loading[unit] = future
+                    future = self._loading[unit] = Future()
+                    begun.append(unit)
                 started[unit] = future
-        return started
+        return started, begun
 
-    def load_ended(self, unit: Index) -> None:
+    def load_failed(self, unit: Index) -> None:
+        """A load begun by `start_loads` ended without installing the chunk."""
         with self._lock:
             self._loading.pop(unit, None)
 
@@ -124,25 +108,34 @@ class ArrayCache:
     def fetch_begins(self, unit: Index) -> FetchStart:
         """What `install` needs to know of the cache as a fetch of the read chunk begins."""
         with self._lock:
-            return FetchStart((self.owner, unit) in self.mount.entries, self._drops)
+            entry = self.mount.entries.get((self.owner, unit))
+            return FetchStart(entry is not None, self._drops, entry is not None and entry.dirty)
 
     def install(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
         """Put a freshly decoded chunk in the cache, merging writes made meanwhile; None when
         what was fetched may be older than what the store holds now (fetch it again): the
         cache's entry for it, there as the fetch began, is gone (this mount wrote it back and
         it was evicted), or a recheck dropped chunks another writer changed (or a resize
-        dropped them all)."""
-        with self._lock:
-            return self._installed(unit, fetched, start)
-
-    def install_lent(self, unit: Index, fetched: Fetched, start: FetchStart) -> np.ndarray | None:
-        """As `install`; the chunk's data, lent to the caller."""
+        dropped them all). Once installed, the chunk's load has ended, and the cache is
+        trimmed to its limit."""
         with self._lock:
             entry = self._installed(unit, fetched, start)
-            if entry is None:
-                return None
-            entry.lent = True
-            return entry.data
+            if entry is not None:
+                self._loading.pop(unit, None)
+        if entry is not None:
+            self.mount.evict()
+        return entry
+
+    def install_lent(self, unit: Index, fetched: Fetched, start: FetchStart) -> np.ndarray | None:
+        """As `install`, for a reader that began no load; the chunk's data, lent to it."""
+        with self._lock:
+            entry = self._installed(unit, fetched, start)
+            if entry is not None:
+                entry.lent = True
+        if entry is None:
+            return None
+        self.mount.evict()
+        return entry.data
 
     def _installed(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
         entry = self.mount.entries.get((self.owner, unit))

@@ -1,8 +1,8 @@
-"""The reads room: loading read chunks into the cache (`loader`), streams of rows in file
-order read ahead of a sequential reader (`streaming`) and what reading ahead costs in requests
-and the kernel's window (`readahead_cost`). It imports the cache and stored rooms."""
+"""The reads room: an array's one source of read chunks, into the cache or lent to streams
+(`source`), where each is decoded (`policy`), streams of rows in file order read ahead of a
+sequential reader (`streaming`, cut into `jobs`) and what reading ahead costs in requests and
+the kernel's window (`readahead_cost`). It imports the cache, stored and decoding rooms."""
 
-from .loader import ChunkLoader
 from .readahead_cost import (
     FREE_REQUESTS,
     KERNEL_MAX_KB,
@@ -11,7 +11,8 @@ from .readahead_cost import (
     chunks_touched,
     kernel_window_kb,
 )
+from .source import ChunkSource
 from .streaming import Stream, Streams
 
-__all__ = ["FREE_REQUESTS", "KERNEL_MAX_KB", "LOCAL_FREE_REQUESTS", "ChunkLoader", "Stream", "Streams",
+__all__ = ["FREE_REQUESTS", "KERNEL_MAX_KB", "LOCAL_FREE_REQUESTS", "ChunkSource", "Stream", "Streams",
            "chunks_in", "chunks_touched", "kernel_window_kb"]

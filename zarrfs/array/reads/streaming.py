@@ -1,9 +1,8 @@
-"""Streaming a region into a caller's buffer: jobs on the mount's loader threads, each
-decoding a few read chunks (inner chunks of one shard read with one request where they lie
-next to each other) and copying their parts straight into the buffer. Where the mount has
-decoding processes (zarrfs.array.decoding) and the buffer is in shared memory, a job reads
-the chunks and hands them to a process, which decodes them into the buffer: the daemon's
-interpreter lock is left to its replies and store reads.
+"""Streaming a region into a caller's buffer: jobs, each taking a few read chunks from the
+array's chunk source (inner chunks of one shard read with one request where they lie next to
+each other) and putting their parts straight into the buffer: decoded on the job's thread, or
+handed to a decoding process that decodes them into the buffer in shared memory, as the
+decoding policy (zarrfs.array.reads.policy) says.
 
 A sequential reader would otherwise pay for assembling every reply from ~32 cached pieces
 on the request path. A stream takes chunks from the cache (with this mount's unsaved writes),
@@ -19,7 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -30,39 +29,26 @@ from ...grid import Box, Index, Piece
 from ..decoding import DecodePool, Item, close_files
 from ..geometry import Geometry
 from ..shared import Shared
-from ..stored import Encoded, ShardedChunkIO
+from ..stored import Encoded
 from .jobs import by_stored_object, plan_jobs
-from .loader import ChunkLoader
+from .policy import DecodePolicy, Lane
+from .source import ChunkSource
 
 log = logging.getLogger(__name__)
 
 
-# Chunks smaller than this that decode cheaply (chunk_io.CHEAP_DECODE_SECONDS), read from a
-# local store, are decoded by one thread at a time. Each costs ~30 us of Python and system
-# calls, which hold the interpreter lock; two threads at it hand the lock back and forth at
-# every call. Measured, cold dd of float32 arrays with one loader against two: 4 KiB zstd
-# chunks 100-142 against 73-104 MB/s, with a third less CPU; 16 KiB zstd 290-408 against
-# 269-328, 16 KiB blosc 254-321 against 229-292. Not when decoding is most of the work:
-# 16 KiB gzip chunks (54 us to decode) 167-202 against 242-321, 64 KiB zstd 419-527 against
-# 489-594. Small chunks count as cheap until measured: most codecs decode them so.
-SMALL_CHUNK_BYTES = 32 << 10
-# Read chunks at least this large decode in the decoding processes (smaller ones cost more in
-# messages than in decoding: they stay on the loader threads, the small ones on one lane), a
-# job's worth in one message (jobs.PROCESS_JOB_BYTES).
-PROCESS_CHUNK_BYTES = 64 << 10
-
-
 class Streams:
-    """The streams of one array: what they read from (its loader, and through it its cache
-    view, chunk I/O and store) and the worker failures already reported."""
+    """The streams of one array: what they read from (its chunk source, and through it its
+    cache view, chunk I/O and store), where they decode (its policy) and the worker failures
+    already reported."""
 
-    def __init__(self, loader: ChunkLoader, shared: Shared) -> None:
-        self.loader = loader
-        self.view = loader.view
-        self.io = loader.io
-        self.store = loader.store
+    def __init__(self, source: ChunkSource, shared: Shared) -> None:
+        self.source = source
+        self.view = source.view
+        self.io = source.io
+        self.store = source.store
         self.shared = shared
-        self.sharded = isinstance(loader.io, ShardedChunkIO)
+        self.policy = DecodePolicy(source.io, source.store.capabilities.round_trips, shared.shared_slab)
         self._reported: set[type[BaseException]] = set()
         self._reported_lock = threading.Lock()
 
@@ -105,9 +91,8 @@ class Stream:
         self._buffer: np.ndarray | None = buffer
         view = streams.view
         self.out: np.ndarray | None = buffer.view(dtype).reshape(box.shape)
-        # (the shared memory its chunks are decoded into by the decoding processes, if so)
-        by_processes = read_chunk_nbytes >= PROCESS_CHUNK_BYTES and streams.io.decoder is not None
-        self._slab = streams.shared.shared_slab(buffer) if by_processes else None
+        decoding = streams.policy.for_stream(read_chunk_nbytes, buffer)
+        self._slab = decoding.slab  # (the decoding processes decode into it, if any)
         self.stamp = view.mutations
         self.error: BaseException | None = None
         self._closed = False
@@ -115,15 +100,13 @@ class Stream:
         self._finished = threading.Event()
         self._lock = threading.Lock()
         jobs = plan_jobs(list(geometry.cells_of(box)), read_chunk_nbytes, streams.stored_in,
-                         sharded=streams.sharded, batched_gets=streams.store.capabilities.batched_gets,
+                         sharded=streams.source.sharded, batched_gets=streams.store.capabilities.batched_gets,
                          by_processes=self._slab is not None)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
-        # (Loads from a remote store wait on the network: they want every loader.)
-        small = read_chunk_nbytes < SMALL_CHUNK_BYTES and not streams.store.capabilities.round_trips
         for job in jobs:
-            if small:
+            if decoding.lane is Lane.ONE_THREAD:
                 streams.shared.small_chunk_lane.submit(self._fill_small, job)
             else:
                 streams.shared.loaders.submit(self._fill, job)
@@ -190,9 +173,8 @@ class Stream:
         return buffer
 
     def _fill_small(self, pieces: list[Piece]) -> None:
-        """On the small-chunk lane; on the loaders while the chunks decode slowly (the one
-        place that decides: the cost is measured as jobs run)."""
-        if self._streams.io.decodes_cheaply:
+        """On the small-chunk lane; on the loaders once the chunks decode slowly."""
+        if self._streams.policy.stays_on_one_thread():
             self._fill(pieces)
         else:
             self._streams.shared.loaders.submit(self._fill, pieces)
@@ -204,7 +186,7 @@ class Stream:
         out = self.out
         assert out is not None  # (given up only when every job has ended)
         streams, geometry = self._streams, self._geometry
-        together = _fetched_together(streams, geometry, pieces)
+        together = streams.source.fetched_together(geometry, [piece.cell for piece in pieces])
         unchecked: dict[str, str] = {}
         decoding: list[tuple[Future[float], int]] = []  # (a job's decoding, its chunks)
         items: list[Item] = []
@@ -216,7 +198,7 @@ class Stream:
                     break
                 by_unit = {piece.cell: piece for piece in run}
                 by_process = self._slab is not None
-                for unit, chunk in chunks_for_stream(streams, geometry, list(by_unit), by_process):
+                for unit, chunk in streams.source.for_stream(geometry, list(by_unit), by_process):
                     piece = by_unit[unit]
                     if isinstance(chunk, np.ndarray):
                         out[piece.in_box] = chunk[piece.in_cell]
@@ -316,58 +298,3 @@ class Stream:
 
 class CancelledStream(Exception):
     """The stream was cancelled before all of it was filled."""
-
-
-def _fetched_together(streams: Streams, geometry: Geometry, pieces: list[Piece]) -> list[str]:
-    """The keys of a job's plain chunks the cache does not hold, which S3 fetches all at once
-    (see jobs.S3_JOB_BYTES)."""
-    if streams.sharded or not streams.store.capabilities.batched_gets or len(pieces) <= 1:
-        return []
-    return [geometry.chunk_key(unit) for unit in streams.view.missing([piece.cell for piece in pieces])]
-
-
-def chunks_for_stream(streams: Streams, geometry: Geometry, units: list[Index],
-                      encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:
-    """Read chunks' elements (all of one stored object), in no particular order: cached (with
-    this mount's unsaved writes), or decoded here, those the cache does not hold read together
-    and decoded one at a time (so a job holds one decoded chunk, whatever its size).
-
-    A chunk the cache does not hold is not put there: a stream reads its chunks once, in
-    order, and the page cache keeps what the reader got. Decoding into a buffer freed at once
-    reuses the same memory chunk after chunk, where filling the cache faults in fresh pages
-    for every byte streamed (a cold read 20-25% slower). A chunk partly written by this mount
-    is merged into its entry, as a load does. Never waits for another job: on a loader thread
-    that could be one queued behind this one."""
-    view, io = streams.view, streams.io
-    cached, partly_written = view.lend_cached(units)
-    yield from cached
-    have = {unit for unit, _ in cached}
-    missing = [unit for unit in units if unit not in have]
-    if missing:
-        streams.shared.counters.add(cache_misses=len(missing))
-        chunk = io.location(missing[0])[0]
-        io.read_ahead(geometry.chunk_key(chunk), chunk)  # (remote shards: fetched whole)
-        if streams.sharded and chunk and chunk[0] + 1 < geometry.grid_shape[0]:
-            # (a stream goes down the first axis: the shard below is next)
-            below = (chunk[0] + 1, *chunk[1:])
-            io.read_early(geometry.chunk_key(below), below)
-        # (a chunk partly written here is merged with what is known to be stored, never
-        # with bytes read before their check answered: `read_together`)
-        merged = [unit for unit in missing if unit in partly_written]
-        if encoded and not merged:  # (`encoded`: as stored, for a decoding process)
-            run = streams.loader.fetch_encoded(missing, open_files=True)
-            for unit, found in zip(missing, run, strict=True):
-                yield unit, found if found.stored else view.fill_chunk
-            return
-        io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
-        starts = {unit: view.fetch_begins(unit) for unit in merged}
-        for unit, fetched in zip(missing, streams.loader.fetch(missing), strict=True):
-            if unit in starts:
-                data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
-                view.mount.evict()
-                if data is not None:
-                    yield unit, data
-                    continue
-                # The store changed meanwhile (written back here, or by another writer).
-                (fetched,) = streams.loader.fetch([unit])
-            yield unit, view.fill_chunk if fetched.data is None else fetched.data

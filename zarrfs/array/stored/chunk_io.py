@@ -80,12 +80,12 @@ class Encoded:
 class PlainChunkIO:
     """Each stored object is one chunk, decoded and encoded whole."""
 
-    # A chunk written equal to the fill value is stored (True), or deleted (the default, as
-    # in TensorStore and zarr-python): set by the array that owns this.
-    keep_fill = False
-
     def __init__(self, store: Store, pipeline: Pipeline, fill_value: bytes, stats: Stats,
-                 counters: Counters) -> None:
+                 counters: Counters, *, keep_fill: bool = False) -> None:
+        """`keep_fill`: a chunk written equal to the fill value is stored, not deleted (as
+        TensorStore's store_data_equal_to_fill_value; deleted is TensorStore's and
+        zarr-python's default)."""
+        self.keep_fill = keep_fill
         self.store = store
         self.pipeline = pipeline
         self.fill_value = fill_value

@@ -28,9 +28,9 @@ from .sharded_io import ShardedChunkIO
 
 class RectilinearChunkIO(PlainChunkIO):
     def __init__(self, store: Store, pipeline: Pipeline, description: Callable[[], ArrayDescription],
-                 stats: Stats, counters: Counters) -> None:
+                 stats: Stats, counters: Counters, *, keep_fill: bool = False) -> None:
         """`description`: the array's now (a resize may add an edge)."""
-        super().__init__(store, pipeline, description().fill_value, stats, counters)
+        super().__init__(store, pipeline, description().fill_value, stats, counters, keep_fill=keep_fill)
         self.description = description
         self.decoder = None  # (a codec pipeline a shape: decoded here)
         self._pipelines: dict[Index, Pipeline] = {pipeline.chunk.shape: pipeline}
@@ -67,11 +67,11 @@ class RectilinearShardedIO(ShardedChunkIO):
     regular across the whole array, since every edge is a multiple of the inner chunk shape
     (as zarr-python requires)."""
 
-    def __init__(self, description: Callable[[], ArrayDescription], *args: Any) -> None:
+    def __init__(self, description: Callable[[], ArrayDescription], *args: Any, **kwargs: Any) -> None:
         self.description = description
         self._codecs: dict[Index, ShardingCodec] = {}
         self._built = threading.Lock()
-        super().__init__(*args)
+        super().__init__(*args, **kwargs)
         self.decoder = None  # (shards of many shapes: decoded here)
 
     def _grid(self) -> RectilinearGrid:
@@ -106,12 +106,12 @@ class RectilinearShardedIO(ShardedChunkIO):
 
 def rectilinear_io(store: Store, pipeline: Pipeline, description: Callable[[], ArrayDescription],
                    sharding: ShardingCodec | None, stats: Stats, counters: Counters,
-                   shards: tuple[ChunkCache, int, Executor]) -> PlainChunkIO:
+                   shards: tuple[ChunkCache, int, Executor], *, keep_fill: bool = False) -> PlainChunkIO:
     """The chunk I/O of an array on a rectilinear grid (`pipeline`: its codecs built for the
     largest edges, which checked them; `shards`: the cache, owner and encoders of sharded
     chunk I/O)."""
     if sharding is None:
-        return RectilinearChunkIO(store, pipeline, description, stats, counters)
+        return RectilinearChunkIO(store, pipeline, description, stats, counters, keep_fill=keep_fill)
     grid = description().rectilinear
     assert grid is not None
     axis = grid.divisible_by(sharding.inner_shape)
@@ -120,4 +120,4 @@ def rectilinear_io(store: Store, pipeline: Pipeline, description: Callable[[], A
                             f"an edge is not a multiple of the inner chunks {list(sharding.inner_shape)}")
     cache, owner, encoders = shards
     return RectilinearShardedIO(description, store, pipeline, sharding, cache, owner, stats, counters,
-                                encoders)
+                                encoders, keep_fill=keep_fill)

@@ -26,8 +26,9 @@ class ShardedChunkIO(PlainChunkIO):
     through a ShardReader: zarrfs.array.stored.shard_reads)."""
 
     def __init__(self, store: Store, pipeline: Pipeline, sharding: ShardingCodec, cache: ChunkCache,
-                 owner: int, stats: Stats, counters: Counters, encoders: Executor) -> None:
-        super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters)
+                 owner: int, stats: Stats, counters: Counters, encoders: Executor, *,
+                 keep_fill: bool = False) -> None:
+        super().__init__(store, pipeline, sharding.chunk.fill_value, stats, counters, keep_fill=keep_fill)
         self.encoders = encoders
         self.sharding = sharding  # (of a rectilinear grid: built for its largest edges)
         self.cache = cache

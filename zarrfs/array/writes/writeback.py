@@ -25,7 +25,7 @@ from ...grid import Index
 from ...store import ANY, Expect, Store
 from ..cache import Fetched, WriteSnapshot
 from ..geometry import Geometry
-from ..reads import ChunkLoader
+from ..reads import ChunkSource
 from ..recheck import Rechecker
 from ..shared import Shared
 from ..stored import PlainChunkIO, ShardedChunkIO, StoredShard
@@ -39,12 +39,12 @@ ROOM_MARGIN = 8  # making room stores this fraction of the cache beyond the dirt
 class WriteBack:
     """One array's write-back: flushes, chunks stored early, and the slots they take."""
 
-    def __init__(self, loader: ChunkLoader, rechecker: Rechecker, shared: Shared,
+    def __init__(self, source: ChunkSource, rechecker: Rechecker, shared: Shared,
                  geometry: Callable[[], Geometry]) -> None:
-        self.loader = loader
-        self.view = loader.view
-        self.io: PlainChunkIO = loader.io
-        self.store: Store = loader.store
+        self.source = source
+        self.view = source.view
+        self.io: PlainChunkIO = source.io
+        self.store: Store = source.store
         self.rechecker = rechecker
         self.shared = shared
         self.geometry = geometry
@@ -298,14 +298,14 @@ class WriteBack:
         assert isinstance(self.io, ShardedChunkIO)
         for unit in [*self.view.incomplete(units), *self.view.read_from_other(units, stored.generation)]:
             fetched = Fetched(self.io.decode_stored(stored, unit), stored.generation)
-            self.view.merge_stored(unit, self.loader.as_read(unit, fetched))
+            self.view.merge_stored(unit, self.source.as_read(unit, fetched))
 
     def _merge_stored(self, units: list[Index]) -> None:
         """Merge the plain chunks partly written with what is stored, read here, under one deadline:
         not by joining the loads readers started, which may be queued behind others on a
         silent store (a flush must fail within the timeout, not after every load before it)."""
         if units:
-            for unit, fetched in zip(units, self.loader.fetch(units, merging=True), strict=True):
+            for unit, fetched in zip(units, self.source.fetch(units, merging=True), strict=True):
                 self.view.merge_stored(unit, fetched)
 
 

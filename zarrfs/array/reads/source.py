@@ -1,5 +1,12 @@
-"""Loading read chunks into the cache: on the mount's loader threads, deduplicated (two readers
-of one chunk wait on one decode), over plain or sharded chunk I/O (zarrfs.array.stored.chunk_io)."""
+"""An array's one source of read chunks, over plain or sharded chunk I/O
+(zarrfs.array.stored.chunk_io): loaded into the cache on the mount's loader threads,
+deduplicated (two readers of one chunk wait on one decode), or lent to a stream as they are
+cached, decoded or stored (`for_stream`). Where each is decoded is zarrfs.array.reads.policy's
+to say; this module only does it.
+
+A load talks to the cache three times, always calling it, never called back: `start_loads`
+(which loads begin here), `fetch_begins` (what the cache held), `install` (which ends the
+load)."""
 
 from __future__ import annotations
 
@@ -18,12 +25,12 @@ from ...store import Store
 from ..cache import ArrayCache, Counters, Entry, Fetched
 from ..geometry import Geometry
 from ..recheck import Seen
-from ..stored import Encoded, PlainChunkIO
+from ..stored import Encoded, PlainChunkIO, ShardedChunkIO
 
 log = logging.getLogger(__name__)
 
 
-class ChunkLoader:
+class ChunkSource:
     def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
                  seen: Seen, loaders: Executor, counters: Counters, *, fill_missing: bool = True) -> None:
         """`fill_missing`: a chunk that is not stored reads as the fill value (False: a read
@@ -36,6 +43,7 @@ class ChunkLoader:
         self.seen = seen
         self.loaders = loaders
         self.counters = counters
+        self.sharded = isinstance(io, ShardedChunkIO)
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         """The elements of each box, all taken from one version of every chunk they touch:
@@ -83,7 +91,13 @@ class ChunkLoader:
 
     def start(self, units: Iterable[Index]) -> dict[Index, Future[Entry]]:
         """Start loading those of `units` not cached (or join their loads in flight)."""
-        return self.view.start_loads(units, lambda unit: self.loaders.submit(self._load, unit))
+        futures, begun = self.view.start_loads(units)
+        for unit in begun:
+            try:
+                self.loaders.submit(self._load, unit, futures[unit])
+            except BaseException as e:  # (the loaders were shut down: the mount is stopping)
+                self._failed(unit, futures[unit], e)
+        return futures
 
     def wait(self, unit: Index, futures: dict[Index, Future[Entry]]) -> Entry:
         """The complete cached entry of a read chunk, loading or merging it as needed."""
@@ -99,21 +113,23 @@ class ChunkLoader:
             if unit in started:
                 return started[unit].result()
 
-    def _load(self, unit: Index) -> Entry:
+    def _load(self, unit: Index, done: Future[Entry]) -> None:
         """Decode a read chunk from the store into the cache (worker thread); fetched again
         when the store changed meanwhile (ArrayCache.install)."""
         try:
-            while True:
+            entry = None
+            while entry is None:
                 start = self.view.fetch_begins(unit)
-                # (a chunk this mount wrote part of is merged with the fill value if not stored)
-                (fetched,) = self.fetch([unit], merging=bool(self.view.dirty_among([unit])))
+                (fetched,) = self.fetch([unit], merging=start.merging)
                 entry = self.view.install(unit, fetched, start)
-                if entry is not None:
-                    break
-        finally:
-            self.view.load_ended(unit)
-        self.view.mount.evict()
-        return entry
+        except BaseException as e:  # (the load's error is its waiters')
+            self._failed(unit, done, e)
+        else:
+            done.set_result(entry)
+
+    def _failed(self, unit: Index, done: Future[Entry], error: BaseException) -> None:
+        self.view.load_failed(unit)
+        done.set_exception(error)
 
     def as_read(self, unit: Index, fetched: Fetched, geometry: Geometry | None = None) -> Fetched:
         """A chunk as stored, as a read gives it: outside the array the fill value, whatever
@@ -158,3 +174,62 @@ class ChunkLoader:
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
+
+    # -- chunks for a stream, not cached -------------------------------------------------------
+
+    def fetched_together(self, geometry: Geometry, units: Sequence[Index]) -> list[str]:
+        """The keys of a stream job's plain chunks the cache does not hold, which a store that
+        batches GETs fetches all at once (see jobs.S3_JOB_BYTES)."""
+        if self.sharded or not self.store.capabilities.batched_gets or len(units) <= 1:
+            return []
+        return [geometry.chunk_key(unit) for unit in self.view.missing(units)]
+
+    def for_stream(self, geometry: Geometry, units: list[Index],
+                   encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:
+        """Read chunks' elements (all of one stored object), in no particular order: cached
+        (with this mount's unsaved writes), or decoded here, those the cache does not hold
+        read together and decoded one at a time (so a job holds one decoded chunk, whatever
+        its size); `encoded`: those not cached as stored, for a decoding process.
+
+        A chunk the cache does not hold is not put there: a stream reads its chunks once, in
+        order, and the page cache keeps what the reader got. Decoding into a buffer freed at
+        once reuses the same memory chunk after chunk, where filling the cache faults in fresh
+        pages for every byte streamed (a cold read 20-25% slower). A chunk partly written by
+        this mount is merged into its entry, as a load does. Never waits for another job: on
+        a loader thread that could be one queued behind this one."""
+        view, io = self.view, self.io
+        cached, partly_written = view.lend_cached(units)
+        yield from cached
+        have = {unit for unit, _ in cached}
+        missing = [unit for unit in units if unit not in have]
+        if not missing:
+            return
+        self.counters.add(cache_misses=len(missing))
+        self._read_ahead(geometry, io.location(missing[0])[0])
+        # (a chunk partly written here is merged with what is known to be stored, never
+        # with bytes read before their check answered: `read_together`)
+        merged = [unit for unit in missing if unit in partly_written]
+        if encoded and not merged:
+            run = self.fetch_encoded(missing, open_files=True)
+            for unit, found in zip(missing, run, strict=True):
+                yield unit, found if found.stored else view.fill_chunk
+            return
+        io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
+        starts = {unit: view.fetch_begins(unit) for unit in merged}
+        for unit, fetched in zip(missing, self.fetch(missing), strict=True):
+            if unit in starts:
+                data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
+                if data is not None:
+                    yield unit, data
+                    continue
+                # The store changed meanwhile (written back here, or by another writer).
+                (fetched,) = self.fetch([unit])
+            yield unit, view.fill_chunk if fetched.data is None else fetched.data
+
+    def _read_ahead(self, geometry: Geometry, chunk: Index) -> None:
+        """Remote shards are fetched whole; and a stream goes down the first axis, so the
+        shard below is next."""
+        self.io.read_ahead(geometry.chunk_key(chunk), chunk)
+        if self.sharded and chunk and chunk[0] + 1 < geometry.grid_shape[0]:
+            below = (chunk[0] + 1, *chunk[1:])
+            self.io.read_early(geometry.chunk_key(below), below)

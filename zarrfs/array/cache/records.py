@@ -1,0 +1,33 @@
+"""What an array's view of the cache (zarrfs.array.cache.entries) hands its callers, to give
+back at the next step: the cache as a fetch began (to a chunk source, for `install`), and
+what a write-back attempt takes (to the write-back, for `give_back` or `settle`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...grid import Index
+from .cache import Entry
+
+
+@dataclass(frozen=True)
+class FetchStart:
+    """The cache as a fetch of a read chunk began (ArrayCache.install)."""
+
+    held: bool  # it had an entry for the chunk (partly written)
+    drops: int  # the array's count of stale entries dropped
+    merging: bool  # the entry was dirty: what is fetched is merged with its writes, and a
+    # chunk not stored is the fill value whatever fill_missing_data_reads says
+
+
+@dataclass
+class WriteSnapshot:
+    """What one attempt of a write-back sends: each unit's entry, data, version and
+    written-mask (taken from the entry, so writes made meanwhile start a new one)."""
+
+    entries: dict[Index, Entry]
+    arrays: dict[Index, np.ndarray]
+    versions: dict[Index, int]
+    masks: dict[Index, np.ndarray | None]
