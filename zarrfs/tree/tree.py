@@ -28,8 +28,7 @@ from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import FileView, RegionArray, group_attributes, views_attribute
 from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.headers import NpyHeader
-from ..views.registry import ARRAY_FILE_VIEWS, SHARING_DATA
+from ..views.registry import ARRAY_FILE_VIEWS, SHARING_DATA, NpyHeader
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
