@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from . import headers
-from .files import FileForm, FileView, MadeView, RegionFile
+from .files import FileForm, FileView, MadeView
 from .fits import FITS_NAME, fits_file, fits_header
 from .group_files import PyramidViews
 from .hdf5 import (
@@ -39,6 +39,7 @@ from .mrc import MRC_NAME, mrc_header
 from .netcdf import NC_NAME, NcGroupViews
 from .nifti import NII_NAME, nifti_header
 from .placement import Placement
+from .region_file import RegionFile
 from .text import TEXT_NAME, TextFile
 from .tiff import OME_TIFF_NAME, GeoTiffViews, OmeTiffViews, shows_array_tiff, tiff_file
 
