@@ -43,7 +43,8 @@ from .region_file import RegionFile
 from .text import TEXT_NAME, TextFile
 from .tiff import OME_TIFF_NAME, GeoTiffViews, OmeTiffViews, shows_array_tiff, tiff_file
 
-# (what the tree takes of the npy family: arrays are made by writing .npy files into a group)
+# (BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header: what the tree takes of the npy
+# family, as arrays are made by writing .npy files into a group)
 __all__ = ["ARRAY_FILE_VIEWS", "GROUP_FILE_VIEWS", "GROUP_VIEWS", "HEADER_VIEWS", "SHARING_DATA",
            "VIEW_KINDS", "ArrayFileView", "BadNpyHeader", "HeaderView", "NpyHeader", "npy_header_length",
            "parse_npy_header", "string_array_files"]
