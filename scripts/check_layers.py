@@ -62,6 +62,9 @@ ARRAY = "zarrfs.array"
 VIEWS = "zarrfs.views"
 CONTRACT = {"placement"}
 ASSEMBLERS = {"zarrfs.views", "zarrfs.views.registry", "zarrfs.views.array_dir"}
+# The layers that name no view family: what they need of one they take from the registry, the
+# one module naming every family, so a new family is its subpackage and its registry line.
+NO_FAMILIES = {"tree", "fuse"}
 # Lines that ask what only one layer may ask: (the pattern, the layer, what a violation says).
 # A comparison with the format's number: outside formats/, code asks the node's Format instead.
 # Which backend a store is: outside store/, code reads the store's capabilities instead.
@@ -235,7 +238,9 @@ def view_families(modules: dict[str, Path]) -> set[str]:
 def family_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
     """No view family imports another (not even its face); no module of the view contract
     imports a family but the assemblers (the registry, the array directory, the package's
-    `__init__`). Outside views/, families are entered through their faces (`face_violations`)."""
+    `__init__`); the tree and the fuse layer (`NO_FAMILIES`) import none, taking what they need
+    of one from the registry. Elsewhere, families are entered through their faces
+    (`face_violations`)."""
     families = view_families(modules)
 
     def family_of(module: str) -> str | None:
@@ -255,6 +260,9 @@ def family_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> I
             elif in_contract and module not in ASSEMBLERS:
                 yield (f"family: {module} imports {target} (of the view contract only "
                        f"{assemblers} import view families)")
+            elif layer_of(module) in NO_FAMILIES:
+                yield (f"family: {module} imports {target} ({layer_of(module)}/ names no view "
+                       f"family: it takes what it needs of {other} from {VIEWS}.registry)")
 
 
 def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator[str]:

@@ -263,14 +263,32 @@ def test_of_the_view_contract_only_the_registry_and_array_directory_import_famil
     ]
 
 
-def test_the_tree_enters_a_view_family_through_its_face(tmp_path: Path) -> None:
+def test_the_tree_and_the_fuse_layer_take_view_families_from_the_registry(tmp_path: Path) -> None:
+    """They name no family (not even its face): a new family is its subpackage and its line in
+    the registry, which the tree and the fuse layer read."""
     package = _package(tmp_path, {**CLEAN, **FAMILIES,
+                                  "views/registry.py": "from .text import TEXT_NAME\n"
+                                                       "from .tiff import tiff_file\n",
                                   "tree/group_views.py": "from ..views.tiff import tiff_file\n",
-                                  "tree/string_arrays.py": "from ..views.text.file import TEXT_NAME\n"})
+                                  "tree/string_arrays.py": "from ..views.registry import TEXT_NAME\n"
+                                                           "from ..views.text.file import TEXT_NAME\n",
+                                  "fuse/file_ops.py": "def f():\n"
+                                                      "    from ..views import text\n"})
     status, out = _check(package)
     assert status == 1
-    assert out[:-1] == ["face: zarrfs.tree.string_arrays imports zarrfs.views.text.file "
-                        "(enter zarrfs.views.text through its __init__)"]
+    assert out[:-1] == [
+        "face: zarrfs.tree.string_arrays imports zarrfs.views.text.file "
+        "(enter zarrfs.views.text through its __init__)",
+        "family: zarrfs.fuse.file_ops imports zarrfs.views.text "
+        "(fuse/ names no view family: it takes what it needs of zarrfs.views.text "
+        "from zarrfs.views.registry)",
+        "family: zarrfs.tree.group_views imports zarrfs.views.tiff "
+        "(tree/ names no view family: it takes what it needs of zarrfs.views.tiff "
+        "from zarrfs.views.registry)",
+        "family: zarrfs.tree.string_arrays imports zarrfs.views.text.file "
+        "(tree/ names no view family: it takes what it needs of zarrfs.views.text "
+        "from zarrfs.views.registry)",
+    ]
 
 
 ROOMS = {

@@ -20,8 +20,8 @@ from local_arrays import create_zstd_array
 
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
-from zarrfs.views import readahead
-from zarrfs.views.files import CannotHold, RegionFile
+from zarrfs.views import RegionFile, readahead
+from zarrfs.views.files import CannotHold
 from zarrfs.views.fits import fits_file, fits_header
 from zarrfs.views.fits.cards import commentary, header_bytes, hierarch, keyword_card
 from zarrfs.views.placement import NOWHERE, WGS84, Axis, Coordinate, Placement, Surroundings

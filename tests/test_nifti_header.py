@@ -22,7 +22,8 @@ import pytest
 from zarrfs.views.files import CannotHold
 from zarrfs.views.nifti import nifti_header
 from zarrfs.views.nifti.qform import Qform, affine_of, qform_of
-from zarrfs.views.placement import NOWHERE, Axis, Placement, StoredHeader
+from zarrfs.views.nifti.stored import NIFTI_HEADER_ARRAY
+from zarrfs.views.placement import NOWHERE, Axis, Placement, Surroundings
 
 MICRONS = tuple(Axis(name, "space", "micrometer") for name in "zyx")
 
@@ -171,12 +172,22 @@ def _original(version: int, order: str, extension: bool, shape: tuple[int, ...] 
     return header
 
 
-def _stored(header: Any, finest: Placement = FINEST) -> StoredHeader:
-    """As nifti-zarr stores it: the header, less the extension flag when there is none."""
+def _stored(header: Any, finest: Placement = FINEST, level: str = "0") -> Surroundings:
+    """The surroundings of the image's level `level` as nifti-zarr stores them: the header in
+    the array beside it, less the extension flag when there is none, and the image's OME-Zarr
+    metadata placing its finest level ("0") as `finest`."""
     stream = io.BytesIO()
     header.write_to(stream)
     contents = stream.getvalue()
-    return StoredHeader("nifti", contents if header.extensions else contents[:-4], finest)
+    contents = contents if header.extensions else contents[:-4]
+    steps = [{"type": kind, kind: list(values)}
+             for kind, values in (("scale", finest.spacing), ("translation", finest.origin)) if values]
+    levels = [{"path": "0", "coordinateTransformations": steps}, *([{"path": level}] if level != "0" else [])]
+
+    def sibling(name: str, max_bytes: int) -> np.ndarray | None:
+        return np.frombuffer(contents, np.uint8) if name == NIFTI_HEADER_ARRAY else None
+
+    return Surroundings({}, (), {"multiscales": [{"datasets": levels}]}, name=level, sibling=sibling)
 
 
 @pytest.mark.parametrize("mount_order", ["<", ">"])
@@ -186,7 +197,7 @@ def test_the_finest_level_carries_the_stored_header(tmp_path: Path, version: int
                                                     extension: bool, mount_order: str) -> None:
     original = _original(version, stored_order, extension)
     values = _values(f"{mount_order}i2", (4, 6, 8))
-    image = _nifti_file(tmp_path, values, placement=replace(FINEST, stored_header=_stored(original)))
+    image = _nifti_file(tmp_path, values, placement=replace(FINEST, surroundings=_stored(original)))
     header = image.header
     assert type(header) is type(original) and header.endianness == mount_order
     assert np.array_equal(image.dataobj.get_unscaled(), values.T)
@@ -205,7 +216,7 @@ def test_a_coarser_level_is_placed_as_zarr2nii_places_it(tmp_path: Path) -> None
     scale0, scale1 = np.array(FINEST.spacing), np.array(FINEST.spacing) * 2
     translation1 = scale0 / 2
     level = Placement(spacing=tuple(scale1), origin=tuple(translation1), axes=MICRONS,
-                      stored_header=_stored(_original(1, "<", False)))
+                      surroundings=_stored(_original(1, "<", False), level="1"))
     image = _nifti_file(tmp_path, _values("<i2", (2, 3, 4)), placement=level)
     phys0, phys1 = np.eye(4), np.eye(4)
     phys0[[0, 1, 2], [0, 1, 2]] = scale0[::-1]
@@ -226,7 +237,7 @@ def test_a_singleton_time_axis_of_the_header_is_kept(tmp_path: Path) -> None:
     placement = Placement(spacing=(1.0, *FINEST.spacing), origin=(0.0, 0.0, 0.0, 0.0),
                           axes=(Axis("c", "channel"), *MICRONS))
     header = _original(1, "<", False, (8, 6, 4, 1, 3))
-    placement = replace(placement, stored_header=_stored(header, placement))
+    placement = replace(placement, surroundings=_stored(header, placement))
     image = _nifti_file(tmp_path, _values("<i2", (3, 4, 6, 8)), placement=placement)
     assert image.shape == (8, 6, 4, 1, 3) and image.header["descrip"] == b"an oblique scan"
 
@@ -248,7 +259,7 @@ def test_a_stored_header_that_does_not_fit_gives_way(tmp_path: Path, case: str,
         finest = Placement(spacing=spacing, axes=axes)
     else:
         finest = Placement(axes=MICRONS)
-    placement = Placement(spacing=spacing, axes=axes, stored_header=_stored(header, finest))
+    placement = Placement(spacing=spacing, axes=axes, surroundings=_stored(header, finest))
     image = _nifti_file(tmp_path, _values("<i2", shape), placement=placement)
     assert image.header["descrip"] == b"" and image.header.get_zooms()[:3] == spacing[::-1][:3]
     assert "stored NIfTI header does not describe it" in caplog.text

@@ -21,8 +21,7 @@ from zarrfs.errors import ChunkError
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views import readahead
-from zarrfs.views.files import RegionFile
+from zarrfs.views import RegionFile, readahead
 from zarrfs.views.headered import HeaderedFile
 from zarrfs.views.headers.formats import npy_header
 from zarrfs.views.readahead import Readahead

@@ -18,8 +18,7 @@ from zarrfs.array.reads import chunks_touched, kernel_window_kb
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views import readahead
-from zarrfs.views.files import RegionFile
+from zarrfs.views import RegionFile, readahead
 
 SHAPE, CHUNKS = (256, 1024), (16, 16)  # rows of 1 KiB; a row of chunks is 64 chunks, 16 KiB
 ROW_OF_CHUNKS = CHUNKS[0] * SHAPE[1]

@@ -1,8 +1,7 @@
-"""The files of a group directory that show the whole group, one kind of file per view family:
-`data.nc` (`views.netcdf`), `data.h5` (`views.hdf5`), `data.ome.tif` in OME-Zarr image groups
-and GeoTIFFs with overviews in GeoZarr multiscale groups (`views.tiff`), each made and kept as
-`views.group_files` says. Here: their names in a group directory, their nodes, and the recheck
-at their open of the arrays they show (close-to-open, as `data`), asked about together."""
+"""The files of a group directory that show the whole group, one kind of file per entry of
+`views.registry.GROUP_FILE_VIEWS`, each made and kept as `views.group_files` says. Here: their
+names in a group directory, their nodes, and the recheck at their open of the arrays they show
+(close-to-open, as `data`), asked about together."""
 
 from __future__ import annotations
 
@@ -14,9 +13,7 @@ from ..views import FileView
 from ..views.array_dir import Layout
 from ..views.group_files import ARRAYS_AT_ONCE, PyramidViews
 from ..views.group_files import Groups as PyramidGroups
-from ..views.hdf5 import H5GroupViews
-from ..views.netcdf import NcGroupViews
-from ..views.tiff import GeoTiffViews, OmeTiffViews
+from ..views.registry import GROUP_FILE_VIEWS
 from .inodes import DATA, GROUP_VIEW, Ref
 
 
@@ -31,11 +28,8 @@ class Groups(PyramidGroups, Protocol):
 class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
-        views, order = layout.views, layout.byteorder
         # (in the order of their names in a directory; a name two kinds give is the first's)
-        self.kinds: tuple[PyramidViews, ...] = (
-            NcGroupViews(groups, views, order, cdf5=layout.nc_cdf5), OmeTiffViews(groups, views, layout.form),
-            GeoTiffViews(groups, views, layout.form), H5GroupViews(groups, views, layout.form))
+        self.kinds: tuple[PyramidViews, ...] = tuple(make(groups, layout) for make in GROUP_FILE_VIEWS)
 
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..errors import EditRefused, MetadataError
 from ..formats.creation import new_array_files
 from ..formats.documents import valid_child_name
-from ..views.headers import NpyHeader
+from ..views.registry import NpyHeader
 
 NPY_SUFFIX = ".npy"
 

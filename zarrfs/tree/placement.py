@@ -2,9 +2,10 @@
 header first needs it: OME-Zarr transformations from the parent group, CF attributes of the
 array, and the CF/xarray coordinate arrays beside it (1-D arrays named as the array's
 dimensions, read whole, at most `MAX_COORDINATE_ELEMENTS` each) and its `grid_mapping`
-variable; the axes of an OME-Zarr image and the header a NIfTI-Zarr image keeps of its NIfTI
-file (its `nifti` array, read whole). A failure here costs the array its placement (logged),
-never the array."""
+variable; the axes of an OME-Zarr image. With it go the array's surroundings, format-free: its
+attributes, coordinates, group's attributes, and a reader of the small arrays beside it, which
+the view families read as their formats say (a header an image keeps beside its levels). A
+failure here costs the array its placement (logged), never the array."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -26,20 +28,17 @@ from ..views.placement import (
     NOWHERE,
     Coordinate,
     Placement,
-    StoredHeader,
+    SiblingReader,
     Surroundings,
     cf_placement,
     geozarr_georeference,
     ome_axes,
-    ome_finest_level,
     ome_placement,
 )
 
 log = logging.getLogger(__name__)
 
 MAX_COORDINATE_ELEMENTS = 1_000_000
-NIFTI_HEADER_ARRAY = "nifti"  # (NIfTI-Zarr: the bytes of the NIfTI header, extensions included)
-MAX_STORED_HEADER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -98,26 +97,36 @@ def _placement(node: NodeMetadata, description: ArrayDescription,
     if ome is not None:
         found = replace(found, spacing=ome.spacing, origin=ome.origin, flipped=None)
     if group is not None and siblings is not None:
-        found = replace(found, axes=ome_axes(group.attributes, node.name, description.rank),
-                        stored_header=_stored_header(group, siblings, node.name, description.rank))
+        found = replace(found, axes=ome_axes(group.attributes, node.name, description.rank))
     names = tuple(description.dimension_names) if description.dimension_names else None
-    return replace(found, surroundings=Surroundings(attributes, tuple(coordinates),
-                                                    group.attributes if group is not None else {}, names))
+    around = Surroundings(attributes, tuple(coordinates), group.attributes if group is not None else {},
+                          names, node.name if group is not None else "", _sibling_reader(siblings, node.path))
+    return replace(found, surroundings=around)
 
 
-def _stored_header(group: NodeMetadata, siblings: Siblings, name: str, rank: int) -> StoredHeader | None:
-    """The NIfTI header kept beside the levels of a NIfTI-Zarr image, when `name` is a level."""
-    finest = ome_finest_level(group.attributes, name)
-    if finest is None or siblings.node(NIFTI_HEADER_ARRAY) is None:
-        return None
-    opened = siblings.open(NIFTI_HEADER_ARRAY)
-    if opened is None:
-        return None
-    meta = opened.array.metadata
-    if len(meta.shape) != 1 or meta.data_type.storage != np.uint8 or meta.shape[0] > MAX_STORED_HEADER_BYTES:
-        return None
-    contents = np.asarray(opened.array.read(Box((0,), meta.shape))).tobytes()
-    return StoredHeader("nifti", contents, ome_placement(group.attributes, finest, rank) or NOWHERE)
+def _sibling_reader(siblings: Siblings | None, path: str) -> SiblingReader:
+    """Reads an array beside this one whole, once (the surroundings live as long as the
+    placement, which is found once per opened array); None where there is none, or it is
+    larger than asked. A failure to read is logged and costs only that sibling."""
+
+    @cache
+    def read(name: str, max_bytes: int) -> np.ndarray[Any, Any] | None:
+        if siblings is None or not name or "/" in name or siblings.node(name) is None:
+            return None
+        try:
+            opened = siblings.open(name)
+            if opened is None:
+                return None
+            meta = opened.array.metadata
+            if math.prod(meta.shape) * meta.data_type.storage.itemsize > max_bytes:
+                return None
+            return np.asarray(opened.array.read(Box((0,) * len(meta.shape), meta.shape)))
+        except Exception as e:  # (as a placement's: a sibling that cannot be read is none)
+            log.warning("array %s: the array %s beside it cannot be read (%s: %s)",
+                        path or "/", name, type(e).__name__, e)
+            return None
+
+    return read
 
 
 def _coordinate(siblings: Siblings | None, name: str | None, length: int, own_name: str) -> Coordinate | None:

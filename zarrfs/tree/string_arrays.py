@@ -1,11 +1,12 @@
 """The files of an array that has no flat view because its elements are strings or bytes of
-no fixed size: its text (`data.txt`), and for strings `data.h5` (`views.hdf5.strings`) when
-the mount shows that view."""
+no fixed size: its text and the other files the view families make of it
+(`views.registry.string_array_files`)."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from ..array import VariableArray
 from ..array_metadata import variable_array_of
@@ -14,8 +15,7 @@ from ..formats import NodeMetadata
 from ..formats.variable import NotVariableError
 from ..store import Store
 from ..views import FileView
-from ..views.hdf5 import H5_KIND, H5_NAME, StringSource, VariableStrings, shows_strings_h5, strings_h5_file
-from ..views.text import TEXT_NAME, TextFile
+from ..views.registry import string_array_files
 from ..views.xattrs import variable_attributes
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ class StringFiles:
 
     array: VariableArray
     files: dict[str, FileView]
-    source: StringSource | None  # (strings a data.h5 shows, as the group's file reads them too)
+    source: Any  # (its strings as a group's data.h5 reads them too; None: it cannot)
 
     def xattrs(self) -> dict[str, bytes]:
         return variable_attributes(self.array.description)
@@ -43,9 +43,6 @@ def string_files(store: Store, node: NodeMetadata, problem: str,
         return None, problem
     except ZarrfsError as e:
         return None, f"its strings cannot be read: {e}"
-    files: dict[str, FileView] = {TEXT_NAME: TextFile(array)}
-    source = VariableStrings(array) if shows_strings_h5(array) else None
-    if H5_KIND in views and source is not None:
-        files[H5_NAME] = strings_h5_file(source)
+    files, source = string_array_files(array, views)
     log.info("array %s of strings or bytes is shown as %s", node.path or "/", " and ".join(files))
     return StringFiles(array, files, source), problem

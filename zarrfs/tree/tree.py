@@ -5,7 +5,8 @@ without it, learnt as they are asked for (`formats.children`: listing its direct
 metadata, probing a name looked up), so stores that list nothing (HTTP) work too. Arrays are
 opened on first use; one that cannot be opened shows its metadata files only (and `data.txt`
 for strings or bytes), the log saying why once. After a resize, what the kernel may cache of
-the array's files is queued (`take_stale`) for the fuse layer to invalidate.
+the array's files is queued (`take_stale`) for the fuse layer to invalidate. What each node
+shows the fuse layer (entries, lookups, files, extended attributes) is read in `node_files`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import errno
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..array import Shared, ZarrArray
@@ -26,10 +26,9 @@ from ..formats.documents import node_documents
 from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
-from ..views import FileView, RegionArray, group_attributes, views_attribute
-from ..views.array_dir import CHUNKS_NAME, DATA_NAME, ArrayDirectory, Layout
-from ..views.headers import NpyHeader
-from ..views.registry import ARRAY_FILE_VIEWS, SHARING_DATA
+from ..views import RegionArray
+from ..views.array_dir import ArrayDirectory, Layout
+from ..views.registry import ARRAY_FILE_VIEWS, NpyHeader
 from .edits import Edits, Stale
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
@@ -37,22 +36,16 @@ from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD,
 from .metadata_files import MetadataFiles
 from .metadata_generations import MetadataGenerations
 from .new_arrays import NewArrays, array_name
+from .node_files import NodeFiles, OpenedArray
 from .placement import placement_finder
 from .reshapes import Reshapes
-from .string_arrays import StringFiles, string_files
+from .string_arrays import string_files
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class OpenedArray:
-    directory: ArrayDirectory | None
-    problem: str | None
-    strings: StringFiles | None = None  # (an array of strings or bytes: no directory, its own files)
-
-
-class Tree:
+class Tree(NodeFiles):
     def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
                  rechecks: bool = False) -> None:
         """`rechecks`: other writers may change the store while it is mounted."""
@@ -78,54 +71,6 @@ class Tree:
 
     def inode(self, ref: Ref) -> int:
         return self.inodes.number(ref)
-
-    # -- names -------------------------------------------------------------------------------
-
-    def names(self, directory: Ref) -> Sequence[str]:
-        """A directory's entries in a stable order (lazily generated for chunk grids)."""
-        if directory.role == CHUNKS:
-            opened = self.open_array(directory.path).directory
-            return opened.names.names(directory.parts) if opened else []
-        files = self.metadata.stored(directory.path, self._node(directory.path).files)
-        if directory.role == GROUP:
-            return [*files, *self.group_views.names_in(directory.path), *self.group_children(directory.path),
-                    *self.uploads.names(directory.path)]
-        found = self.open_array(directory.path)
-        opened = found.directory
-        strings = found.strings.files if found.strings else ()
-        return [*files, *(opened.entries() if opened else ()), *strings]
-
-    def lookup(self, directory: Ref, name: str) -> Ref | None:
-        if directory.role == CHUNKS:
-            return self._chunk_ref(directory, name)
-        if name in self._node(directory.path).files:
-            stored = self.metadata.size(directory.path, name) is not None
-            return Ref(directory.path, METADATA, (name,)) if stored else None
-        if directory.role == GROUP and self.uploads.find(directory.path, name) is not None:
-            return Ref(directory.path, UPLOAD, (name,))
-        if directory.role == GROUP:
-            view = self.group_views.lookup(directory.path, name)
-            child = None if view else self._group_child(directory.path, name)
-            if child is None:
-                return view
-            return Ref(child.path, GROUP if child.kind == "group" else ARRAY)
-        strings = self.open_array(directory.path).strings if directory.role == ARRAY else None
-        if strings is not None and name in strings.files:
-            return Ref(directory.path, HEADER, (name,))
-        opened = self.open_array(directory.path).directory if directory.role == ARRAY else None
-        if opened is None:
-            return None
-        if name in (DATA_NAME, CHUNKS_NAME):
-            return Ref(directory.path, DATA if name == DATA_NAME else CHUNKS)
-        return Ref(directory.path, HEADER, (name,)) if opened.header_kind(name) else None
-
-    def _chunk_ref(self, directory: Ref, name: str) -> Ref | None:
-        opened = self.open_array(directory.path).directory
-        parts = (*directory.parts, name)
-        found = opened.names.resolve(parts) if opened else None
-        if found is None:
-            return None
-        return Ref(directory.path, CHUNKS if found[0] == "dir" else CHUNK, parts)
 
     def _node(self, path: str) -> NodeMetadata:
         with self._lock:
@@ -207,60 +152,6 @@ class Tree:
         with self._lock:
             opened = self._arrays.get(path)
         return None if opened is None or opened.directory is None else opened.directory.array
-
-    # -- files and attributes ----------------------------------------------------------------
-
-    def file(self, ref: Ref) -> FileView:
-        if ref.role == METADATA:
-            return self.metadata.file(ref.path, ref.parts[0])
-        if ref.role == UPLOAD:
-            upload = self.uploads.find(ref.path, ref.parts[0])
-            if upload is None:
-                raise FileNotFoundError(ref.describe())  # (written and closed: the array remains)
-            return upload
-        if self.group_views.serves(ref):
-            return self.group_views.file(ref.path, ref.parts[0])
-        opened_array = self.open_array(ref.path)
-        strings = opened_array.strings
-        if strings is not None and ref.parts and ref.parts[0] in strings.files:
-            return strings.files[ref.parts[0]]
-        opened = opened_array.directory
-        if opened is None:
-            raise FileNotFoundError(ref.describe())
-        if ref.role == DATA:
-            return opened.data
-        if ref.role == HEADER:
-            kind = opened.header_kind(ref.parts[0])
-            if kind is None:
-                raise FileNotFoundError(ref.describe())
-            return opened.header_file(kind)
-        found = opened.names.resolve(ref.parts)
-        if found is None or found[1] is None:
-            raise FileNotFoundError(ref.describe())  # gone with a resize
-        return opened.chunk_file(found[1])
-
-    def xattrs(self, ref: Ref) -> dict[str, bytes]:
-        if ref.role == GROUP:
-            return {**group_attributes(self._node(ref.path).attributes),
-                    **views_attribute(self.group_views.names_in(ref.path))}
-        opened = self.open_array(ref.path) if ref.role in (ARRAY, DATA) else None
-        if opened is None:
-            return {}
-        if opened.directory is not None:
-            views = [name for name in opened.directory.entries() if name != CHUNKS_NAME]
-            return {**opened.directory.xattrs(), **views_attribute(views)}
-        strings = opened.strings  # (its text, and data.h5 of strings)
-        return {} if strings is None else {**strings.xattrs(), **views_attribute(list(strings.files))}
-
-    def sharing_bytes(self, ref: Ref) -> list[int]:
-        """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's
-        bytes are also in `data` and headers such as `data.npy`), so a write to `ref` must make them stale."""
-        if ref.role not in (CHUNK, DATA, HEADER):
-            return []
-        others = [Ref(ref.path, DATA), *(Ref(ref.path, HEADER, (n,)) for n in SHARING_DATA),
-                  *self.group_views.showing(ref.path)]
-        found = (self.inodes.known(other) for other in others if other != ref)
-        return [number for number in found if number is not None]
 
     # -- other writers ---------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from ..errors import EditRefused, ResizeError
 from ..views import FileTooLargeError, RegionArray, RegionFile
 from ..views.files import STREAM_BLOCK
-from ..views.headers import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 from ..views.order import FortranOrder
+from ..views.registry import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 
 CLOSED_SECONDS = 30.0  # how long a closed NAME.npy is still found by its name
 Create = Callable[[NpyHeader], RegionArray]  # the header -> the new array (stored, opened)

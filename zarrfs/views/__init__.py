@@ -5,7 +5,8 @@ format's files meet; each format family is a subpackage entered through its `__i
 contract's files, chunk names and extended attributes."""
 
 from .chunks import ChunkNames
-from .files import BytesFile, FileTooLargeError, FileView, MadeView, RegionArray, RegionFile
+from .files import BytesFile, FileTooLargeError, FileView, MadeView, RegionArray
+from .region_file import RegionFile
 from .xattrs import array_attributes, group_attributes, views_attribute
 
 __all__ = ["BytesFile", "ChunkNames", "FileTooLargeError", "FileView", "MadeView", "RegionArray",

@@ -13,9 +13,10 @@ from typing import Any
 
 from ..grid import Box, Index
 from .chunks import ChunkNames
-from .files import BytesFile, CannotHold, FileForm, FileView, MadeView, RegionArray, RegionFile
+from .files import BytesFile, CannotHold, FileForm, FileView, MadeView, RegionArray
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
+from .region_file import RegionFile
 from .registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
 from .xattrs import array_attributes
 

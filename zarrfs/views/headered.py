@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .files import STREAM_BLOCK, FileTooLargeError, FixedBytesError, RegionFile
+from .files import STREAM_BLOCK, FileTooLargeError, FixedBytesError
 from .readahead import Readahead
+from .region_file import RegionFile
 
 Header = Callable[[], bytes | None]
 

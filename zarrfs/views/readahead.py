@@ -120,7 +120,7 @@ class Streaming(Reading, Protocol):
 
 
 class Rows(Protocol):
-    """The flat file of an array, as rows (a `files.RegionFile`)."""
+    """The flat file of an array, as rows (a `region_file.RegionFile`)."""
 
     @property
     def size(self) -> int: ...

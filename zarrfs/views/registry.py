@@ -4,28 +4,50 @@
 through their faces (of the view contract, only it and the array directory may).
 
 A new view format is its family (a subpackage of `views/`) and one line here: in
-`HEADER_VIEWS` for a header, in `ARRAY_FILE_VIEWS` for a file of its own made from the array:
-the mount option, the array directory and the tree read the names, makers and sharing from here.
+`HEADER_VIEWS` for a header, in `ARRAY_FILE_VIEWS` for a file of its own made from the array,
+in `GROUP_FILE_VIEWS` for a file of a whole group: the mount option, the array directory and
+the tree read the names, makers and sharing from here. The tree names no family: what it
+needs of one (the files of an array of strings, the `.npy` files it makes arrays of) it takes
+from here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from . import headers
-from .files import FileForm, FileView, MadeView, RegionFile
+from .files import FileForm, FileView, MadeView
 from .fits import FITS_NAME, fits_file, fits_header
-from .hdf5 import H5_NAME, array_h5_file, shows_h5
+from .group_files import PyramidViews
+from .hdf5 import (
+    H5_KIND,
+    H5_NAME,
+    H5GroupViews,
+    VariableStrings,
+    array_h5_file,
+    shows_h5,
+    shows_strings_h5,
+    strings_h5_file,
+)
 from .headered import HeaderedFile
+from .headers import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 from .mrc import MRC_NAME, mrc_header
-from .netcdf import NC_NAME
+from .netcdf import NC_NAME, NcGroupViews
 from .nifti import NII_NAME, nifti_header
 from .placement import Placement
-from .tiff import OME_TIFF_NAME, shows_array_tiff, tiff_file
+from .region_file import RegionFile
+from .text import TEXT_NAME, TextFile
+from .tiff import OME_TIFF_NAME, GeoTiffViews, OmeTiffViews, shows_array_tiff, tiff_file
+
+# (BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header: what the tree takes of the npy
+# family, as arrays are made by writing .npy files into a group)
+__all__ = ["ARRAY_FILE_VIEWS", "GROUP_FILE_VIEWS", "GROUP_VIEWS", "HEADER_VIEWS", "SHARING_DATA",
+           "VIEW_KINDS", "ArrayFileView", "BadNpyHeader", "HeaderView", "NpyHeader", "npy_header_length",
+           "parse_npy_header", "string_array_files"]
 
 # (file dtype, the array's shape in C order, whether `data` is in Fortran order (its axes
 # reversed), where the elements are: asked only when the header needs it, as it may read
@@ -83,9 +105,45 @@ ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
     "tif": ArrayFileView("data.tif", shows_array_tiff, tiff_file),
     "h5": ArrayFileView(H5_NAME, shows_h5, array_h5_file),
 }
-# Views of a whole group, in its directory (`tree.group_views`): kind -> the file's name.
+
+
+class MountLayout(Protocol):
+    """What a group's views read of how the mount lays out files (`array_dir.Layout`)."""
+
+    @property
+    def views(self) -> frozenset[str]: ...
+    @property
+    def byteorder(self) -> str: ...
+    @property
+    def nc_cdf5(self) -> bool: ...
+    @property
+    def form(self) -> FileForm: ...
+
+
+# Views of a whole group, in its directory (`tree.group_views`): (what the tree offers them,
+# the mount's layout) -> the kind's files, in the order of their names in a directory (a name
+# two kinds give is the first's).
+GROUP_FILE_VIEWS: tuple[Callable[[Any, MountLayout], PyramidViews], ...] = (
+    lambda groups, layout: NcGroupViews(groups, layout.views, layout.byteorder, cdf5=layout.nc_cdf5),
+    lambda groups, layout: OmeTiffViews(groups, layout.views, layout.form),
+    lambda groups, layout: GeoTiffViews(groups, layout.views, layout.form),
+    lambda groups, layout: H5GroupViews(groups, layout.views, layout.form),
+)
+# The kinds of the group views: kind -> the file's name (those sharing an array file's kind,
+# h5 and tif, are in the array files').
 GROUP_VIEWS = {"nc": NC_NAME, "ome": OME_TIFF_NAME}
 VIEW_KINDS = frozenset(HEADER_VIEWS) | frozenset(ARRAY_FILE_VIEWS) | frozenset(GROUP_VIEWS)
 # The files whose bytes are also `data`'s (a write to one makes the others stale).
 SHARING_DATA = (*(view.file_name for view in HEADER_VIEWS.values() if view.shares_data),
                 *(view.file_name for view in ARRAY_FILE_VIEWS.values()))
+
+
+def string_array_files(array: Any, views: frozenset[str]) -> tuple[dict[str, FileView], Any]:
+    """The files of an array of strings or bytes of no fixed size (which has no `data`), by
+    name, for the kinds `views` the mount shows; and its strings as a group's data.h5 reads
+    them too (None: that file cannot show them)."""
+    files: dict[str, FileView] = {TEXT_NAME: TextFile(array)}
+    source = VariableStrings(array) if shows_strings_h5(array) else None
+    if H5_KIND in views and source is not None:
+        files[H5_NAME] = strings_h5_file(source)
+    return files, source

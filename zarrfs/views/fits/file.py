@@ -1,6 +1,6 @@
 """`data.fits`: the primary header, then the array's elements in big-endian order, then zeros
 to a whole block of 2880 bytes. Made as it is read, with no copy of the array: the elements are
-`data`'s flat view in big-endian order (`files.RegionFile`), read ahead in slabs as `data` is;
+`data`'s flat view in big-endian order (`region_file.RegionFile`), read ahead in slabs as `data` is;
 for the types FITS stores as their twin of the other sign (BZERO: uint16 as int16, int8 as
 uint8, ...) each element's top bit is flipped, in a slab once it is filled (on the worker that
 waits for it: no copy, and never on the event loop) and in a read through the cache in the copy
@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..files import ReadOnlyFile, RegionArray, RegionFile
+from ..files import ReadOnlyFile, RegionArray
 from ..readahead import Ahead, Readahead, Reading, Slab, Streaming
+from ..region_file import RegionFile
 from .cards import padding
 from .header import stored_as_twin
 

@@ -1,5 +1,5 @@
 """`data.nc` of a group directory: its arrays as NetCDF variables (`header` makes its header),
-each variable's bytes being the array's flat view in big-endian (`files.RegionFile`), read as
+each variable's bytes being the array's flat view in big-endian (`region_file.RegionFile`), read as
 the reader asks for them. Pure: no FUSE, no store of its own (the arrays have one).
 
 The header needs only the arrays' descriptions (their metadata, known without reading the
@@ -29,10 +29,11 @@ import numpy as np
 
 from ...formats import DataType
 from ...grid import Box
-from ..files import ReadOnlyFile, RegionArray, RegionFile
+from ..files import ReadOnlyFile, RegionArray
 from ..netcdf_model import NC_CHAR, NC_DTYPES, Attribute, nc_type, valid_name
 from ..placement import fill_number
 from ..readahead import SEQUENTIAL_SLACK, Readahead
+from ..region_file import RegionFile
 from .classic_types import classic_attribute, exactly_as
 from .header import Dataset, Layout, Variable
 

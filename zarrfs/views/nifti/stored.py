@@ -1,5 +1,7 @@
 """The header of a level of a NIfTI-Zarr image (neuroscales' nifti-zarr: an OME-Zarr image
-whose `nifti` array holds the header of the NIfTI file it was made from). The finest level's
+whose `nifti` array holds the header of the NIfTI file it was made from, extensions included),
+read from the level's surroundings: the array beside it, read whole, and its group's OME-Zarr
+metadata, which say which level is the finest and where its voxels are. The finest level's
 is that header as stored (affine, qform and sform codes, description, intent, scaling,
 extensions); a coarser level's is the same with its own voxels, as nifti-zarr's own `zarr2nii`
 makes it: both affines composed with the map from the level's voxels to the finest level's
@@ -14,17 +16,41 @@ from typing import Any
 
 import numpy as np
 
-from ..placement import Axis, Placement
+from ..placement import NOWHERE, Axis, Placement, ome_finest_level, ome_placement
 from .qform import Qform, affine_of
 from .records import Parsed, parse
 from .voxels import SPATIAL_AXES, Made, Voxels, in_file_order, write_voxels
 
-__all__ = ["level_header"]
+__all__ = ["NIFTI_HEADER_ARRAY", "StoredHeader", "level_header", "stored_header"]
 
 log = logging.getLogger(__name__)
 
 _NIFTI_AXES = "xyztc"  # (NIfTI's order of an image's axes, fastest first)
 _SLICE_FIELDS = ("slice_start", "slice_end", "slice_code", "slice_duration")
+NIFTI_HEADER_ARRAY = "nifti"  # (NIfTI-Zarr's name of the array beside the levels)
+MAX_STORED_HEADER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class StoredHeader:
+    """The header of the NIfTI file an image was made from, and where the elements of the
+    level it describes (the finest) are."""
+
+    contents: bytes
+    finest: Placement
+
+
+def stored_header(placement: Placement, rank: int) -> StoredHeader | None:
+    """The header a NIfTI-Zarr image keeps beside its levels, when the array is one of them
+    (a 1-D array of bytes named `nifti` in its group, at most `MAX_STORED_HEADER_BYTES`)."""
+    around = placement.surroundings
+    finest = ome_finest_level(around.group_attributes, around.name) if around and around.name else None
+    if around is None or finest is None:
+        return None
+    values = around.sibling(NIFTI_HEADER_ARRAY, MAX_STORED_HEADER_BYTES)
+    if values is None or values.ndim != 1 or values.dtype != np.uint8:
+        return None
+    return StoredHeader(values.tobytes(), ome_placement(around.group_attributes, finest, rank) or NOWHERE)
 
 
 @dataclass(frozen=True)
@@ -42,8 +68,8 @@ FINEST = Steps()
 def level_header(placement: Placement, shape: tuple[int, ...], fortran: bool) -> Made | None:
     """The stored header made the level's (None: the array has none, or it does not fit the
     level, which is then said in the log)."""
-    stored = placement.stored_header
-    if stored is None or stored.format != "nifti":
+    stored = stored_header(placement, len(shape))
+    if stored is None:
         return None
     fitted = _fit(placement, stored.contents, stored.finest, shape, fortran)
     if fitted is None:

@@ -1,5 +1,5 @@
 """Where an array's elements are and what they mean, for the views that say so (voxel spacing
-and origin for NRRD and MetaImage, geotransform and CRS for VRT and GeoTIFF, band names): from
+and origin, geotransform and CRS, band names), and the neighbourhood they were found from: from
 CF coordinates (`core`, with CF times in `cf_time`), GeoZarr (`geozarr`) and OME-Zarr
 multiscales (`ome`, the units of its axes in `units`). Part of the view contract: every family
 may use it."""
@@ -10,7 +10,7 @@ from .core import (
     Axis,
     Coordinate,
     Placement,
-    StoredHeader,
+    SiblingReader,
     Surroundings,
     cf_placement,
     fill_number,
@@ -21,6 +21,6 @@ from .geozarr import geozarr_georeference
 from .ome import ome_axes, ome_finest_level, ome_placement
 from .units import in_metres, in_seconds
 
-__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "StoredHeader", "Surroundings",
+__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "SiblingReader", "Surroundings",
            "cf_placement", "fill_number", "geographic_axis", "geozarr_georeference", "in_metres",
            "in_seconds", "ome_axes", "ome_finest_level", "ome_placement", "regular_step"]

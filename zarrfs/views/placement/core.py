@@ -1,9 +1,10 @@
 """Where an array's elements are and what they mean, for the header views: voxel spacing and
-origin (ITK: NRRD, MetaImage), geotransform and CRS (GDAL), no-data value, packing, band names
-and units. Pure: the tree reads the metadata and the small coordinate arrays once per array;
-`cf_placement` turns CF/xarray conventions into a `Placement` and `ome.ome_placement` does
-OME-Zarr. Every header view takes what it can describe from the one `Placement`; the empty
-one (`NOWHERE`) leaves the headers as they are without any of this metadata.
+origin, geotransform and CRS, no-data value, packing, band names and units; and the
+neighbourhood they were found from (`Surroundings`). Pure: the tree reads the metadata and
+the small coordinate arrays once per array; `cf_placement` turns CF/xarray conventions into a
+`Placement` and `ome.ome_placement` does OME-Zarr. Every header view takes what it can
+describe from the one `Placement`; the empty one (`NOWHERE`) leaves the headers as they are
+without any of this metadata.
 
 Nothing here guesses: coordinates that are not evenly spaced give no transform, values that
 are not numbers give no value."""
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from .cf_time import iso_times
 
-__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "StoredHeader", "Surroundings",
+__all__ = ["NOWHERE", "WGS84", "Axis", "Coordinate", "Placement", "SiblingReader", "Surroundings",
            "cf_placement", "geographic_axis", "regular_step"]
 
 WGS84 = "EPSG:4326"
@@ -39,16 +40,6 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class StoredHeader:
-    """The header of the file an image was made from, kept beside its levels (NIfTI-Zarr's
-    `nifti` array), and where the elements of the level it describes (the finest) are."""
-
-    format: str  # "nifti"
-    contents: bytes
-    finest: Placement
-
-
-@dataclass(frozen=True)
 class Placement:
     """Per-axis values are in the array's (C) axis order; None: not known."""
 
@@ -63,7 +54,6 @@ class Placement:
     band_names: tuple[str, ...] | None = None  # one per element of the first axis (rank 3)
     units: str | None = None
     axes: tuple[Axis, ...] | None = None  # one per axis
-    stored_header: StoredHeader | None = None
     # (what the fields above were found from; not part of the placement's value)
     surroundings: Surroundings | None = field(default=None, compare=False)
 
@@ -80,15 +70,29 @@ class Coordinate:
     attributes: Mapping[str, Any]
 
 
+# (a sibling's name, at most this many bytes) -> its values, read whole; None: no such array,
+# or a larger one
+SiblingReader = Callable[[str, int], "np.ndarray[Any, Any] | None"]
+
+
+def _no_siblings(name: str, max_bytes: int) -> np.ndarray[Any, Any] | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Surroundings:
-    """What a placement was found from, for the views that say more of it than `Placement`'s
-    fields (FITS: world coordinates of every axis, attributes as keywords)."""
+    """The array's neighbourhood as it is stored, for the views that read more of it than
+    `Placement`'s fields: its attributes, a coordinate array per axis, its group's attributes,
+    and the small arrays beside it, read whole when a view asks. Format-free: what any of it
+    means to a file format is that format's family's business (its stored headers, keywords,
+    world coordinates)."""
 
     attributes: Mapping[str, Any]  # the array's
     coordinates: tuple[Coordinate | None, ...]  # one per axis (C order); None: none
     group_attributes: Mapping[str, Any]  # its group's (empty: none)
     dimension_names: tuple[str | None, ...] | None = None
+    name: str = ""  # the array's, in its group ("": it has no group, being the root)
+    sibling: SiblingReader = field(default=_no_siblings, compare=False)
 
 
 def geographic_axis(coordinate: Coordinate) -> str | None:

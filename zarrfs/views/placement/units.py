@@ -1,6 +1,6 @@
 """The units OME-Zarr names an axis's spacing in (UDUNITS-2 names, as its `axes` list them),
 as multiples of the metre and the second, for the headers whose formats have units of their
-own (NIfTI: metre, millimetre, micron; MRC: ångström)."""
+own (each family converts to its format's units from these)."""
 
 from __future__ import annotations
 

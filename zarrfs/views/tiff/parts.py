@@ -13,7 +13,8 @@ import numcodecs
 
 from ...codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
 from ...grid import Index
-from ..files import RANDOM_ACCESS_BLOCK, FileForm, RegionFile, StoredArray
+from ..files import RANDOM_ACCESS_BLOCK, FileForm, StoredArray
+from ..region_file import RegionFile
 from .directories import Tag, TiffImage
 from .layout import (
     Group,
