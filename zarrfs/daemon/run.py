@@ -27,8 +27,8 @@ from ..formats import discover
 from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import Store, one_line
-from ..store.disk_cache import CachedReads, open_disk_cache
 from ..store.observe import Observers, RequestLog, StoreObserver
+from ..store.opening import open_store
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
 from . import preload, privileges, reporting, watchdog
@@ -186,16 +186,18 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         preload.as_user(identity)
     trim = bound_malloc()
     try:
-        store = Store.open(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source, observer=_observer(metrics),
-                           writable=options.read_write)
-        store.disk_cache = _disk_cache(store, source, options)
+        store = open_store(source, options.storage_options, read_only=options.read_only,
+                           settings=options.source, observer=_observer(metrics), writable=options.read_write,
+                           disk_cache=options.disk_cache, disk_cache_size=options.disk_cache_size)
         store.prepare()
     except ZarrfsError as e:
         ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
+    if options.disk_cache is not None and store.disk_cache is None:
+        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
+                    _public(source))
     served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
     threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
     shared = Shared(options.cache_bytes, threads,
@@ -286,18 +288,6 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         if parent is not None:
             parent.leave_nothing(mountpoint)
     return status
-
-
-def _disk_cache(store: Store, source: str, options: MountOptions) -> CachedReads | None:
-    """-o disk_cache: the cache of the store's reads (DiskCacheError: DIR cannot be one)."""
-    if options.disk_cache is None:
-        return None
-    reads = open_disk_cache(store, source, options.storage_options, options.disk_cache,
-                            options.disk_cache_size)
-    if reads is None:
-        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
-                    _public(source))
-    return reads
 
 
 def _observer(metrics: Metrics | None) -> StoreObserver | None:

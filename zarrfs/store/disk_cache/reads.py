@@ -26,7 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from ...errors import StoreError, ZarrfsError
 from ..deadline import one_line
@@ -36,6 +36,9 @@ from ..ranges import ByteRange
 from ..settings import CHECK_SECONDS
 from ..values import Buffer, Versioned
 from .cache import DiskCache, entry_name
+
+if TYPE_CHECKING:
+    from ..core import Store
 
 FetchRanges = Callable[[str, Sequence[ByteRange]], "list[Versioned] | None"]
 FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]
@@ -50,17 +53,6 @@ _FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array bei
 _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
 _CONFIRMS = ThreadPoolExecutor(4, thread_name_prefix="disk-cache-confirm")  # (`confirm`)
 log = logging.getLogger(__name__)
-
-
-class Store(Protocol):
-    """What of a `core.Store` this needs."""
-
-    root: str
-
-    def path(self, key: str) -> str: ...
-    def stats(self, keys: Sequence[str], *, dense: bool = False, whole: bool = False,
-              prefix: str | None = None) -> dict[str, Described]: ...
-    def without_retries(self, within: float = ...) -> Store: ...
 
 
 class CachedReads:
