@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = ["ANY", "ByteRange", "Capabilities", "Expect", "RetryPolicy", "Store",
 # Ranged reads of one object from drivers without batched requests (GCS, HTTP, references,
 # Icechunk): each range its own request, these many in flight across the mount.
 _RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
+ReadOne = Callable[[str, ByteRange], Versioned | None]  # (a key's range: `Store.read`, `Store.fetch`)
 
 
 class Store(BaseStore):
@@ -113,14 +114,14 @@ class Store(BaseStore):
         is not stored). Each range is one request under the store's deadline; on a remote
         store they are all in flight at once (each waits a round trip, not for the others):
         in one batch where the driver batches ranges (S3), elsewhere a thread each."""
-        return self.fetch_ranges(key, ranges)
+        return self.fetch_ranges(key, ranges, each=self.read)
 
     def read_many(self, keys: Sequence[str], *,
                   unchecked: dict[str, str] | None = None) -> list[Versioned | None]:
         """Whole objects as `read` (None: not stored); in one batch under the store's deadline
         where the driver batches objects (S3, Azure: one wait and thread hop for the lot),
         elsewhere in turn. `unchecked`: see `DiskCachedStore.read_many` (here: left empty)."""
-        return self.fetch_many(keys)
+        return self.fetch_many(keys, each=self.read)
 
     def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
         """The keys of `unchecked` (from `read_many`) whose generation read was not current,
@@ -161,20 +162,26 @@ class Store(BaseStore):
         return self.call(key, lambda s: self.driver.read(s, path, start, length),
                          kind=GET if byte_range is None else GET_RANGE)
 
-    def fetch_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
+    def fetch_ranges(self, key: str, ranges: Sequence[ByteRange],
+                     each: ReadOne | None = None) -> list[Versioned] | None:
+        """`read_ranges` from the driver; `each`: what reads one range where they are not
+        batched (`read`, where no adapter asked for them; by default `fetch`)."""
+        one = each or self.fetch
         if self.driver.batched_ranges and len(ranges) > 1:
             path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
             return self.call(key, lambda s: self.driver.read_ranges(s, path, pairs, self.answers.mark),
                              kind=GET_RANGE, objects=len(pairs))
         if not self.capabilities.round_trips or len(ranges) <= 1:
-            found = [self.fetch(key, byte_range) for byte_range in ranges]
+            found = [one(key, byte_range) for byte_range in ranges]
         else:
-            found = list(_RANGE_REQUESTS.map(lambda byte_range: self.fetch(key, byte_range), ranges))
+            found = list(_RANGE_REQUESTS.map(lambda byte_range: one(key, byte_range), ranges))
         return None if any(piece is None for piece in found) else [p for p in found if p is not None]
 
-    def fetch_many(self, keys: Sequence[str]) -> list[Versioned | None]:
+    def fetch_many(self, keys: Sequence[str],
+                   each: Callable[[str], Versioned | None] | None = None) -> list[Versioned | None]:
+        """`read_many` from the driver; `each`: as `fetch_ranges`'s, for one object."""
         if not self.driver.batched_objects or len(keys) <= 1:
-            return [self.fetch(key) for key in keys]
+            return [(each or self.fetch)(key) for key in keys]
         paths = [self.path(key) for key in keys]
         found = self.call(keys[0], lambda s: self.driver.read_objects(s, paths, self.answers.mark),
                           missing_ok=False, kind=GET, objects=len(keys))
