@@ -22,7 +22,8 @@ Delete = Callable[..., None]
 
 
 class ObjectDriver(Driver):
-    """A compare-and-swap object store: its service's read, put and delete."""
+    """A compare-and-swap object store: its service's read, put and delete (each family's
+    functions, as static methods)."""
 
     conditional = True
     lists_prefixes = True
@@ -31,17 +32,17 @@ class ObjectDriver(Driver):
     _delete_if: Delete
 
     def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
-        return type(self)._read(self.fs, seconds, path, start, length)
+        return self._read(self.fs, seconds, path, start, length)
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
         if isinstance(expect, _Any):
             return super().put(path, data, sync_directory, expect)
-        return functools.partial(type(self)._put_if, self.fs, path=path, data=joined(data), expect=expect)
+        return functools.partial(self._put_if, self.fs, path=path, data=joined(data), expect=expect)
 
     def delete(self, path: str, expect: Expect) -> Operation:
         if isinstance(expect, _Any):
             return super().delete(path, expect)
-        return functools.partial(type(self)._delete_if, self.fs, path=path, expect=expect)
+        return functools.partial(self._delete_if, self.fs, path=path, expect=expect)
 
 
 class S3Driver(ObjectDriver):
@@ -49,7 +50,9 @@ class S3Driver(ObjectDriver):
     capabilities = Capabilities(round_trips=True, batched_gets=True, local_files=False, lists=True)
     batched_ranges = batched_objects = True
     bulk_deletes = 1000
-    _read, _put_if, _delete_if = s3.s3_read, s3.s3_put, s3.s3_delete
+    _read = staticmethod(s3.s3_read)
+    _put_if = staticmethod(s3.s3_put)
+    _delete_if = staticmethod(s3.s3_delete)
 
     def prepare(self, seconds: float | None, root: str) -> None:
         s3.prepare(self.fs, seconds, root)
@@ -66,12 +69,16 @@ class S3Driver(ObjectDriver):
 
 
 class GcsDriver(ObjectDriver):
-    _read, _put_if, _delete_if = gcs.gcs_read, gcs.gcs_put, gcs.gcs_delete
+    _read = staticmethod(gcs.gcs_read)
+    _put_if = staticmethod(gcs.gcs_put)
+    _delete_if = staticmethod(gcs.gcs_delete)
 
 
 class AzureDriver(ObjectDriver):
     batched_objects = True
-    _read, _put_if, _delete_if = azure.azure_read, azure.azure_put, azure.azure_delete
+    _read = staticmethod(azure.azure_read)
+    _put_if = staticmethod(azure.azure_put)
+    _delete_if = staticmethod(azure.azure_delete)
 
     @property
     def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
