@@ -2,7 +2,8 @@
 """Check the layering of the zarrfs package: no import cycles, each layer imports only what
 the rules below allow (a view family no other family; a room of the array layer no other in a
 circle), subpackages entered through their faces, no branching on the Zarr format's number
-outside `formats/`, no question of which backend a store is outside `store/`, no file over
+outside `formats/`, no question of which backend a store is outside `store/` (nor, inside it,
+outside its drivers and registry), no file over
 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
@@ -74,6 +75,15 @@ LINE_RULES = [
     (re.compile(r"\.is_(local|s3|gcs|azure)\b"), "store",
      "backend question: {shown}:{number} asks which backend the store is (read store.capabilities)"),
 ]
+# Inside the store layer, as TensorStore's kvstore/: the contract and the shared machinery at
+# its top, one folder per driver (every subpackage of zarrfs.store but the adapters named here,
+# found as such: a new driver needs no line here), and one registry mapping a source to its
+# driver. Only the drivers and the registry name a backend: its flag, its class, a protocol.
+STORE = "zarrfs.store"
+STORE_ADAPTERS = {"disk_cache"}
+STORE_REGISTRY = "zarrfs.store.sources"
+BACKEND_NAMED = re.compile(r"\.is_(local|s3|gcs|azure)\b|\bis_(s3|gcs|azure)\(|\bLocalFileSystem\b"
+                           r"|\bprotocols?\s*(==|!=|(not\s+)?in\b)|\b[A-Z][a-z0-9]*Driver\b")
 
 
 def modules_of(root: Path) -> dict[str, Path]:
@@ -283,6 +293,27 @@ def line_rule_violations(modules: dict[str, Path], root: Path) -> Iterator[str]:
                     yield message.format(shown=path.relative_to(root.parent).as_posix(), number=number)
 
 
+def backend_names(modules: dict[str, Path], root: Path) -> Iterator[str]:
+    """Lines of the store layer's shared modules (its top, its adapters) that name a backend."""
+    for name, path in sorted(modules.items()):
+        if not _store_shared(name, path):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if BACKEND_NAMED.search(line.split("#", 1)[0]):
+                shown = path.relative_to(root.parent).as_posix()
+                yield (f"backend named: {shown}:{number} names a backend outside its driver "
+                       f"(drivers: the subpackages of store/; the registry: {STORE_REGISTRY})")
+
+
+def _store_shared(name: str, path: Path) -> bool:
+    """Whether module `name` is of the store layer's contract, machinery or adapters."""
+    if not name.startswith(STORE + ".") or name == STORE_REGISTRY:
+        return False
+    inside = name[len(STORE) + 1 :].split(".")
+    is_package = path.name == "__init__.py"
+    return (len(inside) == 1 and not is_package) or inside[0] in STORE_ADAPTERS
+
+
 def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     modules = modules_of(root)
     graph = {name: imports_of(name, path, modules) for name, path in modules.items()}
@@ -292,6 +323,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     found += face_violations(graph, modules)
     found += family_violations(graph, modules)
     found += line_rule_violations(modules, root)
+    found += backend_names(modules, root)
     found += long_files(modules, root, max_lines)
     return found
 

@@ -205,12 +205,36 @@ def test_asking_which_backend_a_store_is_outside_the_store_layer_is_reported(tmp
                                   "array/io.py": "remote = not store.is_local\n"
                                                  "ok = store.capabilities.round_trips  # store.is_s3 here\n"
                                                  "batch = self.store.is_s3 or store.is_azure\n",
-                                  "store/many.py": "if store.is_local or store.is_gcs: pass\n"})
+                                  "store/objects/driver.py": "if store.is_local or store.is_gcs: pass\n"})
     status, out = _check(package)
     assert status == 1
     assert out[:-1] == [
         "backend question: zarrfs/array/io.py:1 asks which backend the store is (read store.capabilities)",
         "backend question: zarrfs/array/io.py:3 asks which backend the store is (read store.capabilities)",
+    ]
+
+
+def test_naming_a_backend_inside_the_store_layer_outside_its_drivers_is_reported(tmp_path: Path) -> None:
+    # The drivers (every subpackage of store/ but the adapters) and the registry may name a
+    # backend; the contract, the shared machinery and the adapters read the driver's data.
+    package = _package(tmp_path, {**CLEAN,
+                                  "store/many.py": "if store.is_local or store.is_gcs: pass\n"
+                                                   "lists = store.driver.lists_prefixes  # store.is_s3\n",
+                                  "store/core.py": "from .objects import S3Driver\n"
+                                                   "driver = Driver(fs)\n",
+                                  "store/disk_cache/opening.py": "if fs.protocol == 'gs': pass\n",
+                                  "store/sources.py": "if protocol in ('s3', 'gs'): d = S3Driver(fs)\n",
+                                  "store/objects/__init__.py": "from .driver import S3Driver\n",
+                                  "store/objects/driver.py": "def is_s3(fs): return 's3' in fs.protocol\n",
+                                  "store/local/driver.py": "local = isinstance(fs, LocalFileSystem)\n"})
+    status, out = _check(package)
+    assert status == 1
+    named = "names a backend outside its driver (drivers: the subpackages of store/; the registry: " \
+            "zarrfs.store.sources)"
+    assert out[:-1] == [
+        f"backend named: zarrfs/store/core.py:1 {named}",
+        f"backend named: zarrfs/store/disk_cache/opening.py:1 {named}",
+        f"backend named: zarrfs/store/many.py:1 {named}",
     ]
 
 

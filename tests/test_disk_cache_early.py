@@ -21,7 +21,7 @@ from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.store.disk_cache import reads as disk_cache_reads
+from zarrfs.store.disk_cache import freshness as disk_cache_freshness
 
 SHAPE, CHUNK = (64, 256), (16, 64)  # 4 x 4 chunks: one listing checks them all
 GRID = (SHAPE[0] // CHUNK[0], SHAPE[1] // CHUNK[1])
@@ -56,7 +56,7 @@ def test_a_stream_decodes_ahead_of_the_check_and_serves_only_what_it_confirms(
         s3_server: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # (The check waits for the store as long as the test needs, however loaded the machine:
     # past its usual 2 s, the cache would serve what it holds unchecked, by design.)
-    monkeypatch.setattr(disk_cache_reads, "CHECK_SECONDS", 60.0)
+    monkeypatch.setattr(disk_cache_freshness, "CHECK_SECONDS", 60.0)
     url, cache = f"s3://{s3_server.bucket}/early", tmp_path / "cache"
     writer = create_array(Store.open(url, s3_server.s3fs_options()), metadata_from_json(_doc()), threads=2)
     writer.write(Box((0, 0), SHAPE), VALUES)

@@ -15,8 +15,8 @@ import pytest
 from tests.netproxy import proxied
 from tests.reliability.s3_server import S3Server, free_port, serving
 from zarrfs.store import Store
-from zarrfs.store.disk_cache import reads as disk_cache_reads
-from zarrfs.store.disk_cache.opening import open_disk_cache
+from zarrfs.store.disk_cache import DiskCachedStore, open_disk_cache
+from zarrfs.store.disk_cache import freshness as disk_cache_freshness
 from zarrfs.store.observe import Operation
 
 ROWS, PER_ROW = 24, 12  # (enough a row for a listing: `many.stats`)
@@ -58,9 +58,9 @@ def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = 
     client = {"endpoint_url": through, "region_name": "us-east-1"}
     reach = {} if through is None else {"client_kwargs": client}
     store = Store.open(url, server.s3fs_options(**reach), observer=observer)
-    store.disk_cache = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
-    assert store.disk_cache is not None
-    return store
+    reads = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
+    assert reads is not None
+    return DiskCachedStore(store, reads)
 
 
 def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
@@ -156,7 +156,7 @@ def test_chunks_are_read_while_their_check_is_in_flight_and_confirmed_after(
     # early read: it cannot have waited for it. (The check waits for the store as long as the
     # test needs, however loaded the machine: past its usual 2 s, the cache would serve what it
     # holds unchecked, by design, and nothing would be found stale.)
-    monkeypatch.setattr(disk_cache_reads, "CHECK_SECONDS", 60.0)
+    monkeypatch.setattr(disk_cache_freshness, "CHECK_SECONDS", 60.0)
     stored = {f"c/0/{column}": b"chunk %d" % column for column in range(PER_ROW)}
     seen = Listings()
     with proxied(s3_server.port) as proxy:

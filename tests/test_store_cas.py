@@ -98,7 +98,7 @@ def test_conditional_put(store: Store) -> None:
     assert third == store.generation("c/0/0") and third not in (first, second)
     assert store.read("c/0/0") == (b"third!", third)
 
-    if store.is_local:
+    if store.capabilities.local_files:
         assert files_in(store) == ["c/0/0"]  # no lock files, no temporaries
 
 
@@ -136,7 +136,7 @@ def test_conditional_delete(store: Store) -> None:
     third = store.put("k", b"three", expect=None)
     assert third == store.generation("k")
     assert store.read("k") == (b"three", third)
-    if store.is_local:
+    if store.capabilities.local_files:
         assert files_in(store) == ["k"]
 
 

@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -22,14 +21,12 @@ import pyfuse3
 import trio
 
 from ..array import DecodePool, Drop, ForkServer, Shared
-from ..errors import MetadataError, MountError, ZarrfsError, missing_package
-from ..formats import discover
+from ..errors import MountError, ZarrfsError, missing_package
 from ..fuse import ZarrOperations
 from ..options import MountOptions
-from ..store import Store, one_line
-from ..store.disk_cache import CachedReads, open_disk_cache
+from ..store import one_line
 from ..store.observe import Observers, RequestLog, StoreObserver
-from ..tree import Tree, tree_of
+from ..store.opening import open_store
 from ..views.array_dir import Layout
 from . import preload, privileges, reporting, watchdog
 from .kernel_window import window_kb
@@ -37,13 +34,13 @@ from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
 from .privileges import Identity
+from .served import final_flush, open_tree, remove_temporaries
 
 if TYPE_CHECKING:
     from .metrics import Metrics
 
 log = logging.getLogger("zarrfs")
 
-FINAL_FLUSH_SECONDS = 60.0
 REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 ms cold dd: 16 < 32 > 48)
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
@@ -186,16 +183,18 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         preload.as_user(identity)
     trim = bound_malloc()
     try:
-        store = Store.open(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source, observer=_observer(metrics),
-                           writable=options.read_write)
-        store.disk_cache = _disk_cache(store, source, options)
+        store = open_store(source, options.storage_options, read_only=options.read_only,
+                           settings=options.source, observer=_observer(metrics), writable=options.read_write,
+                           disk_cache=options.disk_cache, disk_cache_size=options.disk_cache_size)
         store.prepare()
     except ZarrfsError as e:
         ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))
         return 1
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
+    if options.disk_cache is not None and store.disk_cache is None:
+        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
+                    _public(source))
     served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
     threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
     shared = Shared(options.cache_bytes, threads,
@@ -248,7 +247,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         if parent is not None:
             parent.watch()
         if not operations.read_only:
-            _remove_temporaries(store)
+            remove_temporaries(store)
 
     # The kernel's mount is made: from here on, whatever fails unmounts it (`finally`).
     guard = trimmer = None
@@ -288,18 +287,6 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     return status
 
 
-def _disk_cache(store: Store, source: str, options: MountOptions) -> CachedReads | None:
-    """-o disk_cache: the cache of the store's reads (DiskCacheError: DIR cannot be one)."""
-    if options.disk_cache is None:
-        return None
-    reads = open_disk_cache(store, source, options.storage_options, options.disk_cache,
-                            options.disk_cache_size)
-    if reads is None:
-        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
-                    _public(source))
-    return reads
-
-
 def _observer(metrics: Metrics | None) -> StoreObserver | None:
     """What watches the store's operations: the metrics, and the request log when asked for
     (ZARRFS_REQUEST_LOG), both, or nothing."""
@@ -336,55 +323,6 @@ def _as_root(identity: Identity | None) -> contextlib.AbstractContextManager[Non
     """Root's rights while the daemon acts as a user who may take them back (nothing to take
     without one)."""
     return contextlib.nullcontext() if identity is None else identity.root()
-
-
-def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:
-    """The tree of what `store` holds. An array at the root must open, or the mount fails."""
-    root = discover(store.get, "")
-    if root is None:
-        raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
-    tree = tree_of(store, root, shared, layout, rechecks=rechecks)  # (with .versions/: Icechunk)
-    if not store.read_only and not store.conditional:
-        log.warning("%s cannot write conditionally: writers other than this mount are not "
-                    "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))
-    if root.kind == "array":
-        opened = tree.open_array("")
-        if opened.problem is not None and opened.strings is None:  # (strings: their own files)
-            raise ZarrfsError(opened.problem)
-    return tree
-
-
-def final_flush(tree: Tree) -> bool:
-    """Write back everything dirty, retrying while the store is failing."""
-    deadline = time.monotonic() + FINAL_FLUSH_SECONDS
-    delay = 0.5
-    while True:
-        try:
-            for array in tree.opened_arrays():
-                array.flush()
-            return True
-        except (OSError, ZarrfsError) as e:
-            if time.monotonic() + delay > deadline:
-                log.error("gave up writing %d dirty bytes back: %s", tree.shared.cache.dirty_bytes, e)
-                return False
-            log.warning("write-back failed (%s); retrying in %.1f s", e, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, 10.0)
-        except Exception:
-            # A bug, not a store fault: say so, and still close the session, the tree and the
-            # watchdog (the caller does, once this returns).
-            log.exception("write-back failed; %d dirty bytes not written", tree.shared.cache.dirty_bytes)
-            return False
-
-
-def _remove_temporaries(store: Store) -> None:
-    try:
-        removed = store.remove_stale_temporaries()
-    except OSError as e:
-        log.warning("could not look for stale temporary files: %s", e)
-        return
-    if removed:
-        log.info("removed %d temporary files left by an interrupted write", removed)
 
 
 def _absolute_source(source: str) -> str:

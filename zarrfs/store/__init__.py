@@ -1,9 +1,10 @@
-"""The store layer: a thin key/value layer over fsspec (see `core`)."""
+"""The store layer: a key/value layer over a backend's driver (`driver`: the contract; one
+folder or module per backend family; `sources`: which driver serves a source), the store
+itself (`base`, `core`), and the disk cache that wraps it (`disk_cache`; `opening`)."""
 
-from .core import ANY, ByteRange, Capabilities, Expect, RetryPolicy, Store, SuffixRange, one_line
-from .fetching import opened
-from .local import TEMP_PREFIX, Opened, temporary_owner_alive
-from .values import Versioned
+from .core import ANY, ByteRange, Capabilities, Expect, RetryPolicy, Store, SuffixRange, one_line, opened
+from .local import TEMP_PREFIX, temporary_owner_alive
+from .values import Opened, Versioned
 
 __all__ = ["ANY", "TEMP_PREFIX", "ByteRange", "Capabilities", "Expect", "Opened", "RetryPolicy", "Store",
            "SuffixRange", "Versioned", "one_line", "opened", "temporary_owner_alive"]

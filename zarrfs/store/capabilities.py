@@ -1,15 +1,10 @@
 """What the layers above may ask of a store, stated as data: no code outside `store/` asks
-which backend a store is (`scripts/check_layers.py` holds the rule). A new backend says here
-what it can do, and every layer that cares reads it."""
+which backend a store is (`scripts/check_layers.py` holds the rule). Each driver states its
+own (`driver.Driver.capabilities`), and every layer that cares reads them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import fsspec
-from fsspec.implementations.local import LocalFileSystem
-
-from . import objects
 
 
 @dataclass(frozen=True)
@@ -26,10 +21,3 @@ class Capabilities:
     # A listing says what is stored (an HTTP server's is a page of links or an error: what
     # many keys are is asked key by key there).
     lists: bool
-
-
-def capabilities_of(fs: fsspec.AbstractFileSystem) -> Capabilities:
-    local = isinstance(fs, LocalFileSystem)
-    protocols = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
-    return Capabilities(round_trips=not local, batched_gets=objects.is_s3(fs), local_files=local,
-                        lists=not {"http", "https"} & set(protocols))

@@ -2,33 +2,32 @@
 the keys asked for, never to what the store holds.
 
 - Local files: a stat each; or, for thousands of keys that are most of what their directories
-  may hold (`dense`), one scan of each directory (`listing.scanned`).
+  may hold (`dense`), one scan of each directory (`local.scans`).
 - HTTP servers list nothing reliably: a request each, all at once.
-- S3, GCS and Azure: a HEAD each, many at once, for the keys an access read (a close-to-open
-  check asks for what a reader touched: a few hundred at most where it matters); past that, a
-  listing of each deepest directory holding them, all at once. `dense` keys (runs of
+- Object stores (`Driver.lists_prefixes`): a HEAD each, many at once, for the keys an access
+  read (a close-to-open check asks for what a reader touched: a few hundred at most where it
+  matters); past that, a listing of each deepest directory holding them, all at once. `dense` keys (runs of
   neighbouring chunks: data.tif's tiles as a reader reaches them) are listed by their key
   prefix, all at once: a row of chunks ("c/5/" or "c.5."), never the array. A listing costs a
   request per thousand entries, a HEAD a request per key: for a handful of keys in a
   directory of 10^5 chunks, HEADs are cheaper; for a row's keys, its listing. Keys of an
   array whose grid fits a listing's page (`whole`) are found in one listing of the array,
   and keys that share a `prefix` few others have (a block of a 1-D array) in one listing of it.
-- Other stores (Icechunk, references) list only a node: one listing of the store.
+- Other drivers (Icechunk, references) list only a node: one listing of the store.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from . import listing, objects
-from .capabilities import Capabilities
+from . import listing
+from .base import BaseStore
 from .observe import LIST
+from .values import info_generation
 
-T = TypeVar("T")
 Described = tuple[int, str | None] | None  # (size, generation), or None: not stored
 # Local keys asked for one by one (a few ms: a page of a tile table); more, and dense: a scan.
 STATS_ONE_BY_ONE = 1024
@@ -37,28 +36,9 @@ KEYS_A_PREFIX_AT_LEAST = 4  # dense keys: listed by prefix when a listing answer
 _HEADS = ThreadPoolExecutor(32, thread_name_prefix="heads")  # (requests in flight at once)
 
 
-class Store(Protocol):
-    """What of a `core.Store` this needs."""
-
-    fs: Any
-    root: str
-    is_local: bool
-    is_s3: bool
-    is_gcs: bool
-    is_azure: bool
-    capabilities: Capabilities
-    confined: Any  # (local stores: `local.Root`)
-
-    def stat(self, key: str) -> Described: ...
-    def path(self, key: str) -> str: ...
-    def key_of(self, path: str) -> str: ...
-    def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
-             kind: str = ..., objects: int = 1) -> T | None: ...
-
-
-def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = False,
+def stats(store: BaseStore, wanted: Sequence[str], *, dense: bool, whole: bool = False,
           prefix: str | None = None, by_rows: bool = False) -> dict[str, Described]:
-    object_store = store.is_s3 or store.is_gcs or store.is_azure
+    object_store, local = store.driver.lists_prefixes, store.capabilities.local_files
     if by_rows and store.capabilities.lists and len(wanted) > 4:
         return _by_rows(store, wanted, object_store)
     if whole and object_store and store.capabilities.lists and wanted:
@@ -66,11 +46,11 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = Fal
     if prefix is not None and object_store and store.capabilities.lists and len(wanted) > 1:
         directory, _, names = prefix.rpartition("/")
         return _listed(store, [(directory, names)], wanted)
-    if len(wanted) <= 4 or (store.is_local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
+    if len(wanted) <= 4 or (local and (not dense or len(wanted) <= STATS_ONE_BY_ONE)):
         return {key: store.stat(key) for key in wanted}
     if not store.capabilities.lists or (object_store and not dense and len(wanted) <= HEADS_AT_MOST):
         return dict(zip(wanted, _HEADS.map(store.stat, wanted), strict=True))
-    if store.is_local or not object_store:
+    if local or not object_store:
         return _by_rows(store, wanted, object_store)
     if dense:
         prefixes = sorted({listing.row_prefix(key) for key in wanted})
@@ -80,12 +60,11 @@ def stats(store: Store, wanted: Sequence[str], *, dense: bool, whole: bool = Fal
     return _listed(store, sorted({(os.path.dirname(key), "") for key in wanted}), wanted)
 
 
-def _by_rows(store: Store, wanted: Sequence[str], object_store: bool) -> dict[str, Described]:
+def _by_rows(store: BaseStore, wanted: Sequence[str], object_store: bool) -> dict[str, Described]:
     """One scan of each local directory holding them, a listing of each row of them on an
     object store, one listing of the store's node elsewhere (Icechunk, reference sets)."""
-    if store.is_local:
-        scan = functools.partial(listing.scanned, store.root, wanted, store.confined)
-        scanned = store.call("", lambda s: scan(), kind=LIST) or {}
+    if store.capabilities.local_files:
+        scanned = store.call("", lambda s: store.driver.scanned(store.root, wanted), kind=LIST) or {}
         return {key: scanned.get(key) for key in wanted}
     if not object_store:
         return _listed(store, [("", "")], wanted)
@@ -97,7 +76,8 @@ def _directory_of(keys: Sequence[str]) -> str:
     return os.path.commonpath([os.path.dirname(key) for key in keys])
 
 
-def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[str]) -> dict[str, Described]:
+def _listed(store: BaseStore, prefixes: Sequence[tuple[str, str]],
+            wanted: Sequence[str]) -> dict[str, Described]:
     """What listings of `prefixes` (directory, and the prefix of names below it) say of
     `wanted`, all at once."""
     def listed(prefix: tuple[str, str]) -> dict[str, dict[str, Any]]:
@@ -111,12 +91,12 @@ def _listed(store: Store, prefixes: Sequence[tuple[str, str]], wanted: Sequence[
             if info.get("size") is None:
                 unsized.append(store.key_of(path))
             else:
-                found[store.key_of(path)] = (int(info["size"]), objects.info_generation(info))
+                found[store.key_of(path)] = (int(info["size"]), info_generation(info))
     asked = set(wanted)
     sized_apart = [key for key in unsized if key in asked]
     found.update(zip(sized_apart, _HEADS.map(store.stat, sized_apart), strict=True))
     return {key: found.get(key) for key in wanted}
 
 
-def _finder(store: Store, base: str, prefix: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
-    return lambda seconds: objects.find(store.fs, seconds, base, prefix)
+def _finder(store: BaseStore, base: str, prefix: str) -> Callable[[float | None], dict[str, dict[str, Any]]]:
+    return lambda seconds: store.driver.listed(seconds, base, prefix)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import fsspec
-
 DEFAULT_REMOTE_TIMEOUT = 30.0
 # What an unanswered close-to-open check means (`-o recheck`): a check waits for the store at
 # most CHECK_SECONDS, then the mount serves what it has (its memory and disk caches) and asks
@@ -32,15 +30,9 @@ class SourceSettings:
     # sync its own).
     commit_seconds: float = 0.0
 
-    def timeout_for(self, fs: fsspec.AbstractFileSystem) -> float | None:
-        """The bound on one operation of `fs`: none for local files (a system call cannot be
-        abandoned, and a local disk is not a network)."""
-        if _is_local(fs):
+    def timeout_for(self, *, remote: bool) -> float | None:
+        """The bound on one operation of a store: none unless `remote` (a system call cannot
+        be abandoned, and a local disk is not a network)."""
+        if not remote:
             return None
         return DEFAULT_REMOTE_TIMEOUT if self.timeout is None else self.timeout
-
-
-def _is_local(fs: fsspec.AbstractFileSystem) -> bool:
-    from fsspec.implementations.local import LocalFileSystem
-
-    return isinstance(fs, LocalFileSystem)

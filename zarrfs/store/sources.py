@@ -1,4 +1,5 @@
-"""Which fsspec filesystem serves a source, in one place.
+"""Which fsspec filesystem serves a source, and which driver serves that filesystem: the one
+place of `store/` that maps a URL to a backend (as fsspec's `registry.py`).
 
 Most sources are a local path or an fsspec URL (s3://, gs://, https://, memory://). Two kinds
 need a filesystem of zarrfs's own: a kerchunk/VirtualiZarr reference set (a `.json` file, a
@@ -12,26 +13,80 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
-from . import objects
+from ..errors import StoreError, missing_package
+from . import deadline, http, memory, objects
+from .deadline import RetryPolicy, one_line
+from .driver import Driver
+from .local import LocalDriver
+from .references import ReferencesDriver
 from .settings import SourceSettings
+from .zipfiles import ZipDriver, ZippedFileSystem
+
+# Opening a remote store first tries to connect to its server, this long at most: a refused
+# connection or an unknown host fails the opening at once (deadline.reach).
+REACH_SECONDS = 2.0
 
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *objects.AZURE_PROTOCOLS}
-# Azurite's development account, as `UseDevelopmentStorage=true` names it (published, the
-# same in every Azurite: not a secret).
-AZURITE_ACCOUNT = {
-    "AccountName": "devstoreaccount1",
-    "AccountKey": "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
-}
-# Sources that are never written through: a write mount of them falls back to read-only.
-# (Icechunk is written at a branch with -o rw only: `Store.open`, `start_writes`.)
-READ_ONLY_PROTOCOLS = {"http", "https", "reference"}
 
+
+@dataclass(frozen=True)
+class Source:
+    """An opened source: its filesystem and root, the driver serving them, and how the store
+    of it is bounded (None: the store's default)."""
+
+    fs: fsspec.AbstractFileSystem
+    root: str
+    driver: Driver
+    read_only: bool
+    retry: RetryPolicy | None
+
+
+def open_source(url: str, storage_options: Mapping[str, Any], settings: SourceSettings, *,
+                read_only: bool, writable: bool) -> Source:
+    """`url` opened (StoreError: it cannot be), its server reached first when it has one."""
+    try:
+        fs, root = open_filesystem(url, storage_options, settings)
+        read_only = read_only or not start_writes(fs, writable and not read_only)
+    except (ValueError, ImportError, OSError) as e:
+        raise StoreError(url, f"cannot open: {missing_package(e) or one_line(e)}") from None
+    driver = driver_for(fs, root, settings.references_allow)
+    timeout = settings.timeout_for(remote=driver.capabilities.round_trips)
+    retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
+    server = endpoint(url, storage_options)
+    if server is not None and timeout is not None:
+        deadline.reach(server, min(timeout, REACH_SECONDS))
+    return Source(fs, root, driver, read_only or driver.read_only, retry)
+
+
+def driver_for(fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...] = ()) -> Driver:
+    """The driver of the backend family `fs` belongs to. `allowed` (local files): where else
+    links may lead."""
+    if isinstance(fs, LocalFileSystem):
+        return LocalDriver(fs, root, allowed)
+    for is_family, family in ((objects.is_s3, objects.S3Driver), (objects.is_gcs, objects.GcsDriver),
+                              (objects.is_azure, objects.AzureDriver)):
+        if is_family(fs):
+            return family(fs)
+    if getattr(fs, "reads_report_generations", False):  # (Icechunk: its client is loaded already)
+        from .icechunk import IcechunkDriver
+
+        return IcechunkDriver(fs)
+    if isinstance(fs, ZippedFileSystem):
+        return ZipDriver(fs)
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    if protocols & set(http.PROTOCOLS):
+        return http.HttpDriver(fs)
+    if "reference" in protocols:
+        return ReferencesDriver(fs)
+    return memory.MemoryDriver(fs) if protocols & set(memory.PROTOCOLS) else Driver(fs)
 
 def open_filesystem(url: str, storage_options: Mapping[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -51,9 +106,9 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     if protocol in LISTING_CACHES:
         options.setdefault("use_listings_cache", False)
     if protocol in objects.GCS_PROTOCOLS:
-        options = _gcs_options(options)
+        options = objects.gcs_options(options)
     if protocol in objects.AZURE_PROTOCOLS:
-        options = _azure_options(options)
+        options = objects.azure_options(options)
     fs, root = fsspec.core.url_to_fs(url, **options)
     return fs, root
 
@@ -74,68 +129,6 @@ def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
     return str(found) if found else None
 
 
-def _gcs_options(options: dict[str, Any]) -> dict[str, Any]:
-    """`endpoint_url=` reaches an emulator or a private endpoint: gcsfs takes it as a keyword
-    of its own, not among botocore's client arguments."""
-    client = dict(options.pop("client_kwargs", None) or {})
-    endpoint = client.pop("endpoint_url", None)
-    if endpoint is not None:
-        options.setdefault("endpoint_url", endpoint)
-    if options.get("endpoint_url") or os.environ.get("STORAGE_EMULATOR_HOST"):
-        # gcsfs >= 2026.10 (when imported after this) asks the endpoint for the bucket's type
-        # over gRPC before its operations; an emulator or a JSON-only endpoint never answers,
-        # which costs 60 s per operation (a failed answer is not cached). zarrfs reads and
-        # writes through the JSON API only. The user's own setting wins.
-        os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
-    if options.pop("anon", False):
-        options.setdefault("token", "anon")
-    return options
-
-
-def _azure_options(options: dict[str, Any]) -> dict[str, Any]:
-    """`endpoint_url=` reaches Azurite or a private endpoint, and `anon` a public container.
-    adlfs takes an endpoint only inside a connection string (`BlobEndpoint=`; its
-    `account_host` is always https), and prefers AZURE_STORAGE_CONNECTION_STRING to `anon`;
-    so both become a connection string of the endpoint (with `anon`: the account's own) and
-    the credentials adlfs would take from the environment (that connection string's, or
-    AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_TOKEN);
-    with none of them, or `anon`, it is read anonymously."""
-    client = dict(options.pop("client_kwargs", None) or {})
-    endpoint = client.pop("endpoint_url", None) or options.pop("endpoint_url", None)
-    anon = bool(options.get("anon"))
-    name = options.get("account_name") or os.environ.get("AZURE_STORAGE_ACCOUNT_NAME")
-    if endpoint is None and anon and name:
-        endpoint = f"https://{name}.blob.core.windows.net"
-    if endpoint is None or "connection_string" in options:
-        return options
-    environment: Mapping[str, str] = {} if options.pop("anon", False) else os.environ
-    fields = {"DefaultEndpointsProtocol": endpoint.split("://")[0], **_azure_credentials(name, environment),
-              "BlobEndpoint": endpoint}
-    options.pop("account_name", None)
-    options["connection_string"] = ";".join(f"{k}={v}" for k, v in fields.items() if v)
-    return options
-
-
-def _azure_credentials(name: str | None, environment: Mapping[str, str]) -> dict[str, str]:
-    """The fields of a connection string that say who signs, from the environment (none: the
-    requests are anonymous)."""
-    fields = dict(_connection_fields(environment.get("AZURE_STORAGE_CONNECTION_STRING", "")))
-    if {k.lower(): v.lower() for k, v in fields.items()}.get("usedevelopmentstorage") == "true":
-        return dict(AZURITE_ACCOUNT)  # (the SDK would take its endpoint, port 10000, over ours)
-    key, sas = environment.get("AZURE_STORAGE_ACCOUNT_KEY"), environment.get("AZURE_STORAGE_SAS_TOKEN")
-    if fields or not name:
-        return fields
-    if key:
-        return {"AccountName": name, "AccountKey": key}
-    return {"AccountName": name, "SharedAccessSignature": sas.lstrip("?")} if sas else {}
-
-
-def _connection_fields(text: str) -> list[tuple[str, str]]:
-    """The `Name=value` fields of an Azure connection string (values may hold `=`)."""
-    pairs = (field.partition("=") for field in text.split(";") if field.strip())
-    return [(name.strip(), value) for name, _, value in pairs if name.strip()]
-
-
 def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
     """Whether `fs` may be written: a source written only when asked to (`start_writes`:
     Icechunk at a branch, with -o rw; ValueError elsewhere) is started writing if `writable`."""
@@ -145,8 +138,3 @@ def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
     if writable:
         start()
     return writable
-
-
-def is_read_only(fs: fsspec.AbstractFileSystem) -> bool:
-    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-    return bool(protocols & READ_ONLY_PROTOCOLS)

@@ -3,8 +3,9 @@ generation they were read at (a leaf module every backend shares)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 # What a put writes: bytes, or pieces written one after the other (a shard is written from its
 # encoded inner chunks as they are, not joined into a copy first).
@@ -27,9 +28,28 @@ def as_bytes(data: Buffer) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
 
 
+@dataclass(frozen=True)
+class Opened:
+    """A file opened for another process to read whole (its descriptor, which the taker
+    closes), its size and generation as opened."""
+
+    fd: int
+    size: int
+    generation: str
+
+
 class Versioned(NamedTuple):
     """Bytes read from the store and the generation of the object they came from (None when
     the store cannot tell)."""
 
     data: Buffer
     generation: str | None
+
+
+def info_generation(info: Mapping[str, Any]) -> str:
+    """A generation from what `info` or a listing says of an object (GCS's `generation`
+    first: its reads and conditional writes speak generations, not etags)."""
+    tag = info.get("generation") or info.get("ETag") or info.get("etag") or info.get("md5Hash")
+    if tag:
+        return str(tag)
+    return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"

@@ -6,12 +6,8 @@ deadline, as every other store operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
-
+from .base import BaseStore
 from .observe import LIST, OTHER, PUT
-
-T = TypeVar("T")
 
 VERSIONS = ".versions"  # the directory at the root of a mount (a name no array can have)
 BRANCHES, TAGS, SNAPSHOTS = "branches", "tags", "snapshots"
@@ -20,21 +16,10 @@ LOG = "log"
 MADE_BY_MKDIR = (BRANCHES, TAGS)  # kinds a new name can be made in (at the mounted branch's head)
 
 
-class Store(Protocol):
-    """What of a `core.Store` this needs."""
-
-    fs: Any
-
-    def check_writable(self, key: str) -> None: ...
-    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any: ...
-    def call(self, key: str, operation: Callable[[float | None], T], *, missing_ok: bool = True,
-             kind: str = ..., objects: int = 1) -> T | None: ...
-
-
 class Catalog:
     """The versions of a store whose filesystem serves them (`icechunk_versions`)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: BaseStore) -> None:
         self.store = store
 
     def names(self, kind: str) -> list[str]:
@@ -57,6 +42,6 @@ class Catalog:
                         missing_ok=False, kind=PUT)
 
 
-def catalog_of(store: Store) -> Catalog | None:
+def catalog_of(store: BaseStore) -> Catalog | None:
     """The store's versions, or None: it has none."""
     return Catalog(store) if hasattr(store.fs, "_version_names") else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core import Store
 from ..sources import endpoint
 from .cache import DiskCache
 from .reads import CachedReads
@@ -14,12 +15,12 @@ from .reads import CachedReads
 RESUMED_AT_MOST = 2  # earlier snapshots an Icechunk mount tries to diff from, at mount
 
 
-def open_disk_cache(store: Any, source: str, storage_options: Mapping[str, Any], directory: str,
+def open_disk_cache(store: Store, source: str, storage_options: Mapping[str, Any], directory: str,
                     size: int) -> CachedReads | None:
     """The disk cache in `directory` for the reads of `store` (opened from `source`); None
     for a store it does not serve: local files, and stores whose reads have no generation
     (HTTP, reference sets, zip archives). DiskCacheError when the directory cannot serve."""
-    if store.is_local or not store.versioned:
+    if store.capabilities.local_files or not store.versioned:
         return None
     protocols = store.fs.protocol if isinstance(store.fs.protocol, tuple | list) else (store.fs.protocol,)
     # Paths are the store's own; where they are not the whole location (Icechunk: keys of one

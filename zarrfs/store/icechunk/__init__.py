@@ -3,6 +3,7 @@ branch (`branches`), writes as commits (`writes`), the versions below `/.version
 (`versions`) and the virtual chunk containers a mount reads from (`containers`). Imported
 only when a mount asks for one (the icechunk client is heavy)."""
 
+from .driver import IcechunkDriver
 from .versions import open_filesystem
 
-__all__ = ["open_filesystem"]
+__all__ = ["IcechunkDriver", "open_filesystem"]

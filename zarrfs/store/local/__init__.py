@@ -3,7 +3,9 @@ replacement, compare-and-swap between processes, which bytes are in the page cac
 (`page_cache`), and the root they stay inside (`confined`: links that lead outside are not
 followed, only regular files are read)."""
 
-from .confined import Opened, Root, opened
+from ..values import Opened
+from .confined import Root, opened
+from .driver import LocalDriver
 from .files import (
     TEMP_PREFIX,
     delete,
@@ -24,7 +26,8 @@ from .files import (
     write_atomically,
 )
 
-__all__ = ["TEMP_PREFIX", "Opened", "Root", "delete", "delete_if", "exchange", "fsync_directory",
-           "generation_of", "move", "opened", "read", "read_cached", "read_edge_cached", "read_whole_cached",
+__all__ = ["TEMP_PREFIX", "LocalDriver", "Opened", "Root", "delete", "delete_if", "exchange",
+           "fsync_directory", "generation_of", "move", "opened", "read", "read_cached", "read_edge_cached",
+           "read_whole_cached",
            "remove_stale_temporaries", "remove_tree", "replace_if", "temporary_owner_alive", "writable",
            "write_atomically"]

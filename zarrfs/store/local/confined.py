@@ -26,11 +26,11 @@ import errno
 import logging
 import os
 import stat
-from dataclasses import dataclass
 from typing import Any
 
 from ...errors import RefusedKey
 from ..references import Place, TargetPolicy, Where
+from ..values import Opened
 
 log = logging.getLogger("zarrfs")
 
@@ -221,16 +221,6 @@ def _user() -> str:
 
         return f"user {pwd.getpwuid(os.geteuid()).pw_name}"
     return f"uid {os.geteuid()}"
-
-
-@dataclass(frozen=True)
-class Opened:
-    """A file opened for another process to read whole (its descriptor, which the taker
-    closes), its size and generation as opened."""
-
-    fd: int
-    size: int
-    generation: str
 
 
 def opened(root: Root | None, path: str) -> Opened:

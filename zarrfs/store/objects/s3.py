@@ -11,14 +11,14 @@ client s3fs hands out (`get_s3`) with s3fs's `translate_boto_error`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import fsspec
 
 from ...errors import ConflictError
 from ..deadline import call, each_answered, on_loop
-from ..values import Buffer, Versioned
+from ..values import Buffer, Versioned, info_generation
 from . import obstore_gets, presigned
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
@@ -26,15 +26,6 @@ _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict"}
 
 def is_s3(fs: fsspec.AbstractFileSystem) -> bool:
     return hasattr(fs, "call_s3") and "s3" in fs.protocol
-
-
-def info_generation(info: Mapping[str, Any]) -> str:
-    """A generation from what `info` or a listing says of an object (GCS's `generation`
-    first: its reads and conditional writes speak generations, not etags)."""
-    tag = info.get("generation") or info.get("ETag") or info.get("etag") or info.get("md5Hash")
-    if tag:
-        return str(tag)
-    return f"{info.get('size')}-{info.get('mtime') or info.get('LastModified') or info.get('created')}"
 
 
 def find(fs: Any, seconds: float | None, path: str, prefix: str = "") -> dict[str, dict[str, Any]]:

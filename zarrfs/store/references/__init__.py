@@ -2,8 +2,16 @@
 the places its set allows (`targets`; the same rule confines an Icechunk repository's
 virtual chunk containers)."""
 
+from .driver import ReferencesDriver
 from .filesystem import GuardedReferenceFileSystem, is_reference_source, open_filesystem
 from .targets import Place, TargetPolicy, Where
 
-__all__ = ["GuardedReferenceFileSystem", "Place", "TargetPolicy", "Where", "is_reference_source",
-           "open_filesystem"]
+__all__ = [
+           "GuardedReferenceFileSystem",
+           "Place",
+           "ReferencesDriver",
+           "TargetPolicy",
+           "Where",
+           "is_reference_source",
+           "open_filesystem",
+]

@@ -28,6 +28,7 @@ from fsspec import AbstractFileSystem
 from fsspec.utils import get_protocol
 
 from ...errors import StoreError
+from ..capabilities import Capabilities
 from ..ranges import ByteRange, SuffixRange
 from .index import ZipIndex
 
@@ -68,9 +69,11 @@ class ZipSource:
 
 
 class Container(Protocol):
-    """What of a `core.Store` of the zip's directory this reads the archive through."""
+    """What of a `core.Store` of the zip's directory this reads the archive through (the zip
+    driver wraps any other, as TensorStore's zip kvstore wraps a base kvstore)."""
 
-    is_local: bool
+    @property
+    def capabilities(self) -> Capabilities: ...
 
     def size(self, key: str) -> int | None: ...
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None: ...
@@ -88,7 +91,7 @@ def open_zip(source: ZipSource, container: Container) -> tuple[ZippedFileSystem,
         return container.get(source.name, ByteRange(start, length)) or b""
 
     # (a remote archive's entries are read with their neighbours: a request costs a round trip)
-    index = ZipIndex.open(source.name, size, read_range, with_neighbours=not container.is_local)
+    index = ZipIndex.open(source.name, size, read_range, with_neighbours=container.capabilities.round_trips)
     fs = ZippedFileSystem(index)
     try:
         return fs, fs.zarr_root(source.inside)

@@ -1,0 +1,113 @@
+"""The driver of local files: plain system calls inside the root the store may not leave
+(`confined`), a generation from each file's status, atomic replacement and compare-and-swap
+between processes (`files`), and directory operations for whole nodes. Local failures are not
+transient and a system call cannot be abandoned: no round trips, so no deadline and one attempt."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Sequence
+
+import fsspec
+
+from .. import deadline
+from ..capabilities import Capabilities
+from ..driver import Driver, Expect, Operation, _Any
+from ..values import Opened, Payload, Versioned
+from . import files, scans
+from .confined import Root, opened
+
+
+class LocalDriver(Driver):
+    capabilities = Capabilities(round_trips=False, batched_gets=False, local_files=True, lists=True)
+    conditional = True
+
+    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...] = ()) -> None:
+        """`allowed`: where else links may lead (a reference set's `references_allow`)."""
+        super().__init__(fs)
+        self.confined = Root(root.rstrip("/"), allowed)
+
+    @property
+    def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
+        return deadline.error_kinds(False)
+
+    def writable(self, root: str) -> bool:
+        return files.writable(root)
+
+    # Plain system calls: fsspec's buffered file objects cost as much as decoding.
+    def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
+        return files.read(self.confined, path, start, length)
+
+    def describe(self, seconds: float | None, path: str) -> tuple[int, str | None]:
+        return self.confined.describe(path)
+
+    def read_cached(self, path: str, start: int, into: memoryview) -> str | None:
+        return files.read_cached(self.confined, path, start, into)
+
+    def read_whole_cached(self, path: str, into: memoryview) -> int | None:
+        return files.read_whole_cached(self.confined, path, into)
+
+    def read_edge_cached(self, path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
+        return files.read_edge_cached(self.confined, path, into, at_end=at_end)
+
+    def opened(self, path: str) -> Opened:
+        return opened(self.confined, path)
+
+    def find(self, seconds: float | None, base: str) -> list[str]:
+        return scans.walk(self.confined, base)
+
+    def scanned(self, root: str, keys: Sequence[str]) -> dict[str, tuple[int, str | None] | None]:
+        return dict(scans.scanned(root, keys, self.confined))
+
+    def directories(self, seconds: float | None, base: str) -> tuple[str, ...]:
+        return scans.directories(self.confined, base)
+
+    def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
+        root = self.confined
+        if isinstance(expect, _Any):
+            return lambda s: files.write_atomically(root, path, data, sync_directory)
+        wanted: str | None = expect
+        return lambda s: files.replace_if(root, path, data, sync_directory, wanted)
+
+    def delete(self, path: str, expect: Expect) -> Operation:
+        root = self.confined
+        if isinstance(expect, _Any):
+            return lambda s: files.delete(root, path)
+        wanted: str | None = expect
+        return lambda s: files.delete_if(root, path, wanted)
+
+    def sync(self, paths: Sequence[str], root: str) -> list[tuple[str, Operation]]:
+        """fsync the directories of `paths` (puts made without `sync_directory`)."""
+        return [(directory, functools.partial(_fsync, directory))
+                for directory in sorted({os.path.dirname(path) for path in paths})]
+
+    # Whole nodes: one directory operation, never through a link leading outside.
+    def delete_tree(self, path: str) -> Operation | None:
+        return lambda s: self._remove_tree(path)
+
+    def move_tree(self, old: str, new: str) -> Operation | None:
+        return lambda s: self._move(old, new)
+
+    def exchange_trees(self, first: str, second: str) -> Operation | None:
+        return lambda s: files.exchange(self.confined, first, second)
+
+    def room(self, root: str) -> os.statvfs_result | None:
+        return os.statvfs(root)
+
+    def remove_stale_temporaries(self, root: str) -> int:
+        return files.remove_stale_temporaries(root)
+
+    def _move(self, old: str, new: str) -> int:
+        files.move(self.confined, old, new)  # (a link at `old` moves itself)
+        return 1
+
+    def _remove_tree(self, path: str) -> int:
+        with contextlib.suppress(FileNotFoundError):  # (nothing there: nothing deleted)
+            return files.remove_tree(self.confined, path)
+        return 0
+
+
+def _fsync(directory: str, seconds: float | None) -> bool:
+    return files.fsync_directory(directory)

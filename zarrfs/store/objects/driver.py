@@ -1,0 +1,88 @@
+"""The drivers of object stores (S3, GCS, Azure Blob Storage): reads that return the object's
+generation (ETag, generation number) with its bytes, and puts and deletes conditional on it
+(`expect`), each service through its own requests (`s3`, `gcs`, `azure`). S3 batches: many
+ranges or objects in one call on fsspec's loop, and deletes of 1000 keys in one request; Azure
+batches whole objects."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import deadline
+from ..capabilities import Capabilities
+from ..driver import Driver, Expect, Mark, Operation, _Any, joined
+from ..values import Payload, Versioned
+from . import azure, gcs, s3
+
+Read = Callable[..., Versioned]
+Put = Callable[..., str]
+Delete = Callable[..., None]
+
+
+class ObjectDriver(Driver):
+    """A compare-and-swap object store: its service's read, put and delete (each family's
+    functions, as static methods)."""
+
+    conditional = True
+    lists_prefixes = True
+    _read: Read
+    _put_if: Put
+    _delete_if: Delete
+
+    def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
+        return self._read(self.fs, seconds, path, start, length)
+
+    def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
+        if isinstance(expect, _Any):
+            return super().put(path, data, sync_directory, expect)
+        return functools.partial(self._put_if, self.fs, path=path, data=joined(data), expect=expect)
+
+    def delete(self, path: str, expect: Expect) -> Operation:
+        if isinstance(expect, _Any):
+            return super().delete(path, expect)
+        return functools.partial(self._delete_if, self.fs, path=path, expect=expect)
+
+
+class S3Driver(ObjectDriver):
+    # (a GET waited for costs ~0.3 ms of Python beside the request; four at once ~0.1 ms each)
+    capabilities = Capabilities(round_trips=True, batched_gets=True, local_files=False, lists=True)
+    batched_ranges = batched_objects = True
+    bulk_deletes = 1000
+    _read = staticmethod(s3.s3_read)
+    _put_if = staticmethod(s3.s3_put)
+    _delete_if = staticmethod(s3.s3_delete)
+
+    def prepare(self, seconds: float | None, root: str) -> None:
+        s3.prepare(self.fs, seconds, root)
+
+    def read_ranges(self, seconds: float | None, path: str, pairs: Sequence[tuple[int, int]],
+                    mark: Mark) -> list[Versioned] | None:
+        return s3.s3_read_ranges(self.fs, seconds, path, pairs, mark)
+
+    def read_objects(self, seconds: float | None, paths: Sequence[str], mark: Mark) -> list[Versioned | None]:
+        return s3.s3_read_objects(self.fs, seconds, paths, mark)
+
+    def listed(self, seconds: float | None, base: str, prefix: str = "") -> dict[str, dict[str, Any]]:
+        return s3.find(self.fs, seconds, base, prefix)  # (through obstore where it can)
+
+
+class GcsDriver(ObjectDriver):
+    _read = staticmethod(gcs.gcs_read)
+    _put_if = staticmethod(gcs.gcs_put)
+    _delete_if = staticmethod(gcs.gcs_delete)
+
+
+class AzureDriver(ObjectDriver):
+    batched_objects = True
+    _read = staticmethod(azure.azure_read)
+    _put_if = staticmethod(azure.azure_put)
+    _delete_if = staticmethod(azure.azure_delete)
+
+    @property
+    def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
+        return deadline.error_kinds(True, azure=True)
+
+    def read_objects(self, seconds: float | None, paths: Sequence[str], mark: Mark) -> list[Versioned | None]:
+        return azure.azure_read_objects(self.fs, seconds, paths, mark)

@@ -1,0 +1,10 @@
+"""The driver of reference sets (kerchunk JSON or Parquet): read-only, each key's bytes read
+from where its reference leads (`filesystem`), with no generation."""
+
+from __future__ import annotations
+
+from ..driver import Driver
+
+
+class ReferencesDriver(Driver):
+    read_only = True
