@@ -23,9 +23,15 @@ SCRIPT = textwrap.dedent('''
     from zarrfs.store import Store
     from zarrfs.array.decoding import DecodePool, ForkServer, Item, SharedSlab, WorkerFailed
 
+    def parent_of(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return int(stat.read().rsplit(")", 1)[1].split()[1])
+        except FileNotFoundError:  # (it ended between the listing and the read)
+            return None
+
     def children(pid):
-        return [int(p) for p in os.listdir("/proc") if p.isdigit() and
-                int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]) == pid]
+        return [int(p) for p in os.listdir("/proc") if p.isdigit() and parent_of(p) == pid]
 
     server = ForkServer.start(None)  # (first: zarr-python starts threads)
     assert server is not None
