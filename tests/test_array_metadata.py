@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from mounting import ZARRFS
 
+from tests.helpers.mounting import ZARRFS
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import MetadataError, ReadOnlyError

@@ -20,8 +20,8 @@ from typing import Any
 import numcodecs
 import numpy as np
 import pytest
-from mounting import ZARRFS
 
+from tests.helpers.mounting import ZARRFS
 from zarrfs.grid import Box, cells_of, cells_touched
 from zarrfs.rectilinear import RectilinearGrid, parse_rectilinear
 

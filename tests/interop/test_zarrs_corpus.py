@@ -30,8 +30,9 @@ from typing import Any
 import numcodecs
 import numpy as np
 import pytest
-from mounting import VIEW_FILES, Mount, mounted
-from zarrs_corpus_expected import NOT_YET
+
+from tests.helpers.mounting import VIEW_FILES, Mount, mounted
+from tests.interop.zarrs_corpus_expected import NOT_YET
 
 ARCHIVE = Path(__file__).resolve().parent.parent / "data" / "zarrs_corpus.tar.xz"
 PREFIX = "supported/regular/"

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
-from mounting import wait_until
 
+from tests.helpers.mounting import wait_until
 from tests.reliability.faulty_fs import (
     CONFIG_ENV,
     FaultyFileSystem,

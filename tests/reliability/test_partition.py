@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pytest
 import s3fs
-from mounting import Mount, mounted, pread, timed
 
-from tests.netproxy import TcpProxy, proxied
+from tests.helpers.mounting import Mount, mounted, pread, timed
+from tests.helpers.netproxy import TcpProxy, proxied
 from tests.reliability.s3_server import S3Server
 from zarrfs.array_metadata import open_array
 from zarrfs.errors import StoreTimeout
