@@ -20,6 +20,8 @@ from tests.helpers.mounting import is_mounted
 from zarrfs.api import options_text
 from zarrfs.options import MountOptions, OptionError
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (40, 60)
 
 

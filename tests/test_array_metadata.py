@@ -25,6 +25,8 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 DOC: dict[str, Any] = {
     "zarr_format": 3, "node_type": "array", "shape": [6, 5], "data_type": "int16",
     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4, 4]}},

@@ -31,6 +31,8 @@ from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 SETTINGS = settings(
     max_examples=80,
     deadline=None,

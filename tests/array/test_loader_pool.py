@@ -10,6 +10,8 @@ import pytest
 
 from zarrfs.array.loader_pool import LoaderPool
 
+pytestmark = pytest.mark.fast
+
 
 class Running:
     """Jobs that note their thread and how many of them ran at once."""

@@ -220,6 +220,7 @@ def test_outside_write_is_seen_by_data_npy_reopened(backend: Backend, mount_arra
     assert np.array_equal(npy(mount), expected)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("noticer", ["chunk", "data.npy", "data"])
 def test_a_change_noticed_through_one_file_shows_in_the_others(noticer: str, local: Backend,
                                                                mount_array: Any) -> None:

@@ -31,6 +31,8 @@ from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (64, 96)
 CHUNKS = (16, 32)  # uint16: 1 KiB a chunk
 CACHE_BYTES = 4 << 10  # room for a few chunks: reading four others evicts a clean one

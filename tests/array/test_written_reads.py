@@ -20,6 +20,8 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (64, 96)
 CHUNKS = (16, 32)  # a plain array's chunks, a sharded array's shards
 INNER = (8, 16)

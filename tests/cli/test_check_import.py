@@ -165,6 +165,7 @@ def test_check_finds_wrong_sizes_strays_and_bad_keys(tmp_path: Path) -> None:
     assert "temporary" in problems[stray]
 
 
+@pytest.mark.fast
 def test_check_finds_damage_inside_groups(tmp_path: Path) -> None:
     root = zarr.open_group(str(tmp_path / "group.zarr"), mode="w")
     root.create_array("good", shape=(6,), chunks=(2,), dtype="i4")[...] = np.arange(1, 7)
@@ -236,6 +237,7 @@ def test_import_round_trips(order: str, endian: str, dtype: str, sharded: bool, 
     assert zarrfs("check", str(dest)).returncode == 0
 
 
+@pytest.mark.fast
 def test_import_keeps_metadata_options(tmp_path: Path) -> None:
     values = np.arange(12, dtype="<f4").reshape(3, 4)
     (tmp_path / "in.raw").write_bytes(values.tobytes())

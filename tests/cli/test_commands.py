@@ -232,6 +232,7 @@ def test_create_refuses_an_existing_array(tmp_path: Path) -> None:
 # -- info on arrays zarrfs did not make ----------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_info_describes_a_zarr_python_array(tmp_path: Path) -> None:
     path = tmp_path / "array.zarr"
     with warnings.catch_warnings():
@@ -331,6 +332,7 @@ def bad_creates(
         return dict(zip(BAD_CREATE, pool.map(run, BAD_CREATE), strict=True))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", _bad_create_params())
 def test_create_refuses_bad_input_in_one_line(
     name: str, bad_creates: dict[str, tuple[Path, subprocess.CompletedProcess[str]]]

@@ -15,6 +15,8 @@ from tests.cli.test_systemd import UNIT_DIR, unit_lines, verify, zarrfs_executab
 from zarrfs.cli.install_system import UNITS, install_system, installed_commands
 from zarrfs.errors import ZarrfsError
 
+pytestmark = pytest.mark.fast
+
 
 def install(prefix: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([zarrfs_executable(), "install-system", "--prefix", str(prefix)],

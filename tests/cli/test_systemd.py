@@ -21,9 +21,9 @@ UNITS = ["zarrfs@.service", "mnt-zarr.mount", "mnt-zarr.automount"]
 INSTALLED_ZARRFS = "/usr/local/bin/zarrfs"
 
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.fast, pytest.mark.skipif(
     SYSTEMD_ANALYZE is None, reason="systemd-analyze missing (scripts/install installs it)"
-)
+)]
 
 
 def zarrfs_executable() -> str:

@@ -18,6 +18,8 @@ from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import MetadataError
 from zarrfs.formats.v3 import metadata_from_json, parse_codec_list, parse_data_type
 
+pytestmark = pytest.mark.fast
+
 ZARRS = Path(__file__).parents[1] / "data" / "zarrs"
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 

@@ -16,6 +16,8 @@ from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
 from zarrfs.codecs.zstd import ZstdCodec
 from zarrfs.formats import v2, v3
 
+pytestmark = pytest.mark.fast
+
 CHUNK = (np.arange(4096, dtype="<u4") % 977).tobytes()
 LIMIT = 1 << 20
 

@@ -17,6 +17,8 @@ from zarrfs.array.cache import Counters
 from zarrfs.daemon import memory
 from zarrfs.daemon.memory import Trimmer
 
+pytestmark = pytest.mark.fast
+
 
 class _Calls:
     """A trim function and an activity counter for a Trimmer, counting how often it looks."""

@@ -79,6 +79,7 @@ def run_workload(data: Path, stop: threading.Event, errors: list[BaseException])
         errors.append(e)
 
 
+@pytest.mark.fast
 def test_a_scrape_during_a_workload_shows_it(source: Path, workload: list[BaseException]) -> None:
     with zarrfs.mount(source, metrics="127.0.0.1:0") as m:
         assert m.metrics_address is not None and m.metrics_address.startswith("127.0.0.1:")
@@ -190,6 +191,7 @@ def test_a_503_shows_as_a_retry(source: Path, tmp_path: Path) -> None:
     assert value(samples, "zarrfs_store_request_seconds_count", outcome="error") == 0
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("url", "label"), [
     ("s3://bucket/a.zarr", "s3://bucket/a.zarr"),
     ("https://user:pw@example.org/a.zarr", "https://example.org/a.zarr"),
@@ -200,6 +202,7 @@ def test_public_source(url: str, label: str) -> None:
     assert public_source(url) == label
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("text", "address"), [
     ("127.0.0.1:9464", ("127.0.0.1", 9464)), ("0.0.0.0:0", ("0.0.0.0", 0)), ("[::1]:9464", ("::1", 9464)),
     ("node-7.local:80", ("node-7.local", 80)),
@@ -209,6 +212,7 @@ def test_the_option_parses(text: str, address: tuple[str, int]) -> None:
     assert MountOptions.parse(["ro"]).metrics is None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("text", ["9464", ":9464", "127.0.0.1:", "127.0.0.1:http", "127.0.0.1:70000", ""])
 def test_a_bad_address_is_refused(text: str) -> None:
     with pytest.raises(OptionError, match="metrics"):

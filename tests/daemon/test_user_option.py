@@ -49,6 +49,7 @@ def ids_of(pid: int) -> tuple[list[str], list[str]]:
     return fields["Uid"].split(), fields["Gid"].split()
 
 
+@pytest.mark.fast
 def test_the_daemon_serves_as_the_user_it_names(public: Path) -> None:
     store = nobodys_store(public)
     options = ["rw", "allow_other", "user=nobody", "readahead=512"]
@@ -131,6 +132,7 @@ def test_an_unknown_user_fails_the_mount(public: Path) -> None:
     assert "-o user=no-such-user: no such user" in str(failed.value)
 
 
+@pytest.mark.fast
 def test_group_alone_is_refused() -> None:
     assert MountOptions.parse(["user=nobody,group=nogroup"]).group == "nogroup"
     with pytest.raises(OptionError, match="group= needs user="):

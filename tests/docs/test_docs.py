@@ -46,12 +46,14 @@ def unmount_handles(session: dict[str, Any]) -> None:
             value.unmount()
 
 
+@pytest.mark.fast
 def test_every_example_runs_or_says_why_not() -> None:
     unrunnable = [e.name for e in RUN if e.kind == "other"]
     assert not unrunnable, f"blocks with no runner and no `not run:` reason: {unrunnable}"
     assert {e.document for e in EXAMPLES} >= {"README.md", "docs/usage.md", "docs/python.md"}
 
 
+@pytest.mark.fast
 def test_comments_above_fences_say_how_to_run_them() -> None:
     markdown = ("<!-- docs-test: given mounted, rows.raw; continues -->\n```sh\ntrue\n```\n\n"
                 "<!-- docs-test: not run: a cluster; of many hosts -->\n```yaml\na: 1\n```\n\n"
@@ -67,6 +69,7 @@ def test_comments_above_fences_say_how_to_run_them() -> None:
             list(examples_in(wrong, "x.md"))
 
 
+@pytest.mark.fast
 def test_a_transcript_compares_output_and_status() -> None:
     commands = transcript("$ echo a &&\n> echo b\na\nb\n$ false\n[1]\n$ ls\n...\nx\n")
     assert [(c.text, c.expected, c.status) for c in commands] == [

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import ast
 
+import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from tests.helpers.docs_examples import ROOT
 from zarrfs.api import options_text
 from zarrfs.options import MountOptions
+
+pytestmark = pytest.mark.fast
 
 # A value for each placeholder of usage.md's table.
 PLACEHOLDERS = {"N": "2", "OCTAL": "027", "SIZE": "512M", "KB": "2048", "FILE": "/tmp/zarrfs.log",

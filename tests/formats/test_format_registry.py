@@ -28,6 +28,8 @@ from zarrfs.formats import (
 from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.formats.format import Change, Format, Get, NodeMetadata, apply_change, join_path
 
+pytestmark = pytest.mark.fast
+
 GROUP_FORMATS = [f for f in registry.FORMATS.values() if f.group_file is not None]
 
 

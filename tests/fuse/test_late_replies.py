@@ -10,6 +10,8 @@ import pytest
 
 from zarrfs.fuse import quiet_late_release_replies
 
+pytestmark = pytest.mark.fast
+
 
 class Kept(logging.Handler):
     def __init__(self) -> None:

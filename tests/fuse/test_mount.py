@@ -112,6 +112,7 @@ def test_whole_file_random_preads_and_mmap_match_tensorstore(array_path: Path, m
     assert np.array_equal(memmap, _reference())
 
 
+@pytest.mark.fast
 def test_chunk_files_hold_the_decoded_chunk(array_path: Path, mount_array: Any) -> None:
     mount = mount_array(array_path)
     reference = _reference()
@@ -121,6 +122,7 @@ def test_chunk_files_hold_the_decoded_chunk(array_path: Path, mount_array: Any) 
             assert np.array_equal(chunk, reference[i * 20 : (i + 1) * 20, j * 35 : (j + 1) * 35])
 
 
+@pytest.mark.fast
 def test_dd_reads_bytes(array_path: Path, mount_array: Any) -> None:
     mount = mount_array(array_path)
     result = subprocess.run(["dd", f"if={mount.data}", "bs=1000", "skip=3", "count=2", "status=none"],

@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import zarr
 
 from tests.helpers.mounting import MountFactory
+
+pytestmark = pytest.mark.fast
 
 
 def make_array(path: Path) -> Path:

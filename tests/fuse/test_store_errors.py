@@ -17,6 +17,8 @@ from tests.helpers.mounting import MountFactory
 from zarrfs.errors import StoreError
 from zarrfs.fuse.boundary import errno_for
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (512, 1024)  # float32: 2 MiB, in 8 chunks of 256 KiB, stored uncompressed
 
 

@@ -249,6 +249,7 @@ def _assert_clean_log(mount: Mount) -> None:
 # -- reading -----------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", TENSORSTORE_CASES, ids=lambda c: c.id)
 def test_reads_match_tensorstore(case: Case, prepared: tuple[Mount, Path]) -> None:
     mount, path = prepared
@@ -393,6 +394,7 @@ def _check_shards(case: Case, path: Path, data: np.ndarray) -> None:
             assert empty == all_fill, f"shard {key!r} inner chunk {inner}: empty={empty}"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("case", WRITE_CASES, ids=lambda c: c.id)
 def test_writes_reach_tensorstore_and_zarr(case: Case, prepared: tuple[Mount, Path],
                                            tmp_path: Path) -> None:

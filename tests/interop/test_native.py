@@ -43,6 +43,8 @@ from zarrfs.errors import ChunkError
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 
 def _fill_some(shape: tuple[int, ...], data_type: str) -> tuple[tuple[slice, ...], np.ndarray]:
     """Values for the second half of an array along axis 0 (the first half stays unwritten)."""

@@ -82,6 +82,7 @@ def test_fixture_server_honours_etag_conditions(azurite: AzuriteServer, containe
     assert blob.download_blob().readall() == b"two"
 
 
+@pytest.mark.fast
 def test_store_compare_and_swap(azurite: AzuriteServer, container: str) -> None:
     store = Store(adlfs.AzureBlobFileSystem(**azurite.adlfs_options()), f"{container}/cas")
     assert_compare_and_swap(store)
@@ -324,6 +325,7 @@ def test_a_silent_server_costs_a_read_its_timeout_then_eio(azurite: AzuriteServe
     assert "no answer" in mount.log(), mount.log()
 
 
+@pytest.mark.fast
 def test_anon_uses_no_credentials_whatever_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an endpoint too: adlfs alone would sign with the environment's connection
     string, `anon` or not. (Opening a filesystem sends no request.)"""

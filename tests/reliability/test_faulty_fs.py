@@ -37,6 +37,8 @@ from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import RetryPolicy, Store, SuffixRange
 
+pytestmark = pytest.mark.fast
+
 # Tests of giving up use a short deadline; tests of succeeding after faults a long one, so a
 # loaded machine cannot turn a handful of retries into a missed deadline.
 DEADLINE = 0.4

@@ -106,6 +106,7 @@ def assert_eio(result: Any) -> None:
     assert isinstance(result, OSError) and result.errno == errno.EIO, result
 
 
+@pytest.mark.fast
 def test_a_partition_degrades_to_cached_data_and_bounded_eio(
         partitioned: tuple[Mount, TcpProxy, S3Server], logging_to: str) -> None:
     mount, proxy, _ = partitioned

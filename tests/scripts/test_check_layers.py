@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.fast
+
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "check_layers.py"
 
 

@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import FAST_MODULES, FAST_TESTS
+import pytest
+
 from tests.helpers import light_tests
+from tests.helpers.fast_tier import fast_modules
+
+pytestmark = pytest.mark.fast
 
 TESTS = Path(__file__).resolve().parents[1]
-
-
-def fast_modules() -> set[str]:
-    return {m for m in FAST_MODULES | set(FAST_TESTS) if (TESTS / m).is_file()}
 
 
 def test_the_list_is_the_light_fast_modules() -> None:

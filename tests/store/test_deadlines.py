@@ -17,6 +17,8 @@ from zarrfs.errors import StoreError
 from zarrfs.fuse.workers import Workers
 from zarrfs.store.deadline import Answers, each_answered
 
+pytestmark = pytest.mark.fast
+
 TIMEOUT = 0.4
 
 

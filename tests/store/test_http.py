@@ -145,6 +145,7 @@ def test_ome_zarr_listed_by_name_before_listing(tmp_path: Path, mount_array: Any
     assert server.count(f"/image.ome.zarr/{levels[1]}/zarr.json") == before
 
 
+@pytest.mark.fast
 def test_ome_zarr_plate_without_listings(tmp_path: Path, mount_array: Any,
                                          http_server: ServerFactory) -> None:
     """A plate's rows, columns and fields are named two and one levels up (`plate.wells[].path`

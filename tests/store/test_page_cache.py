@@ -13,6 +13,8 @@ import pytest
 from zarrfs.store import Store
 from zarrfs.store.local import page_cache
 
+pytestmark = pytest.mark.fast
+
 SIZE = 4 << 20
 HALF = SIZE // 2  # (a page cache folio is at most 2 MiB, aligned: none holds bytes of both halves)
 

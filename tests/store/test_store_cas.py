@@ -67,6 +67,7 @@ def files_in(store: Store) -> list[str]:
     return sorted(str(p.relative_to(store.root)) for p in Path(store.root).rglob("*") if p.is_file())
 
 
+@pytest.mark.fast
 def test_conditional_put(store: Store) -> None:
     assert store.conditional
     first = store.put("c/0/0", b"first", expect=None)  # create if absent
@@ -109,6 +110,7 @@ def test_put_expecting_an_object_that_was_deleted_conflicts(store: Store) -> Non
         store.put("c/9/9", b"x", expect=generation)
 
 
+@pytest.mark.fast
 def test_conditional_delete(store: Store) -> None:
     first = store.put("k", b"one", expect=None)
     second = store.put("k", b"two", expect=first)
@@ -148,6 +150,7 @@ def test_read_reports_the_generation_of_the_bytes_it_read(store: Store) -> None:
     assert len(set(generations)) == len(generations)
 
 
+@pytest.mark.fast
 def test_local_cas_leaves_no_files_behind(tmp_path: Path) -> None:
     store = Store.open(str(tmp_path / "store"))
     generation = None

@@ -17,6 +17,8 @@ from zarrfs.store.listing import row_prefix
 from zarrfs.store.many import STATS_ONE_BY_ONE
 from zarrfs.store.observe import Operation
 
+pytestmark = pytest.mark.fast
+
 SHAPE, CHUNKS = (340, 330), (10, 10)  # 34 x 33 chunks: more than are asked for one by one
 
 

@@ -406,6 +406,7 @@ NESTED_TREE = {
 }
 
 
+@pytest.mark.fast
 def test_nested_groups_with_sharded_arrays(tmp_path: Path, mount_array: Any) -> None:
     store = tmp_path / "tree.zarr"
     _nested(store)
@@ -432,6 +433,7 @@ def test_nested_groups_with_sharded_arrays(tmp_path: Path, mount_array: Any) -> 
         _assert_enoent(mount.path / name)
 
 
+@pytest.mark.fast
 def test_write_through_a_nested_group_mount(tmp_path: Path, mount_array: Any) -> None:
     store = tmp_path / "tree.zarr"
     _nested(store)

@@ -7,6 +7,7 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
 from zarrfs.array import Shared
@@ -15,6 +16,8 @@ from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
 from zarrfs.views.array_dir import Layout
 from zarrfs.views.placement.ome import ome_placement
+
+pytestmark = pytest.mark.fast
 
 
 def ome_spacings(group_attributes: dict[str, object], name: str, rank: int) -> list[float] | None:

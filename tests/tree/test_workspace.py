@@ -64,6 +64,7 @@ def _keys(path: Path) -> list[str]:
 # -- attributes ----------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("zarr_format", [3, 2])
 def test_setfattr_replaces_attributes_of_arrays_and_groups(
         tmp_path: Path, mount_array: MountFactory, zarr_format: int) -> None:
@@ -178,6 +179,7 @@ def test_names_the_formats_use_are_einval(tmp_path: Path, mount_array: MountFact
 # -- deleting and moving ------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_rm_r_deletes_plain_and_sharded_arrays_and_group_trees(
         tmp_path: Path, mount_array: MountFactory) -> None:
     store = tmp_path / "g.zarr"

@@ -78,6 +78,7 @@ def test_cp_of_npy_files_of_every_dtype_makes_arrays(tmp_path: Path, mount_array
     assert np.array_equal(opened.read().result(), _values("<f8"))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("zarr_format", [3, 2])
 def test_np_save_big_endian_fortran_and_rank_one(tmp_path: Path, mount_array: MountFactory,
                                                  zarr_format: int) -> None:

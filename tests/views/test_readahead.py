@@ -27,7 +27,7 @@ from zarrfs.views.headered import HeaderedFile
 from zarrfs.views.headers.formats import npy_header
 from zarrfs.views.readahead import Readahead
 
-pytestmark = pytest.mark.usefixtures("stream_threads")
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("stream_threads")]
 
 SHAPE = (256, 192)
 CHUNKS = (32, 64)

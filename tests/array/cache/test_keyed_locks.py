@@ -8,7 +8,11 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from zarrfs.array.cache import KeyedLocks
+
+pytestmark = pytest.mark.fast
 
 WAIT = 5.0  # seconds: far more than any step here takes, so a miss means a thread was blocked
 

@@ -10,6 +10,8 @@ import pytest
 
 from zarrfs.array.cache import masks
 
+pytestmark = pytest.mark.fast
+
 CHUNK = (8, 6, 4)
 
 

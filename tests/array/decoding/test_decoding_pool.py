@@ -15,6 +15,8 @@ import pytest
 
 from zarrfs.array.decoding import ForkServer
 
+pytestmark = pytest.mark.fast
+
 SCRIPT = textwrap.dedent('''
     import os, signal, time
     import numpy as np

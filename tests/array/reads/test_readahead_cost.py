@@ -21,6 +21,8 @@ from zarrfs.store import Store
 from zarrfs.views import readahead
 from zarrfs.views.files import RegionFile
 
+pytestmark = pytest.mark.fast
+
 SHAPE, CHUNKS = (256, 1024), (16, 16)  # rows of 1 KiB; a row of chunks is 64 chunks, 16 KiB
 ROW_OF_CHUNKS = CHUNKS[0] * SHAPE[1]
 PER_ROW = SHAPE[1] // CHUNKS[1]

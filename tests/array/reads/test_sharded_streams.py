@@ -17,7 +17,7 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
-pytestmark = pytest.mark.usefixtures("stream_threads")
+pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("stream_threads")]
 
 SHAPE = (128, 192)
 SHARD = (64, 96)

@@ -24,6 +24,8 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (64, 96)
 CHUNKS = (16, 32)
 INNER = (16, 16)

@@ -8,12 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
+
+pytestmark = pytest.mark.fast
 
 SHAPE = (64, 96)  # 4 rows of 3 chunks
 CHUNKS = (16, 32)

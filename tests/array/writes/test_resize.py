@@ -401,6 +401,7 @@ def test_array_in_a_plain_group(tmp_path: Path, mount_array: Any) -> None:
 # -- what cannot be resized -----------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_partial_rows_are_refused(tmp_path: Path, mount_array: Any) -> None:
     path = tmp_path / "a.zarr"
     want = _create(path, "v3")
@@ -431,6 +432,7 @@ def test_rank_0_cannot_be_resized(tmp_path: Path, mount_array: Any) -> None:
     assert _zarr(path) == 12 and _stored_shape(path, "v3") == []
 
 
+@pytest.mark.fast
 def test_chunk_files_keep_their_size(tmp_path: Path, mount_array: Any) -> None:
     path = tmp_path / "a.zarr"
     want = _create(path, "v3-sharded")

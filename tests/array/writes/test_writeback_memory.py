@@ -15,6 +15,8 @@ from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 SHAPE = (64, 96)
 SHARD = (16, 32)
 SHARD_BYTES = SHARD[0] * SHARD[1] * 2

@@ -34,6 +34,7 @@ def mounted_array(mount_path: Path, array: str, dtype: str, shape: tuple[int, ..
     return np.frombuffer((mount_path / array / "data").read_bytes(), dtype).reshape(shape)
 
 
+@pytest.mark.fast
 def test_a_group_mounts_with_its_plain_and_sharded_arrays(repository: Repository, mount_array) -> None:
     mount = mount_array(repository.url)
     assert sorted(os.listdir(mount.path)) == [".versions", "data.h5", "data.nc", "plain", "sub", "zarr.json"]

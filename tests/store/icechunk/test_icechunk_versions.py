@@ -86,6 +86,7 @@ def wait_until(look: Callable[[], T], done: Callable[[T], bool], within: float =
         time.sleep(0.1)
 
 
+@pytest.mark.fast
 def test_every_version_shows_the_arrays_as_icechunk_reads_them(repository: Repository, mount_array) -> None:
     mount = mount_array(repository.url)
     versions = mount.path / ".versions"

@@ -142,6 +142,7 @@ def test_a_write_into_a_virtual_chunk_merges_with_its_bytes(tmp_path: Path, moun
     assert (sources / "data.bin").read_bytes() == source_bytes()  # (the source file is not written)
 
 
+@pytest.mark.fast
 def test_a_container_elsewhere_is_refused_at_once_until_allowed(
         tmp_path: Path, mount_array) -> None:
     elsewhere = tmp_path / "netcdf"

@@ -51,6 +51,7 @@ def committed(repository: Repository, step: Callable[[], object]) -> list[str]:
     return messages(repository)[: len(messages(repository)) - before]
 
 
+@pytest.mark.fast
 def test_each_fsync_of_data_is_one_commit_naming_what_it_wrote(repository: Repository, mount_array) -> None:
     mount = mount_array(repository.url, ["rw"])
     expected = {array: repository.read(array) for array in LAYOUT}
@@ -204,6 +205,7 @@ def test_a_commit_acknowledged_survives_kill_9(repository: Repository, mount_arr
     assert messages(repository)[0] == "zarrfs: plain: 1 chunk"
 
 
+@pytest.mark.fast
 def test_rw_at_a_tag_is_refused_in_one_line(repository: Repository, tmp_path: Path) -> None:
     (tmp_path / "mnt").mkdir()
     result = subprocess.run([ZARRFS, "mount", repository.url, str(tmp_path / "mnt"), "-o", "rw,ref=v1"],

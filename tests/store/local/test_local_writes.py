@@ -18,6 +18,8 @@ from zarrfs.errors import ConflictError, RefusedKey
 from zarrfs.store import local
 from zarrfs.store.local import Root
 
+pytestmark = pytest.mark.fast
+
 
 def swap_after(method: str, monkeypatch: pytest.MonkeyPatch, directory: Path, outside: Path) -> None:
     """Replace `directory` with a link to `outside` as soon as `Root.<method>` has looked at it

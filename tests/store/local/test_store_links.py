@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 import zarr
 
 from tests.helpers.mounting import Mount, mounted
@@ -43,6 +44,7 @@ def assert_refused_and_logged(mount: Mount, key: str, target: Path) -> None:
     assert lines, mount.log()
 
 
+@pytest.mark.fast
 def test_a_chunk_linked_outside_is_refused_to_every_reader(public: Path) -> None:
     store, secret = leaking_store(public)
     assert read_as(secret) == errno.EACCES  # (nobody may not read it itself)

@@ -113,6 +113,7 @@ def test_parquet_reference_directory(hdf5_set: tuple[Path, Datasets], mount_arra
     assert_reads_as(mount, {k: v for k, v in datasets.items() if not k.startswith("grp")})
 
 
+@pytest.mark.fast
 def test_inline_chunks_base64_and_text(tmp_path: Path, mount_array: MountFactory) -> None:
     values = np.frombuffer(b"\x00\x01\xfe\xffzarrfs!!", "u1")  # binary, then ASCII text
     refs = write_json(tmp_path / "inline.json", inline_references(values))
@@ -190,6 +191,7 @@ REFUSED = {"outside": "secret.bin", "dotdot": "../elsewhere/secret.bin", "link":
 ALLOWED = ("absolute", "relative", "templated", "generated")
 
 
+@pytest.mark.fast
 def test_references_outside_the_set_are_refused(tmp_path: Path, mount_array: MountFactory) -> None:
     refs, _, inside, _ = unsafe_set(tmp_path)
     mount = mount_array(refs)

@@ -73,6 +73,7 @@ def test_a_store_in_one_folder_of_the_zip_as_the_bioimage_archive_ships_it(
     assert np.array_equal(tifffile.imread(m.path / "data.ome.tif"), oracle["0"][...])
 
 
+@pytest.mark.fast
 def test_an_rfc9_ozx(tmp_path: Path, mount_array: Any) -> None:
     zipped = ozx(ome_image(tmp_path / "source" / "cells.ome.zarr"), tmp_path / "cells.ozx")
     with zipfile.ZipFile(zipped) as archive:

@@ -19,6 +19,8 @@ from zarrfs.store.zipfiles import spans as zip_spans
 from zarrfs.store.zipfiles.filesystem import ZippedFileSystem, ZipSource
 from zarrfs.store.zipfiles.index import ZipIndex
 
+pytestmark = pytest.mark.fast
+
 
 class CountedReads:
     """An archive's bytes read by ranges, each read recorded as (start, length)."""

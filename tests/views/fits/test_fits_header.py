@@ -26,6 +26,8 @@ from zarrfs.views.fits import fits_file, fits_header
 from zarrfs.views.fits.cards import commentary, header_bytes, hierarch, keyword_card
 from zarrfs.views.placement import NOWHERE, WGS84, Axis, Coordinate, Placement, Surroundings
 
+pytestmark = pytest.mark.fast
+
 HELD = {"uint8": (8, None), "int8": (8, -128), "int16": (16, None), "uint16": (16, 32768),
         "int32": (32, None), "uint32": (32, 2**31), "int64": (64, None), "uint64": (64, 2**63),
         "float32": (-32, None), "float64": (-64, None)}

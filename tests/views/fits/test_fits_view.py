@@ -125,6 +125,7 @@ def test_every_type_reads_as_zarr_python(store: tuple[Path, dict[str, np.ndarray
     _verified([mount.path / name / "data.fits" for name in HELD])
 
 
+@pytest.mark.fast
 def test_large_arrays_read_in_order(store: tuple[Path, dict[str, np.ndarray]],
                                     mount_array: MountFactory) -> None:
     """Read as dd reads, 1 MiB at a time: the slabs of reading ahead, int8 and uint16's top bits

@@ -18,6 +18,8 @@ from zarrfs.views.hdf5 import structures as h5
 from zarrfs.views.hdf5.strings import StringSource, strings_h5_file
 from zarrfs.views.hdf5.vlen import collections
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.mark.parametrize(("text", "expected"), [
     (b"", 0xDEADBEEF),

@@ -63,6 +63,7 @@ def dataset(request: pytest.FixtureRequest,
         yield root / "w.zarr", mount.path
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("engine", ["netcdf4", "h5netcdf"])
 @pytest.mark.parametrize("group", [None, "inner/deeper"])
 def test_xarray_reads_the_group_as_open_zarr(dataset: tuple[Path, Path], engine: str,

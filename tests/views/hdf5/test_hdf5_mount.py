@@ -45,6 +45,7 @@ def stored(root: Path, chunk: tuple[int, ...], fmt: int) -> bytes:
     return (root / key).read_bytes()
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("fmt", "compressors", "options"), [
     (3, ZstdCodec(level=1), PLUGINS),
     (2, numcodecs.Zlib(level=1), ["ro"]),

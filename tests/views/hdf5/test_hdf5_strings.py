@@ -111,6 +111,7 @@ def string_dataset(store: Path, fmt: int) -> xr.Dataset:
     return dataset
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
 def test_xarray_reads_strings_as_open_zarr(tmp_path: Path, mount_array: Any, fmt: int) -> None:
     """The group's data.h5 (a string coordinate, dimensions shared) and each array's data.h5:
@@ -225,6 +226,7 @@ def test_many_and_long_strings_in_a_chunk(tmp_path: Path, mount_array: Any) -> N
         assert nc["data"][70_000] == data[70_000] and nc["data"][99_999] == "s99999"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])
 def test_unicode_as_variable_length(tmp_path: Path, mount_array: Any, fmt: int) -> None:
     """numpy `U` strings (UTF-32: no HDF5 or netCDF type) as variable-length UTF-8: xarray

@@ -63,6 +63,7 @@ def geotiff_of(vrt: Path, tmp_path: Path) -> tuple[dict[str, Any], np.ndarray[An
     return gdalinfo(tif), pixels if pixels.ndim == 2 else np.moveaxis(pixels, -1, 0)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("south_up", [False, True], ids=["north-up", "south-up"])
 def test_xarray_grid_in_gdal(tmp_path: Path, mount_array: Any, fmt: int, south_up: bool) -> None:

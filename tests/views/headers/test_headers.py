@@ -23,6 +23,8 @@ import zarr
 from zarrfs.views.headers.formats import mhd_header, npy_header, nrrd_header, vrt_header
 from zarrfs.views.placement.core import Placement
 
+pytestmark = pytest.mark.fast
+
 ORDERS = [pytest.param(False, id="C"), pytest.param(True, id="F")]
 HAS_GDAL = shutil.which("gdal_translate") is not None
 

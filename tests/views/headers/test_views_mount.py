@@ -217,6 +217,7 @@ def test_every_view_reads_as_the_array(matrix_store: tuple[Path, dict[str, np.nd
                 _assert_bit_equal(f["data"][...], as_stored)
 
 
+@pytest.mark.fast
 def test_fortran_order_chunk_files_and_data(matrix_store: tuple[Path, dict[str, np.ndarray]],
                                             mount_array: Any) -> None:
     """order=F: element [i, j] at i + j*shape[0], in `data` and in each (full-size) chunk file."""

@@ -21,6 +21,8 @@ from zarrfs.views.files import CannotHold
 from zarrfs.views.mrc import mrc_header
 from zarrfs.views.placement import NOWHERE, Axis, Placement
 
+pytestmark = pytest.mark.fast
+
 
 def _values(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     count = int(np.prod(shape))

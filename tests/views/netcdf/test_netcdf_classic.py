@@ -35,6 +35,7 @@ WGS84 = ('GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.2572235
 # -- the types, without FUSE --------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_classic_types_of_cdf5_types() -> None:
     served = {t: served_type(np.dtype(t)) for t in ("<u1", ">u2", "<u4", "<i8", "<u8", "<f4", "<i2", "S3")}
     assert served == {"<u1": ">i2", ">u2": ">i4", "<u4": ">f8", "<i8": ">f8", "<u8": ">f8",
@@ -43,6 +44,7 @@ def test_classic_types_of_cdf5_types() -> None:
                                                                                       True, False]
 
 
+@pytest.mark.fast
 def test_doubles_hold_values_exactly_or_reading_them_is_an_error() -> None:
     held = [np.array([0, -(2**53), 2**53, 2**31], "i8"), np.array([2**63 + 2**11, 7], "u8"),
             np.array([-(2**63), 1], "i8"),  # (xarray's NaT: -2^63 is a double)
@@ -56,6 +58,7 @@ def test_doubles_hold_values_exactly_or_reading_them_is_an_error() -> None:
     assert exactly_as(np.array([255, 0], "u1"), np.dtype(">i2")).tolist() == [255, 0]
 
 
+@pytest.mark.fast
 def test_64_bit_attributes_are_doubles_where_exact(tmp_path: Path) -> None:
     attributes = [Attribute.of("small", 2**40 // 2**20), Attribute.of("large", 2**40),
                   Attribute.of("nat", -(2**63)), Attribute.of("odd", 2**53 + 1), Attribute.of("u", 2**64 - 1)]
@@ -69,6 +72,7 @@ def test_64_bit_attributes_are_doubles_where_exact(tmp_path: Path) -> None:
         assert nc.small == 2**20 and nc.large == 2.0**40 and nc.nat == -(2.0**63)
 
 
+@pytest.mark.fast
 def test_the_option_parses() -> None:
     assert not MountOptions.parse([]).nc_cdf5 and not MountOptions.parse(["nc_format=auto"]).nc_cdf5
     assert MountOptions.parse(["ro,nc_format=cdf5"]).nc_cdf5

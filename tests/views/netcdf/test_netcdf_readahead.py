@@ -84,6 +84,7 @@ def _variables(contents: bytes) -> dict[str, np.ndarray]:
         return {name: np.asarray(variable[...]) for name, variable in nc.variables.items()}
 
 
+@pytest.mark.fast
 def test_data_nc_read_in_order_is_answered_from_big_endian_slabs(tmp_path: Path, tree: Tree) -> None:
     view = _file(tree, "data.nc")
     assert isinstance(view, NetcdfFile)
@@ -106,6 +107,7 @@ def test_data_nc_read_in_order_is_answered_from_big_endian_slabs(tmp_path: Path,
         np.testing.assert_array_equal(values, expected[name])
 
 
+@pytest.mark.fast
 def test_a_write_to_an_array_shows_in_data_nc_read_ahead(tmp_path: Path, tree: Tree) -> None:
     """Slabs begun before a write (through the array's `data`) are never served after it."""
     view = _file(tree, "data.nc")

@@ -72,6 +72,7 @@ SMALL = {
 }
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("wide", [False, True], ids=["cdf2", "cdf5"])
 def test_netcdf_c_reads_the_header_and_data(wide: bool) -> None:
     values = dict(SMALL)
@@ -95,6 +96,7 @@ def test_netcdf_c_reads_the_header_and_data(wide: bool) -> None:
             np.testing.assert_array_equal(variable[...], expected)
 
 
+@pytest.mark.fast
 def test_pieces_cover_reads_across_header_variables_and_padding() -> None:
     layout = Layout(_dataset(SMALL, {"x": 3, "n": 2, "y": 2}))
     whole = _file(layout, [v for _, _, v in SMALL.values()])
@@ -118,6 +120,7 @@ def test_pieces_cover_reads_across_header_variables_and_padding() -> None:
     assert [p.variable for p in layout.pieces(first, 8)] == [0, 1]
 
 
+@pytest.mark.fast
 def test_a_variable_past_4_gib_makes_cdf5(tmp_path: Path) -> None:
     huge = 5 << 30
     variables = (Variable("big", ("x",), NC_FLOAT, (), huge), Variable("after", ("y",), NC_INT, (), 8))
@@ -144,6 +147,7 @@ def test_a_variable_past_4_gib_makes_cdf5(tmp_path: Path) -> None:
         assert nc["big"][-1] == 0
 
 
+@pytest.mark.fast
 def test_json_attributes_get_netcdf_types() -> None:
     attributes = {"text": "é ok", "flag": True, "small": 7, "large": 2**40, "unsigned": 2**63, "real": 0.5,
                   "ints": [1, -2], "mixed": [1, 2.5], "bools": [True, False], "nested": {"a": [1]},
@@ -158,6 +162,7 @@ def test_json_attributes_get_netcdf_types() -> None:
         assert list(nc.mixed) == [1.0, 2.5] and nc.nested == '{"a": [1]}' and nc.nothing == "null"
 
 
+@pytest.mark.fast
 def test_names_netcdf_c_refuses() -> None:
     assert valid_name("t2m") and valid_name("2m_temperature") and valid_name("_x") and valid_name("é")
     assert not any(valid_name(n) for n in ("", "a/b", "-x", "x ", "a\x01"))
@@ -202,6 +207,7 @@ def _cdo(*args: str | Path) -> str:
     return subprocess.run(["cdo", "-s", *map(str, args)], check=True, capture_output=True, text=True).stdout
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_xarray_reads_data_nc_as_open_zarr_reads_the_store(fmt: int, tmp_path: Path,
                                                             mount_array: Any) -> None:
@@ -304,6 +310,7 @@ def test_a_reopened_data_nc_shows_an_array_another_writer_resized(tmp_path: Path
         np.testing.assert_array_equal(nc["a"][:], np.arange(6))
 
 
+@pytest.mark.fast
 def test_listing_and_sizing_data_nc_open_no_array(tmp_path: Path) -> None:
     """`ls -l` of a group of many arrays: the header comes from the metadata known, so no array
     is opened (no request per array on a remote store) until a variable's bytes are read."""

@@ -24,6 +24,8 @@ from zarrfs.views.nifti import nifti_header
 from zarrfs.views.nifti.qform import Qform, affine_of, qform_of
 from zarrfs.views.placement import NOWHERE, Axis, Placement, StoredHeader
 
+pytestmark = pytest.mark.fast
+
 MICRONS = tuple(Axis(name, "space", "micrometer") for name in "zyx")
 
 

@@ -19,6 +19,8 @@ from zarrfs.views.placement.cf_time import iso_times
 from zarrfs.views.placement.core import NOWHERE, WGS84, Coordinate, Placement, cf_placement, regular_step
 from zarrfs.views.placement.ome import ome_placement
 
+pytestmark = pytest.mark.fast
+
 F4 = np.dtype("<f4")
 
 def ome_spacings(group_attributes: dict[str, object], name: str, rank: int) -> list[float] | None:

@@ -51,6 +51,7 @@ def create(path: Path, values: np.ndarray, chunks: tuple[int, ...], zarr_format:
         return np.asarray(zarr.open_array(path, mode="r")[...], dtype=object)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("zarr_format", [3, 2])
 def test_strings_one_per_line(tmp_path: Path, mount_array: Any, zarr_format: int) -> None:
     shape = (7, 5)
@@ -111,6 +112,7 @@ def test_large_chunked_array_reads_in_slabs(tmp_path: Path, mount_array: Any) ->
             assert os.pread(f.fileno(), 1500, offset) == text[offset : offset + 1500]
 
 
+@pytest.mark.fast
 def test_render_escapes() -> None:
     assert render(np.array(["a\\n", "b\nc\r"], dtype=object), "string") == b"a\\\\n\nb\\nc\\r\n"
     assert render(np.array([b"\x01\xab"], dtype=object), "bytes") == b"01ab\n"

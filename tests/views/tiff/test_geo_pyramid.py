@@ -137,6 +137,7 @@ def test_an_xarray_pyramid_as_ndpyramid_writes_it(tmp_path: Path, mount_array: A
     assert np.array_equal(overview(tmp_path, str(mount.path / "tas.tif"), 1), levels[0])
 
 
+@pytest.mark.fast
 def test_the_layout_is_read_as_the_convention_says() -> None:
     entry = {"asset": "r10m", "spatial:transform": [10.0, 0, 5e5, 0, -10.0, 5e6]}
     assert geo_multiscale_of({"multiscales": {"layout": [entry]}}) == (Level("r10m", entry),)
@@ -150,6 +151,7 @@ def test_the_layout_is_read_as_the_convention_says() -> None:
         Level("0", {"asset": "0", "proj:code": "EPSG:3857"}), Level("1", {"asset": "1"}))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("own", "first", "want"), [
     (True, False, (5e5, 20.0, 0.0, 5e6, 0.0, -20.0)),  # the level's own transform
     (False, True, (1.0, 2.0, 0.0, 3.0, 0.0, -2.0)),  # the group's, which is of the first level

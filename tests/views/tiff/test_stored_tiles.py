@@ -16,6 +16,8 @@ from zarrfs.views.tiff.directories import IMAGE_WIDTH, Tag, TiffImage, tiff_head
 from zarrfs.views.tiff.stored_tiles import StoredTiles
 from zarrfs.views.tiff.tile_sizes import BLOCK, Learned
 
+pytestmark = pytest.mark.fast
+
 SLOT = 128
 
 

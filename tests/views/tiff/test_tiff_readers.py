@@ -194,6 +194,7 @@ def test_the_cogs_overviews_are_decoded_too(default_mount: Mounted, tmp_path: Pa
         assert np.array_equal(levels[1].asarray(), default_mount.image_level(1))
 
 
+@pytest.mark.fast
 def test_decoded_tiles_have_exact_counts_and_each_chunk_is_decoded_once(written: Path,
                                                                         mount_array: Any) -> None:
     """Uncompressed tiles, every byte count the tile's size, each in a slot of its own (as long

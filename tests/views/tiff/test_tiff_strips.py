@@ -121,6 +121,7 @@ def test_every_image_and_level_is_in_strips(strips_mount: Mounted) -> None:
 STRIP_CASES = [((1000, 1200), (256, 256), 256), ((3000, 600), (64, 64), 832), ((700, 4096), (300, 512), 100)]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("shape", "chunks", "rows"), STRIP_CASES, ids=["row", "rows", "part"])
 def test_a_strip_is_whole_rows_of_chunks_read_once(tmp_path: Path, mount_array: Any, shape: tuple[int, int],
                                                    chunks: tuple[int, int], rows: int) -> None:

@@ -28,6 +28,8 @@ from zarrfs.views.tiff.ome_tiff import multiscale_of, ome_tiff_file
 from zarrfs.views.tiff.stored_tiles import Scratch
 from zarrfs.views.tiff.tables import Stepped
 
+pytestmark = pytest.mark.fast
+
 
 class ViewReader(io.RawIOBase):
     """A file object over a view's `read`, as the fuse layer would serve it."""
