@@ -6,18 +6,17 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
 import pytest
-from mounting import Mount, mounted
 
+from tests.helpers.fast_tier import has_fast_tests
+from tests.helpers.mounting import Mount, MountFactory, mounted
 from zarrfs.array.reads import policy
 from zarrfs.array.stored import chunk_io
-
-MountFactory = Callable[..., Mount]
 
 
 @pytest.fixture
@@ -53,85 +52,10 @@ def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 TESTS = Path(__file__).resolve().parent
 
 # `bash scripts/test --fast` (`pytest -m fast`): unit tests of every layer, whole modules, plus
-# one real mount per main path, by test function name (every parametrization of it). Keep it
-# under two minutes on two cores, all of scripts/test included.
-FAST_MODULES = {
-    "test_headers.py", "test_deadlines.py", "test_zstd_codec.py", "test_masks.py", "test_tree.py",
-    "test_sharded_streams.py", "test_readahead.py", "test_early_writes.py", "test_make_room.py",
-    "test_engine_properties.py", "test_memory.py", "test_store_errors.py", "test_systemd.py",
-    "test_api.py", "interop/test_native.py", "reliability/test_faulty_fs.py", "test_placement.py",
-    "test_check_layers.py", "test_statfs.py", "test_format_registry.py", "test_array_metadata.py",
-    "test_keyed_locks.py", "test_written_reads.py", "fuzz/test_replay.py", "fuzz/test_findings.py",
-    "test_tiff_view.py", "test_stored_tiles.py", "test_registry_codecs.py", "test_store_stats.py",
-    "test_page_cache.py",
-    "test_zip_index.py", "test_loader_pool.py", "test_written_back_during_load.py",
-    "test_docs_options.py", "test_readahead_cost.py", "test_hdf5_format.py",
-    "test_writeback_memory.py", "test_late_replies.py", "test_local_writes.py",
-    "test_install_system.py", "test_light_tests.py", "test_decoding_pool.py", "test_nifti_header.py",
-    "test_mrc_header.py", "test_fits_header.py",
-}
-FAST_TESTS = {
-    "test_docs.py": {"test_every_example_runs_or_says_why_not",
-                     "test_comments_above_fences_say_how_to_run_them",
-                     "test_a_transcript_compares_output_and_status"},
-    "test_geo_pyramid.py": {"test_the_layout_is_read_as_the_convention_says",
-                            "test_a_level_is_placed_by_its_entry_or_the_group"},
-    "test_mount_matrix.py": {"test_reads_match_tensorstore", "test_writes_reach_tensorstore_and_zarr"},
-    "test_hdf5_mount.py": {"test_chunks_pass_through"},
-    "test_tiff_readers.py": {"test_decoded_tiles_have_exact_counts_and_each_chunk_is_decoded_once"},
-    "test_tiff_strips.py": {"test_a_strip_is_whole_rows_of_chunks_read_once"},
-    "test_hdf5_group.py": {"test_xarray_reads_the_group_as_open_zarr"},
-    "test_hdf5_strings.py": {"test_xarray_reads_strings_as_open_zarr", "test_unicode_as_variable_length"},
-    "test_mount.py": {"test_dd_reads_bytes", "test_chunk_files_hold_the_decoded_chunk"},
-    "test_store_cas.py": {"test_conditional_put", "test_conditional_delete",
-                          "test_local_cas_leaves_no_files_behind"},
-    "test_groups.py": {"test_write_through_a_nested_group_mount", "test_nested_groups_with_sharded_arrays"},
-    "test_resize.py": {"test_partial_rows_are_refused", "test_chunk_files_keep_their_size"},
-    "test_views_mount.py": {"test_fortran_order_chunk_files_and_data"},
-    "test_store_links.py": {"test_a_chunk_linked_outside_is_refused_to_every_reader"},
-    "test_user_option.py": {"test_the_daemon_serves_as_the_user_it_names", "test_group_alone_is_refused"},
-    "test_recheck.py": {"test_a_change_noticed_through_one_file_shows_in_the_others"},
-    "test_http.py": {"test_ome_zarr_plate_without_listings"},
-    "test_zip.py": {"test_an_rfc9_ozx"},
-    "test_icechunk_writes.py": {"test_each_fsync_of_data_is_one_commit_naming_what_it_wrote",
-                                "test_rw_at_a_tag_is_refused_in_one_line"},
-    "test_references.py": {"test_references_outside_the_set_are_refused",
-                           "test_inline_chunks_base64_and_text"},
-    "test_icechunk.py": {"test_a_group_mounts_with_its_plain_and_sharded_arrays"},
-    "test_icechunk_versions.py": {"test_every_version_shows_the_arrays_as_icechunk_reads_them"},
-    "test_icechunk_virtual.py": {"test_a_container_elsewhere_is_refused_at_once_until_allowed"},
-    "test_commands.py": {"test_info_describes_a_zarr_python_array",
-                         "test_create_refuses_bad_input_in_one_line"},
-    "test_check_import.py": {"test_check_finds_damage_inside_groups", "test_import_keeps_metadata_options"},
-    "test_workspace.py": {"test_setfattr_replaces_attributes_of_arrays_and_groups",
-                          "test_rm_r_deletes_plain_and_sharded_arrays_and_group_trees"},
-    "test_geo_views.py": {"test_xarray_grid_in_gdal"},
-    "test_workspace_npy.py": {"test_np_save_big_endian_fortran_and_rank_one"},
-    "reliability/test_partition.py": {"test_a_partition_degrades_to_cached_data_and_bounded_eio"},
-    "reliability/test_azure.py": {"test_store_compare_and_swap",
-                                  "test_anon_uses_no_credentials_whatever_the_environment_names"},
-    "test_metrics.py": {"test_a_scrape_during_a_workload_shows_it", "test_public_source",
-                        "test_the_option_parses", "test_a_bad_address_is_refused"},
-    "test_rectilinear.py": {"test_the_registry_example_expands_as_it_says",
-                            "test_cells_of_covers_every_element_once",
-                            "test_bad_edges_are_refused_naming_the_member",
-                            "test_registry_example_reads_and_writes"},
-    "test_text_view.py": {"test_render_escapes", "test_strings_one_per_line"},
-    "interop/test_zarrs_corpus.py": {"test_reads_as_its_bytes_twin", "test_bytes_twin_holds_its_chunk_files",
-                                     "test_exactly_the_listed_arrays_fail"},
-    "test_netcdf_view.py": {"test_netcdf_c_reads_the_header_and_data",
-                            "test_pieces_cover_reads_across_header_variables_and_padding",
-                            "test_a_variable_past_4_gib_makes_cdf5", "test_json_attributes_get_netcdf_types",
-                            "test_names_netcdf_c_refuses", "test_listing_and_sizing_data_nc_open_no_array",
-                            "test_xarray_reads_data_nc_as_open_zarr_reads_the_store"},
-    "test_netcdf_classic.py": {"test_classic_types_of_cdf5_types",
-                               "test_doubles_hold_values_exactly_or_reading_them_is_an_error",
-                               "test_64_bit_attributes_are_doubles_where_exact",
-                               "test_the_option_parses"},
-    "test_fits_view.py": {"test_large_arrays_read_in_order"},
-    "test_netcdf_readahead.py": {"test_data_nc_read_in_order_is_answered_from_big_endian_slabs",
-                                 "test_a_write_to_an_array_shows_in_data_nc_read_ahead"},
-}
+# one real mount per main path. Each module says what of it is in the tier: `pytestmark =
+# pytest.mark.fast` for the whole module, `@pytest.mark.fast` on a test (every parametrization
+# of it); tests/helpers/fast_tier.py. Keep it under two minutes on two cores, all of
+# scripts/test included.
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -142,16 +66,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
         return None
     if not (collection_path.name.startswith("test_") and collection_path.is_relative_to(TESTS)):
         return None
-    module = collection_path.relative_to(TESTS).as_posix()
-    return module not in FAST_MODULES and module not in FAST_TESTS
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
-        name = getattr(item, "originalname", item.name)
-        if module in FAST_MODULES or name in FAST_TESTS.get(module, ()):
-            item.add_marker(pytest.mark.fast)
+    return not has_fast_tests(collection_path)
 
 
 # Under CI a skip is a failure: a missing /dev/fuse or a declared test dependency that did not

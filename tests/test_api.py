@@ -14,11 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from mounting import is_mounted
 
 import zarrfs
+from tests.helpers.mounting import is_mounted
 from zarrfs.api import options_text
 from zarrfs.options import MountOptions, OptionError
+
+pytestmark = pytest.mark.fast
 
 SHAPE = (40, 60)
 

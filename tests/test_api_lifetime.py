@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from mounting import is_mounted
+
+from tests.helpers.mounting import is_mounted
 
 SHAPE = (40, 60)
 ENDS_WITHIN = 60.0  # (the daemon's write-back and unmount, on a loaded machine)

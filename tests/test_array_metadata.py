@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from mounting import ZARRFS
 
+from tests.helpers.mounting import ZARRFS
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import MetadataError, ReadOnlyError
@@ -24,6 +24,8 @@ from zarrfs.formats import discover
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
+
+pytestmark = pytest.mark.fast
 
 DOC: dict[str, Any] = {
     "zarr_format": 3, "node_type": "array", "shape": [6, 5], "data_type": "int16",

@@ -20,8 +20,8 @@ from typing import Any
 import numcodecs
 import numpy as np
 import pytest
-from mounting import ZARRFS
 
+from tests.helpers.mounting import ZARRFS
 from zarrfs.grid import Box, cells_of, cells_touched
 from zarrfs.rectilinear import RectilinearGrid, parse_rectilinear
 
@@ -155,6 +155,7 @@ def values_of(shape: tuple[int, ...]) -> np.ndarray:
 # -- index math ----------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_the_registry_example_expands_as_it_says() -> None:
     grid = parse_rectilinear({"kind": "inline", "chunk_shapes": EXAMPLE}, (6,) * 5, "chunk_grid")
     assert grid.axes == (4, (1, 2, 3), (4, 4), (1, 1, 1, 3), (4, 4, 4))
@@ -166,6 +167,7 @@ def test_the_registry_example_expands_as_it_says() -> None:
     assert piece.cell == (1, 0) and piece.in_cell == (slice(4, 5), slice(15, 16))
 
 
+@pytest.mark.fast
 def test_cells_of_covers_every_element_once() -> None:
     grid = RectilinearGrid(((1, 2, 3, 5), 3))
     box = Box((1, 2), (10, 8))
@@ -182,6 +184,7 @@ def test_cells_of_covers_every_element_once() -> None:
         assert list(cells_touched(asked, (4, 5))) == [piece.cell for piece in cells_of(asked, (4, 5))]
 
 
+@pytest.mark.fast
 def test_bad_edges_are_refused_naming_the_member() -> None:
     for config, member in [({"kind": "x", "chunk_shapes": [4]}, "kind"),
                            ({"kind": "inline", "chunk_shapes": [[2, 2]]}, "chunk_shapes[0]"),
@@ -194,6 +197,7 @@ def test_bad_edges_are_refused_naming_the_member() -> None:
 # -- through a mount -------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_registry_example_reads_and_writes(tmp_path: Path, mount_array: Any) -> None:
     shape = (6,) * 5
     path = tmp_path / "a.zarr"

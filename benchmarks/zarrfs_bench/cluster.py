@@ -15,13 +15,12 @@ import numpy as np
 from .common import REPO, log
 from .s3 import BUCKET, environ, s3_server, s3_server_module
 
-# tests/reliability/cluster.py imports the tests' `mounting` by that name.
-for path in (REPO, REPO / "tests"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
+# tests/reliability/cluster.py imports the tests' helpers as `tests.helpers`.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
-from tests.reliability import cluster  # noqa: E402
-from zarrfs.api import read_stats  # noqa: E402
+from tests.reliability import cluster
+from zarrfs.api import read_stats
 
 
 def run_once(endpoint: str, nodes: int, rounds: int, run: int, work: Path) -> dict[str, Any]:

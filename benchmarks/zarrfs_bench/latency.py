@@ -1,6 +1,6 @@
 """Remote reads under latency: the same arrays on S3 (the moto server of `s3.py`, in a child
 process) reached through a TCP proxy that delays every piece of data by `delay` seconds in
-each direction (tests/netproxy.py, in a child process of its own: a request costs a round
+each direction (tests/helpers/netproxy.py, in a child process of its own: a request costs a round
 trip of 2 x delay on top of the server's time), plain and sharded. TensorStore (s3 kvstore,
 no cache pool), zarr-python (fsspec/s3fs) and a cold `dd bs=1M` of `data` on a fresh zarrfs
 mount each read the whole array; the proxy counts the requests each sends. With `azure`, a
@@ -70,7 +70,8 @@ class Figures:
 def serve_proxy(target_port: int, delay: float) -> None:
     """The child process: a delaying proxy to `target_port`; prints its port, then answers
     each line read from stdin with the number of requests passed so far, until stdin closes."""
-    spec = importlib.util.spec_from_file_location("zarrfs_bench_netproxy", REPO / "tests" / "netproxy.py")
+    spec = importlib.util.spec_from_file_location(
+        "zarrfs_bench_netproxy", REPO / "tests" / "helpers" / "netproxy.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

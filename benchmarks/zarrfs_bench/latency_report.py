@@ -27,7 +27,7 @@ def render(figures: Figures, delays: list[float], size: int, repeat: int) -> str
         "# zarrfs: remote reads under latency", "",
         f"uint16 zstd-1, {size >> 20} MiB; plain: 512x512 chunks (512 KiB); sharded: 2048x2048 "
         "shards (8 MiB) of 256x256 inner chunks (128 KiB). A moto S3 server on 127.0.0.1 behind "
-        "a proxy delaying each direction by half the round trip (tests/netproxy.py). Cold whole "
+        "a proxy delaying each direction by half the round trip (tests/helpers/netproxy.py). Cold whole "
         f"reads, medians of {repeat}: TensorStore (s3 kvstore, no cache pool), zarr-python "
         "(fsspec/s3fs), zarrfs (`dd bs=1M` of `data` on a fresh mount). Requests: what each "
         f"sent to the server (the proxy counts them). Targets: zarrfs >= {TARGET_TS:.1f}x "

@@ -60,10 +60,10 @@ TARGET_TS = 5.0  # a cold small read within 5x of TensorStore reading the same e
 
 
 def scale_arrays() -> ModuleType:
-    """tests/scale_arrays.py (write_twin, RequestLog), by path: one way to make twins."""
+    """tests/helpers/scale_arrays.py (write_twin, RequestLog), by path: one way to make twins."""
     name = "zarrfs_bench_scale_arrays"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "scale_arrays.py")
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "helpers" / "scale_arrays.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module

@@ -60,7 +60,9 @@ TARGETS = ("metadata", "consolidated", "shard", "references", "codecs", "zip")
 
 
 def harness_module(target: str) -> str:
-    return f"fuzz.fuzz_{target}"
+    """The harness's module, in this package as it was imported (`fuzz` under the runner,
+    `tests.fuzz` under pytest)."""
+    return f"{__package__}.fuzz_{target}"
 
 
 def quiet_logging() -> None:

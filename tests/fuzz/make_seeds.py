@@ -80,7 +80,7 @@ def metadata_seeds(stores: dict[str, Path]) -> None:
                 seed(f"{store}-{folder or 'root'}", (name, ".zattrs"), path.read_bytes(), attrs.read_bytes())
             elif name == ".zarray":
                 seed(f"{store}-{folder or 'root'}", (".zarray",), path.read_bytes())
-    from reliability.test_fuzz import VALID_DOCS
+    from tests.reliability.test_fuzz import VALID_DOCS
 
     for i, document in enumerate(VALID_DOCS):
         seed(f"test_fuzz-valid-{i}", ("zarr.json",), json.dumps(document).encode())
@@ -132,7 +132,7 @@ def codec_seeds(stores: dict[str, Path]) -> None:
 
 
 def reference_seeds(root: Path) -> None:
-    from references_fixtures import kerchunk_references, write_hdf5
+    from tests.helpers.references_fixtures import kerchunk_references, write_hdf5
 
     write_hdf5(root / "data.h5")
     references = kerchunk_references(root / "data.h5", "data.bin")  # the harness's data file
@@ -155,7 +155,7 @@ def reference_seeds(root: Path) -> None:
 
 
 def zip_seeds(root: Path) -> None:
-    from zip_fixtures import ome_image, ozx, zipped_folder, zipstore_array, zipstore_group
+    from tests.helpers.zip_fixtures import ome_image, ozx, zipped_folder, zipstore_array, zipstore_group
 
     write_seed("zip", "zipstore-v3-deflated", zipstore_array(root / "a.zip").read_bytes())
     write_seed("zip", "zipstore-v2-group", zipstore_group(root / "g.zip", zarr_format=2).read_bytes())
@@ -179,5 +179,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(TESTS))
+    sys.path[:0] = [str(TESTS), str(TESTS.parent)]  # (`fuzz`, and the helpers as `tests.helpers`)
     main()

@@ -25,6 +25,8 @@ from zarrfs.store import Store
 
 from .fuzz_codecs import PIPELINES
 
+pytestmark = pytest.mark.fast
+
 ZARRAY = {"zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "<i4", "compressor": None,
           "fill_value": 0, "order": "C", "filters": None}
 

@@ -15,6 +15,8 @@ from zarrfs.store import Store
 from .common import CORPUS, TARGETS, corpus_files, harness_module, split
 from .nodes import explore, store_of
 
+pytestmark = pytest.mark.fast
+
 CASES = [(target, path) for target in TARGETS for path in corpus_files(target)]
 
 

@@ -1,18 +1,14 @@
-"""Fixtures of the interop tests, and the helpers (`interop_cases`) made importable whatever
-pytest's import mode."""
+"""Fixtures of the interop tests."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 
 # zarrfs and TensorStore fsync every object they write; on a disk that makes the matrix take
 # six times as long. tmpfs keeps the same code paths (atomic rename, directory fsync) cheap.

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from interop_cases import (
+
+from tests.interop.interop_cases import (
     CASES,
     EMPTY,
     STORAGE,
@@ -32,7 +33,6 @@ from interop_cases import (
     write_zarr_python,
     write_zarrfs,
 )
-
 from zarrfs.array_metadata import open_array
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.grid import Box

@@ -17,17 +17,6 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from interop_cases import (
-    array_json,
-    assert_same_bits,
-    bytes_codec,
-    random_values,
-    read_tensorstore,
-    read_zarr_python,
-    stored_keys,
-    sub_boxes,
-    zero,
-)
 from zarr.codecs import (
     BloscCodec,
     BytesCodec,
@@ -38,10 +27,23 @@ from zarr.codecs import (
     ZstdCodec,
 )
 
+from tests.interop.interop_cases import (
+    array_json,
+    assert_same_bits,
+    bytes_codec,
+    random_values,
+    read_tensorstore,
+    read_zarr_python,
+    stored_keys,
+    sub_boxes,
+    zero,
+)
 from zarrfs.array_metadata import open_array
 from zarrfs.errors import ChunkError
 from zarrfs.grid import Box
 from zarrfs.store import Store
+
+pytestmark = pytest.mark.fast
 
 
 def _fill_some(shape: tuple[int, ...], data_type: str) -> tuple[tuple[slice, ...], np.ndarray]:

@@ -23,7 +23,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from mounting import ZARRFS, mounted
+
+from tests.helpers.mounting import ZARRFS, mounted
 
 SHAPE = [2, 3]
 NAN, INF = math.nan, math.inf

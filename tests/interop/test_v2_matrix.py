@@ -38,7 +38,8 @@ import numpy as np
 import pytest
 import tensorstore as ts
 import zarr
-from mounting import Mount, mounted
+
+from tests.helpers.mounting import Mount, mounted
 
 # -- cases -----------------------------------------------------------------------------------
 

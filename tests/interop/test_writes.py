@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from interop_cases import (
+
+from tests.interop.interop_cases import (
     EMPTY,
     Case,
     array_json,
@@ -35,7 +36,6 @@ from interop_cases import (
     zero,
     zstd,
 )
-
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json

@@ -30,8 +30,9 @@ from typing import Any
 import numcodecs
 import numpy as np
 import pytest
-from mounting import VIEW_FILES, Mount, mounted
-from zarrs_corpus_expected import NOT_YET
+
+from tests.helpers.mounting import VIEW_FILES, Mount, mounted
+from tests.interop.zarrs_corpus_expected import NOT_YET
 
 ARCHIVE = Path(__file__).resolve().parent.parent / "data" / "zarrs_corpus.tar.xz"
 PREFIX = "supported/regular/"
@@ -115,6 +116,7 @@ def _rounding(doc: Mapping[str, Any]) -> tuple[np.dtype[Any], float] | None:
     return None
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", [n for n in OTHERS if n not in FAILING])
 def test_reads_as_its_bytes_twin(corpus: Corpus, name: str) -> None:
     got, expected = corpus.data(name), corpus.data(_twin_of(name))
@@ -128,6 +130,7 @@ def test_reads_as_its_bytes_twin(corpus: Corpus, name: str) -> None:
     np.testing.assert_allclose(values, exact, rtol=0, atol=error, equal_nan=True)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", TWINS)
 def test_bytes_twin_holds_its_chunk_files(corpus: Corpus, name: str) -> None:
     """The `bytes` codec's chunks are the elements, little-endian, in C order: the oracle
@@ -148,6 +151,7 @@ def test_bytes_twin_holds_its_chunk_files(corpus: Corpus, name: str) -> None:
 # -- what fails -----------------------------------------------------------------------------------
 
 
+@pytest.mark.fast
 def test_exactly_the_listed_arrays_fail(corpus: Corpus) -> None:
     """Every array but those of NOT_YET mounts with its `data`; those fail naming their codec."""
     missing = {name for name in DOCUMENTS if not (corpus.mount.path / PREFIX / name / "data").exists()}

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mounting import Mount, mounted
+
+from tests.helpers.mounting import Mount, mounted
 
 SHAPE = (32, 64)
 SHARDS = (32, 32)

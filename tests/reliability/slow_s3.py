@@ -1,4 +1,4 @@
-"""A moto S3 server behind a slow proxy (`tests/netproxy.py`), both in a child process.
+"""A moto S3 server behind a slow proxy (`tests/helpers/netproxy.py`), both in a child process.
 
 A test that times the store's silence against a mount's `timeout` must not time its own
 process: late in a whole suite's run pytest's process holds 1.6 GB and 70 threads, and a
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.netproxy import proxied
+from tests.helpers.netproxy import proxied
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 
 REPO = Path(__file__).resolve().parents[2]

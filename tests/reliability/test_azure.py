@@ -33,13 +33,13 @@ import pytest
 import zarr
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
-from mounting import Mount, pread, timed
 from zarr.codecs import ZstdCodec
 
-from tests.netproxy import proxied
+from tests.helpers.mounting import Mount, pread, timed
+from tests.helpers.netproxy import proxied
+from tests.helpers.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
 from tests.reliability.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.reliability.test_two_mounts import Writer, lost
-from tests.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
 from zarrfs.errors import ConflictError
 from zarrfs.options import MountOptions, OptionError
 from zarrfs.store import Store
@@ -82,6 +82,7 @@ def test_fixture_server_honours_etag_conditions(azurite: AzuriteServer, containe
     assert blob.download_blob().readall() == b"two"
 
 
+@pytest.mark.fast
 def test_store_compare_and_swap(azurite: AzuriteServer, container: str) -> None:
     store = Store(adlfs.AzureBlobFileSystem(**azurite.adlfs_options()), f"{container}/cas")
     assert_compare_and_swap(store)
@@ -324,6 +325,7 @@ def test_a_silent_server_costs_a_read_its_timeout_then_eio(azurite: AzuriteServe
     assert "no answer" in mount.log(), mount.log()
 
 
+@pytest.mark.fast
 def test_anon_uses_no_credentials_whatever_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an endpoint too: adlfs alone would sign with the environment's connection
     string, `anon` or not. (Opening a filesystem sends no request.)"""

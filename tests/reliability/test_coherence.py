@@ -62,7 +62,7 @@ appended to it as one JSON line per test.
 
 Races show mostly on a loaded machine: run the soak beside two spinning processes (one per
 core, `python3 -c "while True: pass"`). That is how the main test found the cache's race that
-tests/test_written_back_during_load.py now makes on purpose (it failed in about half of the
+tests/array/test_written_back_during_load.py now makes on purpose (it failed in about half of the
 runs so, and passed every run on a quiet machine).
 """
 
@@ -83,8 +83,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import Mount, abort_connection, fuse_connection, kernel_stacks, mounted
 
+from tests.helpers.mounting import Mount, abort_connection, fuse_connection, kernel_stacks, mounted
 from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(

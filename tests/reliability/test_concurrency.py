@@ -46,8 +46,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, Mount, abort_connection, fuse_connection, kernel_stacks, mounted
 
+from tests.helpers.mounting import ZARRFS, Mount, abort_connection, fuse_connection, kernel_stacks, mounted
 from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 import zarr
-from mounting import ZARRFS, is_mounted
+
+from tests.helpers.mounting import ZARRFS, is_mounted
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"

@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import (
+
+from tests.helpers.mounting import (
     ZARRFS,
     Mount,
     abort_connection,
@@ -68,7 +69,6 @@ from mounting import (
     mounted,
     without_views,
 )
-
 from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from tests.mounting import mounted
+from tests.helpers.mounting import mounted
 from tests.reliability.s3_server import S3Server
 
 MIB = 1 << 20

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from mounting import ZARRFS, is_mounted
 
-from tests.http_server import answering
+from tests.helpers.http_server import answering
+from tests.helpers.mounting import ZARRFS, is_mounted
 from tests.reliability.s3_server import S3_ENV, S3Server, free_port
 from zarrfs.errors import StoreError
 from zarrfs.store import Store

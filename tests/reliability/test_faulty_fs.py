@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
-from mounting import wait_until
 
+from tests.helpers.mounting import wait_until
 from tests.reliability.faulty_fs import (
     CONFIG_ENV,
     FaultyFileSystem,
@@ -36,6 +36,8 @@ from zarrfs.errors import ChunkError, StoreError
 from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
 from zarrfs.store import RetryPolicy, Store, SuffixRange
+
+pytestmark = pytest.mark.fast
 
 # Tests of giving up use a short deadline; tests of succeeding after faults a long one, so a
 # loaded machine cannot turn a handful of retries into a missed deadline.

@@ -31,11 +31,11 @@ os.environ.update(GCS_ENV)  # before gcsfs is imported (it reads it once, at imp
 
 import gcsfs
 import zarr
-from mounting import Mount
 from zarr.codecs import ZstdCodec
 
+from tests.helpers.mounting import Mount
+from tests.helpers.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
 from tests.reliability.test_two_mounts import Writer, lost
-from tests.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
 from zarrfs.store import Store
 
 SHAPE = (64, 48)

@@ -13,7 +13,7 @@ os.environ.update(GCS_ENV)  # before gcsfs is imported (it reads it once, at imp
 
 import gcsfs
 
-from tests.zip_fixtures import assert_group_matches, open_zipped, zipstore_group
+from tests.helpers.zip_fixtures import assert_group_matches, open_zipped, zipstore_group
 
 
 def test_a_zipstore_zip_on_gcs_mounts_and_reads_as_zarr_python_reads_it(tmp_path: Path,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import zarr
 
-from tests.mounting import ZARRFS, mounted
+from tests.helpers.mounting import ZARRFS, mounted
 from tests.reliability.s3_server import S3Server
 
 

@@ -58,8 +58,8 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-from mounting import Mount, mounted
 
+from tests.helpers.mounting import Mount, mounted
 from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(

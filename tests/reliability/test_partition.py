@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pytest
 import s3fs
-from mounting import Mount, mounted, pread, timed
 
-from tests.netproxy import TcpProxy, proxied
+from tests.helpers.mounting import Mount, mounted, pread, timed
+from tests.helpers.netproxy import TcpProxy, proxied
 from tests.reliability.s3_server import S3Server
 from zarrfs.array_metadata import open_array
 from zarrfs.errors import StoreTimeout
@@ -106,6 +106,7 @@ def assert_eio(result: Any) -> None:
     assert isinstance(result, OSError) and result.errno == errno.EIO, result
 
 
+@pytest.mark.fast
 def test_a_partition_degrades_to_cached_data_and_bounded_eio(
         partitioned: tuple[Mount, TcpProxy, S3Server], logging_to: str) -> None:
     mount, proxy, _ = partitioned

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from mounting import pread, timed
 
-from tests.netproxy import proxied
+from tests.helpers.mounting import pread, timed
+from tests.helpers.netproxy import proxied
 from tests.reliability.s3_server import S3Server
 from tests.reliability.test_partition import (
     AT_ONCE,

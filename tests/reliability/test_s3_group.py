@@ -22,8 +22,8 @@ from urllib.parse import parse_qs, unquote
 
 import numpy as np
 import pytest
-from mounting import mounted, without_views
 
+from tests.helpers.mounting import mounted, without_views
 from tests.reliability.s3_server import S3Server, free_port, serving
 
 pytestmark = pytest.mark.skipif(

@@ -17,10 +17,10 @@ import h5py
 import hdf5plugin  # noqa: F401  (the zstd filter)
 import numpy as np
 
-from tests.mounting import mounted
-from tests.netproxy import proxied
+from tests.helpers.mounting import mounted
+from tests.helpers.netproxy import proxied
+from tests.helpers.scale_arrays import ZLIB, RequestLog, Requests, twin_on_s3, values
 from tests.reliability.s3_server import S3Server
-from tests.scale_arrays import ZLIB, RequestLog, Requests, twin_on_s3, values
 from zarrfs.views.hdf5.structures import NODE_ENTRIES as PAGE  # (chunks a leaf indexes)
 
 CHUNK = (16, 16)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import Mount, mounted, pread, timed
 
+from tests.helpers.mounting import Mount, mounted, pread, timed
 from tests.reliability.s3_server import S3Server
 from zarrfs.store import RetryPolicy
 

@@ -2,7 +2,7 @@
 and that every answer they do not take, and every store they would not serve as botocore
 does, goes through botocore's GetObject (the operations a store calls are seen through
 botocore's events). A certificate only botocore trusts is served by a TLS front
-(tests.netproxy) with a certificate authority made by the test."""
+(tests.helpers.netproxy) with a certificate authority made by the test."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from fsspec.asyn import sync
 
-from tests.http_server import answering
-from tests.netproxy import proxied
+from tests.helpers.http_server import answering
+from tests.helpers.netproxy import proxied
 from tests.reliability.s3_server import S3Server
 from zarrfs.store import ByteRange, RetryPolicy, Store
 from zarrfs.store.objects import obstore_gets, presigned

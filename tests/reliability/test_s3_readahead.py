@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.mounting import mounted
-from tests.netproxy import proxied
+from tests.helpers.mounting import mounted
+from tests.helpers.netproxy import proxied
+from tests.helpers.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
 from tests.reliability.s3_server import S3Server
-from tests.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

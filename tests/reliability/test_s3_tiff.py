@@ -2,7 +2,7 @@
 handed out as stored (a chunk's object, or an inner chunk where its shard's index says), their
 byte counts learned as the tables are read (a listing of each row of chunks, or a HEAD each),
 each tile read then costing that tile: one request to the server, a GET of its object (counted
-by the server). A default mount serves them decoded: tests/test_tiff_readers.py."""
+by the server). A default mount serves them decoded: tests/views/tiff/test_tiff_readers.py."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tifffile
 import zarr
-from mounting import mount_stats as stats
-from mounting import mounted
 
+from tests.helpers.mounting import mount_stats as stats
+from tests.helpers.mounting import mounted
 from tests.reliability.s3_server import S3Server, free_port, serving
 from tests.reliability.test_s3_group import LoggedS3Server
 

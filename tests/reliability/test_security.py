@@ -42,9 +42,9 @@ import pytest
 from fsspec.implementations.local import LocalFileSystem
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mounting import ZARRFS, is_mounted, mounted, without_views
 
-from tests.http_server import answering
+from tests.helpers.http_server import answering
+from tests.helpers.mounting import ZARRFS, is_mounted, mounted, without_views
 from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from tests.reliability.s3_server import S3Server
 from zarrfs import array_metadata

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from tests.mounting import Mount, mounted
+from tests.helpers.mounting import Mount, mounted
 from tests.reliability.s3_server import S3_ENV
 from tests.reliability.slow_s3 import SlowS3, slow_s3
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, Mount, is_mounted, mounted, without_views
+
+from tests.helpers.mounting import ZARRFS, Mount, is_mounted, mounted, without_views
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -2,7 +2,7 @@
 moto server): the open costs no request (the layout comes from the array's shape and codecs);
 what another writer (zarr-python) rewrote is shown exactly; a chunk or a shard it deleted
 shown as the fill tile. (Zstd tiles as stored: mounted with `-o filters=plugins`; a default
-mount serves them decoded, tests/test_tiff_readers.py.) And `Store.stats` over S3: a listing
+mount serves them decoded, tests/views/tiff/test_tiff_readers.py.) And `Store.stats` over S3: a listing
 of each row of chunks asked for, agreeing with `Store.stat` key by key."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import tifffile
 import zarr
 from zarr.codecs import ZstdCodec
 
-from tests.mounting import Mount, mount_stats, mounted
+from tests.helpers.mounting import Mount, mount_stats, mounted
 from tests.reliability.s3_server import S3Server
-from tests.test_store_stats import Calls
+from tests.store.test_store_stats import Calls
 from zarrfs.store import Store
 
 SHAPE = (256, 512)

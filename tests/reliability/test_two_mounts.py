@@ -57,8 +57,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mounting import ZARRFS, Mount, mounted
 
+from tests.helpers.mounting import ZARRFS, Mount, mounted
 from tests.reliability.figures import report_figures
 from tests.reliability.s3_server import S3Server
 

@@ -7,7 +7,7 @@ not installed (a client falls back to a slower one, a codec is unknown). What th
 imports to start (zarrfs.daemon.run and everything it imports) is loaded by then; what a mount
 imports only when its source or its arrays need it is listed here, by what needs it, and
 imported first. (Found by mounting as NAME with an audit hook on imports and opens, reading
-every file of the mount; tests/test_user_option_private.py mounts from a Python NAME cannot
+every file of the mount; tests/daemon/test_user_option_private.py mounts from a Python NAME cannot
 read.)
 
 What still cannot be loaded as NAME fails the mount with a line naming NAME and the path NAME

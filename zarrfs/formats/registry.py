@@ -10,7 +10,7 @@ there) -- and a `FORMAT` instance of it giving its number, its file names (`meta
 `attributes_file`, `group_file`, `consolidated_file`, `listed_files`, `reserved_names`) and
 the formats its groups hold (`child_formats`). It is registered by one line, its `FORMAT` in
 `_REGISTERED` below (after `from . import vN_format`); their order is the order discovery
-looks for formats at a path. tests/test_format_registry.py checks the interface is whole.
+looks for formats at a path. tests/formats/test_format_registry.py checks the interface is whole.
 """
 
 from __future__ import annotations

@@ -1,0 +1,49 @@
+"""tests/helpers/light_tests.py lists the fast tier's modules that need no heavy oracle (what runs
+under a second interpreter in CI): exactly those, but the ones it leaves out with a reason."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import light_tests
+from tests.helpers.fast_tier import fast_modules
+
+pytestmark = pytest.mark.fast
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def test_the_list_is_the_light_fast_modules() -> None:
+    light = {m for m in fast_modules()
+             if light_tests.third_party_imports(TESTS / m) <= light_tests.LIGHT_IMPORTS}
+    assert set(light_tests.MODULES) == light - set(light_tests.LEFT_OUT)
+    assert set(light_tests.LEFT_OUT) <= light
+    assert len(light_tests.MODULES) == len(set(light_tests.MODULES))
+
+
+def test_imports_are_followed_through_helpers() -> None:
+    """test_api imports only zarrfs, numpy and zarr itself, and heavier things through no
+    helper; test_mount reaches TensorStore; helpers' imports count (mounting, s3_server)."""
+    assert light_tests.third_party_imports(TESTS / "test_api.py") <= light_tests.LIGHT_IMPORTS
+    assert "tensorstore" in light_tests.third_party_imports(TESTS / "fuse" / "test_mount.py")
+    assert "moto" in light_tests.third_party_imports(TESTS / "reliability" / "test_partition.py")
+
+
+def test_the_command_prints_paths_and_requirements() -> None:
+    def run(*args: str) -> list[str]:
+        done = subprocess.run([sys.executable, str(TESTS / "helpers" / "light_tests.py"), *args],
+                              capture_output=True, text=True, timeout=60, check=True)
+        return done.stdout.splitlines()
+
+    paths = run()
+    assert paths == [f"tests/{m}" for m in light_tests.MODULES]
+    assert all((TESTS.parent / p).is_file() for p in paths)
+    requirements = run("--requirements")
+    named = [re.split(r"[<>=]", r)[0] for r in requirements]
+    assert named[:len(light_tests.LIGHT_REQUIREMENTS)] == list(light_tests.LIGHT_REQUIREMENTS)
+    assert {"pcodec", "zfpy"} <= set(named)  # (the codecs extra: the corpora's arrays need them)
