@@ -5,10 +5,10 @@ virtual environment, in root's home (mode 0700). Whatever that Python loads once
 acts as NAME, it loads as NAME, and fails: an import raises, or is taken for a package that is
 not installed (a client falls back to a slower one, a codec is unknown). What the daemon
 imports to start (zarrfs.daemon.run and everything it imports) is loaded by then; what a mount
-imports only when its source or its arrays need it is listed here, by what needs it, and
-imported first. (Found by mounting as NAME with an audit hook on imports and opens, reading
-every file of the mount; tests/daemon/test_user_option_private.py mounts from a Python NAME cannot
-read.)
+imports only when its source or its arrays need it is imported first: what its arrays need is
+listed here, what its store needs the store says (`zarrfs.store.late_imports`). (Found by
+mounting as NAME with an audit hook on imports and opens, reading every file of the mount;
+tests/daemon/test_user_option_private.py mounts from a Python NAME cannot read.)
 
 What still cannot be loaded as NAME fails the mount with a line naming NAME and the path NAME
 cannot reach (`unreachable`), not as a package missing.
@@ -24,11 +24,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import fsspec
-
-from ..store.objects import AZURE_PROTOCOLS, GCS_PROTOCOLS
-from ..store.references import is_reference_source
-from ..store.zipfiles import ZipSource
+from ..store import late_imports
 from .privileges import Identity
 
 log = logging.getLogger("zarrfs")
@@ -36,46 +32,16 @@ log = logging.getLogger("zarrfs")
 # Any array: numcodecs' blosc takes a multiprocessing lock at its first use, importing
 # multiprocessing.synchronize then (a group's blosc array: at its first lookup, as NAME).
 ALWAYS = ("multiprocessing.synchronize",)
-# A source's own, past fsspec's filesystem (imported by `_filesystem`): the clients zarrfs
-# imports only when a store of theirs is opened or read.
-BY_PROTOCOL: dict[str, tuple[str, ...]] = {
-    # S3 reads through obstore when it is installed (else botocore: silently, when it fails to
-    # import), and presigned GETs through aiohttp.
-    **dict.fromkeys(("s3", "s3a"), ("obstore", "obstore.store", "obstore.exceptions", "aiohttp")),
-    **dict.fromkeys(GCS_PROTOCOLS, ("gcsfs.retry",)),
-    **dict.fromkeys(AZURE_PROTOCOLS, ("azure.core", "azure.core.exceptions")),
-    "icechunk": ("zarrfs.store.icechunk", "icechunk"),
-}
-# Any store but a local directory (a remote one, a zip archive, a reference set, Icechunk):
-# the store imports the errors its clients may raise, to tell those worth retrying
-# (zarrfs.store.deadline.error_kinds), and takes them for absent when the import fails.
-CLIENT_ERRORS = ("botocore.exceptions", "aiohttp")
-# A source reached over the network: its host's name is looked up, encoded by the idna codec,
-# which Python imports at its first use (a bare `LookupError: unknown encoding: idna`).
-NETWORK = ("encodings.idna",)
-LOCAL = {"file", "local", "memory"}
-# The names of a reference set (JSON, Parquet), as zarrfs.store.references knows them.
-REFERENCE_SUFFIXES = (".json", ".json.gz", ".parq", ".parquet")
-# A zip archive's names not flagged UTF-8 are code page 437, a codec Python imports at its
-# first use.
-ZIP = ("encodings.cp437",)
 
 
 def before_acting(source: str, storage_options: Mapping[str, Any]) -> None:
     """Import what opening and serving `source` imports later (as root, before acting as the
     user: call it then). What is not installed is left to the store to report."""
-    zipped = ZipSource.parse(source)
-    url = source if zipped is None else zipped.directory
-    protocol = fsspec.utils.get_protocol(url)
-    reference = _is_reference(url, protocol, storage_options)
-    names = [*ALWAYS, *BY_PROTOCOL.get(protocol, ()), *(ZIP if zipped is not None else ()),
-             *(NETWORK if protocol not in LOCAL else ()),
-             *(CLIENT_ERRORS if protocol not in LOCAL or zipped is not None or reference else ())]
-    _filesystem(protocol)
-    for name in names:
+    late = late_imports(source, storage_options)
+    for name in (*ALWAYS, *late.modules):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    if reference:
+    if late.reference:
         _codec_entry_points()
 
 
@@ -98,26 +64,6 @@ def as_user(identity: Identity) -> None:
         for name in UNREACHABLE:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-
-
-def _filesystem(protocol: str) -> None:
-    """fsspec's filesystem of `protocol` (s3fs, gcsfs, adlfs, its http one: aiohttp), imported
-    when the store opens it."""
-    with contextlib.suppress(ImportError, ValueError):
-        fsspec.get_filesystem_class(protocol)
-
-
-def _is_reference(url: str, protocol: str, storage_options: Mapping[str, Any]) -> bool:
-    """Whether `url` names a reference set: by its name, and a local one by a stat (never a
-    request, nor a read, as root)."""
-    if protocol == "reference" or url.rstrip("/").endswith(REFERENCE_SUFFIXES):
-        return True
-    if protocol not in LOCAL:
-        return False
-    try:
-        return bool(is_reference_source(url, dict(storage_options)))
-    except Exception:  # (a source it cannot look at: the store says why, as the user)
-        return False
 
 
 def _codec_entry_points() -> None:

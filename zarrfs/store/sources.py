@@ -11,6 +11,7 @@ makes to them has a deadline, as it has for S3 or HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from .driver import Driver
 from .local import LocalDriver
 from .references import ReferencesDriver
 from .settings import SourceSettings
-from .zipfiles import ZipDriver, ZippedFileSystem
+from .zipfiles import ZipDriver, ZippedFileSystem, ZipSource
 
 # Opening a remote store first tries to connect to its server, this long at most: a refused
 # connection or an unknown host fails the opening at once (deadline.reach).
@@ -138,3 +139,69 @@ def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
     if writable:
         start()
     return writable
+
+
+# -- what a source imports late ------------------------------------------------------------------
+
+# A source's own, past fsspec's filesystem (`late_imports`): the clients zarrfs imports only when
+# a store of theirs is opened or read.
+_CLIENTS: dict[str, tuple[str, ...]] = {
+    # S3 reads through obstore when it is installed (else botocore: silently, when it fails to
+    # import), and presigned GETs through aiohttp.
+    **dict.fromkeys(("s3", "s3a"), ("obstore", "obstore.store", "obstore.exceptions", "aiohttp")),
+    **dict.fromkeys(objects.GCS_PROTOCOLS, ("gcsfs.retry",)),
+    **dict.fromkeys(objects.AZURE_PROTOCOLS, ("azure.core", "azure.core.exceptions")),
+    "icechunk": ("zarrfs.store.icechunk", "icechunk"),
+}
+# Any store but a local directory (a remote one, a zip archive, a reference set, Icechunk):
+# the store imports the errors its clients may raise, to tell those worth retrying
+# (deadline.error_kinds), and takes them for absent when the import fails.
+_CLIENT_ERRORS = ("botocore.exceptions", "aiohttp")
+# A source reached over the network: its host's name is looked up, encoded by the idna codec,
+# which Python imports at its first use (a bare `LookupError: unknown encoding: idna`).
+_NETWORK = ("encodings.idna",)
+_LOCAL = {"file", "local", "memory"}
+# The names of a reference set (JSON, Parquet), as `references` knows them.
+_REFERENCE_SUFFIXES = (".json", ".json.gz", ".parq", ".parquet")
+# A zip archive's names not flagged UTF-8 are code page 437, a codec Python imports at its
+# first use.
+_ZIP = ("encodings.cp437",)
+
+
+@dataclass(frozen=True)
+class LateImports:
+    """What opening and serving a source imports after the store opens: `modules`, and, for a
+    reference set (whose chunks name codecs of other packages), whether it is one."""
+
+    modules: tuple[str, ...]
+    reference: bool
+
+
+def late_imports(source: str, storage_options: Mapping[str, Any]) -> LateImports:
+    """What the store of `source` imports late (a daemon acting as another user imports them
+    first, as root: zarrfs.daemon.preload). Looks at nothing remote, and reads nothing."""
+    zipped = ZipSource.parse(source)
+    url = source if zipped is None else zipped.directory
+    protocol = fsspec.utils.get_protocol(url)
+    reference = _is_reference(url, protocol, storage_options)
+    with contextlib.suppress(ImportError, ValueError):  # (s3fs, gcsfs, adlfs, aiohttp: fsspec's own)
+        fsspec.get_filesystem_class(protocol)
+    modules = (*_CLIENTS.get(protocol, ()), *(_ZIP if zipped is not None else ()),
+               *(_NETWORK if protocol not in _LOCAL else ()),
+               *(_CLIENT_ERRORS if protocol not in _LOCAL or zipped is not None or reference else ()))
+    return LateImports(modules, reference)
+
+
+def _is_reference(url: str, protocol: str, storage_options: Mapping[str, Any]) -> bool:
+    """Whether `url` names a reference set: by its name, and a local one by a stat (never a
+    request, nor a read, as root)."""
+    if protocol == "reference" or url.rstrip("/").endswith(_REFERENCE_SUFFIXES):
+        return True
+    if protocol not in _LOCAL:
+        return False
+    from .references import is_reference_source
+
+    try:
+        return bool(is_reference_source(url, dict(storage_options)))
+    except Exception:  # (a source it cannot look at: the store says why, as the user)
+        return False
