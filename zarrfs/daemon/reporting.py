@@ -12,6 +12,7 @@ import sys
 
 from ..fuse import quiet_late_release_replies
 from ..options import MountOptions
+from ..store import CLIENT_LOGGERS
 
 log = logging.getLogger("zarrfs")
 
@@ -33,10 +34,8 @@ def setup_logging(options: MountOptions, *, foreground: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if options.debug else logging.INFO)
     quiet_late_release_replies()
-    # Even with debug: these libraries log request headers and URLs, credentials included.
-    # The Azure SDK logs every request and response, headers and all, at INFO.
-    for library in ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs", "adlfs",
-                    "azure"):
+    # Even with debug: the stores' clients log request headers and URLs, credentials included.
+    for library in CLIENT_LOGGERS:
         logging.getLogger(library).setLevel(logging.WARNING)
 
 

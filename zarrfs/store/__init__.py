@@ -4,23 +4,9 @@ itself (`base`, `core`), and the disk cache that wraps it (`disk_cache`; `openin
 
 from .core import ANY, ByteRange, Capabilities, Expect, RetryPolicy, Store, SuffixRange, one_line, opened
 from .local import TEMP_PREFIX, temporary_owner_alive
-from .sources import LateImports, late_imports
+from .sources import CLIENT_LOGGERS, LateImports, late_imports
 from .values import Opened, Versioned
 
-__all__ = [
-           "ANY",
-           "TEMP_PREFIX",
-           "ByteRange",
-           "Capabilities",
-           "Expect",
-           "LateImports",
-           "Opened",
-           "RetryPolicy",
-           "Store",
-           "SuffixRange",
-           "Versioned",
-           "late_imports",
-           "one_line",
-           "opened",
-           "temporary_owner_alive",
-]
+__all__ = ["ANY", "CLIENT_LOGGERS", "TEMP_PREFIX", "ByteRange", "Capabilities", "Expect", "LateImports",
+           "Opened", "RetryPolicy", "Store", "SuffixRange", "Versioned", "late_imports", "one_line", "opened",
+           "temporary_owner_alive"]

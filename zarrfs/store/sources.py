@@ -141,6 +141,13 @@ def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
     return writable
 
 
+# The loggers of the stores' clients, which log request headers and URLs, credentials included
+# (the Azure SDK every request and response, headers and all, at INFO): a daemon keeps them
+# at WARNING, even with debug.
+CLIENT_LOGGERS = ("fsspec", "s3fs", "botocore", "aiobotocore", "urllib3", "aiohttp", "gcsfs", "adlfs",
+                  "azure")
+
+
 # -- what a source imports late ------------------------------------------------------------------
 
 # A source's own, past fsspec's filesystem (`late_imports`): the clients zarrfs imports only when
