@@ -55,7 +55,7 @@ def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple
     import fsspec
 
     local = write_twin(directory / name, grid, chunk, stored=stored, shape=shape, compression=compression)
-    fs = fsspec.filesystem("s3", **server.s3fs_options())
+    fs = fsspec.filesystem("s3", **server.uploading_options())
     fs.put(str(local), f"{server.bucket}/{name}", recursive=True)
     return f"s3://{server.bucket}/{name}"
 

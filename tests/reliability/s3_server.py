@@ -91,6 +91,14 @@ class S3Server:
             time.sleep(0.05)
         raise RuntimeError(f"moto server did not listen on port {self.port}")
 
+    def uploading_options(self) -> dict[str, object]:
+        """storage_options for s3fs putting a test's data in place: patient, where
+        `s3fs_options` fails fast. A put of thousands of chunks queues its connections at the
+        one server, and on a loaded machine one waited over a second to connect (CI: a
+        ConnectTimeoutError before the test began)."""
+        return self.s3fs_options(config_kwargs={
+            "connect_timeout": 30, "read_timeout": 60, "retries": {"max_attempts": 5, "mode": "standard"}})
+
     def s3fs_options(self, **extra: object) -> dict[str, object]:
         """storage_options for s3fs: this endpoint, no instance cache, fast failure."""
         return {

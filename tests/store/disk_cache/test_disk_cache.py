@@ -97,8 +97,8 @@ def test_a_large_array_is_checked_a_row_at_a_time(s3_server: S3Server, tmp_path:
     # a listing of the array.
     grid, chunk = (32, 32), (256, 256)
     local = write_twin(tmp_path / "big.zarr", grid, chunk)
-    fsspec.filesystem("s3", **s3_server.s3fs_options()).put(str(local), f"{s3_server.bucket}/big.zarr",
-                                                            recursive=True)
+    fsspec.filesystem("s3", **s3_server.uploading_options()).put(str(local), f"{s3_server.bucket}/big.zarr",
+                                                                 recursive=True)
     url, shape = f"s3://{s3_server.bucket}/big.zarr", (grid[0] * chunk[0], grid[1] * chunk[1])
     expected = values((0, 0), shape).tobytes()[: 2 * chunk[0] * shape[1]]  # (two rows of chunks)
     cache, log = tmp_path / "cache", RequestLog(tmp_path / "requests.log")

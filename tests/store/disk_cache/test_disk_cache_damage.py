@@ -72,7 +72,8 @@ def s3() -> Iterator[S3Server]:
 def twin(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> str:
     """A 512 x 512 uint8 array of 8 x 8 chunks on S3 (`scale_arrays.values`); its URL."""
     local = write_twin(tmp_path_factory.mktemp("twin") / "twin.zarr", GRID, CHUNK)
-    fsspec.filesystem("s3", **s3.s3fs_options()).put(str(local), f"{s3.bucket}/twin.zarr", recursive=True)
+    fsspec.filesystem("s3", **s3.uploading_options()).put(str(local), f"{s3.bucket}/twin.zarr",
+                                                          recursive=True)
     return f"s3://{s3.bucket}/twin.zarr"
 
 
@@ -208,7 +209,7 @@ def big_twin(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[st
     """A 2048 x 2048 twin of 16 x 16 chunks: more than a mount's memory cache of 1 MiB holds,
     so that reading it again reads the disk cache. Its URL and its values."""
     local = write_twin(tmp_path_factory.mktemp("big") / "big.zarr", (16, 16), (128, 128))
-    fsspec.filesystem("s3", **s3.s3fs_options()).put(str(local), f"{s3.bucket}/big.zarr", recursive=True)
+    fsspec.filesystem("s3", **s3.uploading_options()).put(str(local), f"{s3.bucket}/big.zarr", recursive=True)
     return f"s3://{s3.bucket}/big.zarr", values((0, 0), (2048, 2048)).tobytes()
 
 

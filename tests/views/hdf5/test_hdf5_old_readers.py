@@ -432,7 +432,7 @@ def s3_mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
     with pytest.MonkeyPatch.context() as patch, \
             contextlib.closing(serving(S3Server(free_port()), patch)) as servers:
         server = next(servers)
-        s3 = fsspec.filesystem("s3", **server.s3fs_options())
+        s3 = fsspec.filesystem("s3", **server.uploading_options())
         s3.put(str(root / "a.zarr"), f"{server.bucket}/a.zarr", recursive=True)
         options = ["ro", f"endpoint_url={server.endpoint_url}"]
         with mounted(f"s3://{server.bucket}/a.zarr", root / "mnt", options) as mount:

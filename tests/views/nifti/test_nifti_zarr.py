@@ -186,7 +186,7 @@ def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
 def test_an_image_in_s3(images: tuple[Path, dict[str, Path]], s3_server: S3Server, mount_array: Any) -> None:
     """The `nifti` array and the levels read from S3: the same headers and voxels."""
     group, originals = images
-    s3 = fsspec.filesystem("s3", **s3_server.s3fs_options())
+    s3 = fsspec.filesystem("s3", **s3_server.uploading_options())
     s3.put(str(group / "oblique.nii.zarr"), f"{s3_server.bucket}/oblique.nii.zarr", recursive=True)
     mount = mount_array(f"s3://{s3_server.bucket}/oblique.nii.zarr",
                         ["ro", f"endpoint_url={s3_server.endpoint_url}"])
