@@ -51,7 +51,8 @@ def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple
                name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None,
                shape: tuple[int, int] | None = None, compression: Compression = ZSTD) -> str:
     """`write_twin` made in `directory`, then put in the S3 server's bucket (a
-    `tests.reliability.s3_server.S3Server`) as `name`; its URL."""
+    `tests.reliability.s3_server.S3Server` or `slow_s3.SlowS3`: its `uploading_options`) as
+    `name`; its URL."""
     import fsspec
 
     local = write_twin(directory / name, grid, chunk, stored=stored, shape=shape, compression=compression)

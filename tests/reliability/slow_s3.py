@@ -38,6 +38,11 @@ class SlowS3:
         return {"key": S3_ENV["AWS_ACCESS_KEY_ID"], "secret": S3_ENV["AWS_SECRET_ACCESS_KEY"],
                 "client_kwargs": {"endpoint_url": self.server, "region_name": "us-east-1"}}
 
+    def uploading_options(self) -> dict[str, object]:
+        """storage_options for s3fs putting a test's data in place (as `S3Server`'s): the
+        full-speed endpoint, with botocore's own patient timeouts and retries."""
+        return self.s3fs_options()
+
 
 @contextlib.contextmanager
 def slow_s3(delay: float) -> Iterator[SlowS3]:
