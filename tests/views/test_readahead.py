@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.local_arrays import create_zstd_array
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import jobs, policy
+from zarrfs.array.reads import policy
 from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
@@ -104,6 +104,28 @@ def test_slabs_started_ahead_are_offered_to_push_while_they_are_held(array: Zarr
     assert len(left) <= len(held) < VALUES.nbytes // SLAB
     reader.close()
     assert not reader.take_ahead()
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_a_first_read_at_the_start_of_a_local_file_starts_slabs(tmp_path: Path, remote: bool,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every chunk of the first slab is decoded to answer a first read at the file's start,
+    however small: from a local store into a slab (with those ahead), not into the cache;
+    from a remote one a reader first earns the requests reading ahead costs."""
+    monkeypatch.setattr(readahead, "STREAK_BYTES", 1 << 20)
+    array = _create(tmp_path)
+    try:
+        reader = RegionFile(array, None, remote=remote).readahead()
+        assert bytes(reader.read(0, 4096)) == _expected(0, 4096)
+        first_row = Box((0, 0), (CHUNKS[0], SHAPE[1]))
+        if remote:
+            assert not reader.slabs() and array.cached([first_row])
+        else:
+            assert set(reader.slabs()) == set(range(readahead.SLABS_AHEAD + 1))
+            assert not array.cached([first_row]), "the first read filled the cache"
+        reader.close()
+    finally:
+        array.close()
 
 
 def test_a_reader_that_jumps_about_starts_no_slabs(array: ZarrArray,
@@ -360,7 +382,8 @@ def test_streams_of_small_chunks_that_decode_cheaply_are_decoded_by_one_thread(
         return real(*args)
 
     monkeypatch.setattr(array.source, "for_stream", noting_the_thread)
-    monkeypatch.setattr(jobs, "JOB_BYTES", 1)  # a job per chunk: 8 jobs
+    monkeypatch.setitem(policy.JOB_BYTES, policy.Lane.ONE_THREAD, 1)  # a job per chunk: 8 jobs
+    monkeypatch.setitem(policy.JOB_BYTES, policy.Lane.LOADERS, 1)
     seen = []
     try:
         for _ in range(2):  # the first decodes the 8 chunks whose cost decides the second

@@ -274,7 +274,8 @@ class Readahead:
             self._streak = (self._streak if sequential else 0) + size
             self._last_end = offset + size
             self._furthest = max(self._furthest, offset + size)
-            earned = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs))
+            earned = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs)
+                                     or (last is None and not self._data.priced_in_requests))
             self._earn(layout, offset, size, earned)
             if layout is None or index is None:
                 return sequential
