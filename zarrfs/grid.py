@@ -53,12 +53,17 @@ def cells_touched(box: Box, cell_shape: Sequence[int]) -> Iterator[Index]:
 def cells_of(box: Box, cell_shape: Sequence[int]) -> Iterator[Piece]:
     """Every grid cell a box touches, in C order, with the part of the box inside it."""
     for cell in cells_touched(box, cell_shape):
-        in_cell, in_box = [], []
-        for i, a, b, c in zip(cell, box.start, box.stop, cell_shape, strict=True):
-            lo, hi = max(a, i * c), min(b, (i + 1) * c)
-            in_cell.append(slice(lo - i * c, hi - i * c))
-            in_box.append(slice(lo - a, hi - a))
-        yield Piece(cell, tuple(in_cell), tuple(in_box))
+        yield piece_of(cell, box, cell_shape)
+
+
+def piece_of(cell: Index, box: Box, cell_shape: Sequence[int]) -> Piece:
+    """The part of `box` inside the grid cell `cell` (one it touches)."""
+    in_cell, in_box = [], []
+    for i, a, b, c in zip(cell, box.start, box.stop, cell_shape, strict=True):
+        lo, hi = max(a, i * c), min(b, (i + 1) * c)
+        in_cell.append(slice(lo - i * c, hi - i * c))
+        in_box.append(slice(lo - a, hi - a))
+    return Piece(cell, tuple(in_cell), tuple(in_box))
 
 
 def extent_inside(cell: Sequence[int], cell_shape: Sequence[int], shape: Sequence[int]) -> Index:

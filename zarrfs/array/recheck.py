@@ -66,6 +66,11 @@ class Seen:
             else:
                 self.overflowed = True
 
+    def note_read(self, found: Iterable[tuple[Index, str | None]], read_since: int) -> None:
+        """`note` of many chunks read by fetches that began at `read_since`."""
+        for chunk, generation in found:
+            self.note(chunk, generation, read_since)
+
     def snapshot(self, chunks: Iterable[Index] | None) -> dict[Index, str | None]:
         with self._lock:
             if chunks is None:

@@ -17,6 +17,7 @@ from .gdeflate import GDeflateCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
 from .numcodecs_adapter import from_spec as numcodecs_from_spec
+from .numcodecs_adapter import one_thread_each
 from .packbits import PackBitsCodec
 from .pcodec import PcodecCodec
 from .pipeline import REGISTRY, Pipeline, is_fill
@@ -67,4 +68,5 @@ __all__ = [
     "ShardIndex",
     "ShardingCodec",
     "is_fill",
+    "one_thread_each",
 ]

@@ -32,6 +32,12 @@ class BytesCodec(ArrayBytesCodec):
         else:
             self.stored_dtype = chunk.data_type.storage.newbyteorder(">" if endian == "big" else "<")
 
+    def __reduce__(self) -> tuple[type[BytesCodec], tuple[ChunkSpec, str | None]]:
+        """Made again from its spec in another process (a decoding process): a pickled stored
+        type of another package arrives in the machine's byte order (ml_dtypes' big-endian
+        bfloat16 would be decoded unswapped)."""
+        return type(self), (self.chunk, self.endian)
+
     @classmethod
     def from_spec(cls, spec: CodecSpec, chunk: ChunkSpec) -> BytesCodec:
         check_config_keys(spec, {"endian"})

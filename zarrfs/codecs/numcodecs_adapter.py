@@ -40,6 +40,23 @@ from .base import (
 )
 
 V3_PREFIX = "numcodecs."
+
+
+def one_thread_each() -> None:
+    """Ready codecs to run in a process that is itself one core's worth of decoding (a decoding
+    process, forked from one that called this): each chunk on its caller's thread alone (blosc
+    called from a main thread would spread it over threads of its own: 294-308 us of CPU for a
+    512 KiB lz4 chunk against 205 us alone, measured in a fresh process), and the lock
+    numcodecs' blosc makes at its first chunk made possible without an import then (it imports
+    multiprocessing.synchronize: ~15 ms of each decoding process's first chunk, seen with
+    strace)."""
+    import multiprocessing.synchronize  # noqa: F401
+
+    from numcodecs import blosc
+
+    blosc.use_threads = False
+
+
 BUFFER_PREFIX = "numcodecs-buffer."
 # zarr-python 3 runs these on the decoded chunk (its array->array wrappers).
 ARRAY_CODEC_IDS = {"delta", "bitround", "fixedscaleoffset", "quantize", "packbits", "astype"}

@@ -5,8 +5,10 @@ compressor a TIFF reader also knows, and at most a `crc32c` checksum after them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numcodecs
+import numpy as np
 
 from .bytes import BytesCodec
 from .crc32c import Crc32cCodec
@@ -63,3 +65,15 @@ def _compression(codec: object) -> str | None:
     if isinstance(codec, NumcodecsBytesCodec) and isinstance(codec.codec, numcodecs.Zlib):
         return ZLIB
     return None
+
+
+def stored_elements(pipeline: Pipeline) -> np.dtype[Any] | None:
+    """The type of a chunk's elements when its stored bytes are the elements as they are, in
+    C order (the `bytes` codec alone; not bool, whose bytes are checked as they are decoded):
+    readers may take them undecoded. None otherwise."""
+    form = stored_form(pipeline)
+    codec = pipeline.array_to_bytes
+    if (form is None or form.compression != NONE or form.trailer or not isinstance(codec, BytesCodec)
+            or codec.chunk.data_type.name == "bool"):
+        return None
+    return codec.stored_dtype

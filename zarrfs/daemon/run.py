@@ -235,6 +235,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
         # (a warm 128 MiB `dd` from the disk cache: 1 of 4 of its time). Left out of them.
         gc.freeze()
+        if decoders is not None:
+            decoders.start()
         set_readahead(readahead, window_kb(options, tree))
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")

@@ -154,6 +154,13 @@ class Store(BaseStore):
         costs the daemon no copy); None: not stored."""
         return self.call(key, lambda s: self.driver.opened(self.path(key)), kind=GET)
 
+    def lend_directory(self) -> int | None:
+        """The store's root directory, opened for another process (a decoding process) to read
+        the files below it itself with `open_below`, under the rules of the store's own opens
+        (links refused there are the store's to open); the caller closes it. None where the
+        store has no local files (or cannot lend them so)."""
+        return self.driver.lend_directory(self.root)
+
     # -- reads from the driver (what a disk cache fetches) ---------------------------------
 
     def fetch(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:

@@ -119,6 +119,12 @@ class Driver:
         """(`capabilities.local_files`) The file at `path` opened to be read elsewhere."""
         raise NotImplementedError(f"{path}: not a local file")
 
+    def lend_directory(self, path: str) -> int | None:
+        """(local files) The directory at `path` opened for another process to open the files
+        below it itself, with the rules this driver's own opens keep (`open_below`); None
+        where it cannot."""
+        return None
+
     # -- listings ----------------------------------------------------------------------------
 
     def find(self, seconds: float | None, base: str) -> list[str]:

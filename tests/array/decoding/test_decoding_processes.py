@@ -101,13 +101,17 @@ def alive(pid: int) -> bool:
 
 def test_workers_decode_a_sequential_read(picture: tuple[Path, np.ndarray[Any, Any]],
                                           mount_array: MountFactory) -> None:
-    """The workers decode the chunks, and hold nothing but their socket and slabs: no file of
-    the store, not the FUSE device, none of the daemon's pipes or logs."""
+    """The workers are forked once the mount serves (one a core: none is left to the first
+    read), decode the chunks, and hold nothing but their socket and slabs: no file of the
+    store, not the FUSE device, none of the daemon's pipes or logs (a directory of the store
+    lent for a job is closed with it)."""
     source, values = picture
     mount = mount_array(source, ["ro"])
-    assert workers(mount) == []  # (forked as they are first needed)
+    cores = len(os.sched_getaffinity(0))
+    wait_until(lambda: len(workers(mount)) == cores, what=f"{cores} workers forked before any read")
+    first = set(workers(mount))
     assert np.array_equal(read_all(mount.data, values.shape), values)
-    assert len(workers(mount)) >= 1
+    assert set(workers(mount)) == first, "the read forked workers of its own"
     assert stats(mount)["chunks_decoded"] >= 64  # (every chunk of the file, each decoded once)
     for pid in [fork_server(mount), *workers(mount)]:
         held = {fd.name: os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}

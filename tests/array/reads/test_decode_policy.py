@@ -50,10 +50,32 @@ def keeper() -> Iterator[Slabs]:
         kept.forgotten(buffer)
 
 
-def _policy(array: ZarrArray, keeper: Slabs | None, *, round_trips: bool = False) -> DecodePolicy:
+def _policy(array: ZarrArray, keeper: Slabs | None, *, round_trips: bool = False,
+            files: bool = False) -> DecodePolicy:
+    """The policy of chunks the daemon reads (`files`: of chunks the processes read from the
+    array's files themselves)."""
     def shared_slab(buffer: Any) -> SharedSlab | None:
         return None if keeper is None else keeper.of(buffer)
-    return DecodePolicy(array.io, round_trips, shared_slab)
+    return DecodePolicy(array.io, round_trips, shared_slab, array.source.chunk_files() if files else None)
+
+
+def test_a_local_plain_array_has_its_chunks_read_from_its_files(array: ZarrArray) -> None:
+    files = array.source.chunk_files()
+    assert files is not None and files.chunk_shape == (16, 16) and files.elements is None, files
+    assert files.keys.key((1, 2)) == "c/1/2"
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, SMALL_CHUNK_BYTES - 1, PROCESS_CHUNK_BYTES])
+def test_chunks_of_any_size_read_from_files_go_to_the_processes(array: ZarrArray, keeper: Slabs,
+                                                                chunk_bytes: int) -> None:
+    buffer = keeper.make(1 << 20)
+    decoding = _policy(array, keeper, files=True).for_stream(chunk_bytes, buffer)
+    assert decoding.lane is Lane.FILES and decoding.slab is keeper.of(buffer) and decoding.slab is not None
+
+
+def test_chunks_read_from_files_decode_here_without_usable_processes(array: ZarrArray) -> None:
+    decoding = _policy(array, None, files=True).for_stream(SMALL_CHUNK_BYTES - 1, np.empty(1 << 20, np.uint8))
+    assert decoding == type(decoding)(Lane.ONE_THREAD, None)
 
 
 def test_large_chunks_decode_in_the_processes_into_a_shared_slab(array: ZarrArray, keeper: Slabs) -> None:

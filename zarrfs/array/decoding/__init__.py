@@ -1,10 +1,13 @@
 """Decoding in processes of their own (issue 77): the fork server the daemon forks at its start
 (`server`), the workers it forks (`worker`), the daemon's pool of them (`pool`), the slabs of
-shared memory they decode into (`slabs`) and the messages between them (`wire`)."""
+shared memory they decode into (`slabs`), the messages between them (`wire`), and the chunks
+they read from a local store's files themselves (`files`, `scatter`)."""
 
+from .files import MISSING, READ, REFERRED, ChunkFiles, FileReader, FilesJob, FilesRead, states_of
 from .pool import DecodePool, Item, WorkerFailed, close_files
 from .server import Drop, ForkServer
 from .slabs import SharedSlab, SlabKeeper
 
-__all__ = ["DecodePool", "Drop", "ForkServer", "Item", "SharedSlab", "SlabKeeper", "WorkerFailed",
-           "close_files"]
+__all__ = ["MISSING", "READ", "REFERRED", "ChunkFiles", "DecodePool", "Drop", "FileReader", "FilesJob",
+           "FilesRead", "ForkServer", "Item", "SharedSlab", "SlabKeeper", "WorkerFailed", "close_files",
+           "states_of"]

@@ -4,7 +4,9 @@ fewest in flight, and a future per job says when its chunks are in their slab.
 Decoding there leaves the daemon's interpreter lock to its request loop and its store reads
 (docs/performance-history.md, "Cold reads against the bare floor": decoding threads in the daemon
 waited half their time for the lock, which pyfuse3 holds while a reply is copied into the
-kernel). Workers are forked by the fork server as they are first needed, one per core.
+kernel). Workers are forked by the fork server, one per core, once the mount serves (`start`:
+a fork took 12 ms of a cold read's first slab, where two forks were its first 25 ms) or as
+they are first needed.
 
 A worker that dies (killed, the OOM killer) or stays silent past DEADLINE_SECONDS (it is then
 killed) fails its jobs in flight with `WorkerFailed`: the reader falls back to the cache,
@@ -25,15 +27,19 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ...codecs import BytesLike
 from ...errors import ZarrfsError
+from ...formats import SentType
 from ...store import Opened
 from . import wire
+from .files import ChunkFiles, FilesJob, FilesRead
 from .server import ForkServer
 from .slabs import SharedSlab
 
@@ -55,7 +61,7 @@ class Item:
     data: BytesLike
     slab: SharedSlab
     shape: tuple[int, ...]
-    dtype: str
+    dtype: np.dtype[Any] | SentType  # (not `str`: it names ml_dtypes' types in another byte order as void)
     in_box: tuple[slice, ...]
     in_cell: tuple[slice, ...]
     opened: Opened | None = None
@@ -77,7 +83,7 @@ class _Link:
         self.send_lock = threading.Lock()
         self.decoders: set[bytes] = set()
         self.slabs: set[int] = set()
-        self.pending: dict[int, tuple[Future[float], float, list[Item]]] = {}
+        self.pending: dict[int, tuple[Future[Any], float, list[Item]]] = {}
         self.alive = True
         threading.Thread(target=pool.listen, args=(self,), name=f"zarrfs-worker-{pid}", daemon=True).start()
 
@@ -97,6 +103,18 @@ class DecodePool:
         threading.Thread(target=self._keep_deadlines, name="zarrfs-worker-deadlines", daemon=True).start()
         threading.Thread(target=self._tell_forgotten, name="zarrfs-worker-slabs", daemon=True).start()
 
+    def start(self) -> None:
+        """Fork the workers now, on a thread of their own (none are left to the first jobs)."""
+        threading.Thread(target=self._fork_all, name="zarrfs-worker-start", daemon=True).start()
+
+    def _fork_all(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            with contextlib.suppress(WorkerFailed):  # (logged: the first jobs try again)
+                while len(self._links) < self.size:
+                    self._links.append(self._fork())
+
     @property
     def pids(self) -> list[int]:
         with self._lock:
@@ -105,34 +123,60 @@ class DecodePool:
     def submit(self, items: Sequence[Item]) -> Future[float]:
         """Decode `items` into their slabs; the future gives the worker's CPU seconds, or
         raises WorkerFailed."""
-        future: Future[float] = Future()
         try:
-            link = self._link()
-            job = next(self._jobs)
-            with link.send_lock:
-                with self._lock:
-                    link.pending[job] = (future, time.monotonic(), list(items))
-                try:
-                    self._send_job(link, job, items)
-                except (OSError, wire.Closed) as e:
-                    self._lost(link, f"could not be sent a job ({e})")
+            return self._submit(lambda link, job: self._send_job(link, job, items), list(items))
         finally:
             close_files(items)  # (the worker has its own descriptors of them now)
+
+    def read_files(self, files: ChunkFiles, directory: int, slab: SharedSlab,
+                   job: FilesJob) -> Future[FilesRead]:
+        """Read chunks of an array from its files below `directory` (lent by its store: closed
+        here) into `slab`; the future gives what became of each, or raises WorkerFailed."""
+        def send(link: _Link, number: int) -> None:
+            key = self._known(link, files)
+            self._known_slab(link, slab)
+            wire.send(link.sock, ("files", number, key, job), fds=[directory])
+
+        try:
+            return self._submit(send, [])
+        finally:
+            os.close(directory)
+
+    def _submit(self, send: Callable[[_Link, int], None], held: list[Item]) -> Future[Any]:
+        """A job sent by `send` to the worker with the fewest in flight (`held` until it ends)."""
+        future: Future[Any] = Future()
+        link = self._link()
+        job = next(self._jobs)
+        with link.send_lock:
+            with self._lock:
+                link.pending[job] = (future, time.monotonic(), held)
+            try:
+                send(link, job)
+            except (OSError, wire.Closed) as e:
+                self._lost(link, f"could not be sent a job ({e})")
         return future
 
     def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
         for item in items:
-            _, key, pickled = self._pickled(item.decoder)
-            if key not in link.decoders:
-                wire.send(link.sock, ("decoder", key), [pickled])
-                link.decoders.add(key)
-            if item.slab.id not in link.slabs:
-                wire.send(link.sock, ("slab", item.slab.id, item.slab.nbytes), fds=[item.slab.fd])
-                link.slabs.add(item.slab.id)
+            self._known(link, item.decoder)
+            self._known_slab(link, item.slab)
         header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
                    -1 if i.opened is None else i.opened.size) for i in items]
         files = [item.opened.fd for item in items if item.opened is not None]
         wire.send(link.sock, ("decode", job, header), [item.data for item in items], fds=files)
+
+    def _known(self, link: _Link, decoder: Any) -> bytes:
+        """The key of `decoder`'s pickle, sent to the worker first if it has not had it."""
+        _, key, pickled = self._pickled(decoder)
+        if key not in link.decoders:
+            wire.send(link.sock, ("decoder", key), [pickled])
+            link.decoders.add(key)
+        return key
+
+    def _known_slab(self, link: _Link, slab: SharedSlab) -> None:
+        if slab.id not in link.slabs:
+            wire.send(link.sock, ("slab", slab.id, slab.nbytes), fds=[slab.fd])
+            link.slabs.add(slab.id)
 
     def _pickled(self, decoder: Any) -> tuple[Any, bytes, bytes]:
         """The decoder's pickle, made once per decoder object, and a key naming it (equal
@@ -180,7 +224,7 @@ class DecodePool:
                 with self._lock:
                     future, _, _ = link.pending.pop(answer[1])
                 if answer[0] == "done":
-                    future.set_result(float(answer[2]))
+                    future.set_result(answer[2])
                 else:
                     future.set_exception(WorkerFailed(f"a decoding process failed a chunk: {answer[3]}"))
         except (OSError, wire.Closed, KeyError):

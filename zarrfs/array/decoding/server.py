@@ -29,6 +29,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from ...codecs import one_thread_each
 from . import wire, worker
 
 _PR_SET_PDEATHSIG = 1
@@ -146,6 +147,7 @@ def _become_server(sock: socket.socket, daemon: int, drop: Drop | None) -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGPIPE"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)  # (the daemon decides when it ends)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # (ended workers are reaped by the kernel)
+    one_thread_each()  # (its workers are forks of it: ready once here)
     if drop is not None:
         # (a server started again runs as the user already, without the right to set groups,
         # which it then need not: only root's saved ids are left to drop)

@@ -7,9 +7,7 @@ from collections.abc import Callable
 
 from ...grid import Index, Piece
 
-JOB_BYTES = 256 << 10  # decoded bytes per job, at least one chunk
 SHARD_JOB_BYTES = 4 << 20  # of inner chunks of one shard (read together where they can be)
-PROCESS_JOB_BYTES = 4 << 20  # a job for the decoding processes: one message
 # On S3, the chunks of a job are fetched together: a GET waited for on the event loop costs
 # a loader ~0.3 ms of Python besides the request (fsspec's sync, the thread hops); four at a
 # time, ~0.1 ms each. Measured, 512 GETs of 512 KiB chunks from 32 threads: 0.52 s of CPU
@@ -19,14 +17,14 @@ S3_JOB_CHUNKS = 16
 
 
 def plan_jobs(pieces: list[Piece], chunk_nbytes: int, stored_in: Callable[[Index], Index], *,
-              sharded: bool, batched_gets: bool, by_processes: bool) -> list[list[Piece]]:
-    """The pieces, a job's worth at a time: small chunks several to a job (a job costs more
-    than decoding a 4 KiB chunk), more for the decoding processes (a message each), fewer
-    where a job's chunks are fetched at once (`batched_gets`); the inner chunks of one shard
+              sharded: bool, batched_gets: bool, job_bytes: int) -> list[list[Piece]]:
+    """The pieces, a job's worth at a time (`job_bytes`, the lane's: policy.JOB_BYTES): small
+    chunks several to a job (a job costs more than decoding a 4 KiB chunk), fewer where a
+    job's chunks are fetched at once (`batched_gets`); the inner chunks of one shard
     (`stored_in`) together, so that those lying next to each other are read with one request."""
     chunk_bytes = max(1, chunk_nbytes)
     if not sharded:
-        per_job = max(1, (PROCESS_JOB_BYTES if by_processes else JOB_BYTES) // chunk_bytes)
+        per_job = max(1, job_bytes // chunk_bytes)
         if batched_gets:
             per_job = min(S3_JOB_CHUNKS, max(1, S3_JOB_BYTES // chunk_bytes))
         return [pieces[i : i + per_job] for i in range(0, len(pieces), per_job)]

@@ -5,8 +5,10 @@
   flight together (zarrfs.array.loader_pool).
 - A stream's chunks (zarrfs.array.reads.streaming) are read by jobs, and decoded:
   - in the decoding processes (zarrfs.array.decoding), straight into the stream's slab in
-    shared memory, when they are large enough to pay for the message and the mount has
-    processes that can take this slab; else
+    shared memory, where the mount has processes that can take this slab: chunks of a local
+    store's files read by the processes themselves, whatever their size (a job names a few
+    MiB of them by their grid index: `ChunkFiles`); chunks of other stores read by the
+    daemon, when they are large enough to pay for the message; else
   - on one thread, when they are small and cheap to decode and read from a local store
     (SMALL_CHUNK_BYTES); once they are measured to decode slowly, on the loader threads;
   - on the loader threads otherwise: also where the processes cannot be used (none could be
@@ -23,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..decoding import SharedSlab
+from ..decoding import ChunkFiles, SharedSlab
 from ..stored import PlainChunkIO
 
 # Chunks smaller than this that decode cheaply (chunk_io.CHEAP_DECODE_SECONDS), read from a
@@ -35,8 +37,8 @@ from ..stored import PlainChunkIO
 # 16 KiB gzip chunks (54 us to decode) 167-202 against 242-321, 64 KiB zstd 419-527 against
 # 489-594. Small chunks count as cheap until measured: most codecs decode them so.
 SMALL_CHUNK_BYTES = 32 << 10
-# Read chunks at least this large decode in the decoding processes (smaller ones cost more in
-# messages than in decoding), a job's worth in one message (jobs.PROCESS_JOB_BYTES).
+# Read chunks at least this large decode in the decoding processes when the daemon reads them
+# (smaller ones cost more in messages than in decoding), a job's worth in one message.
 PROCESS_CHUNK_BYTES = 64 << 10
 
 
@@ -46,6 +48,15 @@ class Lane(enum.Enum):
     LOADERS = "the loader threads, decoding"
     ONE_THREAD = "the one-thread lane for small chunks, decoding"
     PROCESSES = "the loader threads, reading; the decoding processes, decoding"
+    FILES = "the decoding processes, reading the chunks' files and decoding"
+
+
+# Decoded bytes per job: a job's worth of Python and thread hops in the daemon, at least one
+# chunk; for the decoding processes, one message. A job of files is read by one process:
+# smaller, so that a slab's are spread over the processes (with 4 MiB, a slab of 4 KiB chunks
+# was one job, on one core).
+JOB_BYTES = {Lane.LOADERS: 256 << 10, Lane.ONE_THREAD: 256 << 10, Lane.PROCESSES: 4 << 20,
+             Lane.FILES: 2 << 20}
 
 
 @dataclass(frozen=True)
@@ -56,24 +67,30 @@ class StreamDecoding:
     lane: Lane
     slab: SharedSlab | None = None
 
+    @property
+    def job_bytes(self) -> int:
+        return JOB_BYTES[self.lane]
+
 
 class DecodePolicy:
     """The policy for one array's chunks."""
 
     def __init__(self, io: PlainChunkIO, round_trips: bool,
-                 shared_slab: Callable[[Any], SharedSlab | None]) -> None:
+                 shared_slab: Callable[[Any], SharedSlab | None], files: ChunkFiles | None) -> None:
         """`round_trips`: a read of the store waits on the network. `shared_slab`: the shared
-        memory a slab lent by the cache is, when the decoding processes can take it."""
+        memory a slab lent by the cache is, when the decoding processes can take it. `files`:
+        how they read the array's chunks from its files themselves, where they may."""
         self._io = io
         self._round_trips = round_trips
         self._shared_slab = shared_slab
+        self.files = files
 
     def for_stream(self, chunk_nbytes: int, buffer: Any) -> StreamDecoding:
         """Where a stream of chunks of `chunk_nbytes` into `buffer` (a slab) decodes them."""
-        if chunk_nbytes >= PROCESS_CHUNK_BYTES and self._io.decoder is not None:
+        if self._io.decoder is not None and (self.files is not None or chunk_nbytes >= PROCESS_CHUNK_BYTES):
             slab = self._shared_slab(buffer)
             if slab is not None:
-                return StreamDecoding(Lane.PROCESSES, slab)
+                return StreamDecoding(Lane.PROCESSES if self.files is None else Lane.FILES, slab)
         if chunk_nbytes < SMALL_CHUNK_BYTES and not self._round_trips:
             return StreamDecoding(Lane.ONE_THREAD)
         return StreamDecoding(Lane.LOADERS)

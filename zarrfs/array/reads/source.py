@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from ...codecs import CodecError
+from ...codecs.stored_form import stored_elements
 from ...errors import ChunkError
+from ...formats import sent
 from ...grid import Box, Index, Piece
 from ...store import Store
 from ..cache import ArrayCache, Counters, Entry, Fetched
+from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, states_of
 from ..geometry import Geometry
 from ..recheck import Seen
 from ..stored import Encoded, PlainChunkIO, ShardedChunkIO
@@ -176,6 +179,34 @@ class ChunkSource:
             raise ChunkError(key, str(e)) from None
 
     # -- chunks for a stream, not cached -------------------------------------------------------
+
+    def chunk_files(self) -> ChunkFiles | None:
+        """How a decoding process reads this array's chunks from their files itself, where it
+        may: a plain array of a regular grid in a store of local files (whose directory it
+        lends, `Store.lend_directory`, where the kernel keeps its rules); else None."""
+        geometry = self.geometry()
+        if (self.sharded or geometry.read_grid is not None or self.io.decoder is None
+                or not self.store.capabilities.local_files):
+            return None
+        elements = stored_elements(self.io.pipeline)
+        return ChunkFiles(geometry.description.chunk_key_encoding, geometry.read_chunk_shape, self.io.decoder,
+                          None if elements is None else sent(elements))
+
+    def files_read(self, geometry: Geometry, cells: Sequence[Index], found: FilesRead, since: int) -> None:
+        """What a decoding process read of a stream's chunks from their files (those it left
+        to the daemon aside), noted and counted as `fetch` notes and counts what it reads; a
+        chunk not stored is refused if reads of them fail."""
+        missing = states_of(found, cells, MISSING)
+        if missing and not self.fill_missing:
+            key = geometry.chunk_key(missing[0])
+            log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
+            raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
+        self.seen.note_read(((cell, generation) for cell, generation, state in zip(
+            cells, found.generations, found.states, strict=True) if state != REFERRED), since)
+        read = found.states.count(READ)
+        self.io.count_fetches(read, found.nbytes)
+        self.counters.add(cache_misses=len(cells) - found.states.count(REFERRED), chunks_decoded=read,
+                          decode_seconds=found.cpu)
 
     def fetched_together(self, geometry: Geometry, units: Sequence[Index]) -> list[str]:
         """The keys of a stream job's plain chunks the cache does not hold, which a store that

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -25,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ...errors import ZarrfsError
+from ...formats import place, sent
 from ...grid import Box, Index, Piece
-from ..decoding import DecodePool, Item, close_files
+from ..decoding import REFERRED, DecodePool, FilesJob, FilesRead, Item, close_files, states_of
 from ..geometry import Geometry
 from ..shared import Shared
 from ..stored import Encoded
@@ -48,7 +50,8 @@ class Streams:
         self.io = source.io
         self.store = source.store
         self.shared = shared
-        self.policy = DecodePolicy(source.io, source.store.capabilities.round_trips, shared.shared_slab)
+        self.policy = DecodePolicy(source.io, source.store.capabilities.round_trips, shared.shared_slab,
+                                   source.chunk_files())
         self._reported: set[type[BaseException]] = set()
         self._reported_lock = threading.Lock()
 
@@ -101,15 +104,16 @@ class Stream:
         self._lock = threading.Lock()
         jobs = plan_jobs(list(geometry.cells_of(box)), read_chunk_nbytes, streams.stored_in,
                          sharded=streams.source.sharded, batched_gets=streams.store.capabilities.batched_gets,
-                         by_processes=self._slab is not None)
+                         job_bytes=decoding.job_bytes)
         self._left = len(jobs)
         if not jobs:
             self._finished.set()
+        small = decoding.lane is Lane.ONE_THREAD
+        lane = streams.shared.small_chunk_lane if small else streams.shared.loaders
+        fill = {Lane.ONE_THREAD: self._fill_small, Lane.FILES: self._fill_from_files}.get(decoding.lane,
+                                                                                          self._fill)
         for job in jobs:
-            if decoding.lane is Lane.ONE_THREAD:
-                streams.shared.small_chunk_lane.submit(self._fill_small, job)
-            else:
-                streams.shared.loaders.submit(self._fill, job)
+            lane.submit(fill, job)
 
     @property
     def done(self) -> bool:
@@ -201,7 +205,7 @@ class Stream:
                 for unit, chunk in streams.source.for_stream(geometry, list(by_unit), by_process):
                     piece = by_unit[unit]
                     if isinstance(chunk, np.ndarray):
-                        out[piece.in_box] = chunk[piece.in_cell]
+                        place(out[piece.in_box], chunk[piece.in_cell])
                     else:
                         items.append(self._item(chunk, piece))
             if items and self.error is None:
@@ -215,6 +219,61 @@ class Stream:
         del out, items
         self._when_decoded(decoding, lambda: self._decoded(pieces, unchecked))
 
+    def _fill_from_files(self, pieces: list[Piece]) -> None:
+        """A job of chunks a decoding process reads from their files (zarrfs.array.decoding.
+        files): those the cache holds are copied here; chunks with this mount's unsaved writes
+        in them, or a store that lends no directory now, make it a job of the loaders'."""
+        streams, out = self._streams, self.out
+        assert out is not None  # (given up only when every job has ended)
+        by_unit = {piece.cell: piece for piece in pieces}
+        read: Future[FilesRead] | None = None
+        try:
+            cached, partly_written = streams.view.lend_cached(list(by_unit))
+            directory = None if partly_written else streams.store.lend_directory()
+            if directory is None:
+                del out
+                self._fill(pieces)
+                return
+            for unit, chunk in cached:
+                place(out[by_unit[unit].in_box], chunk[by_unit[unit].in_cell])
+            have = {unit for unit, _ in cached}
+            cells = [unit for unit in by_unit if unit not in have]
+            since, dtype = streams.source.seen.clock(), out.dtype
+            fill = np.asarray(streams.view.fill_element).astype(dtype).tobytes()
+            job = FilesJob(self._slab.id if self._slab else 0, tuple(self._box.shape), sent(dtype),
+                           tuple(self._box.start), cells, fill)
+            if cells:
+                assert self._slab is not None and streams.policy.files is not None
+                read = self._decoders.read_files(streams.policy.files, directory, self._slab, job)
+            else:
+                os.close(directory)
+        except BaseException as e:  # (reported through `error`: the reader falls back)
+            self._failed(e)
+        del out
+        if read is None:
+            self._job_ended()
+        else:
+            read.add_done_callback(lambda done: self._files_read(done, job.cells, by_unit, since))
+
+    def _files_read(self, done: Future[FilesRead], cells: list[Index], by_unit: dict[Index, Piece],
+                    since: int) -> None:
+        """A process read a job's files: noted, and those it left to the daemon read by the
+        loaders (the job ends with them), or the job ends."""
+        referred: list[Piece] = []
+        try:
+            found = done.result()
+            self._streams.source.files_read(self._geometry, cells, found, since)
+            referred = [by_unit[cell] for cell in states_of(found, cells, REFERRED)]
+        except BaseException as e:  # (a process failed, or a chunk is missing: the reader falls back)
+            self._failed(e)
+        if referred and not self._closed and self.error is None:
+            try:
+                self._streams.shared.loaders.submit(self._fill, referred, False)
+                return
+            except RuntimeError as e:  # (the loaders were shut down: the mount is stopping)
+                self._failed(e)
+        self._job_ended()
+
     @property
     def _decoders(self) -> DecodePool:
         found = self._streams.shared.decoders
@@ -225,7 +284,7 @@ class Stream:
         """A chunk for a decoding process: into the slab, where the piece goes."""
         assert self._slab is not None and self.out is not None
         return Item(self._streams.io.decoder, chunk.data or b"", self._slab, tuple(self._box.shape),
-                    self.out.dtype.str, piece.in_box, piece.in_cell, chunk.opened)
+                    sent(self.out.dtype), piece.in_box, piece.in_cell, chunk.opened)
 
     def _failed(self, error: BaseException) -> None:
         if self.error is None:

@@ -246,8 +246,12 @@ class PlainChunkIO:
         return not self.keep_fill and is_fill(data, self.fill_value)
 
     def count_fetch(self, nbytes: int) -> None:
+        self.count_fetches(1, nbytes)
+
+    def count_fetches(self, count: int, nbytes: int) -> None:
+        """`count` chunks of `nbytes` in all were read (here or by a decoding process)."""
         with self._lock:
-            self.stats.loads += 1
+            self.stats.loads += count
             self.stats.bytes_fetched += nbytes
         self.counters.add(bytes_fetched=nbytes)
 

@@ -4,7 +4,7 @@ replacement, compare-and-swap between processes, which bytes are in the page cac
 followed, only regular files are read)."""
 
 from ..values import Opened
-from .confined import Root, opened
+from .confined import Root, open_below, opened
 from .driver import LocalDriver
 from .files import (
     TEMP_PREFIX,
@@ -27,7 +27,7 @@ from .files import (
 )
 
 __all__ = ["TEMP_PREFIX", "LocalDriver", "Opened", "Root", "delete", "delete_if", "exchange",
-           "fsync_directory", "generation_of", "move", "opened", "read", "read_cached", "read_edge_cached",
-           "read_whole_cached",
+           "fsync_directory", "generation_of", "move", "open_below", "opened", "read", "read_cached",
+           "read_edge_cached", "read_whole_cached",
            "remove_stale_temporaries", "remove_tree", "replace_if", "temporary_owner_alive", "writable",
            "write_atomically"]

@@ -35,7 +35,7 @@ from ..values import Opened
 log = logging.getLogger("zarrfs")
 
 _OPENAT2 = 437  # (the same number on every architecture: added after the numbers were unified)
-_RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS = 0x02, 0x04
+_RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
 _AT_FDCWD = -100
 READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
@@ -76,6 +76,28 @@ WORKING_FLAGS = PATH_FLAGS | os.O_DIRECTORY  # a directory to make and replace e
 _HOWS = {flags: (how, ctypes.byref(how), ctypes.sizeof(how))
          for flags in (READ_FLAGS, DIRECTORY_FLAGS, PATH_FLAGS, WORKING_FLAGS)
          for how in [_How(flags, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)]}
+_BELOW = next((how, ctypes.byref(how), ctypes.sizeof(how)) for how in [
+    _How(READ_FLAGS, 0, _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS | _RESOLVE_BENEATH)])
+
+
+def open_below(directory: int, key: str) -> Opened:
+    """The regular file `key` below the open `directory` (a `Root.lent`), opened to read if no
+    component of it is a link and it stays below (what `Root.open` opens without resolving).
+    FileNotFoundError: none; any other OSError (a link, a FIFO, no permission): the store's own
+    open is to decide (it follows links that stay inside, and says why it refuses)."""
+    _, how, size = _BELOW
+    fd: int = _SYSCALL(_OPENAT2, directory, os.fsencode(key), how, size)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), key)
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", key)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Opened(fd, status.st_size, generation_of(status))
 
 
 def _open_without_links(path: str, flags: int, directory: int = _AT_FDCWD) -> int:
@@ -169,6 +191,17 @@ class Root:
         if path.rstrip("/") == self.path.rstrip("/"):
             return _open_without_links(self.real, WORKING_FLAGS)  # (resolved when the store opened)
         return self._open(path, WORKING_FLAGS)
+
+    def lent(self, path: str) -> int | None:
+        """The directory at `path` opened for another process to read the files below it
+        itself (`open_below`), reached through links that stay inside; None without openat2
+        (it could not keep to the rules) or when there is no such directory."""
+        if _SYSCALL is None:
+            return None
+        try:
+            return self._open(path, WORKING_FLAGS)
+        except (OSError, RefusedKey):
+            return None
 
     def _open(self, path: str, flags: int) -> int:
         # (no `..` in it: one would climb out without a link)

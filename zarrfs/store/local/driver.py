@@ -55,6 +55,9 @@ class LocalDriver(Driver):
     def opened(self, path: str) -> Opened:
         return opened(self.confined, path)
 
+    def lend_directory(self, path: str) -> int | None:
+        return self.confined.lent(path)
+
     def find(self, seconds: float | None, base: str) -> list[str]:
         return scans.walk(self.confined, base)
 
