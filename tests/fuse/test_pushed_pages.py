@@ -105,20 +105,20 @@ def test_every_flat_view_pushes_the_bytes_it_serves(source: tuple[Path, np.ndarr
 def test_a_reader_finds_pushed_pages_without_asking(source: tuple[Path, np.ndarray[Any, Any]],
                                                     mount_array: MountFactory) -> None:
     """Slabs ahead of a reader are in the page cache before it reaches them; reading them
-    costs the mount no request; np.memmap reads them too."""
+    costs the mount hardly a byte of replies; np.memmap reads them too."""
     path, values = source
     mount = mount_array(path, ["ro"])
     with open(mount.data, "rb", buffering=0) as f:
         start_streaming(f, range(1100, 3000))
-        first = stats(mount)["requests"]
-        asking = stats(mount)["requests"] - first  # (what `zarrfs stats` itself costs)
-        before = first + asking
+        before = stats(mount)["bytes_replied"]
         f.seek(1100 * ROW)
         assert f.read(1024 * ROW) == values[1100:2124].tobytes()
-        # Replied to, 8 MiB are at least 8 requests (1 MiB the most a request asks for);
-        # pushed, the first page of the slab from row 2048 on, and what the kernel asks
-        # around it beyond the rows waited for.
-        assert stats(mount)["requests"] - before - asking <= 3
+        # Replied to, these 8 MiB would be 8 MiB of replies. Pushed, the first page of the
+        # slab from row 2048 on, what the kernel asks around it, and the pages the machine
+        # reclaimed meanwhile: pages pushed and not yet read look cold to a proactive reclaim
+        # (here DAMON's pageout of unmapped pages), which drops a few, each a page to ask for
+        # again (0-22 of the 2,048 seen; the count of requests asked was 4-13 so).
+        assert stats(mount)["bytes_replied"] - before <= 1 << 20
     mapped = np.memmap(mount.data, dtype="<u2", mode="r", shape=SHAPE)
     assert int(mapped.sum(dtype=np.int64)) == int(values.sum(dtype=np.int64))
     del mapped

@@ -50,6 +50,7 @@ COUNTERS = {"requests": "FUSE requests answered", "errors": "FUSE requests faile
             "chunks_changed_outside": "Chunks found changed by other writers",
             "timeouts": "FUSE requests that got no answer from the store within the deadline",
             "bytes_pushed": "Bytes put into the page cache ahead of sequential readers",
+            "bytes_replied": "Bytes of files sent in answer to read requests",
             "disk_cache_hits": "Reads answered from the disk cache",
             "disk_cache_misses": "Reads the disk cache could not answer (read from the store)"}
 

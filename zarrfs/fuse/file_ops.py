@@ -117,13 +117,14 @@ class FileOperations:
         handle = self._handle(fh)
         await self.order.wait_for(handle.inode, offset, offset + size)
         if handle.readahead is None:  # a small file, whose bytes may still be in the store
-            return await self.workers.run(handle.view.read, offset, size)
-        # Bytes decoded ahead are answered here, without a trip to a worker thread.
-        ready = handle.readahead.ready(offset, size)
-        if ready is None:
-            ready = await self.workers.run(handle.readahead.read, offset, size)
-        if handle.pushed is not None and self.pages is not None:
-            self.pages.push(handle.inode, handle.pushed)
+            ready = await self.workers.run(handle.view.read, offset, size)
+        else:  # (bytes decoded ahead are answered here, without a trip to a worker thread)
+            ready = handle.readahead.ready(offset, size)
+            if ready is None:
+                ready = await self.workers.run(handle.readahead.read, offset, size)
+            if handle.pushed is not None and self.pages is not None:
+                self.pages.push(handle.inode, handle.pushed)
+        self.counters.add(bytes_replied=len(ready))
         return ready
 
     @boundary
