@@ -116,6 +116,7 @@ class FileOperations:
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
         await self.order.wait_for(handle.inode, offset, offset + size)
+        ready: bytes | memoryview | None = None
         if handle.readahead is None:  # a small file, whose bytes may still be in the store
             ready = await self.workers.run(handle.view.read, offset, size)
         else:  # (bytes decoded ahead are answered here, without a trip to a worker thread)
