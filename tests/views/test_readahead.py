@@ -110,9 +110,10 @@ def test_slabs_started_ahead_are_offered_to_push_while_they_are_held(array: Zarr
 def test_a_first_read_at_the_start_of_a_local_file_starts_slabs(tmp_path: Path, remote: bool,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Every chunk of the first slab is decoded to answer a first read at the file's start,
-    however small: from a local store into a slab (with those ahead), not into the cache;
-    from a remote one a reader first earns the requests reading ahead costs."""
-    monkeypatch.setattr(readahead, "STREAK_BYTES", 1 << 20)
+    however small: from a local store into that slab (those ahead once the reader reads on),
+    not into the cache; from a remote one a reader first earns the requests reading ahead
+    costs."""
+    monkeypatch.setattr(readahead, "STREAK_BYTES", 64 << 10)  # (less than the file, 96 KiB)
     array = _create(tmp_path)
     try:
         reader = RegionFile(array, None, remote=remote).readahead()
@@ -121,8 +122,10 @@ def test_a_first_read_at_the_start_of_a_local_file_starts_slabs(tmp_path: Path, 
         if remote:
             assert not reader.slabs() and array.cached([first_row])
         else:
-            assert set(reader.slabs()) == set(range(readahead.SLABS_AHEAD + 1))
+            assert set(reader.slabs()) == {0}
             assert not array.cached([first_row]), "the first read filled the cache"
+            assert bytes(reader.read(4096, 4096)) == _expected(4096, 4096)
+            assert set(reader.slabs()) == set(range(readahead.SLABS_AHEAD + 1))
         reader.close()
     finally:
         array.close()

@@ -274,12 +274,13 @@ class Readahead:
             self._streak = (self._streak if sequential else 0) + size
             self._last_end = offset + size
             self._furthest = max(self._furthest, offset + size)
-            earned = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs)
-                                     or (last is None and not self._data.priced_in_requests))
+            streaked = sequential and (self._streak >= STREAK_BYTES or bool(self._slabs))
+            earned = streaked or (sequential and self._opening(layout, last))
             self._earn(layout, offset, size, earned)
             if layout is None or index is None:
                 return sequential
-            ahead, last = self._wanted(layout, index, offset + size) if earned else (range(0), index)
+            beyond = SLABS_AHEAD if streaked else 0
+            ahead, last = self._wanted(layout, index, offset + size, beyond) if earned else (range(0), index)
             # (and one more ahead: a request from behind must not drop the slab last started)
             kept = range(index - 1, last + SLABS_AHEAD + 2) if ahead else range(0)
             stale = [i for i, s in self._slabs.items() if i not in kept or _stale(s)]
@@ -301,19 +302,30 @@ class Readahead:
                         self._ahead.append(Ahead(start, size, stream))
         return sequential
 
-    def _wanted(self, layout: _Slabs, index: int, end: int) -> tuple[range, int]:
+    def _opening(self, layout: _Slabs | None, last: int | None) -> bool:
+        """Whether this, a first read at the file's start, reads its own slabs (not those ahead
+        yet): every chunk of them is decoded to answer it anyway, into a slab by the decoding
+        processes rather than into the cache by the daemon's threads. Not from a remote store
+        (a reader first earns the requests reading ahead costs), and not of a file smaller than
+        the streak (read through the cache, which keeps its chunks for the array's other
+        files)."""
+        return (last is None and not self._data.priced_in_requests and layout is not None
+                and layout.data_size > STREAK_BYTES)
+
+    def _wanted(self, layout: _Slabs, index: int, end: int, beyond: int) -> tuple[range, int]:
         """The slabs to hold for a read in order of slab `index` up to `end` (with the lock
         held), and the last of the read's own: those of the read itself (a read that needs one
-        not started reads through the cache, and would fetch its chunks twice), then those the
-        budget pays for; but not one that reads through the cache are loading into now (their
-        chunks would be fetched twice): the first slabs begin after them."""
+        not started reads through the cache, and would fetch its chunks twice), then up to
+        `beyond` more the budget pays for; but not one that reads through the cache are
+        loading into now (their chunks would be fetched twice): the first slabs begin after
+        them."""
         slabs = -(-layout.data_size // layout.nbytes)
         last = max(index, (min(end, layout.skip + layout.data_size) - 1 - layout.skip) // layout.nbytes)
         through = max(self._through, default=0)
         first = index if self._slabs or through <= layout.skip + index * layout.nbytes else \
             max(index, (through - 1 - layout.skip) // layout.nbytes + 1)
         affordable = self._budget // (layout.rows // layout.chunk_rows * layout.row_requests)
-        return range(first, min(last + 1 + min(SLABS_AHEAD, affordable), slabs)), last
+        return range(first, min(last + 1 + min(beyond, affordable), slabs)), last
 
     def _earn(self, layout: _Slabs | None, offset: int, size: int, earned: bool) -> None:
         """The budget after a read (with the lock held): twice what the read cost, or double

@@ -138,6 +138,57 @@ def test_types_of_other_packages_keep_their_byte_order_in_a_process(tmp_path: Pa
         array.close()
 
 
+def read_shard(store: Path, shard: tuple[int, int], *,
+               rewrite: bool = False) -> tuple[np.ndarray[Any, Any], Any]:
+    """The inner chunks of one shard (of a sharded copy of `values()`: 64 x 128 inner chunks
+    in 128 x 256 shards) read by a process's reader into the shard's rows of a slab, as the
+    daemon's index says (`rewrite`: the shard rewritten after its index was read)."""
+    array = open_array(Store.open(str(store)))
+    try:
+        files = array.source.chunk_files()
+        assert files is not None and files.chunk_shape == CHUNKS
+        rows = (shard[0] * 128, min(SHAPE[0], shard[0] * 128 + 128))
+        cells = [(row, column) for row in range(rows[0] // 64, -(-rows[1] // 64))
+                 for column in range(shard[1] * 2, min(3, shard[1] * 2 + 2))]
+        part = array.source.shard_part(array.geometry(), cells)
+        assert part is not None
+        if rewrite:
+            path = store / "c" / str(shard[0]) / str(shard[1])
+            path.write_bytes(path.read_bytes())  # (the same bytes, another generation)
+        shape = (rows[1] - rows[0], SHAPE[1])
+        slab = mmap.mmap(-1, int(np.prod(shape)) * 2)
+        directory = Store.open(str(store)).lend_directory()
+        assert directory is not None
+        try:
+            job = FilesJob(1, shape, sent(np.dtype("<u2")), (rows[0], 0), cells, b"\x00\x00", part)
+            found = FileReader().read(files, directory, job, slab)
+        finally:
+            os.close(directory)
+        return np.frombuffer(slab, dtype="<u2").reshape(shape).copy(), (cells, found, part)
+    finally:
+        array.close()
+
+
+def test_a_process_reads_inner_chunks_of_a_shard_where_its_index_says(tmp_path: Path) -> None:
+    store = tmp_path / "s.zarr"
+    data = values()
+    array = zarr.create_array(store, shape=SHAPE, chunks=CHUNKS, shards=(128, 256), dtype="<u2", fill_value=0,
+                              compressors=ZstdCodec(level=1))
+    array[...] = data
+    array[64:128, 128:256] = 0  # (an inner chunk of fill values: not stored, its span empty)
+    expected = data.copy()
+    expected[64:128, 128:256] = 0
+    out, (cells, found, part) = read_shard(store, (0, 0))
+    assert np.array_equal(out[:, :256], expected[:128, :256])
+    states = dict(zip(cells, found.states, strict=True))
+    assert states == {(0, 0): READ, (0, 1): READ, (1, 0): READ, (1, 1): MISSING}
+    assert set(found.generations) == {part.generation} == {Store.open(str(store)).generation("c/0/0")}
+    out, (cells, found, _) = read_shard(store, (1, 1))  # (an edge shard: rows 128-199, columns 256-299)
+    assert np.array_equal(out[:, 256:], expected[128:, 256:])
+    _, (cells, found, _) = read_shard(store, (0, 0), rewrite=True)
+    assert set(found.states) == {REFERRED}, "a shard rewritten since its index was read was read"
+
+
 def test_a_file_that_is_not_a_chunk_fails_the_job(tmp_path: Path) -> None:
     store = tmp_path / "a.zarr"
     make(store, "raw")
@@ -188,6 +239,18 @@ def test_a_link_leading_outside_fails_the_read(picture: tuple[Path, np.ndarray[A
         read_data(mount.data)
     assert raised.value.errno == errno.EIO
     assert "'c/3/2'" in mount.log()
+
+
+def test_a_sharded_array_reads_as_zarr_python_reads_it(tmp_path: Path, mount_array: MountFactory) -> None:
+    data = (np.arange(np.prod(BIG), dtype=np.int64).reshape(BIG) % 65521).astype("<u2")
+    store = tmp_path / "s.zarr"
+    array = zarr.create_array(store, shape=BIG, chunks=(128, 512), shards=(256, 2048), dtype="<u2",
+                              fill_value=0, compressors=ZstdCodec(level=1))
+    array[...] = data
+    array[256:384, 1024:1536] = 0  # (an inner chunk not stored)
+    (store / "c" / "3" / "1").unlink()  # (a whole shard not stored)
+    mount = mount_array(store, ["ro"])
+    assert read_data(mount.data) == np.asarray(zarr.open_array(str(store))[...]).tobytes()
 
 
 def test_a_missing_chunk_fails_the_read_without_fill_missing_data_reads(

@@ -3,11 +3,11 @@
 shared memory they decode into (`slabs`), the messages between them (`wire`), and the chunks
 they read from a local store's files themselves (`files`, `scatter`)."""
 
-from .files import MISSING, READ, REFERRED, ChunkFiles, FileReader, FilesJob, FilesRead, states_of
+from .files import MISSING, READ, REFERRED, ChunkFiles, FileReader, FilesJob, FilesRead, ShardPart, states_of
 from .pool import DecodePool, Item, WorkerFailed, close_files
 from .server import Drop, ForkServer
 from .slabs import SharedSlab, SlabKeeper
 
 __all__ = ["MISSING", "READ", "REFERRED", "ChunkFiles", "DecodePool", "Drop", "FileReader", "FilesJob",
-           "FilesRead", "ForkServer", "Item", "SharedSlab", "SlabKeeper", "WorkerFailed", "close_files",
-           "states_of"]
+           "FilesRead", "ForkServer", "Item", "ShardPart", "SharedSlab", "SlabKeeper", "WorkerFailed",
+           "close_files", "states_of"]

@@ -50,9 +50,21 @@ class ChunkFiles:
 
 
 @dataclass(frozen=True)
+class ShardPart:
+    """Where a job's chunks lie when they are inner chunks of one shard: its key, the generation
+    its index was read at (None: no shard stored), and each chunk's (offset, nbytes) in it as
+    that index says (None: not stored)."""
+
+    key: str
+    generation: str | None
+    spans: list[tuple[int, int] | None]
+
+
+@dataclass(frozen=True)
 class FilesJob:
     """Chunks `cells` of an array (`ChunkFiles`), into `box` of it held by a slab of `shape`
-    (the box's) and `dtype`; `fill`: one element of the fill value, as the slab holds it."""
+    (the box's) and `dtype`; `fill`: one element of the fill value, as the slab holds it;
+    `shard`: where they lie, when they are inner chunks of one shard (else each its file)."""
 
     slab: int
     shape: Index
@@ -60,6 +72,7 @@ class FilesJob:
     box_start: Index
     cells: list[Index]
     fill: bytes
+    shard: ShardPart | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,37 @@ class FilesRead:
     cpu: float
 
 
+class _Slab:
+    """A job's chunks going into their places in the slab, and what becomes of each."""
+
+    def __init__(self, files: ChunkFiles, job: FilesJob, slab: Any) -> None:
+        dtype = received(job.dtype)
+        self.out = np.frombuffer(slab, dtype=dtype, count=math.prod(job.shape)).reshape(job.shape)
+        self.box = Box(job.box_start, tuple(a + n for a, n in zip(job.box_start, job.shape, strict=True)))
+        self.files = files
+        # (not `files.elements == dtype` alone: numpy takes None for float64)
+        self.elements = dtype if files.elements is not None and received(files.elements) == dtype else None
+        self.fill = np.frombuffer(job.fill, dtype=dtype)  # (an element: a scalar would be converted)
+        self.states = bytearray(len(job.cells))
+        self.generations: list[str | None] = [None] * len(job.cells)
+        self.nbytes = 0
+
+    def put(self, number: int, cell: Index, data: Any, generation: str) -> None:
+        """Chunk `number` of the job decoded (or taken as it is) into its place."""
+        files, piece = self.files, piece_of(cell, self.box, self.files.chunk_shape)
+        chunk = files.decoder(data) if self.elements is None else \
+            np.frombuffer(data, self.elements).reshape(files.chunk_shape)  # (ValueError: not a chunk's bytes)
+        place(self.out[piece.in_box], chunk[piece.in_cell])
+        self.generations[number] = generation
+        self.nbytes += len(data)
+
+    def missing(self, number: int, cell: Index, generation: str | None = None) -> None:
+        """Chunk `number` is not stored (`generation`: of the shard it is not stored in)."""
+        self.out[piece_of(cell, self.box, self.files.chunk_shape).in_box] = self.fill
+        self.states[number] = MISSING
+        self.generations[number] = generation
+
+
 class FileReader:
     """A decoding process's reads of chunk files (one per process: it keeps its buffers)."""
 
@@ -81,44 +125,68 @@ class FileReader:
 
     def read(self, files: ChunkFiles, directory: int, job: FilesJob, slab: Any) -> FilesRead:
         started = time.thread_time()
-        dtype = received(job.dtype)
-        out = np.frombuffer(slab, dtype=dtype, count=math.prod(job.shape)).reshape(job.shape)
-        box = Box(job.box_start, tuple(a + n for a, n in zip(job.box_start, job.shape, strict=True)))
-        # (not `files.elements == dtype` alone: numpy takes None for float64)
-        elements = dtype if files.elements is not None and received(files.elements) == dtype else None
-        fill = np.frombuffer(job.fill, dtype=dtype)  # (an element: a scalar would be converted)
-        states = bytearray(len(job.cells))
-        generations: list[str | None] = [None] * len(job.cells)
-        nbytes = 0
+        target = _Slab(files, job, slab)
+        if job.shard is None:
+            self._chunks(files, directory, job, target)
+        else:
+            self._inner_chunks(directory, job, job.shard, target)
+        cpu = time.thread_time() - started
+        return FilesRead(bytes(target.states), target.generations, target.nbytes, cpu)
+
+    def _chunks(self, files: ChunkFiles, directory: int, job: FilesJob, target: _Slab) -> None:
+        """Each chunk its own file."""
         for number, cell in enumerate(job.cells):
-            piece = piece_of(cell, box, files.chunk_shape)
             try:
                 opened = open_below(directory, files.keys.key(cell))
             except FileNotFoundError:
-                out[piece.in_box] = fill
-                states[number] = MISSING
+                target.missing(number, cell)
                 continue
             except OSError:
-                states[number] = REFERRED
+                target.states[number] = REFERRED
                 continue
             try:
                 data = self.whole(opened.fd, opened.size)
             finally:
                 os.close(opened.fd)
-            chunk = files.decoder(data) if elements is None else \
-                np.frombuffer(data, elements).reshape(files.chunk_shape)  # (ValueError: not a chunk's bytes)
-            place(out[piece.in_box], chunk[piece.in_cell])
-            generations[number] = opened.generation
-            nbytes += opened.size
-        return FilesRead(bytes(states), generations, nbytes, time.thread_time() - started)
+            target.put(number, cell, data, opened.generation)
 
-    def whole(self, fd: int, size: int) -> memoryview:
-        """A file's `size` bytes (a short read: the file changed; the decoder says so)."""
+    def _inner_chunks(self, directory: int, job: FilesJob, shard: ShardPart, target: _Slab) -> None:
+        """Inner chunks of one shard, where its index said: the bytes from the first to the
+        last read at once. A shard rewritten since its index was read is the daemon's to
+        read again (its index too)."""
+        stored = [span for span in shard.spans if span is not None]
+        first = min((offset for offset, _ in stored), default=0)
+        last = max((offset + nbytes for offset, nbytes in stored), default=0)
+        data = memoryview(b"")
+        if stored:
+            try:
+                opened = open_below(directory, shard.key)
+            except OSError:
+                opened = None
+            if opened is None or opened.generation != shard.generation:
+                if opened is not None:
+                    os.close(opened.fd)
+                target.states[:] = bytes([REFERRED]) * len(job.cells)
+                return
+            try:
+                data = self.whole(opened.fd, last - first, first)
+            finally:
+                os.close(opened.fd)
+        generation = shard.generation or ""  # (a shard read has one)
+        for number, (cell, span) in enumerate(zip(job.cells, shard.spans, strict=True)):
+            if span is None:
+                target.missing(number, cell, shard.generation)
+            else:
+                target.put(number, cell, data[span[0] - first:span[0] - first + span[1]], generation)
+
+    def whole(self, fd: int, size: int, offset: int = 0) -> memoryview:
+        """`size` bytes of a file from `offset` (a short read: the file changed; the decoder
+        says so)."""
         if len(self._buffer) < size:
             self._buffer = bytearray(size)
         into = memoryview(self._buffer)[:size]
         done = 0
-        while done < size and (got := os.preadv(fd, [into[done:]], done)):
+        while done < size and (got := os.preadv(fd, [into[done:]], offset + done)):
             done += got
         return into[:done]
 

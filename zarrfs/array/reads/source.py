@@ -25,7 +25,7 @@ from ...formats import sent
 from ...grid import Box, Index, Piece
 from ...store import Store
 from ..cache import ArrayCache, Counters, Entry, Fetched
-from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, states_of
+from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, ShardPart, states_of
 from ..geometry import Geometry
 from ..recheck import Seen
 from ..stored import Encoded, PlainChunkIO, ShardedChunkIO
@@ -181,16 +181,27 @@ class ChunkSource:
     # -- chunks for a stream, not cached -------------------------------------------------------
 
     def chunk_files(self) -> ChunkFiles | None:
-        """How a decoding process reads this array's chunks from their files itself, where it
-        may: a plain array of a regular grid in a store of local files (whose directory it
-        lends, `Store.lend_directory`, where the kernel keeps its rules); else None."""
+        """How a decoding process reads this array's chunks (or inner chunks of its shards)
+        from their files itself, where it may: an array of a regular grid in a store of local
+        files (whose directory it lends, `Store.lend_directory`, where the kernel keeps its
+        rules); else None."""
         geometry = self.geometry()
-        if (self.sharded or geometry.read_grid is not None or self.io.decoder is None
+        if (geometry.read_grid is not None or not geometry.description.is_regular or self.io.decoder is None
                 or not self.store.capabilities.local_files):
             return None
-        elements = stored_elements(self.io.pipeline)
+        inner = self.io.sharding.inner if isinstance(self.io, ShardedChunkIO) else self.io.pipeline
+        elements = stored_elements(inner)
         return ChunkFiles(geometry.description.chunk_key_encoding, geometry.read_chunk_shape, self.io.decoder,
                           None if elements is None else sent(elements))
+
+    def shard_part(self, geometry: Geometry, cells: Sequence[Index]) -> ShardPart | None:
+        """Where a stream job's inner chunks (all of one shard) lie, as its index says now,
+        for a decoding process to read them; None where the store reports no generations."""
+        shard = self.io.location(cells[0])[0]
+        key = geometry.chunk_key(shard)
+        assert isinstance(self.io, ShardedChunkIO)
+        found = self.io.inner_spans(key, shard, [self.io.location(cell)[1] or () for cell in cells])
+        return None if found is None else ShardPart(key, *found)
 
     def files_read(self, geometry: Geometry, cells: Sequence[Index], found: FilesRead, since: int) -> None:
         """What a decoding process read of a stream's chunks from their files (those it left
@@ -201,8 +212,9 @@ class ChunkSource:
             key = geometry.chunk_key(missing[0])
             log.error("chunk %r is not stored (fill_missing_data_reads=false)", self.store.path(key))
             raise ChunkError(key, "not stored, and fill_missing_data_reads is false")
-        self.seen.note_read(((cell, generation) for cell, generation, state in zip(
-            cells, found.generations, found.states, strict=True) if state != REFERRED), since)
+        noted = {self.io.location(cell)[0]: generation for cell, generation, state in zip(
+            cells, found.generations, found.states, strict=True) if state != REFERRED}
+        self.seen.note_read(noted.items(), since)  # (of the stored objects: an inner chunk's shard)
         read = found.states.count(READ)
         self.io.count_fetches(read, found.nbytes)
         self.counters.add(cache_misses=len(cells) - found.states.count(REFERRED), chunks_decoded=read,

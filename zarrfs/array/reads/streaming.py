@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -222,38 +221,49 @@ class Stream:
     def _fill_from_files(self, pieces: list[Piece]) -> None:
         """A job of chunks a decoding process reads from their files (zarrfs.array.decoding.
         files): those the cache holds are copied here; chunks with this mount's unsaved writes
-        in them, or a store that lends no directory now, make it a job of the loaders'."""
-        streams, out = self._streams, self.out
-        assert out is not None  # (given up only when every job has ended)
-        by_unit = {piece.cell: piece for piece in pieces}
-        read: Future[FilesRead] | None = None
+        in them, a shard whose store reports no generation, or a store that lends no directory
+        now make it a job of the loaders'."""
+        streams, by_unit = self._streams, {piece.cell: piece for piece in pieces}
+        since, read = streams.source.seen.clock(), None
         try:
-            cached, partly_written = streams.view.lend_cached(list(by_unit))
-            directory = None if partly_written else streams.store.lend_directory()
-            if directory is None:
-                del out
+            cells = self._copy_cached(by_unit)
+            job = self._files_job(cells) if cells else None
+            directory = None if job is None else streams.store.lend_directory()
+            if cells is None or (cells and directory is None):
                 self._fill(pieces)
                 return
-            for unit, chunk in cached:
-                place(out[by_unit[unit].in_box], chunk[by_unit[unit].in_cell])
-            have = {unit for unit, _ in cached}
-            cells = [unit for unit in by_unit if unit not in have]
-            since, dtype = streams.source.seen.clock(), out.dtype
-            fill = np.asarray(streams.view.fill_element).astype(dtype).tobytes()
-            job = FilesJob(self._slab.id if self._slab else 0, tuple(self._box.shape), sent(dtype),
-                           tuple(self._box.start), cells, fill)
-            if cells:
+            if job is not None and directory is not None:
                 assert self._slab is not None and streams.policy.files is not None
                 read = self._decoders.read_files(streams.policy.files, directory, self._slab, job)
-            else:
-                os.close(directory)
         except BaseException as e:  # (reported through `error`: the reader falls back)
             self._failed(e)
-        del out
         if read is None:
             self._job_ended()
         else:
-            read.add_done_callback(lambda done: self._files_read(done, job.cells, by_unit, since))
+            read.add_done_callback(lambda done: self._files_read(done, list(cells or ()), by_unit, since))
+
+    def _copy_cached(self, by_unit: dict[Index, Piece]) -> list[Index] | None:
+        """Copy the chunks the cache holds into the buffer; the others, or None when some hold
+        this mount's unsaved writes (merged with what is stored: the loaders')."""
+        assert self.out is not None  # (given up only when every job has ended)
+        cached, partly_written = self._streams.view.lend_cached(list(by_unit))
+        if partly_written:
+            return None
+        for unit, chunk in cached:
+            place(self.out[by_unit[unit].in_box], chunk[by_unit[unit].in_cell])
+        have = {unit for unit, _ in cached}
+        return [unit for unit in by_unit if unit not in have]
+
+    def _files_job(self, cells: list[Index]) -> FilesJob | None:
+        """The job of `cells` for a decoding process; None where their shard's store reports no
+        generation (nobody could tell a rewrite from the index read)."""
+        source, dtype = self._streams.source, self.out.dtype if self.out is not None else np.dtype("u1")
+        shard = source.shard_part(self._geometry, cells) if source.sharded else None
+        if source.sharded and shard is None:
+            return None
+        fill = np.asarray(self._streams.view.fill_element).astype(dtype).tobytes()
+        return FilesJob(self._slab.id if self._slab else 0, tuple(self._box.shape), sent(dtype),
+                        tuple(self._box.start), cells, fill, shard)
 
     def _files_read(self, done: Future[FilesRead], cells: list[Index], by_unit: dict[Index, Piece],
                     since: int) -> None:

@@ -138,6 +138,20 @@ class ShardedChunkIO(PlainChunkIO):
         self.count_fetch(len(found.data))
         return Encoded(found.data, generation)
 
+    def inner_spans(self, key: str, chunk: Index,
+                    inners: Sequence[Index]) -> tuple[str | None, list[tuple[int, int] | None]] | None:
+        """Where inner chunks lie in their shard as its index says now ((offset, nbytes); None:
+        not stored), and the generation the index was read at (None, every span None: no shard
+        stored); None where the store reports no generations (nobody could tell a rewrite).
+        CodecError: a bad index."""
+        index, generation = self.reader.load(chunk, key, whole=self.reader.wants_whole(len(inners)))
+        if index is None:
+            return None if generation is not None else (None, [None] * len(inners))
+        if generation is None:
+            return None
+        return generation, [None if (span := index.span(inner)) is None else (span.offset, span.nbytes)
+                            for inner in inners]
+
     def fetch_encoded_run(self, key: str, chunk: Index, inners: Sequence[Index | None], *,
                           open_files: bool = False) -> Iterator[Encoded]:
         """Inner chunks of one shard, read with as few requests as the store wants (see
