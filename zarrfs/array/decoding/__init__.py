@@ -1,10 +1,13 @@
 """Decoding in processes of their own (issue 77): the fork server the daemon forks at its start
 (`server`), the workers it forks (`worker`), the daemon's pool of them (`pool`), the slabs of
-shared memory they decode into (`slabs`) and the messages between them (`wire`)."""
+shared memory they decode into (`slabs`) and the messages between them (`wire`). Written
+chunks are encoded there too (issue 87): the daemon's end is `staging`, the worker's
+`encoding`."""
 
 from .pool import DecodePool, Item, WorkerFailed, close_files
 from .server import Drop, ForkServer
 from .slabs import SharedSlab, SlabKeeper
+from .staging import NoRoom, NotEncoded, ProcessEncoder
 
-__all__ = ["DecodePool", "Drop", "ForkServer", "Item", "SharedSlab", "SlabKeeper", "WorkerFailed",
-           "close_files"]
+__all__ = ["DecodePool", "Drop", "ForkServer", "Item", "NoRoom", "NotEncoded", "ProcessEncoder", "SharedSlab",
+           "SlabKeeper", "WorkerFailed", "close_files"]

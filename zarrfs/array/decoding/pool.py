@@ -77,7 +77,7 @@ class _Link:
         self.send_lock = threading.Lock()
         self.decoders: set[bytes] = set()
         self.slabs: set[int] = set()
-        self.pending: dict[int, tuple[Future[float], float, list[Item]]] = {}
+        self.pending: dict[int, tuple[Future[Any], float, list[Item]]] = {}
         self.alive = True
         threading.Thread(target=pool.listen, args=(self,), name=f"zarrfs-worker-{pid}", daemon=True).start()
 
@@ -120,15 +120,43 @@ class DecodePool:
             close_files(items)  # (the worker has its own descriptors of them now)
         return future
 
-    def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
-        for item in items:
-            _, key, pickled = self._pickled(item.decoder)
+    def submit_job(self, kind: str, body: Any, callables: Sequence[Any] = (),
+                   slabs: Sequence[SharedSlab] = ()) -> Future[Any]:
+        """A job of another kind than decoding (`(kind, job, body)`: zarrfs.array.decoding.
+        encoding), naming `callables` by `key_of` and `slabs` by id, which are sent first where
+        the worker has not got them; the future gives the worker's answer, or raises
+        WorkerFailed (as does this call, when no worker can be had)."""
+        future: Future[Any] = Future()
+        link = self._link()
+        job = next(self._jobs)
+        with link.send_lock:
+            with self._lock:
+                link.pending[job] = (future, time.monotonic(), [])
+            try:
+                self._introduce(link, callables, slabs)
+                wire.send(link.sock, (kind, job, body))
+            except (OSError, wire.Closed) as e:
+                self._lost(link, f"could not be sent a job ({e})")
+        return future
+
+    def key_of(self, function: Any) -> bytes:
+        """The key a worker knows a callable by (`submit_job`)."""
+        return self._pickled(function)[1]
+
+    def _introduce(self, link: _Link, callables: Sequence[Any], slabs: Sequence[SharedSlab]) -> None:
+        """Send the worker the callables (their pickles) and slabs (their descriptors) it has not got."""
+        for function in callables:
+            _, key, pickled = self._pickled(function)
             if key not in link.decoders:
                 wire.send(link.sock, ("decoder", key), [pickled])
                 link.decoders.add(key)
-            if item.slab.id not in link.slabs:
-                wire.send(link.sock, ("slab", item.slab.id, item.slab.nbytes), fds=[item.slab.fd])
-                link.slabs.add(item.slab.id)
+        for slab in slabs:
+            if slab.id not in link.slabs:
+                wire.send(link.sock, ("slab", slab.id, slab.nbytes), fds=[slab.fd])
+                link.slabs.add(slab.id)
+
+    def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
+        self._introduce(link, [item.decoder for item in items], [item.slab for item in items])
         header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
                    -1 if i.opened is None else i.opened.size) for i in items]
         files = [item.opened.fd for item in items if item.opened is not None]
@@ -180,7 +208,7 @@ class DecodePool:
                 with self._lock:
                     future, _, _ = link.pending.pop(answer[1])
                 if answer[0] == "done":
-                    future.set_result(float(answer[2]))
+                    future.set_result(answer[2])  # (a decoding job's: the worker's CPU seconds)
                 else:
                     future.set_exception(WorkerFailed(f"a decoding process failed a chunk: {answer[3]}"))
         except (OSError, wire.Closed, KeyError):
