@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...codecs import BytesLike
-from .pool import DEADLINE_SECONDS, DecodePool, WorkerFailed
+from .pool import DEADLINE_SECONDS, DecodePool
 from .slabs import SharedSlab
 
 SIZE_STEP = 64 << 10  # staging buffers come in multiples of this (a chunk of the array fits the last one)
@@ -52,6 +52,7 @@ class ProcessEncoder:
         self._lock = threading.Lock()
         self._spare: list[SharedSlab] = []
         self._held = 0  # bytes of staging buffers, in use or spare
+        self._closed = False
         self._encoders: dict[tuple[int, str], Encoder] = {}
 
     @property
@@ -67,7 +68,7 @@ class ProcessEncoder:
         """`data` encoded by `encoder` (picklable) in a worker: the encoding (a flat uint8
         array's view), and the worker's CPU seconds.
         NotEncoded (a worker could not encode it, or no room for it), or WorkerFailed (the worker
-        died): nothing was encoded."""
+        died: zarrfs.array.decoding.pool): nothing was encoded."""
         try:
             key = self.pool.key_of(encoder)
         except (pickle.PicklingError, TypeError, AttributeError) as e:
@@ -123,7 +124,8 @@ class ProcessEncoder:
     def _give_back(self, slab: SharedSlab) -> None:
         """A buffer no longer used: kept as a spare, within their limit."""
         with self._lock:
-            if slab.nbytes + sum(spare.nbytes for spare in self._spare) <= self._spare_limit:
+            spare = slab.nbytes + sum(kept.nbytes for kept in self._spare)
+            if not self._closed and spare <= self._spare_limit:
                 self._spare.append(slab)
             else:
                 self._forget(slab)
@@ -140,8 +142,8 @@ class ProcessEncoder:
     def close(self) -> None:
         """Every spare freed (those in use go as their jobs end)."""
         with self._lock:
+            self._closed = True
             while self._spare:
                 self._forget(self._spare.pop())
 
 
-__all__ = ["NoRoom", "NotEncoded", "ProcessEncoder", "WorkerFailed"]

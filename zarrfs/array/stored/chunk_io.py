@@ -51,14 +51,15 @@ class StoredChunk:
 
 Described = tuple[int, str | None] | None  # an object's size and generation (None: not stored)
 # Where a chunk is encoded: given the array's encoder and the elements, their encoding and the
-# seconds it took (`encoded_here`, unless the write-back decides otherwise: zarrfs.array.writes.policy).
+# CPU seconds it took (`encoded_here`, unless the write-back decides otherwise:
+# zarrfs.array.writes.policy).
 EncodeWith = Callable[[Callable[[np.ndarray], BytesLike], np.ndarray], tuple[BytesLike, float]]
 
 
 def encoded_here(encode: Callable[[np.ndarray], BytesLike], data: np.ndarray) -> tuple[BytesLike, float]:
-    start = time.perf_counter()
+    start = time.thread_time()  # (CPU: not the waits for a core or the interpreter lock)
     encoded = encode(data)
-    return encoded, time.perf_counter() - start
+    return encoded, time.thread_time() - start
 
 
 @dataclass
@@ -101,7 +102,7 @@ class PlainChunkIO:
         self.stats = stats
         self.counters = counters
         self._lock = threading.Lock()
-        self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
+        self._encoding = (0, 0.0)  # bytes encoded, and the CPU seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
         self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
         # What decodes a read chunk's bytes (bytes -> the chunk), one object for the array's
@@ -276,7 +277,7 @@ class PlainChunkIO:
         return encoded
 
     def note_encoding(self, nbytes: int, seconds: float) -> None:
-        """`nbytes` were encoded in `seconds` (what `encodes_slowly` measures)."""
+        """`nbytes` were encoded in `seconds` of CPU (what `encodes_slowly` measures)."""
         with self._lock:
             self._encoding = (self._encoding[0] + nbytes, self._encoding[1] + seconds)
 
@@ -287,7 +288,7 @@ class PlainChunkIO:
         return count < MEASURED_DECODES or seconds < CHEAP_DECODE_SECONDS * count
 
     def encode_seconds(self, nbytes: int) -> float:
-        """What encoding `nbytes` takes at the rate measured so far (0: nothing measured yet)."""
+        """The CPU encoding `nbytes` takes at the rate measured so far (0: nothing measured yet)."""
         done, seconds = self._encoding
         return nbytes * seconds / done if done else 0.0
 
