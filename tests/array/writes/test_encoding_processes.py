@@ -49,7 +49,8 @@ def image(seed: int) -> np.ndarray[Any, Any]:
 def stored(path: Path) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     """The array as TensorStore and as zarr-python read it from the store."""
     spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}
-    return np.asarray(ts.open(spec).result().read().result()), np.asarray(zarr.open_array(path, mode="r")[...])
+    by_zarr = np.asarray(zarr.open_array(path, mode="r")[...])
+    return np.asarray(ts.open(spec).result().read().result()), by_zarr
 
 
 def write(data: Path, values: np.ndarray[Any, Any]) -> int:
@@ -110,20 +111,19 @@ def test_workers_killed_while_encoding_lose_no_write(tmp_path: Path, mount_array
     Writes after the killing are encoded by new workers."""
     path = fresh_array(tmp_path / "a.zarr", layout == "sharded")
     mount = mount_array(path)
-    killed = 0
+    killed = [0]
+
+    def kill_running(stop: threading.Event) -> None:
+        while not stop.wait(0.002):
+            for pid in workers(mount.process.pid):
+                if running(pid):
+                    os.kill(pid, signal.SIGKILL)
+                    killed[0] += 1
+
     for seed in range(2, 8):
         values = image(seed)
         stop = threading.Event()
-
-        def kill_running() -> None:
-            nonlocal killed
-            while not stop.wait(0.002):
-                for pid in workers(mount.process.pid):
-                    if running(pid):
-                        os.kill(pid, signal.SIGKILL)
-                        killed += 1
-
-        killer = threading.Thread(target=kill_running)
+        killer = threading.Thread(target=kill_running, args=(stop,))
         killer.start()
         try:
             os.close(write(mount.data, values))
@@ -134,7 +134,7 @@ def test_workers_killed_while_encoding_lose_no_write(tmp_path: Path, mount_array
             assert np.array_equal(found, values), seed
         if "is encoded in the daemon" in mount.log():
             break
-    assert killed and "is encoded in the daemon" in mount.log(), (killed, mount.log())
+    assert killed[0] and "is encoded in the daemon" in mount.log(), (killed, mount.log())
     before = mount_stats(mount)["chunks_encoded_in_processes"]
     values = image(99)
     os.close(write(mount.data, values))
