@@ -3,10 +3,11 @@
 layers, no cache, no checks), `direct_io` and the `st_blksize` of `data.tif`, as zarrfs
 serves it. A reader reading a local file through it pays what any pyfuse3 daemon pays on this
 machine (the kernel's round trip, trio, the copy into the reply); what zarrfs takes beyond it
-is zarrfs's own.
+is zarrfs's own. As a sink (`sink`), it takes writes too, each stored into FILE as it comes
+(a file on tmpfs: what any pyfuse3 daemon pays to take a writer's bytes).
 
-    python fuse_floor.py FILE MOUNTPOINT BLKSIZE [cached]   (serves FILE as MOUNTPOINT/file
-                                                             until unmounted)
+    python fuse_floor.py FILE MOUNTPOINT BLKSIZE [cached|sink]   (serves FILE as
+                                                                  MOUNTPOINT/file until unmounted)
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ NAME = b"file"
 FILE_INODE = 2
 
 
-def serve(source: str, mountpoint: str, blksize: int, cached: bool = False) -> None:
+def serve(source: str, mountpoint: str, blksize: int, cached: bool = False, sink: bool = False) -> None:
     """`cached`: through the page cache and the kernel's read-ahead, as `data` is served
-    (else `direct_io`, as `data.tif`)."""
+    (else `direct_io`, as `data.tif`, and as zarrfs takes the writes of a file opened
+    write-only). `sink`: writable, each write stored into `source` at once."""
     import pyfuse3
     import trio
 
-    fd = os.open(source, os.O_RDONLY)
+    fd = os.open(source, os.O_RDWR if sink else os.O_RDONLY)
     size = os.fstat(fd).st_size
     reply = bytearray(4 << 20)  # (one request at a time: the reply is sent before the next)
 
@@ -43,7 +45,7 @@ def serve(source: str, mountpoint: str, blksize: int, cached: bool = False) -> N
             if inode == pyfuse3.ROOT_INODE:
                 entry.st_mode, entry.st_size = stat.S_IFDIR | 0o755, 0
             else:
-                entry.st_mode, entry.st_size = stat.S_IFREG | 0o444, size
+                entry.st_mode, entry.st_size = stat.S_IFREG | (0o644 if sink else 0o444), size
             return entry
 
         async def lookup(self, parent: int, name: bytes, ctx: object = None) -> pyfuse3.EntryAttributes:
@@ -58,6 +60,17 @@ def serve(source: str, mountpoint: str, blksize: int, cached: bool = False) -> N
             view = memoryview(reply)[:length]
             return view[: os.preadv(fd, [view], offset)]
 
+        async def write(self, fh: int, offset: int, buf: bytes) -> int:
+            if not sink:
+                raise pyfuse3.FUSEError(errno.EROFS)
+            return os.pwrite(fd, buf, offset)
+
+        async def flush(self, fh: int) -> None:
+            pass
+
+        async def fsync(self, fh: int, datasync: bool) -> None:
+            os.fsync(fd)
+
     options = set(pyfuse3.default_options)
     options.add("fsname=fuse-floor")
     pyfuse3.init(Passthrough(), mountpoint, options)
@@ -69,11 +82,12 @@ def serve(source: str, mountpoint: str, blksize: int, cached: bool = False) -> N
 
 @contextlib.contextmanager
 def passed_through(source: Path, mountpoint: Path, blksize: int,
-                   window_kb: int | None = None) -> Iterator[Path]:
+                   window_kb: int | None = None, sink: bool = False) -> Iterator[Path]:
     """`source` served by the bare server at `mountpoint`; yields the served file's path.
-    `window_kb`: served through the page cache with this kernel read-ahead window."""
+    `window_kb`: served through the page cache with this kernel read-ahead window. `sink`:
+    written into (its writes stored into `source`)."""
     mountpoint.mkdir(parents=True, exist_ok=True)
-    mode = [] if window_kb is None else ["cached"]
+    mode = ["sink"] if sink else [] if window_kb is None else ["cached"]
     server = subprocess.Popen([sys.executable, __file__, str(source), str(mountpoint), str(blksize), *mode])
     served = mountpoint / NAME.decode()
     try:
@@ -92,4 +106,5 @@ def passed_through(source: Path, mountpoint: Path, blksize: int,
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), cached=sys.argv[4:] == ["cached"])
+    serve(sys.argv[1], sys.argv[2], int(sys.argv[3]), cached=sys.argv[4:] == ["cached"],
+          sink=sys.argv[4:] == ["sink"])

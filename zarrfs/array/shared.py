@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .cache import DEFAULT_CACHE_BYTES, HEAP, ChunkCache, Counters
-from .decoding import DecodePool, SharedSlab, SlabKeeper
+from .decoding import DecodePool, ProcessEncoder, SharedSlab, SlabKeeper
 from .loader_pool import LoaderPool
 from .stored import index_cost
 
@@ -51,6 +51,11 @@ class Shared:
         # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
         self.more_stats: list[Callable[[], dict[str, float]]] = []
         self.decoders = decoders
+        # Written chunks encoded in the decoding processes (zarrfs.array.writes.policy), each
+        # through a staging buffer while a worker encodes it: an eighth of the cache at most
+        # (512 KiB chunks: 56 at cache=256M, where 14 threads encode at once), a sixteenth kept.
+        self.encoders = None if decoders is None else ProcessEncoder(
+            decoders, budget=cache_bytes // 8, spare=min(cache_bytes // 16, 32 << 20))
 
     def shared_slab(self, buffer: Any) -> SharedSlab | None:
         """The shared memory a slab lent by the cache is (None: the daemon's own)."""
@@ -81,3 +86,5 @@ class Shared:
         self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
         self.loaders.shutdown(wait=True)
         self.writers.shutdown(wait=True)  # (the decoding processes are their starter's to stop)
+        if self.encoders is not None:
+            self.encoders.close()

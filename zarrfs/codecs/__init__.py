@@ -13,6 +13,7 @@ from .bitround import BitroundCodec
 from .bytes import BytesCodec
 from .cast_value import CastValueCodec
 from .crc32c import Crc32cCodec
+from .elements import SentType, place, received, sent
 from .gdeflate import GDeflateCodec
 from .gzip import GzipCodec
 from .numcodecs_adapter import NAMES as NUMCODECS_NAMES
@@ -65,8 +66,12 @@ __all__ = [
     "ChunkSpec",
     "CodecError",
     "Pipeline",
+    "SentType",
     "ShardIndex",
     "ShardingCodec",
     "is_fill",
     "one_thread_each",
+    "place",
+    "received",
+    "sent",
 ]

@@ -60,7 +60,12 @@ class BytesCodec(ArrayBytesCodec):
         bits = self.chunk.data_type.sub_byte_bits
         if bits is not None:
             return (chunk.view(np.uint8) & np.uint8((1 << bits) - 1)).tobytes()
-        return np.ascontiguousarray(chunk, dtype=self.stored_dtype).tobytes()
+        # A view of the elements when they are stored as they lie, not a copy: the encoders
+        # after this one read it at once, and a chunk stored uncompressed is written from it
+        # (the write-back's chunks are lent to it, so a write meanwhile copies them first).
+        # The copy cost a whole-array write of zstd chunks a tenth of the daemon's interpreter
+        # lock, held through it.
+        return np.ascontiguousarray(chunk, dtype=self.stored_dtype).reshape(-1).view(np.uint8).data
 
     def decode(self, data: BytesLike) -> np.ndarray:
         if len(data) != self.chunk.nbytes:

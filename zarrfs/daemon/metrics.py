@@ -43,6 +43,7 @@ COUNTERS = {"requests": "FUSE requests answered", "errors": "FUSE requests faile
             "cache_hits": "Chunks found in the cache", "cache_misses": "Chunks loaded from the store",
             "bytes_fetched": "Bytes read from the store", "bytes_stored": "Bytes written to the store",
             "chunks_decoded": "Chunks decoded", "chunks_encoded": "Chunks encoded",
+            "chunks_encoded_in_processes": "Chunks encoded in the decoding processes",
             "decode_seconds": "Seconds spent decoding chunks",
             "encode_seconds": "Seconds spent encoding chunks",
             "write_conflicts": "Writes that found a chunk changed by another writer",

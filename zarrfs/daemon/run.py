@@ -132,6 +132,10 @@ def _decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
     """The mount's decoding processes, from a fork server forked now, while the daemon has one
     thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
     drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
+    # glibc's malloc set up before the fork, for the workers too (`_serve_with` sets it again,
+    # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh pages,
+    # ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
+    bound_malloc()
     server = ForkServer.start(drop)
     if server is None:
         log.debug("no decoding processes: the daemon runs threads already")

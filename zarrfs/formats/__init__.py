@@ -6,14 +6,10 @@ from .description import ArrayDescription, ChunkKeyEncoding, CodecSpec, is_index
 from .dtypes import (
     CORE_TYPES,
     DataType,
-    SentType,
     element_name,
     fill_value_to_json,
     from_low_bits,
     parse_user_fill_value,
-    place,
-    received,
-    sent,
 )
 from .layout import auto_chunks
 from .nodes import NodeMetadata, consolidated_children, discover, join_path
@@ -28,7 +24,6 @@ __all__ = [
     "DataType",
     "GroupChildren",
     "NodeMetadata",
-    "SentType",
     "auto_chunks",
     "children_of",
     "consolidated_children",
@@ -42,7 +37,4 @@ __all__ = [
     "is_index_text",
     "join_path",
     "parse_user_fill_value",
-    "place",
-    "received",
-    "sent",
 ]

@@ -17,7 +17,7 @@ import binascii
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -149,32 +149,6 @@ def from_low_bits(values: np.ndarray, data_type: DataType) -> np.ndarray:
     sign = np.uint8(1 << (bits - 1))
     signed: np.ndarray = (low ^ sign).astype(np.int8) - sign.astype(np.int8)
     return signed
-
-
-@dataclass(frozen=True)
-class SentType:
-    """A type of another package (ml_dtypes' bfloat16, float8s...) as it goes to another
-    process: pickled whole, it arrives in the machine's byte order whatever its own (numpy's
-    own types keep theirs), so it goes as its native form and its order (`sent`, `received`)."""
-
-    native: np.dtype[Any]
-    order: Literal["<", ">", "=", "|"]
-
-
-def sent(dtype: np.dtype[Any]) -> np.dtype[Any] | SentType:
-    return SentType(dtype.newbyteorder("="), dtype.byteorder) if dtype.isbuiltin == 2 else dtype
-
-
-def received(dtype: np.dtype[Any] | SentType) -> np.dtype[Any]:
-    return dtype.native.newbyteorder(dtype.order) if isinstance(dtype, SentType) else dtype
-
-
-def place(target: np.ndarray, values: np.ndarray) -> None:
-    """`values` copied into `target` (a view of the same shape) as `target`'s type, swapped
-    where their byte orders differ: numpy copies the types of other packages (ml_dtypes'
-    bfloat16, float8s...) from one byte order to the other unswapped; `astype` swaps them."""
-    foreign = values.dtype.isbuiltin == 2 or target.dtype.isbuiltin == 2
-    target[...] = values.astype(target.dtype) if foreign and values.dtype != target.dtype else values
 
 
 def element_name(data_type: DataType, file_dtype: np.dtype[Any]) -> str:

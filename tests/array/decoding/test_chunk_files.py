@@ -26,7 +26,7 @@ from zarr.codecs import BytesCodec, ZstdCodec
 from tests.helpers.mounting import MountFactory
 from zarrfs.array.decoding import MISSING, READ, REFERRED, FileReader, FilesJob
 from zarrfs.array_metadata import open_array
-from zarrfs.formats import received, sent
+from zarrfs.codecs import received, sent
 from zarrfs.store import Store
 
 pytestmark = pytest.mark.fast

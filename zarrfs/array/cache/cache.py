@@ -323,7 +323,7 @@ class ChunkCache:
 COUNTER_NAMES = ("requests", "errors", "cache_hits", "cache_misses", "bytes_fetched", "bytes_stored",
                  "chunks_decoded", "chunks_encoded", "decode_seconds", "encode_seconds",
                  "write_conflicts", "rechecks", "chunks_changed_outside", "timeouts", "bytes_pushed",
-                 "bytes_replied")
+                 "bytes_replied", "chunks_encoded_in_processes")
 
 
 class Counters:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ...formats import SentType, place, received
+from ...codecs import SentType, place, received
 from ...formats.description import ChunkKeyEncoding
 from ...grid import Box, Index, piece_of
 from ...store import open_below

@@ -34,9 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import BytesLike
+from ...codecs import BytesLike, SentType
 from ...errors import ZarrfsError
-from ...formats import SentType
 from ...store import Opened
 from . import wire
 from .files import ChunkFiles, FilesJob, FilesRead
@@ -133,9 +132,8 @@ class DecodePool:
         """Read chunks of an array from its files below `directory` (lent by its store: closed
         here) into `slab`; the future gives what became of each, or raises WorkerFailed."""
         def send(link: _Link, number: int) -> None:
-            key = self._known(link, files)
-            self._known_slab(link, slab)
-            wire.send(link.sock, ("files", number, key, job), fds=[directory])
+            self._introduce(link, [files], [slab])
+            wire.send(link.sock, ("files", number, self.key_of(files), job), fds=[directory])
 
         try:
             return self._submit(send, [])
@@ -156,27 +154,40 @@ class DecodePool:
                 self._lost(link, f"could not be sent a job ({e})")
         return future
 
+    def submit_job(self, kind: str, body: Any, callables: Sequence[Any] = (),
+                   slabs: Sequence[SharedSlab] = ()) -> Future[Any]:
+        """A job of another kind than decoding (`(kind, job, body)`: zarrfs.array.decoding.
+        encoding), naming `callables` by `key_of` and `slabs` by id, which are sent first where
+        the worker has not got them; the future gives the worker's answer, or raises
+        WorkerFailed (as does this call, when no worker can be had)."""
+        def send(link: _Link, job: int) -> None:
+            self._introduce(link, callables, slabs)
+            wire.send(link.sock, (kind, job, body))
+
+        return self._submit(send, [])
+
+    def key_of(self, function: Any) -> bytes:
+        """The key a worker knows a callable by (`submit_job`)."""
+        return self._pickled(function)[1]
+
+    def _introduce(self, link: _Link, callables: Sequence[Any], slabs: Sequence[SharedSlab]) -> None:
+        """Send the worker the callables (their pickles) and slabs (their descriptors) it has not got."""
+        for function in callables:
+            _, key, pickled = self._pickled(function)
+            if key not in link.decoders:
+                wire.send(link.sock, ("decoder", key), [pickled])
+                link.decoders.add(key)
+        for slab in slabs:
+            if slab.id not in link.slabs:
+                wire.send(link.sock, ("slab", slab.id, slab.nbytes), fds=[slab.fd])
+                link.slabs.add(slab.id)
+
     def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
-        for item in items:
-            self._known(link, item.decoder)
-            self._known_slab(link, item.slab)
+        self._introduce(link, [item.decoder for item in items], [item.slab for item in items])
         header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
                    -1 if i.opened is None else i.opened.size) for i in items]
         files = [item.opened.fd for item in items if item.opened is not None]
         wire.send(link.sock, ("decode", job, header), [item.data for item in items], fds=files)
-
-    def _known(self, link: _Link, decoder: Any) -> bytes:
-        """The key of `decoder`'s pickle, sent to the worker first if it has not had it."""
-        _, key, pickled = self._pickled(decoder)
-        if key not in link.decoders:
-            wire.send(link.sock, ("decoder", key), [pickled])
-            link.decoders.add(key)
-        return key
-
-    def _known_slab(self, link: _Link, slab: SharedSlab) -> None:
-        if slab.id not in link.slabs:
-            wire.send(link.sock, ("slab", slab.id, slab.nbytes), fds=[slab.fd])
-            link.slabs.add(slab.id)
 
     def _pickled(self, decoder: Any) -> tuple[Any, bytes, bytes]:
         """The decoder's pickle, made once per decoder object, and a key naming it (equal
@@ -224,7 +235,7 @@ class DecodePool:
                 with self._lock:
                     future, _, _ = link.pending.pop(answer[1])
                 if answer[0] == "done":
-                    future.set_result(answer[2])
+                    future.set_result(answer[2])  # (a decoding job's: the worker's CPU seconds)
                 else:
                     future.set_exception(WorkerFailed(f"a decoding process failed a chunk: {answer[3]}"))
         except (OSError, wire.Closed, KeyError):

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...formats import place, received
-from . import wire
+from ...codecs import place, received
+from . import encoding, wire
 from .files import FileReader, FilesJob
 
 
@@ -56,6 +56,8 @@ class Worker:
                     for fd in fds:
                         os.close(fd)
                 wire.send(self.sock, answer)
+            elif kind == "encode":  # (its encoder sent as a "decoder": a callable by its key)
+                wire.send(self.sock, encoding.encode(header[1], header[2], self.decoders, self.slabs))
 
     def _decode(self, job: int, items: list[tuple[Any, ...]], payload: memoryview,
                 files: list[int]) -> tuple[Any, ...]:

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import CodecError
+from ...codecs import CodecError, sent
 from ...codecs.stored_form import stored_elements
 from ...errors import ChunkError
-from ...formats import sent
 from ...grid import Box, Index, Piece
 from ...store import Store
 from ..cache import ArrayCache, Counters, Entry, Fetched

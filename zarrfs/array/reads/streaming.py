@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ...codecs import place, sent
 from ...errors import ZarrfsError
-from ...formats import place, sent
 from ...grid import Box, Index, Piece
 from ..decoding import REFERRED, DecodePool, FilesJob, FilesRead, Item, close_files, states_of
 from ..geometry import Geometry

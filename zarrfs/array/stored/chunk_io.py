@@ -50,6 +50,16 @@ class StoredChunk:
 
 
 Described = tuple[int, str | None] | None  # an object's size and generation (None: not stored)
+# Where a chunk is encoded: given the array's encoder and the elements, their encoding and the
+# CPU seconds it took (`encoded_here`, unless the write-back decides otherwise:
+# zarrfs.array.writes.policy).
+EncodeWith = Callable[[Callable[[np.ndarray], BytesLike], np.ndarray], tuple[BytesLike, float]]
+
+
+def encoded_here(encode: Callable[[np.ndarray], BytesLike], data: np.ndarray) -> tuple[BytesLike, float]:
+    start = time.thread_time()  # (CPU: not the waits for a core or the interpreter lock)
+    encoded = encode(data)
+    return encoded, time.thread_time() - start
 
 
 @dataclass
@@ -92,12 +102,13 @@ class PlainChunkIO:
         self.stats = stats
         self.counters = counters
         self._lock = threading.Lock()
-        self._encoding = (0, 0.0)  # bytes encoded, and the seconds it took
+        self._encoding = (0, 0.0)  # bytes encoded, and the CPU seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
         self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
         # What decodes a read chunk's bytes (bytes -> the chunk), one object for the array's
         # life (a decoding process keeps its pickle); None: decoded only here.
         self.decoder: Callable[[BytesLike], np.ndarray] | None = pipeline.decode
+        self.encode_with: EncodeWith = encoded_here
 
     def location(self, unit: Index) -> tuple[Index, Index | None]:
         return unit, None
@@ -264,15 +275,13 @@ class PlainChunkIO:
         return decoded
 
     def timed_encode(self, encode: Callable[[np.ndarray], BytesLike], data: np.ndarray) -> BytesLike:
-        start = time.perf_counter()
-        encoded = encode(data)
-        seconds = time.perf_counter() - start
+        encoded, seconds = self.encode_with(encode, data)
         self.counters.add(chunks_encoded=1, encode_seconds=seconds)
         self.note_encoding(data.nbytes, seconds)
         return encoded
 
     def note_encoding(self, nbytes: int, seconds: float) -> None:
-        """`nbytes` were encoded in `seconds` (what `encodes_slowly` measures)."""
+        """`nbytes` were encoded in `seconds` of CPU (what `encodes_slowly` measures)."""
         with self._lock:
             self._encoding = (self._encoding[0] + nbytes, self._encoding[1] + seconds)
 
@@ -281,6 +290,11 @@ class PlainChunkIO:
         """Whether the chunks decoded so far took little CPU (yes until MEASURED_DECODES were)."""
         count, seconds = self._decoding
         return count < MEASURED_DECODES or seconds < CHEAP_DECODE_SECONDS * count
+
+    def encode_seconds(self, nbytes: int) -> float:
+        """The CPU encoding `nbytes` takes at the rate measured so far (0: nothing measured yet)."""
+        done, seconds = self._encoding
+        return nbytes * seconds / done if done else 0.0
 
     @property
     def encodes_slowly(self) -> bool:

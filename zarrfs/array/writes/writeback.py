@@ -30,6 +30,7 @@ from ..recheck import Rechecker
 from ..shared import Shared
 from ..stored import PlainChunkIO, ShardedChunkIO, StoredShard
 from .early import Early, WriteSlots
+from .policy import EncodePolicy
 
 log = logging.getLogger(__name__)
 MAX_ATTEMPTS = 50
@@ -50,6 +51,8 @@ class WriteBack:
         self.geometry = geometry
         self.early = Early()
         self._flush_lock = threading.Lock()
+        self.encoding = EncodePolicy(self.io, shared.encoders, shared.counters, self.store.path(""))
+        self.io.encode_with = self.encoding.encode
         description = geometry().description
         shard_bytes = math.prod(description.chunk_shape) * description.data_type.itemsize
         self.write_slots = WriteSlots(shared.writer_count, self.view.mount.capacity,

@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""zarrfs benchmark, whole-array writes: `dd bs=1M conv=notrunc,fsync` of raw values (on tmpfs)
+into `data` of a fresh empty array on a fresh mount, against TensorStore's file driver writing
+the same values into a fresh empty array in-process, the sink, a bare pyfuse3 server storing
+the same writes into a file on tmpfs (`zarrfs_bench/fuse_floor.py`: what any Python FUSE
+daemon pays to take them), and encoding alone.
+A (8192, 16384) uint16 image (256 MiB, `--rows` changes it) in 512 x 512 chunks, zstd level 1
+(`--level`), plain and in 4096 x 4096 shards, local.
+
+    .venv/bin/python benchmarks/cold_writes.py [--repeat 3] [--rows 8192] [--cores N] [--level 1]
+                                               [--layouts plain,sharded] [--detail]
+
+Encoding alone is the least work a daemon does besides taking the writes: on a thread a core,
+each chunk copied out of the values, encoded (python-zstandard, as zarrfs encodes) and stored
+as the store stores it (a file written and fsynced; a shard's inner chunks joined with their
+index), no layers, no checks. What every writer wrote (zarrfs, TensorStore, encoding alone)
+is read back by TensorStore and checked against the values, after the part timed.
+
+Prints a Markdown table of medians (MB/s); the runs alternate, one of each case a round. Beside
+each speed, the CPU its processes spent on the run (zarrfs: the daemon, its decoding processes
+and `dd`; the sink and `dd`; TensorStore's and encoding alone's threads, here): the processes',
+not the machine's, which on a shared machine counts its other users too; the kernel's threads
+writing files back are charged to none of them. The bound: a daemon that takes writes as
+cheaply as the sink and encodes and stores them as cheaply as encoding alone spends the sum of
+their CPU, which the machine's cores do in no less than that sum divided by their number.
+`--detail` prints, for each zarrfs run, the CPU of the daemon, of its decoding processes and of
+`dd`, and how many chunks the processes encoded (`zarrfs stats`: zarrfs.array.writes.policy
+decides, by how fast the array's chunks encode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import google_crc32c
+import numpy as np
+import tensorstore as ts
+import zarr
+import zstandard
+from zarr.codecs import ZstdCodec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cold_dd import image
+from zarrfs_bench.common import VENV_BIN, alternated_medians, dd
+from zarrfs_bench.fuse_floor import passed_through
+from zarrfs_bench.mounting import Mount, descendants
+
+CHUNKS = (512, 512)
+SHARDS = (4096, 4096)
+NO_CHUNK = 2**64 - 1  # (an index's offset and size of an inner chunk not stored)
+SINK = "bare pyfuse3 sink"
+ALONE = "encoding alone"
+TENSORSTORE = "TensorStore (in-process)"
+
+
+class Measured:
+    """MB/s of runs, and the CPU seconds each took (`cpu`, in the order run)."""
+
+    def __init__(self, run: Callable[[], tuple[float, float]]) -> None:
+        self._run = run  # gives MB/s and CPU seconds
+        self.cpu: list[float] = []
+
+    def __call__(self) -> float:
+        speed, cpu = self._run()
+        self.cpu.append(cpu)
+        return speed
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The array every writer writes: its values, in shards or not, zstd at `level`."""
+
+    values: np.ndarray
+    sharded: bool
+    level: int
+
+    @property
+    def name(self) -> str:
+        return "sharded" if self.sharded else "plain"
+
+    def empty(self, store: Path) -> None:
+        """A fresh array with no chunk stored (zarr-python's metadata), on disk."""
+        shutil.rmtree(store, ignore_errors=True)
+        zarr.create_array(store, shape=self.values.shape, dtype="uint16", chunks=CHUNKS,
+                          shards=SHARDS if self.sharded else None, compressors=ZstdCodec(level=self.level),
+                          fill_value=0)
+        os.sync()  # (what was written before is not written back during a run)
+
+    def check(self, store: Path, writer: str) -> None:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}
+        found = np.asarray(ts.open(spec).result().read().result())
+        if not np.array_equal(found, self.values):
+            wrong = int((found != self.values).sum())
+            raise RuntimeError(f"after {writer}'s write, TensorStore reads {wrong} other elements")
+
+
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds (user and system) these processes have spent so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    """This process's CPU so far (every thread's), and its children's that ended (dd's)."""
+    return sum(used.ru_utime + used.ru_stime for used in
+               (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def zarrfs_write(root: Path, raw: Path, layout: Layout, detail: bool) -> Measured:
+    store, mountpoint, nbytes = root / "zarrfs.zarr", root / "mnt", layout.values.nbytes
+
+    def run() -> tuple[float, float]:
+        layout.empty(store)
+        with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "rw") as mount:
+            assert mount.pid is not None
+            daemon, dd_before = mount.pid, resource.getrusage(resource.RUSAGE_CHILDREN)
+            before = process_cpu([daemon]), process_cpu(descendants(daemon))
+            start = time.perf_counter()
+            dd(raw, mountpoint / "data", "conv=notrunc,fsync", expect=nbytes)
+            seconds = time.perf_counter() - start
+            dd_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            spent = (process_cpu([daemon]) - before[0], process_cpu(descendants(daemon)) - before[1],
+                     dd_after.ru_utime + dd_after.ru_stime - dd_before.ru_utime - dd_before.ru_stime)
+            if detail:
+                report(layout, nbytes / seconds / 1e6, spent, mount_stats(mountpoint))
+        layout.check(store, "zarrfs")
+        return nbytes / seconds / 1e6, sum(spent)
+    return Measured(run)
+
+
+def report(layout: Layout, speed: float, spent: tuple[float, float, float], stats: dict[str, float]) -> None:
+    print(f"  zarrfs {layout.name}: {speed:,.0f} MB/s; CPU s: daemon {spent[0]:.2f}, its processes"
+          f" {spent[1]:.2f}, dd {spent[2]:.2f}; chunks encoded in processes"
+          f" {stats['chunks_encoded_in_processes']:.0f} of {stats['chunks_encoded']:.0f}",
+          file=sys.stderr, flush=True)
+
+
+def mount_stats(mountpoint: Path) -> dict[str, float]:
+    found = subprocess.run([str(VENV_BIN / "zarrfs"), "stats", "--json", str(mountpoint)], check=True,
+                           capture_output=True, text=True).stdout
+    return dict(json.loads(found))
+
+
+def in_process(store: Path, layout: Layout, writer: str, write: Callable[[], None]) -> Measured:
+    """A writer in this process (`write`, on threads of its own), timed, then checked."""
+    def run() -> tuple[float, float]:
+        layout.empty(store)
+        cpu, start = own_cpu(), time.perf_counter()
+        write()
+        seconds, cpu = time.perf_counter() - start, own_cpu() - cpu
+        layout.check(store, writer)
+        return layout.values.nbytes / seconds / 1e6, cpu
+    return Measured(run)
+
+
+def tensorstore_write(root: Path, layout: Layout) -> Measured:
+    store = root / "tensorstore.zarr"
+
+    def write() -> None:
+        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(store)}}
+        ts.open(spec, open=True, write=True).result().write(layout.values).result()
+    return in_process(store, layout, "TensorStore", write)
+
+
+def sink_write(raw: Path, target: Path, mountpoint: Path, nbytes: int) -> Measured:
+    def run() -> tuple[float, float]:
+        with open(target, "wb") as made:
+            made.truncate(nbytes)
+        with passed_through(target, mountpoint, 1 << 20, sink=True) as served:
+            (server,) = [pid for pid in descendants(os.getpid()) if "fuse_floor" in command(pid)]
+            cpu, start = own_cpu() + process_cpu([server]), time.perf_counter()
+            dd(raw, served, "conv=notrunc,fsync", expect=nbytes)
+            seconds, cpu = time.perf_counter() - start, own_cpu() + process_cpu([server]) - cpu
+        if not filecmp(raw, target):
+            raise RuntimeError("the sink stored other bytes")
+        return nbytes / seconds / 1e6, cpu
+    return Measured(run)
+
+
+def command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def filecmp(a: Path, b: Path) -> bool:
+    with open(a, "rb") as first, open(b, "rb") as second:
+        while block := first.read(16 << 20):
+            if block != second.read(len(block)):
+                return False
+        return not second.read(1)
+
+
+def encoding_alone(root: Path, layout: Layout) -> Measured:
+    """Every chunk (shard) encoded and stored by a thread a core, in-process."""
+    store, values = root / "alone.zarr", layout.values
+    unit = SHARDS if layout.sharded else CHUNKS
+    grid = [(row, column) for row in range(-(-values.shape[0] // unit[0]))
+            for column in range(-(-values.shape[1] // unit[1]))]
+
+    def store_units(first: int, threads: int) -> None:
+        compressor = zstandard.ZstdCompressor(level=layout.level, write_content_size=True)
+        for row, column in grid[first::threads]:
+            box = values[row * unit[0] : (row + 1) * unit[0], column * unit[1] : (column + 1) * unit[1]]
+            data = (shard(compressor, box) if layout.sharded
+                    else [compressor.compress(np.ascontiguousarray(box))])
+            folder = store / "c" / str(row)
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder / str(column), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.writev(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def write() -> None:
+        threads = len(os.sched_getaffinity(0))
+        workers = [threading.Thread(target=store_units, args=(first, threads)) for first in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    return in_process(store, layout, ALONE, write)
+
+
+def shard(compressor: Any, box: np.ndarray) -> list[bytes]:
+    """A shard's parts: its inner chunks encoded, then its index (offsets and sizes, crc32c)."""
+    parts: list[bytes] = []
+    index: list[int] = []
+    at = 0
+    for row in range(0, SHARDS[0], CHUNKS[0]):
+        for column in range(0, SHARDS[1], CHUNKS[1]):
+            if row >= box.shape[0] or column >= box.shape[1]:  # (past the array's edge)
+                index += [NO_CHUNK, NO_CHUNK]
+                continue
+            inner = box[row : row + CHUNKS[0], column : column + CHUNKS[1]]
+            encoded = compressor.compress(np.ascontiguousarray(inner))
+            parts.append(encoded)
+            index += [at, len(encoded)]
+            at += len(encoded)
+    packed = struct.pack(f"<{len(index)}Q", *index)
+    return [*parts, packed + struct.pack("<I", google_crc32c.value(packed))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rows", type=int, default=8192)
+    parser.add_argument("--cores", type=int, default=0, help="run on the first N cores alone")
+    parser.add_argument("--layouts", default="plain,sharded")
+    parser.add_argument("--level", type=int, default=1, help="zstd's level")
+    parser.add_argument("--detail", action="store_true", help="each zarrfs run's CPU, by process")
+    args = parser.parse_args()
+    if args.cores:
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
+    values = image(args.rows)
+    rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
+    with tempfile.TemporaryDirectory(prefix="zarrfs-cold-writes-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="zarrfs-sink-", dir="/dev/shm") as shm:
+        root = Path(tmp)
+        raw = Path(shm) / "values"
+        raw.write_bytes(values.tobytes())
+        for name in args.layouts.split(","):
+            layout = Layout(values, name == "sharded", args.level)
+            cases = {"zarrfs": zarrfs_write(root, raw, layout, args.detail),
+                     TENSORSTORE: tensorstore_write(root, layout),
+                     SINK: sink_write(raw, Path(shm) / "sunk", root / "sink", values.nbytes),
+                     ALONE: encoding_alone(root, layout)}
+            speeds = alternated_medians(dict[str, Callable[[], float]](cases), args.repeat)
+            cpu = {case: statistics.median(measured.cpu) for case, measured in cases.items()}
+            rows.append((f"zstd level {args.level}, {name}", speeds, cpu))
+    print_table(rows, values.nbytes)
+
+
+def print_table(rows: list[tuple[str, dict[str, float], dict[str, float]]], nbytes: int) -> None:
+    """MB/s and CPU seconds of each case; the bound that taking writes as the sink does and
+    encoding alone set on this machine's cores together (their CPU seconds summed, spread over
+    every core); zarrfs's ratios to TensorStore and the bound, and the bound's to TensorStore."""
+    names = list(rows[0][1])
+    cores = len(os.sched_getaffinity(0))
+    print("| array | " + " | ".join(f"{n}: MB/s, CPU s" for n in names) + f" | bound on {cores} cores (MB/s)"
+          + " | zarrfs / TensorStore | zarrfs / bound | bound / TensorStore |")
+    print("|---" * (len(names) + 5) + "|")
+    for label, speeds, cpu in rows:
+        bound = nbytes / ((cpu[SINK] + cpu[ALONE]) / cores) / 1e6
+        print(f"| {label} | " + " | ".join(f"{speeds[n]:,.0f}, {cpu[n]:.2f}" for n in names)
+              + f" | {bound:,.0f} | {speeds['zarrfs'] / speeds[TENSORSTORE]:.2f}x"
+              + f" | {speeds['zarrfs'] / bound:.2f}x | {bound / speeds[TENSORSTORE]:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
