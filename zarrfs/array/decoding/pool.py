@@ -130,7 +130,8 @@ class DecodePool:
                 wire.send(link.sock, ("slab", item.slab.id, item.slab.nbytes), fds=[item.slab.fd])
                 link.slabs.add(item.slab.id)
         header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
-                   -1 if i.opened is None else i.opened.size) for i in items]
+                   None if i.opened is None else (i.opened.size, i.opened.offset, i.opened.crc32c))
+                  for i in items]
         files = [item.opened.fd for item in items if item.opened is not None]
         wire.send(link.sock, ("decode", job, header), [item.data for item in items], fds=files)
 

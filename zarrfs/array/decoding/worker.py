@@ -2,8 +2,10 @@
 its array and its place in a slab of shared memory), decodes them on its own interpreter lock
 and copies their elements into the slab, where the daemon's replies read them.
 
-It opens nothing: its slabs come as descriptors, its chunks as bytes, its decoders as pickles
-of the array's own codecs. It ends at the end of its socket (the daemon closed it, or died)."""
+It opens nothing: its slabs come as descriptors, its chunks as bytes or as files the daemon
+opened (a local store's, or a disk cache's entries, whose bytes it checks against the CRC-32C
+their header gave), its decoders as pickles of the array's own codecs. It ends at the end of
+its socket (the daemon closed it, or died)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...store import read_opened
 from . import wire
 
 Decoder = Callable[[Any], np.ndarray]
@@ -60,9 +63,9 @@ class Worker:
         """Each item's chunk (in `payload`, or read from the next of `files`) decoded into
         its slab: ("done", job, CPU seconds), or ("failed", job, the item, what failed)."""
         started, at, next_file = time.thread_time(), 0, iter(files)
-        for number, (decoder, slab, shape, dtype, in_box, in_cell, length, file_size) in enumerate(items):
+        for number, (decoder, slab, shape, dtype, in_box, in_cell, length, file) in enumerate(items):
             try:
-                data = payload[at:at + length] if file_size < 0 else self._read(next(next_file), file_size)
+                data = payload[at:at + length] if file is None else self._read(next(next_file), *file)
                 chunk = self.decoders[decoder](data)
                 out = np.frombuffer(self.slabs[slab], dtype=np.dtype(dtype), count=math.prod(shape))
                 out.reshape(shape)[in_box] = chunk[in_cell]
@@ -71,13 +74,13 @@ class Worker:
             at += length
         return ("done", job, time.thread_time() - started)
 
-    def _read(self, fd: int, size: int) -> memoryview:
-        """A file's `size` bytes (a short read: the file changed; the decoder says so)."""
-        into = self.file_inbox.room(size)
-        done = 0
-        while done < size and (got := os.preadv(fd, [into[done:]], done)):
-            done += got
-        return into[:done]
+    def _read(self, fd: int, size: int, offset: int, crc: int | None) -> memoryview:
+        """A file's `size` bytes at `offset` (a short read: the file changed; the decoder says
+        so), checked against `crc` where given (a disk cache's entry: its bytes or none)."""
+        found = read_opened(fd, size, offset, crc, self.file_inbox.room(size))
+        if found is None:
+            raise ValueError("a disk cache entry failed its checksum")
+        return found
 
 
 def serve(sock: socket.socket) -> None:
