@@ -153,8 +153,8 @@ def _decoded_part(array: StoredArray, byteorder: str, groups: Sequence[Group], t
     decoded = _decoded_tile(array, boxes, byteorder)
 
     def held(piece: int, at: int, count: int) -> bytes | memoryview | None:
-        region = RegionFile(array, boxes[piece], byteorder)
-        return region.read(at, count) if region.cached(at, count) else None
+        box = boxes[piece]  # (within one read chunk: cached whole, or a read of it may wait)
+        return RegionFile(array, box, byteorder).read(at, count) if array.cached([box]) else None
 
     slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
     same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
