@@ -85,9 +85,10 @@ def test_a_remount_hands_the_cached_chunks_to_the_decoding_processes_as_files(
     counted = stats(second)
     assert counted["disk_cache_misses"] == 0 and counted["disk_cache_hits"] >= CHUNKS, counted
     # The daemon read the entries' headers, its index and its requests, none of the chunks'
-    # bytes: the decoding processes did (they were sent as bytes, read here, before).
+    # bytes (2.7 KB of 4.2 MB when written): the decoding processes did (they were sent as
+    # bytes, read here, before: all of them).
     stored = stored_chunk_bytes(s3_server, noise)
-    assert read < stored // 4, f"the daemon read {read} bytes of {stored} stored"
+    assert read < stored // 20, f"the daemon read {read} bytes of {stored} stored"
 
 
 def test_a_chunk_another_writer_changed_between_mounts_is_never_served_stale(
