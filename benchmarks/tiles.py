@@ -4,7 +4,8 @@
 copy of the file, TensorStore reading the same tiles, and `np.memmap` of `data`; plain and
 sharded, local and on S3, with the chunks the daemon decoded and the bytes it fetched.
 
-    .venv/bin/python benchmarks/tiles.py [--size 256M] [--tiles 24] [--repeat 5] [--skip-s3]
+    .venv/bin/python benchmarks/tiles.py [--size 256M] [--tiles 24] [--repeat 5] [--skip-s3] [--skip-memmap]
+        [--readers tifffile,gdal] [--layouts plain,sharded]
         [--out benchmarks/tiles.md]
 
 See benchmarks/README.md.

@@ -202,6 +202,11 @@ class ZarrArray:
         """The elements of each box, all taken from one version of every chunk they touch."""
         return self.source.read_boxes(boxes)
 
+    def read_unit(self, unit: Index) -> np.ndarray:
+        """A read chunk's elements, whole, for a reader that takes them all at once: cached,
+        or decoded and not kept (ChunkSource.read_unit)."""
+        return self.source.read_unit(unit)
+
     def cached(self, boxes: Sequence[Box]) -> bool:
         """Whether the cache holds every read chunk the boxes touch whole."""
         units = [cell for box in boxes for cell in self._geometry.cells_touched(box)]

@@ -123,6 +123,14 @@ class Store(BaseStore):
         elsewhere in turn. `unchecked`: see `DiskCachedStore.read_many` (here: left empty)."""
         return self.fetch_many(keys, each=self.read)
 
+    def open_cached(self, keys: Sequence[str], *,
+                    unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
+        """Those objects of `keys` a disk cache holds whole at the generation the mount may
+        serve, as files opened to be read elsewhere (`Opened`: a decoding process reads and
+        checks them; the daemon reads none of their bytes); the others are left out.
+        `unchecked`: as `read_many`'s (none here: no disk cache)."""
+        return {}
+
     def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
         """The keys of `unchecked` (from `read_many`) whose generation read was not current,
         once their checks answer (none here: nothing is read unchecked without a disk cache)."""

@@ -3,9 +3,13 @@ generation they were read at (a leaf module every backend shares)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+import numpy as np
+from google_crc32c import value as crc32c
 
 # What a put writes: bytes, or pieces written one after the other (a shard is written from its
 # encoded inner chunks as they are, not joined into a copy first).
@@ -31,11 +35,29 @@ def as_bytes(data: Buffer) -> bytes:
 @dataclass(frozen=True)
 class Opened:
     """A file opened for another process to read whole (its descriptor, which the taker
-    closes), its size and generation as opened."""
+    closes), its size and generation as opened; or the object's bytes lying in a file at
+    `offset` (a disk cache's entry), which a reader takes only if they have the CRC-32C
+    `crc32c`: a file damaged or torn since it was opened is never served (`read_opened`)."""
 
     fd: int
     size: int
     generation: str
+    offset: int = 0
+    crc32c: int | None = None
+
+
+def read_opened(fd: int, size: int, offset: int = 0, crc: int | None = None,
+                into: memoryview | None = None) -> memoryview | None:
+    """The `size` bytes at `offset` of the file `fd` (an `Opened`'s), into `into` (at least
+    `size` bytes) or a buffer of their own: fewer where the file is shorter (its decoder
+    says so); None when `crc` is given and they do not have it."""
+    view = memoryview(bytearray(size)) if into is None else into[:size]
+    done = 0
+    while done < size and (got := os.preadv(fd, [view[done:]], offset + done)):
+        done += got
+    if crc is not None and (done != size or crc32c(np.frombuffer(view, np.uint8)) != crc):
+        return None
+    return view[:done]
 
 
 class Versioned(NamedTuple):

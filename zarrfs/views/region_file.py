@@ -110,13 +110,20 @@ class RegionFile:
         size = max(0, min(size, self.size - offset))
         if size == 0:
             return b""
-        parts = [self._to_file_order(part) for part in self.array.read_boxes(self.boxes(offset, size))]
+        raw = [self._file_bytes(part) for part in self.array.read_boxes(self.boxes(offset, size))]
+        joined = raw[0] if len(raw) == 1 else np.concatenate(raw)
         skip = offset % self.itemsize
+        return joined.data[skip : skip + size]
+
+    def in_file_order(self, values: np.ndarray) -> memoryview:
+        """The file's bytes, where `values` are all its region's elements (as the array
+        gives them)."""
+        return self._file_bytes(values).data
+
+    def _file_bytes(self, values: np.ndarray) -> np.ndarray:
         # As bytes: some element types (bfloat16) export no buffer format, and concatenating
         # non-native arrays would swap them back to native order.
-        raw = [p.reshape(-1).view(np.uint8) for p in parts]
-        joined = raw[0] if len(raw) == 1 else np.concatenate(raw)
-        return joined.data[skip : skip + size]
+        return self._to_file_order(values).reshape(-1).view(np.uint8)
 
     def cached(self, offset: int, size: int) -> bool:
         """Whether bytes [offset, offset + size) are all in the cache (RegionArray.cached)."""

@@ -129,6 +129,49 @@ def test_one_read_over_many_tiles_gets_each(tmp_path: Path, mount_array: Any, fi
     assert np.array_equal(tifffile.imread(tmp_path / "copy.tif"), data)
 
 
+@pytest.mark.parametrize("shards", [None, (512, 512)], ids=["plain", "sharded"])
+def test_tile_readers_get_decoded_tiles_as_zarr_python_reads_them(tmp_path: Path, mount_array: Any,
+                                                                  shards: tuple[int, int] | None) -> None:
+    """A default mount's zstd tiles, decoded as each is read (a request a tile: tifffile's zarr
+    interface tile by tile, GDAL's windows) and kept nowhere: each tile's chunk decoded once
+    per read, the cache left empty; what they read is what zarr-python reads."""
+    image(tmp_path / "a.zarr", (1000, 1200), (256, 256), compressors=ZstdCodec(level=1), shards=shards)
+    want = zarr.open_array(tmp_path / "a.zarr", mode="r")[...]
+    mount = mount_array(tmp_path / "a.zarr", ["ro"])
+    tif = mount.path / "data.tif"
+    corners = [(0, 0), (256, 768), (512, 1024), (768, 256)]  # (the last two: edge tiles)
+    with tifffile.imread(tif, aszarr=True) as store:
+        tiles = zarr.open_array(store, mode="r")
+        for y, x in corners:
+            assert np.array_equal(tiles[y : y + 256, x : x + 256], want[y : y + 256, x : x + 256])
+    assert stats(mount.path)["chunks_decoded"] == len(corners)
+    for number, (y, x) in enumerate(corners):  # (windows of a tile each, within the image)
+        window, height, width = tmp_path / f"window{number}.tif", min(256, 1000 - y), min(256, 1200 - x)
+        subprocess.run(["gdal_translate", "-q", "-srcwin", str(x), str(y), str(width), str(height), str(tif),
+                        str(window)], check=True)
+        assert np.array_equal(tifffile.imread(window), want[y : y + height, x : x + width])
+    assert stats(mount.path)["chunks_decoded"] == 2 * len(corners)
+    assert stats(mount.path)["cache_bytes"] == 0
+
+
+def test_decoded_tiles_show_the_mounts_unsaved_writes(tmp_path: Path, mount_array: Any) -> None:
+    """Chunks this mount wrote and has not stored (the writer's file still open) are read from
+    the cache, whole or merged with the stored chunk, by a tile reader as by any other."""
+    data = image(tmp_path / "a.zarr", (512, 512), (256, 256), compressors=ZstdCodec(level=1))
+    mount = mount_array(tmp_path / "a.zarr", ["rw"])
+    with open(mount.path / "data", "r+b", buffering=0) as flat:
+        os.pwrite(flat.fileno(), np.full(400, 4321, np.uint16).tobytes(), (300 * 512 + 10) * 2)  # (chunk 1/0)
+        for row in range(256):  # (all of chunk 0/1)
+            os.pwrite(flat.fileno(), np.full(256, 17, np.uint16).tobytes(), (row * 512 + 256) * 2)
+        data[300, 10:410] = 4321
+        data[:256, 256:] = 17
+        stored = zarr.open_array(tmp_path / "a.zarr", mode="r")
+        assert stored[300, 10] != 4321  # (not stored yet)
+        with tifffile.imread(mount.path / "data.tif", aszarr=True) as store:
+            assert np.array_equal(zarr.open_array(store, mode="r")[...], data)
+    assert np.array_equal(zarr.open_array(tmp_path / "a.zarr", mode="r")[...], data)  # (stored at the close)
+
+
 def test_decoded_tiles_of_a_sharded_blosc_array(tmp_path: Path, mount_array: Any) -> None:
     data = image(tmp_path / "a.zarr", (3, 300, 400), (1, 64, 128), shards=(1, 128, 256),
                  compressors=BloscCodec(cname="zstd"))

@@ -195,22 +195,45 @@ def test_the_cogs_overviews_are_decoded_too(default_mount: Mounted, tmp_path: Pa
 
 
 @pytest.mark.fast
-def test_decoded_tiles_have_exact_counts_and_each_chunk_is_decoded_once(written: Path,
-                                                                        mount_array: Any) -> None:
+def test_decoded_tiles_have_exact_counts_and_are_decoded_as_they_are_read(written: Path,
+                                                                          mount_array: Any) -> None:
     """Uncompressed tiles, every byte count the tile's size, each in a slot of its own (as long
-    as the tile: 128 KiB, a power of two); reading the image three times decodes each stored
-    chunk once (the cache's)."""
+    as the tile: 128 KiB, a power of two). A reader of whole tiles (a request a tile, as GDAL's
+    and tifffile's) has each stored chunk decoded as it reads it, and nothing kept in the
+    cache (its memory goes to the next tile); a reader of tiles in pieces has each decoded
+    once, in the cache, which then serves whole tiles too."""
     mount = mount_array(written / "v3_default.zarr", ["ro"])
     want = np.asarray(zarr.open_array(written / "v3_default.zarr", mode="r")[...])
-    for _ in range(3):
-        with tifffile.TiffFile(mount.path / "data.tif") as tiff:
-            page = tiff.pages[0]
-            assert page.compression == 1  # type: ignore[union-attr]
-            assert set(page.databytecounts) == {TILE_BYTES}  # type: ignore[union-attr]
-            assert set(np.diff(page.dataoffsets)) == {TILE_BYTES}  # type: ignore[union-attr]
-            assert np.array_equal(page.asarray(), want)  # type: ignore[union-attr]
+    tif = mount.path / "data.tif"
+    with tifffile.TiffFile(tif) as tiff:
+        page = tiff.pages[0]
+        assert page.compression == 1  # type: ignore[union-attr]
+        assert set(page.databytecounts) == {TILE_BYTES}  # type: ignore[union-attr]
+        assert set(np.diff(page.dataoffsets)) == {TILE_BYTES}  # type: ignore[union-attr]
+        tiles = list(page.dataoffsets)  # type: ignore[union-attr]
+
+    def read_whole_tiles() -> None:
+        with open(tif, "rb", buffering=0) as f:
+            found = [np.frombuffer(os.pread(f.fileno(), TILE_BYTES, at), "<u2").reshape(CHUNKS)
+                     for at in tiles]
+        rows = [np.concatenate(found[i : i + 4], axis=1) for i in range(0, len(found), 4)]
+        assert np.array_equal(np.concatenate(rows)[: want.shape[0], : want.shape[1]], want)
+
     stored = 3 * 4 - 1  # (3 x 4 chunks; one of fill values is not stored)
-    assert stats(mount.path)["chunks_decoded"] == stored
+    for _ in range(2):
+        read_whole_tiles()
+    assert stats(mount.path)["chunks_decoded"] == 2 * stored
+    assert stats(mount.path)["cache_bytes"] == 0
+    with open(tif, "rb", buffering=0) as f:  # (in 4 KiB pieces, twice)
+        pieces = [b"".join(os.pread(f.fileno(), 4096, at + inside) for at in tiles
+                           for inside in range(0, TILE_BYTES, 4096)) for _ in range(2)]
+    assert pieces[0] == pieces[1]
+    assert stats(mount.path)["chunks_decoded"] == 3 * stored
+    cached = stats(mount.path)["cache_bytes"]
+    assert stored * TILE_BYTES <= cached < (stored + 1) * TILE_BYTES  # (and the fill chunk's entry)
+    read_whole_tiles()
+    assert np.array_equal(tifffile.imread(tif), want)
+    assert stats(mount.path)["chunks_decoded"] == 3 * stored
 
 
 # -- filters=plugins --------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import numpy as np
 from ...codecs import SentType, place, received
 from ...formats.description import ChunkKeyEncoding
 from ...grid import Box, Index, piece_of
-from ...store import open_below
+from ...store import open_below, read_opened
 
 READ, MISSING, REFERRED = 0, 1, 2  # what became of each chunk of a job
 
@@ -179,16 +179,15 @@ class FileReader:
             else:
                 target.put(number, cell, data[span[0] - first:span[0] - first + span[1]], generation)
 
-    def whole(self, fd: int, size: int, offset: int = 0) -> memoryview:
+    def whole(self, fd: int, size: int, offset: int = 0, crc: int | None = None) -> memoryview:
         """`size` bytes of a file from `offset` (a short read: the file changed; the decoder
-        says so)."""
+        says so), checked against `crc` where given (a disk cache's entry: its bytes or none)."""
         if len(self._buffer) < size:
             self._buffer = bytearray(size)
-        into = memoryview(self._buffer)[:size]
-        done = 0
-        while done < size and (got := os.preadv(fd, [into[done:]], offset + done)):
-            done += got
-        return into[:done]
+        found = read_opened(fd, size, offset, crc, memoryview(self._buffer))
+        if found is None:
+            raise ValueError("a disk cache entry failed its checksum")
+        return found
 
 
 def states_of(found: FilesRead, cells: Sequence[Index], state: int) -> list[Index]:

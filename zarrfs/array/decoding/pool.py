@@ -185,7 +185,8 @@ class DecodePool:
     def _send_job(self, link: _Link, job: int, items: Sequence[Item]) -> None:
         self._introduce(link, [item.decoder for item in items], [item.slab for item in items])
         header = [(self._pickled(i.decoder)[1], i.slab.id, i.shape, i.dtype, i.in_box, i.in_cell, len(i.data),
-                   -1 if i.opened is None else i.opened.size) for i in items]
+                   None if i.opened is None else (i.opened.size, i.opened.offset, i.opened.crc32c))
+                  for i in items]
         files = [item.opened.fd for item in items if item.opened is not None]
         wire.send(link.sock, ("decode", job, header), [item.data for item in items], fds=files)
 

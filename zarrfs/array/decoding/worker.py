@@ -4,9 +4,10 @@ a local store's files itself: `files`), decodes them on its own interpreter lock
 their elements into the slab, where the daemon's replies read them.
 
 It opens nothing by a path of its own choosing: its slabs come as descriptors, its chunks as
-bytes or opened files or as keys below a directory the store lent (opened as the store's own
-opens would), its decoders as pickles of the array's own codecs. It ends at the end of its
-socket (the daemon closed it, or died)."""
+bytes, as files the daemon opened (a local store's, or a disk cache's entries, whose bytes it
+checks against the CRC-32C their header gave) or as keys below a directory the store lent
+(opened as the store's own opens would), its decoders as pickles of the array's own codecs. It
+ends at the end of its socket (the daemon closed it, or died)."""
 
 from __future__ import annotations
 
@@ -64,10 +65,9 @@ class Worker:
         """Each item's chunk (in `payload`, or read from the next of `files`) decoded into
         its slab: ("done", job, CPU seconds), or ("failed", job, the item, what failed)."""
         started, at, next_file = time.thread_time(), 0, iter(files)
-        for number, (decoder, slab, shape, dtype, in_box, in_cell, length, file_size) in enumerate(items):
+        for number, (decoder, slab, shape, dtype, in_box, in_cell, length, file) in enumerate(items):
             try:
-                data = payload[at:at + length] if file_size < 0 else \
-                    self.files.whole(next(next_file), file_size)
+                data = payload[at:at + length] if file is None else self.files.whole(next(next_file), *file)
                 chunk = self.decoders[decoder](data)
                 out = np.frombuffer(self.slabs[slab], dtype=received(dtype), count=math.prod(shape))
                 place(out.reshape(shape)[in_box], chunk[in_cell])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,7 +21,7 @@ import numpy as np
 from ...codecs import BytesLike, Pipeline, is_fill
 from ...errors import ChunkError, StoreError
 from ...grid import Index
-from ...store import ByteRange, Expect, Opened, Store, Versioned, opened
+from ...store import ByteRange, Expect, Opened, Store, Versioned, opened, read_opened
 from ..cache import Counters, Fetched
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ class StoredShard:
 class Encoded:
     """A read chunk's encoded bytes as stored (None: not stored), and the generation of the
     stored object they came from, for a decoder elsewhere (`decoder`); or, `opened`, its
-    local file, for the decoder to read itself (its descriptor is the taker's to close)."""
+    local file or a disk cache's entry, for the decoder to read itself (its descriptor is the
+    taker's to close)."""
 
     data: BytesLike | None
     generation: str | None
@@ -104,7 +106,8 @@ class PlainChunkIO:
         self._lock = threading.Lock()
         self._encoding = (0, 0.0)  # bytes encoded, and the CPU seconds it took
         self._decoding = (0, 0.0)  # chunks decoded, and the CPU seconds it took
-        self._parked: dict[str, Versioned | None] = {}  # fetched together, until `fetch` takes them
+        # Fetched together, until `fetch` takes them: read, or a disk cache's entries opened.
+        self._parked: dict[str, Versioned | Opened | None] = {}
         # What decodes a read chunk's bytes (bytes -> the chunk), one object for the array's
         # life (a decoding process keeps its pickle); None: decoded only here.
         self.decoder: Callable[[BytesLike], np.ndarray] | None = pipeline.decode
@@ -123,15 +126,25 @@ class PlainChunkIO:
 
     def fetch_encoded(self, key: str, chunk: Index, inner: Index | None, *,
                       open_file: bool = False) -> Encoded:
-        """A read chunk as stored; `open_file`: a local file's opened, not read."""
+        """A read chunk as stored; `open_file`: a local file, or a disk cache's entry,
+        opened, not read (for a decoding process, which reads it itself)."""
         with self._lock:
             parked = key in self._parked
             found = self._parked.pop(key, None)
-        if open_file and not parked and self.store.capabilities.local_files and self.store.disk_cache is None:
-            file = opened(self.store, key)
-            if file is not None:
-                self.count_fetch(file.size)
-            return Encoded(None, None if file is None else file.generation, file)
+        if open_file and not parked:
+            if self.store.capabilities.local_files and self.store.disk_cache is None:
+                file = opened(self.store, key)
+                if file is not None:
+                    self.count_fetch(file.size)
+                return Encoded(None, None if file is None else file.generation, file)
+            found = self.store.open_cached([key]).get(key)
+            parked = found is not None
+        if isinstance(found, Opened):
+            if open_file:
+                self.count_fetch(found.size)
+                return Encoded(None, found.generation, found)
+            found = _read_entry(found)
+            parked = found is not None  # (else unsound: read through the disk cache, which drops it)
         if not parked:
             found = self.store.read(key)
         if found is None:
@@ -216,23 +229,33 @@ class PlainChunkIO:
     def read_together(self, keys: Sequence[str], *, early: bool = False) -> dict[str, str]:
         """A stream's job is about to read these chunks one after another: on S3, fetch them
         first all at once (one wait on the event loop for the lot, not one each; a fault is
-        left to `fetch`, which reports it), held until `fetch` takes them or `let_go`.
-        `early`: chunks the disk cache holds are not held back by the check of their row in
-        flight (`Store.read_many`): those read so, with the generations read, for `Store.confirm`."""
+        left to `fetch`, which reports it), held until `fetch` takes them or `let_go`. Those
+        a disk cache holds are its entries opened, not read (`Store.open_cached`: a decoding
+        process reads them, as it reads a local store's files). `early`: chunks the disk
+        cache holds are not held back by the check of their row in flight (`Store.read_many`):
+        those read so, with the generations read, for `Store.confirm`."""
         unchecked: dict[str, str] = {}
         if not self.store.capabilities.batched_gets or len(keys) <= 1:
             return unchecked
         with contextlib.suppress(StoreError):
-            found = self.store.read_many(keys, unchecked=unchecked if early else None)
-            with self._lock:
-                self._parked.update(zip(keys, found, strict=True))
+            opened_entries = self.store.open_cached(keys, unchecked=unchecked if early else None)
+            self._park(opened_entries.items())
+            rest = [key for key in keys if key not in opened_entries]
+            found = self.store.read_many(rest, unchecked=unchecked if early else None) if rest else []
+            self._park(zip(rest, found, strict=True))
         return unchecked
+
+    def _park(self, found: Iterable[tuple[str, Versioned | Opened | None]]) -> None:
+        with self._lock:
+            for key, each in found:
+                _close(self._parked.pop(key, None))  # (another job's, of the same chunk)
+                self._parked[key] = each
 
     def let_go(self, keys: Sequence[str]) -> None:
         """Forget what `read_together` fetched of `keys` and `fetch` did not take."""
         with self._lock:
             for key in keys:
-                self._parked.pop(key, None)
+                _close(self._parked.pop(key, None))
 
     def stored_for_write(self, key: str, chunk: Index, units: int, whole: bool) -> StoredShard | None:
         """What a write-back must build on: nothing for plain chunks (each is written whole)."""
@@ -302,3 +325,20 @@ class PlainChunkIO:
         bytes does (~1 ms per MiB), or nothing was encoded yet."""
         nbytes, seconds = self._encoding
         return nbytes < FAST_ENCODE_BYTES_PER_SECOND * seconds or not nbytes
+
+
+def _read_entry(entry: Opened) -> Versioned | None:
+    """A disk cache's entry opened (`Store.open_cached`), read here and closed: its bytes, or
+    None when they fail its checksum."""
+    try:
+        data = read_opened(entry.fd, entry.size, entry.offset, entry.crc32c)
+    finally:
+        os.close(entry.fd)
+    return None if data is None else Versioned(data, entry.generation)
+
+
+def _close(parked: Versioned | Opened | None) -> None:
+    """What was parked and is not taken: a disk cache's entry opened is closed."""
+    if isinstance(parked, Opened):
+        with contextlib.suppress(OSError):
+            os.close(parked.fd)

@@ -13,7 +13,7 @@ from ..core import Store
 from ..deadline import RetryPolicy
 from ..driver import ANY, Expect
 from ..ranges import ByteRange
-from ..values import Payload, Versioned, as_bytes
+from ..values import Opened, Payload, Versioned, as_bytes
 from .reads import CachedReads
 
 
@@ -42,6 +42,11 @@ class DiskCachedStore(Store):
         generations are put in it, and nothing made of them may be served before `confirm`
         says they were current."""
         return self.disk_cache.read_many(self, keys, self.fetch_many, unchecked)
+
+    def open_cached(self, keys: Sequence[str], *,
+                    unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
+        """`Store.open_cached`: the disk cache's entries (`CachedReads.open_many`)."""
+        return self.disk_cache.open_many(self, keys, unchecked)
 
     def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
         return super().confirm(unchecked) if not unchecked else self.disk_cache.confirm(self, unchecked)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ...errors import ZarrfsError
-from ..values import Buffer
+from ..values import Buffer, Opened
 from . import entries
 from .index import OBJECTS, DamagedIndex, Index, names, prepare, reason_of, remove_file, rows
 
@@ -121,6 +121,21 @@ class DiskCache:
         self._touch(name)
         return data
 
+    def open(self, name: str, generation: str) -> Opened | None:
+        """Entry `name` (of an object at `generation`) opened for a reader elsewhere, which
+        checks its data against the CRC-32C its header gives (`read_opened`); None: not
+        cached, or its header is not sound (then dropped). Its bytes stay the entry's: a file
+        is never written in place, and one evicted is unlinked under the descriptor."""
+        found = self._read(name, lambda fd: (fd, entries.data_of(fd, name)), keep=lambda f: f[1] is not None)
+        if found is None:
+            return None
+        fd, where = found[0]
+        if where is None:
+            self._unsound(name)
+            return None
+        self._touch(name)
+        return Opened(fd, where[1], generation, where[0], where[2])
+
     def length(self, name: str) -> int | None:
         """The length of entry `name`'s data as its header says (None: not cached, or its
         header is not sound: then dropped); its checksums are checked as it is read."""
@@ -129,8 +144,10 @@ class DiskCache:
             self._unsound(name)
         return None if found is None else found[0]
 
-    def _read(self, name: str, read: Callable[[int], T]) -> tuple[T] | None:
-        """`read` of entry `name`'s open file (None: no such entry, or it could not be read)."""
+    def _read(self, name: str, read: Callable[[int], T],
+              keep: Callable[[T], bool] | None = None) -> tuple[T] | None:
+        """`read` of entry `name`'s open file (None: no such entry, or it could not be read),
+        closed after unless `keep` says so of what `read` gave."""
         try:
             fd = os.open(os.path.join(self.objects, name), os.O_RDONLY)
         except FileNotFoundError:
@@ -138,13 +155,17 @@ class DiskCache:
         except OSError as e:
             self.fault("cannot read an entry", e)
             return None
+        kept = False
         try:
-            return (read(fd),)
+            found = read(fd)
+            kept = keep is not None and keep(found)
+            return (found,)
         except OSError as e:
             self.fault("cannot read an entry", e)
             return None
         finally:
-            os.close(fd)
+            if not kept:
+                os.close(fd)
 
     def _unsound(self, name: str) -> None:
         self.fault("an entry failed its checksum (served from the store)", None)

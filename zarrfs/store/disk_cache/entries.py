@@ -56,21 +56,36 @@ def _length(fd: int, fields: bytes, name: str) -> int | None:
     return int(size) if os.fstat(fd).st_size == overhead(size) + size else None
 
 
-def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memoryview | None:
-    """Bytes [start, start + length) of the data of the entry file `fd` (length -1: all of
-    it, past its end: those there are), read straight into what is returned, if the header
-    and the checksums of what was read hold (None: a torn or damaged file)."""
+def _sound_header(fd: int, name: str) -> tuple[int, int, bytes] | None:
+    """The data's length and CRC-32C, and the pieces' CRC-32Cs, of the entry file `fd`, if
+    its header and table hold (None: not an entry named `name`, torn or damaged)."""
     fields = os.pread(fd, _FIELDS.size, 0)
     size = _length(fd, fields, name)
     if size is None:
         return None
-    crc = _FIELDS.unpack(fields)[3]
     table_size = 4 * _pieces(size)
     rest = os.pread(fd, table_size + 4, _FIELDS.size)
     sound = (len(rest) == table_size + 4
              and crc32c(fields + rest[:table_size]) == int.from_bytes(rest[table_size:], "little"))
-    if not sound:
+    return (size, _FIELDS.unpack(fields)[3], rest) if sound else None
+
+
+def data_of(fd: int, name: str) -> tuple[int, int, int] | None:
+    """Where the data of the entry file `fd` lies and what it must be, for a reader elsewhere
+    to read and check (`values.read_opened`): its offset, length and CRC-32C, if the header
+    and table hold (None: a torn or damaged file)."""
+    found = _sound_header(fd, name)
+    return None if found is None else (overhead(found[0]), found[0], found[1])
+
+
+def read(fd: int, name: str, start: int = 0, length: int = -1) -> bytes | memoryview | None:
+    """Bytes [start, start + length) of the data of the entry file `fd` (length -1: all of
+    it, past its end: those there are), read straight into what is returned, if the header
+    and the checksums of what was read hold (None: a torn or damaged file)."""
+    found = _sound_header(fd, name)
+    if found is None:
         return None
+    size, crc, rest = found
     at = overhead(size)
     if length < 0 or (start == 0 and length >= size):
         data = os.pread(fd, size, at)

@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from ..ranges import ByteRange
-from ..values import Buffer, Versioned
+from ..values import Buffer, Opened, Versioned
 from .cache import entry_name
 from .freshness import _STRIPES, SERVED_IN_A_ROW, Freshness
 
@@ -74,8 +74,7 @@ class CachedReads(Freshness):
         found: list[Versioned | None] = [None] * len(keys)
         for i, key in enumerate(keys):
             path = store.path(key)
-            early = None if unchecked is None else self._early(store, path)
-            generation = early or self._current(store, path)
+            generation, early = self._serving(store, path, unchecked is not None)
             data = None if generation is None else self._load(path, 0, -1, generation)
             found[i] = None if data is None or generation is None else Versioned(data, generation)
             if early is not None and data is not None and unchecked is not None:
@@ -90,6 +89,32 @@ class CachedReads(Freshness):
                 if piece is not None:
                     self._keep(store.path(keys[i]), 0, -1, piece, before)
         return found
+
+    def open_many(self, store: Store, keys: Sequence[str],
+                  unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
+        """The entries of those of `keys` the cache holds whole at the generation the mount
+        may serve, opened for a reader elsewhere (a decoding process: the daemon reads none
+        of their bytes); `unchecked` as `read_many`'s. The others are left out, for
+        `read_many` (which counts them as misses)."""
+        found: dict[str, Opened] = {}
+        for key in keys:
+            path = store.path(key)
+            generation, early = self._serving(store, path, unchecked is not None)
+            opened = None if generation is None else self.cache.open(
+                entry_name(self.store, path, 0, -1, generation), generation)
+            if opened is None:
+                continue
+            self._served()
+            found[key] = opened
+            if early is not None and unchecked is not None:
+                unchecked[key] = early
+        return found
+
+    def _serving(self, store: Store, path: str, early: bool) -> tuple[str | None, str | None]:
+        """The generation of `path` a read may serve from the cache (None: fetch it), and,
+        `early`, the one it was read at early (`_early`), if it was."""
+        found = self._early(store, path) if early else None
+        return found or self._current(store, path), found
 
     def confirm(self, store: Store, unchecked: Mapping[str, str]) -> Future[set[str]]:
         """Whether the objects `read_many` read before their rows' checks answered were
@@ -125,10 +150,14 @@ class CachedReads(Freshness):
         data = self.cache.load(entry_name(self.store, path, start, length, generation))
         if data is None and length >= 0:  # (a range of an object cached whole: read alone)
             data = self.cache.load(entry_name(self.store, path, 0, -1, generation), start, length)
-        if data is not None:  # (plain stores of ints: no lock)
-            self._served_at = self._tick
-            self._served_in_a_row += 1
+        if data is not None:
+            self._served()
         return data
+
+    def _served(self) -> None:
+        """A read the cache served (plain stores of ints: no lock)."""
+        self._served_at = self._tick
+        self._served_in_a_row += 1
 
     def served_locally(self) -> bool:
         """Whether the latest reads were all served from the cache (no wait on the store)."""

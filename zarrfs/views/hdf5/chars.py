@@ -77,8 +77,14 @@ class CharArray:
         return found
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
-        values = self.array.read_boxes([Box(box.start[:-1], box.stop[:-1]) for box in boxes])
-        return [np.ascontiguousarray(v).view(CHAR).reshape(*v.shape, self.length) for v in values]
+        return [self._as_chars(v) for v in self.array.read_boxes([Box(box.start[:-1], box.stop[:-1])
+                                                                  for box in boxes])]
+
+    def read_unit(self, unit: Index) -> np.ndarray:
+        return self._as_chars(self.array.read_unit(unit[:-1]))
+
+    def _as_chars(self, values: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(values).view(CHAR).reshape(*values.shape, self.length)
 
 
 def _described(metadata: ArrayDescription, length: int) -> ArrayDescription:

@@ -61,3 +61,7 @@ class DescribedArray:
 
     def read_boxes(self, boxes: Sequence[Box]) -> list[np.ndarray]:
         return list(self._open().read_boxes(boxes))
+
+    def read_unit(self, unit: Index) -> np.ndarray:
+        found: np.ndarray = self._open().read_unit(unit)
+        return found

@@ -17,8 +17,8 @@ each tile has a slot of its own, as long as the codec's bound, at an offset know
 A compressed tile's byte count is its chunk's stored size, learned when a reader reads the
 tables there (`tile_sizes`): a page of a table costs a look at the chunks of its tiles, never
 a listing of the array; its bytes are the stored bytes and nothing else (`stored_tiles`). A
-decoded tile's byte count is its decoded size; it is read from the array's cache of decoded
-chunks, so a tile read in several requests is decoded once.
+decoded tile's byte count is its decoded size; a request of a whole tile decodes it and keeps
+it nowhere, a tile read in several requests is decoded once, in the array's cache (`parts`).
 The file is kept while the array's shape and elements are the same; each open learns again
 the sizes and fetches again the tiles it had (close-to-open: `forget_fetched`)."""
 
