@@ -18,11 +18,13 @@ least work a daemon does besides replying: the chunks read, decoded and copied i
 a thread a core, in-process, with nothing else.
 
 Prints a Markdown table of medians (MB/s); the runs alternate, one of each case a round. Beside
-each speed, the CPU the whole machine spent on the run (every process and the kernel: the
-reader, the daemon, their copies), and the bound it sets: a daemon that replies as cheaply as
-the floor and decodes as cheaply as the cheaper of decoding alone and TensorStore spends the
-sum of their CPU, which the machine's cores do in no less than that sum divided by their
-number.
+each speed, the CPU the processes doing the case spent on it (zarrfs: the daemon, its decoding
+processes and `dd`; the floor's server and `dd`; TensorStore's, zarr-python's and decoding
+alone's threads, here), with what the kernel did in them (the copies): the processes', not the
+machine's, which on a shared machine counts its other users too. The bound: a daemon that
+replies as cheaply as the floor and decodes as cheaply as the cheaper of decoding alone and
+TensorStore spends the sum of their CPU, which the machine's cores do in no less than that sum
+divided by their number.
 """
 
 from __future__ import annotations
@@ -45,9 +47,17 @@ from numcodecs import Blosc
 from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zarrfs_bench.common import VENV_BIN, alternated_medians, dd, kernel_window_setting
+from zarrfs_bench.common import (
+    VENV_BIN,
+    alternated_medians,
+    command,
+    dd,
+    kernel_window_setting,
+    own_cpu,
+    process_cpu,
+)
 from zarrfs_bench.fuse_floor import passed_through
-from zarrfs_bench.mounting import Mount
+from zarrfs_bench.mounting import Mount, descendants
 
 COLUMNS = 16384
 CHUNKS = (512, 512)
@@ -74,19 +84,13 @@ def image(rows: int) -> np.ndarray:
     return (field + rng.normal(0, 40, (rows, COLUMNS))).clip(0, 4095).astype(np.uint16)
 
 
-def busy_seconds() -> float:
-    """CPU seconds the machine has spent busy so far, all cores (/proc/stat: user, nice,
-    system, irq, softirq, steal)."""
-    with open("/proc/stat") as stat:
-        fields = [int(n) for n in stat.readline().split()[1:]]
-    return sum(fields[i] for i in (0, 1, 2, 5, 6, 7)) / os.sysconf("SC_CLK_TCK")
-
-
-Timer = Callable[[Callable[[], float]], float]  # runs the part measured, gives its seconds
+# Runs the part measured (it gives its seconds), charging it the CPU of the processes the
+# reader (second) gives, this one's and its ended children's (dd's) with them.
+Timer = Callable[[Callable[[], float], Callable[[], float]], float]
 
 
 class Metered:
-    """MB/s of runs, and the machine's CPU seconds each took (`cpu`, in the order run)."""
+    """MB/s of runs, and the CPU seconds each took (`cpu`, in the order run)."""
 
     def __init__(self, run: Callable[[Timer], float]) -> None:
         self._run = run  # given the timer of the part measured, gives MB/s
@@ -95,30 +99,37 @@ class Metered:
     def __call__(self) -> float:
         return self._run(self._timed)
 
-    def _timed(self, action: Callable[[], float]) -> float:
-        before = busy_seconds()
+    def _timed(self, action: Callable[[], float], cpu: Callable[[], float] = lambda: 0.0) -> float:
+        before = own_cpu() + cpu()
         seconds = action()
-        self.cpu.append(busy_seconds() - before)
+        self.cpu.append(own_cpu() + cpu() - before)
         return seconds
 
 
 def zarrfs_dd(store: Path, mountpoint: Path, nbytes: int, options: str = "ro") -> Metered:
     def run(timed: Timer) -> float:
-        with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, options):
+        with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, options) as mount:
             # (the daemon sets it once the mount answers, from a thread: on one core, after a
             # while)
             deadline = time.monotonic() + 10
             while (window := int(kernel_window_setting(mountpoint).read_text())) != WINDOW_KB:
                 assert time.monotonic() < deadline, window
                 time.sleep(0.01)
-            return nbytes / timed(lambda: dd(mountpoint / "data", "/dev/null", expect=nbytes)) / 1e6
+            assert mount.pid is not None
+            daemon = mount.pid
+
+            def cpu() -> float:  # (the daemon, and its fork server and decoding processes)
+                return process_cpu([daemon, *descendants(daemon)])
+            return nbytes / timed(lambda: dd(mountpoint / "data", "/dev/null", expect=nbytes), cpu) / 1e6
     return Metered(run)
 
 
 def floor_dd(raw: Path, mountpoint: Path, nbytes: int) -> Metered:
     def run(timed: Timer) -> float:
         with passed_through(raw, mountpoint, 1 << 20, window_kb=WINDOW_KB) as served:
-            return nbytes / timed(lambda: dd(served, "/dev/null", expect=nbytes)) / 1e6
+            servers = [pid for pid in descendants(os.getpid()) if "fuse_floor" in command(pid)]
+            return nbytes / timed(lambda: dd(served, "/dev/null", expect=nbytes),
+                                  lambda: process_cpu(servers)) / 1e6
     return Metered(run)
 
 

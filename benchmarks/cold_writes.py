@@ -56,7 +56,7 @@ from zarr.codecs import ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cold_dd import image
-from zarrfs_bench.common import VENV_BIN, alternated_medians, dd
+from zarrfs_bench.common import VENV_BIN, alternated_medians, command, dd, own_cpu, process_cpu
 from zarrfs_bench.fuse_floor import passed_through
 from zarrfs_bench.mounting import Mount, descendants
 
@@ -107,24 +107,6 @@ class Layout:
         if not np.array_equal(found, self.values):
             wrong = int((found != self.values).sum())
             raise RuntimeError(f"after {writer}'s write, TensorStore reads {wrong} other elements")
-
-
-def process_cpu(pids: list[int]) -> float:
-    """CPU seconds (user and system) these processes have spent so far."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu() -> float:
-    """This process's CPU so far (every thread's), and its children's that ended (dd's)."""
-    return sum(used.ru_utime + used.ru_stime for used in
-               (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def zarrfs_write(root: Path, raw: Path, layout: Layout, detail: bool) -> Measured:
@@ -196,13 +178,6 @@ def sink_write(raw: Path, target: Path, mountpoint: Path, nbytes: int) -> Measur
             raise RuntimeError("the sink stored other bytes")
         return nbytes / seconds / 1e6, cpu
     return Measured(run)
-
-
-def command(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
 
 
 def filecmp(a: Path, b: Path) -> bool:

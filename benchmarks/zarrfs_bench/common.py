@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -111,6 +112,31 @@ def cpu_seconds(pid: int) -> float:
     """The CPU time process `pid` has used so far (user and system, its threads included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds (user and system) these processes have spent so far (those gone: none)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            total += cpu_seconds(pid)
+        except OSError:
+            continue
+    return total
+
+
+def command(pid: int) -> str:
+    """A process's command line, as one string ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def own_cpu() -> float:
+    """This process's CPU so far (every thread's), and its children's that ended (dd's)."""
+    return sum(used.ru_utime + used.ru_stime for used in
+               (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def fs_type(path: Path) -> str:
