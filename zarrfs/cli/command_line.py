@@ -94,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--token-file", help="a file holding a token (a bearer token, or any user's password)")
     serve.add_argument("--tls-cert", help="the server's certificate (PEM): serve HTTPS")
     serve.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    serve.add_argument("--client-timeout", type=_positive, default=30, metavar="SECONDS",
+                       help="drop a client silent this long in the middle of a request (default 30)")
     serve.set_defaults(run=_run_serve)
 
     info = commands.add_parser("info", help="describe an array, or the tree of a group")
@@ -182,7 +184,8 @@ def _run_mount(args: argparse.Namespace) -> int:
 def _run_serve(args: argparse.Namespace) -> int:
     options = MountOptions.parse(args.options)
     return commands.serve(args.source, args.listen, options, users_file=args.users_file,
-                          token_file=args.token_file, certificate=args.tls_cert, key=args.tls_key)
+                          token_file=args.token_file, certificate=args.tls_cert, key=args.tls_key,
+                          client_timeout=args.client_timeout)
 
 
 def _run_info(args: argparse.Namespace) -> int:

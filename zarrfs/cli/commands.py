@@ -51,7 +51,8 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
 
 
 def serve(source: str, listen: str, options: MountOptions, *, users_file: str | None = None,
-          token_file: str | None = None, certificate: str | None = None, key: str | None = None) -> int:
+          token_file: str | None = None, certificate: str | None = None, key: str | None = None,
+          client_timeout: int = 30) -> int:
     """`zarrfs serve`: the tree over WebDAV and HTTP until stopped (no FUSE needed)."""
     try:
         from ..daemon.serving import serve as run_server  # (WsgiDAV and cheroot: zarrfs[serve])
@@ -61,7 +62,7 @@ def serve(source: str, listen: str, options: MountOptions, *, users_file: str | 
     host, port = parse_listen(listen)
     access = Access.given(host, users_file=users_file, token_file=token_file, certificate=certificate,
                           key=key)
-    return run_server(_absolute(source), host, port, access, options)
+    return run_server(_absolute(source), host, port, access, options, client_timeout=client_timeout)
 
 
 def _absolute(source: str) -> str:

@@ -29,7 +29,8 @@ from .served import decoding, final_flush, layout_of, open_tree, opened_store, r
 log = logging.getLogger("zarrfs")
 
 
-def serve(source: str, host: str, port: int, access: Access, options: MountOptions) -> int:
+def serve(source: str, host: str, port: int, access: Access, options: MountOptions, *,
+          client_timeout: int = 30) -> int:
     """Serve `source` on (host, port) until told to stop; the exit status."""
     logging.basicConfig(level=logging.DEBUG if options.debug else logging.INFO, stream=sys.stderr,
                         format="zarrfs serve: %(levelname)s %(message)s")
@@ -54,7 +55,8 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
         trimmer = Trimmer(trim, shared.counters.activity) if trim else None
         try:
             with _as_root(identity):  # (a port below 1024 is root's)
-                server = http_server(application(site, access), host, port, access)
+                server = http_server(application(site, access), host, port, access,
+                                     client_timeout=client_timeout)
             if identity is not None:
                 identity.drop()  # (before the first request is read)
                 shared.more_stats.append(privileges.stats)

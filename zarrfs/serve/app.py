@@ -31,7 +31,6 @@ log = logging.getLogger("zarrfs.serve")
 
 THREADS = 16  # requests served at once (more wait for a thread: 8 clients streaming fit)
 MOST_THREADS = 64  # (cheroot adds threads up to this many while requests wait)
-CLIENT_TIMEOUT = 30  # seconds a client may leave the connection silent mid-request
 MAX_HEADERS = 64 << 10  # bytes of a request's line and headers
 
 
@@ -56,10 +55,12 @@ def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
     return Guard(WsgiDAVApp(config), access)
 
 
-def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, access: Access) -> wsgi.Server:
-    """The HTTP server of `app` on (host, port), bound (port 0: a free one); not yet serving."""
+def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, access: Access, *,
+                client_timeout: int) -> wsgi.Server:
+    """The HTTP server of `app` on (host, port), bound (port 0: a free one); not yet serving.
+    `client_timeout`: the seconds a client may leave its connection silent mid-request."""
     server = wsgi.Server((host, port), app, numthreads=THREADS, max=MOST_THREADS, server_name="zarrfs",
-                         timeout=CLIENT_TIMEOUT, request_queue_size=64)
+                         timeout=client_timeout, request_queue_size=64)
     server.max_request_header_size = MAX_HEADERS
     if access.certificate is not None:
         server.ssl_adapter = BuiltinSSLAdapter(access.certificate, access.key)
