@@ -177,8 +177,8 @@ class File(DAVNonCollection):  # type: ignore[misc]
     def support_ranges(self) -> bool:
         return True
 
-    def get_content(self) -> FileReader:
-        return FileReader(self.view, streamed=self._streamed())
+    def get_content(self) -> Answered:
+        return Answered(FileReader(self.view, streamed=self._streamed()), f"GET {self.path}")
 
     def _streamed(self) -> bool:
         """Whether the GET reads enough of the file to stream it (else a range, as a pread)."""
@@ -190,7 +190,7 @@ class File(DAVNonCollection):  # type: ignore[misc]
 
     # -- a PUT ---------------------------------------------------------------------------------
 
-    def begin_write(self, *, content_type: str | None = None) -> Writing:
+    def begin_write(self, *, content_type: str | None = None) -> Answered:
         if not self.site.writable(self.ref) or not self.view.writable:
             raise DAVError(HTTP_FORBIDDEN, context_info=f"{self.name} is not writable")
         ranged: tuple[int, int] | None = self.environ.get(CONTENT_RANGE)
@@ -201,14 +201,15 @@ class File(DAVNonCollection):  # type: ignore[misc]
             with answering(f"PUT {self.path}"):
                 if ranged is not None:
                     start, end = ranged
-                    return Writing(FileWriter(self.view, start, end + 1, self.site.changed), self.path)
+                    writer = FileWriter(self.view, start, end + 1, self.site.changed)
+                    return Answered(writer, f"PUT {self.path}")
                 length = self.environ.get("CONTENT_LENGTH") or ""
                 if not length.isdigit():
                     raise DAVError(HTTP_LENGTH_REQUIRED, context_info="a PUT of a whole file says its length")
                 if int(length) != self.view.size and self.ref.role != UPLOAD:
                     self.view.resize(int(length))  # (`data`: its first dimension, as truncate(2))
                     self.site.changed()
-                return Writing(FileWriter(self.view, 0, int(length), self.site.changed), self.path)
+                return Answered(FileWriter(self.view, 0, int(length), self.site.changed), f"PUT {self.path}")
         except BaseException:
             self.end_write(with_errors=True)
             raise
@@ -239,17 +240,28 @@ class File(DAVNonCollection):  # type: ignore[misc]
         raise DAVError(HTTP_FORBIDDEN, context_info="copies are not made (GET the file, PUT it)")
 
 
-class Writing:
-    """A PUT's writer whose failures are the statuses they mean (`statuses`), never a 500."""
+class Answered:
+    """A GET's reader or a PUT's writer whose failures are the statuses they mean
+    (`statuses`), logged, never a 500 (mid-stream, the connection is closed)."""
 
-    def __init__(self, writer: FileWriter, path: str) -> None:
-        self._writer = writer
-        self._path = path
+    def __init__(self, stream: FileReader | FileWriter, what: str) -> None:
+        self._stream = stream
+        self._what = what
+
+    def seek(self, offset: int) -> None:
+        assert isinstance(self._stream, FileReader)
+        self._stream.seek(offset)
+
+    def read(self, size: int = -1) -> bytes:
+        assert isinstance(self._stream, FileReader)
+        with answering(self._what):
+            return self._stream.read(size)
 
     def write(self, data: bytes) -> int:
-        with answering(f"PUT {self._path}"):
-            return self._writer.write(data)
+        assert isinstance(self._stream, FileWriter)
+        with answering(self._what):
+            return self._stream.write(data)
 
     def close(self) -> None:
-        with answering(f"PUT {self._path}"):
-            self._writer.close()
+        with answering(self._what):
+            self._stream.close()
