@@ -21,6 +21,7 @@ from cheroot.wsgi import Server
 from ..errors import ZarrfsError
 from ..options import MountOptions
 from ..serve import Access, Site, address_of, application, http_server
+from ..store.observe import RequestLog
 from . import preload, privileges
 from .memory import Trimmer, bound_malloc
 from .privileges import Identity
@@ -44,7 +45,7 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
             identity.act()  # (the store, its disk cache and the tree opened as the user served)
             preload.as_user(identity)
         trim = bound_malloc()
-        store = opened_store(source, options, None)
+        store = opened_store(source, options, RequestLog.from_environment())  # (ZARRFS_REQUEST_LOG)
         shared = shared_of(store, options, decoders, trim)
         try:
             tree = open_tree(store, shared, layout_of(options), rechecks=options.recheck is not None)

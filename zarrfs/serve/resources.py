@@ -82,12 +82,18 @@ class Directory(DAVCollection):  # type: ignore[misc]
         with answering(f"listing {self.path}"):
             names = self.site.names(self.ref)
         for name, child in self.site.walk(self.ref, names):
-            path = self.path.rstrip("/") + "/" + name
-            yield Directory(path, self.environ, self.site, child) if child.is_dir else \
-                File(path, self.environ, self.site, child, None)
+            yield self._member(name, child)
 
     def get_member(self, name: str) -> Directory | File | None:
-        return self.provider.get_resource_inst(self.path.rstrip("/") + "/" + name, self.environ)  # type: ignore[no-any-return]
+        """A member, as a listing shows it (no close-to-open check: nothing of it is read)."""
+        with answering(f"looking up {self.path}{name}"):
+            child = self.site.tree.lookup(self.ref, name)
+        return None if child is None else self._member(name, child)
+
+    def _member(self, name: str, child: Ref) -> Directory | File:
+        path = self.path.rstrip("/") + "/" + name
+        return Directory(path, self.environ, self.site, child) if child.is_dir else \
+            File(path, self.environ, self.site, child, None)
 
     # -- changes -----------------------------------------------------------------------------
 
