@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -94,8 +93,8 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def curl_seconds(url: str, size: int) -> float:
-    done = subprocess.run(["curl", "-s", "-S", "-o", "/dev/null", "-w", "%{size_download} %{time_total}", url],
-                          capture_output=True, text=True, check=True, timeout=600)
+    done = subprocess.run(["curl", "-s", "-S", "-o", "/dev/null", "-w", "%{size_download} %{time_total}",
+                           url], capture_output=True, text=True, check=True, timeout=600)
     got, seconds = done.stdout.split()
     if int(got) != size:
         raise RuntimeError(f"curl got {got} bytes of {size}")
@@ -181,7 +180,8 @@ def main() -> int:
         same, aggregate = eight_clients(work / "a.zarr", size, work)
         on_mount, through_http = one_tile(work / "a.zarr", work)
     workers = len(os.sched_getaffinity(0))
-    print(f"array: {args.rows} x {COLUMNS} uint16 ({size >> 20} MiB), {CHUNKS[0]} x {CHUNKS[1]} chunks, zstd 1")
+    print(f"array: {args.rows} x {COLUMNS} uint16 ({size >> 20} MiB), {CHUNKS[0]} x {CHUNKS[1]} chunks, "
+          "zstd 1")
     print("| case | median MB/s |\n| --- | ---: |")
     for name, speed in medians.items():
         print(f"| {name} | {speed:.0f} |")

@@ -50,7 +50,8 @@ def start(source: str | Path, log_path: Path, options: Sequence[str] = (), args:
     if options:
         line += ["-o", ",".join(options)]
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=log, env={**os.environ, **(env or {})})
+        process = subprocess.Popen(line, stdout=subprocess.PIPE, stderr=log,
+                                   env={**os.environ, **(env or {})})
     assert process.stdout is not None
     deadline = time.monotonic() + START_SECONDS
     said = b""

@@ -101,7 +101,8 @@ def test_the_server_sits_beside_fuse_and_reaches_no_pyfuse3(tmp_path: Path) -> N
     """serve/ imports only what fuse/ may; nothing the server runs (serve/, daemon.serving and
     whatever they import, at any depth) imports pyfuse3."""
     package = _package(tmp_path, {**CLEAN,
-                                  "serve/site.py": "from ..tree import nodes\nfrom ..fuse import operations\n",
+                                  "serve/site.py": ("from ..tree import nodes\n"
+                                                    "from ..fuse import operations\n"),
                                   "tree/nodes.py": "def f():\n    from ..views import helpers\n",
                                   "views/helpers.py": "import pyfuse3.extra\n",
                                   "daemon/serving.py": "from ..serve import site\n",

@@ -93,8 +93,8 @@ def test_readers_read_the_views_through_rclone_mount(rclone_mount: Path, tmp_pat
         assert np.array_equal(h5[next(iter(h5))][...], VALUES)
     nifti = np.asarray(nibabel.load(image / "data.nii").dataobj)
     assert np.array_equal(nifti.T if nifti.shape != VALUES.shape else nifti, VALUES)
-    subprocess.run(["gdal_translate", "-q", "-of", "ENVI", str(image / "data.tif"), str(tmp_path / "out.raw")],
-                   check=True, timeout=120)
+    subprocess.run(["gdal_translate", "-q", "-of", "ENVI", str(image / "data.tif"),
+                    str(tmp_path / "out.raw")], check=True, timeout=120)
     assert np.array_equal(np.fromfile(tmp_path / "out.raw", "<u2").reshape(VALUES.shape), VALUES)
     line = np.fromfile(rclone_mount / "sub" / "line" / "data", "<f4")
     assert np.array_equal(line, np.linspace(0, 1, 50, dtype="<f4"))
@@ -122,8 +122,9 @@ def venv_without_pyfuse3(where: Path) -> Path:
     """A virtualenv of this Python holding what this one holds (linked), but pyfuse3."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
     python = where / "bin" / "python"
-    target = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                 capture_output=True, text=True, check=True).stdout.strip())
+    asked = "import sysconfig; print(sysconfig.get_path('purelib'))"
+    target = Path(subprocess.run([str(python), "-c", asked], capture_output=True, text=True,
+                                 check=True).stdout.strip())
     for entry in Path(sysconfig.get_path("purelib")).iterdir():
         if not entry.name.startswith("pyfuse3"):
             (target / entry.name).symlink_to(entry)

@@ -41,8 +41,9 @@ def group(tmp_path: Path) -> Path:
 def test_hostile_paths_name_nothing_outside_the_tree(group: Path, tmp_path: Path) -> None:
     with served(group, tmp_path, ["rw"]) as server:
         base = server.url.rstrip("/")
-        for path in ("/../outside.txt", "/a/../../outside.txt", "/%2e%2e/outside.txt", "/a/%2E%2E/%2e%2e/outside.txt",
-                     "/a/.%2e/.%2e/outside.txt", "/a/%00/data", "/a%5c..%5c..%5coutside.txt", "/./a/data"):
+        for path in ("/../outside.txt", "/a/../../outside.txt", "/%2e%2e/outside.txt",
+                     "/a/%2E%2E/%2e%2e/outside.txt", "/a/.%2e/.%2e/outside.txt", "/a/%00/data",
+                     "/a%5c..%5c..%5coutside.txt", "/./a/data"):
             done = curl("--path-as-is", "-w", "\n%{http_code}", base + path)
             body, _, status = done.stdout.rpartition(b"\n")
             assert SECRET not in body and status in (b"403", b"404"), (path, done)
@@ -139,7 +140,8 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.UTC)
     certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(hours=1))
                    .not_valid_after(now + datetime.timedelta(days=1))
                    .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
                    .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
