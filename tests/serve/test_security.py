@@ -24,8 +24,6 @@ from tests.helpers.mounting import ZARRFS
 from tests.helpers.serving import curl, served, status_of
 from tests.helpers.trust_helpers import raw_array, secret_file
 
-pytestmark = pytest.mark.fast
-
 SECRET = b"\xde\xad\xbe\xef-secret"
 TOKEN = "a-token-of-thirty-two-characters"
 
@@ -38,6 +36,7 @@ def group(tmp_path: Path) -> Path:
     return tmp_path / "g.zarr"
 
 
+@pytest.mark.fast
 def test_hostile_paths_name_nothing_outside_the_tree(group: Path, tmp_path: Path) -> None:
     with served(group, tmp_path, ["rw"]) as server:
         base = server.url.rstrip("/")
@@ -98,6 +97,7 @@ def test_a_slow_client_is_dropped_while_others_are_served(group: Path, tmp_path:
         assert curl(server.url + "a/data").stdout == bytes(range(8))
 
 
+@pytest.mark.fast
 def test_any_address_but_loopback_needs_credentials(group: Path, tmp_path: Path) -> None:
     done = subprocess.run([ZARRFS, "serve", str(group), "--listen", "0.0.0.0:0"], capture_output=True,
                           text=True, timeout=60)

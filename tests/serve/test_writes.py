@@ -17,8 +17,6 @@ import zarr
 from tests.helpers.serving import Server, curl, headers_of, served, status_of
 from zarrfs.serve.site import RECHECK_SECONDS
 
-pytestmark = pytest.mark.fast
-
 SHAPE = (128, 96)
 
 
@@ -40,6 +38,7 @@ def stored(tree: Path, name: str = "a") -> np.ndarray:
     return np.asarray(zarr.open_array(tree / name, mode="r")[...])
 
 
+@pytest.mark.fast
 def test_a_partial_put_is_stored_before_it_answers(server: Server, tree: Path, tmp_path: Path) -> None:
     url = server.url + "a/data"
     before = headers_of(url)["etag"]
@@ -90,6 +89,7 @@ def test_groups_made_and_nodes_deleted(server: Server, tree: Path) -> None:
     assert not (tree / "sub").exists()
 
 
+@pytest.mark.fast
 def test_what_a_mount_refuses_is_refused_with_its_status(server: Server, tree: Path) -> None:
     url = server.url + "a/data"
     assert status_of("-T", "/etc/hostname", server.url + "notes.txt") == 403  # (no plain files)
