@@ -22,7 +22,9 @@ from cryptography.x509.oid import NameOID
 
 from tests.helpers.mounting import ZARRFS
 from tests.helpers.serving import curl, served, status_of
-from tests.helpers.trust_helpers import raw_array, secret_file
+from tests.helpers.trust_helpers import NOBODY, public, raw_array, secret_file
+
+__all__ = ["public"]  # (the fixture, used by name)
 
 SECRET = b"\xde\xad\xbe\xef-secret"
 TOKEN = "a-token-of-thirty-two-characters"
@@ -79,6 +81,17 @@ def test_a_link_out_of_the_store_is_not_followed(tmp_path: Path) -> None:
             assert SECRET not in done.stdout
         assert status_of("-r", "0-3", server.url + "data") == 206  # (the chunks inside are read)
         assert "c/1" in server.log()
+
+
+def test_user_drops_privileges_as_a_mount_does(public: Path) -> None:
+    """`-o user=nobody`: the server's process (and its decoding processes) act as nobody once
+    the port is bound; the store, readable by nobody, is served."""
+    store = public / "a.zarr"
+    raw_array(store, np.arange(1, 13, dtype="u1"), 4)
+    with served(store, public, ["ro", "user=nobody"]) as server:
+        assert curl(server.url + "data").stdout == bytes(range(1, 13))
+        ids = Path(f"/proc/{server.process.pid}/status").read_text().split("Uid:")[1].split()[:4]
+        assert ids == [str(NOBODY.pw_uid)] * 4, ids  # (real, effective, saved, filesystem)
 
 
 def test_a_slow_client_is_dropped_while_others_are_served(group: Path, tmp_path: Path) -> None:
