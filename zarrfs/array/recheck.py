@@ -37,10 +37,13 @@ class Seen:
 
     A read's generation may be older than one noted while it was in flight (a write-back of
     this mount's, or a recheck): `note` keeps the newer one, which a read cannot tell by
-    itself (generations have no order), by the clock of such notes."""
+    itself (generations have no order), by the clock of such notes. A read that finds another
+    generation than the one seen (another writer's, read again once the cache let the object
+    go) is a change: `changed` is called, as a recheck's drop of stale chunks is one."""
 
-    def __init__(self, limit: int = SEEN_LIMIT) -> None:
+    def __init__(self, limit: int = SEEN_LIMIT, changed: Callable[[], None] = lambda: None) -> None:
         self._limit = limit
+        self._changed = changed
         self._lock = threading.Lock()
         self.generations: dict[Index, str | None] = {}
         self.overflowed = False
@@ -58,6 +61,8 @@ class Seen:
         with self._lock:
             if read_since is not None and self._noted_at.get(chunk, -1) > read_since:
                 return
+            before = self.generations.get(chunk)
+            changed = read_since is not None and None not in (before, generation) and before != generation
             if chunk in self.generations or len(self.generations) < self._limit:
                 self.generations[chunk] = generation
                 if read_since is None:
@@ -65,6 +70,8 @@ class Seen:
                     self._noted_at[chunk] = self._clock
             else:
                 self.overflowed = True
+        if changed:
+            self._changed()
 
     def snapshot(self, chunks: Iterable[Index] | None) -> dict[Index, str | None]:
         with self._lock:
@@ -78,7 +85,7 @@ class Rechecker:
 
     def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
                  counters: Counters) -> None:
-        self.seen = Seen()
+        self.seen = Seen(changed=view.changed)
         self.view = view
         self.io = io
         self.store = store
