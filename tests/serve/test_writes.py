@@ -1,12 +1,11 @@
 """Writes through `zarrfs serve -o rw`, with curl, read back with zarr-python: a partial PUT by
-Content-Range and a whole PUT stored before they answer, a new ETag after a write here or by
-another writer, a new `.npy` making an array, MKCOL and DELETE of nodes, LOCK; and what a mount
-refuses, refused with its status (403, 405, 409, 412, 423), never 500."""
+Content-Range and a whole PUT stored before they answer, a new ETag after a write (ETags and
+other writers: test_freshness.py), a new `.npy` making an array, MKCOL and DELETE of nodes,
+LOCK; and what a mount refuses, refused with its status (403, 405, 409, 412, 423), never 500."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pytest
 import zarr
 
 from tests.helpers.serving import Server, curl, headers_of, served, status_of
-from zarrfs.serve.site import RECHECK_SECONDS
 
 SHAPE = (128, 96)
 
@@ -66,16 +64,6 @@ def test_a_whole_put_of_data_and_of_a_new_npy(server: Server, tree: Path, tmp_pa
     assert status_of("-T", str(tmp_path / "made.npy"), server.url + "made.npy") == 201
     assert np.array_equal(stored(tree, "made"), made)
     assert curl(server.url + "made/data").stdout == made.tobytes()
-
-
-def test_another_writers_change_gives_a_new_etag(server: Server, tree: Path) -> None:
-    url = server.url + "a/data"
-    before = headers_of(url)["etag"]
-    zarr.open_array(tree / "a", mode="r+")[0, 0] = 12345
-    time.sleep(RECHECK_SECONDS)  # (a file is checked at a GET, at most once a RECHECK_SECONDS)
-    found = headers_of("-H", f"If-None-Match: {before}", url)
-    assert found[":status"] == "200" and found["etag"] != before
-    assert np.frombuffer(curl("-r", "0-3", url).stdout, "<i4")[0] == 12345
 
 
 def test_groups_made_and_nodes_deleted(server: Server, tree: Path) -> None:

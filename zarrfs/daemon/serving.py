@@ -16,11 +16,9 @@ import sys
 import threading
 from types import FrameType
 
-from cheroot.wsgi import Server
-
 from ..errors import ZarrfsError
 from ..options import MountOptions
-from ..serve import Access, Site, address_of, application, http_server
+from ..serve import Access, Server, Site, address_of, application, http_server
 from ..store.observe import RequestLog
 from . import preload, privileges
 from .memory import Trimmer, bound_malloc

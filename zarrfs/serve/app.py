@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cheroot import wsgi
 from cheroot.ssl.builtin import BuiltinSSLAdapter
 from wsgidav.dir_browser import WsgiDavDirBrowser
 from wsgidav.error_printer import ErrorPrinter
@@ -23,6 +22,7 @@ from wsgidav.wsgidav_app import WsgiDAVApp
 
 from ..views.files import STREAM_BLOCK
 from .access import Access
+from .connections import Server
 from .guard import Guard
 from .resources import TreeProvider
 from .site import Site
@@ -56,11 +56,12 @@ def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
 
 
 def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, access: Access, *,
-                client_timeout: int) -> wsgi.Server:
+                client_timeout: int) -> Server:
     """The HTTP server of `app` on (host, port), bound (port 0: a free one); not yet serving.
-    `client_timeout`: the seconds a client may leave its connection silent mid-request."""
-    server = wsgi.Server((host, port), app, numthreads=THREADS, max=MOST_THREADS, server_name="zarrfs",
-                         timeout=client_timeout, request_queue_size=64)
+    `client_timeout`: the seconds a client may leave its connection silent mid-request, and
+    in which it sends a request's headers (`connections`)."""
+    server = Server((host, port), app, numthreads=THREADS, max=MOST_THREADS, server_name="zarrfs",
+                    timeout=client_timeout, request_queue_size=64)
     server.max_request_header_size = MAX_HEADERS
     if access.certificate is not None:
         server.ssl_adapter = BuiltinSSLAdapter(access.certificate, access.key)
@@ -68,7 +69,7 @@ def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, acces
     return server
 
 
-def address_of(server: wsgi.Server, tls: bool) -> str:
+def address_of(server: Server, tls: bool) -> str:
     host, port = server.bind_addr[:2]
     shown = f"[{host}]" if ":" in host else host
     return f"{'https' if tls else 'http'}://{shown}:{port}/"

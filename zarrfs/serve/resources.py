@@ -23,12 +23,14 @@ from ..errors import EditRefused
 from ..tree import ARRAY, GROUP, UPLOAD, Ref
 from ..views import FileView
 from .propfind import propfind
+from .reading import READS, Reads
 from .site import Site, content_type
 from .statuses import HTTP_FORBIDDEN, HTTP_LENGTH_REQUIRED, answering
 from .streams import STREAMED_BYTES, FileReader, FileWriter
 
 OPENING = ("GET", "HEAD", "PUT")  # (what a mount's open(2) is: close-to-open checks the store)
 CONTENT_RANGE = "zarrfs.content_range"  # (start, end): a partial PUT's bytes (`guard`)
+OPENED = "zarrfs.opened"  # the URL paths a request opened (WsgiDAV looks a path up more than once)
 
 
 class TreeProvider(DAVProvider):  # type: ignore[misc]
@@ -47,9 +49,20 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
                 return None
             if ref.is_dir:
                 return Directory(path, environ, self.site, ref)
-            if environ.get("REQUEST_METHOD") in OPENING:
-                self.site.fresh(ref)
+            if environ.get("REQUEST_METHOD") in OPENING and path not in environ.setdefault(OPENED, set()):
+                self._open(path, ref, environ)
             return File(path, environ, self.site, ref, self.site.file(ref))
+
+    def _open(self, path: str, ref: Ref, environ: dict[str, Any]) -> None:
+        """A GET, HEAD or PUT: an open of the file (close-to-open), unless it continues its
+        connection's reading of the file (`reading`)."""
+        environ[OPENED].add(path)
+        reads: Reads | None = environ.get(READS)
+        continued = reads is not None and reads.continues(path, environ, self.site.options.recheck)
+        if not continued:
+            self.site.fresh(ref)
+        if reads is not None and environ["REQUEST_METHOD"] != "PUT":
+            reads.reading(path, checked=not continued)
 
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Any]) -> Any:
@@ -71,7 +84,7 @@ class Directory(DAVCollection):  # type: ignore[misc]
         return self.site.started
 
     def get_last_modified(self) -> float:
-        return self.site.modified
+        return self.site.started
 
     def get_member_names(self) -> list[str]:
         with answering(f"listing {self.path}"):
@@ -151,6 +164,7 @@ class File(DAVNonCollection):  # type: ignore[misc]
         self.ref = ref
         self._view = view
         self._writing = False
+        self._validators: tuple[str, float] | None = None  # (ETag, Last-Modified): once a request
 
     @property
     def view(self) -> FileView:
@@ -172,10 +186,16 @@ class File(DAVNonCollection):  # type: ignore[misc]
         return self.site.started
 
     def get_last_modified(self) -> float:
-        return self.site.modified
+        return self.validators()[1]
 
     def get_etag(self) -> str:
-        return self.site.etag(self.view)
+        return self.validators()[0]
+
+    def validators(self) -> tuple[str, float]:
+        if self._validators is None:
+            with answering(f"{self.path}'s version"):
+                self._validators = self.site.validators.of(self.ref, self.view)
+        return self._validators
 
     def support_etag(self) -> bool:
         return True
@@ -207,15 +227,13 @@ class File(DAVNonCollection):  # type: ignore[misc]
             with answering(f"PUT {self.path}"):
                 if ranged is not None:
                     start, end = ranged
-                    writer = FileWriter(self.view, start, end + 1, self.site.changed)
-                    return Answered(writer, f"PUT {self.path}")
+                    return Answered(FileWriter(self.view, start, end + 1), f"PUT {self.path}")
                 length = self.environ.get("CONTENT_LENGTH") or ""
                 if not length.isdigit():
                     raise DAVError(HTTP_LENGTH_REQUIRED, context_info="a PUT of a whole file says its length")
                 if int(length) != self.view.size and self.ref.role != UPLOAD:
                     self.view.resize(int(length))  # (`data`: its first dimension, as truncate(2))
-                    self.site.changed()
-                return Answered(FileWriter(self.view, 0, int(length), self.site.changed), f"PUT {self.path}")
+                return Answered(FileWriter(self.view, 0, int(length)), f"PUT {self.path}")
         except BaseException:
             self.end_write(with_errors=True)
             raise
@@ -228,7 +246,7 @@ class File(DAVNonCollection):  # type: ignore[misc]
             if self.ref.role == UPLOAD:
                 with answering(f"PUT {self.path}"):
                     self.site.tree.upload_closed(self.ref)
-            self.site.changed()
+            self.site.forget_stale()
         finally:
             self.site.writing(self.path).release()
 

@@ -1,5 +1,6 @@
-"""The tree as the server reaches it: a URL path to a node, the node's files, their ETags and
-content types, close-to-open with other writers, and every change made through the server.
+"""The tree as the server reaches it: a URL path to a node, the node's files, their
+validators (`validators`) and content types, close-to-open with other writers (`reading`
+says which request is an open), and every change made through the server.
 
 The tree knows no HTTP and no FUSE. As the mount does, the server shows what the tree shows:
 a path is looked up name by name from the root (a name the tree does not know is asked of the
@@ -11,7 +12,6 @@ mount's worker threads do.
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,15 +21,11 @@ from ..errors import ZarrfsError
 from ..options import OUTAGE_SECONDS, MountOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
+from .validators import Validators
 
 log = logging.getLogger("zarrfs.serve")
 T = TypeVar("T")
 
-# A file's close-to-open check (`recheck=open`): at most once in this many seconds per file,
-# so the GETs of one reader's tiles (GDAL's /vsicurl/ asks a COG's header, then each tile)
-# cost the store requests of their bytes, as a mount's preads after one open do.
-RECHECK_SECONDS = 1.0
-CHECKED_KEPT = 4096  # files whose last check is remembered (then forgotten: checked again)
 # Content types by the end of a file's name (the views' own), the rest raw bytes.
 CONTENT_TYPES = (
     (".ome.tif", "image/tiff"), (".tif", "image/tiff"), (".h5", "application/x-hdf5"),
@@ -59,11 +55,9 @@ class Site:
         self.options = options
         self.read_only = read_only or options.read_only
         self.started = time.time()
-        self._tag = secrets.token_hex(4)  # (ETags of one server's life: another's differ)
-        self._generation = 0  # every change seen bumps it: a write here, another writer's
+        self.validators = Validators(tree)
         self._lock = threading.Lock()
         self._writing: dict[str, threading.Lock] = {}
-        self._checked: dict[Ref, float] = {}
         self._store_down_until = 0.0
 
     # -- names -------------------------------------------------------------------------------
@@ -93,50 +87,29 @@ class Site:
     def writable(self, ref: Ref) -> bool:
         return not self.read_only and not in_versions(ref)
 
-    # -- versions of what is shown -------------------------------------------------------------
+    # -- other writers ------------------------------------------------------------------------
 
-    def etag(self, view: FileView) -> str:
-        """The ETag of a file: new after every change the server made or saw (a write through
-        it, another writer's change found by a recheck), so no client keeps stale bytes."""
-        return f"{self._tag}-{self._generation}-{view.size}"
-
-    @property
-    def modified(self) -> float:
-        return self._modified if self._generation else self.started
-
-    def changed(self) -> None:
-        """Something shown changed: new ETags; what the tree queued for a kernel's caches is
-        dropped (the server keeps none)."""
+    def forget_stale(self) -> None:
+        """What the tree queued for a kernel's caches after a change is dropped (the server
+        keeps none: its validators follow the files' versions)."""
         self.tree.take_stale()
-        with self._lock:
-            self._generation += 1
-            self._modified = time.time()
 
     def fresh(self, ref: Ref) -> None:
         """Close-to-open (`recheck=open`, as a mount's open): what another writer changed
         of the file `ref` is taken before it is served."""
-        if self.options.recheck is None or not self._due(ref):
+        if self.options.recheck is None:
             return
         if self._ask_store(ref, lambda: self.tree.recheck(ref)):
-            self.changed()
+            self.validators.found_changed(ref)
+            self.forget_stale()
 
     def _recheck_group(self, group: Ref) -> bool:
         if self.options.recheck is None or group.role != GROUP or not self.tree.groups.due(group.path):
             return False
         changed = self._ask_store(group, lambda: self.tree.groups.recheck(group.path))
         if changed:
-            self.changed()
+            self.forget_stale()
         return changed
-
-    def _due(self, ref: Ref) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            if self._checked.get(ref, -RECHECK_SECONDS) > now - RECHECK_SECONDS:
-                return False
-            if len(self._checked) >= CHECKED_KEPT:
-                self._checked.clear()
-            self._checked[ref] = now
-        return True
 
     def _ask_store(self, ref: Ref, question: Callable[[], bool]) -> bool:
         """A recheck's answer; False while the store does not answer (what is cached is
@@ -159,11 +132,11 @@ class Site:
             return self._writing.setdefault(path, threading.Lock())
 
     def edit(self, change: Callable[..., T], *args: object) -> T:
-        """A change of the tree (a group made, a node deleted or moved), then new ETags."""
+        """A change of the tree (a group made, a node deleted or moved)."""
         try:
             return change(*args)
         finally:
-            self.changed()
+            self.forget_stale()
 
     def walk(self, directory: Ref, names: Sequence[str]) -> Iterator[tuple[str, Ref]]:
         """The entries of a directory the tree still shows, one at a time (a listing of a

@@ -5,8 +5,6 @@ reads of the bytes asked for when it reads a range, as a pread does), and what a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..views import FileView
 from ..views.files import STREAM_BLOCK
 from ..views.readahead import Reading
@@ -51,13 +49,11 @@ class FileReader:
 class FileWriter:
     """The file-like object a PUT writes its body into, from `offset`; `close` stores it."""
 
-    def __init__(self, view: FileView, offset: int, end: int | None,
-                 on_write: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, view: FileView, offset: int, end: int | None) -> None:
         """`end`: where the body must end (its length said), None: not said."""
         self._view = view
         self._offset = offset
         self._end = end
-        self._on_write = on_write
 
     def write(self, data: bytes) -> int:
         if self._end is not None and self._offset + len(data) > self._end:
@@ -67,7 +63,6 @@ class FileWriter:
             written = self._view.write(self._offset, done)
             self._offset += written
             done = done[written:]
-        self._on_write()
         return len(data)
 
     def close(self) -> None:
