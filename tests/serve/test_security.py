@@ -1,13 +1,15 @@
 """Nobody in who does not belong: hostile paths (`..`, percent-encoded dots, NUL, a Destination
 outside) and headers (too long, a body too big, a bad length), a link out of the store (the
-mount's trust rules), a slow client dropped while others are served, and the credentials a
-server asks for: 0.0.0.0 without them refused at start, a token, basic auth over TLS."""
+mount's trust rules), a slow client dropped while others are served (silent, or trickling its
+request a byte at a time past its deadline), and the credentials a server asks for: 0.0.0.0
+without them refused at start, a token, basic auth over TLS."""
 
 from __future__ import annotations
 
 import datetime
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -108,6 +110,38 @@ def test_a_slow_client_is_dropped_while_others_are_served(group: Path, tmp_path:
         finally:
             slow.close()
         assert curl(server.url + "a/data").stdout == bytes(range(8))
+
+
+def test_a_client_trickling_its_request_is_dropped_at_its_deadline(group: Path, tmp_path: Path) -> None:
+    """Clients sending their headers, or a body, a byte every half second (never silent for
+    the 3 s of cheroot's timeout) are cut at their deadline, while curl is served."""
+    starts = [b"GET /a/data HTTP/1.1\r\nHost: x\r\nX-Slow: ",
+              b"PROPFIND /a/ HTTP/1.1\r\nHost: x\r\nDepth: 0\r\nContent-Length: 200\r\n\r\n"]
+    with served(group, tmp_path, args=["--client-timeout", "3"]) as server:
+        address = urlsplit(server.url)
+        held: list[float] = []
+
+        def trickle(start: bytes) -> None:
+            with socket.create_connection((address.hostname, address.port), timeout=60) as client:
+                began = time.monotonic()
+                client.sendall(start)
+                try:
+                    for _ in range(120):  # (a minute, if nothing stops it)
+                        time.sleep(0.5)
+                        client.sendall(b"y")
+                except OSError:  # (the server shut the connection: the send fails)
+                    pass
+                held.append(time.monotonic() - began)
+
+        tricklers = [threading.Thread(target=trickle, args=(start,)) for start in starts * 3]
+        for thread in tricklers:
+            thread.start()
+        while any(thread.is_alive() for thread in tricklers):
+            assert curl(server.url + "a/data").stdout == bytes(range(8))
+            time.sleep(0.2)
+        assert len(held) == len(tricklers) and max(held) < 20, held  # (3 s each, and a loaded machine)
+        assert server.log().count("sent its request too slowly") == len(tricklers)
+        assert "Traceback" not in server.log()
 
 
 @pytest.mark.fast

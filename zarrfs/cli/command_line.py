@@ -95,7 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-cert", help="the server's certificate (PEM): serve HTTPS")
     serve.add_argument("--tls-key", help="the certificate's private key (PEM)")
     serve.add_argument("--client-timeout", type=_positive, default=30, metavar="SECONDS",
-                       help="drop a client silent this long in the middle of a request (default 30)")
+                       help="drop a client silent this long in the middle of a request, or whose "
+                            "request's headers take longer, or whose body then comes at less than "
+                            "500 bytes a second (default 30)")
     serve.set_defaults(run=_run_serve)
 
     info = commands.add_parser("info", help="describe an array, or the tree of a group")
