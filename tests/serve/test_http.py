@@ -87,13 +87,19 @@ def test_depth_infinity_is_refused_and_depth_one_lists(server: Server) -> None:
 
 
 def test_a_read_only_server_refuses_writes(server: Server) -> None:
-    """A tree served read-only takes none of the methods that write (405)."""
+    """A tree served read-only takes none of the methods that write (405), and each 405 says
+    which it takes (Allow, RFC 9110): those answer."""
     url = server.url + "image/data"
-    assert status_of("-X", "PUT", "--data-binary", "xx", "-H", "Content-Range: bytes 0-1/*", url) == 405
-    assert status_of("-X", "MKCOL", server.url + "new/") == 405
-    assert status_of("-X", "DELETE", server.url + "image/") == 405
-    assert status_of("-X", "LOCK", url) == 405  # (class 1 only: nothing to lock)
+    refused = [["-X", "PUT", "--data-binary", "xx", "-H", "Content-Range: bytes 0-1/*", url],
+               ["-X", "MKCOL", server.url + "new/"], ["-X", "DELETE", server.url + "image/"],
+               ["-X", "LOCK", url]]  # (class 1 only: nothing to lock)
+    for request in refused:
+        headers = headers_of(*request)
+        assert headers[":status"] == "405", (request, headers)
+        assert {m.strip() for m in headers["allow"].split(",")} == {"OPTIONS", "GET", "HEAD", "PROPFIND"}
     assert headers_of("-X", "OPTIONS", server.url)["dav"] == "1"
+    for method, status in (("OPTIONS", 200), ("GET", 200), ("HEAD", 200), ("PROPFIND", 207)):
+        assert status_of("-X", method, "-H", "Depth: 0", url) == status, method
 
 
 def test_a_directory_is_a_page_for_browsers(server: Server) -> None:

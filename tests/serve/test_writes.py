@@ -69,7 +69,8 @@ def test_a_whole_put_of_data_and_of_a_new_npy(server: Server, tree: Path, tmp_pa
 def test_groups_made_and_nodes_deleted(server: Server, tree: Path) -> None:
     assert status_of("-X", "MKCOL", server.url + "sub/") == 201
     assert zarr.open_group(tree / "sub", mode="r").attrs is not None
-    assert status_of("-X", "MKCOL", server.url + "sub/") == 405  # (the name is in use)
+    taken = headers_of("-X", "MKCOL", server.url + "sub/")  # (the name is in use)
+    assert taken[":status"] == "405" and "MKCOL" not in taken["allow"] and "DELETE" in taken["allow"]
     assert status_of("-X", "MKCOL", server.url + "none/sub/") == 409  # (no parent)
     assert status_of("-X", "MOVE", "-H", f"Destination: {server.url}sub/b", server.url + "a/") in (201, 204)
     assert stored(tree, "sub/b")[1, 1] == SHAPE[1] + 1
@@ -86,6 +87,9 @@ def test_what_a_mount_refuses_is_refused_with_its_status(server: Server, tree: P
     assert status_of("-X", "PUT", "--data-binary", "xy", "-H", "Content-Range: bytes 0-1/*",
                      server.url + "a/zarr.json") == 403  # (metadata is written by edits, not bytes)
     assert status_of("-X", "PUT", "--data-binary", "xyz", url) == 409  # (not whole rows)
+    posted = headers_of("-X", "POST", "--data-binary", "x", url)
+    assert posted[":status"] == "405"
+    assert {"PUT", "GET", "LOCK"} <= {method.strip() for method in posted["allow"].split(",")}
     assert status_of("-X", "PUT", "--data-binary", "xy", "-H", "Content-Range: bytes 0-5/*", url) == 400
     assert status_of("-X", "PUT", "--data-binary", "xy", "-H", 'If-Match: "stale"',
                      "-H", "Content-Range: bytes 0-1/*", url) == 412

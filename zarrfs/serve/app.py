@@ -36,8 +36,9 @@ MAX_HEADERS = 64 << 10  # bytes of a request's line and headers
 
 def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
     """The WSGI application serving `site`, behind its guard."""
+    provider = TreeProvider(site)
     config: dict[str, Any] = {
-        "provider_mapping": {"/": TreeProvider(site)},
+        "provider_mapping": {"/": provider},
         # (credentials are the guard's: WsgiDAV lets in whom the guard did)
         "http_authenticator": {"domain_controller": None, "accept_basic": True, "accept_digest": False,
                                "default_to_digest": False},
@@ -52,7 +53,7 @@ def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
         "dir_browser": {"enable": True, "icon": False, "response_trailer": "zarrfs", "show_user": False,
                         "davmount": True, "ms_sharepoint_support": False, "libre_office_support": False},
     }
-    return Guard(WsgiDAVApp(config), access)
+    return Guard(WsgiDAVApp(config), access, provider.allowed)
 
 
 def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, access: Access, *,

@@ -2,7 +2,7 @@
 names nothing outside the tree (no `.` or `..` segment, percent-encoded or not, no NUL or
 backslash, also in a Destination), a body of bounded size (but a PUT's, which is the file's),
 and a partial PUT's Content-Range, taken for the resources (`resources.CONTENT_RANGE`) where
-WsgiDAV refuses it."""
+WsgiDAV refuses it. On the way back, a 405 gets its Allow header (WsgiDAV's have none)."""
 
 from __future__ import annotations
 
@@ -23,22 +23,33 @@ Refusal = tuple[str, str, list[tuple[str, str]]]
 
 
 class Guard:
-    """A WSGI application that lets only what belongs through to `app`."""
+    """A WSGI application that lets only what belongs through to `app`, and gives every 405
+    it answers the Allow header RFC 9110 asks for (`allowed`: the methods a path takes)."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], access: Access) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], access: Access,
+                 allowed: Callable[[str], list[str]]) -> None:
         self.app = app
         self.access = access
+        self.allowed = allowed
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         refusal = self.refusal(environ)
         if refusal is None:
-            return self.app(environ, start_response)
+            return self.app(environ, self._allowing(environ, start_response))
         status, text, headers = refusal
         log.info("%s %s refused: %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), status)
         body = (text + "\n").encode()
         start_response(status, [("Content-Type", "text/plain; charset=utf-8"),
                                 ("Content-Length", str(len(body))), *headers])
         return [body]
+
+    def _allowing(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Callable[..., Any]:
+        def start(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+            if status.startswith("405") and not any(name.lower() == "allow" for name, _ in headers):
+                headers = [*headers, ("Allow", ", ".join(self.allowed(environ.get("PATH_INFO") or "/")))]
+            return start_response(status, headers, *exc_info)
+
+        return start
 
     def refusal(self, environ: dict[str, Any]) -> Refusal | None:
         if not self.access.admits(environ.get("HTTP_AUTHORIZATION", "")):

@@ -19,7 +19,7 @@ from wsgidav.dav_error import DAVError
 from wsgidav.dav_provider import DAVCollection, DAVNonCollection, DAVProvider
 from wsgidav.util import get_uri_name, get_uri_parent
 
-from ..errors import EditRefused
+from ..errors import EditRefused, ZarrfsError
 from ..tree import ARRAY, GROUP, UPLOAD, Ref
 from ..views import FileView
 from .propfind import propfind
@@ -63,6 +63,22 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
             self.site.fresh(ref)
         if reads is not None and environ["REQUEST_METHOD"] != "PUT":
             reads.reading(path, checked=not continued)
+
+    def allowed(self, path: str) -> list[str]:
+        """The methods the resource at `path` takes (a 405's Allow header, RFC 9110, 15.5.6)."""
+        reading = ["OPTIONS", "GET", "HEAD", "PROPFIND"]
+        if self.site.read_only:
+            return reading
+        try:
+            ref = self.site.resolve(path)
+        except (ZarrfsError, OSError):
+            return reading
+        if ref is None:
+            return ["OPTIONS", "PUT", "MKCOL"]  # (a new .npy, a new group)
+        if not self.site.writable(ref):
+            return reading
+        changing = ["DELETE", "MOVE"] if ref.role in (GROUP, ARRAY) else [] if ref.is_dir else ["PUT"]
+        return [*reading, "PROPPATCH", *changing, "LOCK", "UNLOCK"]
 
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Any]) -> Any:
