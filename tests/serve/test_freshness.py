@@ -32,6 +32,7 @@ SHAPE = (64, 48)
 VALUES = np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE)
 ROW = SHAPE[1] * 2
 ARRAY_FILES = ("data", "data.npy", "data.tif", "chunks/c/0/0", "chunks/c/1/1")
+GROUP_FILES = ("data.nc", "data.h5")  # (the root group's: they show every array)
 DEADLINE = 8.0  # for recheck=2: what a connection reading on must see by then (2 s, generously)
 
 
@@ -73,11 +74,13 @@ def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
 
 def test_a_write_gives_new_etags_to_its_arrays_files_only(server: Server, tmp_path: Path) -> None:
     a, b = etags(server, "a"), etags(server, "b")
+    group = {name: headers_of(server.url + name)["etag"] for name in GROUP_FILES}
     assert etags(server, "a") == a  # (reading changes nothing)
     put_row(server, "a", 1, 7, tmp_path)
     a2, b2 = etags(server, "a"), etags(server, "b")
     assert changed(a, a2) == set(ARRAY_FILES)  # (its metadata's bytes are the same: its ETag too)
     assert b2 == b
+    assert all(headers_of(server.url + name)["etag"] != group[name] for name in GROUP_FILES)  # (they show a)
     url = server.url + "a/data"
     assert status_of("-H", f"If-None-Match: {a['data']}", url) == 200
     assert status_of("-H", f"If-None-Match: {a2['data']}", url) == 304
