@@ -131,10 +131,12 @@ class Connection(http.HTTPConnection):
 
 
 class Body:
-    """A request's body (`wsgi.input`), counted as it arrives, read within its deadline."""
+    """A request's body (`wsgi.input`), counted as it arrives, read within its deadline; once
+    all of it came (its length, or the end of a chunked one), the deadline is no more."""
 
-    def __init__(self, body: Any, watch: Watch, deadlines: Deadlines) -> None:
+    def __init__(self, body: Any, length: int | None, watch: Watch, deadlines: Deadlines) -> None:
         self._body = body
+        self._length = length
         self._watch = watch
         self._deadlines = deadlines
 
@@ -156,8 +158,8 @@ class Body:
 
     def _counted(self, data: bytes) -> bytes:
         self._watch.received += len(data)
-        if not data:
-            self._deadlines.end(self._watch)  # (all of it came)
+        if not data or (self._length is not None and self._watch.received >= self._length):
+            self._deadlines.end(self._watch)
         return data
 
 
@@ -171,9 +173,11 @@ class Gateway(wsgi.Gateway_10):
         environ, connection = self.env, self.req.conn
         environ[READS] = connection.reads
         deadlines, body = connection.server.deadlines, None
-        if environ.get("CONTENT_LENGTH", "0") not in ("", "0") or self.req.chunked_read:
+        length = environ.get("CONTENT_LENGTH") or "0"
+        if length != "0" or self.req.chunked_read:
             body = connection.watch = deadlines.watch(connection.socket, rate=MIN_BODY_RATE)
-            environ["wsgi.input"] = Body(environ["wsgi.input"], body, deadlines)
+            declared = None if self.req.chunked_read or not length.isdigit() else int(length)
+            environ["wsgi.input"] = Body(environ["wsgi.input"], declared, body, deadlines)
         try:
             super().respond()
         finally:
