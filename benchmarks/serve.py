@@ -9,12 +9,17 @@
    costs (its header and the tile), against tifffile's open and one pread of the tile on a
    mount (ZARRFS_REQUEST_LOG);
 4. the server's memory (PSS of it and its decoding processes, sampled every 50 ms) during
-   the streaming GETs, against the mount's bound: the cache, 100 MiB, and each worker.
+   the streaming GETs, against the mount's bound: the cache, 100 MiB, and each worker;
+5. a listing of `chunks/` of an array of 10^6 stored chunks (`--chunks`): PROPFIND Depth 1
+   by curl from a fresh server (all properties, as Finder and Windows ask; and the three
+   rclone and davfs2 read), against `ls -f` and `ls -l` of a fresh mount, alternated
+   (`--listing-repeat` times), with the server's peak PSS while it answers.
 
 A (8192, 8192) uint16 image (128 MiB, `--rows` changes it) in 512 x 512 chunks, zstd level 1,
 local. Prints medians and ratios, and the load average at the start and the end.
 
-    .venv/bin/python benchmarks/serve.py [--repeat 5] [--rows 8192]
+    .venv/bin/python benchmarks/serve.py [--repeat 5] [--rows 8192] [--chunks 1000000]
+        [--listing-repeat 3]
 """
 
 from __future__ import annotations
@@ -166,22 +171,89 @@ def one_tile(source: Path, work: Path) -> tuple[int, int]:
     return on_mount, through_http
 
 
+# What rclone and davfs2 ask of each member (a PROPFIND of named properties).
+NAMED_PROPERTIES = ('<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:resourcetype/>'
+                    "<D:getcontentlength/><D:getlastmodified/></D:prop></D:propfind>")
+
+
+def make_chunks(path: Path, count: int) -> None:
+    """A 1-D uint16 array of `count` stored chunks of 4 elements, uncompressed, keyed 0, 1, ...
+    (a flat `chunks/`): its chunk files written as zarr-python writes them (checked)."""
+    array = zarr.create_array(path, shape=(4 * count,), chunks=(4,), dtype="<u2", fill_value=0,
+                              compressors=None, chunk_key_encoding={"name": "v2", "separator": "."})
+    values = np.arange(4 * count, dtype="<u2")
+    for number in range(count):
+        (path / str(number)).write_bytes(values[4 * number : 4 * number + 4].tobytes())
+    if not np.array_equal(array[: 4 * 1000], values[: 4 * 1000]):
+        raise RuntimeError("the chunks written are not what zarr-python reads")
+
+
+def listing(source: Path, count: int, repeat: int, work: Path) -> tuple[dict[str, float], int]:
+    """Seconds (medians) to list `chunks/` of `source` (`count` chunk files), and the
+    server's peak PSS while it answered."""
+    peaks: list[int] = []
+
+    def mount_ls(*flags: str) -> Callable[[], float]:
+        def run() -> float:
+            with Mount(str(VENV_BIN / "zarrfs"), source, work / "mnt", "ro") as mount:
+                start = time.perf_counter()
+                done = subprocess.run(["ls", *flags, str(mount.mp / "chunks")], capture_output=True,
+                                      check=True, timeout=3600)
+                seconds = time.perf_counter() - start
+            if len(done.stdout.splitlines()) < count:
+                raise RuntimeError(f"ls {' '.join(flags)} listed {len(done.stdout.splitlines())} of {count}")
+            return seconds
+        return run
+
+    def propfind(*body: str) -> Callable[[], float]:
+        def run() -> float:
+            with Server(source) as server:
+                asked = ["-X", "PROPFIND", "-H", "Depth: 1", *body, server.url + "chunks/"]
+                said = ["-o", "/dev/null", "-w", "%{http_code} %{time_total}"]
+                done = subprocess.run(["curl", "-s", "-S", *said, *asked], capture_output=True, text=True,
+                                      check=True, timeout=3600)
+            status, seconds = done.stdout.split()
+            if status != "207":
+                raise RuntimeError(f"PROPFIND answered {status}")
+            peaks.append(server.peak_pss)
+            return float(seconds)
+        return run
+
+    cases = {"mount: ls -f chunks/": mount_ls("-f"), "mount: ls -l chunks/": mount_ls("-l"),
+             "serve: PROPFIND, all properties": propfind(),
+             "serve: PROPFIND, 3 properties": propfind("--data", NAMED_PROPERTIES)}
+    return alternated_medians(cases, repeat), max(peaks)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rows", type=int, default=8192)
+    parser.add_argument("--chunks", type=int, default=1_000_000, help="chunk files listed (0: no listing)")
+    parser.add_argument("--listing-repeat", type=int, default=3)
+    parser.add_argument("--only-listing", action="store_true", help="the listing case alone")
     args = parser.parse_args()
     load_before = os.getloadavg()
+    same = True
     with tempfile.TemporaryDirectory(prefix="zarrfs-serve-bench-", dir="/tmp") as scratch:
-        work = Path(scratch)
-        values = make_array(work / "a.zarr", args.rows)
-        size = values.nbytes
-        medians, peak = streaming(work / "a.zarr", size, args.repeat, work)
-        same, aggregate = eight_clients(work / "a.zarr", size, work)
-        on_mount, through_http = one_tile(work / "a.zarr", work)
+        if not args.only_listing:
+            same = report_reads(Path(scratch), args.rows, args.repeat)
+        if args.chunks:
+            report_listing(Path(scratch), args.chunks, args.listing_repeat)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in load_before)} at the start, "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
+    return 0 if same else 1
+
+
+def report_reads(work: Path, rows: int, repeat: int) -> bool:
+    """Cases 1-4; whether the 8 clients got the mount's bytes."""
+    values = make_array(work / "a.zarr", rows)
+    size = values.nbytes
+    medians, peak = streaming(work / "a.zarr", size, repeat, work)
+    same, aggregate = eight_clients(work / "a.zarr", size, work)
+    on_mount, through_http = one_tile(work / "a.zarr", work)
     workers = len(os.sched_getaffinity(0))
-    print(f"array: {args.rows} x {COLUMNS} uint16 ({size >> 20} MiB), {CHUNKS[0]} x {CHUNKS[1]} chunks, "
-          "zstd 1")
+    print(f"array: {rows} x {COLUMNS} uint16 ({size >> 20} MiB), {CHUNKS[0]} x {CHUNKS[1]} chunks, zstd 1")
     print("| case | median MB/s |\n| --- | ---: |")
     for name, speed in medians.items():
         print(f"| {name} | {speed:.0f} |")
@@ -193,9 +265,21 @@ def main() -> int:
           f"open and pread (target: at most the mount's)")
     print(f"server's peak PSS while streaming: {peak / 2**20:.0f} MiB; the bound: cache {CACHE >> 20} MiB "
           f"+ 100 MiB + {workers} workers")
-    print(f"load average: {' '.join(f'{x:.2f}' for x in load_before)} at the start, "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
-    return 0 if same else 1
+    return same
+
+
+def report_listing(work: Path, count: int, repeat: int) -> None:
+    """Case 5."""
+    made = time.perf_counter()
+    make_chunks(work / "long.zarr", count)
+    print(f"listing: {count} stored chunks of 4 uint16 (written in {time.perf_counter() - made:.0f} s)")
+    medians, peak = listing(work / "long.zarr", count, repeat, work)
+    print("| case | median s |\n| --- | ---: |")
+    for name, seconds in medians.items():
+        print(f"| {name} | {seconds:.1f} |")
+    ratio = medians["serve: PROPFIND, all properties"] / medians["mount: ls -l chunks/"]
+    print(f"PROPFIND (all properties) / mount's ls -l: {ratio:.2f}x; the server's peak PSS while answering: "
+          f"{peak / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":
