@@ -181,9 +181,10 @@ class ZarrArray:
         return self.store.capabilities.round_trips
 
     @property
-    def changes(self) -> tuple[int, int]:
-        """A value that changes whenever the elements or the stored objects may have."""
-        return self.view.mutations, self.stats.stores
+    def changes(self) -> tuple[int, int, int]:
+        """A value that changes whenever the elements or the stored objects may have (a read
+        finding another writer's version of an object included)."""
+        return self.view.mutations, self.stats.stores, self.rechecker.seen.found
 
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""

@@ -39,11 +39,12 @@ class Seen:
     this mount's, or a recheck): `note` keeps the newer one, which a read cannot tell by
     itself (generations have no order), by the clock of such notes. A read that finds another
     generation than the one seen (another writer's, read again once the cache let the object
-    go) is a change: `changed` is called, as a recheck's drop of stale chunks is one."""
+    go) is a change, counted (`found`: part of the array's `changes`); what it read is the
+    new version, so no stream reading it is stale for it."""
 
-    def __init__(self, limit: int = SEEN_LIMIT, changed: Callable[[], None] = lambda: None) -> None:
+    def __init__(self, limit: int = SEEN_LIMIT) -> None:
         self._limit = limit
-        self._changed = changed
+        self.found = 0  # reads that found another generation than the one seen
         self._lock = threading.Lock()
         self.generations: dict[Index, str | None] = {}
         self.overflowed = False
@@ -62,7 +63,8 @@ class Seen:
             if read_since is not None and self._noted_at.get(chunk, -1) > read_since:
                 return
             before = self.generations.get(chunk)
-            changed = read_since is not None and None not in (before, generation) and before != generation
+            if read_since is not None and None not in (before, generation) and before != generation:
+                self.found += 1
             if chunk in self.generations or len(self.generations) < self._limit:
                 self.generations[chunk] = generation
                 if read_since is None:
@@ -70,8 +72,6 @@ class Seen:
                     self._noted_at[chunk] = self._clock
             else:
                 self.overflowed = True
-        if changed:
-            self._changed()
 
     def snapshot(self, chunks: Iterable[Index] | None) -> dict[Index, str | None]:
         with self._lock:
@@ -85,7 +85,7 @@ class Rechecker:
 
     def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
                  counters: Counters) -> None:
-        self.seen = Seen(changed=view.changed)
+        self.seen = Seen()
         self.view = view
         self.io = io
         self.store = store
