@@ -3,8 +3,8 @@
 the rules below allow (a view family no other family; a room of the array layer no other in a
 circle), subpackages entered through their faces, no branching on the Zarr format's number
 outside `formats/`, no question of which backend a store is outside `store/` (nor, inside it,
-outside its drivers and registry), no file over
-400 lines (docs/development.md, "The layering check").
+outside its drivers and registry), nothing the server (`zarrfs serve`) runs reaching pyfuse3,
+no file over 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -34,16 +34,23 @@ MAX_LINES = 400
 
 # A layer (the first name under the package) -> the only other layers it may import; -> the
 # layers it must not import.
-ONLY: dict[str, set[str]] = {"fuse": {"tree", "views", "options", "errors"}}
+# The two faces of the tree, the mount's (fuse/) and the server's (serve/), side by side: each
+# imports only the tree, the views and what they share, never the other.
+ONLY: dict[str, set[str]] = {"fuse": {"tree", "views", "options", "errors"},
+                             "serve": {"tree", "views", "options", "errors"}}
 NEVER: dict[str, set[str]] = {
-    "views": {"fuse", "tree", "cli", "daemon"},
-    "array": {"views", "tree", "fuse", "cli", "daemon"},
-    "codecs": {"array", "views", "tree", "fuse", "store", "cli", "daemon"},
-    "store": {"array", "views", "tree", "fuse", "codecs", "formats", "cli", "daemon"},
-    "formats": {"array", "views", "tree", "fuse", "store", "cli", "daemon"},
-    "tree": {"fuse", "cli", "daemon"},
-    "options": {"array", "tree", "fuse", "cli", "daemon"},
+    "views": {"fuse", "serve", "tree", "cli", "daemon"},
+    "array": {"views", "tree", "fuse", "serve", "cli", "daemon"},
+    "codecs": {"array", "views", "tree", "fuse", "serve", "store", "cli", "daemon"},
+    "store": {"array", "views", "tree", "fuse", "serve", "codecs", "formats", "cli", "daemon"},
+    "formats": {"array", "views", "tree", "fuse", "serve", "store", "cli", "daemon"},
+    "tree": {"fuse", "serve", "cli", "daemon"},
+    "options": {"array", "tree", "fuse", "serve", "cli", "daemon"},
 }
+# What runs `zarrfs serve` (the serve layer, and the daemon's module that runs it) works where
+# nothing can mount: none of it, nor anything it imports (every import counts), imports these.
+FUSE_FREE = ("zarrfs.serve", "zarrfs.daemon.serving")
+FUSE_PACKAGES = {"pyfuse3"}
 # A layer -> the layers it enters only through their face (the package's `__init__`).
 # Every layer above the array layer enters it through `zarrfs.array`, never one of its rooms.
 THROUGH_FACES: dict[str, set[str]] = {"cli": {"formats", "codecs", "store", "array"}, "views": {"array"},
@@ -65,7 +72,7 @@ CONTRACT = {"placement"}
 ASSEMBLERS = {"zarrfs.views", "zarrfs.views.registry", "zarrfs.views.array_dir"}
 # The layers that name no view family: what they need of one they take from the registry, the
 # one module naming every family, so a new family is its subpackage and its registry line.
-NO_FAMILIES = {"tree", "fuse"}
+NO_FAMILIES = {"tree", "fuse", "serve"}
 # Lines that ask what only one layer may ask: (the pattern, the layer, what a violation says).
 # A comparison with the format's number: outside formats/, code asks the node's Format instead.
 # Which backend a store is: outside store/, code reads the store's capabilities instead.
@@ -275,6 +282,34 @@ def family_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> I
                        f"family: it takes what it needs of {other} from {VIEWS}.registry)")
 
 
+def third_party(path: Path) -> set[str]:
+    """The top-level names of what a module imports from outside the package."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def fuse_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
+    """A module that what runs the server reaches (`FUSE_FREE`, and every module below
+    them) and that imports pyfuse3: each once, with the path it is reached by."""
+    starts = [m for m in sorted(graph) if any(m == f or m.startswith(f + ".") for f in FUSE_FREE)]
+    reached: dict[str, list[str]] = {m: [m] for m in starts}
+    queue = list(starts)
+    while queue:
+        module = queue.pop(0)
+        for target in sorted(graph[module]):
+            if target not in reached:
+                reached[target] = [*reached[module], target]
+                queue.append(target)
+    for module, path in sorted(reached.items()):
+        for package in sorted(third_party(modules[module]) & FUSE_PACKAGES):
+            yield f"fuse: {' -> '.join(path)} imports {package} (the server runs without FUSE)"
+
+
 def long_files(modules: dict[str, Path], root: Path, max_lines: int) -> Iterator[str]:
     for path in sorted(modules.values()):
         if len(path.read_text().splitlines()) > max_lines:
@@ -324,6 +359,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     found += family_violations(graph, modules)
     found += line_rule_violations(modules, root)
     found += backend_names(modules, root)
+    found += fuse_violations(graph, modules)
     found += long_files(modules, root, max_lines)
     return found
 

@@ -93,7 +93,7 @@ class EditRefused(ZarrfsError):
 EXTRAS = {"obstore": "s3", "s3fs": "s3", "aiobotocore": "s3", "botocore": "s3", "gcsfs": "gcs",
           "adlfs": "azure", "azure": "azure",
           "aiohttp": "http", "icechunk": "icechunk", "pcodec": "codecs", "zfpy": "codecs",
-          "pandas": "references", "fastparquet": "references"}
+          "pandas": "references", "fastparquet": "references", "wsgidav": "serve", "cheroot": "serve"}
 
 
 def missing_package(error: BaseException) -> str | None:

@@ -78,6 +78,14 @@ def _metrics_port(machine: Scratch) -> None:
     machine.urls["127.0.0.1:9464"] = f"127.0.0.1:{free_port()}"
 
 
+@given("serve-port")
+def _serve_port(machine: Scratch) -> None:
+    """The docs' `zarrfs serve` port 8080 is a free one (another run may hold 8080)."""
+    from tests.reliability.s3_server import free_port
+
+    machine.urls["127.0.0.1:8080"] = f"127.0.0.1:{free_port()}"
+
+
 @given("private-address")
 def _private_address(machine: Scratch) -> None:
     """The address of a private interface the docs show (10.0.0.5) is this machine's loopback,

@@ -33,8 +33,9 @@ LIGHT_IMPORTS = {
 }
 LIGHT_REQUIREMENTS = ("pytest", "pytest-xdist", "hypothesis", "zarr")
 # Extras whose packages the tests need though they import none, installed whole: the codecs
-# of the corpora's arrays (numcodecs loads them), fsspec's reference sets (jinja2).
-LIGHT_EXTRAS = ("codecs", "references")
+# of the corpora's arrays (numcodecs loads them), fsspec's reference sets (jinja2), the server
+# that `zarrfs serve` runs (WsgiDAV, cheroot: pure Python).
+LIGHT_EXTRAS = ("codecs", "references", "serve")
 
 # Light by their imports, not run under the second interpreter, and why.
 LEFT_OUT = {
@@ -48,15 +49,18 @@ MODULES = [
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
     "array/reads/test_decode_policy.py", "array/reads/test_readahead_cost.py",
     "array/reads/test_sharded_streams.py",
-    "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_written_back_during_load.py",
+    "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
+    "array/test_written_back_during_load.py",
     "array/test_written_reads.py", "array/writes/test_early_writes.py", "array/writes/test_make_room.py",
     "array/writes/test_writeback_memory.py", "cli/test_install_system.py", "cli/test_systemd.py",
     "codecs/test_zstd_codec.py", "daemon/test_memory.py", "daemon/test_metrics.py",
     "formats/test_format_registry.py", "fuse/test_late_replies.py", "fuse/test_statfs.py",
     "fuse/test_store_errors.py", "fuzz/test_findings.py", "fuzz/test_replay.py",
     "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs.py", "scripts/test_light_tests.py",
+    "serve/test_http.py", "serve/test_writes.py",
     "store/local/test_local_writes.py", "store/test_deadlines.py", "store/test_page_cache.py",
-    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_tree.py",
+    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
+    "tree/test_tree.py",
     "views/test_readahead.py", "views/tiff/test_stored_tiles.py",
 ]
 

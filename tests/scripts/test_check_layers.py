@@ -97,6 +97,26 @@ def test_layer_violations_name_the_import_and_the_rule(tmp_path: Path) -> None:
     ]
 
 
+def test_the_server_sits_beside_fuse_and_reaches_no_pyfuse3(tmp_path: Path) -> None:
+    """serve/ imports only what fuse/ may; nothing the server runs (serve/, daemon.serving and
+    whatever they import, at any depth) imports pyfuse3."""
+    package = _package(tmp_path, {**CLEAN,
+                                  "serve/site.py": ("from ..tree import nodes\n"
+                                                    "from ..fuse import operations\n"),
+                                  "tree/nodes.py": "def f():\n    from ..views import helpers\n",
+                                  "views/helpers.py": "import pyfuse3.extra\n",
+                                  "daemon/serving.py": "from ..serve import site\n",
+                                  "daemon/run.py": "import pyfuse3\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        "layer: zarrfs.serve.site imports zarrfs.fuse.operations (serve/ may import only errors, "
+        "options, tree, views)",
+        "fuse: zarrfs.serve.site -> zarrfs.tree.nodes -> zarrfs.views.helpers imports pyfuse3 "
+        "(the server runs without FUSE)",
+    ]
+
+
 def test_a_subpackage_is_entered_through_its_face(tmp_path: Path) -> None:
     package = _package(tmp_path, {**CLEAN,
                                   "store/objects/__init__.py": "from .s3 import s3_read\n",

@@ -181,9 +181,10 @@ class ZarrArray:
         return self.store.capabilities.round_trips
 
     @property
-    def changes(self) -> tuple[int, int]:
-        """A value that changes whenever the elements or the stored objects may have."""
-        return self.view.mutations, self.stats.stores
+    def changes(self) -> tuple[int, int, int]:
+        """A value that changes whenever the elements or the stored objects may have (a read
+        finding another writer's version of an object included)."""
+        return self.view.mutations, self.stats.stores, self.rechecker.seen.found
 
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
@@ -270,10 +271,17 @@ class ZarrArray:
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
         """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
-        one GET; an inner chunk of a shard from the shard, where its index says."""
+        one GET; an inner chunk of a shard from the shard, where its index says. Its stored
+        object's generation is noted, as a load's is (close-to-open: `recheck`)."""
+        seen, since = self.rechecker.seen, self.rechecker.seen.clock()
         if self.sharding is None:
-            return self.io.read_object(self._geometry.chunk_key(unit))
-        where = self.locate_stored([unit]).get(unit)
+            found = self.io.read_object(self._geometry.chunk_key(unit))
+            seen.note(unit, None if found is None else found.generation, read_since=since)
+            return None if found is None else found.data
+        shard = self.io.location(unit)[0]
+        located = self.locate_stored([unit])
+        seen.note(shard, next((where.generation for where in located.values()), None), read_since=since)
+        where = located.get(unit)
         return None if where is None else self.read_stored(where)
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
@@ -283,9 +291,15 @@ class ZarrArray:
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
         """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
         chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
-        None when it would wait or they do not fit (part of `into` may have been written)."""
+        None when it would wait or they do not fit (part of `into` may have been written).
+        The stored object's generation is noted, as `read_stored_unit` notes it."""
         where = self.io.location(unit)
-        return self.io.read_unit_now(self._geometry.chunk_key(where[0]), where, into)
+        since = self.rechecker.seen.clock()
+        found = self.io.read_unit_now(self._geometry.chunk_key(where[0]), where, into)
+        if found is None:
+            return None
+        self.rechecker.seen.note(where[0], found[1], read_since=since)
+        return found[0]
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""

@@ -37,10 +37,14 @@ class Seen:
 
     A read's generation may be older than one noted while it was in flight (a write-back of
     this mount's, or a recheck): `note` keeps the newer one, which a read cannot tell by
-    itself (generations have no order), by the clock of such notes."""
+    itself (generations have no order), by the clock of such notes. A read that finds another
+    generation than the one seen (another writer's, read again once the cache let the object
+    go) is a change, counted (`found`: part of the array's `changes`); what it read is the
+    new version, so no stream reading it is stale for it."""
 
     def __init__(self, limit: int = SEEN_LIMIT) -> None:
         self._limit = limit
+        self.found = 0  # reads that found another generation than the one seen
         self._lock = threading.Lock()
         self.generations: dict[Index, str | None] = {}
         self.overflowed = False
@@ -58,6 +62,9 @@ class Seen:
         with self._lock:
             if read_since is not None and self._noted_at.get(chunk, -1) > read_since:
                 return
+            before = self.generations.get(chunk)
+            if read_since is not None and None not in (before, generation) and before != generation:
+                self.found += 1
             if chunk in self.generations or len(self.generations) < self._limit:
                 self.generations[chunk] = generation
                 if read_since is None:

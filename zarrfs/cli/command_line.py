@@ -2,6 +2,8 @@
 `zarrfs.cli.commands`.
 
     zarrfs mount SOURCE MOUNTPOINT [-o OPTIONS] [-f]
+    zarrfs serve SOURCE [--listen HOST:PORT] [-o OPTIONS] [--token-file F]
+                 [--users-file F --tls-cert F --tls-key F]
     zarrfs SOURCE MOUNTPOINT -o OPTIONS          (the form mount.fuse3 uses for fuse.zarrfs)
     mount.zarrfs SOURCE MOUNTPOINT [-n -s -v] -o OPTIONS   (mount -t zarrfs)
     zarrfs info SOURCE
@@ -26,7 +28,7 @@ from ..errors import ZarrfsError
 from ..options import MountOptions
 from . import commands
 
-COMMANDS = ("mount", "info", "create", "check", "import", "resize", "stats", "install-system")
+COMMANDS = ("mount", "serve", "info", "create", "check", "import", "resize", "stats", "install-system")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,6 +82,23 @@ def _parser() -> argparse.ArgumentParser:
                        help="comma-separated mount options (ro, cache=1G, endian=big, ...)")
     mount.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
     mount.set_defaults(run=_run_mount)
+
+    serve = commands.add_parser("serve", help="serve the tree a mount shows over WebDAV and HTTP (no FUSE)")
+    serve.add_argument("source", help="a path or an fsspec URL, as for mount")
+    serve.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
+                       help="where to listen (default 127.0.0.1:8080; any other host needs credentials)")
+    serve.add_argument("-o", dest="options", action="append", default=[],
+                       help="comma-separated options, as for mount (ro, rw, cache=1G, user=, ...)")
+    serve.add_argument("--users-file",
+                       help="basic auth: a file of USER:PASSWORD lines (needs TLS off 127.0.0.1)")
+    serve.add_argument("--token-file", help="a file holding a token (a bearer token, or any user's password)")
+    serve.add_argument("--tls-cert", help="the server's certificate (PEM): serve HTTPS")
+    serve.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    serve.add_argument("--client-timeout", type=_positive, default=30, metavar="SECONDS",
+                       help="drop a client silent this long in the middle of a request, or whose "
+                            "request's headers take longer, or whose body then comes at less than "
+                            "500 bytes a second (default 30)")
+    serve.set_defaults(run=_run_serve)
 
     info = commands.add_parser("info", help="describe an array, or the tree of a group")
     info.add_argument("source")
@@ -162,6 +181,13 @@ def _positive(text: str) -> int:
 def _run_mount(args: argparse.Namespace) -> int:
     options = MountOptions.parse(args.options)
     return commands.mount(args.source, args.mountpoint, options, foreground=args.foreground)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    options = MountOptions.parse(args.options)
+    return commands.serve(args.source, args.listen, options, users_file=args.users_file,
+                          token_file=args.token_file, certificate=args.tls_cert, key=args.tls_key,
+                          client_timeout=args.client_timeout)
 
 
 def _run_info(args: argparse.Namespace) -> int:

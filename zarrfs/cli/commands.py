@@ -8,13 +8,14 @@ in the function that needs them, so `zarrfs info` starts fast.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..api import read_stats
 from ..array_metadata import NEW_FORMAT, create_array, open_array
-from ..errors import ZarrfsError
+from ..errors import ZarrfsError, missing_package
 from ..formats import CORE_TYPES, ArrayDescription, auto_chunks, described_v3_array
 from ..options import MountOptions
 from ..store import Store
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .check import Report
 
 __all__ = ["DATA_TYPE_NAMES", "NewArray", "check", "create", "dims", "import_raw", "info",
-           "install_system", "mount", "new_array_metadata", "resize", "stats"]
+           "install_system", "mount", "new_array_metadata", "resize", "serve", "stats"]
 
 DATA_TYPE_NAMES = tuple(sorted(CORE_TYPES))  # the data types `create` and `import` offer
 
@@ -47,6 +48,25 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
     from ..daemon.run import mount as run_daemon  # imports pyfuse3 and trio: only for this command
 
     return run_daemon(source, mountpoint, options, foreground=foreground)
+
+
+def serve(source: str, listen: str, options: MountOptions, *, users_file: str | None = None,
+          token_file: str | None = None, certificate: str | None = None, key: str | None = None,
+          client_timeout: int = 30) -> int:
+    """`zarrfs serve`: the tree over WebDAV and HTTP until stopped (no FUSE needed)."""
+    try:
+        from ..daemon.serving import serve as run_server  # (WsgiDAV and cheroot: zarrfs[serve])
+        from ..serve import Access, parse_listen
+    except ImportError as e:
+        raise ZarrfsError(missing_package(e) or f"zarrfs serve: {e}") from None
+    host, port = parse_listen(listen)
+    access = Access.given(host, users_file=users_file, token_file=token_file, certificate=certificate,
+                          key=key)
+    return run_server(_absolute(source), host, port, access, options, client_timeout=client_timeout)
+
+
+def _absolute(source: str) -> str:
+    return source if "://" in source or "::" in source else os.path.abspath(source)
 
 
 def info(source: str, options: MountOptions) -> list[str]:

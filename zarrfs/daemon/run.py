@@ -14,34 +14,30 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyfuse3
 import trio
 
-from ..array import DecodePool, Drop, ForkServer, Shared
+from ..array import DecodePool
 from ..errors import MountError, ZarrfsError, missing_package
 from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import one_line
 from ..store.observe import Observers, RequestLog, StoreObserver
-from ..store.opening import open_store
-from ..views.array_dir import Layout
 from . import preload, privileges, reporting, watchdog
 from .kernel_window import window_kb
 from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
 from .privileges import Identity
-from .served import final_flush, open_tree, remove_temporaries
+from .served import decoding, final_flush, layout_of, open_tree, opened_store, remove_temporaries, shared_of
 
 if TYPE_CHECKING:
     from .metrics import Metrics
 
 log = logging.getLogger("zarrfs")
-
-REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 ms cold dd: 16 < 32 > 48)
 
 Ready = Callable[[str | None], None]  # called once: None when serving, else the reason
 
@@ -108,12 +104,12 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         ready(str(e))
         return 1
     if identity is None:
-        with _decoding(None) as decoders:
+        with decoding(None) as decoders:
             return _serve_metered(source, mountpoint, options, ready, None, decoders)
     preload.before_acting(source, options.storage_options)  # (as root: see preload)
     ready = _once(ready)
     try:
-        with _decoding(identity) as decoders:
+        with decoding(identity) as decoders:
             return _serve_metered(source, mountpoint, options, ready, identity, decoders)
     except Exception as e:
         # What failed as the user, where the user cannot reach the Python the daemon runs on:
@@ -125,27 +121,6 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
         log.error("%s", line)
         ready(line)
         return 1
-
-
-@contextlib.contextmanager
-def _decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
-    """The mount's decoding processes, from a fork server forked now, while the daemon has one
-    thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
-    drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
-    # glibc's malloc set up before the fork, for the workers too (`_serve_with` sets it again,
-    # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh pages,
-    # ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
-    bound_malloc()
-    server = ForkServer.start(drop)
-    if server is None:
-        log.debug("no decoding processes: the daemon runs threads already")
-        yield None
-        return
-    pool = DecodePool(server, len(os.sched_getaffinity(0)))
-    try:
-        yield pool
-    finally:
-        pool.close()
 
 
 def _serve_metered(source: str, mountpoint: str, options: MountOptions, ready: Ready,
@@ -187,32 +162,15 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         preload.as_user(identity)
     trim = bound_malloc()
     try:
-        store = open_store(source, options.storage_options, read_only=options.read_only,
-                           settings=options.source, observer=_observer(metrics), writable=options.read_write,
-                           disk_cache=options.disk_cache, disk_cache_size=options.disk_cache_size)
-        store.prepare()
+        store = opened_store(source, options, _observer(metrics))
     except ZarrfsError as e:
         ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))
         return 1
-    # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
-    # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
-    if options.disk_cache is not None and store.disk_cache is None:
-        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
-                    _public(source))
-    served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
-    threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
-    shared = Shared(options.cache_bytes, threads,
-                    fill_missing_reads=options.fill_missing_data_reads,
-                    store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
-                    decoders=decoders, give_back=trim)
-    if store.disk_cache is not None:
-        shared.more_stats.append(store.disk_cache.stats)
+    shared = shared_of(store, options, decoders, trim)
     if metrics is not None:
         metrics.watch(shared)
     try:
-        layout = Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5,
-                        options.plugin_filters, options.tiff_strips)
-        tree = open_tree(store, shared, layout, rechecks=options.recheck is not None)
+        tree = open_tree(store, shared, layout_of(options), rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()
         ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))  # (may quote the URL)

@@ -1,21 +1,85 @@
-"""What a mount serves, from the store to its end: the tree of what the store holds, opened
-before the mount serves, and everything dirty written back once it stops."""
+"""What a mount (or a server: `serving`) serves, from the store to its end: the store, the
+decoding processes and the cache, the tree of what the store holds, opened before serving, and
+everything dirty written back once it stops."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
+from collections.abc import Callable, Iterator
 
-from ..array import Shared
+from ..array import DecodePool, Drop, ForkServer, Shared
 from ..errors import MetadataError, ZarrfsError
 from ..formats import discover
+from ..options import MountOptions
 from ..store import Store
+from ..store.observe import StoreObserver
+from ..store.opening import open_store
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
+from .memory import bound_malloc
+from .privileges import Identity
 
 log = logging.getLogger("zarrfs")
 
 FINAL_FLUSH_SECONDS = 60.0
+REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 ms cold dd: 16 < 32 > 48)
+
+
+@contextlib.contextmanager
+def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
+    """The decoding processes, from a fork server forked now, while the daemon has one
+    thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
+    drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
+    # glibc's malloc set up before the fork, for the workers too (`_serve_with` sets it again,
+    # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh pages,
+    # ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
+    bound_malloc()
+    server = ForkServer.start(drop)
+    if server is None:
+        log.debug("no decoding processes: the daemon runs threads already")
+        yield None
+        return
+    pool = DecodePool(server, len(os.sched_getaffinity(0)))
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+def opened_store(source: str, options: MountOptions, observer: StoreObserver | None) -> Store:
+    """The store of `source` as the options say, ready (ZarrfsError: it cannot be opened)."""
+    store = open_store(source, options.storage_options, read_only=options.read_only,
+                       settings=options.source, observer=observer, writable=options.read_write,
+                       disk_cache=options.disk_cache, disk_cache_size=options.disk_cache_size)
+    store.prepare()
+    if options.disk_cache is not None and store.disk_cache is None:
+        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
+                    store.path(""))
+    return store
+
+
+def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,
+              give_back: Callable[[], int] | None) -> Shared:
+    """The cache, loader threads and decoding processes every array of the tree shares."""
+    # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
+    # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
+    served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
+    threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
+    shared = Shared(options.cache_bytes, threads,
+                    fill_missing_reads=options.fill_missing_data_reads,
+                    store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
+                    decoders=decoders, give_back=give_back)
+    if store.disk_cache is not None:
+        shared.more_stats.append(store.disk_cache.stats)
+    return shared
+
+
+def layout_of(options: MountOptions) -> Layout:
+    return Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5,
+                  options.plugin_filters, options.tiff_strips)
 
 
 def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:

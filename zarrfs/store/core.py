@@ -147,9 +147,9 @@ class Store(BaseStore):
         """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
         return self.driver.read_cached(self.path(key), start, into)
 
-    def read_whole_cached(self, key: str, into: memoryview) -> int | None:
+    def read_whole_cached(self, key: str, into: memoryview) -> tuple[int, str | None] | None:
         """Fill the start of `into` with all of `key` without waiting (local, cached, fits):
-        its size (-1: not stored), or None."""
+        its size and generation ((-1, None): not stored), or None."""
         return self.driver.read_whole_cached(self.path(key), into)
 
     def read_edge_cached(self, key: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:

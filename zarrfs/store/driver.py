@@ -107,8 +107,9 @@ class Driver:
         """(local files) Fill `into` without waiting: its generation, or None."""
         return None
 
-    def read_whole_cached(self, path: str, into: memoryview) -> int | None:
-        """(local files) Fill `into` with all of `path` without waiting: its size, or None."""
+    def read_whole_cached(self, path: str, into: memoryview) -> tuple[int, str | None] | None:
+        """(local files) Fill `into` with all of `path` without waiting: its size and
+        generation, or None."""
         return None
 
     def read_edge_cached(self, path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:

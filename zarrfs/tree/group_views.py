@@ -49,13 +49,18 @@ class GroupViews:
             raise FileNotFoundError(join_path(group, name))
         return kind.file(group, name)
 
+    def level_paths(self, group: str, name: str) -> list[str]:
+        """The paths of the arrays the file shows."""
+        kind = self._kind_of(group, name)
+        return [] if kind is None else kind.level_paths(group, name)
+
     def recheck(self, group: str, name: str) -> bool:
         """Close-to-open, as `data`: whether another writer changed any array the file shows.
         The arrays are asked about together."""
         kind = self._kind_of(group, name)
         if kind is None:
             return False
-        paths = kind.level_paths(group, name)
+        paths = self.level_paths(group, name)
         rechecked = ARRAYS_AT_ONCE.map(lambda path: self.groups.recheck(Ref(path, DATA)), paths)
         return kind.rechecked(group, name, dict(zip(paths, rechecked, strict=True)))
 

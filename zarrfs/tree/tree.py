@@ -30,6 +30,7 @@ from ..views import RegionArray
 from ..views.array_dir import ArrayDirectory, Layout
 from ..views.registry import ARRAY_FILE_VIEWS, NpyHeader
 from .edits import Edits, Stale
+from .file_versions import FileVersions
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref
@@ -39,7 +40,7 @@ from .new_arrays import NewArrays, array_name
 from .node_files import NodeFiles, OpenedArray
 from .placement import placement_finder
 from .reshapes import Reshapes
-from .string_arrays import string_files
+from .string_arrays import StringFiles, string_files
 from .uploads import Uploads
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Tree(NodeFiles):
         self.new_arrays = NewArrays()
         self.group_views = GroupViews(self, layout)
         self.reshapes = Reshapes(self)
+        self.file_versions = FileVersions(self)  # (what each file's bytes depend on: ETags)
 
     def inode(self, ref: Ref) -> int:
         return self.inodes.number(ref)
@@ -152,6 +154,16 @@ class Tree(NodeFiles):
         with self._lock:
             opened = self._arrays.get(path)
         return None if opened is None or opened.directory is None else opened.directory.array
+
+    def strings_of(self, path: str) -> StringFiles | None:
+        """The array of strings or bytes at `path` if it was opened, opening none."""
+        with self._lock:
+            opened = self._arrays.get(path)
+        return None if opened is None else opened.strings
+
+    def shown_arrays(self, ref: Ref) -> list[str]:
+        """The paths of the arrays a group's file shows (`group_views`)."""
+        return self.group_views.level_paths(ref.path, ref.parts[0])
 
     # -- other writers ---------------------------------------------------------------------
 

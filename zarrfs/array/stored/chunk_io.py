@@ -182,13 +182,12 @@ class PlainChunkIO:
         `Store.stats` finds neighbouring keys (listings of their key prefixes)."""
         return self.store.stats(keys, dense=True, by_rows=by_rows)
 
-    def read_object(self, key: str) -> BytesLike | None:
-        """A stored object's bytes, not decoded (None: not stored)."""
+    def read_object(self, key: str) -> Versioned | None:
+        """A stored object's bytes, not decoded, and its generation (None: not stored)."""
         found = self.store.read(key)
-        if found is None:
-            return None
-        self.count_fetch(len(found.data))
-        return found.data
+        if found is not None:
+            self.count_fetch(len(found.data))
+        return found
 
     def read_located(self, where: StoredChunk) -> BytesLike:
         """A read chunk's encoded bytes, as `locate` found them (ChunkError: they changed)."""
@@ -201,15 +200,15 @@ class PlainChunkIO:
         self.count_fetch(len(found.data))
         return found.data
 
-    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> int | None:
+    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> Described:
         """Fill the start of `into` with a read chunk's stored bytes (`key`: its stored
         object's; `where`: its `location`) if that waits for nothing and they fit: their size
-        (-1: not stored); None when it would wait or they do not fit (part of `into` may have
-        been written)."""
-        size = self.store.read_whole_cached(key, into)
-        if size is not None and size > 0:
-            self.count_fetch(size)
-        return size
+        and the stored object's generation ((-1, None): not stored); None when it would wait
+        or they do not fit (part of `into` may have been written)."""
+        found = self.store.read_whole_cached(key, into)
+        if found is not None and found[0] > 0:
+            self.count_fetch(found[0])
+        return found
 
     def forget_index(self, chunk: Index) -> None:
         """Plain chunks have no index."""

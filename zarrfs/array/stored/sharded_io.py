@@ -74,9 +74,9 @@ class ShardedChunkIO(PlainChunkIO):
         units = zip(self.units_of(chunk), index.spans_in_order(), strict=True)
         return {unit: StoredChunk(key, *span, generation) for unit, span in units if span is not None}
 
-    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> int | None:
+    def read_unit_now(self, key: str, where: tuple[Index, Index | None], into: memoryview) -> Described:
         """As PlainChunkIO.read_unit_now, for an inner chunk (`key`: its shard's), where its
-        shard's index says (`ShardReader.index_now`)."""
+        shard's index says (`ShardReader.index_now`); the generation is the shard's."""
         shard, inner = where
         found = self.reader.index_now(shard, key)
         if found is None or inner is None:
@@ -84,12 +84,12 @@ class ShardedChunkIO(PlainChunkIO):
         index, generation = found
         span = index.span(inner)
         if span is None:
-            return -1
+            return -1, generation
         if span.nbytes > len(into) or self.store.read_cached(
                 key, span.offset, into[: span.nbytes]) != generation:
             return None
         self.count_fetch(span.nbytes)
-        return span.nbytes
+        return span.nbytes, generation
 
     def forget_index(self, chunk: Index) -> None:
         self.reader.forget(chunk)

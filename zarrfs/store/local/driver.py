@@ -46,7 +46,7 @@ class LocalDriver(Driver):
     def read_cached(self, path: str, start: int, into: memoryview) -> str | None:
         return files.read_cached(self.confined, path, start, into)
 
-    def read_whole_cached(self, path: str, into: memoryview) -> int | None:
+    def read_whole_cached(self, path: str, into: memoryview) -> tuple[int, str | None] | None:
         return files.read_whole_cached(self.confined, path, into)
 
     def read_edge_cached(self, path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:

@@ -75,19 +75,20 @@ def _fill_cached(root: Root, path: str, start: int | None, into: memoryview) -> 
         os.close(fd)
 
 
-def read_whole_cached(root: Root, path: str, into: memoryview) -> int | None:
+def read_whole_cached(root: Root, path: str, into: memoryview) -> tuple[int, str | None] | None:
     """Fill the start of `into` with the whole file at `path` if it fits and the page cache
     holds every byte (`read_cached`; the path's lookup may touch the disk, as a stat of it
-    would): its size; -1 when there is no such file; None when it would wait or does not fit."""
+    would): its size and generation; (-1, None) when there is no such file; None when it would
+    wait or does not fit."""
     try:
         fd, status = root.open(path)
     except FileNotFoundError:
-        return -1
+        return -1, None
     except OSError:
         return None
     try:
         size = status.st_size
-        return size if size <= len(into) and _fill_now(fd, 0, into[:size]) else None
+        return (size, generation_of(status)) if size <= len(into) and _fill_now(fd, 0, into[:size]) else None
     except OSError:
         return None
     finally:

@@ -1,0 +1,71 @@
+"""What each file's bytes depend on (`tree.file_versions`, the server's ETags), without FUSE or
+HTTP: a write to one array moves the versions of its files and of the group files showing
+it, never another group's or another array's; reads move nothing; a metadata file's version
+is its bytes; an array opened again is another version; a file being written is never the
+same twice."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+from zarrfs.array import Shared
+from zarrfs.formats import discover
+from zarrfs.grid import Box
+from zarrfs.store import Store
+from zarrfs.tree import CHUNK, DATA, GROUP_VIEW, HEADER, METADATA, UPLOAD, Ref, Tree
+from zarrfs.views.array_dir import Layout
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Tree:
+    root = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    for group in ("one", "two"):
+        for name in ("x", "y"):
+            root.require_group(group).create_array(name, shape=(8, 8), chunks=(4, 4), dtype="u1")[...] = 1
+    store = Store.open(str(tmp_path / "g.zarr"), writable=True)
+    found = discover(store.get, "")
+    assert found is not None
+    return Tree(store, found, Shared(1 << 20, 1), Layout())
+
+
+def versions(tree: Tree, refs: list[Ref]) -> list[object]:
+    for ref in refs:  # (their bytes read, as a GET reads them)
+        view = tree.file(ref)
+        view.read(0, view.size)
+    return [tree.file_versions.of(ref) for ref in refs]
+
+
+def test_a_write_moves_its_arrays_files_and_the_groups_showing_it(tree: Tree) -> None:
+    x = [Ref("one/x", DATA), Ref("one/x", HEADER, ("data.npy",)), Ref("one/x", CHUNK, ("c", "1", "1"))]
+    others = [Ref("one/y", DATA), Ref("two/x", DATA), Ref("two", GROUP_VIEW, ("data.nc",)),
+              Ref("one/x", METADATA, ("zarr.json",))]
+    shown = [Ref("one", GROUP_VIEW, ("data.nc",)), Ref("one", GROUP_VIEW, ("data.h5",))]
+    before = versions(tree, x + others + shown)
+    assert versions(tree, x + others + shown) == before  # (reads move nothing)
+    array = tree.opened_array("one/x")
+    assert array is not None
+    array.write(Box((0, 0), (1, 1)), np.full((1, 1), 9, "u1"))
+    after = versions(tree, x + others + shown)
+    moved = [before[n] != after[n] for n in range(len(before))]
+    assert moved == [True] * len(x) + [False] * len(others) + [True] * len(shown)
+    tree.close()
+
+
+def test_metadata_is_its_bytes_and_an_array_opened_again_is_new(tree: Tree) -> None:
+    metadata = Ref("one/x", METADATA, ("zarr.json",))
+    view = tree.file(metadata)
+    version = tree.file_versions.of(metadata)
+    assert version == ("bytes", hashlib.blake2b(bytes(view.read(0, view.size)), digest_size=16).hexdigest())
+    data = versions(tree, [Ref("one/x", DATA)])[0]
+    tree.forget_below("one/x", flush=True)
+    assert versions(tree, [Ref("one/x", DATA)])[0] != data  # (another ZarrArray: other counters)
+    upload = Ref("one", UPLOAD, ("z.npy",))
+    assert tree.file_versions.of(upload) != tree.file_versions.of(upload)
+    tree.close()
