@@ -22,7 +22,7 @@ is merged with the stored one only when it is read or written back.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -326,11 +326,6 @@ class ZarrArray:
         self.view.mount.evict()
         if whole:
             self.writeback.store_early(whole)
-
-    def write_coming(self) -> Callable[[], None]:
-        """A write answered before it is applied (Streams.write_coming): call what this returns
-        once it is."""
-        return self.streams.write_coming()
 
     def _write_piece(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
                      values: np.ndarray) -> bool:

@@ -41,7 +41,6 @@ from ..tree import (
     takes_new_versions,
 )
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .applies import Applies
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness
 from .modes import GivenModes
@@ -92,7 +91,6 @@ class ChangeOperations:
     timings: Timings | None
     workers: Workers
     fresh: Freshness
-    applies: Applies
     read_only: bool
     removals: Removals
     modes: GivenModes
@@ -254,7 +252,6 @@ class ChangeOperations:
     # -- helpers -------------------------------------------------------------------------
 
     async def _edit(self, change: Callable[..., T], *args: Any) -> T:
-        await self.applies.caught_up()  # (the writes answered before it land first)
         try:
             return await self.workers.run(change, *args)
         finally:

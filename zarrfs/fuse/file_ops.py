@@ -21,7 +21,6 @@ from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree, in_versions
 from ..views import FileView
 from ..views.readahead import Reading, Streaming
-from .applies import Applies
 from .boundary import Counters, Timings, boundary
 from .freshness import Freshness, WriteOrder
 from .pages import Pages
@@ -54,7 +53,6 @@ class FileOperations:
     workers: Workers
     fresh: Freshness
     order: WriteOrder
-    applies: Applies
     pages: Pages | None  # (None: -o push_pages=no)
     times: GivenTimes
     read_only: bool
@@ -117,9 +115,7 @@ class FileOperations:
     async def read(self, fh: int, offset: int, size: int) -> bytes | memoryview:
         # pyfuse3 takes any contiguous buffer, so a view of a decoded chunk goes out uncopied.
         handle = self._handle(fh)
-        upto = self.applies.upto()  # (before any await: see Applies.upto)
         await self.order.wait_for(handle.inode, offset, offset + size)
-        await self.applies.caught_up(upto)
         ready: bytes | memoryview | None = None
         if handle.readahead is None:  # a small file, whose bytes may still be in the store
             ready = await self.workers.run(handle.view.read, offset, size)
@@ -139,15 +135,9 @@ class FileOperations:
             raise pyfuse3.FUSEError(errno.EROFS)
         if not handle.writable:
             raise pyfuse3.FUSEError(errno.EBADF)
-        failed = self.applies.take_failure(handle.inode)
-        if failed is not None:  # (an earlier write to the file, answered before it failed)
-            raise failed
-        if handle.view.deferrable(offset, len(buf)):
-            return await self._write_later(handle, offset, buf)
         size = handle.view.size
         write = self.order.begin(handle.inode, offset, offset + len(buf))
         try:  # (in flight until the other views are told: see Freshness.after_write)
-            await self.applies.caught_up()  # (the writes answered before it land first)
             try:  # (EditRefused: a .npy stream whose header makes no array)
                 written = await self.workers.run(handle.view.write, offset, buf)
             finally:
@@ -160,53 +150,17 @@ class FileOperations:
             self.order.end(handle.inode, write)
         return written
 
-    async def _write_later(self, handle: Handle, offset: int, buf: bytes) -> int:
-        """A write answered once it is queued (zarrfs.fuse.applies): reads that begin later, of
-        any file, wait until it is applied. It is in flight in its file (WriteOrder) until it is
-        applied and answered both: while it is being answered it holds its pages locked, and a
-        writer of another file showing them drops them later (Freshness.after_write), not at
-        once, which would wait on them while this one waits on that writer's pages."""
-        entry = self.order.begin(handle.inode, offset, offset + len(buf))
-        ends = [2]  # (applied, answered)
-
-        def end() -> None:
-            ends[0] -= 1
-            if not ends[0]:
-                self.order.end(handle.inode, entry)
-
-        queued = False
-        try:
-            await self.applies.submit(handle.inode, lambda: handle.view.defer(offset, buf), len(buf), end)
-            queued = True
-            handle.wrote = True
-            await self.fresh.after_write(handle.node, handle.inode, through_pages=handle.page_cached)
-            self.times.written(handle.inode)
-        finally:
-            end()
-            if not queued:
-                end()
-        return len(buf)
-
-    async def _flush(self, handle: Handle) -> None:
-        """The file's writes applied, then stored; the first of them that failed after it was
-        answered, reported (the others are stored all the same)."""
-        await self.applies.caught_up()
-        failed = self.applies.take_failure(handle.inode)
-        await self.workers.flush(handle.view.flush)
-        if failed is not None:
-            raise failed
-
     @boundary
     async def flush(self, fh: int) -> None:
         handle = self._handle(fh)
         if handle.wrote:
-            await self._flush(handle)
+            await self.workers.flush(handle.view.flush)
         if handle.node.role == UPLOAD:
             await self.upload_closed(handle.node, released=False)
 
     @boundary
     async def fsync(self, fh: int, datasync: bool) -> None:
-        await self._flush(self._handle(fh))
+        await self.workers.flush(self._handle(fh).view.flush)
 
     @boundary
     async def release(self, fh: int) -> None:
@@ -216,7 +170,7 @@ class FileOperations:
         try:
             if handle is not None and handle.wrote:
                 # Pages written through a shared mapping can arrive after the last close.
-                await self._flush(handle)
+                await self.workers.flush(handle.view.flush)
         finally:
             if handle is not None and handle.node.role == UPLOAD:
                 await self.upload_closed(handle.node)

@@ -27,7 +27,6 @@ from ..tree import UPLOAD, Ref, Tree, directory_links, in_versions, takes_new_ve
 from ..views import FileView
 from ..views.files import STREAM_BLOCK, FixedBytesError
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .applies import Applies
 from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
@@ -79,7 +78,6 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self._next_fh = 1
         self._nursery: trio.Nursery | None = None
         self.order = WriteOrder()
-        self.applies = Applies()
         self.pages = Pages(store_pages, PUSHERS, lambda n: self.counters.add(bytes_pushed=n)) \
             if options.push_pages else None
         recheck_bound = None if timeout is None else min(CHECK_SECONDS, timeout)
@@ -219,7 +217,6 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
     async def _resize(self, node: Ref, view: FileView, size: int) -> None:
         """truncate/ftruncate/O_TRUNC: `data` changes the array's first dimension; every
         other file has the array's size."""
-        await self.applies.caught_up()  # (the writes answered before it land first)
         try:
             await self.workers.run(view.resize, size)
         except (ResizeError, FixedBytesError) as e:

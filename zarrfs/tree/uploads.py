@@ -50,12 +50,6 @@ class Upload:
             return len(self._head)
         return self._header.length + self._header.data_bytes
 
-    def deferrable(self, offset: int, size: int) -> bool:
-        return False  # (its header decides what its bytes are: each is written as it comes)
-
-    def defer(self, offset: int, data: bytes | memoryview) -> Callable[[], int]:
-        raise NotImplementedError("an upload's writes are not deferred")
-
     def write(self, offset: int, data: bytes | memoryview) -> int:
         view = memoryview(data).cast("B")
         target = self._target(offset, view)

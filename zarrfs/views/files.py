@@ -71,11 +71,6 @@ class RegionArray(Protocol):
         storage type in either byte order; None: as stored) (None: no room)."""
 
     def write(self, box: Box, values: np.ndarray) -> None: ...
-
-    def write_coming(self) -> Callable[[], None]:
-        """A write answered before it is applied: streams are not current until the function
-        returned is called (after the write)."""
-
     def resize(self, shape: tuple[int, ...]) -> None: ...
     def prefetch(self, box: Box) -> None: ...
     def flush(self) -> None: ...
@@ -154,15 +149,6 @@ class FileView(Protocol):
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def write(self, offset: int, data: bytes | memoryview) -> int: ...
-
-    def deferrable(self, offset: int, size: int) -> bool:
-        """Whether a write of these bytes may be answered before it is applied (`defer`): it
-        lies inside the file as it is, changes no size or header and reads nothing first."""
-
-    def defer(self, offset: int, data: bytes | memoryview) -> Callable[[], int]:
-        """A write of `deferrable` bytes made pending now (the array's streams are not current
-        from now), applied when the function returned is called."""
-
     def prefetch(self, offset: int, size: int) -> None: ...
     def flush(self) -> None: ...
 
@@ -191,12 +177,6 @@ class ReadOnlyFile:
         return None
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
-        raise PermissionError("read-only file")
-
-    def deferrable(self, offset: int, size: int) -> bool:
-        return False
-
-    def defer(self, offset: int, data: bytes | memoryview) -> Callable[[], int]:
         raise PermissionError("read-only file")
 
     def resize(self, size: int, *, round_up: bool = False) -> None:

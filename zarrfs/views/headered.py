@@ -61,14 +61,6 @@ class HeaderedFile:
         written = self.data.write(offset + len(overlap) - len(header), body) if body else 0
         return len(overlap) + written
 
-    def deferrable(self, offset: int, size: int) -> bool:
-        """Bytes of the array's alone (not of the header), as its file defers them."""
-        header = len(self.header())
-        return offset >= header and self.data.deferrable(offset - header, size)
-
-    def defer(self, offset: int, data: bytes | memoryview) -> Callable[[], int]:
-        return self.data.defer(offset - len(self.header()), data)
-
     def prefetch(self, offset: int, size: int) -> None:
         header = len(self.header())
         self.data.prefetch(max(offset - header, 0), size)

@@ -4,7 +4,7 @@ C-order bytes of the same array with its axes reversed, so an F-order file is a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,9 +49,6 @@ class FortranOrder:
 
     def write(self, box: Box, values: np.ndarray) -> None:
         self.array.write(_reversed(box), values.transpose())
-
-    def write_coming(self) -> Callable[[], None]:
-        return self.array.write_coming()
 
     def resize(self, shape: tuple[int, ...]) -> None:
         self.array.resize(shape[::-1])

@@ -154,22 +154,6 @@ class RegionFile:
             position += count
         return end - offset
 
-    def deferrable(self, offset: int, size: int) -> bool:
-        """Whole elements inside the file as it is (nothing read to merge, no resize)."""
-        return (self.writable and offset % self.itemsize == 0 and size % self.itemsize == 0
-                and offset + size <= self.size)
-
-    def defer(self, offset: int, data: bytes | memoryview) -> Callable[[], int]:
-        landed = self.array.write_coming()
-
-        def apply() -> int:
-            try:
-                return self.write(offset, data)
-            finally:
-                landed()
-
-        return apply
-
     def prefetch(self, offset: int, size: int) -> None:
         size = max(0, min(size, self.size - offset))
         for box in self.boxes(offset, size):

@@ -53,24 +53,6 @@ class Streams:
                                    source.chunk_files())
         self._reported: set[type[BaseException]] = set()
         self._reported_lock = threading.Lock()
-        self._coming = 0  # writes answered and not yet applied (`write_coming`)
-
-    @property
-    def settled(self) -> bool:
-        """No write was answered that is not applied yet: a stream may be current."""
-        return not self._coming
-
-    def write_coming(self) -> Callable[[], None]:
-        """A write answered before it is applied: no stream is current until it is (the
-        function returned says so, after the write, which bumps `mutations`, is applied)."""
-        with self._reported_lock:
-            self._coming += 1
-
-        def landed() -> None:
-            with self._reported_lock:
-                self._coming -= 1
-
-        return landed
 
     def stored_in(self, cell: Index) -> Index:
         """The chunk or shard a read chunk is stored in."""
@@ -138,10 +120,8 @@ class Stream:
 
     @property
     def current(self) -> bool:
-        """Finished without error, no element of the array changed since it began, and no
-        write is on its way (answered, not yet applied)."""
-        streams = self._streams
-        return self.done and self.error is None and streams.view.mutations == self.stamp and streams.settled
+        """Finished without error, and no element of the array changed since it began."""
+        return self.done and self.error is None and self._streams.view.mutations == self.stamp
 
     @property
     def buffer(self) -> np.ndarray | None:
