@@ -225,6 +225,9 @@ class Stream:
         now make it a job of the loaders'."""
         streams, by_unit = self._streams, {piece.cell: piece for piece in pieces}
         since, read = streams.source.seen.clock(), None
+        if self._closed or self.error is not None:  # (as `_fill` skips the chunks not yet started)
+            self._job_ended()
+            return
         try:
             cells = self._copy_cached(by_unit)
             job = self._files_job(cells) if cells else None
@@ -257,7 +260,8 @@ class Stream:
     def _files_job(self, cells: list[Index]) -> FilesJob | None:
         """The job of `cells` for a decoding process; None where their shard's store reports no
         generation (nobody could tell a rewrite from the index read)."""
-        source, dtype = self._streams.source, self.out.dtype if self.out is not None else np.dtype("u1")
+        assert self.out is not None  # (given up only when every job has ended)
+        source, dtype = self._streams.source, self.out.dtype
         shard = source.shard_part(self._geometry, cells) if source.sharded else None
         if source.sharded and shard is None:
             return None
