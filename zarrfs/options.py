@@ -1,129 +1,252 @@
-"""Mount options: parsed once from `-o a,b=c` strings into one frozen dataclass."""
+"""The mount's options (`zarrfs mount -o`, `zarrfs serve -o`): its own, declared here, composed
+with those each view family and each store family declares where it acts (`zarrfs.declared`),
+and parsed once from `-o a,b=c` strings into one frozen `MountOptions`. The mount's own are
+its fields; the families' reach them in `given`, which the daemon and the tree carry unread
+(`layout`: the views', `source`, `storage_options`: the store's)."""
 
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
-from .errors import ZarrfsError
+from .declared import (
+    Declared,
+    Option,
+    OptionError,
+    OptionValues,
+    boolean,
+    flag,
+    parse_count,
+    parse_name,
+    parse_positive,
+    parse_size,
+    valued,
+)
 from .formats.creation import check_codec
+from .store.opening import OPTIONS as STORE_OPTIONS
+from .store.opening import source_settings, storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
 from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
-from .views.registry import VIEW_KINDS
+from .views.array_dir import OPTIONS as VIEW_OPTIONS
+from .views.array_dir import Layout
 
+__all__ = ["CHECK_SECONDS", "DECLARED", "OUTAGE_SECONDS", "STATS_XATTR", "MountOptions", "OptionError",
+           "parse_size"]
 
-class OptionError(ZarrfsError, ValueError):
-    """A mount option is unknown or has a bad value."""
-
-
+T = TypeVar("T")
 STATS_XATTR = "user.zarrfs.stats"  # the root's attribute `zarrfs stats` reads (fuse and daemon)
 
 # Accepted and dropped: mount(8) and systemd pass these; they mean nothing to the daemon.
-_IGNORED = {"defaults", "auto", "noauto", "nofail", "_netdev", "user", "users", "nouser", "owner",
-            "comment", "rw"}
+_IGNORED = {"defaults", "auto", "noauto", "nofail", "_netdev", "user", "users", "nouser", "owner", "comment"}
 _IGNORED_PREFIXES = ("x-systemd.", "x-", "comment=")
-# Handed to the kernel through libfuse unchanged.
-_KERNEL = {"nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime", "relatime",
-           "norelatime", "sync", "async", "dirsync"}
 _CREDENTIALS = {"key", "secret", "token", "password", "aws_access_key_id",
                 "aws_secret_access_key", "aws_session_token", "account_key", "sas_token",
                 "connection_string", "credential", "client_secret"}
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
+
+
+def _parse_chunks(text: str) -> tuple[int, ...]:
+    """`256:256` (colon-separated: -o itself splits on commas)."""
+    chunks = tuple(int(part) for part in text.split(":"))
+    if min(chunks) < 1:
+        raise ValueError(text)
+    return chunks
+
+
+def _parse_address(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (an IPv6 host in brackets: `[::1]:9100`); port 0 is any free port."""
+    host, _, port = text.rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")
+    number = int(port)
+    if not host or not 0 <= number < 65536:
+        raise ValueError(text)
+    return host, number
+
+
+def _parse_recheck(text: str) -> float | None:
+    """`open` (0), `never` (None), or seconds (> 0) between rechecks of open files."""
+    if text in ("open", "never"):
+        return 0.0 if text == "open" else None
+    seconds = float(text)
+    if not 0 < seconds < 1e9:
+        raise ValueError(text)
+    return seconds
+
+
+# -- the mount's own options, in the order the help shows them ---------------------------------
+
+ACCESS: Option[str | None] = Option(
+    "ro", "words", None,
+    "read-only / read-write mount (default `rw`; a store that cannot be written is mounted read-only)",
+    words={"ro": "ro", "rw": "rw"})
+ALLOW_OTHER = flag(
+    "allow_other",
+    "let users other than the one who mounted access the files; implies `default_permissions` (non-root "
+    "users need `user_allow_other` in `/etc/fuse.conf`)", mount_only=True)
+DEFAULT_PERMISSIONS = flag(
+    "default_permissions", "let the kernel check file modes against `uid`/`gid`/`umask`", mount_only=True)
+UID = valued(
+    "uid", "integer", "N", parse_count, None,
+    "owner of the files (default: the user who mounted)", mount_only=True)
+GID = valued(
+    "gid", "integer", "N", parse_count, None,
+    "group of the files (default: the group of the user who mounted)", mount_only=True)
+UMASK = valued(
+    "umask", "octal", "OCTAL", lambda text: int(text, 8), 0o022,
+    "permission bits to clear from the files' modes (default `022`)", mount_only=True)
+CACHE = valued(
+    "cache", "size", "SIZE", parse_size, 256 << 20,
+    "size of the chunk cache, e.g. `512M`, `1G` (default `256M`)")
+READAHEAD = valued(
+    "readahead", "integer", "KB", parse_count, None,
+    "the kernel's readahead for the mount (default: what the array's chunks afford, 8 for small chunks up "
+    "to 1024; 1024 for a group; see [performance.md](performance.md#read-ahead-priced-in-requests))",
+    mount_only=True)
+DEBUG = flag("debug", "log every request")
+LOG = valued(
+    "log", "text", "FILE", str, None,
+    "write the log to FILE (default: stderr with `-f`, else syslog if `/dev/log` exists)", mount_only=True)
+THREADS = valued(
+    "threads", "integer", "N", parse_positive, None,
+    "worker threads for decoding and store I/O (default: one per CPU; 32 for a remote store, whose "
+    "requests wait on the network, but one per CPU while a disk cache serves its reads)")
+PUSH_PAGES = boolean(
+    "push_pages", True,
+    "slabs decoded ahead of a sequential reader of `data` (and of `data.npy`, `.nii`, `.mrc`, `.fits`) are "
+    "put into the kernel's page cache by threads of their own, so the reader finds its pages there and the "
+    "mount's one request loop answers only what the kernel still asks for (default `true`; never into a "
+    "file opened for writing; see [performance.md](performance.md#pages-pushed))", mount_only=True)
+DIRECT_IO = flag(
+    "direct_io",
+    "bypass the kernel page cache: every read goes to zarrfs, and `mmap` (`np.memmap`) fails with ENODEV",
+    mount_only=True)
+RECHECK: Option[float | None] = Option(
+    "recheck", "seconds", 0.0,
+    "when to look for other writers' changes: at every open (default; close-to-open, as NFS), also every "
+    "SECONDS for open files, or never (immutable data); with `open` or SECONDS, listing a group or looking "
+    "up a name it lacks also shows other writers' new and deleted arrays and groups (at most once a second "
+    "per group) — see [consistency.md](consistency.md), [workspace.md](workspace.md#other-writers-nodes)",
+    ("open", "SECONDS", "never"), _parse_recheck)
+NEW_CODEC = valued(
+    "new_codec", "text", "NAME[:LEVEL]", check_codec, "zstd",
+    "codec of arrays made by writing `NAME.npy` into a group: `zstd` (default, level 3), `gzip` (6), "
+    "`blosc[:CNAME]` (lz4, 5) or `none`, as `zarrfs create --codec` — see "
+    "[workspace.md](workspace.md#arrays-from-npy-files)", mount_only=True)
+NEW_CHUNKS = valued(
+    "new_chunks", "list", "N:N:...", _parse_chunks, None,
+    "chunk shape of arrays made from `.npy` files (colon-separated; default: about 1 MiB of whole rows of "
+    "the last dimensions, as `zarrfs create` without `--chunks`)", mount_only=True)
+METRICS = valued(
+    "metrics", "address", "HOST:PORT", _parse_address, None,
+    "serve Prometheus metrics on `http://HOST:PORT/metrics` (port `0`: any free port, named in the log); "
+    "off by default — see [operations.md](operations.md)", mount_only=True)
+FILL_MISSING_DATA_READS = boolean(
+    "fill_missing_data_reads", True,
+    "TensorStore's zarr3 option of that name and default: \"Replace missing chunks with the fill value when "
+    "reading. If disabled, reading a missing chunk will result in an error. Note that the fill value may "
+    "still be used when writing a partial chunk.\" With `false`, a read that touches a chunk (or inner "
+    "chunk) that is not stored fails with EIO and the log names its key; stored chunks read as before, and "
+    "a write into a missing chunk is merged with the fill value. `data` is read through the page cache in "
+    "whole pages: add `direct_io` to read exactly the bytes asked for")
+STORE_DATA_EQUAL_TO_FILL_VALUE = boolean(
+    "store_data_equal_to_fill_value", False,
+    "TensorStore's zarr3 option of that name and default: \"Store all explicitly written data, even if it "
+    "is equal to the fill value.\" With `false` a chunk (or inner chunk) written equal to the fill value is "
+    "deleted from the store, as zarr-python does")
+USER = valued(
+    "user", "text", "NAME", parse_name, None,
+    "the daemon does every store access as NAME (a name or a uid), with NAME's groups: root mounts, then "
+    "gives root up; a chunk NAME may not read fails with EIO, what the mount writes belongs to NAME, and "
+    "NAME owns the mount (`zarrfs stats` shows the user) — see [What a mount trusts](#what-a-mount-trusts)")
+GROUP = valued(
+    "group", "text", "GROUP", parse_name, None,
+    "with `user=`: GROUP as the daemon's group, in place of NAME's own", shown=("user=NAME,group=GROUP",))
+_KERNEL_WORDS = ("nodev", "dev", "nosuid", "suid", "noexec", "exec", "noatime", "atime", "relatime",
+                 "norelatime", "sync", "async", "dirsync")
+KERNEL: Option[frozenset[str]] = Option(
+    "kernel", "words", frozenset(), "passed to the kernel unchanged",
+    words={word: frozenset({word}) for word in _KERNEL_WORDS}, join=frozenset.union, mount_only=True)
+
+
+def _own(option: Option[T]) -> T:
+    """A field of `MountOptions`: the value of one of the mount's own options."""
+    made: T = field(default=option.default, metadata={"option": option})
+    return made
 
 
 @dataclass(frozen=True)
 class MountOptions:
-    read_only: bool = False
-    # `-o rw` given (not only the default): a source that is never written (a zip) is refused.
-    read_write: bool = False
-    allow_other: bool = False
-    default_permissions: bool = False
-    uid: int | None = None
-    gid: int | None = None
-    umask: int = 0o022
-    cache_bytes: int = 256 << 20
-    byteorder: str = "little"
-    debug: bool = False
-    log_file: str | None = None
-    readahead_kb: int | None = None  # (None: chosen from the array's chunks, daemon.kernel_window)
-    direct_io: bool = False
-    threads: int | None = None
-    # Header files beside `data` for legacy tools, and the element order of `data`.
-    views: frozenset[str] = VIEW_KINDS
-    fortran_order: bool = False
-    # Every group's data.nc as CDF-5, each variable as its own type (False: classic CDF-2,
-    # unsigned and 64-bit variables served as classic types that hold their values, where
-    # the dataset allows it).
-    nc_cdf5: bool = False
-    # data.h5 passes through as stored the chunks of codecs only readers with plugins decode
-    # (HDF5 filters zstd, blosc, bzip2: h5py with hdf5plugin), and the TIFF views their zstd
-    # tiles (GDAL, tifffile with imagecodecs); False: they are served decoded, so every HDF5
-    # and TIFF reader opens the files (`filters=builtin|plugins`).
-    plugin_filters: bool = False
-    # The TIFF views in strips (rows of chunks), for readers that read no tiles (ImageJ 1.x);
-    # False: in tiles, one a chunk (`tiff=tiles|strips`).
-    tiff_strips: bool = False
+    access: str | None = _own(ACCESS)  # "ro", "rw" (`-o rw` given: a source never written is refused), None
+    allow_other: bool = _own(ALLOW_OTHER)
+    default_permissions: bool = _own(DEFAULT_PERMISSIONS)
+    uid: int | None = _own(UID)
+    gid: int | None = _own(GID)
+    umask: int = _own(UMASK)
+    cache_bytes: int = _own(CACHE)
+    readahead_kb: int | None = _own(READAHEAD)  # (None: chosen from the array's chunks, daemon.kernel_window)
+    debug: bool = _own(DEBUG)
+    log_file: str | None = _own(LOG)
+    threads: int | None = _own(THREADS)
     # Slabs decoded ahead of a sequential reader are pushed into the kernel's page cache from
     # threads of their own (zarrfs.fuse.pages); False: the reader's requests fetch every page.
-    push_pages: bool = True
+    push_pages: bool = _own(PUSH_PAGES)
+    direct_io: bool = _own(DIRECT_IO)
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
-    recheck: float | None = 0.0
-    storage_options: Mapping[str, Any] = field(default_factory=dict)
-    kernel_options: frozenset[str] = frozenset()
-    # The longest a request waits on the store, retries included (None: 30 s for a remote
-    # store, no bound for local files), and what a reference set or Icechunk source needs.
-    timeout: float | None = None
-    ref: str | None = None
-    # Icechunk with -o rw: fsyncs within this many seconds share a commit (0: `each`).
-    commit_seconds: float = 0.0
-    fo: str | None = None
-    references_allow: tuple[str, ...] = ()
-    # Arrays made by writing NAME.npy into a group: their codec (`zstd`, `zstd:LEVEL`, `gzip`,
-    # `blosc`, `none`) and chunk shape (None: about 1 MiB, `formats.creation.auto_chunks`).
-    new_codec: str = "zstd"
-    new_chunks: tuple[int, ...] | None = None
+    recheck: float | None = _own(RECHECK)
+    # Arrays made by writing NAME.npy into a group: their codec and chunk shape (None: about
+    # 1 MiB, `formats.creation.auto_chunks`).
+    new_codec: str = _own(NEW_CODEC)
+    new_chunks: tuple[int, ...] | None = _own(NEW_CHUNKS)
     # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
     # None: no metrics (zarrfs.daemon.metrics).
-    metrics: tuple[str, int] | None = None
-    # TensorStore's zarr3 driver options, by its names and defaults: a read of a chunk that
-    # is not stored gives the fill value (False: EIO), and a chunk written equal to the fill
-    # value is deleted (True: stored).
-    fill_missing_data_reads: bool = True
-    store_data_equal_to_fill_value: bool = False
-    # A persistent cache of what is read from a remote store, in this directory (shared by
-    # mounts that name it), at most this many bytes (zarrfs.store.disk_cache).
-    disk_cache: str | None = None
-    disk_cache_size: int = 1 << 30
+    metrics: tuple[str, int] | None = _own(METRICS)
+    # TensorStore's zarr3 driver options, by its names and defaults.
+    fill_missing_data_reads: bool = _own(FILL_MISSING_DATA_READS)
+    store_data_equal_to_fill_value: bool = _own(STORE_DATA_EQUAL_TO_FILL_VALUE)
     # The user (and group) the daemon does its store I/O as once root has mounted
     # (zarrfs.daemon.privileges); None: the user that runs it.
-    user: str | None = None
-    group: str | None = None
+    user: str | None = _own(USER)
+    group: str | None = _own(GROUP)
+    kernel_options: frozenset[str] = _own(KERNEL)
+    # Every option given, the families' read where they act (`layout`, `source`).
+    given: OptionValues = field(default_factory=OptionValues)
 
     @classmethod
     def parse(cls, groups: Iterable[str]) -> MountOptions:
         """Parse `-o` arguments ("ro,cache=1G", ...); later options win."""
-        values: dict[str, Any] = {}
-        storage: dict[str, Any] = {}
-        kernel: set[str] = set()
-        for item in (part.strip() for group in groups for part in group.split(",")):
-            if item:
-                _apply(item, values, storage, kernel)
-        if "endpoint_url" in storage:
-            storage.setdefault("client_kwargs", {})["endpoint_url"] = storage.pop("endpoint_url")
-        if "group" in values and "user" not in values:
+        items = [item for item in (part.strip() for group in groups for part in group.split(",")) if item]
+        given = OptionValues.parsed(DECLARED, (item for item in items if _kept(item)))  # (each in turn)
+        if GROUP in given and USER not in given:
             raise OptionError("option group= needs user= (the daemon would stay root)")
-        return cls(**values, storage_options=storage, kernel_options=frozenset(kernel))
+        return cls(**{f.name: given[f.metadata["option"]] for f in fields(cls) if "option" in f.metadata},
+                   given=given)
+
+    @property
+    def read_only(self) -> bool:
+        return self.access == "ro"
+
+    @property
+    def read_write(self) -> bool:
+        """`-o rw` given (not only the default): a source that is never written (a zip) is refused."""
+        return self.access == "rw"
+
+    @property
+    def layout(self) -> Layout:
+        """How the mount lays out every array's files (the views' options)."""
+        return Layout(self.given)
 
     @property
     def source(self) -> SourceSettings:
         """What the store layer needs to open the source."""
-        return SourceSettings(timeout=self.timeout, ref=self.ref, fo=self.fo,
-                              references_allow=self.references_allow, commit_seconds=self.commit_seconds)
+        return source_settings(self.given)
+
+    @property
+    def storage_options(self) -> Mapping[str, Any]:
+        """fsspec's storage options, as the store families' options say."""
+        return storage_options(self.given)
 
     @property
     def file_uid(self) -> int:
@@ -146,189 +269,19 @@ class MountOptions:
         return options
 
 
-def _apply(item: str, values: dict[str, Any], storage: dict[str, Any], kernel: set[str]) -> None:
-    name, has_value, value = item.partition("=")
+def _kept(item: str) -> bool:
+    """Whether `item` is an option (not what mount(8) and systemd pass, which is dropped);
+    OptionError: it would put a credential on the command line."""
+    name, has_value, _ = item.partition("=")
     if name in _CREDENTIALS:
         raise OptionError(f"option {name!r}: credentials are read from the environment or the "
                           "store's config files, never from mount options")
-    if (name in _IGNORED and not has_value) or name.startswith(_IGNORED_PREFIXES):
-        if name == "rw":
-            values["read_only"], values["read_write"] = False, True
-        return
-    if name in _KERNEL and not has_value:
-        kernel.add(name)
-        return
-    flags = {"ro": ("read_only", True), "allow_other": ("allow_other", True),
-             "default_permissions": ("default_permissions", True), "debug": ("debug", True),
-             "direct_io": ("direct_io", True)}
-    if name in flags and not has_value:
-        key, flag = flags[name]
-        values[key] = flag
-        if name == "ro":
-            values["read_write"] = False
-        return
-    if name == "anon" and not has_value:
-        storage["anon"] = True
-        return
-    if not has_value:
-        raise OptionError(f"unknown option {name!r}")
-    parsers: dict[str, tuple[str, Callable[[str], Any]]] = {
-        "uid": ("uid", _parse_int), "gid": ("gid", _parse_int),
-        "umask": ("umask", lambda v: int(v, 8)), "cache": ("cache_bytes", parse_size),
-        "endian": ("byteorder", _parse_endian), "log": ("log_file", str),
-        "readahead": ("readahead_kb", _parse_int), "threads": ("threads", _parse_positive),
-        "views": ("views", _parse_views), "order": ("fortran_order", _parse_order),
-        "recheck": ("recheck", _parse_recheck), "timeout": ("timeout", _parse_seconds),
-        "ref": ("ref", _parse_name), "fo": ("fo", _parse_name), "commit": ("commit_seconds", _parse_commit),
-        "references_allow": ("references_allow", _parse_prefixes),
-        "new_codec": ("new_codec", check_codec), "new_chunks": ("new_chunks", _parse_chunks),
-        "metrics": ("metrics", _parse_address), "nc_format": ("nc_cdf5", _parse_nc_format),
-        "filters": ("plugin_filters", _parse_filters), "tiff": ("tiff_strips", _parse_tiff),
-        "push_pages": ("push_pages", _parse_bool),
-        "fill_missing_data_reads": ("fill_missing_data_reads", _parse_bool),
-        "store_data_equal_to_fill_value": ("store_data_equal_to_fill_value", _parse_bool),
-        "disk_cache": ("disk_cache", _parse_name), "disk_cache_size": ("disk_cache_size", parse_size),
-        "user": ("user", _parse_name), "group": ("group", _parse_name),
-    }
-    if name in parsers:
-        key, parse = parsers[name]
-        try:
-            values[key] = parse(value)
-        except ValueError:
-            raise OptionError(f"option {name}={value!r}: bad value") from None
-        return
-    if name in ("endpoint_url", "profile", "region", "anon", "account_name"):
-        storage[name] = value.lower() in ("1", "true", "yes") if name == "anon" else value
-        return
-    raise OptionError(f"unknown option {name!r}")
+    return not ((name in _IGNORED and not has_value) or name.startswith(_IGNORED_PREFIXES))
 
 
-def parse_size(text: str) -> int:
-    """'256M', '1G', '1.5GiB', '4096' -> bytes."""
-    match = _SIZE.match(text.strip())
-    if not match:
-        raise ValueError(text)
-    number, unit = match.groups()
-    scale = 1 << (10 * "kmgt".index(unit.lower()) + 10) if unit else 1
-    return int(float(number) * scale)
-
-
-def _parse_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-def _parse_positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
-    return value
-
-
-def _parse_seconds(text: str) -> float:
-    seconds = float(text)
-    if not 0 < seconds < 1e6:
-        raise ValueError(text)
-    return seconds
-
-
-def _parse_name(text: str) -> str:
-    if not text:
-        raise ValueError(text)
-    return text
-
-
-def _parse_prefixes(text: str) -> tuple[str, ...]:
-    """`PREFIX:PREFIX` (colon-separated: -o splits on commas). A URL's own colon stays with
-    it: `s3://other/x:/data` is `s3://other/x` and `/data`."""
-    parts = re.split(r":(?!//)", text)
-    if not all(parts):
-        raise ValueError(text)
-    return tuple(parts)
-
-
-def _parse_chunks(text: str) -> tuple[int, ...]:
-    """`256:256` (colon-separated: -o itself splits on commas)."""
-    chunks = tuple(int(part) for part in text.split(":"))
-    if min(chunks) < 1:
-        raise ValueError(text)
-    return chunks
-
-
-def _parse_address(text: str) -> tuple[str, int]:
-    """`HOST:PORT` (an IPv6 host in brackets: `[::1]:9100`); port 0 is any free port."""
-    host, _, port = text.rpartition(":")
-    host = host.removeprefix("[").removesuffix("]")
-    number = int(port)
-    if not host or not 0 <= number < 65536:
-        raise ValueError(text)
-    return host, number
-
-
-def _parse_views(text: str) -> frozenset[str]:
-    """`npy:nrrd` (colon-separated: -o itself splits on commas), or `none`."""
-    if text == "none":
-        return frozenset()
-    names = frozenset(text.split(":"))
-    if not names <= VIEW_KINDS:
-        raise ValueError(text)
-    return names
-
-
-def _parse_recheck(text: str) -> float | None:
-    """`open` (0), `never` (None), or seconds (> 0) between rechecks of open files."""
-    if text in ("open", "never"):
-        return 0.0 if text == "open" else None
-    seconds = float(text)
-    if not 0 < seconds < 1e9:
-        raise ValueError(text)
-    return seconds
-
-
-def _parse_commit(text: str) -> float:
-    """`each` (0: a commit per fsync) or the seconds within which fsyncs share one."""
-    return 0.0 if text == "each" else _parse_seconds(text)
-
-
-def _parse_bool(text: str) -> bool:
-    """`true` or `false` (TensorStore's JSON words; 1, 0, yes, no too)."""
-    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-    if text.lower() not in words:
-        raise ValueError(text)
-    return words[text.lower()]
-
-
-def _parse_nc_format(text: str) -> bool:
-    """`auto` (classic where the dataset allows it) or `cdf5`: whether data.nc is CDF-5."""
-    if text not in ("auto", "cdf5"):
-        raise ValueError(text)
-    return text == "cdf5"
-
-
-def _parse_filters(text: str) -> bool:
-    """`builtin` (chunks every HDF5 build, or TIFF reader, decodes pass through, others are decoded) or
-    `plugins` (chunks of plugin filters pass through too): whether plugins are assumed."""
-    if text not in ("builtin", "plugins"):
-        raise ValueError(text)
-    return text == "plugins"
-
-
-def _parse_tiff(text: str) -> bool:
-    """`tiles` (a tile a chunk) or `strips` (rows of chunks): whether the TIFF views hold strips."""
-    if text not in ("tiles", "strips"):
-        raise ValueError(text)
-    return text == "strips"
-
-
-def _parse_order(text: str) -> bool:
-    if text not in ("C", "F"):
-        raise ValueError(text)
-    return text == "F"
-
-
-def _parse_endian(text: str) -> str:
-    if text not in ("little", "big"):
-        raise ValueError(text)
-    return text
+# Every option the mount takes, in the order `zarrfs options` and docs/usage.md show them: the
+# mount's own (its fields), the views' (the array directory's and each family's: views.registry),
+# the store's (its own and each family's: store.sources), and last those passed to the kernel.
+OWN: tuple[Option[Any], ...] = tuple(f.metadata["option"] for f in fields(MountOptions)
+                                     if "option" in f.metadata)
+DECLARED = Declared((*(o for o in OWN if o is not KERNEL), *VIEW_OPTIONS, *STORE_OPTIONS, KERNEL))

@@ -1,4 +1,5 @@
-"""The option tables of the docs hold what the code takes: every `-o` option usage.md lists
+"""The option tables of the docs hold what the code takes: usage.md's table is the one made
+from the options' declarations (`zarrfs options --markdown`), every `-o` option it lists
 parses (its placeholders given a value), and every keyword argument python.md lists turns
 into the `-o` option it shows beside it (`zarrfs.api.options_text`, what `zarrfs.mount` uses).
 """
@@ -13,6 +14,7 @@ from markdown_it.token import Token
 
 from tests.helpers.docs_examples import ROOT
 from zarrfs.api import options_text
+from zarrfs.cli.option_help import markdown_table
 from zarrfs.options import MountOptions
 
 pytestmark = pytest.mark.fast
@@ -55,6 +57,14 @@ def _rows(tokens: list[Token]) -> list[tuple[str, list[list[str]]]]:
             rows[-1][1].append([c.content for c in token.children or [] if c.type == "code_inline"]
                                or [token.content])
     return rows
+
+
+def test_usage_md_table_is_the_declared_options() -> None:
+    lines = (ROOT / "docs/usage.md").read_text().splitlines()
+    start = lines.index("| Option | Meaning |")
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    # (made again by `zarrfs options --markdown`, pasted over the table)
+    assert "\n".join(lines[start:end]) == markdown_table()
 
 
 def test_every_option_usage_md_lists_parses() -> None:

@@ -53,6 +53,7 @@ MODULES = [
     "array/test_written_back_during_load.py",
     "array/test_written_reads.py", "array/writes/test_early_writes.py", "array/writes/test_make_room.py",
     "array/writes/test_writeback_memory.py", "cli/test_install_system.py", "cli/test_systemd.py",
+    "cli/test_option_help.py",
     "codecs/test_zstd_codec.py", "daemon/test_memory.py", "daemon/test_metrics.py",
     "formats/test_format_registry.py", "fuse/test_late_replies.py", "fuse/test_statfs.py",
     "fuse/test_store_errors.py", "fuzz/test_findings.py", "fuzz/test_replay.py",
@@ -60,6 +61,7 @@ MODULES = [
     "serve/test_http.py", "serve/test_writes.py",
     "store/local/test_local_writes.py", "store/test_deadlines.py", "store/test_page_cache.py",
     "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
+    "test_declared.py", "test_options.py",
     "tree/test_tree.py",
     "views/test_readahead.py", "views/tiff/test_stored_tiles.py",
 ]

@@ -11,6 +11,7 @@
     zarrfs check SOURCE [--jobs N]
     zarrfs import RAW DEST --shape 100,200 --dtype uint16 --chunks 10,20 [--order F] [...]
     zarrfs install-system [--prefix DIR]
+    zarrfs options [NAME ...] [--markdown]
 
 Errors are one line on stderr and a non-zero exit status, never a traceback.
 """
@@ -26,9 +27,10 @@ from typing import NoReturn
 from .. import __version__
 from ..errors import ZarrfsError
 from ..options import MountOptions
-from . import commands
+from . import commands, option_help
 
-COMMANDS = ("mount", "serve", "info", "create", "check", "import", "resize", "stats", "install-system")
+COMMANDS = ("mount", "serve", "info", "create", "check", "import", "resize", "stats", "install-system",
+            "options")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,7 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zarrfs {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    mount = commands.add_parser("mount", help="mount an array or a group on a directory")
+    mount = commands.add_parser("mount", help="mount an array or a group on a directory",
+                                epilog=option_help.synopsis(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     mount.add_argument("source", help="a path or an fsspec URL (s3://, gcs://, memory://, ...)")
     mount.add_argument("mountpoint")
     mount.add_argument("-o", dest="options", action="append", default=[],
@@ -83,7 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     mount.add_argument("-f", "--foreground", action="store_true", help="stay in the foreground")
     mount.set_defaults(run=_run_mount)
 
-    serve = commands.add_parser("serve", help="serve the tree a mount shows over WebDAV and HTTP (no FUSE)")
+    serve = commands.add_parser("serve", help="serve the tree a mount shows over WebDAV and HTTP (no FUSE)",
+                                epilog=option_help.synopsis(serving=True),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     serve.add_argument("source", help="a path or an fsspec URL, as for mount")
     serve.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT",
                        help="where to listen (default 127.0.0.1:8080; any other host needs credentials)")
@@ -145,6 +151,11 @@ def _parser() -> argparse.ArgumentParser:
                                  help="link /sbin/mount.zarrfs and install the systemd units (as root)")
     system.add_argument("--prefix", default="/", help="install below this directory (default: /)")
     system.set_defaults(run=_run_install_system)
+
+    options = commands.add_parser("options", help="what each option of mount and serve (-o) does")
+    options.add_argument("names", nargs="*", metavar="NAME", help="these options only (default: all)")
+    options.add_argument("--markdown", action="store_true", help="all of them as docs/usage.md's table")
+    options.set_defaults(run=_run_options)
     return parser
 
 
@@ -242,6 +253,11 @@ def _run_install_system(args: argparse.Namespace) -> int:
         print(line)
     if args.prefix == "/":
         print("then: systemctl daemon-reload")
+    return 0
+
+
+def _run_options(args: argparse.Namespace) -> int:
+    print(option_help.markdown_table() if args.markdown else "\n".join(option_help.described(args.names)))
     return 0
 
 

@@ -32,7 +32,7 @@ from .memory import Trimmer, bound_malloc
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
 from .privileges import Identity
-from .served import decoding, final_flush, layout_of, open_tree, opened_store, remove_temporaries, shared_of
+from .served import decoding, final_flush, open_tree, opened_store, remove_temporaries, shared_of
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -170,7 +170,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
     if metrics is not None:
         metrics.watch(shared)
     try:
-        tree = open_tree(store, shared, layout_of(options), rechecks=options.recheck is not None)
+        tree = open_tree(store, shared, options.layout, rechecks=options.recheck is not None)
     except ZarrfsError as e:
         shared.close()
         ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))  # (may quote the URL)

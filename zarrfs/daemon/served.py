@@ -51,13 +51,9 @@ def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
 
 def opened_store(source: str, options: MountOptions, observer: StoreObserver | None) -> Store:
     """The store of `source` as the options say, ready (ZarrfsError: it cannot be opened)."""
-    store = open_store(source, options.storage_options, read_only=options.read_only,
-                       settings=options.source, observer=observer, writable=options.read_write,
-                       disk_cache=options.disk_cache, disk_cache_size=options.disk_cache_size)
+    store = open_store(source, options.given, read_only=options.read_only, writable=options.read_write,
+                       observer=observer)
     store.prepare()
-    if options.disk_cache is not None and store.disk_cache is None:
-        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
-                    store.path(""))
     return store
 
 
@@ -75,11 +71,6 @@ def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,
     if store.disk_cache is not None:
         shared.more_stats.append(store.disk_cache.stats)
     return shared
-
-
-def layout_of(options: MountOptions) -> Layout:
-    return Layout(options.byteorder, options.fortran_order, options.views, options.nc_cdf5,
-                  options.plugin_filters, options.tiff_strips)
 
 
 def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:

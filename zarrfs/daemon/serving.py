@@ -23,7 +23,7 @@ from ..store.observe import RequestLog
 from . import preload, privileges
 from .memory import Trimmer, bound_malloc
 from .privileges import Identity
-from .served import decoding, final_flush, layout_of, open_tree, opened_store, remove_temporaries, shared_of
+from .served import decoding, final_flush, open_tree, opened_store, remove_temporaries, shared_of
 
 log = logging.getLogger("zarrfs")
 
@@ -46,7 +46,7 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
         store = opened_store(source, options, RequestLog.from_environment())  # (ZARRFS_REQUEST_LOG)
         shared = shared_of(store, options, decoders, trim)
         try:
-            tree = open_tree(store, shared, layout_of(options), rechecks=options.recheck is not None)
+            tree = open_tree(store, shared, options.layout, rechecks=options.recheck is not None)
         except ZarrfsError:
             shared.close()
             raise

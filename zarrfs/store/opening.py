@@ -1,28 +1,42 @@
 """A mount's store, composed: the store of its source (`Store.open`: the driver the source
 maps to, under the store's deadline and retries), wrapped in the disk cache when one is asked
-for and serves it (`disk_cache.DiskCachedStore`)."""
+for and serves it (`disk_cache.DiskCachedStore`); and the store's mount options, composed from
+those the store, each of its families and the disk cache declare."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
 from typing import Any
 
+from ..declared import Option, OptionValues
 from .core import Store
-from .disk_cache import DiskCachedStore, open_disk_cache
+from .disk_cache import DISK_CACHE, DISK_CACHE_SIZE, DiskCachedStore, open_disk_cache
+from .disk_cache import OPTIONS as DISK_CACHE_OPTIONS
 from .observe import StoreObserver
-from .settings import SourceSettings
+from .sources import OPTIONS as SOURCE_OPTIONS
+from .sources import source_settings, storage_options
+
+__all__ = ["OPTIONS", "open_store", "source_settings", "storage_options"]
+
+log = logging.getLogger(__name__)
+OPTIONS: tuple[Option[Any], ...] = (*SOURCE_OPTIONS, *DISK_CACHE_OPTIONS)
 
 
-def open_store(source: str, storage_options: Mapping[str, Any] | None = None, *, read_only: bool = False,
-               settings: SourceSettings | None = None, observer: StoreObserver | None = None,
-               writable: bool = False, disk_cache: str | None = None, disk_cache_size: int = 0) -> Store:
-    """The store of `source` (`Store.open`), its reads through the disk cache in the directory
-    `disk_cache` (at most `disk_cache_size` bytes) where it serves the store: objects with
+def open_store(source: str, given: OptionValues, *, read_only: bool = False, writable: bool = False,
+               observer: StoreObserver | None = None) -> Store:
+    """The store of `source` as the options `given` say (`Store.open`), its reads through the
+    disk cache in the directory `-o disk_cache=` names where it serves the store: objects with
     generations, not local files (the store's `disk_cache` says whether it does).
     StoreError: the source cannot be opened; DiskCacheError: the directory cannot serve."""
-    store = Store.open(source, storage_options, read_only=read_only, settings=settings, observer=observer,
-                       writable=writable)
-    if disk_cache is None:
+    storage = storage_options(given)
+    store = Store.open(source, storage, read_only=read_only, settings=source_settings(given),
+                       observer=observer, writable=writable)
+    directory = given[DISK_CACHE]
+    if directory is None:
         return store
-    reads = open_disk_cache(store, source, storage_options or {}, disk_cache, disk_cache_size)
-    return store if reads is None else DiskCachedStore(store, reads)
+    reads = open_disk_cache(store, source, storage, directory, given[DISK_CACHE_SIZE])
+    if reads is None:
+        log.warning("%s is not cached on disk (-o disk_cache serves S3, GCS, Azure and Icechunk)",
+                    store.path(""))
+        return store
+    return DiskCachedStore(store, reads)

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..declared import parse_seconds, valued
+
 DEFAULT_REMOTE_TIMEOUT = 30.0
 # What an unanswered close-to-open check means (`-o recheck`): a check waits for the store at
 # most CHECK_SECONDS, then the mount serves what it has (its memory and disk caches) and asks
 # again after OUTAGE_SECONDS.
 CHECK_SECONDS, OUTAGE_SECONDS = 2.0, 10.0
+
+# The store's own mount option (each family declares its own: `sources.OPTIONS`).
+TIMEOUT = valued(
+    "timeout", "seconds", "SECONDS", parse_seconds, None,
+    "the longest any wait on the store may take, retries of transient faults included; past it the request "
+    "fails with EIO (default 30 for a remote store, none for local files). It bounds the store's silence: a "
+    "read needing many requests of a slow store that answers them may take longer — see "
+    "[remote.md](remote.md#when-the-network-does-not-answer)")
 
 
 @dataclass(frozen=True)

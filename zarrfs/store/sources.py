@@ -20,13 +20,14 @@ from typing import Any
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from ..declared import Option, OptionValues
 from ..errors import StoreError, missing_package
-from . import deadline, http, memory, objects
+from . import deadline, http, icechunk, memory, objects, references
 from .deadline import RetryPolicy, one_line
 from .driver import Driver
 from .local import LocalDriver
 from .references import ReferencesDriver
-from .settings import SourceSettings
+from .settings import TIMEOUT, SourceSettings
 from .zipfiles import ZipDriver, ZippedFileSystem, ZipSource
 
 # Opening a remote store first tries to connect to its server, this long at most: a refused
@@ -36,6 +37,22 @@ REACH_SECONDS = 2.0
 # Filesystems that cache listings: generations must be the store's, not a listing cached when
 # the mount began.
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *objects.AZURE_PROTOCOLS}
+
+
+# The mount options of the store: its own, and those each family declares.
+OPTIONS: tuple[Option[Any], ...] = (TIMEOUT, *objects.OPTIONS, *references.OPTIONS, *icechunk.OPTIONS)
+
+
+def source_settings(given: OptionValues) -> SourceSettings:
+    """What opening a source takes beyond fsspec's storage options, as the options say."""
+    return SourceSettings(timeout=given[TIMEOUT], ref=given[icechunk.REF], fo=given[references.FO],
+                          references_allow=given[references.REFERENCES_ALLOW],
+                          commit_seconds=given[icechunk.COMMIT])
+
+
+def storage_options(given: OptionValues) -> dict[str, Any]:
+    """fsspec's storage options, as the options say (those of the object stores')."""
+    return objects.storage_options(given)
 
 
 @dataclass(frozen=True)
@@ -158,7 +175,7 @@ _CLIENTS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("s3", "s3a"), ("obstore", "obstore.store", "obstore.exceptions", "aiohttp")),
     **dict.fromkeys(objects.GCS_PROTOCOLS, ("gcsfs.retry",)),
     **dict.fromkeys(objects.AZURE_PROTOCOLS, ("azure.core", "azure.core.exceptions")),
-    "icechunk": ("zarrfs.store.icechunk", "icechunk"),
+    "icechunk": ("zarrfs.store.icechunk.versions", "icechunk"),
 }
 # Any store but a local directory (a remote one, a zip archive, a reference set, Icechunk):
 # the store imports the errors its clients may raise, to tell those worth retrying

@@ -29,7 +29,8 @@ class GroupViews:
     def __init__(self, groups: Groups, layout: Layout) -> None:
         self.groups = groups
         # (in the order of their names in a directory; a name two kinds give is the first's)
-        self.kinds: tuple[PyramidViews, ...] = tuple(make(groups, layout) for make in GROUP_FILE_VIEWS)
+        self.kinds: tuple[PyramidViews, ...] = tuple(view.make(groups, layout.views, layout.form)
+                                                      for view in GROUP_FILE_VIEWS)
 
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW

@@ -8,36 +8,53 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..declared import Option, OptionValues, choice
 from ..grid import Box, Index
 from .chunks import ChunkNames
 from .files import BytesFile, CannotHold, FileForm, FileView, MadeView, RegionArray
 from .order import FortranOrder
 from .placement import NOWHERE, Placement
 from .region_file import RegionFile
-from .registry import ARRAY_FILE_VIEWS, HEADER_VIEWS, VIEW_KINDS
+from .registry import ARRAY_FILE_VIEWS, FAMILY_OPTIONS, HEADER_VIEWS, VIEWS
 from .xattrs import array_attributes
 
 log = logging.getLogger(__name__)
 DATA_NAME, CHUNKS_NAME = "data", "chunks"
 
 
+ENDIAN = choice("endian", {"little": "little", "big": "big"}, "little",
+                "byte order of `data` and the chunk files (default `little`)")
+ORDER = choice("order", {"C": False, "F": True}, "C", "element order of `data`, the views and the chunk "
+               "files (default `C`; `F` for MATLAB, IDL, Fortran)")
+# The mount options of the views: the array directory's, and those each family declares.
+OPTIONS: tuple[Option[Any], ...] = (VIEWS, ENDIAN, ORDER, *FAMILY_OPTIONS)
+
+
 @dataclass(frozen=True)
 class Layout:
-    """How a mount lays out every array's files (mount options)."""
+    """How a mount lays out every array's files, as its options say: the array directory
+    reads its own (`views=`, `endian=`, `order=`), each view family its own (`form`)."""
 
-    byteorder: str = "little"
-    fortran: bool = False
-    views: frozenset[str] = VIEW_KINDS
-    nc_cdf5: bool = False  # every group's data.nc as CDF-5 (else classic CDF-2 where it can be)
-    plugin_filters: bool = False  # (`FileForm`)
-    tiff_strips: bool = False  # (`FileForm`)
+    options: OptionValues = field(default_factory=OptionValues)
+
+    @property
+    def byteorder(self) -> str:
+        return self.options[ENDIAN]
+
+    @property
+    def fortran(self) -> bool:
+        return self.options[ORDER]
+
+    @property
+    def views(self) -> frozenset[str]:
+        return self.options[VIEWS]
 
     @property
     def form(self) -> FileForm:
-        return FileForm(self.byteorder, self.plugin_filters, self.tiff_strips)
+        return FileForm(self.byteorder, self.options)
 
 
 @dataclass(frozen=True)

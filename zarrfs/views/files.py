@@ -11,13 +11,14 @@ on the `RegionArray` protocol, so they can be tested against a plain numpy array
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
+from ..declared import OptionValues
 from ..errors import ZarrfsError
 from ..formats import DataType
 from ..grid import Box, Index
@@ -106,14 +107,11 @@ class StoredArray(RegionArray, Protocol):
 @dataclass(frozen=True)
 class FileForm:
     """How the files made of an array's chunks (`data.tif`, `data.h5`) hold its elements,
-    as the mount's options say: the byte order of what they decode, and whether chunks of
-    codecs that only readers with plugins decode (HDF5's zstd, blosc, bzip2 filters) pass
-    through as stored (else they are served decoded, for every reader), and whether the TIFF
-    views hold strips, for readers that read no tiles (ImageJ 1.x), rather than tiles."""
+    as the mount's options say: the byte order of what they decode, and the options each
+    view family declares and reads itself (`options[ITS_OPTION]`), carried here unread."""
 
     byteorder: str = "little"
-    plugin_filters: bool = False
-    tiff_strips: bool = False
+    options: OptionValues = field(default_factory=OptionValues)
 
 
 # -- file views -------------------------------------------------------------------------------

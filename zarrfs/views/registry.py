@@ -5,21 +5,23 @@ through their faces (of the view contract, only it and the array directory may).
 
 A new view format is its family (a subpackage of `views/`) and one line here: in
 `HEADER_VIEWS` for a header, in `ARRAY_FILE_VIEWS` for a file of its own made from the array,
-in `GROUP_FILE_VIEWS` for a file of a whole group: the mount option, the array directory and
-the tree read the names, makers and sharing from here. The tree names no family: what it
-needs of one (the files of an array of strings, the `.npy` files it makes arrays of) it takes
-from here too.
+in `GROUP_FILE_VIEWS` for a file of a whole group, with the mount options the family declares
+(gathered in `FAMILY_OPTIONS`): the mount's options, the array directory and the tree read the
+names, makers, options and sharing from here, and the family reads its options' values itself
+(`FileForm.options`). The tree names no family: what it needs of one (the files of an array
+of strings, the `.npy` files it makes arrays of) it takes from here too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from . import headers
+from ..declared import Option
+from . import hdf5, headers, netcdf, tiff
 from .files import FileForm, FileView, MadeView
 from .fits import FITS_NAME, fits_file, fits_header
 from .group_files import PyramidViews
@@ -45,9 +47,9 @@ from .tiff import OME_TIFF_NAME, GeoTiffViews, OmeTiffViews, shows_array_tiff, t
 
 # (BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header: what the tree takes of the npy
 # family, as arrays are made by writing .npy files into a group)
-__all__ = ["ARRAY_FILE_VIEWS", "GROUP_FILE_VIEWS", "GROUP_VIEWS", "HEADER_VIEWS", "SHARING_DATA",
-           "VIEW_KINDS", "ArrayFileView", "BadNpyHeader", "HeaderView", "NpyHeader", "npy_header_length",
-           "parse_npy_header", "string_array_files"]
+__all__ = ["ARRAY_FILE_VIEWS", "FAMILY_OPTIONS", "GROUP_FILE_VIEWS", "GROUP_VIEWS", "HEADER_VIEWS",
+           "SHARING_DATA", "VIEWS", "VIEW_KINDS", "ArrayFileView", "BadNpyHeader", "GroupFileView",
+           "HeaderView", "NpyHeader", "npy_header_length", "parse_npy_header", "string_array_files"]
 
 # (file dtype, the array's shape in C order, whether `data` is in Fortran order (its axes
 # reversed), where the elements are: asked only when the header needs it, as it may read
@@ -65,6 +67,7 @@ class HeaderView:
     # None: the file is its header alone; else the file also holds `data`'s bytes (so a
     # write to one makes the other stale in the kernel's cache).
     with_data: WithData | None = None
+    options: tuple[Option[Any], ...] = ()  # (the mount options the family declares)
 
     @property
     def shares_data(self) -> bool:
@@ -99,35 +102,31 @@ class ArrayFileView:
     shows: Callable[[Any], bool]  # (the array) -> whether the format can hold it
     # (the array, how the mount's files hold it, where its elements are) -> the file
     make: Callable[[Any, FileForm, Callable[[], Placement]], MadeView]
+    options: tuple[Option[Any], ...] = ()  # (the mount options the family declares)
 
 
 ARRAY_FILE_VIEWS: dict[str, ArrayFileView] = {
-    "tif": ArrayFileView("data.tif", shows_array_tiff, tiff_file),
-    "h5": ArrayFileView(H5_NAME, shows_h5, array_h5_file),
+    "tif": ArrayFileView("data.tif", shows_array_tiff, tiff_file, tiff.OPTIONS),
+    "h5": ArrayFileView(H5_NAME, shows_h5, array_h5_file, hdf5.OPTIONS),
 }
 
 
-class MountLayout(Protocol):
-    """What a group's views read of how the mount lays out files (`array_dir.Layout`)."""
+@dataclass(frozen=True)
+class GroupFileView:
+    """The files of one kind that show a whole group, in its directory (`tree.group_views`)."""
 
-    @property
-    def views(self) -> frozenset[str]: ...
-    @property
-    def byteorder(self) -> str: ...
-    @property
-    def nc_cdf5(self) -> bool: ...
-    @property
-    def form(self) -> FileForm: ...
+    # (what the tree offers them, the kinds `-o views=` shows, how the mount's files hold
+    # arrays) -> the kind's files
+    make: Callable[[Any, frozenset[str], FileForm], PyramidViews]
+    options: tuple[Option[Any], ...] = ()  # (the mount options the family declares)
 
 
-# Views of a whole group, in its directory (`tree.group_views`): (what the tree offers them,
-# the mount's layout) -> the kind's files, in the order of their names in a directory (a name
-# two kinds give is the first's).
-GROUP_FILE_VIEWS: tuple[Callable[[Any, MountLayout], PyramidViews], ...] = (
-    lambda groups, layout: NcGroupViews(groups, layout.views, layout.byteorder, cdf5=layout.nc_cdf5),
-    lambda groups, layout: OmeTiffViews(groups, layout.views, layout.form),
-    lambda groups, layout: GeoTiffViews(groups, layout.views, layout.form),
-    lambda groups, layout: H5GroupViews(groups, layout.views, layout.form),
+# In the order of their names in a directory (a name two kinds give is the first's).
+GROUP_FILE_VIEWS: tuple[GroupFileView, ...] = (
+    GroupFileView(NcGroupViews, netcdf.OPTIONS),
+    GroupFileView(OmeTiffViews, tiff.OPTIONS),
+    GroupFileView(GeoTiffViews, tiff.OPTIONS),
+    GroupFileView(H5GroupViews, hdf5.OPTIONS),
 )
 # The kinds of the group views: kind -> the file's name (those sharing an array file's kind,
 # h5 and tif, are in the array files').
@@ -136,6 +135,29 @@ VIEW_KINDS = frozenset(HEADER_VIEWS) | frozenset(ARRAY_FILE_VIEWS) | frozenset(G
 # The files whose bytes are also `data`'s (a write to one makes the others stale).
 SHARING_DATA = (*(view.file_name for view in HEADER_VIEWS.values() if view.shares_data),
                 *(view.file_name for view in ARRAY_FILE_VIEWS.values()))
+# The mount options the view families declare, from their lines above, once each.
+_LINES: tuple[HeaderView | ArrayFileView | GroupFileView, ...] = (
+    *HEADER_VIEWS.values(), *ARRAY_FILE_VIEWS.values(), *GROUP_FILE_VIEWS)
+FAMILY_OPTIONS: tuple[Option[Any], ...] = tuple(dict.fromkeys(
+    option for view in _LINES for option in view.options))
+
+
+def _parse_views(text: str) -> frozenset[str]:
+    """`npy:nrrd` (colon-separated: -o itself splits on commas), or `none`."""
+    if text == "none":
+        return frozenset()
+    names = frozenset(text.split(":"))
+    if not names <= VIEW_KINDS:
+        raise ValueError(text)
+    return names
+
+
+VIEWS = Option(
+    "views", "list", VIEW_KINDS,
+    "which views to show beside `data`; `nii`: `data.nii`, `mrc`: `data.mrc`, `fits`: `data.fits`; `h5`: "
+    "`data.h5` in array and group directories, `nc`: `data.nc` in group directories, `ome`: `data.ome.tif` "
+    "in OME-Zarr image directories (colon-separated; default all)",
+    (":".join((*HEADER_VIEWS, *ARRAY_FILE_VIEWS, *GROUP_VIEWS)), "none"), _parse_views)
 
 
 def string_array_files(array: Any, views: frozenset[str]) -> tuple[dict[str, FileView], Any]:

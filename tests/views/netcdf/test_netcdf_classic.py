@@ -22,6 +22,7 @@ import zarr
 
 from zarrfs.errors import MetadataError
 from zarrfs.options import MountOptions, OptionError
+from zarrfs.views.netcdf import CDF5
 from zarrfs.views.netcdf.classic_types import classic_attribute, exactly_as, needs_values, served_type
 from zarrfs.views.netcdf.header import Dataset, Layout
 from zarrfs.views.netcdf_model import NC_DOUBLE, NC_INT, NC_INT64, NC_UINT64, Attribute
@@ -74,8 +75,8 @@ def test_64_bit_attributes_are_doubles_where_exact(tmp_path: Path) -> None:
 
 @pytest.mark.fast
 def test_the_option_parses() -> None:
-    assert not MountOptions.parse([]).nc_cdf5 and not MountOptions.parse(["nc_format=auto"]).nc_cdf5
-    assert MountOptions.parse(["ro,nc_format=cdf5"]).nc_cdf5
+    assert not MountOptions.parse([]).given[CDF5] and not MountOptions.parse(["nc_format=auto"]).given[CDF5]
+    assert MountOptions.parse(["ro,nc_format=cdf5"]).given[CDF5]
     with pytest.raises(OptionError, match="nc_format='cdf2'"):
         MountOptions.parse(["nc_format=cdf2"])
 

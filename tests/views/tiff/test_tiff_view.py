@@ -17,10 +17,12 @@ import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
 from zarrfs.array_metadata import open_array
+from zarrfs.declared import OptionValues
 from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.views.files import FileForm
 from zarrfs.views.placement.core import NOWHERE, Placement
+from zarrfs.views.plugins import PLUGIN_FILTERS
 from zarrfs.views.tiff.array_file import TiffFile, shows_tiff, tiff_file
 from zarrfs.views.tiff.directories import IMAGE_WIDTH, Tag, TiffImage, tiff_header
 from zarrfs.views.tiff.layout import Pieces, Slots
@@ -80,7 +82,8 @@ def view_of(path: Path, byteorder: str = "little", placement: Placement = NOWHER
     """`data.tif` of the array at `path`; `plugins`: as `-o filters=plugins` makes it."""
     array = open_array(Store.open(str(path)))
     assert shows_tiff(array)
-    return tiff_file(array, FileForm(byteorder, plugins), lambda: placement), array
+    form = FileForm(byteorder, OptionValues({PLUGIN_FILTERS: plugins}))
+    return tiff_file(array, form, lambda: placement), array
 
 
 def read_tiff(view: TiffFile) -> tuple[np.ndarray[Any, Any], list[Any]]:

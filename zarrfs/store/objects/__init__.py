@@ -9,8 +9,8 @@ from .azure import is_azure
 from .driver import AzureDriver, GcsDriver, ObjectDriver, S3Driver
 from .gcs import PROTOCOLS as GCS_PROTOCOLS
 from .gcs import is_gcs
-from .options import azure_options, gcs_options
+from .options import OPTIONS, azure_options, gcs_options, storage_options
 from .s3 import is_s3
 
-__all__ = ["AZURE_PROTOCOLS", "GCS_PROTOCOLS", "AzureDriver", "GcsDriver", "ObjectDriver", "S3Driver",
-           "azure_options", "gcs_options", "is_azure", "is_gcs", "is_s3"]
+__all__ = ["AZURE_PROTOCOLS", "GCS_PROTOCOLS", "OPTIONS", "AzureDriver", "GcsDriver", "ObjectDriver",
+           "S3Driver", "azure_options", "gcs_options", "is_azure", "is_gcs", "is_s3", "storage_options"]

@@ -1,11 +1,38 @@
-"""What gcsfs and adlfs need of the storage options zarrfs takes (`endpoint_url=`, `anon`):
-the object stores' own ways of reaching an emulator or a private endpoint."""
+"""The mount options of the object stores (`endpoint_url=`, `anon`, `profile=`, `region=`,
+`account_name=`), which become fsspec's storage options (`storage_options`), and what gcsfs and
+adlfs need of them: the object stores' own ways of reaching an emulator or a private endpoint."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from ...declared import Option, OptionValues, valued
+
+ENDPOINT_URL = valued(
+    "endpoint_url", "text", "URL", str, None,
+    "S3 endpoint, for MinIO, Ceph and other S3-compatible stores (also a GCS or Azure endpoint: an emulator)")
+ANON = Option(
+    "anon", "flag", False, "access S3, GCS or Azure without credentials (public buckets and containers)",
+    parse=lambda text: text.lower() in ("1", "true", "yes"), words={"anon": True}, shown=("anon",))
+PROFILE = valued("profile", "text", "NAME", str, None,
+                 "S3 credentials from this profile in `~/.aws/credentials`")
+REGION = valued("region", "text", "NAME", str, None, "S3 region")
+ACCOUNT_NAME = valued(
+    "account_name", "text", "NAME", str, None,
+    "Azure storage account (`az://`, `abfs://`); its key, SAS token or connection string come from the "
+    "environment (see [remote.md](remote.md#azure-blob-storage))")
+OPTIONS: tuple[Option[Any], ...] = (ENDPOINT_URL, ANON, PROFILE, REGION, ACCOUNT_NAME)
+
+
+def storage_options(values: OptionValues) -> dict[str, Any]:
+    """fsspec's storage options, of those given (`endpoint_url=` among the client's arguments,
+    as s3fs takes it)."""
+    options: dict[str, Any] = {option.name: values[option] for option in OPTIONS if option in values}
+    if "endpoint_url" in options:
+        options["client_kwargs"] = {"endpoint_url": options.pop("endpoint_url")}
+    return options
 
 # Azurite's development account, as `UseDevelopmentStorage=true` names it (published, the
 # same in every Azurite: not a secret).

@@ -4,9 +4,13 @@ virtual chunk containers)."""
 
 from .driver import ReferencesDriver
 from .filesystem import GuardedReferenceFileSystem, is_reference_source, open_filesystem
+from .options import FO, OPTIONS, REFERENCES_ALLOW
 from .targets import Place, TargetPolicy, Where
 
 __all__ = [
+           "FO",
+           "OPTIONS",
+           "REFERENCES_ALLOW",
            "GuardedReferenceFileSystem",
            "Place",
            "ReferencesDriver",

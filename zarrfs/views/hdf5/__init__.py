@@ -6,9 +6,12 @@ the file's structures as bytes in `structures`, its chunk index and slots in
 `dataset_chunks`, its filters in `filters`, attributes, dimensions, times and vlen heaps in
 the modules so named."""
 
+from ..plugins import PLUGIN_FILTERS
 from .array_file import H5_NAME
 from .group_views import H5_KIND, H5GroupViews
 from .strings import StringSource, VariableStrings, array_h5_file, shows_h5, shows_strings_h5, strings_h5_file
 
-__all__ = ["H5_KIND", "H5_NAME", "H5GroupViews", "StringSource", "VariableStrings",
+OPTIONS = (PLUGIN_FILTERS,)  # (the mount's options data.h5 reads: `-o filters=`)
+
+__all__ = ["H5_KIND", "H5_NAME", "OPTIONS", "H5GroupViews", "StringSource", "VariableStrings",
            "array_h5_file", "shows_h5", "shows_strings_h5", "strings_h5_file"]

@@ -28,6 +28,7 @@ from ...grid import cell_count
 from ..files import FileForm, StoredArray
 from ..netcdf_model import valid_name
 from ..placement import fill_number
+from ..plugins import PLUGIN_FILTERS
 from . import structures as h5
 from .attributes import attribute_messages
 from .dataset_chunks import ChunkedFile, DatasetChunks, DatasetPart, ScalarSlot, Tails
@@ -132,7 +133,8 @@ class AnyDataset(Protocol):
 
 def h5_dataset(array: H5Array, form: FileForm) -> Dataset:
     """`array` (one `shows_array_h5` shows) as a dataset, its written bytes stored first."""
-    through = passed_through(array, form.plugin_filters) if array.shape else None  # (HDF5 filters chunks)
+    # (HDF5 filters chunks)
+    through = passed_through(array, form.options[PLUGIN_FILTERS]) if array.shape else None
     dtype = file_dtype(array, through.form if through else None, form.byteorder)
     assert dtype is not None
     if through and array.dirty_bytes:

@@ -20,6 +20,7 @@ from ...codecs import BytesLike
 from ...formats.description import ArrayDescription
 from ...grid import Box, Index, cell_count
 from ..files import FileForm
+from ..plugins import PLUGIN_FILTERS
 from .array_file import MAX_CHUNKS, Dataset, dataset_file
 from .dataset_chunks import ChunkedFile
 from .filters import OTHERS, filtered
@@ -117,4 +118,4 @@ def char_dataset(array: CharArray, plugins: bool) -> Dataset:
 
 def chars_h5_file(array: Any, form: FileForm) -> ChunkedFile:
     """`data.h5` of an array of `S` bytes (one `shows_chars_h5` shows)."""
-    return dataset_file(char_dataset(CharArray(array), form.plugin_filters))
+    return dataset_file(char_dataset(CharArray(array), form.options[PLUGIN_FILTERS]))

@@ -19,6 +19,7 @@ from ...formats.nodes import join_path
 from ..files import FileForm, FileView, MadeView
 from ..group_files import ARRAYS_AT_ONCE, PyramidViews
 from ..group_files import Groups as PyramidGroups
+from ..plugins import PLUGIN_FILTERS
 from .array_file import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
 from .chars import CharArray, char_dataset, shows_chars_h5
 from .described import DescribedArray
@@ -151,7 +152,7 @@ class H5GroupViews(PyramidViews):
         if isinstance(array, StringSource):
             return StringDataset(array)
         if isinstance(array, CharArray):
-            return char_dataset(array, self.form.plugin_filters)
+            return char_dataset(array, self.form.options[PLUGIN_FILTERS])
         return h5_dataset(array, self.form)
 
 

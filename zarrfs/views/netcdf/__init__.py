@@ -4,6 +4,8 @@ classic formats serve in place of CDF-5's types), `group_variables` (a group's a
 as the file's variables), `group_views` (the file in every group directory)."""
 
 from .group_variables import NC_NAME
-from .group_views import NcGroupViews
+from .group_views import CDF5, NcGroupViews
 
-__all__ = ["NC_NAME", "NcGroupViews"]
+OPTIONS = (CDF5,)  # (the mount's options data.nc reads: `-o nc_format=`)
+
+__all__ = ["CDF5", "NC_NAME", "OPTIONS", "NcGroupViews"]

@@ -26,12 +26,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...declared import choice
 from ...errors import MetadataError, ZarrfsError
 from ...formats import NodeMetadata
 from ...formats.description import ArrayDescription
 from ...formats.nodes import join_path
 from ...formats.registry import xarray_fill_value
-from ..files import FileView, RegionArray
+from ..files import FileForm, FileView, RegionArray
 from ..group_files import ARRAYS_AT_ONCE, Opened, PyramidViews
 from ..group_files import Groups as PyramidGroups
 from .classic_types import exact_type, needs_values, served_type
@@ -39,6 +40,12 @@ from .group_variables import NC_NAME, Member, group_file
 
 log = logging.getLogger(__name__)
 NC_KIND = "nc"  # (its name in `-o views=`)
+CDF5 = choice(
+    "nc_format", {"auto": False, "cdf5": True}, "auto",
+    "the form of every group's `data.nc`: `auto` (default) is classic CDF-2 wherever the variables allow "
+    "it, unsigned and 64-bit variables served as classic types that hold each value exactly, for readers "
+    "without CDF-5 (R's ncdf4, GDAL 3.6, Octave); `cdf5` is CDF-5 with every variable as its own type — see "
+    "[views.md](views.md#netcdf-readers-datanc-in-every-group-directory)")
 
 
 class Groups(PyramidGroups, Protocol):
@@ -50,10 +57,10 @@ class Groups(PyramidGroups, Protocol):
 class NcGroupViews(PyramidViews):
     kind = NC_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str, *, cdf5: bool) -> None:
-        super().__init__(groups, views, byteorder)
+    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+        super().__init__(groups, views, form.byteorder)
         self.groups: Groups = groups
-        self.cdf5 = cdf5
+        self.cdf5 = form.options[CDF5]
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
         # still holds them: a deleted array is not).

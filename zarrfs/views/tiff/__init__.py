@@ -7,9 +7,14 @@ lies), `tables` and `tile_sizes` (offset and byte-count tables made as read), `s
 (tiles that are chunks as stored), `geotiff`, `ome_tiff`, `geo_pyramid`, and the group
 files made of several arrays (`geo_views`, `ome_views`)."""
 
+from ..plugins import PLUGIN_FILTERS
 from .array_file import shows_array_tiff, tiff_file
 from .geo_views import GeoTiffViews
 from .ome_tiff import OME_TIFF_NAME
 from .ome_views import OmeTiffViews
+from .parts import STRIPS
 
-__all__ = ["OME_TIFF_NAME", "GeoTiffViews", "OmeTiffViews", "shows_array_tiff", "tiff_file"]
+OPTIONS = (PLUGIN_FILTERS, STRIPS)  # (the mount's options the TIFF views read: `-o filters=`, `-o tiff=`)
+
+__all__ = ["OME_TIFF_NAME", "OPTIONS", "STRIPS", "GeoTiffViews", "OmeTiffViews", "shows_array_tiff",
+           "tiff_file"]

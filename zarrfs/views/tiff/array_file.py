@@ -5,11 +5,11 @@ chunks' codecs are only `bytes` (in the file's byte order) and a compressor ever
 decodes (a zlib stream: TIFF's deflate) or none (`codecs.stored_form`), a tile is the chunk's
 stored bytes as they are: zarrfs decodes nothing and the reader decompresses; a chunk not
 stored is an encoded tile of fill values. Zstd chunks pass through so too with
-`-o filters=plugins` (`FileForm.plugin_filters`: readers with zstd, as GDAL and tifffile with
+`-o filters=plugins` (`plugins.PLUGIN_FILTERS`: readers with zstd, as GDAL and tifffile with
 imagecodecs); on a default mount they go out decoded, as all other chunks do, uncompressed,
 for every reader. Arrays whose chunks cannot be tiles (edges not multiples of 16) get strips
 of whole rows of chunks, served from the flat bytes of the array; so does every array with
-`-o tiff=strips` (`FileForm.tiff_strips`: readers that read no tiles, as ImageJ 1.x).
+`-o tiff=strips` (`parts.STRIPS`: readers that read no tiles, as ImageJ 1.x).
 
 The file is served without the page cache (direct I/O), so a tile read costs that tile and no
 readahead. Its layout is made from the array's shape and codecs alone, at no store request:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 import numcodecs
 
 from ...codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
+from ...declared import choice
 from ...grid import Index
 from ..files import RANDOM_ACCESS_BLOCK, FileForm, StoredArray
+from ..plugins import PLUGIN_FILTERS
 from ..region_file import RegionFile
 from .directories import Tag, TiffImage
 from .layout import (
@@ -54,6 +56,15 @@ def _slot_size(longest: int, tile_bytes: int) -> int:
     return -(-longest // align) * align
 
 
+# `-o tiff=strips`: the TIFF views in strips, for readers that read no tiles (ImageJ 1.x).
+STRIPS = choice(
+    "tiff", {"tiles": False, "strips": True}, "tiles",
+    "the form of the TIFF views (`data.tif`, `data.ome.tif`, the GeoTIFFs of multiscale groups): `tiles` "
+    "(default) a tile a chunk, as stored or decoded as `filters=` says; `strips` uncompressed strips of "
+    "whole rows of chunks (at most about 1 MiB each), decoded by the mount, for readers that read no tiles "
+    "(ImageJ 1.x's own reader) as well as every other: a strip read costs its row of chunks, decoded once "
+    "in the cache — see [views.md](views.md#strips-for-readers-that-read-no-tiles--o-tiffstrips)")
+
 PieceReader = Callable[[int, int, int], "bytes | memoryview"]  # (piece, offset in it, byte count)
 HeldReader = Callable[[int, int, int], "bytes | memoryview | None"]  # (the same, None: not held)
 
@@ -87,7 +98,7 @@ def array_part(array: StoredArray, form: FileForm, groups: Sequence[Group], extr
                reduced: bool = False) -> Part:
     """The images of `groups` (each the planes of one image) of `array`, each with its
     `extra` tags: tiles as stored where the chunks and `form` allow, decoded tiles, or strips
-    (chunks that cannot be tiles, or `form.tiff_strips`: readers that read no tiles)."""
+    (chunks that cannot be tiles, or `-o tiff=strips`: readers that read no tiles)."""
     fmt = sample_format(array.data_type.kind, array.data_type.storage)
     assert fmt is not None
     height, width = array.shape[-2:]
@@ -97,7 +108,7 @@ def array_part(array: StoredArray, form: FileForm, groups: Sequence[Group], extr
                  *own) for group, own in zip(groups, extra, strict=True)]
 
     read_chunk = array.read_chunk_shape
-    if form.tiff_strips or not (array.regular_read_chunks and Tiling.fits(read_chunk)):
+    if form.options[STRIPS] or not (array.regular_read_chunks and Tiling.fits(read_chunk)):
         return _strips_part(array, form.byteorder, groups, tags)
     tiling = Tiling((read_chunk[-2], read_chunk[-1]))
     boxes = tiling.boxes(groups, height, width)
@@ -193,8 +204,8 @@ EVERY_READERS_COMPRESSIONS = frozenset({NONE, ZLIB})
 
 def _passes_through(stored: StoredForm, form: FileForm, read_chunk: Index) -> bool:
     """Whether the chunks go out as stored: in the file's byte order, one plane each, and
-    compressed as every reader decodes (or as the readers' plugins do, `plugin_filters`)."""
-    readers_decode = form.plugin_filters or stored.compression in EVERY_READERS_COMPRESSIONS
+    compressed as every reader decodes (or as the readers' plugins do, `-o filters=plugins`)."""
+    readers_decode = form.options[PLUGIN_FILTERS] or stored.compression in EVERY_READERS_COMPRESSIONS
     return (readers_decode and stored.byteorder in (None, form.byteorder)
             and all(edge == 1 for edge in read_chunk[:-2]))
 
