@@ -5,7 +5,7 @@ array's codec is `sharding_indexed`, so a read fetches only the shard index (cac
 inner chunks it touches. The unit of storing is the *write chunk* (the chunk or shard).
 
 `ZarrArray` is a facade over objects with one owner each: its `Geometry` (swapped whole on a
-resize), its view of the mount's cache (`ArrayCache`: the lock, the entries, the dirty
+resize), its part of the mount's cache (`ArrayCache`: the lock, the entries, the dirty
 bytes), the `ChunkSource` (deduplicated loads over plain or sharded chunk I/O), the
 `WriteBack` (early stores, write slots, flushes), the `Rechecker` (what was seen of the
 store), `Streams` and the `Resizer`.
@@ -75,15 +75,15 @@ class ZarrArray:
         self.regular_read_chunks = read_grid is None  # (every read chunk is read_chunk_shape)
         self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
-        self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
+        self.array_cache = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
         self.io = self._chunk_io(store, description)
-        self.rechecker = Rechecker(self.view, self.io, store, self.geometry, self.shared.counters)
-        self.source = ChunkSource(self.view, self.io, store, self.geometry, self.rechecker.seen,
+        self.rechecker = Rechecker(self.array_cache, self.io, store, self.geometry, self.shared.counters)
+        self.source = ChunkSource(self.array_cache, self.io, store, self.geometry, self.rechecker.seen,
                                   self.shared.loaders, self.shared.counters,
                                   fill_missing=self.shared.fill_missing_reads)
         self.writeback = WriteBack(self.source, self.rechecker, self.shared, self.geometry)
         self.streams = Streams(self.source, self.shared)
-        self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,
+        self.resizer = Resizer(self.array_cache, self.writeback, store, self.geometry, self._take, self.write,
                                metadata_writer, self.io.forget_stored)
 
     def _chunk_io(self, store: Store, description: ArrayDescription) -> PlainChunkIO:
@@ -101,7 +101,7 @@ class ZarrArray:
                               shared.counters, shared.loaders, keep_fill=keep_fill)
 
     def close(self) -> None:
-        self.view.drop_all()
+        self.array_cache.drop_all()
         self.shared.unregister(self.owner)
         if self._owns_shared:
             self.shared.close()
@@ -169,11 +169,11 @@ class ZarrArray:
 
     @property
     def fill_chunk(self) -> np.ndarray:
-        return self.view.fill_chunk
+        return self.array_cache.fill_chunk
 
     @property
     def dirty_bytes(self) -> int:
-        return self.view.dirty_bytes
+        return self.array_cache.dirty_bytes
 
     @property
     def fetches_remotely(self) -> bool:
@@ -184,7 +184,7 @@ class ZarrArray:
     def changes(self) -> tuple[int, int, int]:
         """A value that changes whenever the elements or the stored objects may have (a read
         finding another writer's version of an object included)."""
-        return self.view.mutations, self.stats.stores, self.rechecker.seen.found
+        return self.array_cache.mutations, self.stats.stores, self.rechecker.seen.found
 
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
@@ -211,7 +211,7 @@ class ZarrArray:
     def cached(self, boxes: Sequence[Box]) -> bool:
         """Whether the cache holds every read chunk the boxes touch whole."""
         units = [cell for box in boxes for cell in self._geometry.cells_touched(box)]
-        return not self.view.missing(units)
+        return not self.array_cache.missing(units)
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
@@ -303,7 +303,7 @@ class ZarrArray:
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""
-        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)
+        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.array_cache.fill_chunk)
 
     def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
         """Read chunks of one stored object as stored now (ChunkSource.fetch)."""
@@ -323,14 +323,14 @@ class ZarrArray:
         geometry = self._geometry
         whole = [piece.cell for piece in geometry.cells_of(box)
                  if self._write_piece(geometry, piece.cell, piece.in_cell, values[piece.in_box])]
-        self.view.mount.evict()
+        self.array_cache.mount.evict()
         if whole:
             self.writeback.store_early(whole)
 
     def _write_piece(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
                      values: np.ndarray) -> bool:
         """Whether the write made the chunk whole: all of it written, none of it read."""
-        while isinstance(done := self.view.write(geometry, unit, in_cell, values), Future):
+        while isinstance(done := self.array_cache.write(geometry, unit, in_cell, values), Future):
             done.result()  # let a load in flight finish first, then write into its result
         return done
 

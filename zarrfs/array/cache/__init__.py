@@ -1,5 +1,5 @@
 """The cache room: the chunk cache every array of a mount shares, bounded in bytes, with its
-shard-index cache, per-chunk locks and the mount's counters (`cache`); each array's view of
+shard-index cache, per-chunk locks and the mount's counters (`cache`); each array's part of
 it, which decides what goes in (`entries`), and what it hands its callers (`records`); which
 elements of a cached chunk were written (`masks`); bytes held against the cache's budget
 (`held_bytes`). It imports no other room."""

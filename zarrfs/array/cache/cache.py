@@ -3,7 +3,7 @@ cache; the mount's counters.
 
 Entries are keyed by (array id, read-chunk index), and indexed per array, so one array's work
 (a flush, a recheck, a close) looks at its own entries only. The cache only does bookkeeping
-(costs, least-recently-used order, eviction of clean entries); each array's view of it
+(costs, least-recently-used order, eviction of clean entries); each array's part of it
 (zarrfs.array.cache.entries) decides what goes in, and is the one user of its lock and entries.
 """
 

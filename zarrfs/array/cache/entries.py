@@ -1,4 +1,4 @@
-"""One array's view of the mount's chunk cache (zarrfs.array.cache): the one place that takes
+"""One array's part of the mount's chunk cache (zarrfs.array.cache): the one place that takes
 the cache's lock for the array and changes its entries. It keeps the array's dirty bytes and
 the mount's in step, knows which loads are in flight (so two readers of a chunk wait on one
 decode), and counts `mutations`: bumped after any element changes (zarrfs.array.reads.streaming).

@@ -1,4 +1,4 @@
-"""What an array's view of the cache (zarrfs.array.cache.entries) hands its callers, to give
+"""What an array's part of the cache (zarrfs.array.cache.entries) hands its callers, to give
 back at the next step: the cache as a fetch began (to a chunk source, for `install`), and
 what a write-back attempt takes (to the write-back, for `give_back` or `settle`)."""
 

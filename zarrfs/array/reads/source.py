@@ -33,12 +33,13 @@ log = logging.getLogger(__name__)
 
 
 class ChunkSource:
-    def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
-                 seen: Seen, loaders: Executor, counters: Counters, *, fill_missing: bool = True) -> None:
+    def __init__(self, array_cache: ArrayCache, io: PlainChunkIO, store: Store,
+                 geometry: Callable[[], Geometry], seen: Seen, loaders: Executor, counters: Counters, *,
+                 fill_missing: bool = True) -> None:
         """`fill_missing`: a chunk that is not stored reads as the fill value (False: a read
         of it fails, as TensorStore's fill_missing_data_reads=false)."""
         self.fill_missing = fill_missing
-        self.view = view
+        self.array_cache = array_cache
         self.io = io
         self.store = store
         self.geometry = geometry  # the array's geometry now
@@ -66,7 +67,7 @@ class ChunkSource:
         mount's writes; else decoded in this thread and kept nowhere. The reply holds it until
         it is sent, then its memory goes to the next chunk (installed in the cache, every
         chunk was fresh pages and an entry: a cold tile of 512 KiB took 20-25% longer)."""
-        cached, partly_written = self.view.lend_cached([unit])
+        cached, partly_written = self.array_cache.lend_cached([unit])
         if cached:
             self.counters.add(cache_hits=1)
             return cached[0][1]
@@ -74,18 +75,18 @@ class ChunkSource:
         if partly_written:  # (merged with the stored chunk in the cache, as any read of it is)
             return self.lend(unit, self.start([unit], one_here=True))
         (fetched,) = self.fetch([unit])
-        return self.view.fill_chunk if fetched.data is None else fetched.data
+        return self.array_cache.fill_chunk if fetched.data is None else fetched.data
 
     def _written_only(self, pieces: list[list[Piece]]) -> dict[Index, np.ndarray]:
         """The chunks partly written by this mount of which the read wants only written
         elements: lent as they are, with no load of the stored chunk."""
-        if not self.view.dirty_bytes:
+        if not self.array_cache.dirty_bytes:
             return {}  # (no unsaved writes: nothing partly written)
         wanted: dict[Index, list[tuple[slice, ...]]] = {}
         for found in pieces:
             for piece in found:
                 wanted.setdefault(piece.cell, []).append(piece.in_cell)
-        return self.view.lend_written(wanted)
+        return self.array_cache.lend_written(wanted)
 
     def _assemble(self, box: Box, pieces: list[Piece], lent: dict[Index, np.ndarray]) -> np.ndarray:
         if len(pieces) == 1:
@@ -94,7 +95,7 @@ class ChunkSource:
             view: np.ndarray = lent[pieces[0].cell][selection]
             view.flags.writeable = False  # a view of the cache: writes must go through write()
             return view
-        out = np.empty(box.shape, dtype=self.view.fill_chunk.dtype)
+        out = np.empty(box.shape, dtype=self.array_cache.fill_chunk.dtype)
         for piece in pieces:
             out[piece.in_box] = lent[piece.cell][piece.in_cell]
         return out
@@ -103,7 +104,7 @@ class ChunkSource:
         """A read chunk's data for a reader to use outside the lock: writers leave it as it is
         (they copy first), so a reader never sees half of a write."""
         entry = self.wait(unit, futures)
-        while (data := self.view.lend(entry)) is None:
+        while (data := self.array_cache.lend(entry)) is None:
             entry = self.wait(unit, {})  # its buffer went to a new chunk: look again
         return data
 
@@ -113,7 +114,7 @@ class ChunkSource:
         thread once the others are handed to the loaders (a read of one chunk not cached
         waits on no other thread: a hop there and back cost a tile of data.tif as much as a
         third of its decode)."""
-        futures, begun = self.view.start_loads(units)
+        futures, begun = self.array_cache.start_loads(units)
         here = begun.pop() if one_here and begun else None
         for unit in begun:
             try:
@@ -130,7 +131,7 @@ class ChunkSource:
         if future is not None:
             return future.result()
         while True:
-            entry = self.view.complete(unit)
+            entry = self.array_cache.complete(unit)
             if entry is not None:
                 return entry
             # Another thread may finish the load in between: then nothing is started.
@@ -144,16 +145,16 @@ class ChunkSource:
         try:
             entry = None
             while entry is None:
-                start = self.view.fetch_begins(unit)
+                start = self.array_cache.fetch_begins(unit)
                 (fetched,) = self.fetch([unit], merging=start.merging)
-                entry = self.view.install(unit, fetched, start)
+                entry = self.array_cache.install(unit, fetched, start)
         except BaseException as e:  # (the load's error is its waiters')
             self._failed(unit, done, e)
         else:
             done.set_result(entry)
 
     def _failed(self, unit: Index, done: Future[Entry], error: BaseException) -> None:
-        self.view.load_failed(unit)
+        self.array_cache.load_failed(unit)
         done.set_exception(error)
 
     def as_read(self, unit: Index, fetched: Fetched, geometry: Geometry | None = None) -> Fetched:
@@ -162,7 +163,7 @@ class ChunkSource:
         geometry = geometry or self.geometry()
         if fetched.data is not None and geometry.is_edge(unit):
             fetched.data = np.array(fetched.data, order="C")
-            geometry.clear_overhang(unit, fetched.data, self.view.fill_element)
+            geometry.clear_overhang(unit, fetched.data, self.array_cache.fill_element)
         return fetched
 
     def fetch(self, units: Sequence[Index], *, merging: bool = False) -> Iterator[Fetched]:
@@ -247,7 +248,7 @@ class ChunkSource:
         batches GETs fetches all at once (see jobs.S3_JOB_BYTES)."""
         if self.sharded or not self.store.capabilities.batched_gets or len(units) <= 1:
             return []
-        return [geometry.chunk_key(unit) for unit in self.view.missing(units)]
+        return [geometry.chunk_key(unit) for unit in self.array_cache.missing(units)]
 
     def for_stream(self, geometry: Geometry, units: list[Index],
                    encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:
@@ -262,8 +263,8 @@ class ChunkSource:
         pages for every byte streamed (a cold read 20-25% slower). A chunk partly written by
         this mount is merged into its entry, as a load does. Never waits for another job: on
         a loader thread that could be one queued behind this one."""
-        view, io = self.view, self.io
-        cached, partly_written = view.lend_cached(units)
+        array_cache, io = self.array_cache, self.io
+        cached, partly_written = array_cache.lend_cached(units)
         yield from cached
         have = {unit for unit, _ in cached}
         missing = [unit for unit in units if unit not in have]
@@ -277,19 +278,20 @@ class ChunkSource:
         if encoded and not merged:
             run = self.fetch_encoded(missing, open_files=True)
             for unit, found in zip(missing, run, strict=True):
-                yield unit, found if found.stored else view.fill_chunk
+                yield unit, found if found.stored else array_cache.fill_chunk
             return
         io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
-        starts = {unit: view.fetch_begins(unit) for unit in merged}
+        starts = {unit: array_cache.fetch_begins(unit) for unit in merged}
         for unit, fetched in zip(missing, self.fetch(missing), strict=True):
             if unit in starts:
-                data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
+                # (or the entry a load installed)
+                data = array_cache.install_lent(unit, fetched, starts[unit])
                 if data is not None:
                     yield unit, data
                     continue
                 # The store changed meanwhile (written back here, or by another writer).
                 (fetched,) = self.fetch([unit])
-            yield unit, view.fill_chunk if fetched.data is None else fetched.data
+            yield unit, array_cache.fill_chunk if fetched.data is None else fetched.data
 
     def _read_ahead(self, geometry: Geometry, chunk: Index) -> None:
         """Remote shards are fetched whole; and a stream goes down the first axis, so the
