@@ -35,13 +35,13 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
 from . import stored
-from .cache import DEFAULT_CACHE_BYTES, ArrayCache, ChunkCache, Entry, Fetched
+from .cache import DEFAULT_CACHE_BYTES, ArrayCache, CacheEntry, ChunkCache, Fetched
 from .geometry import Geometry
 from .read_chunks import ReadChunks
 from .reads import ChunkSource, Stream, Streams
 from .recheck import Changes, Rechecker
 from .shared import Shared
-from .stored import PlainChunkIO, Rows, ShardedChunkIO, Stats, StoredChunk, in_rows, rows_directory
+from .stored import PlainChunkIO, ShardedChunkIO, Stats, StoredChunk, StoredRows, in_rows, rows_directory
 from .writes import Early, MetadataWriter, Resizer, WriteBack
 
 # Rechecks started beside an open's other waits (`start_recheck`), of every array.
@@ -249,12 +249,12 @@ class ZarrArray:
         located = self.locate_stored(units, by_rows=by_rows)
         return {unit: where.nbytes for unit, where in located.items() if unit in wanted}
 
-    def stored_rows(self) -> Rows | None:
+    def stored_rows(self) -> StoredRows | None:
         """The rows of the grid of stored objects holding one (`stored_rows`: one listing),
         None when their keys have no row directories (every row is then asked about)."""
         return stored.stored_rows(self.store, self._geometry.chunk_key, len(self.shape))
 
-    def stored_sizes_numbered(self, numbers: np.ndarray, rows: Rows | None = None) -> dict[int, int]:
+    def stored_sizes_numbered(self, numbers: np.ndarray, rows: StoredRows | None = None) -> dict[int, int]:
         """`stored_sizes` of read chunks by their number in C order (of a regular grid of read
         chunks), looked up by their rows where their keys have row directories (a scan or a
         listing of each: a span of hundreds of chunks is a few requests, not a stat each);
@@ -309,7 +309,7 @@ class ZarrArray:
         """Read chunks of one stored object as stored now (ChunkSource.fetch)."""
         return self.source.fetch(units)
 
-    def wait(self, unit: Index, futures: dict[Index, Future[Entry]] | None = None) -> Entry:
+    def wait(self, unit: Index, futures: dict[Index, Future[CacheEntry]] | None = None) -> CacheEntry:
         """The complete cached entry of a read chunk, loading it as needed (ChunkSource.wait)."""
         return self.source.wait(unit, futures or {})
 

@@ -42,7 +42,7 @@ class Fetched:
 
 
 @dataclass
-class Entry:
+class CacheEntry:
     """A read chunk in the cache: what the store held at generation `base` (when `loaded`)
     with this mount's writes on top."""
 
@@ -134,7 +134,7 @@ class ChunkCache:
         """`give_back`: returns freed memory to the system (malloc_trim), or None."""
         self.capacity = capacity
         self.lock = threading.Lock()
-        self.entries: OrderedDict[CacheKey, Entry] = OrderedDict()
+        self.entries: OrderedDict[CacheKey, CacheEntry] = OrderedDict()
         self.total_bytes = 0
         self.dirty_bytes = 0
         # Shard indexes: small, read for every partial read of a shard; their own budget.
@@ -159,12 +159,12 @@ class ChunkCache:
     # Entries by key (with the lock held): every change goes through `add` and `remove`, which
     # keep the index per array in step.
 
-    def add(self, key: CacheKey, entry: Entry) -> None:
+    def add(self, key: CacheKey, entry: CacheEntry) -> None:
         self.entries[key] = entry
         self._owned.setdefault(key[0], {})[key[1]] = None
         self.total_bytes += entry.nbytes
 
-    def remove(self, key: CacheKey) -> Entry:
+    def remove(self, key: CacheKey) -> CacheEntry:
         entry = self.entries.pop(key)
         self._owned[key[0]].pop(key[1], None)
         self.total_bytes -= entry.nbytes

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...grid import Index
-from .cache import Entry
+from .cache import CacheEntry
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class WriteSnapshot:
     """What one attempt of a write-back sends: each unit's entry, data, version and
     written-mask (taken from the entry, so writes made meanwhile start a new one)."""
 
-    entries: dict[Index, Entry]
+    entries: dict[Index, CacheEntry]
     arrays: dict[Index, np.ndarray]
     versions: dict[Index, int]
     masks: dict[Index, np.ndarray | None]

@@ -23,7 +23,7 @@ from ...codecs.stored_form import stored_elements
 from ...errors import ChunkError
 from ...grid import Box, Index, Piece
 from ...store import Store
-from ..cache import ArrayCache, Counters, Entry, Fetched
+from ..cache import ArrayCache, CacheEntry, Counters, Fetched
 from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, ShardPart, states_of
 from ..geometry import Geometry
 from ..recheck import Seen
@@ -100,7 +100,7 @@ class ChunkSource:
             out[piece.in_box] = lent[piece.cell][piece.in_cell]
         return out
 
-    def lend(self, unit: Index, futures: dict[Index, Future[Entry]]) -> np.ndarray:
+    def lend(self, unit: Index, futures: dict[Index, Future[CacheEntry]]) -> np.ndarray:
         """A read chunk's data for a reader to use outside the lock: writers leave it as it is
         (they copy first), so a reader never sees half of a write."""
         entry = self.wait(unit, futures)
@@ -108,7 +108,7 @@ class ChunkSource:
             entry = self.wait(unit, {})  # its buffer went to a new chunk: look again
         return data
 
-    def start(self, units: Iterable[Index], *, one_here: bool = False) -> dict[Index, Future[Entry]]:
+    def start(self, units: Iterable[Index], *, one_here: bool = False) -> dict[Index, Future[CacheEntry]]:
         """Start loading those of `units` not cached (or join their loads in flight).
         `one_here`: the caller waits for them all, so the last load begun is done in its
         thread once the others are handed to the loaders (a read of one chunk not cached
@@ -125,7 +125,7 @@ class ChunkSource:
             self._load(here, futures[here])
         return futures
 
-    def wait(self, unit: Index, futures: dict[Index, Future[Entry]]) -> Entry:
+    def wait(self, unit: Index, futures: dict[Index, Future[CacheEntry]]) -> CacheEntry:
         """The complete cached entry of a read chunk, loading or merging it as needed."""
         future = futures.get(unit)
         if future is not None:
@@ -139,7 +139,7 @@ class ChunkSource:
             if unit in started:
                 return started[unit].result()
 
-    def _load(self, unit: Index, done: Future[Entry]) -> None:
+    def _load(self, unit: Index, done: Future[CacheEntry]) -> None:
         """Decode a read chunk from the store into the cache (worker thread); fetched again
         when the store changed meanwhile (ArrayCache.install)."""
         try:
@@ -153,7 +153,7 @@ class ChunkSource:
         else:
             done.set_result(entry)
 
-    def _failed(self, unit: Index, done: Future[Entry], error: BaseException) -> None:
+    def _failed(self, unit: Index, done: Future[CacheEntry], error: BaseException) -> None:
         self.array_cache.load_failed(unit)
         done.set_exception(error)
 
