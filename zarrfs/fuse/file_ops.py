@@ -19,8 +19,7 @@ import pyfuse3
 
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree, in_versions
-from ..views import FileView
-from ..views.readahead import Reading, Streaming
+from ..views import FileView, Reading, Streaming
 from .boundary import CounterSink, Timings, boundary
 from .freshness import KernelFreshness, WriteOrder
 from .pages import Pages

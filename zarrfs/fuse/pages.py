@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..views.readahead import Ahead, Streaming
+from ..views import Ahead, Streaming
 
 log = logging.getLogger(__name__)
 

@@ -141,7 +141,7 @@ class ChunkCache:
         self.indexes: OrderedDict[CacheKey, Any] = OrderedDict()
         self.index_bytes = 0
         self.index_budget = max(capacity // 8, 1 << 20)
-        # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit,
+        # Buffers lent to readers ahead of them (zarrfs.array.reads.readahead): part of the limit,
         # with the spares closed slabs left for the next ones.
         self.reserved_bytes = 0
         self.spare_slabs: list[np.ndarray] = []

@@ -27,12 +27,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...array import SEQUENTIAL_SLACK, Readahead
 from ...formats import DataType
 from ...grid import Box
 from ..files import ReadOnlyFile, RegionArray
 from ..netcdf_model import NC_CHAR, NC_DTYPES, Attribute, nc_type, valid_name
 from ..placement import fill_number
-from ..readahead import SEQUENTIAL_SLACK, Readahead
 from ..region_file import RegionFile
 from .classic_types import classic_attribute, exactly_as
 from .header import Dataset, NcLayout, Variable

@@ -91,7 +91,7 @@ class Ahead(NamedTuple):
 
 
 class Reader(Protocol):
-    """What the reader sees (a `files.FileView`)."""
+    """What the reader sees (a `zarrfs.views.FileView`)."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def prefetch(self, offset: int, size: int) -> None: ...
@@ -120,7 +120,7 @@ class Streaming(Reading, Protocol):
 
 
 class RowFile(Protocol):
-    """The flat file of an array, as rows (a `region_file.RegionFile`)."""
+    """The flat file of an array, as rows (a `zarrfs.views.RegionFile`)."""
 
     @property
     def size(self) -> int: ...
