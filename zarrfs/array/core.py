@@ -234,13 +234,8 @@ class ZarrArray:
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
     def locate_stored(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
-        """Where the encoded bytes of the read chunks `units` lie now, and of the others in
-        the shards that hold them (those not stored are left out): one look at the stored
-        objects (`Store.stats`) and at the index of each shard among them."""
-        geometry = self._geometry
-        objects = {self.io.location(unit)[0] for unit in units}
-        keys = {chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)}
-        return self.io.locate(keys, by_rows=by_rows)
+        """Where the encoded bytes of the read chunks `units` lie now (ChunkSource.locate_stored)."""
+        return self.source.locate_stored(units, by_rows=by_rows)
 
     def stored_sizes(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, int]:
         """The stored size of each of the read chunks `units` that is stored (an inner chunk's
@@ -270,36 +265,16 @@ class ZarrArray:
         return {int(np.ravel_multi_index(unit, grid)): size for unit, size in found.items()}
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
-        """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
-        one GET; an inner chunk of a shard from the shard, where its index says. Its stored
-        object's generation is noted, as a load's is (close-to-open: `recheck`)."""
-        seen, since = self.rechecker.seen, self.rechecker.seen.clock()
-        if self.sharding is None:
-            found = self.io.read_object(self._geometry.chunk_key(unit))
-            seen.note(unit, None if found is None else found.generation, read_since=since)
-            return None if found is None else found.data
-        shard = self.io.location(unit)[0]
-        located = self.locate_stored([unit])
-        seen.note(shard, next((where.generation for where in located.values()), None), read_since=since)
-        where = located.get(unit)
-        return None if where is None else self.read_stored(where)
+        """A read chunk's encoded bytes as stored now (ChunkSource.read_stored_unit)."""
+        return self.source.read_stored_unit(unit)
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
-        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
-        return self.io.read_located(where)
+        """A read chunk's encoded bytes as located (ChunkSource.read_stored)."""
+        return self.source.read_stored(where)
 
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-        """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
-        chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
-        None when it would wait or they do not fit (part of `into` may have been written).
-        The stored object's generation is noted, as `read_stored_unit` notes it."""
-        where = self.io.location(unit)
-        since = self.rechecker.seen.clock()
-        found = self.io.read_unit_now(self._geometry.chunk_key(where[0]), where, into)
-        if found is None:
-            return None
-        self.rechecker.seen.note(where[0], found[1], read_since=since)
-        return found[0]
+        """A read chunk's stored bytes into `into` if that waits for nothing (ChunkSource.read_chunk_now)."""
+        return self.source.read_chunk_now(unit, into)
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""

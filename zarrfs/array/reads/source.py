@@ -6,7 +6,9 @@ to say; this module only does it.
 
 A load talks to the cache three times, always calling it, never called back: `start_loads`
 (which loads begin here), `fetch_begins` (what the cache held), `install` (which ends the
-load)."""
+load). Chunks as stored, for readers that decode them themselves (the TIFF and HDF5 views)
+and for a stream's decoding processes, come from here too, their stored objects seen as a
+load's are (close-to-open)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import CodecError, sent
+from ...codecs import BytesLike, CodecError, sent
 from ...codecs.stored_form import stored_elements
 from ...errors import ChunkError
 from ...grid import Box, Index, Piece
@@ -27,7 +29,7 @@ from ..cache import ArrayCache, CacheEntry, Counters, Fetched
 from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, ShardPart, states_of
 from ..geometry import Geometry
 from ..recheck import Seen
-from ..stored import Encoded, PlainChunkIO, ShardedChunkIO
+from ..stored import Encoded, PlainChunkIO, ShardedChunkIO, StoredChunk
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +203,49 @@ class ChunkSource:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
 
+    # -- chunks as stored, for readers that decode them -----------------------------------------
+
+    def locate_stored(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
+        """Where the encoded bytes of the read chunks `units` lie now, and of the others in
+        the shards that hold them (those not stored are left out): one look at the stored
+        objects (`Store.stats`) and at the index of each shard among them."""
+        geometry = self.geometry()
+        objects = {self.io.location(unit)[0] for unit in units}
+        keys = {chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)}
+        return self.io.locate(keys, by_rows=by_rows)
+
+    def read_stored_unit(self, unit: Index) -> BytesLike | None:
+        """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
+        one GET; an inner chunk of a shard from the shard, where its index says. Its stored
+        object's generation is noted, as a load's is (close-to-open: `recheck`)."""
+        seen, since = self.seen, self.seen.clock()
+        if not self.sharded:
+            found = self.io.read_object(self.geometry().chunk_key(unit))
+            seen.note(unit, None if found is None else found.generation, read_since=since)
+            return None if found is None else found.data
+        shard = self.io.location(unit)[0]
+        located = self.locate_stored([unit])
+        seen.note(shard, next((where.generation for where in located.values()), None), read_since=since)
+        where = located.get(unit)
+        return None if where is None else self.read_stored(where)
+
+    def read_stored(self, where: StoredChunk) -> BytesLike:
+        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
+        return self.io.read_located(where)
+
+    def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
+        """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
+        chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
+        None when it would wait or they do not fit (part of `into` may have been written).
+        The stored object's generation is noted, as `read_stored_unit` notes it."""
+        where = self.io.location(unit)
+        since = self.seen.clock()
+        found = self.io.read_unit_now(self.geometry().chunk_key(where[0]), where, into)
+        if found is None:
+            return None
+        self.seen.note(where[0], found[1], read_since=since)
+        return found[0]
+
     # -- chunks for a stream, not cached -------------------------------------------------------
 
     def chunk_files(self) -> ChunkFiles | None:
@@ -249,6 +294,26 @@ class ChunkSource:
         if self.sharded or not self.store.capabilities.batched_gets or len(units) <= 1:
             return []
         return [geometry.chunk_key(unit) for unit in self.array_cache.missing(units)]
+
+    def read_together(self, keys: list[str], *, early: bool) -> dict[str, str]:
+        """Fetch `keys` (`fetched_together`) at once, held for `for_stream` until `let_go`
+        (PlainChunkIO.read_together): those read `early`, before their rows' check answered
+        (never while this mount has unsaved writes), with their generations, to `confirm`."""
+        return self.io.read_together(keys, early=early and not self.array_cache.dirty_bytes)
+
+    def let_go(self, keys: list[str]) -> None:
+        """Forget what `read_together` fetched of `keys` and `for_stream` did not take."""
+        self.io.let_go(keys)
+
+    def confirm(self, unchecked: dict[str, str]) -> Future[set[str]]:
+        """The keys of `unchecked` (read early by `read_together`) that were stale, once their
+        checks answer."""
+        return self.store.confirm(unchecked)
+
+    def lend_directory(self) -> int | None:
+        """The store's directory, lent for a decoding process to read the chunk files below it
+        (`chunk_files`); the caller closes it. None where the store lends none now."""
+        return self.store.lend_directory()
 
     def for_stream(self, geometry: Geometry, units: list[Index],
                    encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:

@@ -195,8 +195,7 @@ class Stream:
         items: list[Item] = []
         try:
             if together:
-                unchecked = streams.io.read_together(together,
-                                                     early=early and not streams.array_cache.dirty_bytes)
+                unchecked = streams.source.read_together(together, early=early)
             for run in by_stored_object(pieces, streams.stored_in):
                 if self._closed or self.error is not None:
                     break
@@ -215,7 +214,7 @@ class Stream:
             self._failed(e)
         finally:
             close_files(items)
-            streams.io.let_go(together)
+            streams.source.let_go(together)
         del out, items
         self._when_decoded(decoding, lambda: self._decoded(pieces, unchecked))
 
@@ -232,7 +231,7 @@ class Stream:
         try:
             cells = self._copy_cached(by_unit)
             job = self._files_job(cells) if cells else None
-            directory = None if job is None else streams.store.lend_directory()
+            directory = None if job is None else streams.source.lend_directory()
             if cells is None or (cells and directory is None):
                 self._fill(pieces)
                 return
@@ -333,7 +332,7 @@ class Stream:
         """A job's chunks are in the buffer: it ends, once the chunks it read early are
         vouched for."""
         if unchecked and self.error is None:
-            confirmed = self._streams.store.confirm(unchecked)
+            confirmed = self._streams.source.confirm(unchecked)
             confirmed.add_done_callback(lambda answer: self._confirmed(pieces, answer))
             return
         self._job_ended()
