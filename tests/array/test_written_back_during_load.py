@@ -99,8 +99,8 @@ def test_a_chunk_written_back_while_it_is_read_reads_with_the_write(
     expected = _initial()[:16, :32].copy()
     expected[1:2, 4:20] = written
 
-    held = HeldAfterFetch(array.view.install if how == "load" else array.view.install_lent)
-    monkeypatch.setattr(array.view, "install" if how == "load" else "install_lent", held)
+    held = HeldAfterFetch(array.array_cache.install if how == "load" else array.array_cache.install_lent)
+    monkeypatch.setattr(array.array_cache, "install" if how == "load" else "install_lent", held)
     thread, got = _read_in_thread(array, how)
     try:
         assert held.fetched.wait(WAIT), "the read never fetched the chunk"
@@ -126,8 +126,8 @@ def test_a_chunk_another_writer_stored_while_it_was_read_is_not_cached_stale(
     older one is between fetch and cache: the cache must end up with the new one, which no
     later recheck would notice otherwise (it has taken the new generation as seen)."""
     theirs = np.full(CHUNKS, 9, dtype="<u2")
-    held = HeldAfterFetch(array.view.install)
-    monkeypatch.setattr(array.view, "install", held)
+    held = HeldAfterFetch(array.array_cache.install)
+    monkeypatch.setattr(array.array_cache, "install", held)
     thread, got = _read_in_thread(array, "load")
     try:
         assert held.fetched.wait(WAIT), "the read never fetched the chunk"

@@ -47,8 +47,8 @@ LEFT_OUT = {
 MODULES = [
     "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/decoding/test_chunk_files.py",
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
-    "array/reads/test_decode_policy.py", "array/reads/test_readahead_cost.py",
-    "array/reads/test_sharded_streams.py",
+    "array/reads/test_decode_policy.py", "array/reads/test_readahead.py",
+    "array/reads/test_readahead_cost.py", "array/reads/test_sharded_streams.py",
     "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
     "array/test_written_back_during_load.py",
     "array/test_written_reads.py", "array/writes/test_early_writes.py", "array/writes/test_make_room.py",
@@ -63,7 +63,7 @@ MODULES = [
     "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
     "test_declared.py", "test_options.py",
     "tree/test_tree.py",
-    "views/test_readahead.py", "views/tiff/test_stored_tiles.py",
+    "views/tiff/test_stored_tiles.py",
 ]
 
 

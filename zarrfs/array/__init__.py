@@ -9,11 +9,25 @@ from .cache import DEFAULT_CACHE_BYTES, HeldBytes, KeyedLocks
 from .core import ZarrArray
 from .decoding import DecodePool, Drop, ForkServer
 from .read_chunks import ReadChunks
-from .reads import FREE_REQUESTS, KERNEL_MAX_KB, LOCAL_FREE_REQUESTS, Stream, chunks_in, kernel_window_kb
+from .reads import (
+    FREE_REQUESTS,
+    KERNEL_MAX_KB,
+    LOCAL_FREE_REQUESTS,
+    SEQUENTIAL_SLACK,
+    Ahead,
+    Readahead,
+    Reading,
+    Slab,
+    Stream,
+    Streaming,
+    chunks_in,
+    kernel_window_kb,
+)
 from .shared import Shared
 from .stored import partial_read_sharding
 from .variable import VariableArray
 
-__all__ = ["DEFAULT_CACHE_BYTES", "FREE_REQUESTS", "KERNEL_MAX_KB", "LOCAL_FREE_REQUESTS", "DecodePool",
-           "Drop", "ForkServer", "HeldBytes", "KeyedLocks", "ReadChunks", "Shared", "Stream", "VariableArray",
-           "ZarrArray", "chunks_in", "kernel_window_kb", "partial_read_sharding"]
+__all__ = ["DEFAULT_CACHE_BYTES", "FREE_REQUESTS", "KERNEL_MAX_KB", "LOCAL_FREE_REQUESTS", "SEQUENTIAL_SLACK",
+           "Ahead", "DecodePool", "Drop", "ForkServer", "HeldBytes", "KeyedLocks", "ReadChunks", "Readahead",
+           "Reading", "Shared", "Slab", "Stream", "Streaming", "VariableArray", "ZarrArray", "chunks_in",
+           "kernel_window_kb", "partial_read_sharding"]

@@ -5,7 +5,7 @@ array's codec is `sharding_indexed`, so a read fetches only the shard index (cac
 inner chunks it touches. The unit of storing is the *write chunk* (the chunk or shard).
 
 `ZarrArray` is a facade over objects with one owner each: its `Geometry` (swapped whole on a
-resize), its view of the mount's cache (`ArrayCache`: the lock, the entries, the dirty
+resize), its part of the mount's cache (`ArrayCache`: the lock, the entries, the dirty
 bytes), the `ChunkSource` (deduplicated loads over plain or sharded chunk I/O), the
 `WriteBack` (early stores, write slots, flushes), the `Rechecker` (what was seen of the
 store), `Streams` and the `Resizer`.
@@ -35,13 +35,13 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
 from . import stored
-from .cache import DEFAULT_CACHE_BYTES, ArrayCache, ChunkCache, Entry, Fetched
+from .cache import DEFAULT_CACHE_BYTES, ArrayCache, CacheEntry, ChunkCache, Fetched
 from .geometry import Geometry
 from .read_chunks import ReadChunks
 from .reads import ChunkSource, Stream, Streams
 from .recheck import Changes, Rechecker
 from .shared import Shared
-from .stored import PlainChunkIO, Rows, ShardedChunkIO, Stats, StoredChunk, in_rows, rows_directory
+from .stored import PlainChunkIO, ShardedChunkIO, Stats, StoredChunk, StoredRows, in_rows, rows_directory
 from .writes import Early, MetadataWriter, Resizer, WriteBack
 
 # Rechecks started beside an open's other waits (`start_recheck`), of every array.
@@ -75,15 +75,15 @@ class ZarrArray:
         self.regular_read_chunks = read_grid is None  # (every read chunk is read_chunk_shape)
         self._geometry = Geometry(description, raw_metadata, self.read_chunk_shape, read_grid)
         self.stats = Stats()
-        self.view = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
+        self.array_cache = ArrayCache(self.shared.cache, self.owner, self.read_chunk)
         self.io = self._chunk_io(store, description)
-        self.rechecker = Rechecker(self.view, self.io, store, self.geometry, self.shared.counters)
-        self.source = ChunkSource(self.view, self.io, store, self.geometry, self.rechecker.seen,
+        self.rechecker = Rechecker(self.array_cache, self.io, store, self.geometry, self.shared.counters)
+        self.source = ChunkSource(self.array_cache, self.io, store, self.geometry, self.rechecker.seen,
                                   self.shared.loaders, self.shared.counters,
                                   fill_missing=self.shared.fill_missing_reads)
         self.writeback = WriteBack(self.source, self.rechecker, self.shared, self.geometry)
         self.streams = Streams(self.source, self.shared)
-        self.resizer = Resizer(self.view, self.writeback, store, self.geometry, self._take, self.write,
+        self.resizer = Resizer(self.array_cache, self.writeback, store, self.geometry, self._take, self.write,
                                metadata_writer, self.io.forget_stored)
 
     def _chunk_io(self, store: Store, description: ArrayDescription) -> PlainChunkIO:
@@ -101,7 +101,7 @@ class ZarrArray:
                               shared.counters, shared.loaders, keep_fill=keep_fill)
 
     def close(self) -> None:
-        self.view.drop_all()
+        self.array_cache.drop_all()
         self.shared.unregister(self.owner)
         if self._owns_shared:
             self.shared.close()
@@ -169,11 +169,11 @@ class ZarrArray:
 
     @property
     def fill_chunk(self) -> np.ndarray:
-        return self.view.fill_chunk
+        return self.array_cache.fill_chunk
 
     @property
     def dirty_bytes(self) -> int:
-        return self.view.dirty_bytes
+        return self.array_cache.dirty_bytes
 
     @property
     def fetches_remotely(self) -> bool:
@@ -184,7 +184,7 @@ class ZarrArray:
     def changes(self) -> tuple[int, int, int]:
         """A value that changes whenever the elements or the stored objects may have (a read
         finding another writer's version of an object included)."""
-        return self.view.mutations, self.stats.stores, self.rechecker.seen.found
+        return self.array_cache.mutations, self.stats.stores, self.rechecker.seen.found
 
     def stored_chunk_count(self) -> int:
         """How many chunk (or shard) objects the store holds."""
@@ -211,7 +211,7 @@ class ZarrArray:
     def cached(self, boxes: Sequence[Box]) -> bool:
         """Whether the cache holds every read chunk the boxes touch whole."""
         units = [cell for box in boxes for cell in self._geometry.cells_touched(box)]
-        return not self.view.missing(units)
+        return not self.array_cache.missing(units)
 
     def prefetch(self, box: Box) -> None:
         """Start loading the chunks of `box` in the background."""
@@ -234,13 +234,8 @@ class ZarrArray:
         return stored_form(self.sharding.inner if self.sharding else self.pipeline)
 
     def locate_stored(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
-        """Where the encoded bytes of the read chunks `units` lie now, and of the others in
-        the shards that hold them (those not stored are left out): one look at the stored
-        objects (`Store.stats`) and at the index of each shard among them."""
-        geometry = self._geometry
-        objects = {self.io.location(unit)[0] for unit in units}
-        keys = {chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)}
-        return self.io.locate(keys, by_rows=by_rows)
+        """Where the encoded bytes of the read chunks `units` lie now (ChunkSource.locate_stored)."""
+        return self.source.locate_stored(units, by_rows=by_rows)
 
     def stored_sizes(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, int]:
         """The stored size of each of the read chunks `units` that is stored (an inner chunk's
@@ -249,12 +244,12 @@ class ZarrArray:
         located = self.locate_stored(units, by_rows=by_rows)
         return {unit: where.nbytes for unit, where in located.items() if unit in wanted}
 
-    def stored_rows(self) -> Rows | None:
+    def stored_rows(self) -> StoredRows | None:
         """The rows of the grid of stored objects holding one (`stored_rows`: one listing),
         None when their keys have no row directories (every row is then asked about)."""
         return stored.stored_rows(self.store, self._geometry.chunk_key, len(self.shape))
 
-    def stored_sizes_numbered(self, numbers: np.ndarray, rows: Rows | None = None) -> dict[int, int]:
+    def stored_sizes_numbered(self, numbers: np.ndarray, rows: StoredRows | None = None) -> dict[int, int]:
         """`stored_sizes` of read chunks by their number in C order (of a regular grid of read
         chunks), looked up by their rows where their keys have row directories (a scan or a
         listing of each: a span of hundreds of chunks is a few requests, not a stat each);
@@ -270,46 +265,26 @@ class ZarrArray:
         return {int(np.ravel_multi_index(unit, grid)): size for unit, size in found.items()}
 
     def read_stored_unit(self, unit: Index) -> BytesLike | None:
-        """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
-        one GET; an inner chunk of a shard from the shard, where its index says. Its stored
-        object's generation is noted, as a load's is (close-to-open: `recheck`)."""
-        seen, since = self.rechecker.seen, self.rechecker.seen.clock()
-        if self.sharding is None:
-            found = self.io.read_object(self._geometry.chunk_key(unit))
-            seen.note(unit, None if found is None else found.generation, read_since=since)
-            return None if found is None else found.data
-        shard = self.io.location(unit)[0]
-        located = self.locate_stored([unit])
-        seen.note(shard, next((where.generation for where in located.values()), None), read_since=since)
-        where = located.get(unit)
-        return None if where is None else self.read_stored(where)
+        """A read chunk's encoded bytes as stored now (ChunkSource.read_stored_unit)."""
+        return self.source.read_stored_unit(unit)
 
     def read_stored(self, where: StoredChunk) -> BytesLike:
-        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
-        return self.io.read_located(where)
+        """A read chunk's encoded bytes as located (ChunkSource.read_stored)."""
+        return self.source.read_stored(where)
 
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
-        """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
-        chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
-        None when it would wait or they do not fit (part of `into` may have been written).
-        The stored object's generation is noted, as `read_stored_unit` notes it."""
-        where = self.io.location(unit)
-        since = self.rechecker.seen.clock()
-        found = self.io.read_unit_now(self._geometry.chunk_key(where[0]), where, into)
-        if found is None:
-            return None
-        self.rechecker.seen.note(where[0], found[1], read_since=since)
-        return found[0]
+        """A read chunk's stored bytes into `into` if that waits for nothing (ChunkSource.read_chunk_now)."""
+        return self.source.read_chunk_now(unit, into)
 
     def encoded_fill(self) -> BytesLike:
         """A read chunk of fill values, encoded."""
-        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.view.fill_chunk)
+        return (self.sharding.inner if self.sharding else self.pipeline).encode(self.array_cache.fill_chunk)
 
     def fetch(self, units: Sequence[Index]) -> Iterator[Fetched]:
         """Read chunks of one stored object as stored now (ChunkSource.fetch)."""
         return self.source.fetch(units)
 
-    def wait(self, unit: Index, futures: dict[Index, Future[Entry]] | None = None) -> Entry:
+    def wait(self, unit: Index, futures: dict[Index, Future[CacheEntry]] | None = None) -> CacheEntry:
         """The complete cached entry of a read chunk, loading it as needed (ChunkSource.wait)."""
         return self.source.wait(unit, futures or {})
 
@@ -323,14 +298,14 @@ class ZarrArray:
         geometry = self._geometry
         whole = [piece.cell for piece in geometry.cells_of(box)
                  if self._write_piece(geometry, piece.cell, piece.in_cell, values[piece.in_box])]
-        self.view.mount.evict()
+        self.array_cache.mount.evict()
         if whole:
             self.writeback.store_early(whole)
 
     def _write_piece(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
                      values: np.ndarray) -> bool:
         """Whether the write made the chunk whole: all of it written, none of it read."""
-        while isinstance(done := self.view.write(geometry, unit, in_cell, values), Future):
+        while isinstance(done := self.array_cache.write(geometry, unit, in_cell, values), Future):
             done.result()  # let a load in flight finish first, then write into its result
         return done
 

@@ -88,10 +88,10 @@ class Seen:
 class Rechecker:
     """What an array has seen of the store (`seen`), and noticing what changed since."""
 
-    def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
-                 counters: Counters) -> None:
+    def __init__(self, array_cache: ArrayCache, io: PlainChunkIO, store: Store,
+                 geometry: Callable[[], Geometry], counters: Counters) -> None:
         self.seen = Seen()
-        self.view = view
+        self.array_cache = array_cache
         self.io = io
         self.store = store
         self.geometry = geometry
@@ -119,6 +119,6 @@ class Rechecker:
 
     def forget(self, chunks: set[Index]) -> None:
         """Drop the clean cached data of stored objects that another writer changed."""
-        self.view.drop_clean(lambda unit: self.io.location(unit)[0] in chunks)
+        self.array_cache.drop_clean(lambda unit: self.io.location(unit)[0] in chunks)
         for chunk in chunks:
             self.io.forget_index(chunk)

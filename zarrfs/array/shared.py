@@ -68,7 +68,7 @@ class Shared:
         return owner
 
     def unregister(self, owner: int) -> None:
-        """An array closed (its view of the cache dropped its entries first)."""
+        """An array closed (its part of the cache dropped its entries first)."""
         self._arrays.pop(owner, None)
         self.cache.forget_owner(owner, index_cost)
 

@@ -23,7 +23,7 @@ END_OF_BLOCK = 256
 Field = tuple[int, int]  # (bits as read, how many)
 
 
-class Table:
+class HuffmanTable:
     """A canonical Huffman code as a lookup on the next `bits` bits: (symbol, code length)."""
 
     def __init__(self, lengths: list[int] | tuple[int, ...]) -> None:
@@ -77,7 +77,7 @@ class _Reader:
         self.position += n
         return bits
 
-    def code(self, table: Table) -> tuple[int, Field]:
+    def code(self, table: HuffmanTable) -> tuple[int, Field]:
         bits = self.peek()
         symbol, n = table.lookup(bits)
         self.position += n
@@ -103,8 +103,9 @@ def parse(data: bytes) -> list[Block]:
     return blocks
 
 
-def dynamic_tables(hlit: int, hdist: int, all_lengths: list[int]) -> tuple[Table, Table]:
-    return Table(all_lengths[: hlit + 257]), Table(all_lengths[hlit + 257 : hlit + 257 + hdist + 1])
+def dynamic_tables(hlit: int, hdist: int, all_lengths: list[int]) -> tuple[HuffmanTable, HuffmanTable]:
+    return (HuffmanTable(all_lengths[: hlit + 257]),
+            HuffmanTable(all_lengths[hlit + 257 : hlit + 257 + hdist + 1]))
 
 
 def expand_lengths(fields: list[tuple[int, int]], total: int) -> list[int]:
@@ -127,9 +128,9 @@ def expand_lengths(fields: list[tuple[int, int]], total: int) -> list[int]:
 PRECODE_EXTRA = {16: 2, 17: 3, 18: 7}
 
 
-def _tables(block: Block, reader: _Reader) -> tuple[Table, Table]:
+def _tables(block: Block, reader: _Reader) -> tuple[HuffmanTable, HuffmanTable]:
     if block.kind == 1:
-        return Table(FIXED_LITLEN), Table(FIXED_DISTANCE)
+        return HuffmanTable(FIXED_LITLEN), HuffmanTable(FIXED_DISTANCE)
     if block.kind != 2:
         raise CodecError("gdeflate: block type 3")
     block.counts = (reader.take(5), reader.take(5), reader.take(4))
@@ -138,7 +139,7 @@ def _tables(block: Block, reader: _Reader) -> tuple[Table, Table]:
     precode_lengths = [0] * 19
     for position, n in enumerate(block.precode):
         precode_lengths[PRECODE_ORDER[position]] = n
-    precode = Table(precode_lengths)
+    precode = HuffmanTable(precode_lengths)
     decoded: list[tuple[int, int]] = []
     total = hlit + 257 + hdist + 1
     count = 0
@@ -151,7 +152,7 @@ def _tables(block: Block, reader: _Reader) -> tuple[Table, Table]:
     return dynamic_tables(hlit, hdist, expand_lengths(decoded, total))
 
 
-def _symbols(block: Block, reader: _Reader, litlen: Table, distance: Table) -> None:
+def _symbols(block: Block, reader: _Reader, litlen: HuffmanTable, distance: HuffmanTable) -> None:
     while True:
         symbol, (bits, n) = reader.code(litlen)
         if symbol < END_OF_BLOCK or symbol == END_OF_BLOCK:

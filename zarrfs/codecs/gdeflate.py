@@ -32,7 +32,7 @@ from .deflate_symbols import (
     PRECODE_EXTRA,
     PRECODE_ORDER,
     Block,
-    Table,
+    HuffmanTable,
     dynamic_tables,
     expand_lengths,
     parse,
@@ -111,7 +111,7 @@ class _Lanes:
         self.left[lane] -= n
         return bits
 
-    def code(self, table: Table) -> int:
+    def code(self, table: HuffmanTable) -> int:
         symbol, n = table.lookup(self.buffer[self.lane])
         self.take(n)
         return symbol
@@ -143,9 +143,9 @@ def _decode_page(page: bytes, size: int) -> bytes:
     return bytes(out)
 
 
-def _read_tables(lanes: _Lanes, kind: int) -> tuple[Table, Table]:
+def _read_tables(lanes: _Lanes, kind: int) -> tuple[HuffmanTable, HuffmanTable]:
     if kind == 1:
-        return Table(FIXED_LITLEN), Table(FIXED_DISTANCE)
+        return HuffmanTable(FIXED_LITLEN), HuffmanTable(FIXED_DISTANCE)
     if kind != 2:
         raise CodecError("gdeflate: block type 3")
     hlit, hdist, hclen = lanes.take(5), lanes.take(5), lanes.take(4)
@@ -154,7 +154,7 @@ def _read_tables(lanes: _Lanes, kind: int) -> tuple[Table, Table]:
     for position in range(hclen + 4):
         precode_lengths[PRECODE_ORDER[position]] = lanes.take(3)
         lanes.advance()
-    precode = Table(precode_lengths)
+    precode = HuffmanTable(precode_lengths)
     lanes.lane = 0
     total, count, fields = hlit + 257 + hdist + 1, 0, []
     while count < total:
@@ -166,7 +166,8 @@ def _read_tables(lanes: _Lanes, kind: int) -> tuple[Table, Table]:
     return dynamic_tables(hlit, hdist, expand_lengths(fields, total))
 
 
-def _decode_symbols(lanes: _Lanes, out: bytearray, written: int, litlen: Table, distance: Table) -> int:
+def _decode_symbols(lanes: _Lanes, out: bytearray, written: int, litlen: HuffmanTable,
+                    distance: HuffmanTable) -> int:
     pending: dict[int, tuple[int, int]] = {}  # lane -> (length, where) of a match to copy
     lanes.lane = 0
     # Literals are most of the work: their turn is inlined (lookup, take, advance).
@@ -201,7 +202,7 @@ def _decode_symbols(lanes: _Lanes, out: bytearray, written: int, litlen: Table, 
         lanes.lane = (lane + 1) % LANES
 
 
-def _copy(lanes: _Lanes, out: bytearray, match: tuple[int, int], distance: Table | None) -> None:
+def _copy(lanes: _Lanes, out: bytearray, match: tuple[int, int], distance: HuffmanTable | None) -> None:
     if distance is None:
         raise CodecError("gdeflate: a match in a stored block")
     length, where = match
@@ -216,7 +217,7 @@ def _copy(lanes: _Lanes, out: bytearray, match: tuple[int, int], distance: Table
 
 
 def _finish_block(lanes: _Lanes, out: bytearray, pending: dict[int, tuple[int, int]],
-                  distance: Table | None) -> None:
+                  distance: HuffmanTable | None) -> None:
     """Every lane's last turn of a block: the matches still to copy."""
     for _ in range(LANES):
         if lanes.lane in pending:

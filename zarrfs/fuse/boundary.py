@@ -30,7 +30,7 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-class Counters(Protocol):
+class CounterSink(Protocol):
     def add(self, **amounts: float) -> None: ...
 
 
@@ -46,7 +46,7 @@ class Served(Protocol):
     def options(self) -> MountOptions: ...
 
     @property
-    def counters(self) -> Counters: ...
+    def counters(self) -> CounterSink: ...
 
     @property
     def timings(self) -> Timings | None: ...

@@ -41,8 +41,8 @@ from ..tree import (
     takes_new_versions,
 )
 from ..views.xattrs import PREFIX as XATTR_PREFIX
-from .boundary import Counters, Timings, boundary
-from .freshness import Freshness
+from .boundary import CounterSink, Timings, boundary
+from .freshness import KernelFreshness
 from .modes import GivenModes
 from .names import name_text
 from .workers import Workers
@@ -87,10 +87,10 @@ class ChangeOperations:
 
     tree: Tree
     options: MountOptions
-    counters: Counters
+    counters: CounterSink
     timings: Timings | None
     workers: Workers
-    fresh: Freshness
+    fresh: KernelFreshness
     read_only: bool
     removals: Removals
     modes: GivenModes

@@ -19,10 +19,9 @@ import pyfuse3
 
 from ..options import MountOptions
 from ..tree import UPLOAD, Ref, Tree, in_versions
-from ..views import FileView
-from ..views.readahead import Reading, Streaming
-from .boundary import Counters, Timings, boundary
-from .freshness import Freshness, WriteOrder
+from ..views import FileView, Reading, Streaming
+from .boundary import CounterSink, Timings, boundary
+from .freshness import KernelFreshness, WriteOrder
 from .pages import Pages
 from .times import GivenTimes
 from .workers import Workers
@@ -48,10 +47,10 @@ class FileOperations:
 
     tree: Tree
     options: MountOptions
-    counters: Counters
+    counters: CounterSink
     timings: Timings | None
     workers: Workers
-    fresh: Freshness
+    fresh: KernelFreshness
     order: WriteOrder
     pages: Pages | None  # (None: -o push_pages=no)
     times: GivenTimes
@@ -137,7 +136,7 @@ class FileOperations:
             raise pyfuse3.FUSEError(errno.EBADF)
         size = handle.view.size
         write = self.order.begin(handle.inode, offset, offset + len(buf))
-        try:  # (in flight until the other views are told: see Freshness.after_write)
+        try:  # (in flight until the other views are told: see KernelFreshness.after_write)
             try:  # (EditRefused: a .npy stream whose header makes no array)
                 written = await self.workers.run(handle.view.write, offset, buf)
             finally:

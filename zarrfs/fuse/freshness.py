@@ -37,7 +37,7 @@ class OpenFile(Protocol):
     writable: bool
 
 
-class Freshness:
+class KernelFreshness:
     def __init__(self, tree: Tree, in_thread: Callable[..., Awaitable[Any]],
                  open_files: Callable[[], Iterable[OpenFile]],
                  nursery: Callable[[], trio.Nursery], writing: Callable[[int], bool], *,

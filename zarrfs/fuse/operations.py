@@ -30,7 +30,7 @@ from ..views.xattrs import PREFIX as XATTR_PREFIX
 from .boundary import Timings, boundary
 from .changes import ChangeOperations, Removals
 from .file_ops import FileOperations, Handle
-from .freshness import Freshness, WriteOrder
+from .freshness import KernelFreshness, WriteOrder
 from .kernel import store_pages
 from .modes import GivenModes
 from .names import name_text
@@ -81,8 +81,9 @@ class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # t
         self.pages = Pages(store_pages, PUSHERS, lambda n: self.counters.add(bytes_pushed=n)) \
             if options.push_pages else None
         recheck_bound = None if timeout is None else min(CHECK_SECONDS, timeout)
-        self.fresh = Freshness(tree, self.workers.run, lambda: list(self._handles.values()), self._serving,
-                               self.order.writing, recheck_bound=recheck_bound, pages=self.pages)
+        self.fresh = KernelFreshness(tree, self.workers.run, lambda: list(self._handles.values()),
+                                     self._serving, self.order.writing, recheck_bound=recheck_bound,
+                                     pages=self.pages)
 
     # -- serving ---------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..views.readahead import Ahead, Streaming
+from ..views import Ahead, Streaming
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +41,14 @@ class Push(NamedTuple):
     reading: Streaming
 
 
-Store = Callable[[int, int, memoryview], None]  # (inode, offset, bytes): kernel.store_pages
+StorePages = Callable[[int, int, memoryview], None]  # (inode, offset, bytes): kernel.store_pages
 
 
 class Pages:
     """The pushes of one mount: `push` (on the request loop, never waits) hands the slabs a
     reading started ahead to `threads` threads, which wait for each, then store it."""
 
-    def __init__(self, store: Store, threads: int, pushed: Callable[[int], None]) -> None:
+    def __init__(self, store: StorePages, threads: int, pushed: Callable[[int], None]) -> None:
         """`pushed(n)`: n bytes went into the page cache."""
         self._store = store
         self._pushed = pushed

@@ -5,9 +5,8 @@ reads of the bytes asked for when it reads a range, as a pread does), and what a
 
 from __future__ import annotations
 
-from ..views import FileView
+from ..views import FileView, Reading
 from ..views.files import STREAM_BLOCK
-from ..views.readahead import Reading
 
 # A GET of more than this streams the file through its read-ahead; less is read as asked
 # (one tile of data.tif costs that tile's store requests).

@@ -50,7 +50,7 @@ class Stale:
     entries: list[tuple[int, str]] = field(default_factory=list)
 
 
-class Nodes(Protocol):
+class TreeForEdits(Protocol):
     """What the tree offers its edits (implemented by `Tree`)."""
 
     store: Store
@@ -64,7 +64,7 @@ class Nodes(Protocol):
 
 
 class Edits:
-    def __init__(self, nodes: Nodes) -> None:
+    def __init__(self, nodes: TreeForEdits) -> None:
         self.nodes = nodes
         self.store = nodes.store
 

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 RECHECK_INTERVAL = 1.0
 
 
-class Groups(Protocol):
+class TreeForRecheck(Protocol):
     """What a recheck needs of the tree (implemented by `Tree`)."""
 
     store: Store
@@ -42,7 +42,7 @@ class Groups(Protocol):
 
 
 class GroupRecheck:
-    def __init__(self, groups: Groups, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, groups: TreeForRecheck, clock: Callable[[], float] = time.monotonic) -> None:
         self.groups = groups
         self._clock = clock
         self._lock = threading.Lock()

@@ -11,13 +11,12 @@ from typing import Any, Protocol
 from ..formats.nodes import join_path
 from ..views import FileView
 from ..views.array_dir import Layout
-from ..views.group_files import ARRAYS_AT_ONCE, PyramidViews
-from ..views.group_files import Groups as PyramidGroups
+from ..views.group_files import ARRAYS_AT_ONCE, PyramidGroups, PyramidViews
 from ..views.registry import GROUP_FILE_VIEWS
 from .inodes import DATA, GROUP_VIEW, Ref
 
 
-class Groups(PyramidGroups, Protocol):
+class TreeForGroupFiles(PyramidGroups, Protocol):
     """What the tree offers the group files (implemented by `Tree`)."""
 
     def recheck(self, ref: Ref) -> bool: ...
@@ -26,7 +25,7 @@ class Groups(PyramidGroups, Protocol):
 
 
 class GroupViews:
-    def __init__(self, groups: Groups, layout: Layout) -> None:
+    def __init__(self, groups: TreeForGroupFiles, layout: Layout) -> None:
         self.groups = groups
         # (in the order of their names in a directory; a name two kinds give is the first's)
         self.kinds: tuple[PyramidViews, ...] = tuple(view.make(groups, layout.views, layout.form)

@@ -29,7 +29,7 @@ class OpenedArray:
     strings: StringFiles | None = None  # (an array of strings or bytes: no directory, its own files)
 
 
-class Nodes(Protocol):
+class TreeForFiles(Protocol):
     """What the files read of the tree (`Tree`)."""
 
     inodes: InodeTable
@@ -44,11 +44,11 @@ class Nodes(Protocol):
 
 
 class NodeFiles:
-    """The reading side of `Tree`, its methods taking the tree as `Nodes`."""
+    """The reading side of `Tree`, its methods taking the tree as `TreeForFiles`."""
 
     # -- names -------------------------------------------------------------------------------
 
-    def names(self: Nodes, directory: Ref) -> Sequence[str]:
+    def names(self: TreeForFiles, directory: Ref) -> Sequence[str]:
         """A directory's entries in a stable order (lazily generated for chunk grids)."""
         if directory.role == CHUNKS:
             opened = self.open_array(directory.path).directory
@@ -62,7 +62,7 @@ class NodeFiles:
         strings = found.strings.files if found.strings else ()
         return [*files, *(opened.entries() if opened else ()), *strings]
 
-    def lookup(self: Nodes, directory: Ref, name: str) -> Ref | None:
+    def lookup(self: TreeForFiles, directory: Ref, name: str) -> Ref | None:
         if directory.role == CHUNKS:
             return _chunk_ref(self.open_array(directory.path).directory, directory, name)
         if name in self._node(directory.path).files:
@@ -88,7 +88,7 @@ class NodeFiles:
 
     # -- files and attributes ----------------------------------------------------------------
 
-    def file(self: Nodes, ref: Ref) -> FileView:
+    def file(self: TreeForFiles, ref: Ref) -> FileView:
         if ref.role == METADATA:
             return self.metadata.file(ref.path, ref.parts[0])
         if ref.role == UPLOAD:
@@ -117,7 +117,7 @@ class NodeFiles:
             raise FileNotFoundError(ref.describe())  # gone with a resize
         return opened.chunk_file(found[1])
 
-    def xattrs(self: Nodes, ref: Ref) -> dict[str, bytes]:
+    def xattrs(self: TreeForFiles, ref: Ref) -> dict[str, bytes]:
         if ref.role == GROUP:
             return {**group_attributes(self._node(ref.path).attributes),
                     **views_attribute(self.group_views.names_in(ref.path))}
@@ -130,7 +130,7 @@ class NodeFiles:
         strings = opened.strings  # (its text, and data.h5 of strings)
         return {} if strings is None else {**strings.xattrs(), **views_attribute(list(strings.files))}
 
-    def sharing_bytes(self: Nodes, ref: Ref) -> list[int]:
+    def sharing_bytes(self: TreeForFiles, ref: Ref) -> list[int]:
         """Inodes the kernel may cache that show the same bytes as `ref` (a chunk file's
         bytes are also in `data` and headers such as `data.npy`), so a write to `ref` must make them stale."""
         if ref.role not in (CHUNK, DATA, HEADER):

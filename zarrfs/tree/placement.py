@@ -49,10 +49,10 @@ class Siblings:
     open: Callable[[str], ArrayDirectory | None]
 
 
-Nodes = Callable[[str], "NodeMetadata | None"]  # the tree's node at a path
+NodeAt = Callable[[str], "NodeMetadata | None"]  # the tree's node at a path
 
 
-def placement_finder(node: NodeMetadata, description: ArrayDescription, nodes: Nodes,
+def placement_finder(node: NodeMetadata, description: ArrayDescription, nodes: NodeAt,
                      child: Callable[[str, str], NodeMetadata | None],
                      open_array: Callable[[str], ArrayDirectory | None]) -> Callable[[], Placement]:
     """Where the array's elements are, found when a header first needs it (OME-Zarr metadata of

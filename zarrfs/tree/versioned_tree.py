@@ -17,7 +17,7 @@ from ..store import Store
 from ..store.versions import VERSIONS, Catalog, catalog_of
 from ..views import FileView
 from ..views.array_dir import Layout
-from .edits import Edits, Nodes, Stale
+from .edits import Edits, Stale, TreeForEdits
 from .inodes import GROUP, VERSION_LOG, Ref
 from .tree import Tree
 from .versions import Versions, in_versions, version_root
@@ -108,7 +108,7 @@ class VersionedTree(Tree):
 class VersionEdits(Edits):
     """Edits below `.versions` are refused, but for a new tag or branch (`mkdir`)."""
 
-    def __init__(self, nodes: Nodes, versions: Versions) -> None:
+    def __init__(self, nodes: TreeForEdits, versions: Versions) -> None:
         super().__init__(nodes)
         self.versions = versions
 

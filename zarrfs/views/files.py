@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from ..array import Reading
 from ..codecs import BytesLike
 from ..codecs.stored_form import StoredForm
 from ..declared import OptionValues
 from ..errors import ZarrfsError
 from ..formats import DataType
 from ..grid import Box, Index
-from .readahead import Reading
 
 if TYPE_CHECKING:
     from ..array import Stream

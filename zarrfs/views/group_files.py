@@ -32,7 +32,7 @@ class LevelDirectory(Protocol):
     def placement(self) -> Placement: ...
 
 
-class Opened(Protocol):
+class OpenedLevel(Protocol):
     @property
     def directory(self) -> LevelDirectory | None:
         """None: it cannot be opened, because of `problem`."""
@@ -41,18 +41,18 @@ class Opened(Protocol):
     def problem(self) -> str | None: ...
 
 
-class Groups(Protocol):
+class PyramidGroups(Protocol):
     def node(self, path: str) -> NodeMetadata | None: ...
     def group_children(self, path: str) -> dict[str, NodeMetadata]: ...
-    def open_array(self, path: str) -> Opened: ...
+    def open_array(self, path: str) -> OpenedLevel: ...
 
 
-def opened_levels(groups: Groups, paths: Sequence[str]) -> list[LevelDirectory]:
+def opened_levels(groups: PyramidGroups, paths: Sequence[str]) -> list[LevelDirectory]:
     """The levels at `paths`, opened together (FileNotFoundError: one cannot be)."""
     return list(ARRAYS_AT_ONCE.map(lambda path: opened_level(groups, path), paths))
 
 
-def opened_level(groups: Groups, path: str) -> LevelDirectory:
+def opened_level(groups: PyramidGroups, path: str) -> LevelDirectory:
     _look_up(groups, path)
     opened = groups.open_array(path)
     if opened.directory is None:
@@ -60,7 +60,7 @@ def opened_level(groups: Groups, path: str) -> LevelDirectory:
     return opened.directory
 
 
-def _look_up(groups: Groups, path: str) -> None:
+def _look_up(groups: PyramidGroups, path: str) -> None:
     """Make the node at `path` known, with the groups above it (a pyramid file opened by its
     path on a fresh mount, before anything listed its group)."""
     parts = path.split("/")
@@ -110,7 +110,7 @@ class PyramidViews:
 
     kind = ""
 
-    def __init__(self, groups: Groups, views: frozenset[str], byteorder: str) -> None:
+    def __init__(self, groups: PyramidGroups, views: frozenset[str], byteorder: str) -> None:
         self.groups = groups
         self.enabled = self.kind in views
         self.byteorder = byteorder

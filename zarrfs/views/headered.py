@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..array import Readahead
 from .files import STREAM_BLOCK, FileTooLargeError, FixedBytesError
-from .readahead import Readahead
 from .region_file import RegionFile
 
 Header = Callable[[], bytes | None]

@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ..array import FREE_REQUESTS, LOCAL_FREE_REQUESTS, chunks_in, kernel_window_kb
+from ..array import FREE_REQUESTS, LOCAL_FREE_REQUESTS, Readahead, Slab, chunks_in, kernel_window_kb
 from ..errors import ResizeError
 from ..formats import from_low_bits
 from ..grid import Box, Index, flat_boxes
 from .files import STREAM_BLOCK, FileTooLargeError, FixedBytesError, RegionArray
-from .readahead import Readahead, Slab
 
 __all__ = ["RegionFile"]
 

@@ -1,5 +1,5 @@
 """Read-ahead priced in requests (zarrfs.array.reads.readahead_cost and the budget of
-zarrfs.views.readahead), without FUSE: the chunks a run of bytes touches, the kernel's window
+zarrfs.array.reads.readahead), without FUSE: the chunks a run of bytes touches, the kernel's window
 an array's chunks afford, and a reader that earns what is read ahead of it by reading in order."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import pytest
 
 from tests.helpers.local_arrays import create_zstd_array
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import chunks_touched, kernel_window_kb
+from zarrfs.array.reads import chunks_touched, kernel_window_kb, readahead
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views import RegionFile, readahead
+from zarrfs.views import RegionFile
 
 pytestmark = pytest.mark.fast
 

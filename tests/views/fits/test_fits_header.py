@@ -18,9 +18,10 @@ from astropy.io import fits
 from astropy.wcs import WCS
 
 from tests.helpers.local_arrays import create_zstd_array
+from zarrfs.array.reads import readahead
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
-from zarrfs.views import RegionFile, readahead
+from zarrfs.views import RegionFile
 from zarrfs.views.files import CannotHold
 from zarrfs.views.fits import fits_file, fits_header
 from zarrfs.views.fits.cards import commentary, header_bytes, hierarch, keyword_card

@@ -18,13 +18,14 @@ import zarr
 
 from tests.helpers.mounting import ZARRFS
 from zarrfs.array import Shared
+from zarrfs.array.reads import readahead
+from zarrfs.array.reads.readahead import Reading
 from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import Tree
-from zarrfs.views import array_dir, readahead
+from zarrfs.views import array_dir
 from zarrfs.views.files import FileView
 from zarrfs.views.netcdf.group_variables import NetcdfFile
-from zarrfs.views.readahead import Reading
 
 T_SHAPE, T_CHUNKS = (24, 20, 30), (4, 10, 15)
 T_SLAB = 4 * 20 * 30 * 4  # one row of chunks of `t` (SLAB_BYTES is patched down to it)

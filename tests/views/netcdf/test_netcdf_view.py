@@ -22,7 +22,7 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import Tree
 from zarrfs.views import array_dir
-from zarrfs.views.netcdf.header import Dataset, Layout, Variable
+from zarrfs.views.netcdf.header import Dataset, NcLayout, Variable
 from zarrfs.views.netcdf_model import (
     NC_BYTE,
     NC_CHAR,
@@ -52,7 +52,7 @@ def _dataset(values: dict[str, tuple[tuple[str, ...], int, np.ndarray]],
     return Dataset(tuple(dims.items()), variables, attrs)
 
 
-def _file(layout: Layout, values: list[np.ndarray]) -> bytes:
+def _file(layout: NcLayout, values: list[np.ndarray]) -> bytes:
     """The whole file, each variable's bytes at its begin (what the view serves piece by piece)."""
     out = bytearray(layout.size)
     out[: len(layout.header)] = layout.header
@@ -81,7 +81,7 @@ def test_netcdf_c_reads_the_header_and_data(wide: bool) -> None:
                    "i8": (("y",), NC_INT64, np.array([-(2**62), 3], "i8")),
                    "ub": (("y",), NC_UBYTE, np.array([0, 255], "u1")),
                    "us": (("x",), NC_USHORT, np.array([0, 1, 65535], "u2"))}
-    layout = Layout(_dataset(values, {"x": 3, "n": 2, "y": 2},
+    layout = NcLayout(_dataset(values, {"x": 3, "n": 2, "y": 2},
                              (Attribute.of("title", "t"), Attribute.of("n", [1, 2]))))
     assert layout.version == (5 if wide else 2)
     assert all(begin % 4 == 0 for begin in layout.begins)
@@ -98,7 +98,7 @@ def test_netcdf_c_reads_the_header_and_data(wide: bool) -> None:
 
 @pytest.mark.fast
 def test_pieces_cover_reads_across_header_variables_and_padding() -> None:
-    layout = Layout(_dataset(SMALL, {"x": 3, "n": 2, "y": 2}))
+    layout = NcLayout(_dataset(SMALL, {"x": 3, "n": 2, "y": 2}))
     whole = _file(layout, [v for _, _, v in SMALL.values()])
     padded = [begin + -v.nbytes % 4 + v.nbytes
               for begin, v in zip(layout.begins, layout.dataset.variables, strict=True)]
@@ -125,12 +125,12 @@ def test_a_variable_past_4_gib_makes_cdf5(tmp_path: Path) -> None:
     huge = 5 << 30
     variables = (Variable("big", ("x",), NC_FLOAT, (), huge), Variable("after", ("y",), NC_INT, (), 8))
     dataset = Dataset((("x", huge // 4), ("y", 2)), variables, ())
-    layout = Layout(dataset)
+    layout = NcLayout(dataset)
     assert layout.version == 5 and layout.size == len(layout.header) + huge + 8
     long = Dataset((("n", 3 << 30),), (Variable("bytes", ("n",), NC_BYTE, (), 3 << 30),), ())
-    assert Layout(long).version == 5  # (3 GiB fit CDF-2's sizes, not its 31-bit lengths)
+    assert NcLayout(long).version == 5  # (3 GiB fit CDF-2's sizes, not its 31-bit lengths)
     three = Dataset((("n", 3 << 28),), (Variable("ints", ("n",), NC_INT, (), 3 << 30),), ())
-    cdf2 = Layout(three)  # (a 3 GiB vsize: unsigned 32 bits)
+    cdf2 = NcLayout(three)  # (a 3 GiB vsize: unsigned 32 bits)
     with open(tmp_path / "cdf2.nc", "wb") as f:
         f.write(cdf2.header)
         f.truncate(cdf2.size)
@@ -157,7 +157,7 @@ def test_json_attributes_get_netcdf_types() -> None:
                      "unsigned": NC_UINT64, "real": NC_DOUBLE, "ints": NC_INT, "mixed": NC_DOUBLE,
                      "bools": NC_BYTE, "nested": NC_CHAR, "names": NC_CHAR, "nothing": NC_CHAR}
     dataset = Dataset((), (), tuple(Attribute.of(n, v) for n, v in attributes.items()))
-    with netCDF4.Dataset("attrs.nc", memory=Layout(dataset).header) as nc:
+    with netCDF4.Dataset("attrs.nc", memory=NcLayout(dataset).header) as nc:
         assert nc.text == "é ok" and nc.flag == 1 and nc.large == 2**40 and nc.unsigned == 2**63
         assert list(nc.mixed) == [1.0, 2.5] and nc.nested == '{"a": [1]}' and nc.nothing == "null"
 

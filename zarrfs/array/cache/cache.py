@@ -3,7 +3,7 @@ cache; the mount's counters.
 
 Entries are keyed by (array id, read-chunk index), and indexed per array, so one array's work
 (a flush, a recheck, a close) looks at its own entries only. The cache only does bookkeeping
-(costs, least-recently-used order, eviction of clean entries); each array's view of it
+(costs, least-recently-used order, eviction of clean entries); each array's part of it
 (zarrfs.array.cache.entries) decides what goes in, and is the one user of its lock and entries.
 """
 
@@ -42,7 +42,7 @@ class Fetched:
 
 
 @dataclass
-class Entry:
+class CacheEntry:
     """A read chunk in the cache: what the store held at generation `base` (when `loaded`)
     with this mount's writes on top."""
 
@@ -134,14 +134,14 @@ class ChunkCache:
         """`give_back`: returns freed memory to the system (malloc_trim), or None."""
         self.capacity = capacity
         self.lock = threading.Lock()
-        self.entries: OrderedDict[CacheKey, Entry] = OrderedDict()
+        self.entries: OrderedDict[CacheKey, CacheEntry] = OrderedDict()
         self.total_bytes = 0
         self.dirty_bytes = 0
         # Shard indexes: small, read for every partial read of a shard; their own budget.
         self.indexes: OrderedDict[CacheKey, Any] = OrderedDict()
         self.index_bytes = 0
         self.index_budget = max(capacity // 8, 1 << 20)
-        # Buffers lent to readers ahead of them (zarrfs.views.readahead): part of the limit,
+        # Buffers lent to readers ahead of them (zarrfs.array.reads.readahead): part of the limit,
         # with the spares closed slabs left for the next ones.
         self.reserved_bytes = 0
         self.spare_slabs: list[np.ndarray] = []
@@ -159,12 +159,12 @@ class ChunkCache:
     # Entries by key (with the lock held): every change goes through `add` and `remove`, which
     # keep the index per array in step.
 
-    def add(self, key: CacheKey, entry: Entry) -> None:
+    def add(self, key: CacheKey, entry: CacheEntry) -> None:
         self.entries[key] = entry
         self._owned.setdefault(key[0], {})[key[1]] = None
         self.total_bytes += entry.nbytes
 
-    def remove(self, key: CacheKey) -> Entry:
+    def remove(self, key: CacheKey) -> CacheEntry:
         entry = self.entries.pop(key)
         self._owned[key[0]].pop(key[1], None)
         self.total_bytes -= entry.nbytes

@@ -1,4 +1,4 @@
-"""One array's view of the mount's chunk cache (zarrfs.array.cache): the one place that takes
+"""One array's part of the mount's chunk cache (zarrfs.array.cache): the one place that takes
 the cache's lock for the array and changes its entries. It keeps the array's dirty bytes and
 the mount's in step, knows which loads are in flight (so two readers of a chunk wait on one
 decode), and counts `mutations`: bumped after any element changes (zarrfs.array.reads.streaming).
@@ -20,7 +20,7 @@ from ...codecs import ChunkSpec
 from ...grid import Index
 from ..geometry import Geometry
 from . import masks
-from .cache import ENTRY_OVERHEAD, ChunkCache, Entry, Fetched
+from .cache import ENTRY_OVERHEAD, CacheEntry, ChunkCache, Fetched
 from .records import FetchStart, WriteSnapshot
 
 
@@ -34,7 +34,7 @@ class ArrayCache:
         # opened array costs no chunk-sized memory (a mount may open thousands).
         self._fill = np.frombuffer(read_chunk.fill_value, dtype=read_chunk.data_type.storage)
         self._fill_chunk = np.broadcast_to(self._fill.reshape((1,) * len(read_chunk.shape)), read_chunk.shape)
-        self._loading: dict[Index, Future[Entry]] = {}
+        self._loading: dict[Index, Future[CacheEntry]] = {}
         self._dirty_bytes = 0
         self._mutations = 0
         self._drops = 0  # times entries were dropped as stale (FetchStart)
@@ -63,11 +63,11 @@ class ArrayCache:
 
     # -- loads ---------------------------------------------------------------------------------
 
-    def start_loads(self, units: Iterable[Index]) -> tuple[dict[Index, Future[Entry]], list[Index]]:
+    def start_loads(self, units: Iterable[Index]) -> tuple[dict[Index, Future[CacheEntry]], list[Index]]:
         """The loads of those of `units` not cached whole, joined or begun: their futures, and
         the units whose loads begin here (the caller runs each and settles its future, or
         calls `load_failed`)."""
-        started: dict[Index, Future[Entry]] = {}
+        started: dict[Index, Future[CacheEntry]] = {}
         begun: list[Index] = []
         with self._lock:
             for unit in units:
@@ -86,7 +86,7 @@ class ArrayCache:
         with self._lock:
             self._loading.pop(unit, None)
 
-    def complete(self, unit: Index) -> Entry | None:
+    def complete(self, unit: Index) -> CacheEntry | None:
         """The entry of a read chunk whose every element is known (now the most recent)."""
         key = (self.owner, unit)
         with self._lock:
@@ -96,7 +96,7 @@ class ArrayCache:
             self.mount.entries.move_to_end(key)
             return entry
 
-    def lend(self, entry: Entry) -> np.ndarray | None:
+    def lend(self, entry: CacheEntry) -> np.ndarray | None:
         """An entry's data for a reader to use outside the lock; None once its buffer went to
         another chunk (look again)."""
         with self._lock:
@@ -111,7 +111,7 @@ class ArrayCache:
             entry = self.mount.entries.get((self.owner, unit))
             return FetchStart(entry is not None, self._drops, entry is not None and entry.dirty)
 
-    def install(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
+    def install(self, unit: Index, fetched: Fetched, start: FetchStart) -> CacheEntry | None:
         """Put a freshly decoded chunk in the cache, merging writes made meanwhile; None when
         what was fetched may be older than what the store holds now (fetch it again): the
         cache's entry for it, there as the fetch began, is gone (this mount wrote it back and
@@ -137,7 +137,7 @@ class ArrayCache:
         self.mount.evict()
         return entry.data
 
-    def _installed(self, unit: Index, fetched: Fetched, start: FetchStart) -> Entry | None:
+    def _installed(self, unit: Index, fetched: Fetched, start: FetchStart) -> CacheEntry | None:
         entry = self.mount.entries.get((self.owner, unit))
         if entry is not None and entry.complete:
             return entry  # a writer replaced the whole chunk while we read it
@@ -147,7 +147,8 @@ class ArrayCache:
         if entry is None:
             data = self._fill_chunk if stored is None else np.asarray(stored, order="C")
             # A missing chunk shares the fill chunk; its entry still costs a little.
-            entry = Entry(data, ENTRY_OVERHEAD if stored is None else data.nbytes, base=fetched.generation)
+            entry = CacheEntry(data, ENTRY_OVERHEAD if stored is None else data.nbytes,
+                               base=fetched.generation)
             self.mount.add((self.owner, unit), entry)
             return entry
         self._merge(entry, fetched)
@@ -159,7 +160,7 @@ class ArrayCache:
         with self._lock:
             self._merge(self.mount.entries[(self.owner, unit)], fetched)
 
-    def _merge(self, entry: Entry, fetched: Fetched) -> None:
+    def _merge(self, entry: CacheEntry, fetched: Fetched) -> None:
         stored = fetched.data
         merged = self._read_chunk.fill_array() if stored is None else np.array(stored, order="C")
         if entry.written is not None:
@@ -208,7 +209,7 @@ class ArrayCache:
     # -- writes --------------------------------------------------------------------------------
 
     def write(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
-              values: np.ndarray) -> bool | Future[Entry]:
+              values: np.ndarray) -> bool | Future[CacheEntry]:
         """Write into a cached chunk; whether that made it whole (all of it written, none of it
         read). A load of it in flight is returned instead: wait for it, and write again."""
         key = (self.owner, unit)
@@ -231,16 +232,16 @@ class ArrayCache:
             self._mutations += 1
         return became_whole
 
-    def _new_entry(self, geometry: Geometry, unit: Index) -> Entry:
+    def _new_entry(self, geometry: Geometry, unit: Index) -> CacheEntry:
         """A chunk about to be written without reading it: no elements known until they are
         written (the others are never used: merged from the store first). The overhang is
         not counted: what a write puts there is dropped (`Geometry.within_array`)."""
-        entry = Entry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(geometry.inside(unit)))
+        entry = CacheEntry(self._fill_chunk, 0, loaded=False, unwritten=math.prod(geometry.inside(unit)))
         self.mount.add((self.owner, unit), entry)
         self._replace_data(entry, self.mount.buffer_for(self._read_chunk.shape, self._fill.dtype))
         return entry
 
-    def _mark_written(self, entry: Entry, in_cell: tuple[slice, ...]) -> bool:
+    def _mark_written(self, entry: CacheEntry, in_cell: tuple[slice, ...]) -> bool:
         """Record written elements: to merge them with the stored chunk when it is read, and
         again if another writer changes it before they are saved. Whether this write made
         the chunk whole."""
@@ -258,14 +259,14 @@ class ArrayCache:
         self._recount(entry)
         return True
 
-    def _replace_data(self, entry: Entry, data: np.ndarray) -> None:
+    def _replace_data(self, entry: CacheEntry, data: np.ndarray) -> None:
         """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
         entry.data = data
         entry.lent = False
         self._mutations += 1
         self._recount(entry)
 
-    def _recount(self, entry: Entry) -> None:
+    def _recount(self, entry: CacheEntry) -> None:
         """What an entry costs the cache: its data and its written-mask."""
         held = ENTRY_OVERHEAD if entry.data is self._fill_chunk else entry.data.nbytes
         nbytes = held + (0 if entry.written is None else entry.written.nbytes)

@@ -1,4 +1,4 @@
-"""What an array's view of the cache (zarrfs.array.cache.entries) hands its callers, to give
+"""What an array's part of the cache (zarrfs.array.cache.entries) hands its callers, to give
 back at the next step: the cache as a fetch began (to a chunk source, for `install`), and
 what a write-back attempt takes (to the write-back, for `give_back` or `settle`)."""
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...grid import Index
-from .cache import Entry
+from .cache import CacheEntry
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class WriteSnapshot:
     """What one attempt of a write-back sends: each unit's entry, data, version and
     written-mask (taken from the entry, so writes made meanwhile start a new one)."""
 
-    entries: dict[Index, Entry]
+    entries: dict[Index, CacheEntry]
     arrays: dict[Index, np.ndarray]
     versions: dict[Index, int]
     masks: dict[Index, np.ndarray | None]

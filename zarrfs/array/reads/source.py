@@ -6,7 +6,9 @@ to say; this module only does it.
 
 A load talks to the cache three times, always calling it, never called back: `start_loads`
 (which loads begin here), `fetch_begins` (what the cache held), `install` (which ends the
-load)."""
+load). Chunks as stored, for readers that decode them themselves (the TIFF and HDF5 views)
+and for a stream's decoding processes, come from here too, their stored objects seen as a
+load's are (close-to-open)."""
 
 from __future__ import annotations
 
@@ -18,27 +20,28 @@ from typing import Any
 
 import numpy as np
 
-from ...codecs import CodecError, sent
+from ...codecs import BytesLike, CodecError, sent
 from ...codecs.stored_form import stored_elements
 from ...errors import ChunkError
 from ...grid import Box, Index, Piece
 from ...store import Store
-from ..cache import ArrayCache, Counters, Entry, Fetched
+from ..cache import ArrayCache, CacheEntry, Counters, Fetched
 from ..decoding import MISSING, READ, REFERRED, ChunkFiles, FilesRead, ShardPart, states_of
 from ..geometry import Geometry
 from ..recheck import Seen
-from ..stored import Encoded, PlainChunkIO, ShardedChunkIO
+from ..stored import Encoded, PlainChunkIO, ShardedChunkIO, StoredChunk
 
 log = logging.getLogger(__name__)
 
 
 class ChunkSource:
-    def __init__(self, view: ArrayCache, io: PlainChunkIO, store: Store, geometry: Callable[[], Geometry],
-                 seen: Seen, loaders: Executor, counters: Counters, *, fill_missing: bool = True) -> None:
+    def __init__(self, array_cache: ArrayCache, io: PlainChunkIO, store: Store,
+                 geometry: Callable[[], Geometry], seen: Seen, loaders: Executor, counters: Counters, *,
+                 fill_missing: bool = True) -> None:
         """`fill_missing`: a chunk that is not stored reads as the fill value (False: a read
         of it fails, as TensorStore's fill_missing_data_reads=false)."""
         self.fill_missing = fill_missing
-        self.view = view
+        self.array_cache = array_cache
         self.io = io
         self.store = store
         self.geometry = geometry  # the array's geometry now
@@ -66,7 +69,7 @@ class ChunkSource:
         mount's writes; else decoded in this thread and kept nowhere. The reply holds it until
         it is sent, then its memory goes to the next chunk (installed in the cache, every
         chunk was fresh pages and an entry: a cold tile of 512 KiB took 20-25% longer)."""
-        cached, partly_written = self.view.lend_cached([unit])
+        cached, partly_written = self.array_cache.lend_cached([unit])
         if cached:
             self.counters.add(cache_hits=1)
             return cached[0][1]
@@ -74,18 +77,18 @@ class ChunkSource:
         if partly_written:  # (merged with the stored chunk in the cache, as any read of it is)
             return self.lend(unit, self.start([unit], one_here=True))
         (fetched,) = self.fetch([unit])
-        return self.view.fill_chunk if fetched.data is None else fetched.data
+        return self.array_cache.fill_chunk if fetched.data is None else fetched.data
 
     def _written_only(self, pieces: list[list[Piece]]) -> dict[Index, np.ndarray]:
         """The chunks partly written by this mount of which the read wants only written
         elements: lent as they are, with no load of the stored chunk."""
-        if not self.view.dirty_bytes:
+        if not self.array_cache.dirty_bytes:
             return {}  # (no unsaved writes: nothing partly written)
         wanted: dict[Index, list[tuple[slice, ...]]] = {}
         for found in pieces:
             for piece in found:
                 wanted.setdefault(piece.cell, []).append(piece.in_cell)
-        return self.view.lend_written(wanted)
+        return self.array_cache.lend_written(wanted)
 
     def _assemble(self, box: Box, pieces: list[Piece], lent: dict[Index, np.ndarray]) -> np.ndarray:
         if len(pieces) == 1:
@@ -94,26 +97,26 @@ class ChunkSource:
             view: np.ndarray = lent[pieces[0].cell][selection]
             view.flags.writeable = False  # a view of the cache: writes must go through write()
             return view
-        out = np.empty(box.shape, dtype=self.view.fill_chunk.dtype)
+        out = np.empty(box.shape, dtype=self.array_cache.fill_chunk.dtype)
         for piece in pieces:
             out[piece.in_box] = lent[piece.cell][piece.in_cell]
         return out
 
-    def lend(self, unit: Index, futures: dict[Index, Future[Entry]]) -> np.ndarray:
+    def lend(self, unit: Index, futures: dict[Index, Future[CacheEntry]]) -> np.ndarray:
         """A read chunk's data for a reader to use outside the lock: writers leave it as it is
         (they copy first), so a reader never sees half of a write."""
         entry = self.wait(unit, futures)
-        while (data := self.view.lend(entry)) is None:
+        while (data := self.array_cache.lend(entry)) is None:
             entry = self.wait(unit, {})  # its buffer went to a new chunk: look again
         return data
 
-    def start(self, units: Iterable[Index], *, one_here: bool = False) -> dict[Index, Future[Entry]]:
+    def start(self, units: Iterable[Index], *, one_here: bool = False) -> dict[Index, Future[CacheEntry]]:
         """Start loading those of `units` not cached (or join their loads in flight).
         `one_here`: the caller waits for them all, so the last load begun is done in its
         thread once the others are handed to the loaders (a read of one chunk not cached
         waits on no other thread: a hop there and back cost a tile of data.tif as much as a
         third of its decode)."""
-        futures, begun = self.view.start_loads(units)
+        futures, begun = self.array_cache.start_loads(units)
         here = begun.pop() if one_here and begun else None
         for unit in begun:
             try:
@@ -124,13 +127,13 @@ class ChunkSource:
             self._load(here, futures[here])
         return futures
 
-    def wait(self, unit: Index, futures: dict[Index, Future[Entry]]) -> Entry:
+    def wait(self, unit: Index, futures: dict[Index, Future[CacheEntry]]) -> CacheEntry:
         """The complete cached entry of a read chunk, loading or merging it as needed."""
         future = futures.get(unit)
         if future is not None:
             return future.result()
         while True:
-            entry = self.view.complete(unit)
+            entry = self.array_cache.complete(unit)
             if entry is not None:
                 return entry
             # Another thread may finish the load in between: then nothing is started.
@@ -138,22 +141,22 @@ class ChunkSource:
             if unit in started:
                 return started[unit].result()
 
-    def _load(self, unit: Index, done: Future[Entry]) -> None:
+    def _load(self, unit: Index, done: Future[CacheEntry]) -> None:
         """Decode a read chunk from the store into the cache (worker thread); fetched again
         when the store changed meanwhile (ArrayCache.install)."""
         try:
             entry = None
             while entry is None:
-                start = self.view.fetch_begins(unit)
+                start = self.array_cache.fetch_begins(unit)
                 (fetched,) = self.fetch([unit], merging=start.merging)
-                entry = self.view.install(unit, fetched, start)
+                entry = self.array_cache.install(unit, fetched, start)
         except BaseException as e:  # (the load's error is its waiters')
             self._failed(unit, done, e)
         else:
             done.set_result(entry)
 
-    def _failed(self, unit: Index, done: Future[Entry], error: BaseException) -> None:
-        self.view.load_failed(unit)
+    def _failed(self, unit: Index, done: Future[CacheEntry], error: BaseException) -> None:
+        self.array_cache.load_failed(unit)
         done.set_exception(error)
 
     def as_read(self, unit: Index, fetched: Fetched, geometry: Geometry | None = None) -> Fetched:
@@ -162,7 +165,7 @@ class ChunkSource:
         geometry = geometry or self.geometry()
         if fetched.data is not None and geometry.is_edge(unit):
             fetched.data = np.array(fetched.data, order="C")
-            geometry.clear_overhang(unit, fetched.data, self.view.fill_element)
+            geometry.clear_overhang(unit, fetched.data, self.array_cache.fill_element)
         return fetched
 
     def fetch(self, units: Sequence[Index], *, merging: bool = False) -> Iterator[Fetched]:
@@ -199,6 +202,49 @@ class ChunkSource:
         except CodecError as e:
             log.error("corrupt chunk %r: %s", self.store.path(key), e)
             raise ChunkError(key, str(e)) from None
+
+    # -- chunks as stored, for readers that decode them -----------------------------------------
+
+    def locate_stored(self, units: Sequence[Index], *, by_rows: bool = False) -> dict[Index, StoredChunk]:
+        """Where the encoded bytes of the read chunks `units` lie now, and of the others in
+        the shards that hold them (those not stored are left out): one look at the stored
+        objects (`Store.stats`) and at the index of each shard among them."""
+        geometry = self.geometry()
+        objects = {self.io.location(unit)[0] for unit in units}
+        keys = {chunk: geometry.chunk_key(chunk) for chunk in sorted(objects)}
+        return self.io.locate(keys, by_rows=by_rows)
+
+    def read_stored_unit(self, unit: Index) -> BytesLike | None:
+        """A read chunk's encoded bytes as stored now (None: not stored): a chunk's object in
+        one GET; an inner chunk of a shard from the shard, where its index says. Its stored
+        object's generation is noted, as a load's is (close-to-open: `recheck`)."""
+        seen, since = self.seen, self.seen.clock()
+        if not self.sharded:
+            found = self.io.read_object(self.geometry().chunk_key(unit))
+            seen.note(unit, None if found is None else found.generation, read_since=since)
+            return None if found is None else found.data
+        shard = self.io.location(unit)[0]
+        located = self.locate_stored([unit])
+        seen.note(shard, next((where.generation for where in located.values()), None), read_since=since)
+        where = located.get(unit)
+        return None if where is None else self.read_stored(where)
+
+    def read_stored(self, where: StoredChunk) -> BytesLike:
+        """A read chunk's encoded bytes as located (ChunkError when they changed since)."""
+        return self.io.read_located(where)
+
+    def read_chunk_now(self, unit: Index, into: memoryview) -> int | None:
+        """Fill the start of `into` with a read chunk's stored bytes (its object, or an inner
+        chunk of a shard) if that waits for nothing and they fit: their size (-1: not stored);
+        None when it would wait or they do not fit (part of `into` may have been written).
+        The stored object's generation is noted, as `read_stored_unit` notes it."""
+        where = self.io.location(unit)
+        since = self.seen.clock()
+        found = self.io.read_unit_now(self.geometry().chunk_key(where[0]), where, into)
+        if found is None:
+            return None
+        self.seen.note(where[0], found[1], read_since=since)
+        return found[0]
 
     # -- chunks for a stream, not cached -------------------------------------------------------
 
@@ -247,7 +293,27 @@ class ChunkSource:
         batches GETs fetches all at once (see jobs.S3_JOB_BYTES)."""
         if self.sharded or not self.store.capabilities.batched_gets or len(units) <= 1:
             return []
-        return [geometry.chunk_key(unit) for unit in self.view.missing(units)]
+        return [geometry.chunk_key(unit) for unit in self.array_cache.missing(units)]
+
+    def read_together(self, keys: list[str], *, early: bool) -> dict[str, str]:
+        """Fetch `keys` (`fetched_together`) at once, held for `for_stream` until `let_go`
+        (PlainChunkIO.read_together): those read `early`, before their rows' check answered
+        (never while this mount has unsaved writes), with their generations, to `confirm`."""
+        return self.io.read_together(keys, early=early and not self.array_cache.dirty_bytes)
+
+    def let_go(self, keys: list[str]) -> None:
+        """Forget what `read_together` fetched of `keys` and `for_stream` did not take."""
+        self.io.let_go(keys)
+
+    def confirm(self, unchecked: dict[str, str]) -> Future[set[str]]:
+        """The keys of `unchecked` (read early by `read_together`) that were stale, once their
+        checks answer."""
+        return self.store.confirm(unchecked)
+
+    def lend_directory(self) -> int | None:
+        """The store's directory, lent for a decoding process to read the chunk files below it
+        (`chunk_files`); the caller closes it. None where the store lends none now."""
+        return self.store.lend_directory()
 
     def for_stream(self, geometry: Geometry, units: list[Index],
                    encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:
@@ -262,8 +328,8 @@ class ChunkSource:
         pages for every byte streamed (a cold read 20-25% slower). A chunk partly written by
         this mount is merged into its entry, as a load does. Never waits for another job: on
         a loader thread that could be one queued behind this one."""
-        view, io = self.view, self.io
-        cached, partly_written = view.lend_cached(units)
+        array_cache, io = self.array_cache, self.io
+        cached, partly_written = array_cache.lend_cached(units)
         yield from cached
         have = {unit for unit, _ in cached}
         missing = [unit for unit in units if unit not in have]
@@ -277,19 +343,20 @@ class ChunkSource:
         if encoded and not merged:
             run = self.fetch_encoded(missing, open_files=True)
             for unit, found in zip(missing, run, strict=True):
-                yield unit, found if found.stored else view.fill_chunk
+                yield unit, found if found.stored else array_cache.fill_chunk
             return
         io.let_go([geometry.chunk_key(io.location(unit)[0]) for unit in merged])
-        starts = {unit: view.fetch_begins(unit) for unit in merged}
+        starts = {unit: array_cache.fetch_begins(unit) for unit in merged}
         for unit, fetched in zip(missing, self.fetch(missing), strict=True):
             if unit in starts:
-                data = view.install_lent(unit, fetched, starts[unit])  # (or the entry a load installed)
+                # (or the entry a load installed)
+                data = array_cache.install_lent(unit, fetched, starts[unit])
                 if data is not None:
                     yield unit, data
                     continue
                 # The store changed meanwhile (written back here, or by another writer).
                 (fetched,) = self.fetch([unit])
-            yield unit, view.fill_chunk if fetched.data is None else fetched.data
+            yield unit, array_cache.fill_chunk if fetched.data is None else fetched.data
 
     def _read_ahead(self, geometry: Geometry, chunk: Index) -> None:
         """Remote shards are fetched whole; and a stream goes down the first axis, so the

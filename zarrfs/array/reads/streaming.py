@@ -40,12 +40,12 @@ log = logging.getLogger(__name__)
 
 class Streams:
     """The streams of one array: what they read from (its chunk source, and through it its
-    cache view, chunk I/O and store), where they decode (its policy) and the worker failures
+    array cache, chunk I/O and store), where they decode (its policy) and the worker failures
     already reported."""
 
     def __init__(self, source: ChunkSource, shared: Shared) -> None:
         self.source = source
-        self.view = source.view
+        self.array_cache = source.array_cache
         self.io = source.io
         self.store = source.store
         self.shared = shared
@@ -62,7 +62,7 @@ class Streams:
               dtype: np.dtype[Any]) -> Stream | None:
         """A stream of `box` as elements of `dtype` (the array's, in any byte order: swapped
         as chunks are copied in), or None when readers' buffers hold their share of the cache."""
-        buffer = self.view.mount.lend_slab(box.size * dtype.itemsize)
+        buffer = self.array_cache.mount.lend_slab(box.size * dtype.itemsize)
         return None if buffer is None else Stream(self, geometry, box, buffer, dtype, read_chunk_nbytes)
 
     def failed(self, geometry: Geometry, box: Box, error: BaseException) -> None:
@@ -91,11 +91,11 @@ class Stream:
         self._geometry = geometry
         self._box = box
         self._buffer: np.ndarray | None = buffer
-        view = streams.view
+        array_cache = streams.array_cache
         self.out: np.ndarray | None = buffer.view(dtype).reshape(box.shape)
         decoding = streams.policy.for_stream(read_chunk_nbytes, buffer)
         self._slab = decoding.slab  # (the decoding processes decode into it, if any)
-        self.stamp = view.mutations
+        self.stamp = array_cache.mutations
         self.error: BaseException | None = None
         self._closed = False
         self._pins = 0  # (readers of the buffer outside `piece`: pushes into the page cache)
@@ -121,7 +121,7 @@ class Stream:
     @property
     def current(self) -> bool:
         """Finished without error, and no element of the array changed since it began."""
-        return self.done and self.error is None and self._streams.view.mutations == self.stamp
+        return self.done and self.error is None and self._streams.array_cache.mutations == self.stamp
 
     @property
     def buffer(self) -> np.ndarray | None:
@@ -165,7 +165,7 @@ class Stream:
         with self._lock:
             buffer = self._given_up() if self._finished.is_set() else None  # else the last job
         if buffer is not None:
-            self._streams.view.mount.take_back_slab(buffer)
+            self._streams.array_cache.mount.take_back_slab(buffer)
 
     def _given_up(self) -> np.ndarray | None:
         """The buffer, once no longer this stream's: closed, finished and not pinned (with
@@ -195,7 +195,7 @@ class Stream:
         items: list[Item] = []
         try:
             if together:
-                unchecked = streams.io.read_together(together, early=early and not streams.view.dirty_bytes)
+                unchecked = streams.source.read_together(together, early=early)
             for run in by_stored_object(pieces, streams.stored_in):
                 if self._closed or self.error is not None:
                     break
@@ -214,7 +214,7 @@ class Stream:
             self._failed(e)
         finally:
             close_files(items)
-            streams.io.let_go(together)
+            streams.source.let_go(together)
         del out, items
         self._when_decoded(decoding, lambda: self._decoded(pieces, unchecked))
 
@@ -231,7 +231,7 @@ class Stream:
         try:
             cells = self._copy_cached(by_unit)
             job = self._files_job(cells) if cells else None
-            directory = None if job is None else streams.store.lend_directory()
+            directory = None if job is None else streams.source.lend_directory()
             if cells is None or (cells and directory is None):
                 self._fill(pieces)
                 return
@@ -249,7 +249,7 @@ class Stream:
         """Copy the chunks the cache holds into the buffer; the others, or None when some hold
         this mount's unsaved writes (merged with what is stored: the loaders')."""
         assert self.out is not None  # (given up only when every job has ended)
-        cached, partly_written = self._streams.view.lend_cached(list(by_unit))
+        cached, partly_written = self._streams.array_cache.lend_cached(list(by_unit))
         if partly_written:
             return None
         for unit, chunk in cached:
@@ -265,7 +265,7 @@ class Stream:
         shard = source.shard_part(self._geometry, cells) if source.sharded else None
         if source.sharded and shard is None:
             return None
-        fill = np.asarray(self._streams.view.fill_element).astype(dtype).tobytes()
+        fill = np.asarray(self._streams.array_cache.fill_element).astype(dtype).tobytes()
         return FilesJob(self._slab.id if self._slab else 0, tuple(self._box.shape), sent(dtype),
                         tuple(self._box.start), cells, fill, shard)
 
@@ -332,7 +332,7 @@ class Stream:
         """A job's chunks are in the buffer: it ends, once the chunks it read early are
         vouched for."""
         if unchecked and self.error is None:
-            confirmed = self._streams.store.confirm(unchecked)
+            confirmed = self._streams.source.confirm(unchecked)
             confirmed.add_done_callback(lambda answer: self._confirmed(pieces, answer))
             return
         self._job_ended()
@@ -365,7 +365,7 @@ class Stream:
                 self.error = CancelledStream()
             buffer = self._given_up()
             if buffer is not None:
-                self._streams.view.mount.take_back_slab(buffer)
+                self._streams.array_cache.mount.take_back_slab(buffer)
             self._finished.set()
 
 

@@ -7,8 +7,22 @@ from .chunk_io import Encoded, EncodeWith, PlainChunkIO, Stats, StoredChunk, Sto
 from .rectilinear_io import rectilinear_io
 from .shard_reads import index_cost
 from .sharded_io import ShardedChunkIO, partial_read_sharding
-from .stored_rows import Rows, in_rows, rows_directory, stored_rows
+from .stored_rows import StoredRows, in_rows, rows_directory, stored_rows
 
-__all__ = ["EncodeWith", "Encoded", "PlainChunkIO", "Rows", "ShardedChunkIO", "Stats", "StoredChunk",
-           "StoredShard", "encoded_here", "in_rows", "index_cost", "partial_read_sharding", "rectilinear_io",
-           "rows_directory", "stored_rows"]
+__all__ = [
+           "EncodeWith",
+           "Encoded",
+           "PlainChunkIO",
+           "ShardedChunkIO",
+           "Stats",
+           "StoredChunk",
+           "StoredRows",
+           "StoredShard",
+           "encoded_here",
+           "in_rows",
+           "index_cost",
+           "partial_read_sharding",
+           "rectilinear_io",
+           "rows_directory",
+           "stored_rows",
+]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...store import Store
 
-Rows = frozenset[int]
+StoredRows = frozenset[int]
 
 
 def rows_directory(chunk_key: Callable[[Sequence[int]], str], rank: int) -> str | None:
@@ -33,7 +33,7 @@ def rows_directory(chunk_key: Callable[[Sequence[int]], str], rank: int) -> str 
     return parent if parent == os.path.dirname(row_of_second) else None
 
 
-def stored_rows(store: Store, chunk_key: Callable[[Sequence[int]], str], rank: int) -> Rows | None:
+def stored_rows(store: Store, chunk_key: Callable[[Sequence[int]], str], rank: int) -> StoredRows | None:
     """The first indices of the rows holding a stored object, from one listing; None when
     the keys have no row directories or the store cannot list them."""
     directory = rows_directory(chunk_key, rank)
@@ -42,6 +42,6 @@ def stored_rows(store: Store, chunk_key: Callable[[Sequence[int]], str], rank: i
     return frozenset(int(name) for name in store.list_dirs(directory) if name.isdigit())
 
 
-def in_rows(object_rows: np.ndarray, rows: Rows) -> np.ndarray:
+def in_rows(object_rows: np.ndarray, rows: StoredRows) -> np.ndarray:
     """Which of `object_rows` (first indices of objects) are among `rows` (a mask)."""
     return np.isin(object_rows, np.fromiter(rows, dtype=np.int64, count=len(rows)))

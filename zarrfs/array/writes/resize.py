@@ -39,12 +39,13 @@ class Resizer:
     """One resize (or adoption of another writer's) at a time; the geometry is swapped in
     with `take` once the store holds the new shape."""
 
-    def __init__(self, view: ArrayCache, writeback: WriteBack, store: Store, geometry: Callable[[], Geometry],
+    def __init__(self, array_cache: ArrayCache, writeback: WriteBack, store: Store,
+                 geometry: Callable[[], Geometry],
                  take: Callable[[Geometry], None], write: Callable[[Box, np.ndarray], None],
                  metadata_writer: MetadataWriter | None, forget_stored: Callable[[], None]) -> None:
         """`forget_stored`: forget what the chunk I/O knows of stored objects (shard indexes,
         shards held), which a change of shape may have deleted or rewritten."""
-        self.view = view
+        self.array_cache = array_cache
         self.writeback = writeback
         self.store = store
         self.geometry = geometry
@@ -78,12 +79,12 @@ class Resizer:
             self._take_shape(shape, raw)
 
     def _forget_cached(self) -> None:
-        self.view.drop_all()
+        self.array_cache.drop_all()
         self.forget_stored()
 
     def _take_shape(self, shape: Index, raw: bytes) -> None:
         self.take(self.geometry().resized(shape, raw))
-        self.view.changed()
+        self.array_cache.changed()
 
     def _check(self, old: Geometry, shape: Index) -> MetadataWriter:
         """What will store the new shape, once `shape` is one the array can take."""
@@ -113,7 +114,7 @@ class Resizer:
         chunks that stay (the new edge chunks), one chunk-sized piece at a time."""
         covered = old.description.resized(shape).covered()
         kept_end = [min(o, c) for o, c in zip(old.shape, covered, strict=True)]
-        fill = self.view.fill_element
+        fill = self.array_cache.fill_element
         for d, (new, end) in enumerate(zip(shape, kept_end, strict=True)):
             if new >= end:
                 continue
@@ -122,7 +123,7 @@ class Resizer:
             for piece in old.cells_of(Box(start, stop)):
                 region = Box(tuple(s.start + b for s, b in zip(piece.in_box, start, strict=True)),
                              tuple(s.stop + b for s, b in zip(piece.in_box, start, strict=True)))
-                values = np.empty(region.shape, dtype=self.view.fill_chunk.dtype)
+                values = np.empty(region.shape, dtype=self.array_cache.fill_chunk.dtype)
                 values[...] = fill
                 self.write(region, values)
 

@@ -43,7 +43,7 @@ class WriteBack:
     def __init__(self, source: ChunkSource, rechecker: Rechecker, shared: Shared,
                  geometry: Callable[[], Geometry]) -> None:
         self.source = source
-        self.view = source.view
+        self.array_cache = source.array_cache
         self.io: PlainChunkIO = source.io
         self.store: Store = source.store
         self.rechecker = rechecker
@@ -55,7 +55,7 @@ class WriteBack:
         self.io.encode_with = self.encoding.encode
         description = geometry().description
         shard_bytes = math.prod(description.chunk_shape) * description.data_type.itemsize
-        self.write_slots = WriteSlots(shared.writer_count, self.view.mount.capacity,
+        self.write_slots = WriteSlots(shared.writer_count, self.array_cache.mount.capacity,
                                       shard_bytes if isinstance(self.io, ShardedChunkIO) else None)
 
     def flush(self, *, complete_only: bool = False, most: int | None = None) -> None:
@@ -66,10 +66,11 @@ class WriteBack:
         with self._flush_lock:
             self._wait_for_early()
             groups: defaultdict[Index, list[Index]] = defaultdict(list)
-            for unit in self.view.dirty_units(complete_only=complete_only, most=most):
+            for unit in self.array_cache.dirty_units(complete_only=complete_only, most=most):
                 groups[self.io.location(unit)[0]].append(unit)
             if most is not None:  # (a shard is stored whole: its other dirty chunks with it)
-                groups.update({chunk: self.view.dirty_among(self.io.units_of(chunk)) for chunk in groups})
+                dirty_among = self.array_cache.dirty_among
+                groups.update({chunk: dirty_among(self.io.units_of(chunk)) for chunk in groups})
             stored_early = self.early.unsynced_now()
             for _ in range(MAX_ATTEMPTS):
                 displaced = self._store_and_sync(groups, stored_early)
@@ -80,7 +81,7 @@ class WriteBack:
                 key = self.geometry().chunk_key(next(iter(groups)))
                 raise ChunkError(key, f"other writers' commits kept displacing it ({MAX_ATTEMPTS} attempts)")
             self.early.synced(stored_early)
-        self.view.mount.evict()
+        self.array_cache.mount.evict()
 
     def _store_and_sync(self, groups: dict[Index, list[Index]], stored_early: set[Index]) -> set[Index]:
         """Store the chunks of `groups` and make them durable; those another writer's commit
@@ -112,7 +113,7 @@ class WriteBack:
             failure = e
         for done in written if deferred else ():
             if failure is not None or done.chunk in displaced:
-                self.view.give_back(done.snapshot)  # (dirty again: stored at the next attempt)
+                self.array_cache.give_back(done.snapshot)  # (dirty again: stored at the next attempt)
             else:
                 self._settle(done)
         if failure is not None:
@@ -127,7 +128,7 @@ class WriteBack:
         with each write, and storing them all each time the cache filled rewrote every chunk
         it held for a dozen writes (fio's random 4-256 KiB writes of `data`, plain zstd
         chunks, cache=256M, medians of 3 pairs: psync 4.6 -> 5.3 MiB/s, mmap 6.2 -> 7.1)."""
-        cache = self.view.mount
+        cache = self.array_cache.mount
         if cache.dirty_bytes <= cache.dirty_limit:
             return
         room = cache.dirty_limit - cache.capacity // ROOM_MARGIN
@@ -135,7 +136,7 @@ class WriteBack:
             self._wait_for_early,
             lambda: self.flush(complete_only=True, most=cache.dirty_bytes - room),
             lambda: self.flush(most=cache.dirty_bytes - room), self.flush,
-        ] + [a.flush for a in self.shared.dirty_arrays() if a.owner != self.view.owner]
+        ] + [a.flush for a in self.shared.dirty_arrays() if a.owner != self.array_cache.owner]
         for flush_one in flushes:
             if cache.dirty_bytes <= cache.dirty_limit:
                 return
@@ -163,13 +164,13 @@ class WriteBack:
         early, io = self.early, self.io
         with early.lock:
             for chunk in {io.location(unit)[0] for unit in units}:
-                if chunk not in early.jobs and self.view.all_whole(io.units_of(chunk), dirty=True):
+                if chunk not in early.jobs and self.array_cache.all_whole(io.units_of(chunk), dirty=True):
                     early.jobs[chunk] = self.shared.writers.submit(self._store_early, chunk)
             if isinstance(io, ShardedChunkIO):
                 held = sum(self._encode_early(io, unit) for unit in units
                            if io.location(unit)[0] not in early.jobs)
         if held:
-            self.view.mount.hold(held, give_back=False)  # (on the writer's request)
+            self.array_cache.mount.hold(held, give_back=False)  # (on the writer's request)
 
     def _encode_early(self, io: ShardedChunkIO, unit: Index) -> int:
         """Encode an inner chunk written whole on a loader thread now, not when its shard is
@@ -183,8 +184,8 @@ class WriteBack:
         early = self.early
         if unit in early.encoded or not io.encodes_slowly:
             return 0
-        budget = self.view.mount.capacity // 4
-        lent = self.view.lend_whole(unit, lambda nbytes: early.encoded_bytes + nbytes <= budget)
+        budget = self.array_cache.mount.capacity // 4
+        lent = self.array_cache.lend_whole(unit, lambda nbytes: early.encoded_bytes + nbytes <= budget)
         if lent is None:
             return 0
         data, version, nbytes = lent
@@ -221,10 +222,10 @@ class WriteBack:
         """Store those of `units` still dirty once no other write-back of the chunk is
         running; what was stored (None: nothing), settled now unless `deferred`."""
         with self.early.chunk_locks(chunk):
-            units = self.view.dirty_among(units)
+            units = self.array_cache.dirty_among(units)
             if not units:
                 return None
-            whole = len(units) == len(self.io.units_of(chunk)) and self.view.all_whole(units)
+            whole = len(units) == len(self.io.units_of(chunk)) and self.array_cache.all_whole(units)
             with self.write_slots(whole):
                 done = self._write_back(chunk, units)
             if not deferred:
@@ -233,7 +234,7 @@ class WriteBack:
 
     def _settle(self, done: Written) -> None:
         self.rechecker.seen.note(done.chunk, done.generation)
-        self.view.settle(done.snapshot, done.generation)
+        self.array_cache.settle(done.snapshot, done.generation)
 
     def _write_back(self, chunk: Index, units: list[Index]) -> Written:
         """Store one chunk or shard as a compare-and-swap on the stored object: if another
@@ -243,7 +244,7 @@ class WriteBack:
         for attempt in range(MAX_ATTEMPTS):
             if attempt:  # two writers that keep colliding must not stay in step
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
-            stored = self.io.stored_for_write(key, chunk, len(units), self.view.all_whole(units))
+            stored = self.io.stored_for_write(key, chunk, len(units), self.array_cache.all_whole(units))
             with self._holding(stored):
                 done = self._write_over(key, chunk, units, stored)
             if done is not None:
@@ -257,41 +258,41 @@ class WriteBack:
         past the cache + 100 MiB bound, with it left out."""
         nbytes = stored.nbytes if stored is not None else 0
         if nbytes:
-            self.view.mount.hold(nbytes)
+            self.array_cache.mount.hold(nbytes)
         try:
             yield
         finally:
             if nbytes:
-                self.view.mount.hold(-nbytes)
+                self.array_cache.mount.hold(-nbytes)
 
     def _write_over(self, key: str, chunk: Index, units: list[Index],
                     stored: StoredShard | None) -> Written | None:
         """One attempt of `_write_back` over what is stored now: None when another writer's
         change came first (merged in: to try again)."""
         if stored is None:
-            self._merge_stored(self.view.incomplete(units))
+            self._merge_stored(self.array_cache.incomplete(units))
         elif stored.known:
             if self.rechecker.seen.snapshot([chunk]).get(chunk, stored.generation) != stored.generation:
                 self.rechecker.forget({chunk})  # changed outside: cached inner chunks may be stale
             self._rebase(units, stored)
-        snapshot = self.view.take(units)
+        snapshot = self.array_cache.take(units)
         expect = _expected(snapshot, stored)
         ready, held = self._encoded_ahead(snapshot)
         try:
             generation = self.io.put(key, chunk, snapshot.arrays, stored, expect, ready)
         except ConflictError:
-            self.view.give_back(snapshot)
+            self.array_cache.give_back(snapshot)
             self.shared.counters.add(write_conflicts=1)
             log.info("chunk %r was changed by another writer; merging and retrying", self.store.path(key))
             if stored is None:
                 self._merge_stored(units)
             return None
         except BaseException:
-            self.view.give_back(snapshot)
+            self.array_cache.give_back(snapshot)
             raise
         finally:
             if held:
-                self.view.mount.hold(-held)
+                self.array_cache.mount.hold(-held)
         return Written(chunk, snapshot, generation)
 
     def _rebase(self, units: list[Index], stored: StoredShard) -> None:
@@ -299,9 +300,10 @@ class WriteBack:
         through its index, whose load readers of the shard may be waiting on) its inner
         chunks partly written, and those read from an older version of it."""
         assert isinstance(self.io, ShardedChunkIO)
-        for unit in [*self.view.incomplete(units), *self.view.read_from_other(units, stored.generation)]:
+        cache = self.array_cache
+        for unit in [*cache.incomplete(units), *cache.read_from_other(units, stored.generation)]:
             fetched = Fetched(self.io.decode_stored(stored, unit), stored.generation)
-            self.view.merge_stored(unit, self.source.as_read(unit, fetched))
+            self.array_cache.merge_stored(unit, self.source.as_read(unit, fetched))
 
     def _merge_stored(self, units: list[Index]) -> None:
         """Merge the plain chunks partly written with what is stored, read here, under one deadline:
@@ -309,7 +311,7 @@ class WriteBack:
         silent store (a flush must fail within the timeout, not after every load before it)."""
         if units:
             for unit, fetched in zip(units, self.source.fetch(units, merging=True), strict=True):
-                self.view.merge_stored(unit, fetched)
+                self.array_cache.merge_stored(unit, fetched)
 
 
 @dataclass(frozen=True)

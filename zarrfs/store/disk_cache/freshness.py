@@ -1,4 +1,4 @@
-"""Which generation of an object a mount may serve from its disk cache (`Freshness`), under
+"""Which generation of an object a mount may serve from its disk cache (`DiskCacheFreshness`), under
 the memory cache's close-to-open rules: what the store said at most as long ago as the last
 recheck of the array holding it, checked a row of chunks at a time (`reads` has the whole
 story)."""
@@ -35,7 +35,7 @@ _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
 log = logging.getLogger(__name__)
 
 
-class Freshness:
+class DiskCacheFreshness:
     """What a mount knows of the generations of the objects it may read from a `DiskCache`."""
 
     def __init__(self, cache: DiskCache, store: str, known_generation: Callable[[str], str] | None) -> None:

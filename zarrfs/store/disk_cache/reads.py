@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..ranges import ByteRange
 from ..values import Buffer, Opened, Versioned
 from .cache import entry_name
-from .freshness import _STRIPES, SERVED_IN_A_ROW, Freshness
+from .freshness import _STRIPES, SERVED_IN_A_ROW, DiskCacheFreshness
 
 if TYPE_CHECKING:
     from ..core import Store
@@ -37,7 +37,7 @@ FetchMany = Callable[[Sequence[str]], "list[Versioned | None]"]
 _CONFIRMS = ThreadPoolExecutor(4, thread_name_prefix="disk-cache-confirm")  # (`confirm`)
 
 
-class CachedReads(Freshness):
+class CachedReads(DiskCacheFreshness):
     """A mount's reads through a `DiskCache`: those it may serve from it, and the others
     fetched and kept."""
 

@@ -7,7 +7,7 @@ central directory is one more ranged read. Python's `zipfile` parses those recor
 bytes prepended to the archive, name encodings: the format's corners, handled by code many
 people run), given a file object (`_RangedFile`) that serves its reads from that tail and
 makes a ranged read only for what lies outside it. What is kept is a compact index, name ->
-`Entry`; the `ZipInfo` objects are dropped.
+`ZipMember`; the `ZipInfo` objects are dropped.
 
 An entry is read as one ranged read covering its local header and its data (in a remote
 archive, with the entries that follow it: `zip_spans`): the local
@@ -48,7 +48,7 @@ _ENCRYPTED = 0x1
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class ZipMember:
     """One member of the archive, as its central directory describes it."""
 
     header_offset: int  # where its local header starts in the archive
@@ -64,7 +64,7 @@ class ZipIndex:
     """The entries of one archive (names without a leading "/"; directories not listed) and
     how to read them."""
 
-    def __init__(self, name: str, size: int, entries: dict[str, Entry], read_range: RangeReader, *,
+    def __init__(self, name: str, size: int, entries: dict[str, ZipMember], read_range: RangeReader, *,
                  with_neighbours: bool = False) -> None:
         self.name = name
         self.size = size
@@ -101,7 +101,7 @@ class ZipIndex:
             return self._read_exactly(key, data_start + start, stop - start)
         return self._whole(key, entry)[start:stop]
 
-    def _whole(self, key: str, entry: Entry) -> bytes:
+    def _whole(self, key: str, entry: ZipMember) -> bytes:
         raw = self._raw(key, entry)
         if entry.method == STORED:
             data = raw
@@ -114,7 +114,7 @@ class ZipIndex:
             raise StoreError(key, f"{self.name}: the entry's bytes do not match its CRC-32 or size")
         return data
 
-    def _raw(self, key: str, entry: Entry) -> bytes:
+    def _raw(self, key: str, entry: ZipMember) -> bytes:
         """The entry's stored bytes, in one ranged read (two when the local header is longer
         than the margin read with it)."""
         known = self._data_starts.get(key)
@@ -137,14 +137,14 @@ class ZipIndex:
         entry = self.entries[key]
         return entry.header_offset, entry.header_guess + HEADER_MARGIN + entry.compressed_size
 
-    def _data_start(self, key: str, entry: Entry) -> int:
+    def _data_start(self, key: str, entry: ZipMember) -> int:
         known = self._data_starts.get(key)
         if known is None:
             fetched = self._fetch(entry.header_offset, entry.header_guess + HEADER_MARGIN)
             known = entry.header_offset + self._header_length(key, entry, fetched)
         return known
 
-    def _header_length(self, key: str, entry: Entry, fetched: bytes) -> int:
+    def _header_length(self, key: str, entry: ZipMember, fetched: bytes) -> int:
         """The length of the local header at the start of `fetched` (remembered)."""
         if len(fetched) < _LOCAL_HEADER.size or fetched[:4] != _LOCAL_SIGNATURE:
             raise StoreError(key, f"{self.name}: no local file header at offset {entry.header_offset}")
@@ -173,10 +173,10 @@ def _is_key(name: str) -> bool:
     return not any(part in ("", ".", "..") for part in name.split("/"))
 
 
-def _entry(info: zipfile.ZipInfo) -> Entry:
+def _entry(info: zipfile.ZipInfo) -> ZipMember:
     name_and_extra = len(info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437",
                                                    errors="replace")) + len(info.extra)
-    return Entry(info.header_offset, info.compress_size, info.file_size, info.compress_type,
+    return ZipMember(info.header_offset, info.compress_size, info.file_size, info.compress_type,
                  info.CRC, _LOCAL_HEADER.size + name_and_extra, bool(info.flag_bits & _ENCRYPTED))
 
 

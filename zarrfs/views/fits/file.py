@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...array import Ahead, Readahead, Reading, Slab, Streaming
 from ..files import ReadOnlyFile, RegionArray
-from ..readahead import Ahead, Readahead, Reading, Slab, Streaming
 from ..region_file import RegionFile
 from .cards import padding
 from .header import stored_as_twin

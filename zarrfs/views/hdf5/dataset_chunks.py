@@ -22,9 +22,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...array import Reading
 from ...grid import Box, Index, unravel
 from ..files import RANDOM_ACCESS_BLOCK, ReadOnlyFile
-from ..readahead import Reading
 from . import structures as h5
 from .filters import Filtered
 from .index_nodes import IndexNodes, StoredRows

@@ -17,8 +17,7 @@ from ...errors import ZarrfsError
 from ...formats import NodeMetadata
 from ...formats.nodes import join_path
 from ..files import FileForm, FileView, MadeView
-from ..group_files import ARRAYS_AT_ONCE, PyramidViews
-from ..group_files import Groups as PyramidGroups
+from ..group_files import ARRAYS_AT_ONCE, PyramidGroups, PyramidViews
 from ..plugins import PLUGIN_FILTERS
 from .array_file import H5_NAME, AnyDataset, h5_dataset, shows_array_h5
 from .chars import CharArray, char_dataset, shows_chars_h5
@@ -30,7 +29,7 @@ log = logging.getLogger(__name__)
 H5_KIND = "h5"  # (its name in `-o views=`, as an array's data.h5)
 
 
-class Groups(PyramidGroups, Protocol):
+class H5Groups(PyramidGroups, Protocol):
     def opened_array(self, path: str) -> Any: ...
     def open_array(self, path: str) -> Any: ...
 
@@ -38,10 +37,10 @@ class Groups(PyramidGroups, Protocol):
 class H5GroupViews(PyramidViews):
     kind = H5_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+    def __init__(self, groups: H5Groups, views: frozenset[str], form: FileForm) -> None:
         super().__init__(groups, views, form.byteorder)
         self.form = form
-        self.groups: Groups = groups
+        self.groups: H5Groups = groups
         # The arrays not opened, as described, by path (made again when the tree's node is).
         self._described: dict[str, tuple[NodeMetadata, DescribedArray]] = {}
         self._seen: dict[str, Any] = {}  # (path -> UnicodeStrings or CharArray)

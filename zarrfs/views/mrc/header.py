@@ -12,7 +12,7 @@ import numpy as np
 
 from ..files import CannotHold
 from ..placement import Placement, in_metres
-from .layout import Layout, layout_of
+from .layout import MrcLayout, layout_of
 
 __all__ = ["MRC_NAME", "mrc_header"]
 
@@ -59,7 +59,7 @@ def mrc_header(dtype: np.dtype[Any], shape: tuple[int, ...], fortran: bool,
 
 
 def _in_angstrom(placement: Placement, shape: tuple[int, ...],
-                 layout: Layout) -> tuple[list[float], list[float]]:
+                 layout: MrcLayout) -> tuple[list[float], list[float]]:
     """Voxel size and origin along X, Y, Z (the array's last axes, backwards); 0 where the
     spacing or its unit is not known (and Z of an image or image stack, which has none)."""
     sizes, origin = [0.0] * 3, [0.0] * 3

@@ -27,15 +27,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...array import SEQUENTIAL_SLACK, Readahead
 from ...formats import DataType
 from ...grid import Box
 from ..files import ReadOnlyFile, RegionArray
 from ..netcdf_model import NC_CHAR, NC_DTYPES, Attribute, nc_type, valid_name
 from ..placement import fill_number
-from ..readahead import SEQUENTIAL_SLACK, Readahead
 from ..region_file import RegionFile
 from .classic_types import classic_attribute, exactly_as
-from .header import Dataset, Layout, Variable
+from .header import Dataset, NcLayout, Variable
 
 NC_NAME = "data.nc"
 # Attributes that are xarray's bookkeeping in Zarr, said otherwise in NetCDF.
@@ -105,7 +105,7 @@ def _file(members: Sequence[Member], attributes: Mapping[str, Any], *,
         group_attributes = tuple(map(classic_attribute, group_attributes))
     dataset = Dataset(tuple(dimensions.lengths.items()), variables, group_attributes)
     served = [m.served if classic else None for m in members]
-    return NetcdfFile(Layout(dataset), members, served), dimensions.renamed
+    return NetcdfFile(NcLayout(dataset), members, served), dimensions.renamed
 
 
 def _problem(member: Member) -> str | None:
@@ -170,7 +170,7 @@ class NetcdfFile(ReadOnlyFile):
 
     direct_io = False
 
-    def __init__(self, layout: Layout, members: Sequence[Member],
+    def __init__(self, layout: NcLayout, members: Sequence[Member],
                  served: Sequence[np.dtype[Any] | None]) -> None:
         """`served`: the type each member's elements are served as (None: its own)."""
         self.layout = layout

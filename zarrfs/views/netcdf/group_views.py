@@ -33,8 +33,7 @@ from ...formats.description import ArrayDescription
 from ...formats.nodes import join_path
 from ...formats.registry import xarray_fill_value
 from ..files import FileForm, FileView, RegionArray
-from ..group_files import ARRAYS_AT_ONCE, Opened, PyramidViews
-from ..group_files import Groups as PyramidGroups
+from ..group_files import ARRAYS_AT_ONCE, OpenedLevel, PyramidGroups, PyramidViews
 from .classic_types import exact_type, needs_values, served_type
 from .group_variables import NC_NAME, Member, group_file
 
@@ -48,7 +47,7 @@ CDF5 = choice(
     "[views.md](views.md#netcdf-readers-datanc-in-every-group-directory)")
 
 
-class Groups(PyramidGroups, Protocol):
+class NcGroups(PyramidGroups, Protocol):
     """What the tree offers (implemented by `Tree`)."""
 
     def opened_arrays(self) -> Sequence[object]: ...
@@ -57,9 +56,9 @@ class Groups(PyramidGroups, Protocol):
 class NcGroupViews(PyramidViews):
     kind = NC_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+    def __init__(self, groups: NcGroups, views: frozenset[str], form: FileForm) -> None:
         super().__init__(groups, views, form.byteorder)
-        self.groups: Groups = groups
+        self.groups: NcGroups = groups
         self.cdf5 = form.options[CDF5]
         self._said: set[str] = set()  # what the log spoke of (an array's path, a note): once each
         # Arrays opened for `data.nc` by path: their metadata is the newest (while the tree
@@ -182,7 +181,7 @@ class NcGroupViews(PyramidViews):
         array: RegionArray = opened.directory.array
         return array
 
-    def _learn(self, path: str, opened: Opened) -> bool:
+    def _learn(self, path: str, opened: OpenedLevel) -> bool:
         """Keep what opening the array gave; whether it failed for the first time (the next
         header leaves it out)."""
         with self._lock:

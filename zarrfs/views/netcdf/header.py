@@ -53,7 +53,7 @@ class Dataset:
 # -- the file -----------------------------------------------------------------------------------
 
 
-class Piece(NamedTuple):
+class NcPiece(NamedTuple):
     """Bytes [start, stop) of the header (variable None) or of a variable's padded bytes
     (past its `nbytes`: padding, zeros)."""
 
@@ -62,7 +62,7 @@ class Piece(NamedTuple):
     stop: int
 
 
-class Layout:
+class NcLayout:
     """Where everything lies in the file of a `Dataset`."""
 
     def __init__(self, dataset: Dataset) -> None:
@@ -74,12 +74,12 @@ class Layout:
         self.header = self._header(self.begins)
         self.size = ends[-1]
 
-    def pieces(self, offset: int, size: int) -> list[Piece]:
+    def pieces(self, offset: int, size: int) -> list[NcPiece]:
         """What bytes [offset, offset + size) of the file are (clipped to its end), in order."""
         end = min(offset + size, self.size)
         found = []
         if offset < len(self.header):
-            found.append(Piece(None, offset, min(end, len(self.header))))
+            found.append(NcPiece(None, offset, min(end, len(self.header))))
         index = max(bisect.bisect_right(self.begins, offset) - 1, 0)
         for i in range(index, len(self.begins)):
             begin = self.begins[i]
@@ -87,7 +87,7 @@ class Layout:
                 break
             stop = begin + _padded(self.dataset.variables[i].nbytes)
             if stop > offset:
-                found.append(Piece(i, max(offset, begin) - begin, min(end, stop) - begin))
+                found.append(NcPiece(i, max(offset, begin) - begin, min(end, stop) - begin))
         return found
 
     def _header(self, begins: Sequence[int]) -> bytes:

@@ -9,7 +9,7 @@ positions moved by it (`TiffImage.with_data_at`).
 
 The tile tables are not in the header's bytes: their place is kept, and their values are made
 when a reader reads there (`TiffHeader.read`; `tables`): a header of 10^6 tiles holds a
-few hundred bytes. A table whose values are learned from the store (`Table.lazy`) is never
+few hundred bytes. A table whose values are learned from the store (`TagTable.lazy`) is never
 made before it is read, even when it fits in its IFD entry, and starts a page of its own
 (`TABLE_PAGE`), so that a reader reading pages of the offsets and the byte counts (libtiff)
 reads the same tiles' entries in both."""
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .tables import Table
+from .tables import TagTable
 
 # Tag types: (TIFF type code, struct format of one value)
 BYTE, ASCII, SHORT, LONG, DOUBLE, IFD, LONG8, IFD8 = 1, 2, 3, 4, 12, 13, 16, 18
@@ -41,7 +41,7 @@ TILE_OFFSETS, TILE_BYTE_COUNTS, SUB_IFDS, EXTRA_SAMPLES, SAMPLE_FORMAT = 324, 32
 class Tag:
     code: int
     kind: int
-    values: bytes | tuple[float, ...] | np.ndarray | Table  # ASCII: bytes (without the NUL)
+    values: bytes | tuple[float, ...] | np.ndarray | TagTable  # ASCII: bytes (without the NUL)
 
     @classmethod
     def ascii(cls, code: int, text: str) -> Tag:
@@ -71,7 +71,7 @@ class Tag:
 
     def encoded(self, order: str, big: bool) -> bytes:
         kind = self.kind
-        if isinstance(self.values, Table):
+        if isinstance(self.values, TagTable):
             return self.values.values(0, len(self.values)).astype(self.number_format(order)).tobytes()
         if isinstance(self.values, np.ndarray):
             return self.values.astype(self.number_format(order)).tobytes()
@@ -88,8 +88,8 @@ class TiffImage:
     written as its SubIFDs (reduced resolutions)."""
 
     tags: tuple[Tag, ...]
-    offsets: Table
-    byte_counts: Table
+    offsets: TagTable
+    byte_counts: TagTable
     tiled: bool
     sub_images: tuple[TiffImage, ...] = field(default=())
 
@@ -103,7 +103,7 @@ class PlacedTable:
     """A table's values at `at` in the header, each of numpy type `number`."""
 
     at: int
-    table: Table
+    table: TagTable
     number: str
 
     @property
@@ -172,7 +172,7 @@ class _Writer:
         self.order = order
         self.big = big
         self.buffer = bytearray()
-        self.later: list[tuple[int, Table, str]] = []  # (where its offset goes, table, type)
+        self.later: list[tuple[int, TagTable, str]] = []  # (where its offset goes, table, type)
         self.inline: list[PlacedTable] = []  # (lazy tables in their IFD entries)
 
     def place_tables(self) -> tuple[tuple[PlacedTable, ...], int]:
@@ -256,10 +256,10 @@ def _field(writer: _Writer, tag: Tag, inline: int, field_at: int) -> bytes:
     """An entry's value field (at `field_at` in the header): the value, or where it is put.
     A large table goes after every IFD, its values made as read (`Writer.place_tables`)."""
     number = tag.number_format(writer.order)
-    if isinstance(tag.values, Table) and len(tag.values) * np.dtype(number).itemsize > inline:
+    if isinstance(tag.values, TagTable) and len(tag.values) * np.dtype(number).itemsize > inline:
         writer.later.append((field_at, tag.values, number))
         return bytes(inline)
-    if isinstance(tag.values, Table) and tag.values.lazy:  # (made as read, in the entry itself)
+    if isinstance(tag.values, TagTable) and tag.values.lazy:  # (made as read, in the entry itself)
         writer.inline.append(PlacedTable(field_at, tag.values, number))
         return bytes(inline)
     value = tag.encoded(writer.order, writer.big)

@@ -10,7 +10,7 @@ from ...errors import MetadataError
 from ...formats import NodeMetadata
 from ...formats.nodes import join_path
 from ..files import FileForm, FileView, MadeView
-from ..group_files import ARRAYS_AT_ONCE, Groups, PyramidViews
+from ..group_files import ARRAYS_AT_ONCE, PyramidGroups, PyramidViews
 from .array_file import shows_tiff
 from .geo_pyramid import ARRAY_LEVELS_NAME, Level, level_placement, pyramid_file, pyramid_levels
 
@@ -22,7 +22,7 @@ class GeoTiffViews(PyramidViews):
 
     kind = TIFF_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+    def __init__(self, groups: PyramidGroups, views: frozenset[str], form: FileForm) -> None:
         super().__init__(groups, views, form.byteorder)
         self.form = form  # (its tiles: as stored, or decoded, as `data.tif`'s)
         self._tiffable: dict[str, tuple[NodeMetadata, bool]] = {}  # (parsed once per metadata)

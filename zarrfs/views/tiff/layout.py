@@ -36,7 +36,7 @@ from .directories import (
     Tag,
     TiffImage,
 )
-from .tables import Given, Stepped, Table
+from .tables import Given, Stepped, TagTable
 
 TILE_MULTIPLE = 16
 STRIP_BYTES = 1 << 20  # strips of about this many bytes (whole rows), when there are no tiles
@@ -177,7 +177,7 @@ def image_tags(samples: int, height: int, width: int, fmt: tuple[int, int], comp
     return tuple(tags)
 
 
-def grouped(groups: Sequence[Group], tags: Sequence[tuple[Tag, ...]], offsets: Table, counts: Table,
+def grouped(groups: Sequence[Group], tags: Sequence[tuple[Tag, ...]], offsets: TagTable, counts: TagTable,
             tiled: bool) -> list[TiffImage]:
     """One TiffImage per group, each taking its share of the offsets (in file order)."""
     images, start = [], 0

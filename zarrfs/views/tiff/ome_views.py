@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...formats.nodes import join_path
 from ..files import FileForm, FileView
-from ..group_files import Groups, PyramidViews, opened_levels
+from ..group_files import PyramidGroups, PyramidViews, opened_levels
 from .ome_tiff import OME_TIFF_NAME, Multiscale, multiscale_of, ome_tiff_file
 
 OME_KIND = "ome"  # (its name in `-o views=`)
@@ -14,7 +14,7 @@ OME_KIND = "ome"  # (its name in `-o views=`)
 class OmeTiffViews(PyramidViews):
     kind = OME_KIND
 
-    def __init__(self, groups: Groups, views: frozenset[str], form: FileForm) -> None:
+    def __init__(self, groups: PyramidGroups, views: frozenset[str], form: FileForm) -> None:
         super().__init__(groups, views, form.byteorder)
         self.form = form  # (its tiles: as stored, or decoded, as `data.tif`'s)
 

@@ -32,7 +32,7 @@ from .layout import (
     strip_rows,
 )
 from .stored_tiles import StoredTiles
-from .tables import Stepped, Table
+from .tables import Stepped, TagTable
 from .tile_sizes import Learned
 
 # Every tile has a slot of its own, at an offset known without the store: a tile of 64 KiB and
@@ -185,7 +185,7 @@ def _stored_part(array: StoredArray, byteorder: str, groups: Sequence[Group], ta
                 forget_fetched=tiles.forget, slot=slots.size, padded=True)
 
 
-def _tile_tables(slots: Slots, tiles: StoredTiles, tile_bytes: int) -> tuple[Table, Table]:
+def _tile_tables(slots: Slots, tiles: StoredTiles, tile_bytes: int) -> tuple[TagTable, TagTable]:
     """TileOffsets and TileByteCounts of tiles as stored: learned as read where compressed,
     else the slots' and one count for all."""
     if tiles.sizes is None:

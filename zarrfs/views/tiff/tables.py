@@ -13,7 +13,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class Table:
+class TagTable:
     """`length` values, as uint64."""
 
     length: int
@@ -31,17 +31,17 @@ class Table:
         """Entries [start, stop) if they need no wait, else None."""
         return self.values(start, stop)
 
-    def part(self, start: int, stop: int) -> Table:
+    def part(self, start: int, stop: int) -> TagTable:
         """The table of entries [start, stop)."""
         raise NotImplementedError
 
-    def shifted(self, by: int) -> Table:
+    def shifted(self, by: int) -> TagTable:
         """Every value plus `by` (offsets moved by where the data starts)."""
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
-class Given(Table):
+class Given(TagTable):
     """Values known when the file is made (strips, a few tiles)."""
 
     array: np.ndarray
@@ -62,7 +62,7 @@ class Given(Table):
 
 
 @dataclass(frozen=True)
-class Stepped(Table):
+class Stepped(TagTable):
     """first, first + step, first + 2 step, ...: tiles in slots of one size (their offsets),
     or of one byte count (step 0)."""
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .tables import Table
+from .tables import TagTable
 
 UNKNOWN, MISSING = -2, -1  # (a tile's size not learned yet; its chunk not stored)
 BLOCK = 512  # tiles learned together: a 4 KiB page of BigTIFF's table (two of classic TIFF's)
@@ -81,7 +81,7 @@ class TileSizes:
 
 
 @dataclass(frozen=True)
-class Learned(Table):
+class Learned(TagTable):
     """TileOffsets (`offsets`) or TileByteCounts of tiles [first, first + length), made from
     their learned sizes as read."""
 

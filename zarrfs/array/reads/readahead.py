@@ -91,7 +91,7 @@ class Ahead(NamedTuple):
 
 
 class Reader(Protocol):
-    """What the reader sees (a `files.FileView`)."""
+    """What the reader sees (a `zarrfs.views.FileView`)."""
 
     def read(self, offset: int, size: int) -> bytes | memoryview: ...
     def prefetch(self, offset: int, size: int) -> None: ...
@@ -119,8 +119,8 @@ class Streaming(Reading, Protocol):
         """The slabs started ahead of the reader since the last call."""
 
 
-class Rows(Protocol):
-    """The flat file of an array, as rows (a `region_file.RegionFile`)."""
+class RowFile(Protocol):
+    """The flat file of an array, as rows (a `zarrfs.views.RegionFile`)."""
 
     @property
     def size(self) -> int: ...
@@ -144,7 +144,7 @@ class Readahead:
     """The reading ahead of one open file: `ready` answers from finished slabs without
     blocking, `read` waits for a slab in progress or reads through the cache."""
 
-    def __init__(self, view: Reader, data: Rows, skip: Callable[[], int] = lambda: 0,
+    def __init__(self, view: Reader, data: RowFile, skip: Callable[[], int] = lambda: 0,
                  prefetch_bytes: int = PREFETCH_BYTES) -> None:
         self._view = view  # what the reader sees
         self._data = data  # the flat file of the array inside it, after `skip()` bytes

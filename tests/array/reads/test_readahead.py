@@ -1,4 +1,4 @@
-"""Reading ahead of a sequential reader (zarrfs.views.readahead, zarrfs.array.reads.streaming),
+"""Reading ahead of a sequential reader (zarrfs.array.reads.readahead, zarrfs.array.reads.streaming),
 without FUSE: slabs decoded ahead are served as they are, never once anything changed, give
 their share of the cache back when closed, and stay within it however many readers stream."""
 
@@ -14,17 +14,17 @@ import pytest
 
 from tests.helpers.local_arrays import create_zstd_array
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import policy
+from zarrfs.array.reads import policy, readahead
+from zarrfs.array.reads.readahead import Readahead
 from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import ChunkError
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.views import RegionFile, readahead
+from zarrfs.views import RegionFile
 from zarrfs.views.headered import HeaderedFile
 from zarrfs.views.headers.formats import npy_header
-from zarrfs.views.readahead import Readahead
 
 pytestmark = [pytest.mark.fast, pytest.mark.usefixtures("stream_threads")]
 
