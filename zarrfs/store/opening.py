@@ -18,7 +18,7 @@ def open_store(source: str, storage_options: Mapping[str, Any] | None = None, *,
                writable: bool = False, disk_cache: str | None = None, disk_cache_size: int = 0) -> Store:
     """The store of `source` (`Store.open`), its reads through the disk cache in the directory
     `disk_cache` (at most `disk_cache_size` bytes) where it serves the store: objects with
-    generations, not local files (the store's `disk_cache` says whether it does).
+    generations, not local files (the store's `cached_on_disk` says whether it does).
     StoreError: the source cannot be opened; DiskCacheError: the directory cannot serve."""
     store = Store.open(source, storage_options, read_only=read_only, settings=settings, observer=observer,
                        writable=writable)
