@@ -26,9 +26,8 @@ from . import deadline
 from .capabilities import Capabilities
 from .deadline import RetryPolicy
 from .driver import ANY, Driver, Expect
-from .local import TEMP_PREFIX
 from .observe import DELETE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
-from .values import Payload
+from .values import TEMP_PREFIX, Payload
 
 T = TypeVar("T")
 

@@ -1,17 +1,7 @@
 """Reference sets (kerchunk JSON or Parquet) as read-only stores, each reference confined to
-the places its set allows (`targets`; the same rule confines an Icechunk repository's
-virtual chunk containers)."""
+the places its set allows (`store.targets`, the rule the drivers share)."""
 
 from .driver import ReferencesDriver
 from .filesystem import GuardedReferenceFileSystem, is_reference_source, open_filesystem
-from .targets import Place, TargetPolicy, Where
 
-__all__ = [
-           "GuardedReferenceFileSystem",
-           "Place",
-           "ReferencesDriver",
-           "TargetPolicy",
-           "Where",
-           "is_reference_source",
-           "open_filesystem",
-]
+__all__ = ["GuardedReferenceFileSystem", "ReferencesDriver", "is_reference_source", "open_filesystem"]
