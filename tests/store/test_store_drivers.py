@@ -6,6 +6,8 @@ made, never used."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -96,6 +98,22 @@ def test_a_zip_is_read_through_the_store_of_its_directory_whatever_its_driver() 
             Store.open("memory://zips-adapter/g.zip", writable=True)
     finally:
         memory.rm("/zips-adapter", recursive=True)
+
+
+def test_what_a_source_imports_late_is_named_not_imported() -> None:
+    # A daemon acting as another user imports these first, as root: asking must import none.
+    asked = ("import sys, zarrfs.store as s\n"
+             "before = set(sys.modules)\n"
+             "late = [s.late_imports(u, {}) for u in ('gs://b/a.zarr', 'https://h/a.zarr', 's3://b/a.zip')]\n"
+             "print(sorted(set(sys.modules) - before))\n"
+             "print(*(','.join(each.modules) for each in late))\n")
+    done = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, timeout=60,
+                          check=True)
+    imported, gcs, http, zipped = done.stdout.split()
+    assert imported == "[]"
+    assert gcs.split(",")[:2] == ["gcsfs", "gcsfs.retry"]
+    assert http.split(",")[0] == "fsspec.implementations.http"
+    assert {"s3fs", "encodings.cp437"} <= set(zipped.split(","))
 
 
 def test_sizes_lists_every_key_through_the_driver_temporaries_included(tmp_path: Path) -> None:

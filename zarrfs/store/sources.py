@@ -12,7 +12,6 @@ store of its directory (`adapter_of`: its adapter, `zipfiles.ZipSource`).
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.registry import known_implementations, registry
 
 from ..errors import StoreError, missing_package
 from . import deadline, http, memory, objects
@@ -182,17 +182,26 @@ class LateImports:
 
 def late_imports(source: str, storage_options: Mapping[str, Any]) -> LateImports:
     """What the store of `source` imports late (a daemon acting as another user imports them
-    first, as root: zarrfs.daemon.preload). Looks at nothing remote, and reads nothing."""
+    first, as root: zarrfs.daemon.preload). Looks at nothing remote, reads nothing, and
+    imports nothing: it only names them."""
     adapter = adapter_of(source)
     url = source if adapter is None else adapter.below
     protocol = fsspec.utils.get_protocol(url)
     reference = _is_reference(url, protocol, storage_options)
-    with contextlib.suppress(ImportError, ValueError):  # (s3fs, gcsfs, adlfs, aiohttp: fsspec's own)
-        fsspec.get_filesystem_class(protocol)
-    modules = (*_CLIENTS.get(protocol, ()), *(_ZIP if adapter is not None else ()),
-               *(_NETWORK if protocol not in _LOCAL else ()),
+    modules = (*_filesystem_module(protocol), *_CLIENTS.get(protocol, ()),
+               *(_ZIP if adapter is not None else ()), *(_NETWORK if protocol not in _LOCAL else ()),
                *(_CLIENT_ERRORS if protocol not in _LOCAL or adapter is not None or reference else ()))
     return LateImports(modules, reference)
+
+
+def _filesystem_module(protocol: str) -> tuple[str, ...]:
+    """The module of fsspec's filesystem of `protocol` (s3fs, gcsfs, adlfs, its http one:
+    aiohttp), which the store imports when it opens it; () where fsspec knows none."""
+    registered = registry.get(protocol)
+    if registered is not None:
+        return (registered.__module__,)
+    known = known_implementations.get(protocol, {}).get("class")
+    return (known.rpartition(".")[0],) if isinstance(known, str) and "." in known else ()
 
 
 def _is_reference(url: str, protocol: str, storage_options: Mapping[str, Any]) -> bool:
