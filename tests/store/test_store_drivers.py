@@ -6,17 +6,25 @@ made, never used."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import fsspec
-import gcsfs
 import pytest
 import s3fs
 from fsspec.implementations.http import HTTPFileSystem
 from fsspec.implementations.local import LocalFileSystem
+
+from tests.reliability.gcs_server import GCS_ENV
+
+# Before gcsfs is imported (it reads it once, at import): the GCS tests a worker runs after
+# these talk to an emulator, which gcsfs's gRPC bucket checks would keep waiting.
+os.environ.update(GCS_ENV)
+
+import gcsfs
 
 from zarrfs.errors import ReadOnlyError
 from zarrfs.store import TEMP_PREFIX, ByteRange, Store
