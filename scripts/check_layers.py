@@ -3,8 +3,9 @@
 the rules below allow (a view family no other family; a room of the array layer no other in a
 circle), subpackages entered through their faces, no branching on the Zarr format's number
 outside `formats/`, no question of which backend a store is outside `store/` (nor, inside it,
-outside its drivers and registry), nothing the server (`zarrfs serve`) runs reaching pyfuse3,
-no file over 400 lines (docs/development.md, "The layering check").
+outside its drivers and registry), no store driver importing another (nor the store's shared
+modules and adapters a driver: only the registry does), nothing the server (`zarrfs serve`)
+runs reaching pyfuse3, no file over 400 lines (docs/development.md, "The layering check").
 
 Every import counts: module-level, inside functions and under TYPE_CHECKING. `from . import x`
 and `from .pkg import y` import the module they name (x, or pkg.y when y is a module, else
@@ -86,6 +87,8 @@ LINE_RULES = [
 # its top, one folder per driver (every subpackage of zarrfs.store but the adapters named here,
 # found as such: a new driver needs no line here), and one registry mapping a source to its
 # driver. Only the drivers and the registry name a backend: its flag, its class, a protocol.
+# A driver imports no other driver, nor an adapter: what two share lives at the top of store/;
+# the top and the adapters import no driver but through the registry (the package's face aside).
 STORE = "zarrfs.store"
 STORE_ADAPTERS = {"disk_cache"}
 STORE_REGISTRY = "zarrfs.store.sources"
@@ -340,6 +343,34 @@ def backend_names(modules: dict[str, Path], root: Path) -> Iterator[str]:
                        f"(drivers: the subpackages of store/; the registry: {STORE_REGISTRY})")
 
 
+def store_family_of(module: str, modules: dict[str, Path]) -> str | None:
+    """The subpackage of the store layer `module` is in (a driver's or an adapter's), or None."""
+    if not module.startswith(STORE + "."):
+        return None
+    family = ".".join(module.split(".")[:3])
+    return family if modules.get(family, Path()).name == "__init__.py" else None
+
+
+def driver_violations(graph: dict[str, set[str]], modules: dict[str, Path]) -> Iterator[str]:
+    """A driver of the store layer that imports another subpackage of it (a driver, an
+    adapter) or the registry; a shared module or an adapter that imports a driver (the
+    registry alone maps sources to drivers, and the package's face re-exports them)."""
+    adapters = {f"{STORE}.{name}" for name in STORE_ADAPTERS}
+    for module in sorted(graph):
+        own = store_family_of(module, modules)
+        if module in (STORE, STORE_REGISTRY) or not module.startswith(STORE + "."):
+            continue
+        for target in sorted(graph[module]):
+            other = store_family_of(target, modules)
+            if own is not None and own not in adapters and other != own and (
+                    other is not None or target == STORE_REGISTRY):
+                yield (f"driver: {module} imports {target} (a driver imports no other subpackage of "
+                       f"store/: what drivers share lives at its top)")
+            elif (own is None or own in adapters) and other is not None and other not in adapters:
+                yield (f"driver: {module} imports {target} (store/'s shared modules and adapters reach "
+                       f"a driver only through the registry, {STORE_REGISTRY})")
+
+
 def _store_shared(name: str, path: Path) -> bool:
     """Whether module `name` is of the store layer's contract, machinery or adapters."""
     if not name.startswith(STORE + ".") or name == STORE_REGISTRY:
@@ -359,6 +390,7 @@ def violations(root: Path, max_lines: int = MAX_LINES) -> list[str]:
     found += family_violations(graph, modules)
     found += line_rule_violations(modules, root)
     found += backend_names(modules, root)
+    found += driver_violations(graph, modules)
     found += fuse_violations(graph, modules)
     found += long_files(modules, root, max_lines)
     return found

@@ -18,7 +18,7 @@ from zarrfs.store import ByteRange, Store
 def assert_compare_and_swap(store: Store) -> None:
     """A put or delete that expects a generation (None: no object) happens only then; reads
     give the generation of what they read; a range past the end is empty."""
-    assert store.versioned and store.conditional
+    assert store.capabilities.versioned and store.capabilities.conditional
     first = store.put("k", b"first", expect=None)
     with pytest.raises(ConflictError):
         store.put("k", b"again", expect=None)  # must not exist: it does

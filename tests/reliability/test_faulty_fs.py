@@ -279,7 +279,7 @@ def test_rules_from_config_file_are_reloaded(
     root = tmp_path / "arr"
     root.mkdir()
     s = Store.open(f"faulty://{root}")
-    assert isinstance(s.fs, FaultyFileSystem)
+    assert isinstance(s.driver.fs, FaultyFileSystem)
     with pytest.raises(StoreError):
         s.put("k", b"v")
     assert read_counters(str(counters))["faults"] == {"refuse": 1}
@@ -299,7 +299,7 @@ def test_chained_url_takes_its_target_from_the_url(
     s = Store.open(f"faulty::file://{tmp_path / 'arr'}")
     s.retry = PATIENT
     assert s.get("k") == b"v"
-    assert isinstance(s.fs, FaultyFileSystem) and s.fs.injected == 1
+    assert isinstance(s.driver.fs, FaultyFileSystem) and s.driver.fs.injected == 1
 
 
 def run_cli_with_faults(config: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -103,7 +103,7 @@ def unavailable() -> Iterator[str]:
 def test_an_answer_it_does_not_take_is_asked_of_get_object(
         s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, unavailable: str) -> None:
     store, calls = counted(s3_server)
-    client = sync(store.fs.loop, store.fs.set_session)
+    client = sync(store.driver.fs.loop, store.driver.fs.set_session)
 
     async def elsewhere(*args: Any, **kwargs: Any) -> str:
         return unavailable
@@ -180,10 +180,10 @@ def test_a_certificate_aiohttp_refuses_leaves_that_store_to_botocore(
         asyncio.run(_plain_aiohttp_get(f"{behind_private_tls}/{s3_server.bucket}/p/k"))
     store, calls = counted(s3_server, client_kwargs={"endpoint_url": behind_private_tls,
                                                      "region_name": "us-east-1"})
-    assert presigned.usable(store.fs)
+    assert presigned.usable(store.driver.fs)
     found = store.read("k")
     assert found is not None and found.data == CONTENT
-    assert not presigned.usable(store.fs)  # aiohttp was refused: not asked again
+    assert not presigned.usable(store.driver.fs)  # aiohttp was refused: not asked again
     for start in (0, 5):
         assert store.read("k", ByteRange(start, 7)) == (CONTENT[start:start + 7], found.generation)
     assert calls == ["GetObject"] * 3

@@ -277,8 +277,8 @@ def test_faulty_s3_chain_retries_injected_faults(
     monkeypatch.setenv(CONFIG_ENV, str(config))
     options: dict[str, Any] = {"s3": s3_server.s3fs_options()}
     store = Store.open(f"faulty::s3://{s3_server.bucket}/zp", options, read_only=True)
-    assert isinstance(store.fs, FaultyFileSystem)
+    assert isinstance(store.driver.fs, FaultyFileSystem)
     array = open_array(store, threads=2)
     opened.append(array)
     assert np.array_equal(array.read(WHOLE), VALUES)
-    assert store.fs.faults["flaky"] == 4
+    assert store.driver.fs.faults["flaky"] == 4

@@ -127,7 +127,11 @@ def test_a_subpackage_is_entered_through_its_face(tmp_path: Path) -> None:
     status, out = _check(package)
     assert status == 1
     assert out[:-1] == ["face: zarrfs.store.fetching imports zarrfs.store.objects.s3 "
-                        "(enter zarrfs.store.objects through its __init__)"]
+                        "(enter zarrfs.store.objects through its __init__)",
+                        # (and store/'s top reaches a driver through the registry alone)
+                        f"driver: zarrfs.store.core imports zarrfs.store.objects {THROUGH_THE_REGISTRY}",
+                        f"driver: zarrfs.store.fetching imports zarrfs.store.objects.s3 "
+                        f"{THROUGH_THE_REGISTRY}"]
 
 
 def test_commands_enter_other_layers_through_their_faces(tmp_path: Path) -> None:
@@ -259,6 +263,42 @@ def test_naming_a_backend_inside_the_store_layer_outside_its_drivers_is_reported
         f"backend named: zarrfs/store/core.py:1 {named}",
         f"backend named: zarrfs/store/disk_cache/opening.py:1 {named}",
         f"backend named: zarrfs/store/many.py:1 {named}",
+        f"driver: zarrfs.store.core imports zarrfs.store.objects {THROUGH_THE_REGISTRY}",
+    ]
+
+
+THROUGH_THE_REGISTRY = ("(store/'s shared modules and adapters reach a driver only through the registry, "
+                        "zarrfs.store.sources)")
+NO_OTHER_DRIVER = "(a driver imports no other subpackage of store/: what drivers share lives at its top)"
+
+
+def test_a_store_driver_imports_no_other_and_the_shared_modules_none(tmp_path: Path) -> None:
+    # Each driver stands alone: what two share lives at the top of store/ (the registry alone
+    # maps a source to its driver, and the package's face re-exports what the layers above use).
+    package = _package(tmp_path, {**CLEAN,
+                                  "store/__init__.py": "from .local import open_below\n",
+                                  "store/targets.py": "class TargetPolicy: ...\n",
+                                  "store/sources.py": "from .local import LocalDriver\n"
+                                                      "from .zipfiles import Zip\n",
+                                  "store/base.py": "from .local import TEMP_PREFIX\n",
+                                  "store/opening.py": "from .disk_cache import DiskCachedStore\n",
+                                  "store/disk_cache/__init__.py": "from ..sources import endpoint\n",
+                                  "store/disk_cache/reads.py": "from ..objects import signed\n",
+                                  "store/local/__init__.py": "from .confined import open_below\n",
+                                  "store/local/confined.py": "from ..references import TargetPolicy\n"
+                                                             "from ..targets import TargetPolicy\n",
+                                  "store/objects/__init__.py": "",
+                                  "store/objects/s3.py": "from ..sources import endpoint\n",
+                                  "store/references/__init__.py": "from ..targets import TargetPolicy\n",
+                                  "store/http/__init__.py": "from ..disk_cache import DiskCachedStore\n"})
+    status, out = _check(package)
+    assert status == 1
+    assert out[:-1] == [
+        f"driver: zarrfs.store.base imports zarrfs.store.local {THROUGH_THE_REGISTRY}",
+        f"driver: zarrfs.store.disk_cache.reads imports zarrfs.store.objects {THROUGH_THE_REGISTRY}",
+        f"driver: zarrfs.store.http imports zarrfs.store.disk_cache {NO_OTHER_DRIVER}",
+        f"driver: zarrfs.store.local.confined imports zarrfs.store.references {NO_OTHER_DRIVER}",
+        f"driver: zarrfs.store.objects.s3 imports zarrfs.store.sources {NO_OTHER_DRIVER}",
     ]
 
 

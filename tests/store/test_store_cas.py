@@ -69,7 +69,7 @@ def files_in(store: Store) -> list[str]:
 
 @pytest.mark.fast
 def test_conditional_put(store: Store) -> None:
-    assert store.conditional
+    assert store.capabilities.conditional
     first = store.put("c/0/0", b"first", expect=None)  # create if absent
     assert first is not None
     assert first == store.generation("c/0/0")

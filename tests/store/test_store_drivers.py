@@ -1,21 +1,36 @@
 """The registry (`store.sources.driver_for`) gives each backend family its driver, and a store
-reads what it can do from that driver: the capabilities the layers above read, and whether
-its writes are conditional. No server is reached: a filesystem is made, never used."""
+reads what it can do from that driver: its capabilities, one value (the layers above read
+them, whether its writes are conditional among them). No server is reached: a filesystem is
+made, never used."""
 
 from __future__ import annotations
 
+import io
+import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import fsspec
-import gcsfs
 import pytest
 import s3fs
 from fsspec.implementations.http import HTTPFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from zarrfs.store import Store
+from tests.reliability.gcs_server import GCS_ENV
+
+# Before gcsfs is imported (it reads it once, at import): the GCS tests a worker runs after
+# these talk to an emulator, which gcsfs's gRPC bucket checks would keep waiting.
+os.environ.update(GCS_ENV)
+
+import gcsfs
+
+from zarrfs.errors import ReadOnlyError
+from zarrfs.store import TEMP_PREFIX, ByteRange, Store
 from zarrfs.store.driver import Driver
 from zarrfs.store.sources import driver_for
+from zarrfs.store.versions import catalog_of
 
 pytestmark = pytest.mark.fast
 
@@ -35,13 +50,14 @@ def test_each_family_has_its_driver() -> None:
 def test_a_store_states_what_its_driver_can_do(tmp_path: Path) -> None:
     local = Store(LocalFileSystem(), str(tmp_path))
     assert local.capabilities.local_files and not local.capabilities.round_trips
-    assert local.conditional and local.versioned and not local.bounded
+    assert local.capabilities.conditional and local.capabilities.versioned and not local.bounded
     remote = Store(s3fs.S3FileSystem(anon=True, skip_instance_cache=True), "bucket/array")
     assert remote.capabilities.batched_gets and remote.capabilities.round_trips
-    assert remote.conditional and remote.bounded
+    assert remote.capabilities.conditional and remote.bounded
     served = Store(HTTPFileSystem(), "http://example.invalid/array")
-    assert not served.capabilities.lists and not served.conditional and not served.versioned
-    assert driver_for(HTTPFileSystem(), "").read_only
+    assert not served.capabilities.lists and not served.capabilities.conditional
+    assert not served.capabilities.versioned
+    assert driver_for(HTTPFileSystem(), "").capabilities.read_only
 
 
 def test_any_other_filesystem_is_served_by_the_plain_driver() -> None:
@@ -50,4 +66,68 @@ def test_any_other_filesystem_is_served_by_the_plain_driver() -> None:
 
     driver = driver_for(Other(), "")
     assert type(driver) is Driver
-    assert driver.capabilities.round_trips and driver.capabilities.lists and not driver.conditional
+    assert driver.capabilities.round_trips and driver.capabilities.lists
+    assert not driver.capabilities.conditional
+
+
+def test_what_a_driver_can_do_is_its_capabilities_alone() -> None:
+    # One value says it: no flag beside it, and batches a driver lacks are no operation.
+    for flag in ("conditional", "reads_generations", "read_only", "commits", "batched_ranges",
+                 "batched_objects", "bulk_deletes", "lists_prefixes"):
+        assert not hasattr(Driver, flag), flag
+    s3 = driver_for(s3fs.S3FileSystem(anon=True, skip_instance_cache=True), "bucket")
+    assert s3.capabilities.bulk_deletes == 1000 and s3.capabilities.lists_prefixes
+    assert s3.read_ranges("bucket/k", [(0, 1), (2, 1)], lambda: None) is not None
+    assert s3.read_objects(["bucket/k", "bucket/j"], lambda: None) is not None
+    gcs = driver_for(gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True), "bucket")
+    assert gcs.capabilities.conditional and gcs.capabilities.lists_prefixes
+    assert not gcs.capabilities.batched_gets and gcs.capabilities.bulk_deletes == 0
+    assert gcs.read_ranges("bucket/k", [(0, 1), (2, 1)], lambda: None) is None
+    assert gcs.read_objects(["bucket/k", "bucket/j"], lambda: None) is None
+    local = Store(LocalFileSystem(), "/nowhere")
+    assert not local.capabilities.versions and catalog_of(local) is None
+
+
+def test_a_zip_is_read_through_the_store_of_its_directory_whatever_its_driver() -> None:
+    # The zip adapter over fsspec's memory filesystem, as over a local directory or S3: the
+    # archive's bytes read through that store, its keys from the central directory.
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as written:
+        written.writestr("zarr.json", b'{"zarr_format": 3, "node_type": "group"}')
+        written.writestr("a/c/0", b"chunk")
+    memory = fsspec.filesystem("memory")
+    memory.pipe_file("/zips-adapter/g.zip", archive.getvalue())
+    try:
+        store = Store.open("memory://zips-adapter/g.zip")
+        assert store.capabilities.read_only and store.read_only
+        assert store.get("a/c/0") == b"chunk" and store.get("a/c/0", ByteRange(1, 3)) == b"hun"
+        assert sorted(store.list()) == ["a/c/0", "zarr.json"]
+        with pytest.raises(ReadOnlyError, match="zip mounts are read-only"):
+            Store.open("memory://zips-adapter/g.zip", writable=True)
+    finally:
+        memory.rm("/zips-adapter", recursive=True)
+
+
+def test_what_a_source_imports_late_is_named_not_imported() -> None:
+    # A daemon acting as another user imports these first, as root: asking must import none.
+    asked = ("import sys, zarrfs.store as s\n"
+             "before = set(sys.modules)\n"
+             "late = [s.late_imports(u, {}) for u in ('gs://b/a.zarr', 'https://h/a.zarr', 's3://b/a.zip')]\n"
+             "print(sorted(set(sys.modules) - before))\n"
+             "print(*(','.join(each.modules) for each in late))\n")
+    done = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, timeout=60,
+                          check=True)
+    imported, gcs, http, zipped = done.stdout.split()
+    assert imported == "[]"
+    assert gcs.split(",")[:2] == ["gcsfs", "gcsfs.retry"]
+    assert http.split(",")[0] == "fsspec.implementations.http"
+    assert {"s3fs", "encodings.cp437"} <= set(zipped.split(","))
+
+
+def test_sizes_lists_every_key_through_the_driver_temporaries_included(tmp_path: Path) -> None:
+    store = Store(LocalFileSystem(), str(tmp_path))
+    store.put("c/0", b"four")
+    (tmp_path / "c" / f"{TEMP_PREFIX}1-0-c").write_bytes(b"torn")
+    assert store.sizes() == {"c/0": 4, f"c/{TEMP_PREFIX}1-0-c": 4}
+    assert list(store.list()) == ["c/0"]
+    assert Store(LocalFileSystem(), str(tmp_path / "none")).sizes() == {}

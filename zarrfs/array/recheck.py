@@ -107,7 +107,7 @@ class Rechecker:
         current = self.store.without_retries().generations(keys, holds=holds)
         changes = Changes(uncertain=chunks is None and seen.overflowed)
         for key, chunk in keys.items():
-            if not self.store.versioned and expected[chunk] is None:
+            if not self.store.capabilities.versioned and expected[chunk] is None:
                 seen.note(chunk, current[key])  # reads report no generation: start from now
             elif current[key] != expected[chunk]:
                 changes.chunks.add(chunk)

@@ -228,19 +228,14 @@ def _check_shard(sharding: ShardingCodec, shard: bytes) -> str | None:
 
 
 def _listing(store: Store) -> list[tuple[str, int]]:
-    """Every stored key with its size, temporary files included (Store.list hides them)."""
+    """Every stored key with its size, temporary files included (Store.list hides them); a
+    failure names the store's root."""
     try:
-        found = store.fs.find(store.root, detail=True)
-    except FileNotFoundError:
-        return []
+        return sorted(store.sizes().items())
+    except StoreError as e:
+        raise type(e)(store.root, e.problem, e.errno) from None
     except Exception as e:
         raise StoreError(store.root, one_line(e)) from None
-    skip = len(store.root) + 1
-    keys = []
-    for path, info in found.items():
-        key = path[skip:] if path.startswith(store.root + "/") else path
-        keys.append((key, int(info.get("size") or 0)))
-    return sorted(keys)
 
 
 def _owner(key: str, arrays: dict[str, _Array]) -> _Array | None:

@@ -241,8 +241,7 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
             pyfuse3.close(unmount=True)
         tree.close()
         shared.close()
-        if store.disk_cache is not None:
-            store.disk_cache.cache.close()
+        store.close()
         log.info("unmounted %s", mountpoint)
         if guard is not None:
             watchdog.stop(guard)

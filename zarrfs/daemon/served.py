@@ -62,14 +62,14 @@ def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,
     """The cache, loader threads and decoding processes every array of the tree shares."""
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
-    served_locally = None if store.disk_cache is None or options.threads else store.disk_cache.served_locally
+    served_locally = store.served_locally if store.cached_on_disk and not options.threads else None
     threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
     shared = Shared(options.cache_bytes, threads,
                     fill_missing_reads=options.fill_missing_data_reads,
                     store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
                     decoders=decoders, give_back=give_back)
-    if store.disk_cache is not None:
-        shared.more_stats.append(store.disk_cache.stats)
+    if store.cached_on_disk:
+        shared.more_stats.append(store.cache_stats)
     return shared
 
 
@@ -79,7 +79,7 @@ def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = 
     if root is None:
         raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
     tree = tree_of(store, root, shared, layout, rechecks=rechecks)  # (with .versions/: Icechunk)
-    if not store.read_only and not store.conditional:
+    if not store.read_only and not store.capabilities.conditional:
         log.warning("%s cannot write conditionally: writers other than this mount are not "
                     "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))
     if root.kind == "array":

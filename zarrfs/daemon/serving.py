@@ -68,8 +68,7 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
             flushed = final_flush(tree)
             tree.close()
             shared.close()
-            if store.disk_cache is not None:
-                store.disk_cache.cache.close()
+            store.close()
             if not flushed:
                 log.error("not everything written was stored")
 

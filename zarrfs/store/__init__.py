@@ -3,9 +3,9 @@ folder or module per backend family; `sources`: which driver serves a source), t
 itself (`base`, `core`), and the disk cache that wraps it (`disk_cache`; `opening`)."""
 
 from .core import ANY, ByteRange, Capabilities, Expect, RetryPolicy, Store, SuffixRange, one_line, opened
-from .local import TEMP_PREFIX, open_below, temporary_owner_alive
+from .local import open_below, temporary_owner_alive
 from .sources import CLIENT_LOGGERS, LateImports, late_imports
-from .values import Opened, Versioned, read_opened
+from .values import TEMP_PREFIX, Opened, Versioned, read_opened
 
 __all__ = ["ANY", "CLIENT_LOGGERS", "TEMP_PREFIX", "ByteRange", "Capabilities", "Expect", "LateImports",
            "Opened", "RetryPolicy", "Store", "SuffixRange", "Versioned", "late_imports", "one_line",

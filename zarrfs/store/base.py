@@ -9,8 +9,9 @@ the driver can, so a reader never sees half a chunk.
 
 Compare-and-swap: `put` and `delete` take `expect`, the generation the caller read (None: the
 key must not exist), and raise `ConflictError` when the object is no longer that one. Drivers
-that are `conditional` honour it; on others it is ignored and concurrent writers are not
-coordinated. Where the driver `commits` (Icechunk), what makes writes durable is a commit.
+whose capabilities are `conditional` honour it; on others it is ignored and concurrent writers
+are not coordinated. Where the driver `commits` (Icechunk), what makes writes durable is a
+commit. Every operation goes through the driver: the store holds no filesystem of its own.
 """
 
 from __future__ import annotations
@@ -18,29 +19,25 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
-
-import fsspec
+from typing import TypeVar
 
 from ..errors import ConflictError, ReadOnlyError
 from . import deadline
 from .capabilities import Capabilities
 from .deadline import RetryPolicy
 from .driver import ANY, Driver, Expect
-from .local import TEMP_PREFIX
 from .observe import DELETE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
-from .values import Payload
+from .values import TEMP_PREFIX, Payload
 
 T = TypeVar("T")
 
 
 class BaseStore:
-    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, driver: Driver, *, read_only: bool = False,
+    def __init__(self, root: str, driver: Driver, *, read_only: bool = False,
                  retry: RetryPolicy | None = None, observer: StoreObserver | None = None,
                  answers: deadline.Answers | None = None) -> None:
-        """`driver`: the backend's, serving `fs`; `answers`: when the store last answered,
-        shared by every view of one store."""
-        self.fs = fs
+        """`driver`: the backend's; `answers`: when the store last answered, shared by every
+        view of one store."""
         self.observer = observer  # (metrics: every operation reported to it)
         self.root = root.rstrip("/")
         self.driver = driver
@@ -53,23 +50,8 @@ class BaseStore:
 
     @property
     def capabilities(self) -> Capabilities:
-        """What the layers above may ask of the store."""
+        """What the layers above may ask of the store: its driver's."""
         return self.driver.capabilities
-
-    @property
-    def conditional(self) -> bool:
-        """Whether puts and deletes honour `expect` (compare-and-swap)."""
-        return self.driver.conditional
-
-    @property
-    def commits(self) -> bool:
-        """Whether writes are made durable by a commit at `sync_directories`."""
-        return self.driver.commits
-
-    @property
-    def versioned(self) -> bool:
-        """Whether reads report the generation of what they read."""
-        return self.driver.conditional or self.driver.reads_generations
 
     def path(self, key: str) -> str:
         return f"{self.root}/{key}" if key else self.root
@@ -91,6 +73,13 @@ class BaseStore:
         for key in map(self.key_of, found or []):
             if not key.rsplit("/", 1)[-1].startswith(TEMP_PREFIX):
                 yield key
+
+    def sizes(self, prefix: str = "") -> dict[str, int]:
+        """The size of every key below `prefix`, as stored now, the temporary files of atomic
+        puts included (`list` leaves them out): a check of the whole store."""
+        base = self.path(prefix)
+        found = self.call(prefix, lambda s: self.driver.listed(s, base), kind=LIST) or {}
+        return {self.key_of(path): int(info.get("size") or 0) for path, info in found.items()}
 
     def list_dirs(self, prefix: str = "") -> tuple[str, ...]:
         """The names of the directories (common prefixes) directly below `prefix`, now."""
@@ -156,6 +145,3 @@ class BaseStore:
         return observed(observer, kind, self.path(key),
                         functools.partial(run, on_retry=functools.partial(observer.retried, kind)),
                         objects=objects)
-
-    def fs_call(self, seconds: float | None, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.driver.call(seconds, method, *args, **kwargs)

@@ -1,8 +1,10 @@
 """The store: a key/value layer over a backend's driver (`driver`, mapped from a source by
 `sources`), with the deadline, retries, observer and writes of `base.BaseStore`, and the reads
 that come in many: byte ranges, whole objects in a batch, the sizes of many keys (`many`),
-whole nodes (`prefixes`). A disk cache wraps it as an adapter of the same interface
-(`disk_cache.DiskCachedStore`); `opening.open_store` composes the two."""
+whole nodes (`prefixes`). A source may be read through the store of another (an adapter's
+driver over it: `driver.Adapter`, a zip archive's). A disk cache wraps a store as an adapter of
+the same interface (`disk_cache.DiskCachedStore`), which alone answers what is asked of a disk
+cache here; `opening.open_store` composes the two."""
 
 from __future__ import annotations
 
@@ -22,9 +24,8 @@ from .driver import ANY, Driver, Expect
 from .observe import GET, GET_RANGE, StoreObserver
 from .ranges import ByteRange, SuffixRange
 from .settings import SourceSettings
-from .sources import driver_for, open_source
+from .sources import adapter_of, driver_for, open_source
 from .values import Opened, Versioned, as_bytes
-from .zipfiles import ZipSource, open_zip
 
 log = logging.getLogger(__name__)
 __all__ = ["ANY", "ByteRange", "Capabilities", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
@@ -35,13 +36,12 @@ ReadOne = Callable[[str, ByteRange], Versioned | None]  # (a key's range: `Store
 
 
 class Store(BaseStore):
-    disk_cache: Any = None  # (the disk cache's reads, where an adapter keeps them: `DiskCachedStore`)
-
     def __init__(self, fs: Any, root: str, *, read_only: bool = False, retry: RetryPolicy | None = None,
                  observer: StoreObserver | None = None, driver: Driver | None = None,
                  answers: Any = None) -> None:
-        """`driver`: the backend's (None: the one `sources.driver_for` maps `fs` to)."""
-        super().__init__(fs, root, driver or driver_for(fs, root.rstrip("/")), read_only=read_only,
+        """The store of `fs` below `root`, through `driver` (None: the one `sources.driver_for`
+        maps `fs` to; given, it serves `fs`)."""
+        super().__init__(root, driver or driver_for(fs, root.rstrip("/")), read_only=read_only,
                          retry=retry, observer=observer, answers=answers)
 
     @classmethod
@@ -49,22 +49,23 @@ class Store(BaseStore):
              read_only: bool = False, settings: SourceSettings | None = None,
              observer: StoreObserver | None = None, writable: bool = False) -> Store:
         """A store for a local path, an fsspec URL, a reference set, an Icechunk repository
-        (see `sources`) or a zip archive (`zipped`: read-only; the archive is read through a
-        store of its directory, and `writable`, a caller that insists on writing, is refused)."""
+        (see `sources`), or a source read through the store of another (`adapter_of`: a zip
+        archive through the store of its directory; read-only, and `writable`, a caller that
+        insists on writing, is refused)."""
         settings = settings or SourceSettings()
-        zipped = ZipSource.parse(url)
-        if zipped is not None and writable:
-            raise ReadOnlyError(f"zip mounts are read-only: mount {url} without -o rw")
-        source = open_source(url if zipped is None else zipped.directory, storage_options or {}, settings,
-                             read_only=read_only or zipped is not None, writable=writable)
-        store = cls(source.fs, source.root, read_only=source.read_only, retry=source.retry,
+        adapter = adapter_of(url)
+        if adapter is not None and writable:
+            raise ReadOnlyError(f"{adapter.kind} mounts are read-only: mount {url} without -o rw")
+        source = open_source(url if adapter is None else adapter.below, storage_options or {}, settings,
+                             read_only=read_only or adapter is not None, writable=writable)
+        store = cls(source.driver.fs, source.root, read_only=source.read_only, retry=source.retry,
                     observer=observer, driver=source.driver)
-        if zipped is None:
+        if adapter is None:
             return store
-        fs, root = open_zip(zipped, store)  # (the archive read through a store of its directory)
-        # (the archive's reads are retried, and observed, by the container alone)
-        return cls(fs, root, read_only=True, retry=dataclasses.replace(store.retry, retries=False),
-                   answers=store.answers)
+        driver, root = adapter.over(store)
+        # (what it reads through the store below is retried, and observed, there alone)
+        return cls(driver.fs, root, read_only=True, retry=dataclasses.replace(store.retry, retries=False),
+                   answers=store.answers, driver=driver)
 
     def prepare(self) -> None:
         """Make the clients the reads use now (a mount, before it serves), not at the first
@@ -87,15 +88,34 @@ class Store(BaseStore):
 
     def like(self, root: str, retry: RetryPolicy) -> Store:
         """This store at another root or with other retries (an adapter: wrapped again)."""
-        return Store(self.fs, root, read_only=self.read_only, retry=retry, observer=self.observer,
+        return Store(self.driver.fs, root, read_only=self.read_only, retry=retry, observer=self.observer,
                      driver=self.driver, answers=self.answers)
+
+    # -- a disk cache's (`disk_cache.DiskCachedStore` answers; here there is none) -------------
+
+    @property
+    def cached_on_disk(self) -> bool:
+        """Whether a disk cache serves the store's reads."""
+        return False
+
+    def served_locally(self) -> bool:
+        """Whether the latest reads were served from this machine (a disk cache's entries)
+        without a request to the store."""
+        return False
+
+    def cache_stats(self) -> dict[str, float]:
+        """The disk cache's figures, for the mount's stats."""
+        return {}
+
+    def close(self) -> None:
+        """Let go of what the store keeps open between operations (a disk cache's index)."""
 
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
         if isinstance(byte_range, SuffixRange):
             return self._suffix(key, byte_range.length)
-        if self.versioned:
+        if self.capabilities.versioned:
             found = self.read(key, byte_range)
             return None if found is None else as_bytes(found.data)
         path = self.path(key)
@@ -182,10 +202,10 @@ class Store(BaseStore):
         """`read_ranges` from the driver; `each`: what reads one range where they are not
         batched (`read`, where no adapter asked for them; by default `fetch`)."""
         one = each or self.fetch
-        if self.driver.batched_ranges and len(ranges) > 1:
-            path, pairs = self.path(key), [(r.start, r.length) for r in ranges]
-            return self.call(key, lambda s: self.driver.read_ranges(s, path, pairs, self.answers.mark),
-                             kind=GET_RANGE, objects=len(pairs))
+        pairs = [(r.start, r.length) for r in ranges]
+        batch = self.driver.read_ranges(self.path(key), pairs, self.answers.mark) if len(ranges) > 1 else None
+        if batch is not None:
+            return self.call(key, batch, kind=GET_RANGE, objects=len(pairs))
         if not self.capabilities.round_trips or len(ranges) <= 1:
             found = [one(key, byte_range) for byte_range in ranges]
         else:
@@ -195,11 +215,11 @@ class Store(BaseStore):
     def fetch_many(self, keys: Sequence[str],
                    each: Callable[[str], Versioned | None] | None = None) -> list[Versioned | None]:
         """`read_many` from the driver; `each`: as `fetch_ranges`'s, for one object."""
-        if not self.driver.batched_objects or len(keys) <= 1:
-            return [(each or self.fetch)(key) for key in keys]
         paths = [self.path(key) for key in keys]
-        found = self.call(keys[0], lambda s: self.driver.read_objects(s, paths, self.answers.mark),
-                          missing_ok=False, kind=GET, objects=len(keys))
+        batch = self.driver.read_objects(paths, self.answers.mark) if len(keys) > 1 else None
+        if batch is None:
+            return [(each or self.fetch)(key) for key in keys]
+        found = self.call(keys[0], batch, missing_ok=False, kind=GET, objects=len(keys))
         return found or []  # (missing objects are None in the list)
 
     def _suffix(self, key: str, length: int) -> bytes | None:

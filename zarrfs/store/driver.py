@@ -1,7 +1,10 @@
 """The contract of a backend, as TensorStore's kvstore `driver.h`: a `Driver` is one backend
 family (its folder of `store/`: local/, objects/, icechunk/, references/, zipfiles/, `http`),
-and says what it can do as data (`capabilities`, the flags below) and how it does each
-operation. `sources.driver_for` is the one place that maps a filesystem to its driver.
+and says what it can do as one value (`capabilities`) and how it does each operation. An
+operation a driver may lack returns None where it cannot (`read_ranges`, `delete_tree`...);
+one it lacks by its capabilities is never asked of it. `sources.driver_for` is the one place
+that maps a filesystem to its driver. An adapter (`Adapter`: a zip archive's) makes a driver
+over another store, as TensorStore's zip kvstore wraps a base kvstore.
 
 Each operation is one attempt, given the seconds it may take (None: unbounded): the store
 (`base.BaseStore`) runs it under its deadline, retries and observer, and addresses it by a path
@@ -15,12 +18,13 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import fsspec
 
 from . import deadline
 from .capabilities import Capabilities
+from .ranges import ByteRange, SuffixRange
 from .values import Opened, Payload, Versioned, info_generation, pieces
 
 Operation = Callable[[float | None], Any]
@@ -40,24 +44,17 @@ Expect = str | None | _Any
 class Driver:
     """One backend family over an fsspec filesystem (the defaults: any filesystem)."""
 
-    capabilities = Capabilities(round_trips=True, batched_gets=False, local_files=False, lists=True)
-    conditional = False  # puts and deletes honour `expect` (compare-and-swap)
-    reads_generations = False  # reads say the generation they read, without compare-and-swap
-    read_only = False  # a source never written through (a mount of it is read-only)
-    batched_ranges = False  # `read_ranges`: several ranges of one object in one call
-    batched_objects = False  # `read_objects`: several objects in one call
-    bulk_deletes = 0  # `delete_paths`: objects one request deletes (0: one request each)
-    # A listing of any directory, or of the names below it with a prefix, costs a request a
-    # page (object stores): `many` lists rows of chunks; elsewhere it lists the whole node.
-    lists_prefixes = False
+    capabilities = Capabilities()
 
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
         self.fs = fs
 
     @property
-    def commits(self) -> bool:
-        """Whether writes are made durable by a commit (`sync`), not when they return."""
-        return False
+    def protocol(self) -> str:
+        """The name of the filesystem's protocol (its first): what sets the stores of one
+        backend apart from another's (a disk cache's entries)."""
+        protocol = self.fs.protocol
+        return protocol if isinstance(protocol, str) else str(protocol[0])
 
     @property
     def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
@@ -75,6 +72,11 @@ class Driver:
     def prepare(self, seconds: float | None, root: str) -> None:
         """Make the clients the reads of `root` use, before the first read."""
 
+    def start_writes(self, writable: bool) -> bool:
+        """Whether the source may be written. A source written only when asked to (Icechunk
+        at a branch, with -o rw; ValueError elsewhere) is started writing if `writable`."""
+        return True
+
     # -- reads -------------------------------------------------------------------------------
 
     def cat(self, seconds: float | None, path: str, start: int | None = None,
@@ -88,14 +90,15 @@ class Driver:
         end = None if start is None or length is None else start + length
         return Versioned(self.cat(seconds, path, start, end), None)
 
-    def read_ranges(self, seconds: float | None, path: str, pairs: Sequence[tuple[int, int]],
-                    mark: Mark) -> list[Versioned] | None:
-        """(`batched_ranges`) Ranges (start, length) of one object in one call."""
-        raise NotImplementedError
+    def read_ranges(self, path: str, pairs: Sequence[tuple[int, int]], mark: Mark) -> Operation | None:
+        """One operation reading ranges (start, length) of one object in one call (a list of
+        `Versioned`; None: not stored); None: the driver reads them one at a time."""
+        return None
 
-    def read_objects(self, seconds: float | None, paths: Sequence[str], mark: Mark) -> list[Versioned | None]:
-        """(`batched_objects`) Whole objects in one call; None for those not stored."""
-        raise NotImplementedError
+    def read_objects(self, paths: Sequence[str], mark: Mark) -> Operation | None:
+        """One operation reading whole objects in one call (a list of `Versioned`, None for
+        those not stored); None: the driver reads them one at a time."""
+        return None
 
     def describe(self, seconds: float | None, path: str) -> tuple[int, str | None]:
         """The size and generation of `path`, as stored now."""
@@ -126,6 +129,16 @@ class Driver:
         where it cannot."""
         return None
 
+    def known_generation(self, path: str) -> str:
+        """(`capabilities.knows_generations`) The generation of `path` as last followed,
+        without a request."""
+        raise NotImplementedError
+
+    def resume(self, generations: Sequence[str]) -> None:
+        """(`capabilities.knows_generations`) Take up from `generations` (those an earlier
+        mount read, the last used first) where what changed since left keys as they were."""
+        raise NotImplementedError
+
     # -- listings ----------------------------------------------------------------------------
 
     def find(self, seconds: float | None, base: str) -> list[str]:
@@ -151,11 +164,29 @@ class Driver:
         return tuple(sorted(e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries or []
                             if e.get("type") == "directory"))
 
+    def forget(self, path: str) -> None:
+        """Forget what the filesystem keeps of listings below `path` (one built elsewhere may)."""
+        self.fs.invalidate_cache(path)
+
+    # -- versions (`capabilities.versions`) ----------------------------------------------------
+
+    def version_names(self, seconds: float | None, kind: str) -> list[str]:
+        """The branches, tags or snapshots (`kind`) there are now."""
+        raise NotImplementedError
+
+    def version_log(self, seconds: float | None) -> bytes:
+        """The mounted branch's commits, newest first, one a line."""
+        raise NotImplementedError
+
+    def create_version(self, seconds: float | None, kind: str, name: str) -> None:
+        """A new tag or branch at the mounted branch's head."""
+        raise NotImplementedError
+
     # -- writes ------------------------------------------------------------------------------
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
         """The operation that replaces `path` (its new generation, or None); `expect` is
-        honoured where the driver is `conditional` (ConflictError)."""
+        honoured where the driver is `capabilities.conditional` (ConflictError)."""
         return functools.partial(self._pipe, path, joined(data))
 
     def delete(self, path: str, expect: Expect) -> Operation:
@@ -178,8 +209,12 @@ class Driver:
         return None
 
     def delete_paths(self, seconds: float | None, paths: Sequence[str]) -> None:
-        """(`bulk_deletes`) Delete many objects in one request."""
+        """(`capabilities.bulk_deletes`) Delete many objects in one request."""
         self.call(seconds, "rm", list(paths))
+
+    def copy(self, seconds: float | None, path: str, target: str) -> None:
+        """Copy one object to `target` (server-side where the filesystem can)."""
+        self.call(seconds, "cp_file", path, target)
 
     def room(self, root: str) -> os.statvfs_result | None:
         """What the filesystem holding `root` has room for (`os.statvfs`; None: not known)."""
@@ -199,3 +234,30 @@ class Driver:
 
 def joined(data: Payload) -> bytes:
     return b"".join(pieces(data))
+
+
+class Container(Protocol):
+    """What an adapter reads through: a store (`core.Store`) of any driver."""
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def size(self, key: str) -> int | None: ...
+    def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None: ...
+
+
+class Adapter(Protocol):
+    """A source read through the store of another (`below`): a zip archive, read through the
+    store of its directory. Its stores are read-only."""
+
+    @property
+    def below(self) -> str:
+        """The URL of the store it is read through."""
+
+    @property
+    def kind(self) -> str:
+        """What its mounts are called ("zip")."""
+
+    def over(self, container: Container) -> tuple[Driver, str]:
+        """Its driver, reading through `container`, and the root of the store in it
+        (StoreError: `container` holds no such thing)."""

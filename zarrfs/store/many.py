@@ -4,7 +4,7 @@ the keys asked for, never to what the store holds.
 - Local files: a stat each; or, for thousands of keys that are most of what their directories
   may hold (`dense`), one scan of each directory (`local.scans`).
 - HTTP servers list nothing reliably: a request each, all at once.
-- Object stores (`Driver.lists_prefixes`): a HEAD each, many at once, for the keys an access
+- Object stores (`Capabilities.lists_prefixes`): a HEAD each, many at once, for the keys an access
   read (a close-to-open check asks for what a reader touched: a few hundred at most where it
   matters); past that, a listing of each deepest directory holding them, all at once. `dense` keys (runs of
   neighbouring chunks: data.tif's tiles as a reader reaches them) are listed by their key
@@ -38,7 +38,7 @@ _HEADS = ThreadPoolExecutor(32, thread_name_prefix="heads")  # (requests in flig
 
 def stats(store: BaseStore, wanted: Sequence[str], *, dense: bool, whole: bool = False,
           prefix: str | None = None, by_rows: bool = False) -> dict[str, Described]:
-    object_store, local = store.driver.lists_prefixes, store.capabilities.local_files
+    object_store, local = store.capabilities.lists_prefixes, store.capabilities.local_files
     if by_rows and store.capabilities.lists and len(wanted) > 4:
         return _by_rows(store, wanted, object_store)
     if whole and object_store and store.capabilities.lists and wanted:

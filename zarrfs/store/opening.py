@@ -26,7 +26,7 @@ def open_store(source: str, given: OptionValues, *, read_only: bool = False, wri
                observer: StoreObserver | None = None) -> Store:
     """The store of `source` as the options `given` say (`Store.open`), its reads through the
     disk cache in the directory `-o disk_cache=` names where it serves the store: objects with
-    generations, not local files (the store's `disk_cache` says whether it does).
+    generations, not local files (the store's `cached_on_disk` says whether it does).
     StoreError: the source cannot be opened; DiskCacheError: the directory cannot serve."""
     storage = storage_options(given)
     store = Store.open(source, storage, read_only=read_only, settings=source_settings(given),

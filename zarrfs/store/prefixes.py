@@ -22,9 +22,9 @@ def delete_prefix(store: BaseStore, prefix: str) -> int:
     whole = store.driver.delete_tree(store.path(prefix))
     if whole is not None:
         return store.call(prefix, whole, missing_ok=False, kind=DELETE) or 0
-    store.fs.invalidate_cache(store.path(prefix))
+    store.driver.forget(store.path(prefix))
     keys = [key for key in store.list(prefix) if key != prefix]
-    bulk = store.driver.bulk_deletes
+    bulk = store.capabilities.bulk_deletes
     if bulk:
         for start in range(0, len(keys), bulk):
             paths = [store.path(key) for key in keys[start : start + bulk]]
@@ -32,7 +32,7 @@ def delete_prefix(store: BaseStore, prefix: str) -> int:
     else:
         with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="delete") as requests:
             list(requests.map(store.delete, keys))
-    store.fs.invalidate_cache(store.path(prefix))
+    store.driver.forget(store.path(prefix))
     return len(keys)
 
 
@@ -53,16 +53,16 @@ def move_prefix(store: BaseStore, old: str, new: str) -> int:
     whole = store.driver.move_tree(store.path(old), store.path(new))
     if whole is not None:
         return store.call(new, whole, missing_ok=False, kind=PUT) or 0
-    store.fs.invalidate_cache(store.path(old))
+    store.driver.forget(store.path(old))
     keys = [key for key in store.list(old) if key != old]
 
     def copy(key: str) -> None:
         target = new + key[len(old):]
-        store.call(key, lambda s: store.fs_call(s, "cp_file", store.path(key), store.path(target)),
+        store.call(key, lambda s: store.driver.copy(s, store.path(key), store.path(target)),
                    missing_ok=False, kind=PUT)
 
     with ThreadPoolExecutor(REQUESTS_AT_ONCE, thread_name_prefix="copy") as requests:
         list(requests.map(copy, keys))
     delete_prefix(store, old)
-    store.fs.invalidate_cache(store.path(new))
+    store.driver.forget(store.path(new))
     return len(keys)

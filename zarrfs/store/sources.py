@@ -6,12 +6,12 @@ need a filesystem of zarrfs's own: a kerchunk/VirtualiZarr reference set (a `.js
 Parquet reference directory, or `reference://` with `fo=`), whose chunk bytes live in other
 files (`references`), and an Icechunk repository (`icechunk://`), whose keys resolve through
 a snapshot (`icechunk`). Both are asynchronous fsspec filesystems, so every call the store
-makes to them has a deadline, as it has for S3 or HTTP.
+makes to them has a deadline, as it has for S3 or HTTP. A zip archive is read through the
+store of its directory (`adapter_of`: its adapter, `zipfiles.ZipSource`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,12 +19,13 @@ from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+from fsspec.registry import known_implementations, registry
 
 from ..declared import Option, OptionValues
 from ..errors import StoreError, missing_package
 from . import deadline, http, icechunk, memory, objects, references
 from .deadline import RetryPolicy, one_line
-from .driver import Driver
+from .driver import Adapter, Driver
 from .local import LocalDriver
 from .references import ReferencesDriver
 from .settings import TIMEOUT, SourceSettings
@@ -57,10 +58,9 @@ def storage_options(given: OptionValues) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Source:
-    """An opened source: its filesystem and root, the driver serving them, and how the store
-    of it is bounded (None: the store's default)."""
+    """An opened source: the driver serving it and its root there, and how the store of it is
+    bounded (None: the store's default)."""
 
-    fs: fsspec.AbstractFileSystem
     root: str
     driver: Driver
     read_only: bool
@@ -72,16 +72,16 @@ def open_source(url: str, storage_options: Mapping[str, Any], settings: SourceSe
     """`url` opened (StoreError: it cannot be), its server reached first when it has one."""
     try:
         fs, root = open_filesystem(url, storage_options, settings)
-        read_only = read_only or not start_writes(fs, writable and not read_only)
+        driver = driver_for(fs, root, settings.references_allow)
+        read_only = read_only or not driver.start_writes(writable and not read_only)
     except (ValueError, ImportError, OSError) as e:
         raise StoreError(url, f"cannot open: {missing_package(e) or one_line(e)}") from None
-    driver = driver_for(fs, root, settings.references_allow)
     timeout = settings.timeout_for(remote=driver.capabilities.round_trips)
     retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
     server = endpoint(url, storage_options)
     if server is not None and timeout is not None:
         deadline.reach(server, min(timeout, REACH_SECONDS))
-    return Source(fs, root, driver, read_only or driver.read_only, retry)
+    return Source(root, driver, read_only or driver.capabilities.read_only, retry)
 
 
 def driver_for(fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...] = ()) -> Driver:
@@ -105,6 +105,13 @@ def driver_for(fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...
     if "reference" in protocols:
         return ReferencesDriver(fs)
     return memory.MemoryDriver(fs) if protocols & set(memory.PROTOCOLS) else Driver(fs)
+
+
+def adapter_of(url: str) -> Adapter | None:
+    """What `url` is read through the store of another with (a zip archive: through the store
+    of its directory); None: a source of its own."""
+    return ZipSource.parse(url)
+
 
 def open_filesystem(url: str, storage_options: Mapping[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -145,17 +152,6 @@ def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
         emulator = os.environ.get("STORAGE_EMULATOR_HOST")
         found = emulator if emulator is None or "://" in emulator else f"http://{emulator}"
     return str(found) if found else None
-
-
-def start_writes(fs: fsspec.AbstractFileSystem, writable: bool) -> bool:
-    """Whether `fs` may be written: a source written only when asked to (`start_writes`:
-    Icechunk at a branch, with -o rw; ValueError elsewhere) is started writing if `writable`."""
-    start = getattr(fs, "start_writes", None)
-    if not callable(start):
-        return True
-    if writable:
-        start()
-    return writable
 
 
 # The loggers of the stores' clients, which log request headers and URLs, credentials included
@@ -203,17 +199,26 @@ class LateImports:
 
 def late_imports(source: str, storage_options: Mapping[str, Any]) -> LateImports:
     """What the store of `source` imports late (a daemon acting as another user imports them
-    first, as root: zarrfs.daemon.preload). Looks at nothing remote, and reads nothing."""
-    zipped = ZipSource.parse(source)
-    url = source if zipped is None else zipped.directory
+    first, as root: zarrfs.daemon.preload). Looks at nothing remote, reads nothing, and
+    imports nothing: it only names them."""
+    adapter = adapter_of(source)
+    url = source if adapter is None else adapter.below
     protocol = fsspec.utils.get_protocol(url)
     reference = _is_reference(url, protocol, storage_options)
-    with contextlib.suppress(ImportError, ValueError):  # (s3fs, gcsfs, adlfs, aiohttp: fsspec's own)
-        fsspec.get_filesystem_class(protocol)
-    modules = (*_CLIENTS.get(protocol, ()), *(_ZIP if zipped is not None else ()),
-               *(_NETWORK if protocol not in _LOCAL else ()),
-               *(_CLIENT_ERRORS if protocol not in _LOCAL or zipped is not None or reference else ()))
+    modules = (*_filesystem_module(protocol), *_CLIENTS.get(protocol, ()),
+               *(_ZIP if adapter is not None else ()), *(_NETWORK if protocol not in _LOCAL else ()),
+               *(_CLIENT_ERRORS if protocol not in _LOCAL or adapter is not None or reference else ()))
     return LateImports(modules, reference)
+
+
+def _filesystem_module(protocol: str) -> tuple[str, ...]:
+    """The module of fsspec's filesystem of `protocol` (s3fs, gcsfs, adlfs, its http one:
+    aiohttp), which the store imports when it opens it; () where fsspec knows none."""
+    registered = registry.get(protocol)
+    if registered is not None:
+        return (registered.__module__,)
+    known = known_implementations.get(protocol, {}).get("class")
+    return (known.rpartition(".")[0],) if isinstance(known, str) and "." in known else ()
 
 
 def _is_reference(url: str, protocol: str, storage_options: Mapping[str, Any]) -> bool:

@@ -11,6 +11,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from google_crc32c import value as crc32c
 
+# The names of the temporary files atomic puts write beside their object (local files; chunk
+# keys never start with a dot): a listing of any store leaves them out (a directory copied
+# elsewhere mid-write may hold them).
+TEMP_PREFIX = ".zarrfs-tmp-"
+
 # What a put writes: bytes, or pieces written one after the other (a shard is written from its
 # encoded inner chunks as they are, not joined into a copy first).
 Payload = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]

@@ -1,7 +1,7 @@
 """What a store offers of its versions, for the tree's `.versions/` directory: the names of
 its branches, tags and snapshots, the log of the mounted branch, and new tags and branches.
-Only Icechunk repositories have versions (`icechunk_versions`); every call has the store's
-deadline, as every other store operation.
+Only stores whose capabilities say so have versions (Icechunk repositories); every call goes
+through the store's driver, with the store's deadline, as every other store operation.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ MADE_BY_MKDIR = (BRANCHES, TAGS)  # kinds a new name can be made in (at the moun
 
 
 class Catalog:
-    """The versions of a store whose filesystem serves them (`icechunk_versions`)."""
+    """The versions of a store whose driver serves them (`Capabilities.versions`)."""
 
     def __init__(self, store: BaseStore) -> None:
         self.store = store
@@ -25,23 +25,22 @@ class Catalog:
     def names(self, kind: str) -> list[str]:
         """The branches, tags or snapshots (reachable from a branch or tag) there are now."""
         key = f"{VERSIONS}/{kind}"
-        found = self.store.call(key, lambda s: self.store.fs_call(s, "version_names", kind), kind=LIST)
+        found = self.store.call(key, lambda s: self.store.driver.version_names(s, kind), kind=LIST)
         return list(found or [])
 
     def log(self) -> bytes:
         """The mounted branch's commits, newest first, one a line: id, time (UTC), message."""
-        found = self.store.call(f"{VERSIONS}/{LOG}", lambda s: self.store.fs_call(s, "version_log"),
-                                kind=OTHER)
+        found = self.store.call(f"{VERSIONS}/{LOG}", self.store.driver.version_log, kind=OTHER)
         return found or b""
 
     def create(self, kind: str, name: str) -> None:
         """A new tag or branch at the mounted branch's head (EditRefused: EEXIST, EINVAL)."""
         key = f"{VERSIONS}/{kind}/{name}"
         self.store.check_writable(key)
-        self.store.call(key, lambda s: self.store.fs_call(s, "create_version", kind, name),
+        self.store.call(key, lambda s: self.store.driver.create_version(s, kind, name),
                         missing_ok=False, kind=PUT)
 
 
 def catalog_of(store: BaseStore) -> Catalog | None:
     """The store's versions, or None: it has none."""
-    return Catalog(store) if hasattr(store.fs, "_version_names") else None
+    return Catalog(store) if store.capabilities.versions else None

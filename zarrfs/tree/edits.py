@@ -32,7 +32,7 @@ from ..formats.documents import (
 )
 from ..formats.nodes import child_formats, join_path
 from ..formats.registry import consolidated_file, format_of, misplaced
-from ..store import ANY, Store
+from ..store import ANY, Expect, Store
 from .inodes import InodeTable
 
 log = logging.getLogger(__name__)
@@ -101,9 +101,10 @@ class Edits:
             files = files_for(parent.zarr_format)
         except MetadataError as e:
             raise EditRefused(errno.EINVAL, f"{path}: {e}") from None
+        absent: Expect = None if self.store.capabilities.conditional else ANY  # (nothing stored there yet)
         for key, raw in files.items():
             try:
-                self.store.put(join_path(path, key), raw, expect=None if self.store.conditional else ANY)
+                self.store.put(join_path(path, key), raw, expect=absent)
             except ConflictError:
                 raise EditRefused(errno.EEXIST, f"{path} was created by another writer") from None
         child = discover(self.store.get, path, child_formats(parent))
@@ -227,7 +228,8 @@ class Edits:
             new = edit(None if found is None else bytes(found.data))
             if new is None:
                 return None
-            expect = (None if found is None else found.generation) if self.store.conditional else ANY
+            read_at = None if found is None else found.generation
+            expect = read_at if self.store.capabilities.conditional else ANY
             try:
                 self.store.put(key, new, expect=expect)
                 return new

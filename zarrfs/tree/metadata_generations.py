@@ -31,7 +31,7 @@ class MetadataGenerations:
     def get(self, key: str) -> bytes | None:
         """A document's bytes (None: not stored), as `Store.get` reads them, noting the
         generation they were read at: discovery reads through this."""
-        if not self._store.versioned:  # (no generation comes with a read)
+        if not self._store.capabilities.versioned:  # (no generation comes with a read)
             return self._store.get(key)
         found = self._store.read(key)
         if found is None:

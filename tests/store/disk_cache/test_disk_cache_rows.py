@@ -53,7 +53,7 @@ class Listings:
 
 
 def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None,
-           through: str | None = None) -> Store:
+           through: str | None = None) -> DiskCachedStore:
     """The store at `url` (reached through the proxy at `through`) with its disk cache."""
     client = {"endpoint_url": through, "region_name": "us-east-1"}
     reach = {} if through is None else {"client_kwargs": client}
@@ -65,7 +65,7 @@ def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = 
 
 def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
                          read: list[str], observer: Listings | None = None,
-                         through: str | None = None) -> Store:
+                         through: str | None = None) -> DiskCachedStore:
     """`stored` put below `name` on S3; `read` of them read through a disk cache; then the
     store opened again on that cache (its operations seen by `observer`; through `through`)."""
     fs = fsspec.filesystem("s3", **server.s3fs_options())

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from zarrfs.errors import ConflictError, RefusedKey
-from zarrfs.store import local
+from zarrfs.store import TEMP_PREFIX, local
 from zarrfs.store.local import Root
 
 pytestmark = pytest.mark.fast
@@ -81,7 +81,7 @@ def test_writes_make_missing_directories_and_compare_generations(tmp_path: Path)
     assert local.delete_if(root, str(tmp_path / "nowhere" / "0"), None)
     with pytest.raises(ConflictError):
         local.delete_if(root, str(tmp_path / "nowhere" / "0"), second)
-    assert [n for n in os.listdir(tmp_path / "c" / "3") if n.startswith(local.TEMP_PREFIX)] == []
+    assert [n for n in os.listdir(tmp_path / "c" / "3") if n.startswith(TEMP_PREFIX)] == []
 
 
 def test_a_node_removed_or_moved_stays_inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,7 +60,7 @@ def spied_store(server: S3Server, monkeypatch: pytest.MonkeyPatch, endpoint: str
 def test_reads_go_through_obstore_with_the_objects_etag(s3_server: S3Server,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     store, others = spied_store(s3_server, monkeypatch)
-    assert obstore_gets.usable(store.fs)
+    assert obstore_gets.usable(store.driver.fs)
     whole = store.read("k")
     assert whole is not None and whole.data == CONTENT
     # (a view of obstore's buffer, not a copy; whole bytes for readers of documents)

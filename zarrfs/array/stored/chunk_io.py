@@ -132,7 +132,7 @@ class PlainChunkIO:
             parked = key in self._parked
             found = self._parked.pop(key, None)
         if open_file and not parked:
-            if self.store.capabilities.local_files and self.store.disk_cache is None:
+            if self.store.capabilities.local_files and not self.store.cached_on_disk:
                 file = opened(self.store, key)
                 if file is not None:
                     self.count_fetch(file.size)

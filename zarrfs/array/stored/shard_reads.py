@@ -139,7 +139,8 @@ class ShardReader:
         if listed is None:
             return None, None
         # (the size listed spares a request, where reads tell whether it is still that shard)
-        found = self._fetch_index(key, self.sharding_of(chunk), listed if self.store.versioned else None)
+        trusted = listed if self.store.capabilities.versioned else None
+        found = self._fetch_index(key, self.sharding_of(chunk), trusted)
         self.cache.remember_index((self.owner, chunk), found, index_cost)
         return found
 

@@ -87,7 +87,7 @@ class WriteBack:
         """Store the chunks of `groups` and make them durable; those another writer's commit
         displaced between their put and the commit (a store that commits at syncs: to merge
         and store again). A store that commits at syncs settles chunks only once committed."""
-        geometry, deferred = self.geometry(), self.store.commits
+        geometry, deferred = self.geometry(), self.store.capabilities.commits
         jobs: dict[Index, Future[Written | None]] = {
             chunk: self.shared.writers.submit(self._flush_chunk, chunk, units, deferred)
             for chunk, units in groups.items()

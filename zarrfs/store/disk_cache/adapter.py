@@ -2,7 +2,8 @@
 the same interface as the store it wraps (as fsspec's caching filesystem wraps any other, and
 TensorStore's adapters wrap a driver). What it fetches it fetches from the wrapped store's
 driver (`Store.fetch`...); what the store says of generations, to its rechecks and stats, it
-notes; a write through it forgets what it knew of the object."""
+notes; a write through it forgets what it knew of the object. What is asked of a disk cache
+(`Store.cached_on_disk`, `served_locally`, `cache_stats`, `close`) it alone answers."""
 
 from __future__ import annotations
 
@@ -19,12 +20,26 @@ from .reads import CachedReads
 
 class DiskCachedStore(Store):
     def __init__(self, store: Store, reads: CachedReads) -> None:
-        super().__init__(store.fs, store.root, read_only=store.read_only, retry=store.retry,
+        super().__init__(store.driver.fs, store.root, read_only=store.read_only, retry=store.retry,
                          observer=store.observer, driver=store.driver, answers=store.answers)
-        self.disk_cache: CachedReads = reads  # (-o disk_cache: reads kept on local disk)
+        self.disk_cache = reads  # (-o disk_cache: reads kept on local disk)
 
     def like(self, root: str, retry: RetryPolicy) -> Store:
         return DiskCachedStore(super().like(root, retry), self.disk_cache)
+
+    @property
+    def cached_on_disk(self) -> bool:
+        return True
+
+    def served_locally(self) -> bool:
+        return self.disk_cache.served_locally()
+
+    def cache_stats(self) -> dict[str, float]:
+        return self.disk_cache.stats()
+
+    def close(self) -> None:
+        """Close the disk cache's index (shared by every store made `like` this one)."""
+        self.disk_cache.cache.close()
 
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         if byte_range is None:  # (one object, or one range of it, as the disk cache serves many)

@@ -20,15 +20,15 @@ def open_disk_cache(store: Store, source: str, storage_options: Mapping[str, Any
     """The disk cache in `directory` for the reads of `store` (opened from `source`); None
     for a store it does not serve: local files, and stores whose reads have no generation
     (HTTP, reference sets, zip archives). DiskCacheError when the directory cannot serve."""
-    if store.capabilities.local_files or not store.versioned:
+    capabilities, driver = store.capabilities, store.driver
+    if capabilities.local_files or not capabilities.versioned:
         return None
-    protocols = store.fs.protocol if isinstance(store.fs.protocol, tuple | list) else (store.fs.protocol,)
     # Paths are the store's own; where they are not the whole location (Icechunk: keys of one
     # repository, root ""), the source names the store too.
     server = endpoint(source, storage_options) or ""
-    name = "|".join((protocols[0], server, "" if store.root else source.rstrip("/")))
-    known, resume = (getattr(store.fs, attribute, None) for attribute in ("known_generation", "resume"))
-    reads = CachedReads(DiskCache(directory, size), name, known if callable(known) else None)
-    if callable(resume):  # (Icechunk: what the commits since an earlier mount left as it was)
-        resume(reads.cache.generations(name, None, RESUMED_AT_MOST))
+    name = "|".join((driver.protocol, server, "" if store.root else source.rstrip("/")))
+    known = driver.known_generation if capabilities.knows_generations else None
+    reads = CachedReads(DiskCache(directory, size), name, known)
+    if capabilities.knows_generations:  # (Icechunk: what commits since an earlier mount left as it was)
+        driver.resume(reads.cache.generations(name, None, RESUMED_AT_MOST))
     return reads

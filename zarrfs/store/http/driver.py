@@ -10,5 +10,4 @@ PROTOCOLS = ("http", "https")
 
 
 class HttpDriver(Driver):
-    capabilities = Capabilities(round_trips=True, batched_gets=False, local_files=False, lists=False)
-    read_only = True
+    capabilities = Capabilities(lists=False, read_only=True)

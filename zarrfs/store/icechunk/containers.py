@@ -5,7 +5,7 @@ HDF5, GRIB on a disk or S3). Its config declares the containers they lie in: a U
 the object store settings that reach it (endpoint, options). Icechunk reads a container's
 chunks only when the opener authorizes it. Both the declaration and the references are
 written by whoever wrote the repository, so a mount trusts them as it trusts a reference set
-(`references.TargetPolicy`, the same rule): a container is authorized when its prefix lies
+(`store.targets.TargetPolicy`, the same rule): a container is authorized when its prefix lies
 below the repository's own directory (symlinks resolved) or bucket, or below a prefix of
 `-o references_allow=`. An authorized container is reached with the mount's settings, never
 the declared ones: a repository must not send the mounter's signed requests, or its reads,
@@ -25,7 +25,7 @@ from typing import Any
 
 import icechunk
 
-from ..references import Place, TargetPolicy, Where
+from ..targets import Place, TargetPolicy, Where
 
 # The containers a mount reaches, as Icechunk reads their URLs: a local path (never
 # `file://HOST/PATH`, which Icechunk reads as /PATH while the rule would see HOST/PATH below

@@ -1,55 +1,84 @@
 """The driver of Icechunk repositories: each read comes with the snapshot its key last
-changed in (`reads_generations`), and, mounted with -o rw at a branch, writes are made in a
-session that a sync commits (`commits`): a put, a delete or a commit checked against `expect`
-fails with ConflictError when another writer's commit displaced it."""
+changed in (`reads_generations`), its versions are shown below `.versions/` (`versions`), the
+generation of each key is known from the snapshot followed (`knows_generations`), and, mounted
+with -o rw at a branch, writes are made in a session that a sync commits (`commits`): a put, a
+delete or a commit checked against `expect` fails with ConflictError when another writer's
+commit displaced it."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
 
+import fsspec
+
+from ..capabilities import Capabilities
 from ..driver import ANY, Driver, Expect, Operation, _Any, joined
 from ..values import Payload, Versioned
+from .versions import VersionsFileSystem
+
+_READING = Capabilities(reads_generations=True, knows_generations=True)
 
 
 class IcechunkDriver(Driver):
-    reads_generations = True
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        super().__init__(fs)
+        self.capabilities = dataclasses.replace(_READING, versions=isinstance(fs, VersionsFileSystem))
+        if fs.commits_on_sync:  # (writes started before the driver was made)
+            self._writing()
 
-    @property
-    def commits(self) -> bool:
-        return bool(getattr(self.fs, "commits_on_sync", False))
+    def start_writes(self, writable: bool) -> bool:
+        if writable:
+            self.fs.start_writes()
+            self._writing()
+        return writable
 
-    @property
-    def conditional(self) -> bool:  # type: ignore[override]
-        return self.commits
+    def _writing(self) -> None:
+        self.capabilities = dataclasses.replace(self.capabilities, conditional=True, commits=True)
 
     def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
         return self.call(seconds, "cat_versioned", path, start, length)  # type: ignore[no-any-return]
 
+    def known_generation(self, path: str) -> str:
+        return self.fs.known_generation(path)  # type: ignore[no-any-return]
+
+    def resume(self, generations: Sequence[str]) -> None:
+        self.fs.resume(generations)
+
+    def version_names(self, seconds: float | None, kind: str) -> list[str]:
+        return self.call(seconds, "version_names", kind)  # type: ignore[no-any-return]
+
+    def version_log(self, seconds: float | None) -> bytes:
+        return self.call(seconds, "version_log")  # type: ignore[no-any-return]
+
+    def create_version(self, seconds: float | None, kind: str, name: str) -> None:
+        self.call(seconds, "create_version", kind, name)
+
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
-        if not self.commits:
+        if not self.capabilities.commits:
             return super().put(path, data, sync_directory, expect)
         return functools.partial(self._on_branch, "put_if", path, expect, data=joined(data),
                                  commit=sync_directory)
 
     def delete(self, path: str, expect: Expect) -> Operation:
-        if not self.commits:
+        if not self.capabilities.commits:
             return super().delete(path, expect)
         return functools.partial(self._on_branch, "delete_if", path, expect)
 
     def sync(self, paths: Sequence[str], root: str) -> list[tuple[str, Operation]]:
-        if not self.commits or not paths:  # (nothing asked for: a group commit is not waited for)
+        if not self.capabilities.commits or not paths:  # (nothing asked: a group commit is not waited for)
             return []
         return [(root, functools.partial(self._on_branch, "commit", list(paths), ANY))]
 
-    def delete_tree(self, path: str) -> Operation | None:  # (the node's tree deleted in the session)
-        return (lambda s: self.call(s, "remove_prefix", path)) if self.commits else None
+    # Whole nodes, in the session: a tree deleted; copied and deleted.
+    def delete_tree(self, path: str) -> Operation | None:
+        return (lambda s: self.call(s, "remove_prefix", path)) if self.capabilities.commits else None
 
-    def move_tree(self, old: str, new: str) -> Operation | None:  # (copied and deleted in the session)
-        return (lambda s: self.call(s, "move_prefix", old, new)) if self.commits else None
+    def move_tree(self, old: str, new: str) -> Operation | None:
+        return (lambda s: self.call(s, "move_prefix", old, new)) if self.capabilities.commits else None
 
     def _on_branch(self, method: str, path: Any, expect: Expect, seconds: float | None, **kw: Any) -> Any:
         checked = not isinstance(expect, _Any)
         return self.call(seconds, method, path, expect if checked else None, check=checked, **kw)
-

@@ -37,8 +37,8 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from ...errors import ConflictError
-from ..references import TargetPolicy
 from ..settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
+from ..targets import TargetPolicy
 from ..values import Versioned
 from . import containers
 from .branches import (

@@ -7,7 +7,6 @@ from ..values import Opened
 from .confined import Root, open_below, opened
 from .driver import LocalDriver
 from .files import (
-    TEMP_PREFIX,
     delete,
     delete_if,
     exchange,
@@ -26,7 +25,7 @@ from .files import (
     write_atomically,
 )
 
-__all__ = ["TEMP_PREFIX", "LocalDriver", "Opened", "Root", "delete", "delete_if", "exchange",
+__all__ = ["LocalDriver", "Opened", "Root", "delete", "delete_if", "exchange",
            "fsync_directory", "generation_of", "move", "open_below", "opened", "read", "read_cached",
            "read_edge_cached", "read_whole_cached",
            "remove_stale_temporaries", "remove_tree", "replace_if", "temporary_owner_alive", "writable",

@@ -1,6 +1,6 @@
 """A local store stays inside its root: a symbolic link below the root is followed while it
 resolves inside the root (or below a place `-o references_allow=` names, the rule of reference
-sets: `references.TargetPolicy`), and only regular files are read.
+sets: `store.targets.TargetPolicy`), and only regular files are read.
 
 The store is often served by root to other users (`allow_other`) and written by yet others: a
 link `c/0 -> /root/secret` or a group directory linked to `/etc` must not hand their bytes to
@@ -29,7 +29,7 @@ import stat
 from typing import Any
 
 from ...errors import RefusedKey
-from ..references import Place, TargetPolicy, Where
+from ..targets import Place, TargetPolicy, Where
 from ..values import Opened
 
 log = logging.getLogger("zarrfs")

@@ -21,8 +21,7 @@ from .confined import Root, opened
 
 
 class LocalDriver(Driver):
-    capabilities = Capabilities(round_trips=False, batched_gets=False, local_files=True, lists=True)
-    conditional = True
+    capabilities = Capabilities(round_trips=False, local_files=True, conditional=True)
 
     def __init__(self, fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...] = ()) -> None:
         """`allowed`: where else links may lead (a reference set's `references_allow`)."""

@@ -30,11 +30,10 @@ import time
 from collections.abc import Iterator
 
 from ...errors import ConflictError
-from ..values import Payload, Versioned, pieces
+from ..values import TEMP_PREFIX, Payload, Versioned, pieces
 from . import page_cache
 from .confined import WORKING_FLAGS, Root, generation_of
 
-TEMP_PREFIX = ".zarrfs-tmp-"  # chunk keys never start with a dot
 RENAME_EXCHANGE = 2  # (linux/fs.h; Python's os has no renameat2)
 _LIBC = ctypes.CDLL(None, use_errno=True)
 

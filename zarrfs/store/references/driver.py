@@ -3,8 +3,9 @@ from where its reference leads (`filesystem`), with no generation."""
 
 from __future__ import annotations
 
+from ..capabilities import Capabilities
 from ..driver import Driver
 
 
 class ReferencesDriver(Driver):
-    read_only = True
+    capabilities = Capabilities(read_only=True)

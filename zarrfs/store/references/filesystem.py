@@ -33,7 +33,7 @@ from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileS
 from fsspec.utils import get_protocol
 
 from ..settings import SourceSettings
-from .targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
+from ..targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
 
 T = TypeVar("T")
 JSON_SUFFIXES = (".json", ".json.gz")

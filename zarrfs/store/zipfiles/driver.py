@@ -1,10 +1,12 @@
-"""The driver of zip archives: read-only, their reads retried and observed by the store of the
-archive itself (`core.Store.open`), listings and sizes from the central directory."""
+"""The driver of zip archives: read-only, listings and sizes from the central directory, each
+read of the archive made through the store of its directory (`ZipSource.over`: any driver's),
+which retries and observes it."""
 
 from __future__ import annotations
 
+from ..capabilities import Capabilities
 from ..driver import Driver
 
 
 class ZipDriver(Driver):
-    read_only = True
+    capabilities = Capabilities(read_only=True)

@@ -11,9 +11,10 @@ the store). The layouts met in practice:
 - OME-NGFF's RFC-9 `.ozx`: OME-Zarr 0.5 at the root, entries stored, ZIP64, a comment.
 
 The Zarr root is the folder nearest the top holding Zarr metadata, when there is one such
-folder (or the one `zip://FOLDER::` names). The archive itself is read through a store of
-its own (`core.Store.open`), so each read of it has the store's deadline and retries and the
-request log counts it; `zip_index` reads the central directory once and each entry with one
+folder (or the one `zip://FOLDER::` names). A zip is an adapter (`driver.Adapter`): the
+archive itself is read through a store of its directory, of any driver (`core.Store.open`
+opens it), so each read of it has that store's deadline and retries and the request log
+counts it; `zip_index` reads the central directory once and each entry with one
 ranged read (remotely, together with the entries after it: `zip_spans`). Listings and
 sizes come from the central directory, at no request.
 """
@@ -22,14 +23,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from fsspec import AbstractFileSystem
 from fsspec.utils import get_protocol
 
 from ...errors import StoreError
-from ..capabilities import Capabilities
-from ..ranges import ByteRange, SuffixRange
+from ..driver import Container
+from ..ranges import ByteRange
+from .driver import ZipDriver
 from .index import ZipIndex
 
 SUFFIXES = (".zip", ".ozx")
@@ -41,11 +43,21 @@ _LOCAL_PROTOCOLS = ("file", "local")
 @dataclass(frozen=True)
 class ZipSource:
     """Where a zip is (`directory` and `name`: a store of the directory, the archive's key in
-    it) and which folder inside it was asked for (None: found by its Zarr metadata)."""
+    it) and which folder inside it was asked for (None: found by its Zarr metadata). The
+    adapter of a zip source (`driver.Adapter`)."""
 
     directory: str
     name: str
     inside: str | None = None
+    kind: ClassVar[str] = "zip"
+
+    @property
+    def below(self) -> str:
+        return self.directory
+
+    def over(self, container: Container) -> tuple[ZipDriver, str]:
+        fs, root = open_zip(self, container)
+        return ZipDriver(fs), root
 
     @classmethod
     def parse(cls, url: str) -> ZipSource | None:
@@ -66,17 +78,6 @@ class ZipSource:
             return cls(directory, name, inside)
         directory, _, name = url.rstrip("/").rpartition("/")
         return cls(directory, name, inside)
-
-
-class Container(Protocol):
-    """What of a `core.Store` of the zip's directory this reads the archive through (the zip
-    driver wraps any other, as TensorStore's zip kvstore wraps a base kvstore)."""
-
-    @property
-    def capabilities(self) -> Capabilities: ...
-
-    def size(self, key: str) -> int | None: ...
-    def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None: ...
 
 
 def open_zip(source: ZipSource, container: Container) -> tuple[ZippedFileSystem, str]:

@@ -1,7 +1,9 @@
 """Where the bytes of a reference may come from: the places a reference set allows (its own
 directory, bucket or host, and `references_allow`), and the one URL a reference resolves to
 (relative paths and symlinks resolved; chained URLs, dot segments and percent-encoded
-separators refused). See zarrfs.store.references.filesystem."""
+separators refused). See zarrfs.store.references.filesystem. Shared by the drivers that confine
+where bytes come from: reference sets, a local store's links (`local.confined`), an Icechunk
+repository's virtual chunk containers."""
 
 from __future__ import annotations
 
