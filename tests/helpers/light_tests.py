@@ -96,7 +96,7 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
 
 def _helper(name: str, importer: Path) -> Path | None:
     """The file of a test helper module `name` (`tests.helpers.mounting`,
-    `tests.reliability.s3_server`), as the tests import them; None for anything else."""
+    `tests.helpers.s3_server`), as the tests import them; None for anything else."""
     parts = name.split(".")
     parts = parts[1:] if parts[0] == "tests" else parts
     for base in (TESTS, importer.parent):

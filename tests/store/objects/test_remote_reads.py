@@ -19,7 +19,7 @@ from fsspec.asyn import sync
 
 from tests.helpers.mounting import mounted
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from zarrfs.errors import StoreError
 from zarrfs.store import ByteRange, RetryPolicy, Store
 from zarrfs.store.objects import obstore_gets, presigned
