@@ -1,25 +1,24 @@
-"""The fast tier (`bash scripts/test --fast`, `pytest -m fast`): the tests marked `fast` in their
-own modules, a whole module by `pytestmark = pytest.mark.fast` (or a list beginning with it,
-on that line) and a test by `@pytest.mark.fast` above it. Found here by those lines, without
-importing the module: tests/conftest.py leaves the modules holding none of them uncollected
-under `-m fast`, tests/scripts/test_light_tests.py lists the tier's modules."""
+"""The fast tier (`bash scripts/test --fast`, `pytest -m fast`): the tests pytest selects by the
+marker `fast`, however a module sets it (`pytestmark = pytest.mark.fast`, a list of marks naming
+it anywhere, `@pytest.mark.fast` on a test or a class, `pytest.param(..., marks=...)`).
+Asked of pytest itself, which resolves the marks, here for tests/scripts/test_light_tests.py."""
 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-MARKED = re.compile(rb"^(?:pytestmark = \[?pytest\.mark\.fast\b|[ \t]*@pytest\.mark\.fast\b)", re.M)
-
-
-def has_fast_tests(module: Path) -> bool:
-    """Whether the test module at `module` marks itself, or any of its tests, `fast`."""
-    return MARKED.search(module.read_bytes()) is not None
-
 
 def fast_modules() -> set[str]:
-    """The fast tier's modules, as paths below tests/ (`store/test_deadlines.py`)."""
-    return {path.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py")
-            if has_fast_tests(path)}
+    """The fast tier's modules, as paths below tests/ (`store/test_deadlines.py`): those holding
+    a test that `pytest --collect-only -m fast` collects (a line `tests/MODULE: COUNT` each)."""
+    command = [sys.executable, "-m", "pytest", "--collect-only", "-qq", "-m", "fast",
+               "-p", "no:cacheprovider", "-p", "no:xdist", str(TESTS)]
+    done = subprocess.run(command, cwd=TESTS.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f"pytest could not collect the fast tier:\n{done.stdout}{done.stderr}"
+    counts = re.findall(r"^tests/(\S+\.py): (\d+)$", done.stdout, re.M)
+    return {path for path, count in counts if int(count) > 0}
