@@ -5,6 +5,7 @@ Asked of pytest itself, which resolves the marks, here for tests/scripts/test_li
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def fast_modules() -> set[str]:
+@functools.cache
+def fast_modules() -> frozenset[str]:
     """The fast tier's modules, as paths below tests/ (`store/test_deadlines.py`): those holding
     a test that `pytest --collect-only -m fast` collects (a line `tests/MODULE: COUNT` each)."""
     command = [sys.executable, "-m", "pytest", "--collect-only", "-qq", "-m", "fast",
@@ -21,4 +23,4 @@ def fast_modules() -> set[str]:
     done = subprocess.run(command, cwd=TESTS.parent, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"pytest could not collect the fast tier:\n{done.stdout}{done.stderr}"
     counts = re.findall(r"^tests/(\S+\.py): (\d+)$", done.stdout, re.M)
-    return {path for path, count in counts if int(count) > 0}
+    return frozenset(path for path, count in counts if int(count) > 0)
