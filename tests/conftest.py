@@ -13,6 +13,7 @@ from types import TracebackType
 
 import pytest
 
+from tests.helpers import fast_tier
 from tests.helpers.mounting import Mount, MountFactory, mounted
 from zarrfs.array.reads import policy
 from zarrfs.array.stored import chunk_io
@@ -54,6 +55,11 @@ def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 # list) for the whole module, `@pytest.mark.fast` on a test (every parametrization of it). A
 # room with none says why in its conftest.py (tests/scripts/test_light_tests.py). Keep it under
 # two minutes on two cores.
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    fast_tier.note(config, items)  # (before `-m fast` deselects: the tier's modules, in this run)
 
 
 # Under CI a skip is a failure: a missing /dev/fuse or a declared test dependency that did not

@@ -19,18 +19,18 @@ pytestmark = pytest.mark.fast
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def test_the_list_is_the_light_fast_modules() -> None:
-    light = {m for m in fast_modules()
+def test_the_list_is_the_light_fast_modules(pytestconfig: pytest.Config) -> None:
+    light = {m for m in fast_modules(pytestconfig)
              if light_tests.third_party_imports(TESTS / m) <= light_tests.LIGHT_IMPORTS}
     assert set(light_tests.MODULES) == light - set(light_tests.LEFT_OUT)
     assert set(light_tests.LEFT_OUT) <= light
     assert len(light_tests.MODULES) == len(set(light_tests.MODULES))
 
 
-def test_every_room_has_fast_tests_or_says_why() -> None:
+def test_every_room_has_fast_tests_or_says_why(pytestconfig: pytest.Config) -> None:
     """A folder of test modules has some in the fast tier, or its conftest.py says why not."""
     rooms = {path.parent for path in TESTS.rglob("test_*.py")}
-    fast = {(TESTS / module).parent for module in fast_modules()}
+    fast = {(TESTS / module).parent for module in fast_modules(pytestconfig)}
     silent = [room.relative_to(TESTS).as_posix() for room in sorted(rooms - fast)
               if "fast tier" not in _conftest_text(room)]
     assert not silent, f"rooms with no fast test that do not say why (in their conftest.py): {silent}"
