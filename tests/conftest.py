@@ -53,8 +53,8 @@ def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 # one real mount per main path. Each module says what of it is in the tier, and pytest resolves
 # the marker (registered in pyproject.toml): `pytestmark = pytest.mark.fast` (alone or in a
 # list) for the whole module, `@pytest.mark.fast` on a test (every parametrization of it). A
-# room with none says why in its conftest.py (tests/scripts/test_light_tests.py). Keep it under
-# two minutes on two cores.
+# room with none says why in its conftest.py (tests/scripts/test_light_tests.py). About three
+# minutes on a quiet 2-core machine (docs/development.md): keep it from growing.
 
 
 @pytest.hookimpl(tryfirst=True)
