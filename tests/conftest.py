@@ -13,7 +13,7 @@ from types import TracebackType
 
 import pytest
 
-from tests.helpers.fast_tier import has_fast_tests
+from tests.helpers import fast_tier
 from tests.helpers.mounting import Mount, MountFactory, mounted
 from zarrfs.array.reads import policy
 from zarrfs.array.stored import chunk_io
@@ -49,24 +49,17 @@ def stream_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 # -- the fast tier, and no skips under CI ---------------------------------------------------
 
-TESTS = Path(__file__).resolve().parent
-
 # `bash scripts/test --fast` (`pytest -m fast`): unit tests of every layer, whole modules, plus
-# one real mount per main path. Each module says what of it is in the tier: `pytestmark =
-# pytest.mark.fast` for the whole module, `@pytest.mark.fast` on a test (every parametrization
-# of it); tests/helpers/fast_tier.py. Keep it under two minutes on two cores, all of
-# scripts/test included.
+# one real mount per main path. Each module says what of it is in the tier, and pytest resolves
+# the marker (registered in pyproject.toml): `pytestmark = pytest.mark.fast` (alone or in a
+# list) for the whole module, `@pytest.mark.fast` on a test (every parametrization of it). A
+# room with none says why in its conftest.py (tests/scripts/test_light_tests.py). About three
+# minutes on a quiet 2-core machine (docs/development.md): keep it from growing.
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Under `-m fast` alone, modules with no fast test are not even imported: importing them
-    (TensorStore, xarray, moto, ... and pytest's assertion rewriting) only to deselect every
-    test cost 1.5 s of CPU of the tier's collection."""
-    if config.option.markexpr != "fast" or collection_path.suffix != ".py":
-        return None
-    if not (collection_path.name.startswith("test_") and collection_path.is_relative_to(TESTS)):
-        return None
-    return not has_fast_tests(collection_path)
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    fast_tier.note(config, items)  # (before `-m fast` deselects: the tier's modules, in this run)
 
 
 # Under CI a skip is a failure: a missing /dev/fuse or a declared test dependency that did not

@@ -1,5 +1,5 @@
 """The latency section's Azure column: the same arrays on Azurite (the tests' server,
-tests/reliability/azurite_server.py, an npm package `scripts/install` installs), read by a
+tests/helpers/azurite_server.py, an npm package `scripts/install` installs), read by a
 zarrfs mount of `az://` through the same delaying proxy as S3."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from .common import REPO, dir_files, fmt_size, log
 
 
 def azurite_module() -> Any:
-    """tests/reliability/azurite_server.py (it imports the tests package: the repository goes
+    """tests/helpers/azurite_server.py (it imports the tests package: the repository goes
     on sys.path)."""
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
-    return importlib.import_module("tests.reliability.azurite_server")
+    return importlib.import_module("tests.helpers.azurite_server")
 
 
 @contextlib.contextmanager

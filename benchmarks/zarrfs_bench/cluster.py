@@ -1,5 +1,5 @@
 """The measurements of `benchmarks/cluster.py`: the test suite's cluster workload
-(tests/reliability/cluster.py) for each N, on a fresh array and fresh mounts per run."""
+(tests/helpers/cluster.py) for each N, on a fresh array and fresh mounts per run."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import numpy as np
 from .common import REPO, log
 from .s3 import BUCKET, environ, s3_server, s3_server_module
 
-# tests/reliability/cluster.py imports the tests' helpers as `tests.helpers`.
+# tests/helpers/cluster.py imports the other helpers as `tests.helpers`.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.reliability import cluster
+from tests.helpers import cluster
 from zarrfs.api import read_stats
 
 

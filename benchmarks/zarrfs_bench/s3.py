@@ -28,11 +28,11 @@ SERVER_PIDS: dict[str, int] = {}  # endpoint -> the process of the server servin
 
 
 def s3_server_module() -> ModuleType:
-    """tests/reliability/s3_server.py (S3Server, S3_ENV, free_port, running), by path."""
+    """tests/helpers/s3_server.py (S3Server, S3_ENV, free_port, running), by path."""
     name = "zarrfs_bench_s3_server"
     if name in sys.modules:
         return sys.modules[name]
-    path = REPO / "tests" / "reliability" / "s3_server.py"
+    path = REPO / "tests" / "helpers" / "s3_server.py"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -32,7 +32,7 @@ import tensorstore as ts
 import zarr
 
 from tests.helpers.mounting import ZARRFS, Mount, is_mounted
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -30,9 +30,9 @@ import zarr
 import zarrfs
 from tests.helpers.http_server import serving
 from tests.helpers.mounting import is_mounted, mounted, wait_until
+from tests.helpers.s3_server import S3Server, free_port
+from tests.helpers.s3_server import serving as s3_serving
 from tests.helpers.trust_helpers import NOBODY, needs_root, public, read_as
-from tests.reliability.s3_server import S3Server, free_port
-from tests.reliability.s3_server import serving as s3_serving
 
 __all__ = ["public"]  # (the fixture, used by name)
 

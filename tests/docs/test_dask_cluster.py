@@ -18,7 +18,7 @@ import zarr
 
 from tests.helpers.docs_examples import examples_of
 from tests.helpers.mounting import is_mounted
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 distributed = pytest.importorskip("distributed")
 

@@ -35,7 +35,7 @@ from smbprotocol.header import NtStatus
 
 from tests.helpers.docs_examples import examples_of
 from tests.helpers.mounting import mounted
-from tests.reliability.s3_server import free_port
+from tests.helpers.s3_server import free_port
 
 SMBD = shutil.which("smbd", path="/usr/sbin:/usr/bin:/sbin")
 SMBCLIENT = shutil.which("smbclient")

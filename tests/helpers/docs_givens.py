@@ -73,7 +73,7 @@ def _big(machine: Scratch) -> None:
 @given("metrics-port")
 def _metrics_port(machine: Scratch) -> None:
     """The docs' port 9464 is a free one (another run on this machine may hold 9464)."""
-    from tests.reliability.s3_server import free_port
+    from tests.helpers.s3_server import free_port
 
     machine.urls["127.0.0.1:9464"] = f"127.0.0.1:{free_port()}"
 
@@ -81,7 +81,7 @@ def _metrics_port(machine: Scratch) -> None:
 @given("serve-port")
 def _serve_port(machine: Scratch) -> None:
     """The docs' `zarrfs serve` port 8080 is a free one (another run may hold 8080)."""
-    from tests.reliability.s3_server import free_port
+    from tests.helpers.s3_server import free_port
 
     machine.urls["127.0.0.1:8080"] = f"127.0.0.1:{free_port()}"
 

@@ -29,7 +29,7 @@ import zarr
 
 from tests.helpers.docs_givens import given
 from tests.helpers.docs_scratch import Scratch
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 
 
 def _group(path: Path) -> Path:
@@ -80,7 +80,7 @@ PUBLIC_READ = {"Version": "2012-10-17", "Statement": [
 
 @given("gcs")
 def _gcs(machine: Scratch) -> None:
-    from tests.reliability.gcs_server import GCS_ENV, GCSServer
+    from tests.helpers.gcs_server import GCS_ENV, GCSServer
 
     machine.stack.enter_context(mock.patch.dict(os.environ, GCS_ENV))
     server = GCSServer(bucket="bucket")
@@ -97,7 +97,7 @@ def _gcs(machine: Scratch) -> None:
 def _azure(machine: Scratch) -> None:
     import adlfs
 
-    from tests.reliability.azurite_server import AzuriteServer, azurite_command
+    from tests.helpers.azurite_server import AzuriteServer, azurite_command
 
     command = azurite_command()
     assert command is not None, "Azurite is not installed (scripts/install installs it with npm)"

@@ -42,6 +42,8 @@ LEFT_OUT = {
     "scripts/test_check_layers.py":
         "checks the checkout's source (scripts/check_layers.py), not an installation",
     "daemon/test_user_option.py": "its reader runs this Python as nobody: not one in root's home (pyenv's)",
+    "scripts/test_light_tests.py":
+        "checks this list against pytest's collection of the fast tier, which imports every test module",
 }
 
 MODULES = [
@@ -49,6 +51,7 @@ MODULES = [
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
     "array/reads/test_decode_policy.py", "array/reads/test_readahead.py",
     "array/reads/test_readahead_cost.py", "array/reads/test_sharded_streams.py",
+    "array/stored/test_stored_keys.py",
     "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
     "array/test_written_back_during_load.py",
     "array/test_written_reads.py", "array/writes/test_early_writes.py", "array/writes/test_make_room.py",
@@ -57,9 +60,10 @@ MODULES = [
     "codecs/test_zstd_codec.py", "daemon/test_memory.py", "daemon/test_metrics.py",
     "formats/test_format_registry.py", "fuse/test_late_replies.py", "fuse/test_statfs.py",
     "fuse/test_store_errors.py", "fuzz/test_findings.py", "fuzz/test_replay.py",
-    "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs.py", "scripts/test_light_tests.py",
+    "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs.py",
     "serve/test_http.py", "serve/test_writes.py",
-    "store/local/test_local_writes.py", "store/test_deadlines.py", "store/test_page_cache.py",
+    "store/disk_cache/test_disk_cache_entries.py", "store/local/test_local_writes.py",
+    "store/test_deadlines.py", "store/test_page_cache.py",
     "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
     "test_declared.py", "test_options.py",
     "tree/test_tree.py",
@@ -98,7 +102,7 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
 
 def _helper(name: str, importer: Path) -> Path | None:
     """The file of a test helper module `name` (`tests.helpers.mounting`,
-    `tests.reliability.s3_server`), as the tests import them; None for anything else."""
+    `tests.helpers.s3_server`), as the tests import them; None for anything else."""
     parts = name.split(".")
     parts = parts[1:] if parts[0] == "tests" else parts
     for base in (TESTS, importer.parent):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def twin_on_s3(server: Any, directory: Path, grid: tuple[int, int], chunk: tuple
                name: str = "twin.zarr", stored: Iterable[tuple[int, int]] | None = None,
                shape: tuple[int, int] | None = None, compression: Compression = ZSTD) -> str:
     """`write_twin` made in `directory`, then put in the S3 server's bucket (a
-    `tests.reliability.s3_server.S3Server` or `slow_s3.SlowS3`: its `uploading_options`) as
+    `tests.helpers.s3_server.S3Server` or `slow_s3.SlowS3`: its `uploading_options`) as
     `name`; its URL."""
     import fsspec
 

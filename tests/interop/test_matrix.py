@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.interop.interop_cases import (
+from tests.helpers.interop_cases import (
     CASES,
     EMPTY,
     STORAGE,

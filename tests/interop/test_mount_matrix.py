@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.mounting import Mount, without_views
-from tests.interop.interop_cases import (
+from tests.helpers.interop_cases import (
     CASES,
     DATA_TYPES,
     EMPTY,
@@ -48,6 +47,7 @@ from tests.interop.interop_cases import (
     stored_keys,
     write_tensorstore,
 )
+from tests.helpers.mounting import Mount, without_views
 
 pytestmark = pytest.mark.skipif(
     sys.byteorder != "little", reason="the expected file bytes are the host's element bytes"

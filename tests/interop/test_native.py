@@ -27,7 +27,7 @@ from zarr.codecs import (
     ZstdCodec,
 )
 
-from tests.interop.interop_cases import (
+from tests.helpers.interop_cases import (
     array_json,
     assert_same_bits,
     bytes_codec,

@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import VIEW_FILES, Mount, mounted
-from tests.interop.zarrs_corpus_expected import NOT_YET
+from tests.helpers.zarrs_corpus_expected import NOT_YET
 
 ARCHIVE = Path(__file__).resolve().parent.parent / "data" / "zarrs_corpus.tar.xz"
 PREFIX = "supported/regular/"

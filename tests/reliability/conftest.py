@@ -1,7 +1,7 @@
 """Fixtures of the reliability suite: the fault-injecting filesystem and a local S3 server.
 
-The repository root goes on sys.path so that ``tests.reliability.*`` imports under that one
-name whatever pytest's import mode (a daemon started later imports ``faulty_fs`` by the same
+The repository root goes on sys.path so that ``tests.helpers.faulty_fs`` imports under that
+one name whatever pytest's import mode (a daemon started later imports ``faulty_fs`` by the same
 name, and fsspec finds it by it).
 """
 
@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.reliability import faulty_fs  # noqa: E402
-from tests.reliability.s3_server import S3Server, free_port, serving  # noqa: E402
+from tests.helpers import faulty_fs  # noqa: E402
+from tests.helpers.s3_server import S3Server, free_port, serving  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -35,10 +35,10 @@ from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
 from zarr.codecs import ZstdCodec
 
+from tests.helpers.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.helpers.mounting import Mount, pread, timed
 from tests.helpers.netproxy import proxied
 from tests.helpers.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
-from tests.reliability.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.reliability.test_two_mounts import Writer, lost
 from zarrfs.errors import ConflictError
 from zarrfs.options import MountOptions, OptionError

@@ -1,6 +1,6 @@
 """Eight mounts of one S3 array (eight `zarrfs mount` daemons, as eight nodes of a cluster, on
 the moto server of the reliability suite) writing disjoint elements of the same shards at once,
-several rounds (the workload: tests/reliability/cluster.py). Each mount's write-back of a
+several rounds (the workload: tests/helpers/cluster.py). Each mount's write-back of a
 shard is a compare-and-swap that merges with what the others stored, so after the rounds and
 the unmounts zarr-python, reading the array from S3, must find every acknowledged write (its
 fsync returned 0), and nothing anybody did not write.
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.reliability import cluster
-from tests.reliability.figures import report_figures
-from tests.reliability.s3_server import S3Server
+from tests.helpers import cluster
+from tests.helpers.figures import report_figures
+from tests.helpers.s3_server import S3Server
 from zarrfs.api import read_stats
 
 pytestmark = pytest.mark.skipif(

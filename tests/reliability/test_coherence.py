@@ -84,8 +84,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.figures import report_figures
 from tests.helpers.mounting import Mount, abort_connection, fuse_connection, kernel_stacks, mounted
-from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

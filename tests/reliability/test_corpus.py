@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.reliability import make_corpus
-from tests.reliability.faulty_fs import child_env
+from tests.helpers import make_corpus
+from tests.helpers.faulty_fs import child_env
 from zarrfs.array_metadata import open_array
 from zarrfs.codecs import ChunkSpec, Pipeline
 from zarrfs.errors import MetadataError
@@ -128,7 +128,7 @@ def run_worker(level: str, items: list[Item]) -> dict[Item, dict[str, Any]]:
     remaining = list(items)
     while remaining:
         proc = subprocess.run(
-            [sys.executable, "-m", "tests.reliability.decode_worker", str(CORPUS), level],
+            [sys.executable, "-m", "tests.helpers.decode_worker", str(CORPUS), level],
             input=json.dumps(remaining),
             capture_output=True,
             text=True,

@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.figures import report_figures
 from tests.helpers.mounting import (
     ZARRFS,
     Mount,
@@ -69,7 +70,6 @@ from tests.helpers.mounting import (
     mounted,
     without_views,
 )
-from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -14,7 +14,7 @@ import numpy as np
 import zarr
 
 from tests.helpers.mounting import mounted
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 
 MIB = 1 << 20
 # When each daemon is killed: once this many entries are on disk, or (None) once the cache

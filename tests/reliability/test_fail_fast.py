@@ -25,7 +25,7 @@ import pytest
 
 from tests.helpers.http_server import answering
 from tests.helpers.mounting import ZARRFS, is_mounted
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port
 from zarrfs.errors import StoreError
 from zarrfs.store import Store
 

@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.helpers.mounting import wait_until
-from tests.reliability.faulty_fs import (
+from tests.helpers.faulty_fs import (
     CONFIG_ENV,
     FaultyFileSystem,
     child_env,
     read_counters,
     write_config,
 )
+from tests.helpers.mounting import wait_until
 from zarrfs.array import ZarrArray
 from zarrfs.array.stored import shard_reads
 from zarrfs.array_metadata import create_array, open_array
@@ -304,7 +304,7 @@ def test_chained_url_takes_its_target_from_the_url(
 
 def run_cli_with_faults(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tests.reliability.faulty_fs", "zarrfs.cli", *args],
+        [sys.executable, "-m", "tests.helpers.faulty_fs", "zarrfs.cli", *args],
         capture_output=True,
         text=True,
         cwd=REPO,

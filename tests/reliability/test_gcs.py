@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.reliability.gcs_server import GCS_ENV, GCSServer, running
+from tests.helpers.gcs_server import GCS_ENV, GCSServer, running
 
 os.environ.update(GCS_ENV)  # before gcsfs is imported (it reads it once, at import)
 

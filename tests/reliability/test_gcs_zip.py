@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tests.reliability.gcs_server import GCS_ENV, GCSServer, running
+from tests.helpers.gcs_server import GCS_ENV, GCSServer, running
 
 os.environ.update(GCS_ENV)  # before gcsfs is imported (it reads it once, at import)
 

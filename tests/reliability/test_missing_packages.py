@@ -14,7 +14,7 @@ import pytest
 import zarr
 
 from tests.helpers.mounting import ZARRFS, mounted
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 
 
 def hiding(tmp_path: Path, *packages: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
+from tests.helpers.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from zarrfs.array_metadata import create_array
 from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
@@ -81,7 +81,7 @@ def mounted(tmp_path: Path) -> Iterator[tuple[Path, Path, Path]]:
     command = [
         sys.executable,
         "-m",
-        "tests.reliability.faulty_fs",
+        "tests.helpers.faulty_fs",
         "zarrfs.cli",
         "mount",
         f"faulty://{root}",

@@ -59,8 +59,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from tests.helpers.figures import report_figures
 from tests.helpers.mounting import Mount, mounted
-from tests.reliability.figures import report_figures
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -31,7 +31,7 @@ import s3fs
 
 from tests.helpers.mounting import Mount, mounted, pread, timed
 from tests.helpers.netproxy import TcpProxy, proxied
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from zarrfs.array_metadata import open_array
 from zarrfs.errors import StoreTimeout
 from zarrfs.grid import Box

@@ -17,7 +17,7 @@ import zarr
 
 from tests.helpers.mounting import pread, timed
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from tests.reliability.test_partition import (
     AT_ONCE,
     SHAPE,

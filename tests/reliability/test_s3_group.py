@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import mounted, without_views
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -19,8 +19,8 @@ import numpy as np
 
 from tests.helpers.mounting import mounted
 from tests.helpers.netproxy import proxied
+from tests.helpers.s3_server import S3Server
 from tests.helpers.scale_arrays import ZLIB, RequestLog, Requests, twin_on_s3, values
-from tests.reliability.s3_server import S3Server
 from zarrfs.views.hdf5.structures import NODE_ENTRIES as PAGE  # (chunks a leaf indexes)
 
 CHUNK = (16, 16)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import Mount, mounted, pread, timed
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from zarrfs.store import RetryPolicy
 
 pytestmark = pytest.mark.skipif(

@@ -24,7 +24,7 @@ from fsspec.asyn import sync
 
 from tests.helpers.http_server import answering
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from zarrfs.store import ByteRange, RetryPolicy, Store
 from zarrfs.store.objects import obstore_gets, presigned
 

@@ -14,8 +14,8 @@ import pytest
 
 from tests.helpers.mounting import mounted
 from tests.helpers.netproxy import proxied
+from tests.helpers.s3_server import S3Server
 from tests.helpers.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
-from tests.reliability.s3_server import S3Server
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from tests.helpers.mounting import mounted, pread
+from tests.helpers.s3_server import S3Server
 from tests.helpers.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values
-from tests.reliability.s3_server import S3Server
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 
 pytest.importorskip("boto3")
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.reliability.faulty_fs import CONFIG_ENV, FaultyFileSystem, write_config
-from tests.reliability.s3_server import S3Server
+from tests.helpers.faulty_fs import CONFIG_ENV, FaultyFileSystem, write_config
+from tests.helpers.s3_server import S3Server
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import StoreError

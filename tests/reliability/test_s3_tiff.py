@@ -18,7 +18,7 @@ import zarr
 
 from tests.helpers.mounting import mount_stats as stats
 from tests.helpers.mounting import mounted
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.reliability.test_s3_group import LoggedS3Server
 
 

@@ -17,9 +17,9 @@ from zarr.storage import ZipStore
 from tests.helpers.http_server import serving as serving_http
 from tests.helpers.mounting import mounted, pread
 from tests.helpers.netproxy import proxied
+from tests.helpers.s3_server import S3Server
 from tests.helpers.scale_arrays import RequestLog, Requests
 from tests.helpers.zip_fixtures import ome_image, open_zipped, zipped_folder
-from tests.reliability.s3_server import S3Server
 
 GRID, CHUNK = (128, 128), (32, 32)  # 16,384 chunks, each its own entry of 2 KiB
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

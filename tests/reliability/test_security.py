@@ -43,10 +43,10 @@ from fsspec.implementations.local import LocalFileSystem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
 from tests.helpers.http_server import answering
 from tests.helpers.mounting import ZARRFS, is_mounted, mounted, without_views
-from tests.reliability.faulty_fs import CONFIG_ENV, child_env, read_counters, write_config
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from zarrfs import array_metadata
 from zarrfs.array import Shared
 from zarrfs.cli import main as zarrfs_main
@@ -272,7 +272,7 @@ def test_every_resolvable_chunk_maps_to_a_key_inside_the_array(param: Any) -> No
 
 # -- (a) names: through a mount over a recording store ---------------------------------------
 
-FAULTY_COMMAND = (sys.executable, "-m", "tests.reliability.faulty_fs", "zarrfs.cli")
+FAULTY_COMMAND = (sys.executable, "-m", "tests.helpers.faulty_fs", "zarrfs.cli")
 
 
 def recording_rules(root: Path) -> list[dict[str, Any]]:

@@ -16,8 +16,8 @@ import numpy as np
 import zarr
 
 from tests.helpers.mounting import Mount, mounted
-from tests.reliability.s3_server import S3_ENV
-from tests.reliability.slow_s3 import SlowS3, slow_s3
+from tests.helpers.s3_server import S3_ENV
+from tests.helpers.slow_s3 import SlowS3, slow_s3
 
 TIMEOUT = 1.0  # -o timeout=: each request's silence
 DELAY = 0.15  # each way, each piece of data: a request costs 0.3 s or more, well under TIMEOUT

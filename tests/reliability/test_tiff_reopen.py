@@ -22,7 +22,7 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 from tests.helpers.mounting import Mount, mount_stats, mounted
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 from tests.store.test_store_stats import Calls
 from zarrfs.store import Store
 

@@ -58,9 +58,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.figures import report_figures
 from tests.helpers.mounting import ZARRFS, Mount, mounted
-from tests.reliability.figures import report_figures
-from tests.reliability.s3_server import S3Server
+from tests.helpers.s3_server import S3Server
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -1,5 +1,6 @@
 """tests/helpers/light_tests.py lists the fast tier's modules that need no heavy oracle (what runs
-under a second interpreter in CI): exactly those, but the ones it leaves out with a reason."""
+under a second interpreter in CI): exactly those, but the ones it leaves out with a reason. And
+every room of tests has fast tests, or says why not."""
 
 from __future__ import annotations
 
@@ -18,12 +19,26 @@ pytestmark = pytest.mark.fast
 TESTS = Path(__file__).resolve().parents[1]
 
 
-def test_the_list_is_the_light_fast_modules() -> None:
-    light = {m for m in fast_modules()
+def test_the_list_is_the_light_fast_modules(pytestconfig: pytest.Config) -> None:
+    light = {m for m in fast_modules(pytestconfig)
              if light_tests.third_party_imports(TESTS / m) <= light_tests.LIGHT_IMPORTS}
     assert set(light_tests.MODULES) == light - set(light_tests.LEFT_OUT)
     assert set(light_tests.LEFT_OUT) <= light
     assert len(light_tests.MODULES) == len(set(light_tests.MODULES))
+
+
+def test_every_room_has_fast_tests_or_says_why(pytestconfig: pytest.Config) -> None:
+    """A folder of test modules has some in the fast tier, or its conftest.py says why not."""
+    rooms = {path.parent for path in TESTS.rglob("test_*.py")}
+    fast = {(TESTS / module).parent for module in fast_modules(pytestconfig)}
+    silent = [room.relative_to(TESTS).as_posix() for room in sorted(rooms - fast)
+              if "fast tier" not in _conftest_text(room)]
+    assert not silent, f"rooms with no fast test that do not say why (in their conftest.py): {silent}"
+
+
+def _conftest_text(room: Path) -> str:
+    conftest = room / "conftest.py"
+    return conftest.read_text() if conftest.is_file() else ""
 
 
 def test_imports_are_followed_through_helpers() -> None:

@@ -99,7 +99,10 @@ def test_a_read_only_server_refuses_writes(server: Server) -> None:
         assert {m.strip() for m in headers["allow"].split(",")} == {"OPTIONS", "GET", "HEAD", "PROPFIND"}
     assert headers_of("-X", "OPTIONS", server.url)["dav"] == "1"
     for method, status in (("OPTIONS", 200), ("GET", 200), ("HEAD", 200), ("PROPFIND", 207)):
-        assert status_of("-X", method, "-H", "Depth: 0", url) == status, method
+        # (HEAD as curl's --head: with `-X HEAD` curl waits for the body the Content-Length
+        # announces, until the server drops the idle connection, 30 s)
+        how = ["--head"] if method == "HEAD" else ["-X", method]
+        assert status_of(*how, "-H", "Depth: 0", url) == status, method
 
 
 def test_a_directory_is_a_page_for_browsers(server: Server) -> None:

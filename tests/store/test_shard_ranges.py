@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.mounting import MountFactory
 from tests.helpers.netproxy import TcpProxy, proxied
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from zarrfs.array_metadata import open_array
 from zarrfs.codecs import ChunkSpec, ShardingCodec
 from zarrfs.formats.description import CodecSpec

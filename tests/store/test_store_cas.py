@@ -45,7 +45,7 @@ def s3_store() -> Iterator[Store]:
     """A Store on a fresh moto S3 server (the reliability suite's server, started here)."""
     pytest.importorskip("moto.server")
     s3fs = pytest.importorskip("s3fs")
-    from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+    from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 
     with pytest.MonkeyPatch.context() as patch:
         for name, value in S3_ENV.items():

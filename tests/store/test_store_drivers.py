@@ -18,7 +18,7 @@ import s3fs
 from fsspec.implementations.http import HTTPFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.reliability.gcs_server import GCS_ENV
+from tests.helpers.gcs_server import GCS_ENV
 
 # Before gcsfs is imported (it reads it once, at import): the GCS tests a worker runs after
 # these talk to an emulator, which gcsfs's gRPC bucket checks would keep waiting.

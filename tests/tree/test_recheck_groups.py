@@ -18,8 +18,8 @@ import pytest
 import zarr
 
 from tests.helpers.mounting import MountFactory
+from tests.helpers.s3_server import S3Server
 from tests.helpers.scale_arrays import RequestLog
-from tests.reliability.s3_server import S3Server
 
 pytest_plugins = ["tests.helpers.recheck_places"]  # (the fixtures `where` and `s3_server`)
 

@@ -18,7 +18,7 @@ import pytest
 import zarr
 
 from tests.helpers.mounting import MountFactory
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 RECHECK_INTERVAL = 1.0  # zarrfs.tree.group_recheck: the most a group is asked about again
 

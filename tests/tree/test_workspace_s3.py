@@ -15,7 +15,7 @@ import s3fs
 import zarr
 
 from tests.helpers.mounting import MountFactory
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 VALUES = np.arange(60, dtype="<i2").reshape(10, 6)
 

@@ -18,9 +18,9 @@ import pytest
 import zarr
 
 from tests.helpers.mounting import Mount, MountFactory, pread
+from tests.helpers.s3_server import S3_ENV
 from tests.helpers.scale_arrays import RequestLog, chunks_touched, twin_on_s3, values, write_twin
-from tests.reliability.s3_server import S3_ENV
-from tests.reliability.slow_s3 import SlowS3, slow_s3
+from tests.helpers.slow_s3 import SlowS3, slow_s3
 
 GRID, CHUNK = (64, 64), (16, 16)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

@@ -18,6 +18,8 @@ from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
 
+pytestmark = pytest.mark.fast
+
 # 2,048 x 2,048 chunks, three stored: the grid's 4 million cells are never all made.
 GRID, CHUNK = (2048, 2048), (16, 16)
 STORED = [(0, 0), (1000, 7), (2047, 2047)]

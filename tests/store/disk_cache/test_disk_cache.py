@@ -22,8 +22,8 @@ import zstandard
 
 from tests.helpers.mounting import ZARRFS, Mount, MountFactory, mounted, pread
 from tests.helpers.mounting import mount_stats as stats
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.helpers.scale_arrays import RequestLog, twin_on_s3, values, write_twin
-from tests.reliability.s3_server import S3Server, free_port, serving
 
 GRID, CHUNK = (8, 8), (64, 64)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

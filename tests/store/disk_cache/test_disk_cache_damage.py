@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import Mount, mounted
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.helpers.scale_arrays import values, write_twin
-from tests.reliability.s3_server import S3Server, free_port, serving
 
 GRID, CHUNK = (8, 8), (64, 64)
 SHAPE = (GRID[0] * CHUNK[0], GRID[1] * CHUNK[1])

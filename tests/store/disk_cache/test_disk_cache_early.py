@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.store.disk_cache.test_disk_cache_rows import Listings, opened, wait_for
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array

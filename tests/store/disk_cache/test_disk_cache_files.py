@@ -18,7 +18,7 @@ import zarr
 
 from tests.helpers.mounting import MountFactory
 from tests.helpers.mounting import mount_stats as stats
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.store.disk_cache.test_disk_cache_rows import cached_then_reopened
 from zarrfs.store import read_opened
 

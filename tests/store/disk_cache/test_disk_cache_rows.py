@@ -13,7 +13,7 @@ import fsspec
 import pytest
 
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from zarrfs.store import Store
 from zarrfs.store.disk_cache import DiskCachedStore, open_disk_cache
 from zarrfs.store.disk_cache import freshness as disk_cache_freshness

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from tests.helpers.mounting import ZARRFS
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 from zarrfs.store.icechunk import branches as icechunk_branches
 from zarrfs.store.icechunk import filesystem as icechunk_store
 from zarrfs.store.settings import SourceSettings

@@ -21,8 +21,8 @@ import zarr
 
 from tests.helpers.http_server import serving
 from tests.helpers.mounting import Mount, mounted, timed
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 from tests.helpers.trust_helpers import public, read_as, secret_file
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
 from zarrfs.store.icechunk import filesystem as icechunk_store
 from zarrfs.store.settings import SourceSettings
 

@@ -16,7 +16,7 @@ import zarr
 
 from tests.helpers.icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from tests.helpers.mounting import ZARRFS
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 
 LAYOUT = {PLAIN: ("<i4", (30, 20)), SHARDED: ("<f8", (40, 12))}
 

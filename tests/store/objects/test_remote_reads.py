@@ -2,7 +2,9 @@
 the generation they report, that neither botocore nor the presigned aiohttp path is asked,
 that a server that never answers costs a read the store's deadline and no more (a GET made
 in the caller's thread too), and that a
-mount of a plain and a sharded array on S3 reads the values zarr-python wrote."""
+mount of a plain and a sharded array on S3 reads the values zarr-python wrote. In the fast
+tier: the reads that wait on no deadline and mount nothing (a second or so each, the moto
+server's start included)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from fsspec.asyn import sync
 
 from tests.helpers.mounting import mounted
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 from zarrfs.errors import StoreError
 from zarrfs.store import ByteRange, RetryPolicy, Store
 from zarrfs.store.objects import obstore_gets, presigned
@@ -57,6 +59,7 @@ def spied_store(server: S3Server, monkeypatch: pytest.MonkeyPatch, endpoint: str
     return store, others
 
 
+@pytest.mark.fast
 def test_reads_go_through_obstore_with_the_objects_etag(s3_server: S3Server,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     store, others = spied_store(s3_server, monkeypatch)
@@ -134,6 +137,7 @@ def test_a_mount_on_s3_reads_what_zarr_python_wrote(s3_server: S3Server, tmp_pat
     assert np.array_equal(read, values)
 
 
+@pytest.mark.fast
 def test_many_objects_and_ranges_are_read_in_one_batch(s3_server: S3Server,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     store, others = spied_store(s3_server, monkeypatch)

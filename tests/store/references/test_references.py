@@ -37,7 +37,7 @@ from tests.helpers.references_fixtures import (
     write_hdf5,
     write_json,
 )
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 from zarrfs.store.references.filesystem import is_reference_source
 
 

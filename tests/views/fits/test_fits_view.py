@@ -29,7 +29,7 @@ from astropy.wcs import WCS
 from zarr.codecs import BloscCodec
 
 from tests.helpers.mounting import MountFactory
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 TYPES = ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64"]
 SHAPES = {1: ((37,), (10,)), 2: ((13, 9), (5, 4)), 3: ((5, 7, 6), (2, 3, 4)), 4: ((3, 4, 5, 6), (2, 2, 3, 4))}

@@ -46,8 +46,8 @@ import zarr.codecs.numcodecs
 
 from tests.hdf5_old_readers import read_h5
 from tests.helpers.mounting import mounted
+from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.helpers.scale_arrays import ZLIB, write_twin
-from tests.reliability.s3_server import S3Server, free_port, serving
 from tests.views.hdf5.test_hdf5_strings import named, string_array, strings
 
 # (numcodecs' codecs in Zarr v3, and `U` and `S` in v3: not in its specification, zarr-python warns)

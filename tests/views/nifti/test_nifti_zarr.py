@@ -24,7 +24,7 @@ import pytest
 import SimpleITK as sitk
 import zarr
 
-from tests.reliability.s3_server import S3Server, free_port, serving
+from tests.helpers.s3_server import S3Server, free_port, serving
 
 niizarr = pytest.importorskip("niizarr")
 

@@ -1,8 +1,8 @@
-"""Write the bad-input corpus: ``python tests/reliability/make_corpus.py [OUTDIR]``.
+"""Write the bad-input corpus: ``python tests/helpers/make_corpus.py [OUTDIR]``.
 
-The output (by default ``corpus/`` next to this file) is committed; tests read the committed
-files and never regenerate them, so a test cannot pass because a fixture went missing. Run
-this again only to change the corpus, and commit what it writes.
+The output (by default ``tests/reliability/corpus/``, beside test_corpus.py) is committed;
+tests read the committed files and never regenerate them, so a test cannot pass because a
+fixture went missing. Run this again only to change the corpus, and commit what it writes.
 
 Layout::
 
@@ -54,7 +54,7 @@ import google_crc32c
 import numpy as np
 from numcodecs import Blosc, Zstd
 
-HERE = Path(__file__).resolve().parent
+CORPUS = Path(__file__).resolve().parents[1] / "reliability" / "corpus"  # (test_corpus.py's)
 EMPTY = (1 << 64) - 1
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
@@ -1056,6 +1056,6 @@ def write(out: Path) -> dict[str, Doc]:
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "corpus"
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else CORPUS
     cases = write(target)
     print(f"wrote {len(cases)} cases to {target}")

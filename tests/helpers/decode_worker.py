@@ -1,6 +1,6 @@
 """Decode corpus chunks in a child process, one JSON line per step, under a memory limit.
 
-``python -m tests.reliability.decode_worker CORPUS_DIR [codec|array] < items.json``, where
+``python -m tests.helpers.decode_worker CORPUS_DIR [codec|array] < items.json``, where
 items.json is a list of ``[case, key]`` pairs (case like ``chunks/zstd_bomb_header``). For each
 item it prints ``{"begin": [case, key]}``, decodes the chunk, then prints the result. A decoder
 that crashes the process (a segfault in a C library) therefore leaves its item begun but not

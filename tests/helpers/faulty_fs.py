@@ -43,7 +43,7 @@ arm and disarm faults while the daemon runs (a hang ends early once its rule is 
 Counters go to ``counters_file`` after each injected fault.
 
 The process must register the protocol first: run it as
-``python -m tests.reliability.faulty_fs <module> [args...]`` (e.g. ``zarrfs.cli mount ...``),
+``python -m tests.helpers.faulty_fs <module> [args...]`` (e.g. ``zarrfs.cli mount ...``),
 which registers ``faulty`` and then runs ``<module>`` as ``__main__``, or call `register()`.
 `child_env` gives such a child the import path it needs.
 """
@@ -68,7 +68,7 @@ from fsspec.spec import AbstractFileSystem
 
 PROTOCOL = "faulty"
 CONFIG_ENV = "ZARRFS_FAULTY_CONFIG"
-IMPORT_PATH = "tests.reliability.faulty_fs.FaultyFileSystem"  # how fsspec finds the class
+IMPORT_PATH = "tests.helpers.faulty_fs.FaultyFileSystem"  # how fsspec finds the class
 METHODS = ("cat_file", "pipe_file", "rm_file", "info", "find")
 _EXCEPTIONS: dict[str, type[OSError]] = {
     "OSError": OSError,
@@ -396,7 +396,7 @@ def write_config(path: str, rules: Iterable[Mapping[str, Any]], **settings: Any)
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    """An environment for a child process that imports ``tests.reliability`` and zarrfs."""
+    """An environment for a child process that imports ``tests.helpers`` and zarrfs."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, **extra}
     paths = [repo, env.get("PYTHONPATH", "")]
@@ -410,12 +410,12 @@ def register() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m tests.reliability.faulty_fs MODULE [ARGS...]``: register, then run MODULE."""
+    """``python -m tests.helpers.faulty_fs MODULE [ARGS...]``: register, then run MODULE."""
     import runpy
     import sys
 
     if not argv:
-        raise SystemExit("usage: python -m tests.reliability.faulty_fs MODULE [ARGS...]")
+        raise SystemExit("usage: python -m tests.helpers.faulty_fs MODULE [ARGS...]")
     register()
     sys.argv = argv
     runpy.run_module(argv[0], run_name="__main__", alter_sys=True)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.reliability.s3_server import free_port
+from tests.helpers.s3_server import free_port
 
 CONTAINER = "zarrfs-test"
 ACCOUNT = "devstoreaccount1"

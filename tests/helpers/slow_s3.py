@@ -5,7 +5,7 @@ process: late in a whole suite's run pytest's process holds 1.6 GB and 70 thread
 pause of it (its garbage collector going over that heap) stalls a server and a proxy serving
 from its threads, which a daemon rightly takes for a store that does not answer.
 
-    python -m tests.reliability.slow_s3 DELAY   (the child: serves until stdin closes)
+    python -m tests.helpers.slow_s3 DELAY   (the child: serves until stdin closes)
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.netproxy import proxied
-from tests.reliability.s3_server import S3_ENV, S3Server, free_port, running
+from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
 
 REPO = Path(__file__).resolve().parents[2]
 START_SECONDS = 60
@@ -48,7 +48,7 @@ class SlowS3:
 def slow_s3(delay: float) -> Iterator[SlowS3]:
     """A fresh server with an empty bucket, and the proxy delaying each piece of data `delay`
     seconds each way; stopped at the end whatever happens."""
-    child = subprocess.Popen([sys.executable, "-m", "tests.reliability.slow_s3", f"{delay:g}"],
+    child = subprocess.Popen([sys.executable, "-m", "tests.helpers.slow_s3", f"{delay:g}"],
                              cwd=REPO, env={**os.environ, **S3_ENV}, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
