@@ -80,8 +80,8 @@ class ArrayDirectory:
         self._placement: Placement | None = None
         self._placement_lock = threading.Lock()
         self._on_resize = on_resize
-        self.view: RegionArray = FortranOrder(array) if layout.fortran else array
-        self.data = RegionFile(self.view, None, layout.byteorder, resizer=self._resize,
+        self.region: RegionArray = FortranOrder(array) if layout.fortran else array
+        self.data = RegionFile(self.region, None, layout.byteorder, resizer=self._resize,
                                remote=array.fetches_remotely)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
@@ -173,7 +173,7 @@ class ArrayDirectory:
         box = self.array.metadata.chunk_box(index)
         if self.layout.fortran:
             box = Box(box.start[::-1], box.stop[::-1])
-        return RegionFile(self.view, box, self.layout.byteorder, direct_io=True)
+        return RegionFile(self.region, box, self.layout.byteorder, direct_io=True)
 
     def xattrs(self) -> dict[str, bytes]:
         sharding = self.array.sharding

@@ -24,7 +24,7 @@ import zarr
 from zarr.codecs import BytesCodec, ZstdCodec
 
 from tests.helpers.mounting import MountFactory
-from zarrfs.array.decoding import MISSING, READ, REFERRED, FileReader, FilesJob
+from zarrfs.array.decoding import MISSING, READ, REFERRED, ChunkFileReader, FilesJob
 from zarrfs.array_metadata import open_array
 from zarrfs.codecs import received, sent
 from zarrfs.store import Store
@@ -71,7 +71,7 @@ def read_rows(store: Path, first: int, stop: int, dtype: str = "<u2") -> tuple[n
         assert directory is not None
         try:
             job = FilesJob(1, shape, sent(np.dtype(dtype)), (first, 0), cells, b"\x00\x00")
-            found = FileReader().read(files, directory, job, slab)
+            found = ChunkFileReader().read(files, directory, job, slab)
         finally:
             os.close(directory)
         out = np.frombuffer(slab, dtype=dtype).reshape(shape).copy()
@@ -161,7 +161,7 @@ def read_shard(store: Path, shard: tuple[int, int], *,
         assert directory is not None
         try:
             job = FilesJob(1, shape, sent(np.dtype("<u2")), (rows[0], 0), cells, b"\x00\x00", part)
-            found = FileReader().read(files, directory, job, slab)
+            found = ChunkFileReader().read(files, directory, job, slab)
         finally:
             os.close(directory)
         return np.frombuffer(slab, dtype="<u2").reshape(shape).copy(), (cells, found, part)

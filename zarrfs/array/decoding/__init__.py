@@ -4,12 +4,41 @@ shared memory they decode into (`slabs`), the messages between them (`wire`), an
 they read from a local store's files themselves (`files`). Written chunks are encoded there too
 (issue 87): the daemon's end is `staging`, the worker's `encoding`."""
 
-from .files import MISSING, READ, REFERRED, ChunkFiles, FileReader, FilesJob, FilesRead, ShardPart, states_of
+from .files import (
+           MISSING,
+           READ,
+           REFERRED,
+           ChunkFileReader,
+           ChunkFiles,
+           FilesJob,
+           FilesRead,
+           ShardPart,
+           states_of,
+)
 from .pool import DecodePool, Item, WorkerFailed, close_files
 from .server import Drop, ForkServer
 from .slabs import SharedSlab, SlabKeeper
 from .staging import NoRoom, NotEncoded, ProcessEncoder
 
-__all__ = ["MISSING", "READ", "REFERRED", "ChunkFiles", "DecodePool", "Drop", "FileReader", "FilesJob",
-           "FilesRead", "ForkServer", "Item", "NoRoom", "NotEncoded", "ProcessEncoder", "ShardPart",
-           "SharedSlab", "SlabKeeper", "WorkerFailed", "close_files", "states_of"]
+__all__ = [
+           "MISSING",
+           "READ",
+           "REFERRED",
+           "ChunkFileReader",
+           "ChunkFiles",
+           "DecodePool",
+           "Drop",
+           "FilesJob",
+           "FilesRead",
+           "ForkServer",
+           "Item",
+           "NoRoom",
+           "NotEncoded",
+           "ProcessEncoder",
+           "ShardPart",
+           "SharedSlab",
+           "SlabKeeper",
+           "WorkerFailed",
+           "close_files",
+           "states_of",
+]

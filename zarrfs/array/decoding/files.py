@@ -117,7 +117,7 @@ class _Slab:
         self.generations[number] = generation
 
 
-class FileReader:
+class ChunkFileReader:
     """A decoding process's reads of chunk files (one per process: it keeps its buffers)."""
 
     def __init__(self) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...codecs import place, received
 from . import encoding, wire
-from .files import FileReader, FilesJob
+from .files import ChunkFileReader, FilesJob
 
 
 class Worker:
@@ -32,7 +32,7 @@ class Worker:
         self.slabs: dict[int, mmap.mmap] = {}
         self.decoders: dict[bytes, Any] = {}  # (decoders, and arrays' `ChunkFiles`)
         self.inbox = wire.Inbox()
-        self.files = FileReader()
+        self.files = ChunkFileReader()
 
     def serve(self) -> None:
         while True:

@@ -28,7 +28,7 @@ KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past 
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local
 ROWS_AHEAD = 8  # rows of chunks checked at once: a row and the ones after it
-_STRIPES = 1 << 16  # counters of writes, by a hash of the path
+STRIPES = 1 << 16  # counters of writes, by a hash of the path
 _FIRST_LOOK = 16  # cached entries looked at for the first chunk of an array being opened
 # Rows checked as an array is opened, beside the open's own check (a thread each).
 _EARLY_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="disk-cache-check")
@@ -48,7 +48,7 @@ class DiskCacheFreshness:
         self._tick = 0
         self._rechecked: dict[str, int] = {}  # store root -> the tick of its last recheck
         self._known: OrderedDict[str, tuple[str, int]] = OrderedDict()  # path -> generation, tick
-        self._writes = [0] * _STRIPES
+        self._writes = [0] * STRIPES
         self._rows: dict[str, threading.Lock] = {}  # (rows being checked: one look each)
         self.outage = Outage("the disk cache's entries are")
         self._served_at = 0  # the tick of the last read the cache served
@@ -64,7 +64,7 @@ class DiskCacheFreshness:
         the store does not answer its checks (`outage`), the one cached last."""
         if self.known_generation is not None:
             with self._lock:
-                written = self._writes[hash(path) % _STRIPES] != 0
+                written = self._writes[hash(path) % STRIPES] != 0
             if not written:
                 return self.known_generation(path)
         with self._lock:
@@ -238,7 +238,7 @@ class DiskCacheFreshness:
         and keep nothing a read started before."""
         path = store.path(key)
         with self._lock:
-            self._writes[hash(path) % _STRIPES] += 1
+            self._writes[hash(path) % STRIPES] += 1
             self._known.pop(path, None)
 
     def _note(self, path: str, generation: str, tick: int) -> None:

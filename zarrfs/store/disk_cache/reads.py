@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ..ranges import ByteRange
 from ..values import Buffer, Opened, Versioned
 from .cache import entry_name
-from .freshness import _STRIPES, SERVED_IN_A_ROW, DiskCacheFreshness
+from .freshness import SERVED_IN_A_ROW, STRIPES, DiskCacheFreshness
 
 if TYPE_CHECKING:
     from ..core import Store
@@ -170,7 +170,7 @@ class CachedReads(DiskCacheFreshness):
     def _before(self, path: str) -> tuple[int, int]:
         """What a fetch of `path` starts from: the tick, and the writes to the path so far."""
         with self._lock:
-            return self._tick, self._writes[hash(path) % _STRIPES]
+            return self._tick, self._writes[hash(path) % STRIPES]
 
     def _keep(self, path: str, start: int, length: int, fetched: Versioned, before: tuple[int, int]) -> None:
         """Keep what a fetch read, unless the mount wrote the object meanwhile."""
@@ -178,7 +178,7 @@ class CachedReads(DiskCacheFreshness):
         if fetched.generation is None:
             return
         with self._lock:
-            if self._writes[hash(path) % _STRIPES] != writes:
+            if self._writes[hash(path) % STRIPES] != writes:
                 return
             self._note(path, fetched.generation, tick)
         name = entry_name(self.store, path, start, length, fetched.generation)
