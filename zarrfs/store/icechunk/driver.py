@@ -17,13 +17,14 @@ import fsspec
 from ..capabilities import Capabilities
 from ..driver import ANY, Driver, Expect, Operation, _Any, joined
 from ..values import Payload, Versioned
-from .versions import VersionsFileSystem
 
 _READING = Capabilities(reads_generations=True, knows_generations=True)
 
 
 class IcechunkDriver(Driver):
     def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        from .versions import VersionsFileSystem  # (icechunk is imported only once a repository is opened)
+
         super().__init__(fs)
         self.capabilities = dataclasses.replace(_READING, versions=isinstance(fs, VersionsFileSystem))
         if fs.commits_on_sync:  # (writes started before the driver was made)
