@@ -31,14 +31,14 @@ Operation = Callable[[float | None], Any]
 Mark = Callable[[], None]  # (`deadline.Answers.mark`: a batch marks each answer it gets)
 
 
-class _Any:
+class AnyGeneration:
     def __repr__(self) -> str:
         return "ANY"
 
 
 # Passed as `expect` to put or delete: write whatever is stored now.
-ANY: Final = _Any()
-Expect = str | None | _Any
+ANY: Final = AnyGeneration()
+Expect = str | None | AnyGeneration
 
 
 class Driver:

@@ -29,7 +29,7 @@ def _group_links(tree: Tree, ref: Ref) -> int:
     children = tree.children_of(ref.path)
     if not children.complete:
         return NOT_COUNTED
-    versions = 1 if ref == tree.root and hasattr(tree, "versions") else 0  # (`.versions/`)
+    versions = 1 if ref == tree.root and tree.shows_versions else 0  # (`.versions/`)
     return 2 + len(children.known()) + versions
 
 

@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 
 class Tree(NodeFiles):
+    shows_versions = False  # (`.versions/` at the root: VersionedTree)
+
     def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
                  rechecks: bool = False) -> None:
         """`rechecks`: other writers may change the store while it is mounted."""

@@ -35,6 +35,8 @@ def tree_of(store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
 
 
 class VersionedTree(Tree):
+    shows_versions = True
+
     def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout,
                  catalog: Catalog, *, rechecks: bool = False) -> None:
         super().__init__(store, root, shared, layout, rechecks=rechecks)

@@ -91,6 +91,7 @@ def test_every_version_shows_the_arrays_as_icechunk_reads_them(repository: Repos
     mount = mount_array(repository.url)
     versions = mount.path / ".versions"
     assert sorted(os.listdir(mount.path)) == [".versions", "data.h5", "data.nc", "plain", "sub", "zarr.json"]
+    assert os.stat(mount.path).st_nlink == 2 + 3  # (plain/, sub/ and .versions/, once listed)
     assert sorted(os.listdir(versions)) == ["branches", "log", "snapshots", "tags"]
     assert sorted(os.listdir(versions / "branches")) == ["dev", "main"]
     assert sorted(os.listdir(versions / "tags")) == ["v1"]
@@ -254,6 +255,7 @@ def test_a_mount_of_another_store_has_no_versions(tmp_path: Path, mount_array) -
     mount = mount_array(tmp_path / "group.zarr")
     assert ".versions" not in os.listdir(mount.path)
     assert not (mount.path / ".versions").exists()
+    assert os.stat(mount.path).st_nlink == 2 + 1  # (a/, once listed: no .versions/ counted)
 
 
 def test_a_repository_whose_root_is_an_array_has_no_versions(tmp_path: Path, mount_array) -> None:

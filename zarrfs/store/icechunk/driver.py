@@ -15,7 +15,7 @@ from typing import Any
 import fsspec
 
 from ..capabilities import Capabilities
-from ..driver import ANY, Driver, Expect, Operation, _Any, joined
+from ..driver import ANY, AnyGeneration, Driver, Expect, Operation, joined
 from ..values import Payload, Versioned
 
 _READING = Capabilities(reads_generations=True, knows_generations=True)
@@ -81,5 +81,5 @@ class IcechunkDriver(Driver):
         return (lambda s: self.call(s, "move_prefix", old, new)) if self.capabilities.commits else None
 
     def _on_branch(self, method: str, path: Any, expect: Expect, seconds: float | None, **kw: Any) -> Any:
-        checked = not isinstance(expect, _Any)
+        checked = not isinstance(expect, AnyGeneration)
         return self.call(seconds, method, path, expect if checked else None, check=checked, **kw)

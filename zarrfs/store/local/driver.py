@@ -14,7 +14,7 @@ import fsspec
 
 from .. import deadline
 from ..capabilities import Capabilities
-from ..driver import Driver, Expect, Operation, _Any
+from ..driver import AnyGeneration, Driver, Expect, Operation
 from ..values import Opened, Payload, Versioned
 from . import files, scans
 from .confined import Root, opened
@@ -68,14 +68,14 @@ class LocalDriver(Driver):
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
         root = self.confined
-        if isinstance(expect, _Any):
+        if isinstance(expect, AnyGeneration):
             return lambda s: files.write_atomically(root, path, data, sync_directory)
         wanted: str | None = expect
         return lambda s: files.replace_if(root, path, data, sync_directory, wanted)
 
     def delete(self, path: str, expect: Expect) -> Operation:
         root = self.confined
-        if isinstance(expect, _Any):
+        if isinstance(expect, AnyGeneration):
             return lambda s: files.delete(root, path)
         wanted: str | None = expect
         return lambda s: files.delete_if(root, path, wanted)

@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import deadline
 from ..capabilities import Capabilities
-from ..driver import Driver, Expect, Mark, Operation, _Any, joined
+from ..driver import AnyGeneration, Driver, Expect, Mark, Operation, joined
 from ..values import Payload, Versioned
 from . import azure, gcs, s3
 
@@ -34,12 +34,12 @@ class ObjectDriver(Driver):
         return self._read(self.fs, seconds, path, start, length)
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
-        if isinstance(expect, _Any):
+        if isinstance(expect, AnyGeneration):
             return super().put(path, data, sync_directory, expect)
         return functools.partial(self._put_if, self.fs, path=path, data=joined(data), expect=expect)
 
     def delete(self, path: str, expect: Expect) -> Operation:
-        if isinstance(expect, _Any):
+        if isinstance(expect, AnyGeneration):
             return super().delete(path, expect)
         return functools.partial(self._delete_if, self.fs, path=path, expect=expect)
 
