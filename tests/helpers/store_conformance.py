@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.reliability.test_two_mounts import Writer
+from tests.helpers.two_writers import Writer
 from zarrfs.errors import ConflictError
 from zarrfs.store import ByteRange, Store
 

@@ -39,7 +39,7 @@ from tests.helpers.azurite_server import ACCOUNT, KEY, AzuriteServer, running
 from tests.helpers.mounting import Mount, pread, timed
 from tests.helpers.netproxy import proxied
 from tests.helpers.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
-from tests.reliability.test_two_mounts import Writer, lost
+from tests.helpers.two_writers import Writer, lost
 from zarrfs.errors import ConflictError
 from zarrfs.options import MountOptions, OptionError
 from zarrfs.store import Store

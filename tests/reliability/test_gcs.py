@@ -35,7 +35,7 @@ from zarr.codecs import ZstdCodec
 
 from tests.helpers.mounting import Mount
 from tests.helpers.store_conformance import assert_compare_and_swap, write_in_rounds, write_row_and_block
-from tests.reliability.test_two_mounts import Writer, lost
+from tests.helpers.two_writers import Writer, lost
 from zarrfs.store import Store
 
 SHAPE = (64, 48)

@@ -43,14 +43,11 @@ ZARRFS_STATS names a file, appended to it as JSON lines.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
-import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,8 +56,19 @@ import numpy as np
 import pytest
 
 from tests.helpers.figures import report_figures
-from tests.helpers.mounting import ZARRFS, Mount, mounted
+from tests.helpers.mounting import mounted
 from tests.helpers.s3_server import S3Server
+from tests.helpers.two_writers import (
+    GATE_TIMEOUT,
+    INITIAL,
+    KEY,
+    SHAPE,
+    Gate,
+    LocalGate,
+    Writer,
+    in_thread,
+    lost,
+)
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -70,11 +78,7 @@ zarr = pytest.importorskip("zarr")
 
 ROUNDS = 50
 KILL_AT = ROUNDS // 2
-SHAPE = (16, 16)
-ITEM = 4
-INITIAL = np.arange(SHAPE[0] * SHAPE[1], dtype="<i4").reshape(SHAPE)
-GATE_TIMEOUT = 10.0  # a bound on waiting for a daemon to reach the gate (a failure, not a pace)
-KEY = "c/0/0"  # the chunk, or the shard, both writers write
+
 
 
 # -- the store: local or S3, and its gate --------------------------------------------------------
@@ -133,60 +137,6 @@ def make_target(kind: str, sharded: bool, request: pytest.FixtureRequest, tmp_pa
                       [*options, f"endpoint_url={server.endpoint_url}"], None, server)
     made.create()
     return made
-
-
-class Gate:
-    """Holds write-backs of KEY just before their put, so that another write can land between
-    a write-back's read and its put (see the module docstring)."""
-
-    def wait_held(self, count: int) -> None: ...
-
-    def release(self) -> None: ...
-
-    @contextlib.contextmanager
-    def closed(self) -> Iterator[Gate]:
-        yield self
-
-
-class LocalGate(Gate):
-    """Holds `flock` on the stored file: zarrfs's compare-and-swap waits for it after it has
-    read the object (readers never take it)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd: int | None = None
-        self.inode = 0
-
-    @contextlib.contextmanager
-    def closed(self) -> Iterator[Gate]:
-        import fcntl
-
-        self.fd = os.open(self.path, os.O_RDONLY)
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            self.inode = os.fstat(self.fd).st_ino
-            yield self
-        finally:
-            self.release()
-
-    def waiters(self) -> int:
-        with open("/proc/locks") as f:
-            return sum(1 for line in f if "->" in line
-                       and any(part.endswith(f":{self.inode}") for part in line.split()))
-
-    def wait_held(self, count: int) -> None:
-        deadline = time.monotonic() + GATE_TIMEOUT
-        while self.waiters() < count:
-            if time.monotonic() > deadline:
-                with open("/proc/locks") as f:
-                    raise AssertionError(f"{count} write-backs never waited on {self.path} "
-                                         f"(inode {self.inode}); /proc/locks:\n{f.read()}")
-            time.sleep(0.002)
-
-    def release(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # lets the waiters go
-            self.fd = None
 
 
 class S3Gate(Gate):
@@ -249,63 +199,6 @@ def make_gate(target: Target, monkeypatch: pytest.MonkeyPatch) -> Gate:
 # -- writing through a mount ---------------------------------------------------------------------
 
 
-@dataclass
-class Writer:
-    name: str
-    mount: Mount
-    fd: int = -1
-
-    def open(self) -> Writer:
-        self.fd = os.open(self.mount.data, os.O_RDWR)
-        return self
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-    def read_all(self) -> np.ndarray:
-        """Read the whole array through the mount: its daemon caches every chunk it reads."""
-        raw = os.pread(self.fd, INITIAL.nbytes, 0)
-        return np.frombuffer(raw, "<i4").reshape(SHAPE)
-
-    def write(self, elements: dict[tuple[int, int], int]) -> None:
-        for (i, j), value in elements.items():
-            assert os.pwrite(self.fd, np.int32(value).tobytes(), (i * SHAPE[1] + j) * ITEM) == ITEM
-
-    def fsync(self) -> None:
-        os.fsync(self.fd)
-
-    def stats(self) -> dict[str, Any]:
-        result = subprocess.run([ZARRFS, "stats", str(self.mount.path), "--json"],
-                                capture_output=True, text=True, timeout=60)
-        assert result.returncode == 0, result.stderr
-        return json.loads(result.stdout)  # type: ignore[no-any-return]
-
-
-def in_thread(action: Callable[[], None]) -> Callable[[], None]:
-    """Run `action` in a thread; the returned join re-raises what it raised."""
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            action()
-        except BaseException as e:
-            failure.append(e)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-
-    def join() -> None:
-        thread.join(GATE_TIMEOUT + 30)
-        assert not thread.is_alive(), "an fsync never returned"
-        if failure:
-            raise failure[0]
-
-    return join
-
-
 def a_elements(r: int) -> list[tuple[int, int]]:
     """Two elements of chunk / inner chunk (0, 0), rows 0-3: each is rewritten every 8 rounds."""
     return [(r % 4, r % 8), ((r + 1) % 4, (3 * r + 4) % 8)]
@@ -329,10 +222,6 @@ def figures_line(request: pytest.FixtureRequest, what: str, record: dict[str, An
         f"{k} {v}" for k, v in record.items() if k != "test")
     print(line)
     report_figures(request.config, line, record)
-
-
-def lost(store: np.ndarray, expected: np.ndarray) -> int:
-    return int(np.count_nonzero(store != expected))
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ import zarr
 
 from tests.helpers.mounting import mounted
 from tests.helpers.serving import Server, served
-from tests.reliability.test_two_mounts import KEY, LocalGate, Writer, in_thread
+from tests.helpers.two_writers import KEY, LocalGate, Writer, in_thread
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
