@@ -181,6 +181,34 @@ def test_basic_auth_over_tls(group: Path, tmp_path: Path) -> None:
         assert status_of(url.replace("https", "http")) in (0, 400)  # (plain HTTP gets nothing)
 
 
+def test_a_client_trickling_its_tls_handshake_is_dropped_at_its_deadline(group: Path, tmp_path: Path) -> None:
+    """cheroot makes each TLS handshake on the one thread that accepts connections: a client
+    sending its ClientHello a byte every half second (never silent for the 3 s of cheroot's
+    timeout) is cut at its deadline (Python's handshake is bounded as a whole by the socket's
+    timeout, not each read), and the clients after it are served."""
+    certificate, key = self_signed(tmp_path)
+    (tmp_path / "users").write_text("ann:a-long-password\n")
+    args = ["--users-file", str(tmp_path / "users"), "--tls-cert", str(certificate), "--tls-key", str(key),
+            "--client-timeout", "3"]
+    with served(group, tmp_path, args=args, listen="0.0.0.0:0") as server:
+        address = urlsplit(server.url)
+        url = server.url.replace("0.0.0.0", "localhost") + "a/data"
+        with socket.create_connection(("127.0.0.1", address.port), timeout=60) as client:
+            began = time.monotonic()
+            client.sendall(b"\x16\x03\x01\x02\x00")  # (a handshake record of 512 bytes, begun)
+            try:
+                for _ in range(120):  # (a minute, if nothing stops it)
+                    time.sleep(0.5)
+                    client.sendall(b"\x01")
+            except OSError:  # (the server shut the connection: the send fails)
+                pass
+            held = time.monotonic() - began
+        assert held < 20, held  # (3 s, and a loaded machine)
+        got = curl("--cacert", str(certificate), "-u", "ann:a-long-password", url)
+        assert got.stdout == bytes(range(8)), got
+        assert "Traceback" not in server.log()
+
+
 def self_signed(directory: Path) -> tuple[Path, Path]:
     """A certificate for localhost and its key, PEM."""
     key = ec.generate_private_key(ec.SECP256R1())
