@@ -27,6 +27,11 @@ class OptionError(ZarrfsError, ValueError):
     """A mount option is unknown or has a bad value."""
 
 
+# (the name it was documented and raised under before the options were declared here, which
+# `zarrfs.options` still hands on: what a traceback and a pickle say of it)
+OptionError.__module__ = "zarrfs.options"
+
+
 @dataclass(frozen=True, eq=False)
 class Option(Generic[T]):
     """One `-o` option, as the code it acts in declares it. Its declaration is its key: two
