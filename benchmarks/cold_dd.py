@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -47,9 +46,9 @@ from numcodecs import Blosc
 from zarr.codecs import BloscCodec, BytesCodec, ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zarrfs_bench.bound_table import Row, measured_row, print_bound_table
 from zarrfs_bench.common import (
     VENV_BIN,
-    alternated_medians,
     command,
     dd,
     kernel_window_setting,
@@ -167,7 +166,7 @@ def main() -> None:
     if args.cores:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
     values = image(args.rows)
-    rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="zarrfs-cold-dd-") as tmp, \
             tempfile.TemporaryDirectory(prefix="zarrfs-floor-", dir="/dev/shm") as shm:
         root = Path(tmp)
@@ -184,9 +183,7 @@ def main() -> None:
                      "TensorStore (in-process)": read_whole(tensorstore_array, store, values),
                      "zarr-python (in-process)": read_whole(zarr_python_array, store, values),
                      "decoding alone": decoding_alone(store, values, DECODERS[label])}
-            speeds = alternated_medians(dict(cases), args.repeat)
-            cpu = {name: statistics.median(case.cpu) for name, case in cases.items()}
-            rows.append((label, speeds, cpu))
+            rows.append(measured_row(label, cases, args.repeat))
     print_table(rows, values.nbytes)
 
 
@@ -224,26 +221,19 @@ def decoding_alone(store: Path, values: np.ndarray, decoder: Callable[[], Decode
     return Metered(run)
 
 
-def print_table(rows: list[tuple[str, dict[str, float], dict[str, float]]], nbytes: int) -> None:
+def print_table(rows: list[Row], nbytes: int) -> None:
     """MB/s and CPU seconds of each case; the bound that replying as the floor does and
     decoding as the cheaper of decoding alone and TensorStore does set on this machine's cores
     together (their CPU seconds summed, spread over every core); zarrfs's ratios to the floor,
     TensorStore and the bound, and the bound's to the floor (the most of the floor a decoding
     daemon can reach here)."""
-    names = list(rows[0][1])
-    cores = len(os.sched_getaffinity(0))
-    print("| codec | " + " | ".join(f"{n}: MB/s, CPU s" for n in names)
-          + f" | bound on {cores} cores (MB/s) | zarrfs / floor | zarrfs / TensorStore"
-          + " | zarrfs / bound | bound / floor |")
-    print("|---" * (len(names) + 6) + "|")
-    for label, speeds, cpu in rows:
-        floor = speeds["bare pyfuse3 floor"]
-        decoding = min(cpu["decoding alone"], cpu["TensorStore (in-process)"])
-        bound = nbytes / ((cpu["bare pyfuse3 floor"] + decoding) / cores) / 1e6
-        print(f"| {label} | " + " | ".join(f"{speeds[n]:,.0f}, {cpu[n]:.2f}" for n in names)
-              + f" | {bound:,.0f} | {speeds['zarrfs'] / floor:.2f}x"
-              + f" | {speeds['zarrfs'] / speeds['TensorStore (in-process)']:.2f}x"
-              + f" | {speeds['zarrfs'] / bound:.2f}x | {bound / floor:.2f}x |")
+    floor, tensorstore = "bare pyfuse3 floor", "TensorStore (in-process)"
+    print_bound_table(
+        "codec", rows, nbytes, lambda cpu: cpu[floor] + min(cpu["decoding alone"], cpu[tensorstore]),
+        {"zarrfs / floor": lambda speeds, bound: speeds["zarrfs"] / speeds[floor],
+         "zarrfs / TensorStore": lambda speeds, bound: speeds["zarrfs"] / speeds[tensorstore],
+         "zarrfs / bound": lambda speeds, bound: speeds["zarrfs"] / bound,
+         "bound / floor": lambda speeds, bound: bound / speeds[floor]})
 
 
 if __name__ == "__main__":

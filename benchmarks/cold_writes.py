@@ -35,7 +35,6 @@ import json
 import os
 import resource
 import shutil
-import statistics
 import struct
 import subprocess
 import sys
@@ -56,7 +55,8 @@ from zarr.codecs import ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cold_dd import image
-from zarrfs_bench.common import VENV_BIN, alternated_medians, command, dd, own_cpu, process_cpu
+from zarrfs_bench.bound_table import Row, measured_row, print_bound_table
+from zarrfs_bench.common import VENV_BIN, command, dd, own_cpu, process_cpu
 from zarrfs_bench.fuse_floor import passed_through
 from zarrfs_bench.mounting import Mount, descendants
 
@@ -251,7 +251,7 @@ def main() -> None:
     if args.cores:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
     values = image(args.rows)
-    rows: list[tuple[str, dict[str, float], dict[str, float]]] = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="zarrfs-cold-writes-") as tmp, \
             tempfile.TemporaryDirectory(prefix="zarrfs-sink-", dir="/dev/shm") as shm:
         root = Path(tmp)
@@ -263,26 +263,19 @@ def main() -> None:
                      TENSORSTORE: tensorstore_write(root, layout),
                      SINK: sink_write(raw, Path(shm) / "sunk", root / "sink", values.nbytes),
                      ALONE: encoding_alone(root, layout)}
-            speeds = alternated_medians(dict[str, Callable[[], float]](cases), args.repeat)
-            cpu = {case: statistics.median(measured.cpu) for case, measured in cases.items()}
-            rows.append((f"zstd level {args.level}, {name}", speeds, cpu))
+            rows.append(measured_row(f"zstd level {args.level}, {name}", cases, args.repeat))
     print_table(rows, values.nbytes)
 
 
-def print_table(rows: list[tuple[str, dict[str, float], dict[str, float]]], nbytes: int) -> None:
+def print_table(rows: list[Row], nbytes: int) -> None:
     """MB/s and CPU seconds of each case; the bound that taking writes as the sink does and
     encoding alone set on this machine's cores together (their CPU seconds summed, spread over
     every core); zarrfs's ratios to TensorStore and the bound, and the bound's to TensorStore."""
-    names = list(rows[0][1])
-    cores = len(os.sched_getaffinity(0))
-    print("| array | " + " | ".join(f"{n}: MB/s, CPU s" for n in names) + f" | bound on {cores} cores (MB/s)"
-          + " | zarrfs / TensorStore | zarrfs / bound | bound / TensorStore |")
-    print("|---" * (len(names) + 5) + "|")
-    for label, speeds, cpu in rows:
-        bound = nbytes / ((cpu[SINK] + cpu[ALONE]) / cores) / 1e6
-        print(f"| {label} | " + " | ".join(f"{speeds[n]:,.0f}, {cpu[n]:.2f}" for n in names)
-              + f" | {bound:,.0f} | {speeds['zarrfs'] / speeds[TENSORSTORE]:.2f}x"
-              + f" | {speeds['zarrfs'] / bound:.2f}x | {bound / speeds[TENSORSTORE]:.2f}x |")
+    print_bound_table(
+        "array", rows, nbytes, lambda cpu: cpu[SINK] + cpu[ALONE],
+        {"zarrfs / TensorStore": lambda speeds, bound: speeds["zarrfs"] / speeds[TENSORSTORE],
+         "zarrfs / bound": lambda speeds, bound: speeds["zarrfs"] / bound,
+         "bound / TensorStore": lambda speeds, bound: bound / speeds[TENSORSTORE]})
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from zarrfs.formats import (
     registry,
 )
 from zarrfs.formats.dtypes import CORE_TYPES
-from zarrfs.formats.format import Change, Format, Get, NodeMetadata, apply_change, join_path
+from zarrfs.formats.format import ConsolidatedChange, Format, Get, NodeMetadata, apply_change, join_path
 
 pytestmark = pytest.mark.fast
 
@@ -133,7 +133,7 @@ class ToyFormat(Format):
         doc = {"kind": "array", "attributes": {}, "shape": list(shape), "chunks": list(chunks or shape)}
         return {NODE_FILE: self.dump(doc)}
 
-    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+    def edit_consolidated(self, stored: bytes, change: ConsolidatedChange) -> bytes | None:
         nodes = {path: {NODE_FILE: doc} for path, doc in json.loads(stored).items()}
         if not apply_change(nodes, change):
             return None

@@ -12,27 +12,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.interop_cases import (
-    CASES,
-    EMPTY,
-    STORAGE,
-    Case,
-    assert_same_bits,
-    bits,
-    chunk_key,
-    element,
-    expected_keys,
-    is_default_dot,
-    model,
+from tests.helpers.interop_cases import CASES
+from tests.helpers.interop_docs import chunk_key, is_default_dot
+from tests.helpers.interop_io import (
     read_tensorstore,
     read_zarr_python,
-    shard_index,
-    stored_keys,
     sub_boxes,
     write_tensorstore,
     write_zarr_python,
     write_zarrfs,
 )
+from tests.helpers.interop_model import EMPTY, Case, expected_keys, model, shard_index, stored_keys
+from tests.helpers.interop_values import STORAGE, assert_same_bits, bits, element
 from zarrfs.array_metadata import open_array
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
 from zarrfs.grid import Box

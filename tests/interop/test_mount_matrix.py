@@ -5,7 +5,7 @@ written through the mount (pwrite, dd, a shared mapping, a chunk file) and read 
 TensorStore and zarr-python after unmounting.
 
 File layout (little-endian, C order): bool is one byte 0/1, int4 one sign-extended byte,
-bfloat16 its raw 2 bytes; these are exactly `interop_cases.bits` of what TensorStore reads
+bfloat16 its raw 2 bytes; these are exactly `interop_values.bits` of what TensorStore reads
 on a little-endian host.
 
 Each array is mounted once, and all its read checks share that mount. The daemons are
@@ -29,24 +29,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.interop_cases import (
-    CASES,
-    DATA_TYPES,
-    EMPTY,
-    STORAGE,
-    Case,
-    assert_same_bits,
-    bits,
-    chunk_key,
-    expected_keys,
-    model,
-    random_values,
-    read_tensorstore,
-    read_zarr_python,
-    shard_index,
-    stored_keys,
-    write_tensorstore,
-)
+from tests.helpers.interop_cases import CASES
+from tests.helpers.interop_docs import chunk_key
+from tests.helpers.interop_io import read_tensorstore, read_zarr_python, write_tensorstore
+from tests.helpers.interop_model import EMPTY, Case, expected_keys, model, shard_index, stored_keys
+from tests.helpers.interop_values import DATA_TYPES, STORAGE, assert_same_bits, bits, random_values
 from tests.helpers.mounting import Mount, without_views
 
 pytestmark = pytest.mark.skipif(

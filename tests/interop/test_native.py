@@ -27,17 +27,11 @@ from zarr.codecs import (
     ZstdCodec,
 )
 
-from tests.helpers.interop_cases import (
-    array_json,
-    assert_same_bits,
-    bytes_codec,
-    random_values,
-    read_tensorstore,
-    read_zarr_python,
-    stored_keys,
-    sub_boxes,
-    zero,
-)
+from tests.helpers.interop_cases import zero
+from tests.helpers.interop_docs import array_json, bytes_codec
+from tests.helpers.interop_io import read_tensorstore, read_zarr_python, sub_boxes
+from tests.helpers.interop_model import stored_keys
+from tests.helpers.interop_values import assert_same_bits, random_values
 from zarrfs.array_metadata import open_array
 from zarrfs.errors import ChunkError
 from zarrfs.grid import Box

@@ -12,30 +12,26 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.interop_cases import (
-    EMPTY,
-    Case,
+from tests.helpers.interop_cases import zero
+from tests.helpers.interop_docs import (
     array_json,
-    assert_same_bits,
     blosc,
     bytes_codec,
     default_bytes,
-    element,
     gzip,
-    inner_chunk_bytes,
-    random_values,
+    sharding,
+    transpose,
+    zstd,
+)
+from tests.helpers.interop_io import (
     read_tensorstore,
     read_zarr_python,
-    shard_index,
-    sharding,
-    stored_keys,
-    transpose,
     write_tensorstore,
     write_zarr_python,
     write_zarrfs,
-    zero,
-    zstd,
 )
+from tests.helpers.interop_model import EMPTY, Case, inner_chunk_bytes, shard_index, stored_keys
+from tests.helpers.interop_values import assert_same_bits, element, random_values
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json

@@ -262,4 +262,4 @@ def test_committed_corpus_is_what_the_script_writes(tmp_path: Path) -> None:
     differ = [
         str(rel) for rel, p in written.items() if p.read_bytes() != committed[rel].read_bytes()
     ]
-    assert not differ, f"regenerate the corpus (python {make_corpus.__file__}): {differ}"
+    assert not differ, f"regenerate the corpus (python -m {make_corpus.__name__}): {differ}"

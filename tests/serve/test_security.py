@@ -121,19 +121,11 @@ def test_a_client_trickling_its_request_is_dropped_at_its_deadline(group: Path, 
         address = urlsplit(server.url)
         held: list[float] = []
 
-        def trickle(start: bytes) -> None:
+        def trickling(start: bytes) -> None:
             with socket.create_connection((address.hostname, address.port), timeout=60) as client:
-                began = time.monotonic()
-                client.sendall(start)
-                try:
-                    for _ in range(120):  # (a minute, if nothing stops it)
-                        time.sleep(0.5)
-                        client.sendall(b"y")
-                except OSError:  # (the server shut the connection: the send fails)
-                    pass
-                held.append(time.monotonic() - began)
+                held.append(trickle(client, start, b"y"))
 
-        tricklers = [threading.Thread(target=trickle, args=(start,)) for start in starts * 3]
+        tricklers = [threading.Thread(target=trickling, args=(start,)) for start in starts * 3]
         for thread in tricklers:
             thread.start()
         while any(thread.is_alive() for thread in tricklers):
@@ -194,19 +186,26 @@ def test_a_client_trickling_its_tls_handshake_is_dropped_at_its_deadline(group: 
         address = urlsplit(server.url)
         url = server.url.replace("0.0.0.0", "localhost") + "a/data"
         with socket.create_connection(("127.0.0.1", address.port), timeout=60) as client:
-            began = time.monotonic()
-            client.sendall(b"\x16\x03\x01\x02\x00")  # (a handshake record of 512 bytes, begun)
-            try:
-                for _ in range(120):  # (a minute, if nothing stops it)
-                    time.sleep(0.5)
-                    client.sendall(b"\x01")
-            except OSError:  # (the server shut the connection: the send fails)
-                pass
-            held = time.monotonic() - began
+            # (a handshake record of 512 bytes, begun)
+            held = trickle(client, b"\x16\x03\x01\x02\x00", b"\x01")
         assert held < 20, held  # (3 s, and a loaded machine)
         got = curl("--cacert", str(certificate), "-u", "ann:a-long-password", url)
         assert got.stdout == bytes(range(8)), got
         assert "Traceback" not in server.log()
+
+
+def trickle(client: socket.socket, start: bytes, byte: bytes) -> float:
+    """Sends `start`, then `byte` every half second, until the server shuts the connection
+    (for a minute at most): the seconds it took."""
+    began = time.monotonic()
+    client.sendall(start)
+    try:
+        for _ in range(120):  # (a minute, if nothing stops it)
+            time.sleep(0.5)
+            client.sendall(byte)
+    except OSError:  # (the server shut the connection: the send fails)
+        pass
+    return time.monotonic() - began
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:

@@ -21,14 +21,14 @@ from zarrfs.formats.description import CodecSpec
 from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.store.ranges import REMOTE_GAP, Request, merge, worth_whole
+from zarrfs.store.ranges import REMOTE_GAP, RangeRequest, merge, worth_whole
 
 zarr = pytest.importorskip("zarr")
 
 # -- merging ranges ---------------------------------------------------------------------------
 
 
-def spans(requests: list[Request]) -> list[tuple[int, int, list[int]]]:
+def spans(requests: list[RangeRequest]) -> list[tuple[int, int, list[int]]]:
     return [(r.start, r.stop, r.members) for r in requests]
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .description import load_json_object
-from .format import Change, ConsolidatedNodes
+from .format import ConsolidatedChange, ConsolidatedNodes
 from .registry import FORMATS
 
 __all__ = ["RESERVED_NAMES", "ConsolidatedNodes", "drop_subtree",
@@ -46,7 +46,7 @@ def node_documents(files: Mapping[str, bytes]) -> dict[str, Any]:
     return {name: load_json_object(raw, name) for name, raw in files.items() if name in listed}
 
 
-def edit_consolidated(stored: bytes, zarr_format: int, change: Change) -> bytes | None:
+def edit_consolidated(stored: bytes, zarr_format: int, change: ConsolidatedChange) -> bytes | None:
     """A group's consolidated metadata document after `change` edited its nodes; None when the
     document has none or `change` left it alone (`Format.edit_consolidated`)."""
     return FORMATS[zarr_format].edit_consolidated(stored, change)

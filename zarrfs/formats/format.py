@@ -20,7 +20,7 @@ Get = Callable[[str], bytes | None]  # a store's get: bytes of a key, None when 
 # Consolidated metadata as it is edited, whatever the format stores it as:
 # {node path relative to the group: {file name: document}}.
 ConsolidatedNodes = dict[str, dict[str, Any]]
-Change = Callable[[ConsolidatedNodes], None]
+ConsolidatedChange = Callable[[ConsolidatedNodes], None]  # edits the nodes in place
 
 
 @dataclass(frozen=True, repr=False)
@@ -95,7 +95,7 @@ class Format(ABC):
     # -- consolidated metadata ---------------------------------------------------------------
 
     @abstractmethod
-    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+    def edit_consolidated(self, stored: bytes, change: ConsolidatedChange) -> bytes | None:
         """The group's consolidated metadata file after `change` edited its nodes (the group
         itself is the node "" when the format lists it); None when it has none or is unchanged."""
 
@@ -179,7 +179,7 @@ def mapping_or_empty(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def apply_change(nodes: ConsolidatedNodes, change: Change) -> bool:
+def apply_change(nodes: ConsolidatedNodes, change: ConsolidatedChange) -> bool:
     """Apply `change` to `nodes`; whether it changed anything."""
     before = json.dumps(nodes, sort_keys=True)
     change(nodes)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import MetadataError
 from .description import ArrayDescription
-from .format import Change, Format, Get, NodeMetadata, join_path, mapping_or_empty
+from .format import ConsolidatedChange, Format, Get, NodeMetadata, join_path, mapping_or_empty
 from .v1 import ATTRIBUTES_KEY, METADATA_KEY, parse_metadata
 from .v2_format import dump
 
@@ -50,7 +50,7 @@ class V1Format(Format):
         # (A new array is made in a group, and v1 has none.)
         raise MetadataError("zarr_format", "Zarr v1 has no groups to make an array in")
 
-    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+    def edit_consolidated(self, stored: bytes, change: ConsolidatedChange) -> bytes | None:
         return None
 
     def list_attributes(self, files: dict[str, Any], attributes: Mapping[str, Any]) -> None:

@@ -16,7 +16,7 @@ from ..errors import MetadataError
 from .description import ArrayDescription, load_json_object
 from .dtypes import DataType, fill_value_to_json
 from .format import (
-    Change,
+    ConsolidatedChange,
     ConsolidatedNodes,
     Format,
     Get,
@@ -130,7 +130,7 @@ class V2Format(Format):
                "fill_value": fill, "order": "C", "filters": None, "dimension_separator": "."}
         return {METADATA_KEY: self.dump(doc), ATTRIBUTES_KEY: self.dump({})}
 
-    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+    def edit_consolidated(self, stored: bytes, change: ConsolidatedChange) -> bytes | None:
         doc = load_json_object(stored, CONSOLIDATED_KEY)
         entries = doc.get("metadata")
         if not isinstance(entries, dict):

@@ -14,7 +14,7 @@ from ..errors import MetadataError
 from .description import ArrayDescription, ChunkKeyEncoding, load_json_object
 from .dtypes import CORE_TYPES, DataType, fill_value_to_json
 from .format import (
-    Change,
+    ConsolidatedChange,
     Format,
     Get,
     NodeMetadata,
@@ -90,7 +90,7 @@ class V3Format(Format):
             resized_grid(doc, list(shape))
             files[METADATA_KEY] = doc
 
-    def edit_consolidated(self, stored: bytes, change: Change) -> bytes | None:
+    def edit_consolidated(self, stored: bytes, change: ConsolidatedChange) -> bytes | None:
         doc = load_json_object(stored, METADATA_KEY)
         block = doc.get("consolidated_metadata")
         if not isinstance(block, dict) or not isinstance(block.get("metadata"), dict):

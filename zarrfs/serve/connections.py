@@ -94,7 +94,7 @@ class Deadlines:
                     socket.socket.shutdown(watch.sock, socket.SHUT_RDWR)
 
 
-class Request(http.HTTPRequest):
+class ServedRequest(http.HTTPRequest):
     """A request whose line and headers arrive within the deadline."""
 
     conn: Connection
@@ -111,7 +111,7 @@ class Request(http.HTTPRequest):
 class Connection(http.HTTPConnection):
     """A connection and what it reads (`Reads`)."""
 
-    RequestHandlerClass = Request
+    RequestHandlerClass = ServedRequest
     server: Server
 
     def __init__(self, server: Server, sock: socket.socket, makefile: Any = MakeFile) -> None:
@@ -167,7 +167,7 @@ class Gateway(wsgi.Gateway_10):
     """What the application sees of a connection: its `Reads`, and its body within its
     deadline; once the answer is sent, the connection's reading of the file goes on."""
 
-    req: Request
+    req: ServedRequest
 
     def respond(self) -> None:
         environ, connection = self.env, self.req.conn

@@ -26,9 +26,8 @@ from typing import Any
 from . import listing
 from .base import BaseStore
 from .observe import LIST
-from .values import info_generation
+from .values import Described, info_generation
 
-Described = tuple[int, str | None] | None  # (size, generation), or None: not stored
 # Local keys asked for one by one (a few ms: a page of a tile table); more, and dense: a scan.
 STATS_ONE_BY_ONE = 1024
 HEADS_AT_MOST = 512  # keys of an object store asked for one by one, at once; more: listings

@@ -36,7 +36,7 @@ REMOTE_GAP = 1 << 20
 
 
 @dataclass
-class Request:
+class RangeRequest:
     """Bytes [start, stop) of the object, holding the wanted ranges `members` (their
     positions in the list given to `merge`)."""
 
@@ -50,13 +50,13 @@ class Request:
 
 
 def merge(ranges: Sequence[tuple[int, int]], *, max_gap: int = 0, gap_fraction: float = 0.0,
-          max_bytes: int | None = None) -> list[Request]:
+          max_bytes: int | None = None) -> list[RangeRequest]:
     """The requests covering `ranges` ((start, stop) pairs, any order, not overlapping), in
     the object's order: a range joins the request before it when the gap between them is at
     most `max_gap`, or at most `gap_fraction` of the bytes that request wants so far, and the
     request then spans at most `max_bytes` (a single range longer than that is its own
     request). `max_gap=0`: only ranges lying right after each other are joined."""
-    requests: list[Request] = []
+    requests: list[RangeRequest] = []
     wanted = 0  # bytes the last request wants (not counting gaps)
     for position in sorted(range(len(ranges)), key=lambda i: ranges[i][0]):
         start, stop = ranges[position]
@@ -70,12 +70,12 @@ def merge(ranges: Sequence[tuple[int, int]], *, max_gap: int = 0, gap_fraction: 
                 last.members.append(position)
                 wanted += stop - start
                 continue
-        requests.append(Request(start, stop, [position]))
+        requests.append(RangeRequest(start, stop, [position]))
         wanted = stop - start
     return requests
 
 
-def worth_whole(requests: Sequence[Request], object_nbytes: int, fraction: float = 0.5) -> bool:
+def worth_whole(requests: Sequence[RangeRequest], object_nbytes: int, fraction: float = 0.5) -> bool:
     """Whether reading the whole object costs less than `requests`: they would read at least
     `fraction` of it anyway, or there are several and the object is small."""
     if not requests:

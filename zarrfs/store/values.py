@@ -20,6 +20,9 @@ TEMP_PREFIX = ".zarrfs-tmp-"
 # encoded inner chunks as they are, not joined into a copy first).
 Payload = bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]
 
+# What a stat of a key says: the object's size and generation, or None where it is not stored.
+Described = tuple[int, str | None] | None
+
 
 def pieces(data: Payload) -> Sequence[bytes | bytearray | memoryview]:
     """A payload as the pieces written one after the other."""

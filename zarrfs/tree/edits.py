@@ -38,7 +38,7 @@ from .inodes import InodeTable
 log = logging.getLogger(__name__)
 CAS_ATTEMPTS = 20
 Edit = Callable[[bytes | None], bytes | None]  # a stored document (None: missing) -> its new bytes
-Change = Callable[[ConsolidatedNodes, str], None]  # (nodes, the changed node's relative path)
+NodeChange = Callable[[ConsolidatedNodes, str], None]  # (nodes, the changed node's relative path)
 
 
 @dataclass
@@ -199,7 +199,7 @@ class Edits:
 
     # -- consolidated metadata ---------------------------------------------------------------
 
-    def update_consolidated(self, path: str, change: Change, *, including_itself: bool = False) -> None:
+    def update_consolidated(self, path: str, change: NodeChange, *, including_itself: bool = False) -> None:
         """Apply `change` to the consolidated metadata of every group above `path` that has
         some (and of `path` itself, a v2 group listing its own attributes, if asked)."""
         ancestors = [path] if including_itself and path else []
@@ -267,7 +267,7 @@ def _attributes_document(stored: bytes | None, node: NodeMetadata, attributes: M
     return with_attributes(stored, node.zarr_format, attributes)
 
 
-def _consolidated_edit(zarr_format: int, change: Change, relative: str) -> Edit:
+def _consolidated_edit(zarr_format: int, change: NodeChange, relative: str) -> Edit:
     def edit(stored: bytes | None) -> bytes | None:
         if stored is None:
             return None
@@ -275,7 +275,7 @@ def _consolidated_edit(zarr_format: int, change: Change, relative: str) -> Edit:
     return edit
 
 
-def _listing(files: dict[str, Any]) -> Change:
+def _listing(files: dict[str, Any]) -> NodeChange:
     def add(nodes: ConsolidatedNodes, relative: str) -> None:
         nodes[relative] = dict(files)
     return add

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-Encoder = Callable[[np.ndarray], Any]
+from ...codecs import BytesLike
+
+Encoder = Callable[[np.ndarray], BytesLike]  # an array's encoder: a chunk's elements to their encoding
 
 
 def encode(job: int, body: tuple[Any, ...], encoders: dict[bytes, Encoder],

@@ -21,16 +21,14 @@ from __future__ import annotations
 import pickle
 import threading
 import types
-from collections.abc import Callable
 
 import numpy as np
 
-from ...codecs import BytesLike
+from .encoding import Encoder
 from .pool import DEADLINE_SECONDS, DecodePool
 from .slabs import SharedSlab
 
 SIZE_STEP = 64 << 10  # staging buffers come in multiples of this (a chunk of the array fits the last one)
-Encoder = Callable[[np.ndarray], BytesLike]
 
 
 class NotEncoded(Exception):

@@ -34,7 +34,7 @@ KERNEL_MAX_KB = 1024  # (the kernel's requests are at most 1 MiB anyway)
 FREE_REQUESTS = 64
 LOCAL_FREE_REQUESTS = 1024
 
-Span = tuple[tuple[int, int], ...]  # chunk index ranges [lo, hi) per axis
+ChunkSpan = tuple[tuple[int, int], ...]  # chunk index ranges [lo, hi) per axis
 
 
 def chunks_touched(shape: Sequence[int], chunk: Sequence[int], first: int, last: int) -> int:
@@ -86,11 +86,11 @@ def _worst(shape: Sequence[int], chunk: Sequence[int], itemsize: int, nbytes: in
     return found
 
 
-def _chunk_span(box: Box, chunk: Sequence[int]) -> Span:
+def _chunk_span(box: Box, chunk: Sequence[int]) -> ChunkSpan:
     return tuple((a // c, -(-b // c)) for a, b, c in zip(box.start, box.stop, chunk, strict=True))
 
 
-def _union(spans: list[Span]) -> int:
+def _union(spans: list[ChunkSpan]) -> int:
     """The chunks in any of the spans: each span less what it shares with those after it."""
     total = 0
     for i, span in enumerate(spans):
@@ -99,6 +99,6 @@ def _union(spans: list[Span]) -> int:
     return total
 
 
-def _intersect(a: Span, b: Span) -> Span | None:
+def _intersect(a: ChunkSpan, b: ChunkSpan) -> ChunkSpan | None:
     both = tuple((max(x[0], y[0]), min(x[1], y[1])) for x, y in zip(a, b, strict=True))
     return None if any(lo >= hi for lo, hi in both) else both

@@ -21,7 +21,7 @@ import numpy as np
 from ...codecs import BytesLike, Pipeline, is_fill
 from ...errors import ChunkError, StoreError
 from ...grid import Index
-from ...store import ByteRange, Expect, Opened, Store, Versioned, opened, read_opened
+from ...store import ByteRange, Described, Expect, Opened, Store, Versioned, opened, read_opened
 from ..cache import Counters, Fetched
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,6 @@ class StoredChunk:
     generation: str | None
 
 
-Described = tuple[int, str | None] | None  # an object's size and generation (None: not stored)
 # Where a chunk is encoded: given the array's encoder and the elements, their encoding and the
 # CPU seconds it took (`encoded_here`, unless the write-back decides otherwise:
 # zarrfs.array.writes.policy).

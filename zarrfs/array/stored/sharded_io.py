@@ -15,9 +15,9 @@ import numpy as np
 from ...codecs import BytesLike, CodecError, Pipeline, ShardIndex, ShardingCodec
 from ...errors import ChunkError
 from ...grid import Index
-from ...store import ByteRange, Expect, Store
+from ...store import ByteRange, Described, Expect, Store
 from ..cache import ChunkCache, Counters
-from .chunk_io import Described, Encoded, PlainChunkIO, Stats, StoredChunk, StoredShard
+from .chunk_io import Encoded, PlainChunkIO, Stats, StoredChunk, StoredShard
 from .shard_reads import MAX_SHARD_RETRIES, ShardReader
 
 

@@ -18,12 +18,12 @@ from ..deadline import one_line
 from ..listing import BLOCK, checked_with, first_chunk, numbered_row, row_of, rows_from
 from ..outage import Outage
 from ..settings import CHECK_SECONDS
+from ..values import Described
 from .cache import DiskCache
 
 if TYPE_CHECKING:
     from ..core import Store
 
-Described = tuple[int, str | None] | None
 KNOWN_AT_MOST = 1 << 18  # objects whose current generation is remembered; past it, asked again
 ROW_AT_MOST = 4096  # cached objects checked by one look at their row
 SERVED_IN_A_ROW = 8  # reads served from the cache, none missed, that make its reads local

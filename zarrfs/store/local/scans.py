@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from ...errors import RefusedKey
 from .confined import Root, generation_of
 
-Described = tuple[int, str]  # (size, generation), as `Store.stat` says
+FoundFile = tuple[int, str]  # a file the scan found: (size, generation), as `Store.stat` says
 
 
-def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, Described]:
+def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, FoundFile]:
     """The size and generation of those of `keys` (below the local directory `root`) that
     are stored, from one scan of each directory holding any of them: no lookup of a key that
     is not there, and one stat (not a path walk) of each that is. Generations are
@@ -24,7 +24,7 @@ def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, Describ
     for key in keys:
         directory, _, name = key.rpartition("/")
         names_by_directory.setdefault(directory, set()).add(name)
-    found: dict[str, Described] = {}
+    found: dict[str, FoundFile] = {}
     for directory, names in names_by_directory.items():
         try:
             # (opened, so each entry's stat is relative to it: no walk of the whole path)
@@ -42,12 +42,12 @@ def scanned(root: str, keys: Sequence[str], confined: Root) -> dict[str, Describ
     return found
 
 
-def _refused(confined: Root, root: str, directory: str, names: set[str]) -> dict[str, Described]:
+def _refused(confined: Root, root: str, directory: str, names: set[str]) -> dict[str, FoundFile]:
     prefix = f"{directory}/" if directory else ""
     return {prefix + name: confined.describe(os.path.join(root, directory, name)) for name in names}
 
 
-def _scan(fd: int, path: str, prefix: str, names: set[str], found: dict[str, Described],
+def _scan(fd: int, path: str, prefix: str, names: set[str], found: dict[str, FoundFile],
           confined: Root) -> None:
     with os.scandir(fd) as entries:
         for entry in entries:
@@ -56,7 +56,7 @@ def _scan(fd: int, path: str, prefix: str, names: set[str], found: dict[str, Des
                     found[prefix + entry.name] = _described(entry, path, confined)
 
 
-def _described(entry: os.DirEntry[str], path: str, confined: Root) -> Described:
+def _described(entry: os.DirEntry[str], path: str, confined: Root) -> FoundFile:
     if entry.is_symlink():  # (free: the scan's d_type) followed as an open would follow it
         return confined.describe(os.path.join(path, entry.name))
     status = entry.stat()

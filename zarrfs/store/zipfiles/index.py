@@ -24,14 +24,11 @@ import io
 import struct
 import zipfile
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import StoreError
-from .spans import Spans
+from .spans import RangeReader, Spans
 
-# Bytes [start, start + length) of the archive (fewer past its end).
-RangeReader = Callable[[int, int], bytes]
 # The end of the archive read at once: the end record, a comment of up to 64 KiB, ZIP64's
 # locator and record, and the central directory of a few thousand entries.
 TAIL_BYTES = 128 << 10

@@ -25,12 +25,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 
-# Bytes [start, start + length) of the archive.
+# Bytes [start, start + length) of the archive (fewer past its end).
 RangeReader = Callable[[int, int], bytes]
 SPAN_BYTES = 256 << 10  # (20 ms of a round trip buys ~2 MB at 100 MB/s: this wastes little)
 GAP = 4 << 10  # entries this far apart still join one read
 MAX_SPANS = 64
-Span = Future[tuple[int, bytes]]  # (where its bytes start in the archive, the bytes)
+# A span of the archive, read once for the entries it holds: (where its bytes start, the bytes).
+ArchiveSpan = Future[tuple[int, bytes]]
 
 
 class Spans:
@@ -45,8 +46,8 @@ class Spans:
         self._starts = [extent(key)[0] for key in self._order]
         self._read_range = read_range
         self._lock = threading.Lock()
-        self._coming: dict[str, Span] = {}  # entries a span holds or will hold, not yet taken
-        self._spans: OrderedDict[Span, list[str]] = OrderedDict()
+        self._coming: dict[str, ArchiveSpan] = {}  # entries a span holds or will hold, not yet taken
+        self._spans: OrderedDict[ArchiveSpan, list[str]] = OrderedDict()
 
     def read(self, key: str) -> bytes:
         """The bytes of `key`'s extent (fewer at the end of the archive)."""
@@ -55,7 +56,7 @@ class Spans:
             span = self._coming.pop(key, None)
             members = [] if span is not None else self._following(key)
             if span is None:
-                span = Span()
+                span = ArchiveSpan()
                 self._remember(span, members)
         if members:  # (this thread reads the span; the others wait for it)
             end = max(sum(self._extent(member)) for member in members)
@@ -80,7 +81,7 @@ class Spans:
             end = max(end, later_end)
         return members
 
-    def _remember(self, span: Span, members: list[str]) -> None:
+    def _remember(self, span: ArchiveSpan, members: list[str]) -> None:
         """Note that `span` brings `members` (but the first, its reader's own). A span that
         brings no other entry is not kept: it is its reader's alone."""
         if len(members) <= 1:
@@ -91,12 +92,12 @@ class Spans:
         while len(self._spans) > MAX_SPANS:
             self._drop(next(iter(self._spans)))
 
-    def _forget(self, span: Span) -> None:
+    def _forget(self, span: ArchiveSpan) -> None:
         with self._lock:
             if span in self._spans:
                 self._drop(span)
 
-    def _drop(self, span: Span) -> None:
+    def _drop(self, span: ArchiveSpan) -> None:
         """(with the lock held)"""
         for later in self._spans.pop(span):
             if self._coming.get(later) is span:

@@ -66,16 +66,16 @@ class _Group:
 
 
 @dataclass(frozen=True)
-class GroupFile:
+class H5GroupFile:
     file: ChunkedFile
     notes: list[str]  # (dimensions renamed: for the log)
 
 
-def group_file(root: H5Group) -> GroupFile:
+def group_file(root: H5Group) -> H5GroupFile:
     notes: list[str] = []
     groups = list(_planned("", root, notes, {}))
     layout = _Layout(groups)
-    return GroupFile(layout.file(), notes)
+    return H5GroupFile(layout.file(), notes)
 
 
 def _planned(path: str, group: H5Group, notes: list[str],

@@ -75,7 +75,7 @@ class _Dimensions:
 
 
 @dataclass(frozen=True)
-class GroupFile:
+class NcGroupFile:
     """The file, and what it left out (array name -> why) or renamed."""
 
     file: NetcdfFile
@@ -83,7 +83,8 @@ class GroupFile:
     notes: list[str]
 
 
-def group_file(members: Sequence[Member], attributes: Mapping[str, Any], *, cdf5: bool = False) -> GroupFile:
+def group_file(members: Sequence[Member], attributes: Mapping[str, Any], *,
+               cdf5: bool = False) -> NcGroupFile:
     """The file of a group's `members`: classic (CDF-2) where every variable has a classic
     type, else (or with `cdf5`) CDF-5, every variable as its own type."""
     problems = {m.name: _problem(m) for m in members}
@@ -92,7 +93,7 @@ def group_file(members: Sequence[Member], attributes: Mapping[str, Any], *, cdf5
     file, notes = _file(held, attributes, classic=not cdf5)
     if file.layout.dataset.cdf5 and not cdf5:
         file, notes = _file(held, attributes, classic=False)
-    return GroupFile(file, left_out, notes)
+    return NcGroupFile(file, left_out, notes)
 
 
 def _file(members: Sequence[Member], attributes: Mapping[str, Any], *,

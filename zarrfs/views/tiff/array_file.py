@@ -98,7 +98,7 @@ def tiff_file(array: StoredArray, form: FileForm, placement: Callable[[], Placem
     return TiffFile([part], lambda images: images[0], form.byteorder)
 
 
-Span = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros
+PieceSpan = tuple["Part | None", int, int, int]  # (part, piece, offset in it, byte count); None: zeros
 
 
 class TiffFile(ReadOnlyFile):
@@ -165,13 +165,13 @@ class TiffFile(ReadOnlyFile):
         for part in self._parts:
             part.forget_fetched()
 
-    def _spans(self, offset: int, size: int) -> tuple[int, list[Span]]:
+    def _spans(self, offset: int, size: int) -> tuple[int, list[PieceSpan]]:
         """How many bytes from `offset` of [offset, offset + size) are the header's (read by
         the caller: a table there may wait), and the spans of the data's pieces there."""
         size = max(0, min(size, self.size - offset))
         head = max(0, min(size, self.data_start - offset))
         at = max(offset, self.data_start) - self.data_start
-        spans: list[Span] = []
+        spans: list[PieceSpan] = []
         for number, inside, count in self._sizes.spans(at, offset + size - self.data_start - at):
             part = self._parts[number]
             within = max(0, min(count, part.pieces.total - inside))
@@ -181,7 +181,7 @@ class TiffFile(ReadOnlyFile):
         return head, spans
 
 
-def _span_bytes(span: Span, *, held: bool = False) -> bytes | memoryview | None:
+def _span_bytes(span: PieceSpan, *, held: bool = False) -> bytes | memoryview | None:
     """A span's bytes (those past its piece's length are zeros); with `held`, None unless at hand."""
     part, piece, inside, count = span
     if part is None:
