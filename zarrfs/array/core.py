@@ -223,6 +223,12 @@ class ZarrArray:
         dtype = self.data_type.storage if dtype is None else dtype
         return self.streams.start(self._geometry, box, self.read_chunk.nbytes, dtype)
 
+    @property
+    def slab_bytes(self) -> int:
+        """What the buffers `stream` fills may hold at once, all readers together (the
+        cache's share for them)."""
+        return self.array_cache.mount.reserve_limit
+
     # -- encoded chunks, for readers that decode them (the TIFF view) --------------------------
 
     @property

@@ -71,6 +71,10 @@ class RegionArray(Protocol):
         """A buffer being filled with the elements of `box` in C order, as `dtype` (the
         storage type in either byte order; None: as stored) (None: no room)."""
 
+    @property
+    def slab_bytes(self) -> int:
+        """What the buffers `stream` fills may hold at once, all readers together."""
+
     def write(self, box: Box, values: np.ndarray) -> None: ...
     def resize(self, shape: tuple[int, ...]) -> None: ...
     def prefetch(self, box: Box) -> None: ...

@@ -60,6 +60,10 @@ class FortranOrder:
         """No slabs: the array's buffers are in the other order (reads go through the cache)."""
         return None
 
+    @property
+    def slab_bytes(self) -> int:
+        return 0
+
     def flush(self) -> None:
         self.array.flush()
 

@@ -175,6 +175,10 @@ class RegionFile:
             return None
         return self.array.read_chunk_shape[0]
 
+    @property
+    def slab_bytes(self) -> int:
+        return self.array.slab_bytes
+
     def row_requests(self) -> int:
         """The read chunks of one row of them (what a row of them costs the store)."""
         chunk = self.array.read_chunk_shape

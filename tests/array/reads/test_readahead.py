@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.local_arrays import create_zstd_array
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import policy, readahead
+from zarrfs.array.reads import policy, readahead, slab_layout
 from zarrfs.array.reads.readahead import Readahead
 from zarrfs.array.stored import chunk_io
 from zarrfs.array_metadata import create_array, open_array
@@ -37,7 +37,7 @@ VALUES = np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE) * 7
 
 @pytest.fixture(autouse=True)
 def small_slabs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readahead, "SLAB_BYTES", SLAB)
+    monkeypatch.setattr(slab_layout, "SLAB_BYTES", SLAB)
     monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)  # slabs after one read in order
 
 

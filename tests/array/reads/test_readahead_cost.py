@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers.local_arrays import create_zstd_array
 from zarrfs.array import ZarrArray
-from zarrfs.array.reads import chunks_touched, kernel_window_kb, readahead
+from zarrfs.array.reads import chunks_touched, kernel_window_kb, readahead, slab_layout
 from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box
 from zarrfs.store import Store
@@ -53,7 +53,7 @@ def test_the_kernel_window_shrinks_with_the_chunks_it_would_cost() -> None:
 @pytest.fixture
 def array(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ZarrArray]:
     monkeypatch.setattr(readahead, "STREAK_BYTES", 16 << 10)
-    monkeypatch.setattr(readahead, "SLAB_REQUESTS", 2 * PER_ROW)  # (2 rows of chunks a slab)
+    monkeypatch.setattr(slab_layout, "SLAB_REQUESTS", 2 * PER_ROW)  # (2 rows of chunks a slab)
     monkeypatch.setattr(readahead, "FIRST_AHEAD_REQUESTS", 1)
     monkeypatch.setattr(readahead, "SEQUENTIAL_SLACK", 0)  # (the whole file is within 4 MiB)
     create_zstd_array(tmp_path, VALUES, CHUNKS)

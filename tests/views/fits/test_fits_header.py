@@ -18,7 +18,7 @@ from astropy.io import fits
 from astropy.wcs import WCS
 
 from tests.helpers.local_arrays import create_zstd_array
-from zarrfs.array.reads import readahead
+from zarrfs.array.reads import readahead, slab_layout
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
 from zarrfs.views import RegionFile
@@ -216,7 +216,7 @@ SHAPE, CHUNKS = (256, 192), (32, 64)
 @pytest.mark.parametrize("dtype", ["uint16", "int8", "float32"])
 def test_the_file_read_in_order_is_its_bytes_from_flipped_slabs(dtype: str, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(readahead, "SLAB_BYTES", CHUNKS[0] * SHAPE[1] * np.dtype(dtype).itemsize)
+    monkeypatch.setattr(slab_layout, "SLAB_BYTES", CHUNKS[0] * SHAPE[1] * np.dtype(dtype).itemsize)
     monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)  # (slabs after one read in order)
     values = (np.arange(math.prod(SHAPE)) * 7919).astype(dtype).reshape(SHAPE)
     create_zstd_array(tmp_path / "a.zarr", values, CHUNKS)

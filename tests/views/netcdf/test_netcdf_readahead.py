@@ -18,7 +18,7 @@ import zarr
 
 from tests.helpers.mounting import ZARRFS
 from zarrfs.array import Shared
-from zarrfs.array.reads import readahead
+from zarrfs.array.reads import readahead, slab_layout
 from zarrfs.array.reads.readahead import Reading
 from zarrfs.formats import discover
 from zarrfs.store import Store
@@ -47,7 +47,7 @@ def _group(path: Path) -> dict[str, np.ndarray]:
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tree]:
-    monkeypatch.setattr(readahead, "SLAB_BYTES", T_SLAB)
+    monkeypatch.setattr(slab_layout, "SLAB_BYTES", T_SLAB)
     monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)  # slabs after one read in order
     _group(tmp_path / "g.zarr")
     store = Store.open(str(tmp_path / "g.zarr"))

@@ -8,8 +8,10 @@ so a request inside a finished slab is answered with a slice of it, at once and 
 copying. A slab is used only while no element of the array changed since it began (any
 write, through any view, makes it stale).
 
-Files that are not such runs (chunk files, arrays whose rows of chunks are too large to hold)
-read ahead the old way: the chunks ahead are loaded into the cache.
+Where a row of chunks is larger than a slab may be, slabs are bands of its rows
+(zarrfs.array.reads.slab_layout). Files that are not such runs (chunk files, arrays whose rows
+are too large to hold even one) read ahead the old way: the chunks ahead are loaded into the
+cache.
 
 `ready` is called on the event loop and `read` on worker threads, several at once: every
 field that changes is read and written under the one lock.
@@ -21,14 +23,12 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, runtime_checkable
 
-SLAB_BYTES = 8 << 20  # slabs hold whole rows of chunks, about this much when rows are small
-MAX_SLAB_BYTES = 64 << 20  # rows of chunks larger than this are read through the cache
-# ... and at most this many read chunks (requests: a missing chunk costs a lookup), at least a
-# row of them: 8 MiB of 16 x 16 uint8 chunks would be 32,768 requests, seconds on S3.
-SLAB_REQUESTS = 1024
+from .slab_layout import SlabLayout, slab_layout
+
 # (3: while a reader drains one slab, the decoding processes fill the next ones; with 2 they
 # waited for work a fifth of a cold read of zstd chunks: docs/performance-history.md, issue 77)
 SLABS_AHEAD = 3
+
 # What is read ahead from a remote store is priced in requests (zarrfs.array.reads.readahead_cost),
 # from a local one in bytes (slabs, PREFETCH_BYTES: a request is a local read): a reader earns a
 # budget by reading in order, at least STREAK_BYTES, the kernel's window included (a random
@@ -47,15 +47,6 @@ FIRST_WINDOW_REQUESTS = 4
 # readahead sends several requests at once, so they arrive slightly out of order.
 SEQUENTIAL_SLACK = 4 << 20
 STREAK_BYTES = 1 << 20
-
-
-class _Slabs(NamedTuple):
-    rows: int  # of the array per slab
-    nbytes: int  # per slab
-    chunk_rows: int  # rows of the array per row of read chunks
-    row_requests: int  # read chunks per row of them
-    skip: int  # bytes of the view before the array's (a header)
-    data_size: int  # bytes of the array's
 
 
 class Slab(Protocol):
@@ -132,6 +123,10 @@ class RowFile(Protocol):
     def priced_in_requests(self) -> bool:
         """Whether reading ahead is bounded by the requests it costs (a remote store), or
         only by the bytes (a local one)."""
+
+    @property
+    def slab_bytes(self) -> int:
+        """What the slabs of every reader may hold at once."""
 
     def slab_rows(self) -> int | None: ...
     def row_requests(self) -> int: ...
@@ -226,21 +221,11 @@ class Readahead:
 
     # -- slabs -----------------------------------------------------------------------------
 
-    def _layout(self) -> _Slabs | None:
-        """Where the slabs lie in the view now (once per request: the shape may change), or
-        None when this file has none."""
-        rows = self._data.slab_rows()
-        if rows is None:
-            return None
-        row_bytes = self._data.row_bytes
-        if rows * row_bytes > MAX_SLAB_BYTES:
-            return None
-        row_requests = max(1, self._data.row_requests())
-        per_slab = max(1, min(SLAB_BYTES // (rows * row_bytes), SLAB_REQUESTS // row_requests))
-        return _Slabs(rows * per_slab, rows * per_slab * row_bytes, rows, row_requests, self._skip(),
-                      self._data.size)
+    def _layout(self) -> SlabLayout | None:
+        """Where the slabs lie in the view now (once per request: the shape may change)."""
+        return slab_layout(self._data, self._skip)
 
-    def _slabs_for(self, layout: _Slabs | None, offset: int, size: int) -> list[tuple[Slab, int, int]]:
+    def _slabs_for(self, layout: SlabLayout | None, offset: int, size: int) -> list[tuple[Slab, int, int]]:
         """The slabs holding bytes [offset, offset + size) of the view (clipped to its end),
         with where the bytes lie in each; empty unless slabs hold all of them."""
         if layout is None:
@@ -259,7 +244,7 @@ class Readahead:
                 found.append((stream, max(offset, base) - base, min(end, base + slab_bytes) - base))
         return found
 
-    def _advance(self, layout: _Slabs | None, offset: int, size: int) -> bool:
+    def _advance(self, layout: SlabLayout | None, offset: int, size: int) -> bool:
         """Keep the slab behind the reader's, its own and the next SLABS_AHEAD the budget pays
         for (starting those not started), one more ahead if started, and no others; whether
         the reader is sequential."""
@@ -302,7 +287,7 @@ class Readahead:
                         self._ahead.append(Ahead(start, size, stream))
         return sequential
 
-    def _opening(self, layout: _Slabs | None, last: int | None) -> bool:
+    def _opening(self, layout: SlabLayout | None, last: int | None) -> bool:
         """Whether this, a first read at the file's start, reads its own slabs (not those ahead
         yet): every chunk of them is decoded to answer it anyway, into a slab by the decoding
         processes rather than into the cache by the daemon's threads. Not from a remote store
@@ -312,7 +297,7 @@ class Readahead:
         return (last is None and not self._data.priced_in_requests and layout is not None
                 and layout.data_size > STREAK_BYTES)
 
-    def _wanted(self, layout: _Slabs, index: int, end: int, beyond: int) -> tuple[range, int]:
+    def _wanted(self, layout: SlabLayout, index: int, end: int, beyond: int) -> tuple[range, int]:
         """The slabs to hold for a read in order of slab `index` up to `end` (with the lock
         held), and the last of the read's own: those of the read itself (a read that needs one
         not started reads through the cache, and would fetch its chunks twice), then up to
@@ -324,10 +309,10 @@ class Readahead:
         through = max(self._through, default=0)
         first = index if self._slabs or through <= layout.skip + index * layout.nbytes else \
             max(index, (through - 1 - layout.skip) // layout.nbytes + 1)
-        affordable = self._budget // (layout.rows // layout.chunk_rows * layout.row_requests)
+        affordable = self._budget // layout.requests
         return range(first, min(last + 1 + min(beyond, affordable), slabs)), last
 
-    def _earn(self, layout: _Slabs | None, offset: int, size: int, earned: bool) -> None:
+    def _earn(self, layout: SlabLayout | None, offset: int, size: int, earned: bool) -> None:
         """The budget after a read (with the lock held): twice what the read cost, or double
         what it was, once earned; nothing after a read out of order (or too few in order)."""
         if not earned:
@@ -340,7 +325,7 @@ class Readahead:
             self._budget = min(UNBOUNDED, max(2 * self._budget, FIRST_AHEAD_REQUESTS, 2 * cost))
         self._window = min(self._prefetch_bytes, max(2 * self._window, FIRST_WINDOW_REQUESTS * size))
 
-    def _cost(self, layout: _Slabs | None, offset: int, size: int) -> int:
+    def _cost(self, layout: SlabLayout | None, offset: int, size: int) -> int:
         """The read chunks a read touches: in whole rows of them when the file has slabs (no
         more arithmetic on the event loop than that), else exactly."""
         if layout is None:
