@@ -50,6 +50,7 @@ MODULES = [
     "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/decoding/test_chunk_files.py",
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
     "array/reads/test_decode_policy.py", "array/reads/test_readahead.py",
+    "array/reads/test_readahead_bands.py",
     "array/reads/test_readahead_cost.py", "array/reads/test_sharded_streams.py",
     "array/stored/test_stored_keys.py",
     "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
