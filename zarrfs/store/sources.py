@@ -29,6 +29,7 @@ from .driver import Adapter, Driver
 from .local import LocalDriver
 from .references import ReferencesDriver
 from .settings import TIMEOUT, SourceSettings
+from .targets import REFERENCES_ALLOW
 from .zipfiles import ZipDriver, ZippedFileSystem, ZipSource
 
 # Opening a remote store first tries to connect to its server, this long at most: a refused
@@ -47,7 +48,7 @@ OPTIONS: tuple[Option[Any], ...] = (TIMEOUT, *objects.OPTIONS, *references.OPTIO
 def source_settings(given: OptionValues) -> SourceSettings:
     """What opening a source takes beyond fsspec's storage options, as the options say."""
     return SourceSettings(timeout=given[TIMEOUT], ref=given[icechunk.REF], fo=given[references.FO],
-                          references_allow=given[references.REFERENCES_ALLOW],
+                          references_allow=given[REFERENCES_ALLOW],
                           commit_seconds=given[icechunk.COMMIT])
 
 
