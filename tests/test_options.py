@@ -8,9 +8,13 @@ from typing import Any
 
 import pytest
 
+from zarrfs.declared import OptionValues
 from zarrfs.options import DECLARED, MountOptions, OptionError
 from zarrfs.store.disk_cache import DISK_CACHE, DISK_CACHE_SIZE
-from zarrfs.store.settings import SourceSettings
+from zarrfs.store.icechunk import COMMIT, REF
+from zarrfs.store.references import FO
+from zarrfs.store.settings import TIMEOUT, SourceSettings
+from zarrfs.store.targets import REFERENCES_ALLOW
 from zarrfs.views.array_dir import Layout
 from zarrfs.views.netcdf import CDF5
 from zarrfs.views.plugins import PLUGIN_FILTERS
@@ -22,6 +26,11 @@ pytestmark = pytest.mark.fast
 
 def parsed(*groups: str) -> MountOptions:
     return MountOptions.parse(groups)
+
+
+def timeouts(options: MountOptions) -> tuple[float | None, float | None]:
+    """The bounds on one operation of a remote store and of a local one."""
+    return options.source.timeout_for(remote=True), options.source.timeout_for(remote=False)
 
 
 # (-o text, what reads it, the value it reads)
@@ -59,8 +68,14 @@ READ: list[tuple[str, Any, Any]] = [
     # the store's options, as the store opens the source
     ("", lambda o: (o.source, dict(o.storage_options)), (SourceSettings(), {})),
     ("timeout=5,ref=v1,commit=each,fo=r.json,references_allow=/data:s3://other/x",
-     lambda o: o.source, SourceSettings(5.0, "v1", "r.json", ("/data", "s3://other/x"), 0.0)),
-    ("commit=2", lambda o: o.source.commit_seconds, 2.0),
+     lambda o: o.source, SourceSettings(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
+                                                      REFERENCES_ALLOW: ("/data", "s3://other/x"),
+                                                      COMMIT: 0.0}))),
+    ("commit=2", lambda o: o.source.options[COMMIT], 2.0),
+    ("", lambda o: [o.source.options[x] for x in (TIMEOUT, REF, FO, REFERENCES_ALLOW, COMMIT)],
+     [None, None, None, (), 0.0]),
+    ("", timeouts, (30.0, None)),
+    ("timeout=5", timeouts, (5.0, None)),
     ("endpoint_url=http://h:9,anon,profile=p,region=r,account_name=a", lambda o: dict(o.storage_options),
      {"client_kwargs": {"endpoint_url": "http://h:9"}, "anon": True, "profile": "p", "region": "r",
       "account_name": "a"}),

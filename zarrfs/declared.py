@@ -101,6 +101,10 @@ class OptionValues:
         value: T = self._given.get(option, option.default)
         return value
 
+    def replaced(self, option: Option[T], value: T) -> OptionValues:
+        """These values but `option`'s, which reads `value` (as if given)."""
+        return OptionValues({**self._given, option: value})
+
     def __contains__(self, option: Option[Any]) -> bool:
         """Whether `option` was given (not only defaulted)."""
         return option in self._given

@@ -26,7 +26,7 @@ from .declared import (
 )
 from .formats.creation import check_codec
 from .store.opening import OPTIONS as STORE_OPTIONS
-from .store.opening import source_settings, storage_options
+from .store.opening import storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
 from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
@@ -241,7 +241,7 @@ class MountOptions:
     @property
     def source(self) -> SourceSettings:
         """What the store layer needs to open the source."""
-        return source_settings(self.given)
+        return SourceSettings(self.given)
 
     @property
     def storage_options(self) -> Mapping[str, Any]:

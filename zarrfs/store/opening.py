@@ -13,10 +13,11 @@ from .core import Store
 from .disk_cache import DISK_CACHE, DISK_CACHE_SIZE, DiskCachedStore, open_disk_cache
 from .disk_cache import OPTIONS as DISK_CACHE_OPTIONS
 from .observe import StoreObserver
+from .settings import SourceSettings
 from .sources import OPTIONS as SOURCE_OPTIONS
-from .sources import source_settings, storage_options
+from .sources import storage_options
 
-__all__ = ["OPTIONS", "open_store", "source_settings", "storage_options"]
+__all__ = ["OPTIONS", "open_store", "storage_options"]
 
 log = logging.getLogger(__name__)
 OPTIONS: tuple[Option[Any], ...] = (*SOURCE_OPTIONS, *DISK_CACHE_OPTIONS)
@@ -29,7 +30,7 @@ def open_store(source: str, given: OptionValues, *, read_only: bool = False, wri
     generations, not local files (the store's `cached_on_disk` says whether it does).
     StoreError: the source cannot be opened; DiskCacheError: the directory cannot serve."""
     storage = storage_options(given)
-    store = Store.open(source, storage, read_only=read_only, settings=source_settings(given),
+    store = Store.open(source, storage, read_only=read_only, settings=SourceSettings(given),
                        observer=observer, writable=writable)
     directory = given[DISK_CACHE]
     if directory is None:

@@ -3,9 +3,9 @@ other modules and the sources they open all read it)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..declared import parse_seconds, valued
+from ..declared import OptionValues, parse_seconds, valued
 
 DEFAULT_REMOTE_TIMEOUT = 30.0
 # What an unanswered close-to-open check means (`-o recheck`): a check waits for the store at
@@ -24,25 +24,21 @@ TIMEOUT = valued(
 
 @dataclass(frozen=True)
 class SourceSettings:
-    """What a source needs beyond fsspec's storage options."""
+    """What a source needs beyond fsspec's storage options, as the mount's options say: the
+    store reads its own (`timeout_for`), each family its own where it acts
+    (`options[ITS_OPTION]`), carried here unread. Made of the options given: a mount's, or
+    `OptionValues({AN_OPTION: value, ...})`."""
 
-    # The longest one store operation may take, retries included (None: 30 s for remote
-    # stores; local files are not bounded).
-    timeout: float | None = None
-    # Icechunk: the branch, tag or snapshot id to mount (None: the branch `main`).
-    ref: str | None = None
-    # `reference://` sources: the reference file or directory.
-    fo: str | None = None
-    # Reference sets: where referenced bytes may come from besides the reference set's own
-    # directory (local) or bucket/host (remote).
-    references_allow: tuple[str, ...] = ()
-    # Icechunk mounts with -o rw: syncs within this many seconds share a commit (0: each
-    # sync its own).
-    commit_seconds: float = 0.0
+    options: OptionValues = field(default_factory=OptionValues)
+
+    @property
+    def remote_timeout(self) -> float:
+        """The longest one operation of a remote store may take, retries included: `-o timeout=`,
+        or 30 s."""
+        timeout = self.options[TIMEOUT]
+        return DEFAULT_REMOTE_TIMEOUT if timeout is None else timeout
 
     def timeout_for(self, *, remote: bool) -> float | None:
         """The bound on one operation of a store: none unless `remote` (a system call cannot
         be abandoned, and a local disk is not a network)."""
-        if not remote:
-            return None
-        return DEFAULT_REMOTE_TIMEOUT if self.timeout is None else self.timeout
+        return self.remote_timeout if remote else None

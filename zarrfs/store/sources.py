@@ -40,15 +40,9 @@ REACH_SECONDS = 2.0
 LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *objects.AZURE_PROTOCOLS}
 
 
-# The mount options of the store: its own, and those each family declares.
+# The mount options of the store: its own, and those each family declares (each reads its own
+# from the values given: `SourceSettings`).
 OPTIONS: tuple[Option[Any], ...] = (TIMEOUT, *objects.OPTIONS, *references.OPTIONS, *icechunk.OPTIONS)
-
-
-def source_settings(given: OptionValues) -> SourceSettings:
-    """What opening a source takes beyond fsspec's storage options, as the options say."""
-    return SourceSettings(timeout=given[TIMEOUT], ref=given[icechunk.REF], fo=given[references.FO],
-                          references_allow=given[references.REFERENCES_ALLOW],
-                          commit_seconds=given[icechunk.COMMIT])
 
 
 def storage_options(given: OptionValues) -> dict[str, Any]:
@@ -72,7 +66,7 @@ def open_source(url: str, storage_options: Mapping[str, Any], settings: SourceSe
     """`url` opened (StoreError: it cannot be), its server reached first when it has one."""
     try:
         fs, root = open_filesystem(url, storage_options, settings)
-        driver = driver_for(fs, root, settings.references_allow)
+        driver = driver_for(fs, root, settings)
         read_only = read_only or not driver.start_writes(writable and not read_only)
     except (ValueError, ImportError, OSError) as e:
         raise StoreError(url, f"cannot open: {missing_package(e) or one_line(e)}") from None
@@ -84,11 +78,11 @@ def open_source(url: str, storage_options: Mapping[str, Any], settings: SourceSe
     return Source(root, driver, read_only or driver.capabilities.read_only, retry)
 
 
-def driver_for(fs: fsspec.AbstractFileSystem, root: str, allowed: tuple[str, ...] = ()) -> Driver:
-    """The driver of the backend family `fs` belongs to. `allowed` (local files): where else
-    links may lead."""
+def driver_for(fs: fsspec.AbstractFileSystem, root: str, settings: SourceSettings | None = None) -> Driver:
+    """The driver of the backend family `fs` belongs to (`settings`: as the mount's options say,
+    for a family that reads one as it serves)."""
     if isinstance(fs, LocalFileSystem):
-        return LocalDriver(fs, root, allowed)
+        return LocalDriver(fs, root, settings or SourceSettings())
     for is_family, family in ((objects.is_s3, objects.S3Driver), (objects.is_gcs, objects.GcsDriver),
                               (objects.is_azure, objects.AzureDriver)):
         if is_family(fs):

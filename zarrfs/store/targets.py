@@ -15,10 +15,31 @@ from typing import Any
 import fsspec
 from fsspec.utils import get_protocol
 
+from ..declared import Option, valued
+
 LOCAL_SCHEMES = {"file", "local"}
 SCHEME_ALIASES = {"s3a": "s3", "gcs": "gs", "local": "file"}
 # Percent-encoded dot, slash and backslash: servers may decode them into path segments.
 _ENCODED_SEPARATOR = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
+
+
+def _parse_prefixes(text: str) -> tuple[str, ...]:
+    """`PREFIX:PREFIX` (colon-separated: -o splits on commas). A URL's own colon stays with
+    it: `s3://other/x:/data` is `s3://other/x` and `/data`."""
+    parts = re.split(r":(?!//)", text)
+    if not all(parts):
+        raise ValueError(text)
+    return tuple(parts)
+
+
+# The mount option of this rule, which each driver it confines reads itself (the reference
+# sets' family lists it among its options, where the help has always shown it).
+REFERENCES_ALLOW: Option[tuple[str, ...]] = valued(
+    "references_allow", "list", "PREFIX:PREFIX", _parse_prefixes, (),
+    "reference sets, Icechunk's virtual chunks and a local store's symbolic links: further places "
+    "(colon-separated local directories or URL prefixes) that references, virtual chunk containers and links "
+    "may point to; by default only below the set's own directory, bucket or host, the repository's own "
+    "directory or bucket, or the store's own directory — see [What a mount trusts](#what-a-mount-trusts)")
 
 
 def local_path(url: str) -> str:

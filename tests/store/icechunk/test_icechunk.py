@@ -15,6 +15,8 @@ import pytest
 from tests.helpers.icechunk_repos import PLAIN, SHARDED, Repository, create, create_on_s3
 from tests.helpers.mounting import ZARRFS
 from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
+from zarrfs.declared import OptionValues
+from zarrfs.store.icechunk import REF
 from zarrfs.store.icechunk import branches as icechunk_branches
 from zarrfs.store.icechunk import filesystem as icechunk_store
 from zarrfs.store.settings import SourceSettings
@@ -130,7 +132,7 @@ def test_a_commit_changes_the_generations_of_the_keys_it_wrote_only(
         repository: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(icechunk_branches, "HEAD_LOOKUP_SECONDS", 0.0)
     branch, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings())
-    tag, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings(ref="v1"))
+    tag, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings(OptionValues({REF: "v1"})))
     keys = ["/plain/zarr.json", "/plain/c/1/0", "/plain/c/0/0", "/sub/sharded/c/0/0",
             "/sub/sharded/c/1/0"]
     before = {key: branch.info(key)["generation"] for key in keys}

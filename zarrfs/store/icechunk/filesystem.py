@@ -37,8 +37,8 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from ...errors import ConflictError
-from ..settings import DEFAULT_REMOTE_TIMEOUT, SourceSettings
-from ..targets import TargetPolicy
+from ..settings import SourceSettings
+from ..targets import REFERENCES_ALLOW, TargetPolicy
 from ..values import Versioned
 from . import containers
 from .branches import (
@@ -52,6 +52,7 @@ from .branches import (
     open_repository,
     path_of,
 )
+from .options import COMMIT, REF
 from .writes import BranchWriter
 
 DEFAULT_BRANCH = "main"
@@ -68,15 +69,15 @@ if "ICECHUNK_LOG" not in os.environ:
 
 def open_filesystem(url: str, options: dict[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem of the repository at `url`, at `settings.ref`, its virtual chunk
+    """The filesystem of the repository at `url`, at `-o ref=`, its virtual chunk
     containers authorized as `containers` says. ValueError (one line) when there is no
     repository there or no such ref; OSError when it cannot be reached."""
     location = _location(url)
-    policy = containers.repository_policy(location, settings.references_allow)
+    policy = containers.repository_policy(location, settings.options[REFERENCES_ALLOW])
     loop = fsspec.asyn.get_loop()
     try:
         state, authorized = sync(loop, _open, _storage(location, options), policy, _reach(options),
-                                 settings.ref or DEFAULT_BRANCH)
+                                 settings.options[REF] or DEFAULT_BRANCH)
     except icechunk.IcechunkError as e:
         raise OSError(first_line(e)) from None
     return IcechunkFileSystem(state, settings, authorized, loop=loop), ""
@@ -156,10 +157,10 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     def start_writes(self) -> None:
         """Write from now on (ValueError, one line, when not mounted at a branch)."""
         if self._state.branch is None:
-            raise ValueError(f"-o rw needs a branch: {self._settings.ref!r} is a tag or a snapshot")
-        seconds = self._settings.timeout or DEFAULT_REMOTE_TIMEOUT
+            raise ValueError(f"-o rw needs a branch: {self._settings.options[REF]!r} is a tag or a snapshot")
+        seconds = self._settings.remote_timeout
         self._writer = sync(self.loop, _guarded, BranchWriter.open(
-            self._state, self._settings.commit_seconds, seconds), timeout=seconds)
+            self._state, self._settings.options[COMMIT], seconds), timeout=seconds)
         atexit.register(self._commit_at_exit)
 
     def _commit_at_exit(self) -> None:
@@ -209,7 +210,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
             return
         try:
             self._state = sync(self.loop, _guarded, self._state.resumed(generations),
-                               timeout=min(self._settings.timeout or DEFAULT_REMOTE_TIMEOUT, RESUME_SECONDS))
+                               timeout=min(self._settings.remote_timeout, RESUME_SECONDS))
         except OSError as e:  # (a fault, or past its time: each key then reads afresh)
             log.info("icechunk: the disk cache's earlier snapshots were not diffed: %s", first_line(e))
 

@@ -14,7 +14,6 @@ and branches are what `versions.Catalog` asks for.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import errno
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
@@ -32,6 +31,7 @@ from ..versions import BRANCHES, KINDS, MADE_BY_MKDIR, SNAPSHOTS, TAGS, VERSIONS
 from .branches import PROTOCOL, directory_entry, first_line, key_of, resolve, unless_missing
 from .filesystem import DEFAULT_BRANCH, IcechunkFileSystem
 from .filesystem import open_filesystem as open_version
+from .options import REF
 
 VERSIONS_KEPT = 16  # versions whose sessions stay open (the least recently used is closed)
 _EXISTS = ("already exists", "update conflict")
@@ -39,7 +39,7 @@ _EXISTS = ("already exists", "update conflict")
 
 def open_filesystem(url: str, options: dict[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The repository at `url` at `settings.ref`, with its versions below `/.versions/`."""
+    """The repository at `url` at `-o ref=`, with its versions below `/.versions/`."""
     mounted, root = open_version(url, options, settings)
     return VersionsFileSystem(mounted, url, options, settings), root
 
@@ -55,8 +55,9 @@ class VersionsFileSystem(AsyncFileSystem):  # type: ignore[misc]
         self.mounted = mounted  # (first: `__getattr__` forwards to it)
         super().__init__(loop=mounted.loop)
         self.repository: icechunk.Repository = mounted.repository
-        self._open_version = lambda ref: open_version(url, options, dataclasses.replace(settings, ref=ref))
-        self._mounted_ref = settings.ref or DEFAULT_BRANCH
+        self._open_version = lambda ref: open_version(url, options,
+                                                      SourceSettings(settings.options.replaced(REF, ref)))
+        self._mounted_ref = settings.options[REF] or DEFAULT_BRANCH
         self._opened: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._opening: asyncio.Lock | None = None
 

@@ -33,7 +33,8 @@ from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileS
 from fsspec.utils import get_protocol
 
 from ..settings import SourceSettings
-from ..targets import LOCAL_SCHEMES, Place, TargetPolicy, Where, local_path
+from ..targets import LOCAL_SCHEMES, REFERENCES_ALLOW, Place, TargetPolicy, Where, local_path
+from .options import FO
 
 T = TypeVar("T")
 JSON_SUFFIXES = (".json", ".json.gz")
@@ -57,13 +58,13 @@ def is_reference_source(url: str, options: dict[str, Any]) -> bool:
 
 def open_filesystem(url: str, options: dict[str, Any],
                     settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The reference filesystem for `url` (or for `settings.fo` with `reference://`); its
+    """The reference filesystem for `url` (or for `-o fo=` with `reference://`); its
     root is "". ValueError when the file is not a reference set."""
     location = _reference_location(url, settings)
     loader, path = fsspec.core.url_to_fs(location, **options)
     where = Where.of_reference_set(loader, path)
     references = _load(loader, path, location)
-    policy = TargetPolicy(where, tuple(Place.parse(p) for p in settings.references_allow))
+    policy = TargetPolicy(where, tuple(Place.parse(p) for p in settings.options[REFERENCES_ALLOW]))
     try:
         return GuardedReferenceFileSystem(references, policy, where.scheme, options), ""
     except _malformed_errors() as e:  # fsspec expands templates and `gen` here
@@ -73,7 +74,7 @@ def open_filesystem(url: str, options: dict[str, Any],
 def _reference_location(url: str, settings: SourceSettings) -> str:
     if get_protocol(url) != "reference":
         return url
-    location = settings.fo or url.split("://", 1)[1]
+    location = settings.options[FO] or url.split("://", 1)[1]
     if not location:
         raise ValueError("reference:// needs the reference set: -o fo=PATH")
     return location if "://" in location else os.path.abspath(location)
