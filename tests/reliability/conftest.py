@@ -18,6 +18,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.helpers import faulty_fs  # noqa: E402
+from tests.helpers.coherence import SOAK_RUNS, TOTALS, report  # noqa: E402
 from tests.helpers.s3_server import S3Server, free_port, serving  # noqa: E402
 
 
@@ -30,3 +31,21 @@ def _register_faulty() -> None:
 def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
     """A fresh moto S3 server with an empty bucket; stopped at the end whatever happens."""
     yield from serving(S3Server(free_port()), monkeypatch)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _coherence_totals(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The coherence soak's totals over its runs (test_coherence_rounds.py, _torn.py), once."""
+    yield
+    if SOAK_RUNS > 1 and TOTALS:
+        report(request, {"test": "coherence-totals", "runs": SOAK_RUNS, **TOTALS},
+               f"coherence totals over {SOAK_RUNS} runs: {TOTALS['rounds']} rounds, "
+               f"{TOTALS['reads_checked']} reads checked, {TOTALS['stale']} stale, "
+               f"{TOTALS['torn']} torn, {TOTALS['corrupt']} corrupt; background: "
+               f"{TOTALS['background_writes']} writes, {TOTALS['background_read_backs']} read "
+               f"backs, {TOTALS['background_mismatches']} mismatches; torn reads (one reply): "
+               f"{TOTALS['torn chunk_rewrites']} rewrites, {TOTALS['torn uniform_reads']} reads, "
+               f"{TOTALS['torn non_uniform']} non-uniform; torn reads (many pages): "
+               f"{TOTALS['torn-pages chunk_rewrites']} rewrites, "
+               f"{TOTALS['torn-pages uniform_reads']} reads, "
+               f"{TOTALS['torn-pages non_uniform']} non-uniform")
