@@ -13,18 +13,15 @@ import itertools
 import json
 import math
 import time
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-import fsspec
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.engine_arrays import STORAGE, Config, assert_bits, forget, fresh_store, raw, values
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json, parse_metadata
@@ -33,25 +30,13 @@ from zarrfs.store import Store
 
 pytestmark = pytest.mark.fast
 
+
 SETTINGS = settings(
     max_examples=80,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
-STORAGE = {
-    "bool": np.dtype(np.bool_),
-    "int4": np.dtype(np.int8),
-    "uint8": np.dtype(np.uint8),
-    "int16": np.dtype(np.int16),
-    "uint32": np.dtype(np.uint32),
-    "int64": np.dtype(np.int64),
-    "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float32": np.dtype(np.float32),
-    "float64": np.dtype(np.float64),
-    "complex64": np.dtype(np.complex64),
-}
 
 FILLS: dict[str, list[Any]] = {
     "bool": [False, True],
@@ -84,38 +69,6 @@ def _float(value: Any, dtype: np.dtype[Any]) -> np.ndarray:
         return np.frombuffer(int(value, 16).to_bytes(dtype.itemsize, "little"), dtype=dtype)
     words = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
     return np.array([words.get(value, value)], dtype=dtype)
-
-
-def raw(a: Any) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(a)).reshape(-1).view(np.uint8)
-
-
-def assert_bits(actual: Any, expected: np.ndarray, what: str) -> None:
-    actual = np.asarray(actual)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
-    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
-    assert np.array_equal(raw(actual), raw(expected)), f"{what}: contents differ"
-
-
-# -- arrays ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Config:
-    doc: dict[str, Any]
-    data_type: str
-    shape: tuple[int, ...]
-    chunk_shape: tuple[int, ...]  # the stored chunk (the shard when sharded)
-    read_shape: tuple[int, ...]  # the inner chunk when sharded
-    fill: np.ndarray  # 0-d
-    cache_bytes: int
-
-    def key(self, index: tuple[int, ...]) -> str:
-        encoding = self.doc["chunk_key_encoding"]
-        separator = encoding["configuration"]["separator"]
-        if encoding["name"] == "default":
-            return separator.join(["c", *map(str, index)])
-        return separator.join(map(str, index)) if index else "0"
 
 
 def _bytes(data_type: str, endian: str) -> dict[str, Any]:
@@ -197,40 +150,6 @@ def boxes(draw: st.DrawFn, shape: tuple[int, ...], extended: tuple[int, ...] | N
     return Box(tuple(start), tuple(stop))
 
 
-def values(config: Config, shape: tuple[int, ...], seed: int, mode: str) -> np.ndarray:
-    """Random values of the data type, all fill, or random sprinkled with fill."""
-    dtype = STORAGE[config.data_type]
-    n = math.prod(shape)
-    rng = np.random.default_rng(seed)
-    if mode == "fill":
-        return np.full(shape, config.fill, dtype=dtype)
-    if config.data_type == "bool":
-        out = rng.integers(0, 2, n).astype(bool)
-    elif config.data_type == "int4":
-        out = rng.integers(-8, 8, n).astype(np.int8)
-    else:  # random bits: every NaN payload and -0.0 too
-        out = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8).view(dtype).copy()
-    out = out.reshape(shape)
-    if mode == "mixed":
-        out[rng.random(shape) < 0.5] = config.fill
-    return out
-
-
-# -- the test ----------------------------------------------------------------------------------
-
-
-def _fresh_store() -> tuple[str, Store]:
-    url = f"memory://zarrfs-properties/{uuid.uuid4().hex}"
-    return url, Store.open(url)
-
-
-def _forget(url: str) -> None:
-    fs = fsspec.filesystem("memory")
-    path = url.removeprefix("memory://")
-    if fs.exists(path):
-        fs.rm(path, recursive=True)
-
-
 def _grid(shape: tuple[int, ...], cell: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(range(-(-n // c)) for n, c in zip(shape, cell, strict=True)))
 
@@ -268,7 +187,7 @@ def _inside(box: Box, shape: tuple[int, ...]) -> Box | None:
 
 
 def _region_reads_and_writes(config: Config, data: st.DataObject) -> None:
-    url, store = _fresh_store()
+    url, store = fresh_store()
     metadata = metadata_from_json(config.doc)
     assert parse_metadata(json.dumps(metadata.to_json())) == metadata
     model = np.full(config.shape, config.fill, dtype=STORAGE[config.data_type])
@@ -308,7 +227,7 @@ def _region_reads_and_writes(config: Config, data: st.DataObject) -> None:
         assert array.stored_chunk_count() == len(_expected_keys(config, model))
     finally:
         array.close()
-        _forget(url)
+        forget(url)
 
 
 @SETTINGS
@@ -330,7 +249,7 @@ def test_a_write_in_an_edge_chunks_overhang_makes_none_of_it_known() -> None:
     (It was counted toward the chunk's being written whole: 13 elements in the overhang of
     a chunk with 13 in the array, which then read, and were stored, as whatever the chunk's
     new buffer held.)"""
-    url, store = _fresh_store()
+    url, store = fresh_store()
     doc = {"zarr_format": 3, "node_type": "array", "shape": [41, 39], "data_type": "int32",
            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [10, 13]}},
            "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
@@ -347,7 +266,7 @@ def test_a_write_in_an_edge_chunks_overhang_makes_none_of_it_known() -> None:
         assert array.stored_chunk_count() == 0
     finally:
         array.close()
-        _forget(url)
+        forget(url)
 
 
 @SETTINGS
@@ -357,7 +276,7 @@ def test_unflushed_writes_are_visible_and_stored_only_when_whole(config: Config,
     """Writes live in the cache until a flush (or cache pressure) writes them back, or until a
     chunk (shard) is written whole, which is stored at once; reads see them at once, nothing
     written in part is stored before the flush, and a flush then stores them all."""
-    url, store = _fresh_store()
+    url, store = fresh_store()
     array = create_array(store, metadata_from_json(config.doc), cache_bytes=1 << 30,
                              threads=2)
     model = np.full(config.shape, config.fill, dtype=STORAGE[config.data_type])
@@ -392,7 +311,7 @@ def test_unflushed_writes_are_visible_and_stored_only_when_whole(config: Config,
         assert _stored_keys(store) == _expected_keys(config, model)
     finally:
         array.close()
-        _forget(url)
+        forget(url)
 
 
 def _wait_for_early_writes(array: ZarrArray) -> None:
@@ -401,74 +320,3 @@ def _wait_for_early_writes(array: ZarrArray) -> None:
             return
         time.sleep(0.01)
     raise AssertionError("chunks stored ahead of a flush did not finish in 10 s")
-
-
-@pytest.mark.parametrize("rank", [
-    0, 1, 3])
-def test_read_of_rank_and_shape(rank: int) -> None:
-    """A read returns exactly the box's shape, for a stored chunk and for a missing one."""
-    url, store = _fresh_store()
-    shape = (3,) * rank
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "int32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2] * rank}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-    }
-    array = create_array(store, metadata_from_json(doc), threads=1)
-    try:
-        whole = Box((0,) * rank, shape)
-        assert array.read(whole).shape == shape
-        array.write(whole, np.full(shape, 5, dtype=np.int32))
-        array.flush()
-        array.close()
-        array = open_array(Store.open(url), threads=1)
-        got = array.read(whole)
-        assert got.shape == shape
-        assert (np.asarray(got) == 5).all()
-    finally:
-        array.close()
-        _forget(url)
-
-
-@pytest.mark.parametrize("cached", [
-    "written",
-    "loaded",
-])
-def test_changing_a_read_result_does_not_change_the_array(cached: str) -> None:
-    url, store = _fresh_store()
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "int32",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
-        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-    }
-    array = create_array(store, metadata_from_json(doc), threads=1)
-    try:
-        array.write(Box((0,), (4,)), np.arange(4, dtype=np.int32))
-        if cached == "loaded":
-            array.flush()
-            array.close()
-            array = open_array(Store.open(url), threads=1)
-        got = array.read(Box((0,), (2,)))
-        if got.flags.writeable:
-            got[...] = 99
-        assert_bits(array.read(Box((0,), (4,))), np.arange(4, dtype=np.int32), "after the change")
-    finally:
-        array.close()
-        _forget(url)
-
-
-@pytest.mark.parametrize(("values", "fill", "expected"), [
-    (np.zeros(1000, np.uint16), 0, True),
-    (np.r_[np.zeros(999, np.uint16), 1].astype(np.uint16), 0, False),  # only the last differs
-    (np.r_[1, np.zeros(999, np.uint16)].astype(np.uint16), 0, False),  # only the first differs
-    (np.full(1000, -0.0, np.float32), 0.0, False),  # the bits, not the value
-    (np.full((10, 10), np.nan, np.float64), np.nan, True),
-    (np.zeros(0, np.int32), 7, True),
-])
-def test_a_chunk_is_all_fill_only_when_every_element_has_the_fill_bits(
-        values: np.ndarray, fill: Any, expected: bool) -> None:
-    from zarrfs.codecs.pipeline import is_fill
-
-    assert is_fill(values, np.array(fill, values.dtype).tobytes()) is expected
