@@ -286,7 +286,7 @@ def test_names_through_a_mount_never_reach_outside_the_array(tmp_path: Path) -> 
             "rename": lambda: os.rename(f"{mp}/data", f"{mp}/chunks/c/0/2"),
             "unlink": lambda: os.unlink(f"{mp}/chunks/c/0/0"),
             "rmdir": lambda: os.rmdir(f"{mp}/chunks/c/1"),
-            # (data itself can be truncated: that resizes the array, see test_resize.py)
+            # (data itself can be truncated: that resizes the array, see test_resize_shrink.py)
             "truncate a chunk file": lambda: os.truncate(f"{mp}/chunks/c/0/0", 0),
             "truncate zarr.json": lambda: os.truncate(f"{mp}/zarr.json", 0),
             "setxattr": lambda: os.setxattr(f"{mp}/data", "user.key", b"../../x"),
