@@ -39,8 +39,10 @@ LIGHT_EXTRAS = ("codecs", "references", "serve")
 
 # Light by their imports, not run under the second interpreter, and why.
 LEFT_OUT = {
-    "scripts/test_check_layers.py":
-        "checks the checkout's source (scripts/check_layers.py), not an installation",
+    **dict.fromkeys(
+        ["scripts/test_check_layers_basics.py", "scripts/test_check_layers_rules.py",
+         "scripts/test_check_layers_rooms.py"],
+        "checks the checkout's source (scripts/check_layers.py), not an installation"),
     "daemon/test_user_option.py": "its reader runs this Python as nobody: not one in root's home (pyenv's)",
     "scripts/test_light_tests.py":
         "checks this list against pytest's collection of the fast tier, which imports every test module",
