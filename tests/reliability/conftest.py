@@ -1,4 +1,5 @@
-"""Fixtures of the reliability suite: the fault-injecting filesystem and a local S3 server.
+"""Fixtures of the reliability suite: the fault-injecting filesystem, a local S3 server, the
+coherence soak's totals and the targets of two mounts (test_two_mounts_*.py).
 
 The repository root goes on sys.path so that ``tests.helpers.faulty_fs`` imports under that
 one name whatever pytest's import mode (a daemon started later imports ``faulty_fs`` by the same
@@ -20,6 +21,7 @@ if str(REPO) not in sys.path:
 from tests.helpers import faulty_fs  # noqa: E402
 from tests.helpers.coherence import SOAK_RUNS, TOTALS, report  # noqa: E402
 from tests.helpers.s3_server import S3Server, free_port, serving  # noqa: E402
+from tests.helpers.two_mount_targets import Target, make_target  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -49,3 +51,18 @@ def _coherence_totals(request: pytest.FixtureRequest) -> Iterator[None]:
                f"{TOTALS['torn-pages chunk_rewrites']} rewrites, "
                f"{TOTALS['torn-pages uniform_reads']} reads, "
                f"{TOTALS['torn-pages non_uniform']} non-uniform")
+
+
+@pytest.fixture(params=["local", "s3"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["plain", "sharded"])
+def sharded(request: pytest.FixtureRequest) -> bool:
+    return request.param == "sharded"  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def target(kind: str, sharded: bool, request: pytest.FixtureRequest, tmp_path: Path) -> Target:
+    return make_target(kind, sharded, request, tmp_path)
