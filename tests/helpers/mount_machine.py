@@ -23,13 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 import tensorstore as ts
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from tests.helpers.mount_model import (
     MAX_WRITE,
@@ -269,7 +263,7 @@ class MountMachine(RuleBasedStateMachine):
     def _mmap_write(self, data: st.DataObject) -> None:
         """Map `data` shared, check what the mapping shows, write through it (with msync or
         without: then close writes the pages back). Chunk files are direct_io files, which
-        libfuse 3.14 cannot let the kernel map shared (test_mount.py checks they refuse it)."""
+        libfuse 3.14 cannot let the kernel map shared (test_mount_writes.py checks they refuse it)."""
         target = "data"
         offset, length = self._draw_range(data, target, past_end=False)
         size = self.model.size(target)
