@@ -1,13 +1,14 @@
-"""Zarr v1 arrays on a real mount.
+"""Zarr v1 stores written and read by following the v1 storage specification (docs:
+zarr-v1-spec.rst) to the letter, for the tests of Zarr v1 (tests/formats/test_v1_*.py).
 
-No maintained library writes Zarr v1, so the stores are written here by following the v1
-storage specification (docs: zarr-v1-spec.rst) to the letter: a `meta` key holding the JSON
-metadata (zarr_format 1, shape, chunks, dtype as a typestr or a structured descr list,
-compression none/zlib/bz2/blosc with its compression_opts, fill_value, order), an `attrs` key,
-and one key per chunk named by its grid index joined with "." ("2.4"), holding the chunk's raw
-bytes (in the array's order and byte order) passed through the primary compressor with no
-header added. Chunks are compressed with the zlib and bz2 modules and numcodecs' Blosc, not
-with zarrfs. A decoder written from the same specification checks what zarrfs writes back.
+No maintained library writes Zarr v1: a `meta` key holding the JSON metadata (zarr_format 1,
+shape, chunks, dtype as a typestr or a structured descr list, compression none/zlib/bz2/blosc
+with its compression_opts, fill_value, order), an `attrs` key, and one key per chunk named by
+its grid index joined with "." ("2.4"), holding the chunk's raw bytes (in the array's order and
+byte order) passed through the primary compressor with no header added. Chunks are compressed
+with the zlib and bz2 modules and numcodecs' Blosc, not with zarrfs. A decoder written from
+the same specification checks what zarrfs writes back. The cases, and the fixture `v1_store`
+(tests/formats/conftest.py) that writes each.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from __future__ import annotations
 import bz2
 import json
 import math
-import os
-import subprocess
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,9 +23,6 @@ from typing import Any
 
 import numcodecs
 import numpy as np
-import pytest
-
-from tests.helpers.mounting import ZARRFS
 
 # -- the specification, both ways ------------------------------------------------------------
 
@@ -230,11 +226,6 @@ def stored_case(name: str, tmp_path: Path) -> tuple[V1Case, Path, np.ndarray]:
     return case, path, array
 
 
-@pytest.fixture(params=sorted(CASES))
-def v1_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[V1Case, Path, np.ndarray]:
-    return stored_case(request.param, tmp_path)
-
-
 def little(dtype: np.dtype) -> np.dtype:
     return dtype.newbyteorder("<")
 
@@ -245,169 +236,3 @@ def expected_chunk(case: V1Case, array: np.ndarray, index: tuple[int, ...]) -> b
     part = array[region(index, case.shape, case.chunks)]
     block[tuple(slice(0, n) for n in part.shape)] = part
     return block.astype(little(case.np_dtype)).tobytes(order="C")
-
-
-# -- the oracle itself -----------------------------------------------------------------------
-
-
-def test_the_spec_decoder_reads_what_the_spec_writer_wrote(
-    v1_store: tuple[V1Case, Path, np.ndarray],
-) -> None:
-    case, path, array = v1_store
-    meta, decoded, present = read_v1(path)
-    assert decoded.tobytes() == array.tobytes()
-    assert meta["dtype"] == case.dtype and meta["order"] == case.order
-    all_keys = {chunk_key(i) for i in np.ndindex(*grid_shape(case.shape, case.chunks))}
-    assert present == all_keys - {chunk_key(i) for i in case.missing}
-    assert json.loads((path / "attrs").read_text()) == case.attrs
-
-
-def test_numcodecs_zlib_and_bz2_write_the_stream_the_modules_write() -> None:
-    """The v1 spec's zlib/bz2 chunks are the plain module formats; numcodecs' codecs agree."""
-    raw = np.arange(1000, dtype="<i4").tobytes()
-    assert bytes(numcodecs.Zlib(level=4).encode(raw)) == zlib.compress(raw, 4)
-    assert bytes(numcodecs.BZ2(level=3).encode(raw)) == bz2.compress(raw, 3)
-
-
-# -- reading through the mount ---------------------------------------------------------------
-
-
-def test_layout_metadata_data_and_chunks(v1_store: tuple[V1Case, Path, np.ndarray], mount_array: Any) -> None:
-    case, path, array = v1_store
-    mount = mount_array(path, options=("ro",))
-    listed = set(os.listdir(mount.path))
-    assert {"attrs", "chunks", "data", "meta"} <= listed
-    assert all(name.startswith("data.") for name in listed - {"attrs", "chunks", "data", "meta"}), listed
-    assert (mount.path / "meta").read_bytes() == (path / "meta").read_bytes()
-    assert (mount.path / "attrs").read_bytes() == (path / "attrs").read_bytes()
-    dtype = case.np_dtype
-    assert mount.data.stat().st_size == math.prod(case.shape) * dtype.itemsize
-    on_mount = np.fromfile(mount.data, dtype=little(dtype)).reshape(case.shape)
-    assert on_mount.tobytes() == array.astype(little(dtype)).tobytes()
-    expected_keys = sorted(chunk_key(i) for i in np.ndindex(*grid_shape(case.shape, case.chunks)))
-    assert sorted(os.listdir(mount.path / "chunks")) == expected_keys
-    problems = []
-    for index in np.ndindex(*grid_shape(case.shape, case.chunks)):
-        chunk = mount.chunk(chunk_key(index))
-        if chunk.read_bytes() != expected_chunk(case, array, index):
-            problems.append(chunk_key(index) + (" (missing in store)" if index in case.missing else ""))
-    assert not problems, f"chunk files differ from the writer's array: {problems}"
-
-    # Extended attributes, on the array directory and on `data`.
-    for target in (mount.path, mount.data):
-        assert os.getxattr(target, "user.zarr.shape").decode() == ",".join(map(str, case.shape))
-        assert os.getxattr(target, "user.zarr.chunks").decode() == ",".join(map(str, case.chunks))
-        stored_dtype = os.getxattr(target, "user.zarr.dtype").decode()
-        if dtype.names:
-            assert [tuple(f) for f in json.loads(stored_dtype)] == little(dtype).descr
-        else:
-            assert stored_dtype == little(dtype).str
-        fill_json = json.loads(os.getxattr(target, "user.zarr.fill_value"))
-        if case.fill_value is not None:  # null: the stored null or the zeros it reads as
-            assert fill_json == case.fill_value
-        assert json.loads(os.getxattr(target, "user.zarr.attributes")) == case.attrs
-
-
-@pytest.mark.parametrize("name", ["be-i4-bz2-order-F", "structured-zlib", "c16-bz2-order-F",
-                                  "datetime64-D-zlib", "bool-blosc-bitshuffle-order-F"])
-def test_big_endian_view(name: str, mount_array: Any, tmp_path: Path) -> None:
-    case, path, array = stored_case(name, tmp_path)
-    mount = mount_array(path, options=("ro", "endian=big"))
-    big = case.np_dtype.newbyteorder(">")
-    assert mount.data.read_bytes() == array.astype(big).tobytes()
-
-
-def test_missing_chunk_with_null_fill_reads_as_zeros(mount_array: Any, tmp_path: Path) -> None:
-    case = V1Case("<i4", (6, 4), (3, 4), "zlib", 1, None, missing=[(1, 0)])
-    array = values(case)
-    path = tmp_path / "v1.zarr"
-    write_v1(path, case, array)
-    mount = mount_array(path, options=("ro",))
-    on_mount = np.fromfile(mount.data, dtype="<i4").reshape(case.shape)
-    assert on_mount[:3].tolist() == array[:3].tolist()
-    assert not on_mount[3:].any()
-    assert mount.chunk("1.0").read_bytes() == bytes(3 * 4 * 4)
-
-
-# -- writing through the mount ---------------------------------------------------------------
-
-
-def test_writes_are_encoded_per_the_spec(v1_store: tuple[V1Case, Path, np.ndarray], mount_array: Any) -> None:
-    """Write a run of elements through `data` and whole chunks through chunk files; after
-    unmounting, the store decodes (per the spec, every chunk key) to the new values, `meta`
-    and `attrs` are untouched, and a chunk written all-fill is gone from the store."""
-    case, path, array = v1_store
-    meta_before = (path / "meta").read_bytes()
-    attrs_before = (path / "attrs").read_bytes()
-    dtype = case.np_dtype
-    itemsize = dtype.itemsize
-    expected = array.copy()
-    fresh = values(case, seed=1)
-    grid = grid_shape(case.shape, case.chunks)
-    first, last = (0,) * len(grid), tuple(g - 1 for g in grid)
-    mount = mount_array(path)
-
-    # 1. A run of elements through `data`, crossing chunk boundaries (C order, little-endian).
-    flat_expected = expected.reshape(-1)
-    start = math.prod(case.shape) // 3
-    stop = min(math.prod(case.shape), start + max(case.chunks[-1] + 2, math.prod(case.shape) // 3))
-    flat_expected[start:stop] = fresh.reshape(-1)[start:stop]
-    with open(mount.data, "r+b") as f:
-        f.seek(start * itemsize)
-        f.write(fresh.reshape(-1)[start:stop].astype(little(dtype)).tobytes())
-        f.flush()
-        os.fsync(f.fileno())
-
-    # 2. The first chunk rewritten whole through its chunk file (new values, fill overhang).
-    first_region = region(first, case.shape, case.chunks)
-    expected[first_region] = fresh[first_region][::-1] if case.shape[0] > 1 else fresh[first_region]
-    new_first = expected_chunk(case, expected, first)
-    with open(mount.chunk(chunk_key(first)), "r+b") as f:
-        f.write(new_first)
-
-    # 3. The last chunk rewritten all fill value: it must disappear from the store.
-    writes_fill_chunk = case.fill_value is not None and last != first
-    if writes_fill_chunk:
-        expected[region(last, case.shape, case.chunks)] = fill_element(dtype, case.fill_value)
-        with open(mount.chunk(chunk_key(last)), "r+b") as f:
-            f.write(expected_chunk(case, expected, last))
-
-    # Seen through the mount before unmounting.
-    assert mount.data.read_bytes() == expected.astype(little(dtype)).tobytes()
-    assert mount.unmount() == 0
-
-    meta, decoded, present = read_v1(path)
-    assert (path / "meta").read_bytes() == meta_before
-    assert (path / "attrs").read_bytes() == attrs_before
-    assert decoded.tobytes() == expected.tobytes()
-    assert chunk_key(first) in present
-    if writes_fill_chunk:
-        assert chunk_key(last) not in present, "a chunk written all fill value is still stored"
-    assert meta["compression"] == case.compression
-
-
-def test_a_chunk_of_fill_values_written_through_data_is_deleted(mount_array: Any, tmp_path: Path) -> None:
-    case = V1Case("<u2", (8, 6), (4, 3), "blosc", BLOSC_LZ4, 5)
-    array = values(case)
-    path = tmp_path / "v1.zarr"
-    write_v1(path, case, array)
-    mount = mount_array(path)
-    array[4:8, 3:6] = 5
-    with open(mount.data, "r+b") as f:
-        for row in range(4, 8):
-            f.seek((row * 6 + 3) * 2)
-            f.write(np.full(3, 5, dtype="<u2").tobytes())
-    assert mount.unmount() == 0
-    _, decoded, present = read_v1(path)
-    assert decoded.tolist() == array.tolist()
-    assert present == {"0.0", "0.1", "1.0"}
-
-
-def test_info_describes_a_v1_array(tmp_path: Path) -> None:
-    _case, path, _ = stored_case("be-i4-bz2-order-F", tmp_path)
-    result = subprocess.run([ZARRFS, "info", str(path)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    fields = dict(line.split(":", 1) for line in result.stdout.splitlines() if ":" in line)
-    fields = {name.strip(): value.strip() for name, value in fields.items()}
-    assert fields.get("zarr format") == "1", result.stdout
-    assert fields.get("shape", "").replace(" ", "") in ("9x8", "9,8", "(9,8)"), result.stdout
