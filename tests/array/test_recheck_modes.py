@@ -16,18 +16,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import ZARRFS, is_mounted
-from tests.helpers.recheck_mounts import (
-    CHUNK,
-    DTYPE,
-    ITEM,
-    VALUES,
-    Backend,
-    block,
-    chunk,
-    data,
-    grown,
-    stats,
-)
+from tests.helpers.recheck_mounts import CHUNK, DTYPE, ITEM, VALUES, Backend, block, chunk, data, grown, stats
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

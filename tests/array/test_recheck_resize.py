@@ -14,16 +14,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.mounting import Mount
-from tests.helpers.recheck_mounts import (
-    DTYPE,
-    ITEM,
-    VALUES,
-    Backend,
-    block,
-    chunk,
-    data,
-    npy,
-)
+from tests.helpers.recheck_mounts import DTYPE, ITEM, VALUES, Backend, block, chunk, data, npy
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

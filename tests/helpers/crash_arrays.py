@@ -16,13 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.crash_workers import (
-    SHAPE,
-)
-from tests.helpers.mounting import (
-    ZARRFS,
-    is_mounted,
-)
+from tests.helpers.crash_workers import SHAPE
+from tests.helpers.mounting import ZARRFS, is_mounted
 
 CHUNKS = (16, 32)
 SHARDS = (32, 64)

@@ -12,9 +12,7 @@ from typing import Any
 import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.helpers.faulty_fs import (
-    FaultyFileSystem,
-)
+from tests.helpers.faulty_fs import FaultyFileSystem
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array
 from zarrfs.formats.v3 import parse_metadata

@@ -20,15 +20,7 @@ import zarr
 from tests.helpers.figures import report_figures
 from tests.helpers.mounting import mounted
 from tests.helpers.s3_server import S3Server
-from tests.helpers.two_writers import (
-    GATE_TIMEOUT,
-    INITIAL,
-    KEY,
-    SHAPE,
-    Gate,
-    LocalGate,
-    Writer,
-)
+from tests.helpers.two_writers import GATE_TIMEOUT, INITIAL, KEY, SHAPE, Gate, LocalGate, Writer
 
 ROUNDS = 50
 

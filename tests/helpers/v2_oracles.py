@@ -25,13 +25,7 @@ import numpy as np
 import tensorstore as ts
 import zarr
 
-from tests.helpers.v2_cases import (
-    DEFAULT,
-    UNCHECKED,
-    Spec,
-    model,
-    python_fill,
-)
+from tests.helpers.v2_cases import DEFAULT, UNCHECKED, Spec, model, python_fill
 
 # -- writers and readers ---------------------------------------------------------------------
 

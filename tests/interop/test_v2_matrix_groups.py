@@ -19,10 +19,7 @@ import pytest
 import zarr
 
 from tests.helpers.mounting import Mount, mounted
-from tests.helpers.v2_cases import (
-    SPECS,
-    Spec,
-)
+from tests.helpers.v2_cases import SPECS, Spec
 from tests.helpers.v2_oracles import (
     check_array,
     check_zarr_python_metadata,

@@ -11,12 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.v2_cases import (
-    FILTER_SPECS,
-    NC,
-    SPECS,
-    Spec,
-)
+from tests.helpers.v2_cases import FILTER_SPECS, NC, SPECS, Spec
 from tests.helpers.v2_oracles import (
     check_array,
     check_zarr_python_metadata,

@@ -14,12 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.v2_cases import (
-    NC,
-    SPECS,
-    Spec,
-    random_values,
-)
+from tests.helpers.v2_cases import NC, SPECS, Spec, random_values
 from tests.helpers.v2_oracles import (
     assert_same_bytes,
     decode_fill,

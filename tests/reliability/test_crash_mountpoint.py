@@ -11,20 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.crash_arrays import (
-    LAYOUTS,
-    assert_dead_mount,
-    create,
-)
-from tests.helpers.crash_workers import (
-    SHAPE,
-)
-from tests.helpers.mounting import (
-    ZARRFS,
-    is_mounted,
-    mounted,
-    without_views,
-)
+from tests.helpers.crash_arrays import LAYOUTS, assert_dead_mount, create
+from tests.helpers.crash_workers import SHAPE
+from tests.helpers.mounting import ZARRFS, is_mounted, mounted, without_views
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

@@ -55,21 +55,8 @@ import numpy as np
 import pytest
 
 from tests.helpers import crash_workers
-from tests.helpers.crash_arrays import (
-    LAYOUTS,
-    Layout,
-    assert_dead_mount,
-    create,
-    tensorstore_read,
-)
-from tests.helpers.crash_workers import (
-    SHAPE,
-    WORKERS,
-    Plan,
-    WorkerLog,
-    judge,
-    read_log,
-)
+from tests.helpers.crash_arrays import LAYOUTS, Layout, assert_dead_mount, create, tensorstore_read
+from tests.helpers.crash_workers import SHAPE, WORKERS, Plan, WorkerLog, judge, read_log
 from tests.helpers.figures import report_figures
 from tests.helpers.mounting import (
     Mount,

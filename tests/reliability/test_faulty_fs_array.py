@@ -15,17 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers.faulty_fs import (
-    FaultyFileSystem,
-)
-from tests.helpers.faulty_stores import (
-    SHARDED,
-    SHORT,
-    VALUES,
-    WHOLE,
-    faulty_store,
-    make_array,
-)
+from tests.helpers.faulty_fs import FaultyFileSystem
+from tests.helpers.faulty_stores import SHARDED, SHORT, VALUES, WHOLE, faulty_store, make_array
 from zarrfs.array import ZarrArray
 from zarrfs.array.stored import shard_reads
 from zarrfs.array_metadata import open_array

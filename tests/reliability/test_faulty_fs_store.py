@@ -18,21 +18,8 @@ from typing import Any
 import pytest
 from fsspec.implementations.local import LocalFileSystem
 
-from tests.helpers.faulty_fs import (
-    CONFIG_ENV,
-    FaultyFileSystem,
-    child_env,
-    read_counters,
-    write_config,
-)
-from tests.helpers.faulty_stores import (
-    DEADLINE,
-    PATIENT,
-    SHARDED,
-    SHORT,
-    faulty_store,
-    make_array,
-)
+from tests.helpers.faulty_fs import CONFIG_ENV, FaultyFileSystem, child_env, read_counters, write_config
+from tests.helpers.faulty_stores import DEADLINE, PATIENT, SHARDED, SHORT, faulty_store, make_array
 from tests.helpers.mounting import wait_until
 from zarrfs.errors import StoreError
 from zarrfs.store import Store

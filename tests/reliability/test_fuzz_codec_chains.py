@@ -13,10 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.fuzz_documents import (
-    BYTES,
-    FUZZ,
-)
+from tests.helpers.fuzz_documents import BYTES, FUZZ
 from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
 from zarrfs.formats.dtypes import DATA_TYPES
 from zarrfs.formats.v3 import parse_codec_list

@@ -11,13 +11,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.helpers.fuzz_documents import (
-    FUZZ,
-    JSON,
-    VALID_DOCS,
-    doc,
-    open_fully,
-)
+from tests.helpers.fuzz_documents import FUZZ, JSON, VALID_DOCS, doc, open_fully
 
 
 def is_valid_document(value: Any) -> bool:

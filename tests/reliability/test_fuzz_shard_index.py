@@ -14,10 +14,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers.fuzz_documents import (
-    BYTES,
-    FUZZ,
-)
+from tests.helpers.fuzz_documents import BYTES, FUZZ
 from zarrfs.codecs import EMPTY, ChunkSpec, CodecError, ShardingCodec
 from zarrfs.codecs.sharding import FEW_ENTRIES, check_entries
 from zarrfs.formats import CodecSpec

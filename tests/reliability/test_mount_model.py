@@ -39,12 +39,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from tests.helpers.figures import report_figures
 from tests.helpers.mount_machine import MountMachine
-from tests.helpers.mount_model import (
-    LAYOUTS,
-    MODEL_SETTINGS,
-    STATS,
-    Layout,
-)
+from tests.helpers.mount_model import LAYOUTS, MODEL_SETTINGS, STATS, Layout
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

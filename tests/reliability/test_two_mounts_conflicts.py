@@ -55,13 +55,7 @@ from tests.helpers.two_mount_targets import (
     two_writers,
     values,
 )
-from tests.helpers.two_writers import (
-    INITIAL,
-    Gate,
-    Writer,
-    in_thread,
-    lost,
-)
+from tests.helpers.two_writers import INITIAL, Gate, Writer, in_thread, lost
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,

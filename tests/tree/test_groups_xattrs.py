@@ -14,10 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.group_checks import (
-    nested,
-    xattrs,
-)
+from tests.helpers.group_checks import nested, xattrs
 
 # -- extended attributes ----------------------------------------------------------------------------
 

@@ -15,13 +15,7 @@ import numpy as np
 import pytest
 import zarr
 
-from tests.helpers.resize_arrays import (
-    FILL,
-    ROW,
-    SHAPE,
-    assert_store_holds,
-    initial_values,
-)
+from tests.helpers.resize_arrays import FILL, ROW, SHAPE, assert_store_holds, initial_values
 
 
 def _member(group: zarr.Group, key: str) -> zarr.Array[Any]:

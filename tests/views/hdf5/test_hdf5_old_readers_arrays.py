@@ -20,13 +20,7 @@ import zarr
 import zarr.codecs.numcodecs
 
 from tests.helpers.mounting import mounted
-from tests.helpers.old_hdf5_readers import (
-    READERS,
-    Expected,
-    as_held,
-    assert_reads,
-    codecs,
-)
+from tests.helpers.old_hdf5_readers import READERS, Expected, as_held, assert_reads, codecs
 from tests.views.hdf5.test_hdf5_strings import named, string_array, strings
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),

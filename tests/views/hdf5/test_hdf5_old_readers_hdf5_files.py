@@ -11,12 +11,7 @@ import hdf5plugin  # (zstd: h5py 3 reads the zstd datasets, and writes one in th
 import numpy as np
 import pytest
 
-from tests.helpers.old_hdf5_readers import (
-    READERS,
-    Expected,
-    as_held,
-    assert_reads,
-)
+from tests.helpers.old_hdf5_readers import READERS, Expected, as_held, assert_reads
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
               pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")]

@@ -15,14 +15,7 @@ import zarr
 import zarr.codecs.numcodecs
 
 from tests.helpers.mounting import mounted
-from tests.helpers.old_hdf5_readers import (
-    READERS,
-    Expected,
-    as_held,
-    assert_reads,
-    codecs,
-    run_reader,
-)
+from tests.helpers.old_hdf5_readers import READERS, Expected, as_held, assert_reads, codecs, run_reader
 from tests.helpers.s3_server import S3Server, free_port, serving
 from tests.helpers.scale_arrays import ZLIB, write_twin
 

@@ -14,17 +14,7 @@ import pytest
 import zarr
 from ome_zarr.writer import write_image
 
-from tests.helpers.header_views import (
-    ALL_VIEWS,
-    FITS,
-    H5,
-    MRC,
-    NII,
-    TIFF,
-    read_nrrd,
-    read_sitk,
-    views_in,
-)
+from tests.helpers.header_views import ALL_VIEWS, FITS, H5, MRC, NII, TIFF, read_nrrd, read_sitk, views_in
 
 # -- spacings from OME-Zarr ---------------------------------------------------------------------
 
