@@ -51,7 +51,8 @@ LEFT_OUT = {
 MODULES = [
     "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/decoding/test_chunk_files.py",
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
-    "array/reads/test_decode_policy.py", "array/reads/test_readahead.py",
+    "array/reads/test_decode_policy.py", "array/reads/test_readahead_memory.py",
+    "array/reads/test_readahead_slabs.py", "array/reads/test_readahead_stale.py",
     "array/reads/test_readahead_cost.py", "array/reads/test_sharded_streams.py",
     "array/stored/test_stored_keys.py",
     "array/test_engine_properties_model.py", "array/test_engine_properties_reads.py",
