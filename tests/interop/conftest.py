@@ -42,7 +42,7 @@ def zarrfs_command(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
     A daemon started from the script spends about 0.4 s of CPU importing numpy, trio,
     pyfuse3 and fsspec, which is most of the cost of the mount matrix's 150-odd mounts. The
     daemons forked here run the same `zarrfs.cli.main` on the same arguments; the script
-    itself is exercised by test_mount.py and test_mount_types.py."""
+    itself is exercised by tests/fuse/test_mount_*.py and test_mount_types.py."""
     socket_path = tmp_path_factory.mktemp("forkserver") / "socket"
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(socket_path)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
