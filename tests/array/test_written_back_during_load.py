@@ -3,7 +3,7 @@ fetched is then older than the store: it must not go into the cache as the chunk
 after it would show the older chunk until it is evicted).
 
 - This mount wrote part of the chunk, wrote it back and evicted it meanwhile. The coherence
-  soak (tests/reliability/test_coherence.py) found this: with cache=2M, a `data` row written
+  soak (tests/reliability/test_coherence_rounds.py) found this: with cache=2M, a `data` row written
   and read back at once came back without the write, now and then, on a loaded machine.
 - Another writer stored the chunk, and a recheck (what an open asks) noticed it meanwhile:
   the recheck takes the new generation as seen, so no later one would notice the older chunk.

@@ -1,7 +1,7 @@
 """Reading back what this mount wrote and has not stored, without FUSE: a read that wants
 only elements written into a chunk the cache holds partly (nothing of it read) is answered
 from what was written, with no load of the stored chunk, as it must be while the store does
-not answer (a partition: tests/reliability/test_partition.py). Here the stored chunk or shard
+not answer (a partition: tests/reliability/test_partition_reads.py). Here the stored chunk or shard
 is damaged instead, so any load of it fails: the read of written elements succeeds, a read
 that also wants an unwritten element still reports the damage."""
 

@@ -1,8 +1,8 @@
 """Write the seed corpus of every target: ``python tests/fuzz/make_seeds.py`` (tests/ on the
 path). Seeds are `tests/fuzz/corpus/TARGET/seed-*`, committed; run this again only to change
 them. They are real documents and chunks: written by zarr-python and TensorStore, kerchunk's
-references of an h5py file, the tests' own documents (tests/reliability: test_fuzz.py's valid
-documents and the bad-input corpus), and each harness chain's own encoding of a sample."""
+references of an h5py file, the tests' own documents (tests/helpers/fuzz_documents.py's valid
+documents, tests/reliability's bad-input corpus), and each harness chain's own encoding of a sample."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def metadata_seeds(stores: dict[str, Path]) -> None:
                 seed(f"{store}-{folder or 'root'}", (name, ".zattrs"), path.read_bytes(), attrs.read_bytes())
             elif name == ".zarray":
                 seed(f"{store}-{folder or 'root'}", (".zarray",), path.read_bytes())
-    from tests.reliability.test_fuzz import VALID_DOCS
+    from tests.helpers.fuzz_documents import VALID_DOCS
 
     for i, document in enumerate(VALID_DOCS):
         seed(f"test_fuzz-valid-{i}", ("zarr.json",), json.dumps(document).encode())

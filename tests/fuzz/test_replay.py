@@ -1,7 +1,7 @@
 """Replay every committed input of every fuzz target (seeds, what fuzzing found, and the
 inputs of past findings, crash-*) through its harness: each must parse/decode or raise one of
 zarrfs's own errors (tests/fuzz/common.py), so a fixed finding stays fixed. scripts/fuzz grows
-the corpus; tests/reliability/test_fuzz.py checks, with hypothesis, the values of what parses."""
+the corpus; tests/reliability/test_fuzz_*.py check, with hypothesis, the values of what parses."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 // Every dataset of an HDF5 file as jsfive (pure JavaScript) reads it, as JSON, in the form of
-// read_h5.py's output (tests/views/hdf5/test_hdf5_old_readers.py compares both alike):
+// read_h5.py's output (tests/helpers/old_hdf5_readers.py compares both alike):
 //
 //   node read_h5.cjs JSFIVE_DIR FILE OUT.json
 //

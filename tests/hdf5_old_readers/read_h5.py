@@ -1,6 +1,6 @@
 """Every dataset of an HDF5 file as a reader of the h5py kind reads it, as JSON: h5py 2.7.1 on
 HDF5 1.8.18 (run as a script by .venv-hdf5-1.8's Python 3.6, which scripts/install makes) and
-pyfive (imported by tests/views/hdf5/test_hdf5_old_readers.py, which calls `dump` in its own process).
+pyfive (imported by tests/helpers/old_hdf5_readers.py, which calls `dump` in its own process).
 
     python read_h5.py FILE OUT.json [--dataset NAME --region 0:16,32:48]
 

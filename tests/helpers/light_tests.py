@@ -39,8 +39,10 @@ LIGHT_EXTRAS = ("codecs", "references", "serve")
 
 # Light by their imports, not run under the second interpreter, and why.
 LEFT_OUT = {
-    "scripts/test_check_layers.py":
-        "checks the checkout's source (scripts/check_layers.py), not an installation",
+    **dict.fromkeys(
+        ["scripts/test_check_layers_basics.py", "scripts/test_check_layers_rules.py",
+         "scripts/test_check_layers_rooms.py"],
+        "checks the checkout's source (scripts/check_layers.py), not an installation"),
     "daemon/test_user_option.py": "its reader runs this Python as nobody: not one in root's home (pyenv's)",
     "scripts/test_light_tests.py":
         "checks this list against pytest's collection of the fast tier, which imports every test module",
@@ -49,19 +51,23 @@ LEFT_OUT = {
 MODULES = [
     "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/decoding/test_chunk_files.py",
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
-    "array/reads/test_decode_policy.py", "array/reads/test_readahead.py",
-    "array/reads/test_readahead_bands.py",
+    "array/reads/test_decode_policy.py", "array/reads/test_readahead_bands.py",
+    "array/reads/test_readahead_memory.py", "array/reads/test_readahead_slabs.py",
+    "array/reads/test_readahead_stale.py",
     "array/reads/test_readahead_cost.py", "array/reads/test_sharded_streams.py",
     "array/stored/test_stored_keys.py",
-    "array/test_engine_properties.py", "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
+    "array/test_engine_properties_model.py", "array/test_engine_properties_reads.py",
+    "array/test_loader_pool.py", "array/test_stored_reads_seen.py",
     "array/test_written_back_during_load.py",
-    "array/test_written_reads.py", "array/writes/test_early_writes.py", "array/writes/test_make_room.py",
+    "array/test_written_reads.py", "array/writes/test_early_writes_chunks.py",
+    "array/writes/test_early_writes_memory.py", "array/writes/test_make_room.py",
     "array/writes/test_writeback_memory.py", "cli/test_install_system.py", "cli/test_systemd.py",
     "cli/test_option_help.py",
     "codecs/test_zstd_codec.py", "daemon/test_memory.py", "daemon/test_metrics.py",
     "formats/test_format_registry.py", "fuse/test_late_replies.py", "fuse/test_statfs.py",
     "fuse/test_store_errors.py", "fuzz/test_findings.py", "fuzz/test_replay.py",
-    "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs.py",
+    "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs_array.py",
+    "reliability/test_faulty_fs_store.py",
     "serve/test_http.py", "serve/test_writes.py",
     "store/disk_cache/test_disk_cache_entries.py", "store/local/test_local_writes.py",
     "store/test_deadlines.py", "store/test_page_cache.py",

@@ -128,7 +128,7 @@ def make_conditional_writes_atomic() -> None:
     loses. It made test_cluster lose one fsynced write-back of a shard in a CI run; with the
     interpreter switching threads every 10 us it did so in 8 of 12 runs. Here each object
     write and delete of moto runs whole under one lock (a test's own wrapper of put_object,
-    as test_two_mounts' gate, wraps this one, so it holds a request before it takes the
+    as two_mount_targets' gate, wraps this one, so it holds a request before it takes the
     lock)."""
     from moto.s3.responses import S3Response
 

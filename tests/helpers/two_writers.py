@@ -1,4 +1,4 @@
-"""Two writers of one stored object, through two mounts (tests/reliability/test_two_mounts.py, and
+"""Two writers of one stored object, through two mounts (tests/reliability/test_two_mounts_*.py, and
 the store conformance, serve and cloud tests that reuse them): the array they write, a writer
 of its `data`, and the gate that holds a write-back of KEY just before its put."""
 

@@ -7,8 +7,8 @@
 #   bash tests/reliability/soak.sh -x -k crash      # extra arguments go to pytest
 #
 # ZARRFS_SOAK=N means: N examples of 50 random steps per layout (test_mount_model.py, 7
-# layouts, ~2 s per example), N SIGKILL rounds and N/3 SIGTERM rounds (test_crash.py, ~2.5 s
-# each), and a concurrency storm of N seconds, at least 10 (test_concurrency.py). The figures
+# layouts, ~2 s per example), N SIGKILL rounds and N/3 SIGTERM rounds (test_crash_storm.py,
+# ~2.5 s each), and a concurrency storm of N seconds, at least 10 (test_concurrency.py). The figures
 # of each file (random steps run, crash rounds survived, data lost, daemon peak RSS) are
 # printed at the end, from the JSON lines the tests append to $ZARRFS_STATS. Exits non-zero if
 # a test fails or leaves a mount.
@@ -23,7 +23,8 @@ export ZARRFS_STATS="$basetemp/stats.jsonl"
 rc=0
 "$repo/.venv/bin/pytest" -q --basetemp="$basetemp/t" "$@" \
     tests/reliability/test_mount_model.py \
-    tests/reliability/test_crash.py \
+    tests/reliability/test_crash_storm.py \
+    tests/reliability/test_crash_mountpoint.py \
     tests/reliability/test_concurrency.py || rc=$?
 
 printf '\n== soak figures (ZARRFS_SOAK=%s)\n' "$ZARRFS_SOAK"

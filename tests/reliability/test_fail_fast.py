@@ -1,7 +1,7 @@
 """`zarrfs mount` of a source that answers definitely fails at once, naming why: a refused
 connection (nothing listens there: a mistyped port), a host name that does not exist, a 403,
 a missing bucket or a prefix with no Zarr metadata (404). Retries are for silence and 5xx,
-within `timeout` (tests/reliability/test_partition.py: reads of a silent store retry until
+within `timeout` (tests/reliability/test_partition_reads.py: reads of a silent store retry until
 then).
 
 Each mount has `-o timeout=60`: before, a refusal or an unknown host failed only once it ran

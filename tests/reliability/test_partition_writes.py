@@ -17,20 +17,17 @@ import zarr
 
 from tests.helpers.mounting import pread, timed
 from tests.helpers.netproxy import proxied
-from tests.helpers.s3_server import S3Server
-from tests.reliability.test_partition import (
+from tests.helpers.partition_mounts import (
     AT_ONCE,
     SHAPE,
     SLACK,
     TIMEOUT,
     assert_eio,
-    logging_to,
     mount_stats_dirty,
     mounted_logging,
     storage_options,
 )
-
-__all__ = ["logging_to"]  # (the fixture, used by name)
+from tests.helpers.s3_server import S3Server
 
 
 @pytest.mark.parametrize("shards", [None, (64, 128)], ids=["chunks", "shards"])

@@ -3,7 +3,7 @@ silence, never a whole read. A read of hundreds of chunks through a store that a
 every request slowly takes many times the timeout, and every byte of it arrives; so does one
 read of the kernel's that needs requests one after another, more of them than fit in the
 timeout; a store that stops answering still fails a read within the timeout
-(test_partition.py)."""
+(test_partition_reads.py)."""
 
 from __future__ import annotations
 

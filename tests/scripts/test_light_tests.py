@@ -43,10 +43,10 @@ def _conftest_text(room: Path) -> str:
 
 def test_imports_are_followed_through_helpers() -> None:
     """test_api imports only zarrfs, numpy and zarr itself, and heavier things through no
-    helper; test_mount reaches TensorStore; helpers' imports count (mounting, s3_server)."""
+    helper; test_mount_daemon reaches TensorStore; helpers' imports count (mounting, s3_server)."""
     assert light_tests.third_party_imports(TESTS / "test_api.py") <= light_tests.LIGHT_IMPORTS
-    assert "tensorstore" in light_tests.third_party_imports(TESTS / "fuse" / "test_mount.py")
-    assert "moto" in light_tests.third_party_imports(TESTS / "reliability" / "test_partition.py")
+    assert "tensorstore" in light_tests.third_party_imports(TESTS / "fuse" / "test_mount_daemon.py")
+    assert "moto" in light_tests.third_party_imports(TESTS / "reliability" / "test_partition_reads.py")
 
 
 def test_the_command_prints_paths_and_requirements() -> None:

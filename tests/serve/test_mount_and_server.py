@@ -9,7 +9,7 @@ far), so each holds a copy that the other's write makes stale.
 Then the mount writes two elements of chunk (0, 0) and fsyncs, while the server takes a
 partial PUT of a row of chunk (0, 0)'s other rows (sharded: of inner chunk (0, 1)), which it
 answers once stored. The test holds `flock` on the stored object (zarrfs's compare-and-swap
-takes it after reading the object, `tests/reliability/test_two_mounts.py`'s gate) until both
+takes it after reading the object, `tests/reliability/test_two_mounts_conflicts.py`'s gate) until both
 write-backs wait on it: whichever stores second finds the object changed, and must merge.
 After the rounds zarr-python reads the store: every element holds its last written value."""
 

@@ -116,7 +116,7 @@ def test_what_the_stores_own_open_decides_is_left_to_the_daemon(tmp_path: Path) 
 
 def test_types_of_other_packages_keep_their_byte_order_in_a_process(tmp_path: Path) -> None:
     """Pickled whole, ml_dtypes' big-endian bfloat16 may arrive in the machine's byte order (it
-    did in the decoding processes: tests/interop/test_mount_matrix.py's big-endian bfloat16 read
+    did in the decoding processes: tests/interop/test_mount_matrix_reads.py's big-endian bfloat16 read
     unswapped): the codecs and the slab's type a process is sent keep theirs."""
     big = np.dtype(ml_dtypes.bfloat16).newbyteorder(">")
     assert received(pickle.loads(pickle.dumps(sent(big)))) == big
