@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.local_arrays import create_uint16_zstd
 from zarrfs.array.cache.pieces import by_piece, copy_into
-from zarrfs.array_metadata import create_array, open_array
-from zarrfs.formats.v3 import metadata_from_json
+from zarrfs.array_metadata import open_array
 from zarrfs.grid import Box, cells_of
 from zarrfs.store import Store
 
@@ -24,8 +24,6 @@ pytestmark = pytest.mark.fast
 SHAPE = (70, 100)  # edge chunks along both axes
 CHUNKS = (16, 20)  # a plain array's chunks, a sharded array's shards
 INNER = (8, 10)
-BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
-ZSTD = {"name": "zstd", "configuration": {"level": 1}}
 WAIT = 30.0
 
 
@@ -68,16 +66,7 @@ def test_copy_into_copies_contiguous_and_strided_alike() -> None:
 
 
 def _create(path: Path, sharded: bool) -> None:
-    codecs: list[Any] = [BYTES, ZSTD]
-    if sharded:
-        codecs = [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": list(INNER), "codecs": codecs, "index_codecs": [BYTES, {"name": "crc32c"}]}}]
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "codecs": codecs,
-    }
-    create_array(Store.open(str(path)), metadata_from_json(doc), threads=2).close()
+    create_uint16_zstd(path, SHAPE, CHUNKS, inner=INNER if sharded else None, fill_value=7).close()
 
 
 @pytest.mark.parametrize("sharded", [False, True], ids=["plain", "sharded"])
