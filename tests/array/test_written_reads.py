@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.local_arrays import create_uint16_zstd
 from zarrfs.array import ZarrArray
-from zarrfs.array_metadata import create_array, open_array
+from zarrfs.array_metadata import open_array
 from zarrfs.errors import ChunkError
-from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
 from zarrfs.store import Store
 
@@ -25,21 +25,10 @@ pytestmark = pytest.mark.fast
 SHAPE = (64, 96)
 CHUNKS = (16, 32)  # a plain array's chunks, a sharded array's shards
 INNER = (8, 16)
-BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
-ZSTD = {"name": "zstd", "configuration": {"level": 1}}
 
 
 def _create(path: Path, sharded: bool) -> None:
-    codecs: list[Any] = [BYTES, ZSTD]
-    if sharded:
-        codecs = [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": list(INNER), "codecs": codecs, "index_codecs": [BYTES, {"name": "crc32c"}]}}]
-    doc = {
-        "zarr_format": 3, "node_type": "array", "shape": list(SHAPE), "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(CHUNKS)}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
-    }
-    array = create_array(Store.open(str(path)), metadata_from_json(doc), threads=2)
+    array = create_uint16_zstd(path, SHAPE, CHUNKS, inner=INNER if sharded else None)
     try:
         array.write(Box((0, 0), SHAPE), np.arange(np.prod(SHAPE), dtype="<u2").reshape(SHAPE))
         array.flush()

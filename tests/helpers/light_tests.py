@@ -49,7 +49,8 @@ LEFT_OUT = {
 }
 
 MODULES = [
-    "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/decoding/test_chunk_files.py",
+    "array/cache/test_keyed_locks.py", "array/cache/test_masks.py", "array/cache/test_pieces.py",
+    "array/decoding/test_chunk_files.py",
     "array/decoding/test_decoding_pool.py", "array/decoding/test_encoding_jobs.py",
     "array/reads/test_decode_policy.py", "array/reads/test_readahead_bands.py",
     "array/reads/test_readahead_memory.py", "array/reads/test_readahead_slabs.py",

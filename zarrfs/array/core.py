@@ -35,7 +35,7 @@ from ..formats.description import ArrayDescription
 from ..grid import Box, Index
 from ..store import Store
 from . import stored
-from .cache import DEFAULT_CACHE_BYTES, ArrayCache, CacheEntry, ChunkCache, Fetched
+from .cache import DEFAULT_CACHE_BYTES, ArrayCache, CacheEntry, ChunkCache, Fetched, by_piece
 from .geometry import Geometry
 from .read_chunks import ReadChunks
 from .reads import ChunkSource, Stream, Streams
@@ -302,18 +302,17 @@ class ZarrArray:
             raise ReadOnlyError("the array is read-only")
         self.writeback.make_room()
         geometry = self._geometry
-        whole = [piece.cell for piece in geometry.cells_of(box)
-                 if self._write_piece(geometry, piece.cell, piece.in_cell, values[piece.in_box])]
+        pieces = list(geometry.cells_of(box))
+        parts, whole = by_piece(values, pieces), list[Index]()
+        while pieces:
+            applied = self.array_cache.write(geometry, pieces, parts)
+            whole += applied.whole
+            pieces, parts = pieces[applied.pieces:], parts[applied.pieces:]
+            if applied.pending is not None:
+                applied.pending.result()  # let the load finish first, then write into its result
         self.array_cache.mount.evict()
         if whole:
             self.writeback.store_early(whole)
-
-    def _write_piece(self, geometry: Geometry, unit: Index, in_cell: tuple[slice, ...],
-                     values: np.ndarray) -> bool:
-        """Whether the write made the chunk whole: all of it written, none of it read."""
-        while isinstance(done := self.array_cache.write(geometry, unit, in_cell, values), Future):
-            done.result()  # let a load in flight finish first, then write into its result
-        return done
 
     def flush(self) -> None:
         """Write every dirty chunk to the store. On failure the data stays dirty for a retry."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -44,8 +43,11 @@ class Shared:
         self.writer_count = 4 * self.threads + 4
         self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
         # Chunks stored ahead of a flush, at once: enough to keep every core encoding while
-        # others wait on fsync; more would only hold more encoded buffers.
-        self.early_slots = threading.BoundedSemaphore(2 * self.threads)
+        # others wait on fsync; more would only hold more encoded buffers. Threads of their
+        # own, not a semaphore over the writers: a row of 32 chunks whole held 12 writers, 8
+        # of them waiting their turn (and none left for a flush), woken one by one through
+        # Python's Condition.
+        self.early_writers = ThreadPoolExecutor(2 * self.threads, "zarrfs-early")
         self._ids = itertools.count(1)
         self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
@@ -85,6 +87,7 @@ class Shared:
     def close(self) -> None:
         self.small_chunk_lane.shutdown(wait=True)  # (first: it hands jobs to the loaders)
         self.loaders.shutdown(wait=True)
+        self.early_writers.shutdown(wait=True)
         self.writers.shutdown(wait=True)  # (the decoding processes are their starter's to stop)
         if self.encoders is not None:
             self.encoders.close()

@@ -4,12 +4,24 @@ what a write-back attempt takes (to the write-back, for `give_back` or `settle`)
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...grid import Index
 from .cache import CacheEntry
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What a write into the cache did (ArrayCache.write): how many of its pieces it wrote,
+    the chunks they made whole (all written, none read) and the load in flight of the next
+    piece's chunk, which stopped it (None: all were written)."""
+
+    pieces: int
+    whole: list[Index]
+    pending: Future[CacheEntry] | None
 
 
 @dataclass(frozen=True)

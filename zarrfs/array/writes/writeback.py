@@ -165,7 +165,7 @@ class WriteBack:
         with early.lock:
             for chunk in {io.location(unit)[0] for unit in units}:
                 if chunk not in early.jobs and self.array_cache.all_whole(io.units_of(chunk), dirty=True):
-                    early.jobs[chunk] = self.shared.writers.submit(self._store_early, chunk)
+                    early.jobs[chunk] = self.shared.early_writers.submit(self._store_early, chunk)
             if isinstance(io, ShardedChunkIO):
                 held = sum(self._encode_early(io, unit) for unit in units
                            if io.location(unit)[0] not in early.jobs)
@@ -206,8 +206,7 @@ class WriteBack:
 
     def _store_early(self, chunk: Index) -> None:
         try:
-            with self.shared.early_slots:
-                stored = self._flush_chunk(chunk, self.io.units_of(chunk))
+            stored = self._flush_chunk(chunk, self.io.units_of(chunk))
             if stored:
                 self.early.stored(chunk)
         except Exception as e:  # the data stays dirty: the next flush stores it or reports why not
