@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from .slab_layout import SlabLayout, slab_layout
+from .slab_layout import Rows, SlabLayout, slab_layout
 
 # (3: while a reader drains one slab, the decoding processes fill the next ones; with 2 they
 # waited for work a fifth of a cold read of zstd chunks: docs/performance-history.md, issue 77)
@@ -110,26 +110,14 @@ class Streaming(Reading, Protocol):
         """The slabs started ahead of the reader since the last call."""
 
 
-class RowFile(Protocol):
+class RowFile(Rows, Protocol):
     """The flat file of an array, as rows (a `zarrfs.views.RegionFile`)."""
-
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def row_bytes(self) -> int: ...
 
     @property
     def priced_in_requests(self) -> bool:
         """Whether reading ahead is bounded by the requests it costs (a remote store), or
         only by the bytes (a local one)."""
 
-    @property
-    def slab_bytes(self) -> int:
-        """What the slabs of every reader may hold at once."""
-
-    def slab_rows(self) -> int | None: ...
-    def row_requests(self) -> int: ...
     def requests(self, offset: int, size: int) -> int: ...
     def stream_rows(self, first: int, stop: int) -> Slab | None: ...
     def cached(self, offset: int, size: int) -> bool: ...

@@ -32,7 +32,7 @@ class SlabLayout(NamedTuple):
 
 
 class Rows(Protocol):
-    """The flat file of an array, as rows (what `readahead.RowFile` says of it)."""
+    """The flat file of an array, as rows: what its slabs' layout depends on."""
 
     @property
     def size(self) -> int: ...
