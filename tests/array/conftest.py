@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.helpers.recheck_mounts import Backend
 from tests.helpers.s3_server import S3_ENV, S3Server, free_port, running
+
+if TYPE_CHECKING:  # (imported by the fixtures: it needs TensorStore, which the light tests lack)
+    from tests.helpers.recheck_mounts import Backend
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +29,7 @@ def s3() -> Iterator[S3Server]:
 
 @pytest.fixture(params=["local", "s3"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    from tests.helpers.recheck_mounts import Backend
     if request.param == "local":
         return Backend("local", str(tmp_path / "store"))
     server: S3Server = request.getfixturevalue("s3")
@@ -35,4 +39,5 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 
 @pytest.fixture
 def local(tmp_path: Path) -> Backend:
+    from tests.helpers.recheck_mounts import Backend
     return Backend("local", str(tmp_path / "store"))

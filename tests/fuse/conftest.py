@@ -6,14 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import tensorstore as ts
-
-from tests.helpers.fuse_arrays import make_array, reference_values
 
 
 @pytest.fixture(params=["sharded", "plain"])
 def array_path(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    """A 60x70 uint16 array holding reference_values(), written by TensorStore."""
+    """A 60x70 uint16 array holding reference_values(), written by TensorStore (imported here:
+    this room's light tests run where there is none)."""
+    import tensorstore as ts
+
+    from tests.helpers.fuse_arrays import make_array, reference_values
+
     path = tmp_path / "array.zarr"
     make_array(path, shards=request.param == "sharded")
     spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.interop_io import write_tensorstore
 from tests.helpers.interop_model import Case, model
 from tests.helpers.interop_mounts import CLIENT, SERVER
 from tests.helpers.mounting import Mount
@@ -78,5 +77,7 @@ def array_dir(tmp_path: Path) -> Iterator[Path]:
 def prepared(case: Case, array_dir: Path, mount_array: Callable[..., Mount],
              zarrfs_command: tuple[str, ...]) -> tuple[Mount, Path]:
     """The case's model written by TensorStore, and mounted (unmounted after the test)."""
+    from tests.helpers.interop_io import write_tensorstore  # (TensorStore: not in the light tests)
+
     write_tensorstore(str(array_dir), case.doc, model(case))
     return mount_array(array_dir, command=zarrfs_command), array_dir
