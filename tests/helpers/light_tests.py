@@ -79,15 +79,18 @@ MODULES = [
 ]
 
 
-def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
-    """The top-level names of what the module at `path` imports, anywhere in it, that are
-    neither the standard library nor zarrfs, following the tests' own helper modules."""
+def third_party_imports(path: Path, seen: set[Path] | None = None, *,
+                        at_import: bool = False) -> set[str]:
+    """The top-level names of what the module at `path` imports, anywhere in it (`at_import`:
+    in the statements at its top only, what importing it runs), that are neither the standard
+    library nor zarrfs, following the tests' own helper modules (so)."""
     seen = set() if seen is None else seen
     if path in seen:
         return set()
     seen.add(path)
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in (tree.body if at_import else ast.walk(tree)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -104,7 +107,22 @@ def third_party_imports(path: Path, seen: set[Path] | None = None) -> set[str]:
             if helper is None:
                 found.add(top)
             else:
-                found |= third_party_imports(helper, seen)
+                found |= third_party_imports(helper, seen, at_import=at_import)
+    return found
+
+
+def conftest_imports(module: Path, root: Path = TESTS) -> set[str]:
+    """What the conftest.py files pytest loads for the test module at `module` (its folder's and
+    each one's above it, up to `root`) import at their top level, as `third_party_imports` says of
+    each such import: a conftest that imports TensorStore there fails every module below it where
+    there is none, whatever the module imports (a fixture's own imports run only where it is used)."""
+    found: set[str] = set()
+    folder = module.parent
+    while folder == root or root in folder.parents:
+        conftest = folder / "conftest.py"
+        if conftest.is_file():
+            found |= third_party_imports(conftest, at_import=True)
+        folder = folder.parent
     return found
 
 

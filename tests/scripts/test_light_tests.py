@@ -21,7 +21,8 @@ TESTS = Path(__file__).resolve().parents[1]
 
 def test_the_list_is_the_light_fast_modules(pytestconfig: pytest.Config) -> None:
     light = {m for m in fast_modules(pytestconfig)
-             if light_tests.third_party_imports(TESTS / m) <= light_tests.LIGHT_IMPORTS}
+             if light_tests.third_party_imports(TESTS / m) | light_tests.conftest_imports(TESTS / m)
+             <= light_tests.LIGHT_IMPORTS}
     assert set(light_tests.MODULES) == light - set(light_tests.LEFT_OUT)
     assert set(light_tests.LEFT_OUT) <= light
     assert len(light_tests.MODULES) == len(set(light_tests.MODULES))
@@ -47,6 +48,22 @@ def test_imports_are_followed_through_helpers() -> None:
     assert light_tests.third_party_imports(TESTS / "test_api.py") <= light_tests.LIGHT_IMPORTS
     assert "tensorstore" in light_tests.third_party_imports(TESTS / "fuse" / "test_mount_daemon.py")
     assert "moto" in light_tests.third_party_imports(TESTS / "reliability" / "test_partition_reads.py")
+
+
+def test_a_conftest_importing_a_heavy_package_at_its_top_makes_its_rooms_heavy(tmp_path: Path) -> None:
+    """What a conftest imports at its top is loaded for every module below it (the light tests
+    once failed so in CI: a conftest of the test split imported TensorStore); what one of its
+    fixtures imports is not."""
+    room = tmp_path / "room" / "inner"
+    room.mkdir(parents=True)
+    (tmp_path / "conftest.py").write_text("import numpy\n")
+    (tmp_path / "room" / "conftest.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef made():\n    import h5py\n    return h5py\n")
+    (room / "test_a.py").write_text("def test_a():\n    pass\n")
+    assert light_tests.conftest_imports(room / "test_a.py", root=tmp_path) == {"numpy", "pytest"}
+    (room / "conftest.py").write_text("import tensorstore as ts\n")
+    found = light_tests.conftest_imports(room / "test_a.py", root=tmp_path)
+    assert found == {"numpy", "pytest", "tensorstore"}
 
 
 def test_the_command_prints_paths_and_requirements() -> None:
