@@ -32,7 +32,7 @@ def _opened(path: Path) -> ZarrArray:
 
 
 def _read_in_order(array: ZarrArray, size: int = 5000) -> bytes:
-    reader = RegionFile(array, None).readahead()
+    reader = RegionFile(array, None, remote=False).readahead()
     got, position = bytearray(), 0
     try:
         while position < VALUES.nbytes:
@@ -70,7 +70,7 @@ def test_bands_fit_the_share_of_the_cache_slabs_have(tmp_path: Path, monkeypatch
     array = open_array(Store.open(str(tmp_path)), cache_bytes=32 * PLANE, threads=2)
     try:
         assert array.slab_bytes == 8 * PLANE  # (a quarter of the cache)
-        reader = RegionFile(array, None).readahead()
+        reader = RegionFile(array, None, remote=False).readahead()
         assert bytes(reader.read(0, 4096)) == VALUES.tobytes()[:4096]
         assert bytes(reader.read(4096, 4096)) == VALUES.tobytes()[4096:8192]
         held = reader.slabs()
@@ -91,10 +91,31 @@ def test_a_plane_larger_than_a_slab_is_read_through_the_cache(tmp_path: Path,
     monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)
     array = _opened(tmp_path)
     try:
-        reader = RegionFile(array, None).readahead()
+        reader = RegionFile(array, None, remote=False).readahead()
         assert bytes(reader.read(0, 4096)) == VALUES.tobytes()[:4096]
         assert bytes(reader.read(4096, 4096)) == VALUES.tobytes()[4096:8192]
         assert not reader.slabs()
         reader.close()
+    finally:
+        array.close()
+
+
+def test_a_remote_store_reads_such_rows_through_the_cache(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A band costs every chunk of its row: where reading ahead is priced in requests (a remote
+    store), a reader in order is not made to wait for them; it reads through the cache."""
+    monkeypatch.setattr(slab_layout, "MAX_SLAB_BYTES", 8 * PLANE)
+    monkeypatch.setattr(readahead, "STREAK_BYTES", 4096)
+    array = _opened(tmp_path)
+    try:
+        reader = RegionFile(array, None, remote=True).readahead()
+        got, position = bytearray(), 0
+        while position < 4 * PLANE:
+            piece = reader.read(position, 5000)
+            got += bytes(piece)
+            position += len(piece)
+            assert not reader.slabs()
+        reader.close()
+        assert bytes(got) == VALUES.tobytes()[:position]
     finally:
         array.close()

@@ -113,11 +113,6 @@ class Streaming(Reading, Protocol):
 class RowFile(Rows, Protocol):
     """The flat file of an array, as rows (a `zarrfs.views.RegionFile`)."""
 
-    @property
-    def priced_in_requests(self) -> bool:
-        """Whether reading ahead is bounded by the requests it costs (a remote store), or
-        only by the bytes (a local one)."""
-
     def requests(self, offset: int, size: int) -> int: ...
     def stream_rows(self, first: int, stop: int) -> Slab | None: ...
     def cached(self, offset: int, size: int) -> bool: ...

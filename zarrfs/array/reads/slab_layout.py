@@ -1,7 +1,8 @@
 """Where the slabs of a flat file of the whole array lie (zarrfs.array.reads.readahead): runs of
 whole rows of read chunks, several rows to a slab where rows are small; where a row of chunks
 is larger than a slab may be (a volume of deep chunks, read plane after plane), bands of its
-rows, every band decoding every chunk of its row."""
+rows, every band decoding every chunk of its row (from a local store: a remote one's reading
+ahead is priced in requests, and such a row is read through the cache within that price)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ class Rows(Protocol):
     def slab_bytes(self) -> int:
         """What the slabs of every reader may hold at once."""
 
+    @property
+    def priced_in_requests(self) -> bool:
+        """Whether reading ahead is bounded by the requests it costs (a remote store), or
+        only by the bytes (a local one)."""
+
     def slab_rows(self) -> int | None: ...
     def row_requests(self) -> int: ...
 
@@ -57,6 +63,8 @@ def slab_layout(data: Rows, skip: Callable[[], int]) -> SlabLayout | None:
     row_bytes = data.row_bytes
     row_requests = max(1, data.row_requests())
     if rows * row_bytes > MAX_SLAB_BYTES:
+        if data.priced_in_requests:  # (a band costs every chunk of its row: read through the cache)
+            return None
         band = _band_rows(rows, row_bytes, min(MAX_SLAB_BYTES, data.slab_bytes // BAND_SLABS))
         return None if band is None else SlabLayout(band, band * row_bytes, rows, row_requests, row_requests,
                                                     skip(), data.size)
