@@ -25,6 +25,7 @@ from ..views import FileView
 from .locking import release_locks
 from .propfind import propfind
 from .reading import READS, Reads
+from .reserved import Reserved
 from .side_files import SideFile, is_side_file, side_files_in
 from .site import Site, content_type
 from .staging import StagedBody
@@ -45,7 +46,8 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
     def is_readonly(self) -> bool:
         return self.site.read_only
 
-    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Directory | File | SideFile | None:
+    def get_resource_inst(self, path: str,
+                          environ: dict[str, Any]) -> Directory | File | SideFile | Reserved | None:
         self._count_get_resource_inst += 1
         if is_side_file(get_uri_name(path)):
             path = path.rstrip("/")
@@ -54,7 +56,7 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
         with answering(f"looking up {path}"):
             ref = self.site.resolve(path)
             if ref is None:
-                return None
+                return self.site.reservations.found(path, environ, self.lock_manager)
             if ref.is_dir:
                 return Directory(path, environ, self.site, ref)
             if environ.get("REQUEST_METHOD") in OPENING and path not in environ.setdefault(OPENED, set()):
@@ -140,20 +142,25 @@ class Directory(DAVCollection):  # type: ignore[misc]
         with answering(f"MKCOL {self.path}{name}"):
             self.site.edit(self.site.tree.edits.create_group, self.ref.path, name)
 
-    def create_empty_resource(self, name: str) -> File | SideFile:
+    def create_empty_resource(self, name: str) -> File | SideFile | Reserved:
         """A PUT (or a LOCK) of a new file: one of Finder's (`side_files`), or `NAME.npy` in
         a group, which makes the array NAME. A LOCK of a new `NAME.npy` takes nothing of the
-        tree: the lock holds the name (`uploads.Put` checks it) until its PUT makes the array."""
+        tree: its lock holds the name (`reserved`) until its PUT makes the array."""
         path = self.path.rstrip("/") + "/" + name
         if is_side_file(name):
             return self._side_file(path)
         self._writable_group()
-        with answering(f"{self.environ['REQUEST_METHOD']} {path}"):
+        if self.environ["REQUEST_METHOD"] == "PUT":
+            return self._new_npy(name, self.environ)
+        self.site.tree.abandon_upload(self._new_npy(name, self.environ).ref)  # (the name checked)
+        self.site.reservations.take(path, lambda environ: self._new_npy(name, environ))
+        return Reserved(path, self.environ, lambda environ: self._new_npy(name, environ))
+
+    def _new_npy(self, name: str, environ: dict[str, Any]) -> File:
+        path = self.path.rstrip("/") + "/" + name
+        with answering(f"{environ['REQUEST_METHOD']} {path}"):
             ref = self.site.tree.begin_upload(self.ref.path, name)
-            made = File(path, self.environ, self.site, ref, self.site.file(ref))
-            if self.environ["REQUEST_METHOD"] != "PUT":
-                self.site.tree.abandon_upload(ref)  # (the name checked, and left free)
-            return made
+            return File(path, environ, self.site, ref, self.site.file(ref))
 
     def _side_file(self, path: str) -> SideFile:
         if self.site.read_only:

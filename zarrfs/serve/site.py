@@ -21,6 +21,7 @@ from ..errors import ZarrfsError
 from ..options import OUTAGE_SECONDS, MountOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
+from .reserved import Reservations
 from .side_files import SideFiles
 from .validators import Validators, source_of
 
@@ -60,6 +61,7 @@ class Site:
         self._lock = threading.Lock()
         self._writing: dict[Hashable, threading.Lock] = {}
         self.side_files = SideFiles()
+        self.reservations = Reservations()
         # Where a PUT's body is staged past its bound in memory (`staging`): beside the disk
         # cache when there is one (None: the system's temporary directory).
         self.staging = options.disk_cache
