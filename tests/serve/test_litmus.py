@@ -81,7 +81,8 @@ def test_litmus_passes_every_test_that_applies(tmp_path: Path) -> None:
     assert set(failed) == set(REFUSED), done.stdout
     for test, said in failed.items():
         assert REFUSED[test] in said, (test, said)
-    locks = {test: [result for result, _ in found] for (suite, test), found in results.items() if suite == "locks"}
+    locks = {test: [result for result, _ in found]
+             for (suite, test), found in results.items() if suite == "locks"}
     assert locks == LOCKS, done.stdout
     passed = {test for test, found in results.items() if all(result == "pass" for result, _ in found)}
     for suite, names in PASSING.items():
