@@ -25,6 +25,7 @@ from .declared import (
     valued,
 )
 from .formats.creation import check_codec
+from .store.disk_cache import DISK_CACHE
 from .store.opening import OPTIONS as STORE_OPTIONS
 from .store.opening import storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
@@ -242,6 +243,11 @@ class MountOptions:
     def source(self) -> SourceSettings:
         """What the store layer needs to open the source."""
         return SourceSettings(self.given)
+
+    @property
+    def disk_cache(self) -> str | None:
+        """The disk cache's directory (`-o disk_cache=`), or None."""
+        return self.given[DISK_CACHE]
 
     @property
     def storage_options(self) -> Mapping[str, Any]:

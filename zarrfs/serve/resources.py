@@ -22,11 +22,16 @@ from wsgidav.util import get_uri_name, get_uri_parent
 from ..errors import EditRefused, ZarrfsError
 from ..tree import ARRAY, GROUP, UPLOAD, Ref
 from ..views import FileView
+from .locking import release_locks
 from .propfind import propfind
 from .reading import READS, Reads
+from .reserved import Reserved
+from .side_files import SideFile, is_side_file, side_files_in
 from .site import Site, content_type
-from .statuses import HTTP_FORBIDDEN, HTTP_LENGTH_REQUIRED, answering
-from .streams import STREAMED_BYTES, FileReader, FileWriter
+from .staging import StagedBody
+from .statuses import HTTP_FORBIDDEN, answering
+from .streams import STREAMED_BYTES, FileReader
+from .uploads import Put
 
 OPENING = ("GET", "HEAD", "PUT")  # (what a mount's open(2) is: close-to-open checks the store)
 CONTENT_RANGE = "zarrfs.content_range"  # (start, end): a partial PUT's bytes (`guard`)
@@ -41,12 +46,17 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
     def is_readonly(self) -> bool:
         return self.site.read_only
 
-    def get_resource_inst(self, path: str, environ: dict[str, Any]) -> Directory | File | None:
+    def get_resource_inst(self, path: str,
+                          environ: dict[str, Any]) -> Directory | File | SideFile | Reserved | None:
         self._count_get_resource_inst += 1
+        if is_side_file(get_uri_name(path)):
+            path = path.rstrip("/")
+            kept = self.site.side_files.get(path) is not None
+            return SideFile(path, environ, self.site.side_files, self.site.read_only) if kept else None
         with answering(f"looking up {path}"):
             ref = self.site.resolve(path)
             if ref is None:
-                return None
+                return self.site.reservations.found(path, environ, self.lock_manager)
             if ref.is_dir:
                 return Directory(path, environ, self.site, ref)
             if environ.get("REQUEST_METHOD") in OPENING and path not in environ.setdefault(OPENED, set()):
@@ -106,12 +116,13 @@ class Directory(DAVCollection):  # type: ignore[misc]
         with answering(f"listing {self.path}"):
             return list(self.site.names(self.ref))
 
-    def members(self) -> Iterable[Directory | File]:
-        """The members one at a time (a streamed PROPFIND: `propfind`)."""
+    def members(self) -> Iterable[Directory | File | SideFile]:
+        """The members one at a time (a streamed PROPFIND: `propfind`), Finder's files last."""
         with answering(f"listing {self.path}"):
             names = self.site.names(self.ref)
         for name, child in self.site.walk(self.ref, names):
             yield self._member(name, child)
+        yield from side_files_in(self, self.site.side_files, self.site.read_only)
 
     def get_member(self, name: str) -> Directory | File | None:
         """A member, as a listing shows it (no close-to-open check: nothing of it is read)."""
@@ -131,12 +142,34 @@ class Directory(DAVCollection):  # type: ignore[misc]
         with answering(f"MKCOL {self.path}{name}"):
             self.site.edit(self.site.tree.edits.create_group, self.ref.path, name)
 
-    def create_empty_resource(self, name: str) -> File:
-        """A PUT of a new file: only `NAME.npy` in a group, which makes the array NAME."""
+    def create_empty_resource(self, name: str) -> File | SideFile | Reserved:
+        """A PUT (or a LOCK) of a new file: one of Finder's (`side_files`), or `NAME.npy` in
+        a group, which makes the array NAME. A LOCK of a new `NAME.npy` takes nothing of the
+        tree: its lock holds the name (`reserved`) until its PUT makes the array."""
+        path = self.path.rstrip("/") + "/" + name
+        if is_side_file(name):
+            return self._side_file(path)
         self._writable_group()
-        with answering(f"PUT {self.path}{name}"):
+        if self.environ["REQUEST_METHOD"] == "PUT":
+            return self._new_npy(name, self.environ)
+        self.site.tree.abandon_upload(self._new_npy(name, self.environ).ref)  # (the name checked)
+        self.site.reservations.take(path, lambda environ: self._new_npy(name, environ))
+        return Reserved(path, self.environ, lambda environ: self._new_npy(name, environ))
+
+    def _new_npy(self, name: str, environ: dict[str, Any]) -> File:
+        path = self.path.rstrip("/") + "/" + name
+        with answering(f"{environ['REQUEST_METHOD']} {path}"):
             ref = self.site.tree.begin_upload(self.ref.path, name)
-            return File(self.path.rstrip("/") + "/" + name, self.environ, self.site, ref, self.site.file(ref))
+            return File(path, environ, self.site, ref, self.site.file(ref))
+
+    def _side_file(self, path: str) -> SideFile:
+        if self.site.read_only:
+            raise DAVError(HTTP_FORBIDDEN, context_info="the tree is read-only")
+        found = SideFile(path, self.environ, self.site.side_files, self.site.read_only)
+        if self.environ["REQUEST_METHOD"] != "PUT":
+            with answering(f"LOCK {path}"):
+                self.site.side_files.put(path, b"")  # (a LOCK makes it, empty, as RFC 4918 has it)
+        return found
 
     def support_recursive_delete(self) -> bool:
         return True
@@ -179,7 +212,7 @@ class File(DAVNonCollection):  # type: ignore[misc]
         self.site = site
         self.ref = ref
         self._view = view
-        self._writing = False
+        self._put: Put | None = None
         self._validators: tuple[str, float] | None = None  # (ETag, Last-Modified): once a request
 
     @property
@@ -207,6 +240,11 @@ class File(DAVNonCollection):  # type: ignore[misc]
     def get_etag(self) -> str:
         return self.validators()[0]
 
+    def fresh_validators(self) -> tuple[str, float]:
+        """The validators as they are now (a PUT's preconditions, under its write lock)."""
+        self._validators = None
+        return self.validators()
+
     def validators(self) -> tuple[str, float]:
         if self._validators is None:
             with answering(f"{self.path}'s version"):
@@ -233,38 +271,34 @@ class File(DAVNonCollection):  # type: ignore[misc]
     # -- a PUT ---------------------------------------------------------------------------------
 
     def begin_write(self, *, content_type: str | None = None) -> Answered:
-        if not self.site.writable(self.ref) or not self.view.writable:
-            raise DAVError(HTTP_FORBIDDEN, context_info=f"{self.name} is not writable")
-        ranged: tuple[int, int] | None = self.environ.get(CONTENT_RANGE)
-        lock = self.site.writing(self.path)
-        lock.acquire()
-        self._writing = True
-        try:
-            with answering(f"PUT {self.path}"):
-                if ranged is not None:
-                    start, end = ranged
-                    return Answered(FileWriter(self.view, start, end + 1), f"PUT {self.path}")
-                length = self.environ.get("CONTENT_LENGTH") or ""
-                if not length.isdigit():
-                    raise DAVError(HTTP_LENGTH_REQUIRED, context_info="a PUT of a whole file says its length")
-                if int(length) != self.view.size and self.ref.role != UPLOAD:
-                    self.view.resize(int(length))  # (`data`: its first dimension, as truncate(2))
-                return Answered(FileWriter(self.view, 0, int(length)), f"PUT {self.path}")
-        except BaseException:
-            self.end_write(with_errors=True)
-            raise
+        """A PUT: its body staged, written once whole (`uploads`)."""
+        with answering(f"PUT {self.path}"):
+            try:
+                self._put = Put(self, self.environ.get(CONTENT_RANGE))
+            except BaseException:
+                self._ended(stored=False)
+                raise
+        return Answered(self._put.body, f"PUT {self.path}")
 
     def end_write(self, *, with_errors: bool) -> None:
-        if not self._writing:
-            return
-        self._writing = False
+        put, self._put = self._put, None
+        if put is not None:
+            put.body.discard()
+            self._ended(stored=not with_errors)
+
+    def _ended(self, *, stored: bool) -> None:
+        """A new `NAME.npy` whose PUT failed frees its name, and its locks end with it."""
+        self._validators = None  # (the PUT's answer carries the ETag of what it stored)
         try:
             if self.ref.role == UPLOAD:
                 with answering(f"PUT {self.path}"):
-                    self.site.tree.upload_closed(self.ref)
-            self.site.forget_stale()
+                    if stored:
+                        self.site.tree.upload_closed(self.ref)
+                    else:
+                        self.site.tree.abandon_upload(self.ref)
+                        release_locks(self)
         finally:
-            self.site.writing(self.path).release()
+            self.site.forget_stale()
 
     def delete(self) -> None:
         raise DAVError(HTTP_FORBIDDEN, context_info="a file is deleted with its group or array")
@@ -284,7 +318,7 @@ class Answered:
     """A GET's reader or a PUT's writer whose failures are the statuses they mean
     (`statuses`), logged, never a 500 (mid-stream, the connection is closed)."""
 
-    def __init__(self, stream: FileReader | FileWriter, what: str) -> None:
+    def __init__(self, stream: FileReader | StagedBody, what: str) -> None:
         self._stream = stream
         self._what = what
 
@@ -298,9 +332,15 @@ class Answered:
             return self._stream.read(size)
 
     def write(self, data: bytes) -> int:
-        assert isinstance(self._stream, FileWriter)
+        assert isinstance(self._stream, StagedBody)
         with answering(self._what):
             return self._stream.write(data)
+
+    def writelines(self, pieces: Iterable[bytes]) -> None:
+        """The body's pieces, as they are read (a client cut off is its PUT's failure)."""
+        assert isinstance(self._stream, StagedBody)
+        with answering(self._what):
+            self._stream.writelines(pieces)
 
     def close(self) -> None:
         with answering(self._what):

@@ -14,14 +14,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import ZarrfsError
 from ..options import OUTAGE_SECONDS, MountOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
-from .validators import Validators
+from .reserved import Reservations
+from .side_files import SideFiles
+from .validators import Validators, source_of
 
 log = logging.getLogger("zarrfs.serve")
 T = TypeVar("T")
@@ -57,7 +59,12 @@ class Site:
         self.started = time.time()
         self.validators = Validators(tree)
         self._lock = threading.Lock()
-        self._writing: dict[str, threading.Lock] = {}
+        self._writing: dict[Hashable, threading.Lock] = {}
+        self.side_files = SideFiles()
+        self.reservations = Reservations()
+        # Where a PUT's body is staged past its bound in memory (`staging`): beside the disk
+        # cache when there is one (None: the system's temporary directory).
+        self.staging = options.disk_cache
         self._store_down_until = 0.0
 
     # -- names -------------------------------------------------------------------------------
@@ -126,10 +133,11 @@ class Site:
 
     # -- changes -------------------------------------------------------------------------------
 
-    def writing(self, path: str) -> threading.Lock:
-        """The lock one writer of the file at URL `path` holds (writes to one file, in turn)."""
+    def writing(self, ref: Ref) -> threading.Lock:
+        """The lock a writer of the file `ref` holds: one for all the files of an array, which
+        are its bytes (`validators.source_of`), so writes to them are made in turn."""
         with self._lock:
-            return self._writing.setdefault(path, threading.Lock())
+            return self._writing.setdefault(source_of(ref), threading.Lock())
 
     def edit(self, change: Callable[..., T], *args: object) -> T:
         """A change of the tree (a group made, a node deleted or moved)."""

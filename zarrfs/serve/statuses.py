@@ -71,7 +71,7 @@ def status_for(error: BaseException) -> int:
     if isinstance(error, OSError) and error.errno in BY_ERRNO:
         return BY_ERRNO[error.errno]
     if isinstance(error, ValueError):
-        return HTTP_CONFLICT  # (a body that does not fit its file: `streams.FileWriter`)
+        return HTTP_CONFLICT  # (a body that does not fit its file: `staging`, `uploads`)
     return HTTP_SERVICE_UNAVAILABLE
 
 

@@ -1,7 +1,6 @@
-"""A file's bytes as the server sends and takes them: what a GET reads (`FileReader`, through
-the view's read-ahead and the mount's decoding processes when it streams the file, by plain
-reads of the bytes asked for when it reads a range, as a pread does), and what a PUT writes
-(`FileWriter`, stored before the PUT answers, as a mount's close(2) does)."""
+"""A file's bytes as the server sends them: what a GET reads (`FileReader`, through the view's
+read-ahead and the mount's decoding processes when it streams the file, by plain reads of the
+bytes asked for when it reads a range, as a pread does). What a PUT writes: `uploads`."""
 
 from __future__ import annotations
 
@@ -43,28 +42,3 @@ class FileReader:
         if self._reading is not None:
             self._reading.close()
             self._reading = None
-
-
-class FileWriter:
-    """The file-like object a PUT writes its body into, from `offset`; `close` stores it."""
-
-    def __init__(self, view: FileView, offset: int, end: int | None) -> None:
-        """`end`: where the body must end (its length said), None: not said."""
-        self._view = view
-        self._offset = offset
-        self._end = end
-
-    def write(self, data: bytes) -> int:
-        if self._end is not None and self._offset + len(data) > self._end:
-            raise ValueError(f"the body runs past its declared end ({self._end} bytes)")
-        done = memoryview(data)
-        while done:
-            written = self._view.write(self._offset, done)
-            self._offset += written
-            done = done[written:]
-        return len(data)
-
-    def close(self) -> None:
-        if self._end is not None and self._offset != self._end:
-            raise ValueError(f"the body ended at {self._offset} bytes, not at {self._end}")
-        self._view.flush()  # (stored, or the PUT fails: its answer waits for this)

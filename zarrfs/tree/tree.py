@@ -281,6 +281,11 @@ class Tree(NodeFiles):
         if self.uploads.closed(ref.path, ref.parts[0], released=released):
             self.child_gone(ref.path, ref.parts[0])
 
+    def abandon_upload(self, ref: Ref) -> None:
+        """A write of a .npy file failed: a name that made no array is free again at once."""
+        if self.uploads.abandoned(ref.path, ref.parts[0]):
+            self.child_gone(ref.path, ref.parts[0])
+
     def replace_group(self, node: NodeMetadata) -> None:
         """A group's metadata read again: its children are learnt from it again."""
         self.replace_node(node)

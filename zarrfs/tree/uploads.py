@@ -117,6 +117,12 @@ class Upload:
         rest = data.read(max(0, offset - len(head)), size - len(first))
         return first + bytes(rest)
 
+    @property
+    def made(self) -> bool:
+        """Whether its array was made (its header written)."""
+        with self._lock:
+            return self._data is not None
+
     def resize(self, size: int, *, round_up: bool = False) -> None:
         """Only what changes nothing: O_TRUNC of the new file, `cp` setting the size it wrote."""
         with self._lock:
@@ -195,4 +201,18 @@ class Uploads:
             now = self._clock()
             self._closed = {k: v for k, v in self._closed.items() if v[1] > now}
             self._closed[(group, name)] = (found[0], now + CLOSED_SECONDS)
+            return True
+
+    def abandoned(self, group: str, name: str) -> bool:
+        """A write of it failed (a server's refused or cut PUT): if its array was not made,
+        its name is free at once (no longer found); if it was, as closed. True when it was
+        open."""
+        with self._lock:
+            found = self._open.pop((group, name), None)
+            if found is None:
+                return False
+            if found[0].made:
+                self._closed[(group, name)] = (found[0], self._clock() + CLOSED_SECONDS)
+            else:
+                self._closed.pop((group, name), None)
             return True
