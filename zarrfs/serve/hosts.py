@@ -35,11 +35,10 @@ class Hosts:
         """Those of a server on `listen` (its host), with the `--allow-host` names."""
         names = {*LOOPBACK_NAMES, canonical(listen)[0]}
         for name in allowed:
-            found, _ = canonical(name)
-            if not found or any(c in found for c in "/@*?#% ") or (":" in found and not _ip(found)):
+            if not _is_name(name):
                 raise ZarrfsError(f"--allow-host {name}: expected a host name or an IP address, without "
                                   "a port or a scheme")
-            names.add(found)
+            names.add(canonical(name)[0])
         return cls(frozenset(names), canonical(listen)[0] in WILDCARDS)
 
     def admit(self, host: str | None, local: str | None, protocol: str) -> bool:
@@ -70,6 +69,14 @@ def canonical(host: str) -> tuple[str, bool]:
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     return str(address), address.is_loopback
+
+
+def _is_name(text: str) -> bool:
+    """Whether an --allow-host is a name or an address alone (an IPv6 one bracketed or not)."""
+    bare = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    if ":" in bare:
+        return isinstance(_ip(bare), ipaddress.IPv6Address)
+    return bool(bare) and not any(c in bare for c in "/@*?#%[] ")
 
 
 def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
