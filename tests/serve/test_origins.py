@@ -48,11 +48,13 @@ def test_a_named_origin_reads(group: Path, tmp_path: Path) -> None:
     with served(group, tmp_path, args=args) as server:
         data, page = server.url + "a/data", ("-H", f"Origin: {PAGE}")
         etag = headers_of(data)["etag"]
-        for args, status in ((("-r", "0-3"), "206"), ((), "200"), (("-I",), "200"),
-                             (("-H", f"If-None-Match: {etag}"), "304"), (("-r", "100-200"), "416")):
-            got = headers_of(*page, *args, data)
-            assert got[":status"] == status, (args, got)
-            assert got["access-control-allow-origin"] == PAGE and "Origin" in got["vary"], (args, got)
+        cases: list[tuple[tuple[str, ...], str]] = [(("-r", "0-3"), "206"), ((), "200"), (("-I",), "200"),
+                                                     (("-H", f"If-None-Match: {etag}"), "304"),
+                                                     (("-r", "100-200"), "416")]
+        for asked, status in cases:
+            got = headers_of(*page, *asked, data)
+            assert got[":status"] == status, (asked, got)
+            assert got["access-control-allow-origin"] == PAGE and "Origin" in got["vary"], (asked, got)
             exposed = got["access-control-expose-headers"].lower().split(",")
             assert {name.strip() for name in exposed} == EXPOSED
         got = headers_of(*page, server.url + "a/missing")
@@ -94,7 +96,7 @@ def test_preflights_of_a_named_origin(group: Path, tmp_path: Path) -> None:
                                 ("GET", ("authorization",)), ("GET", ("x-custom",))):
             refused = preflight(data, PAGE, method, *headers)
             assert refused[":status"] == "403" and not cors(refused), (method, refused)
-        assert list(zarr.open_array(group / "a", mode="r")[...]) == list(range(8))
+        assert np.asarray(zarr.open_array(group / "a", mode="r")[...]).tolist() == list(range(8))
 
 
 @pytest.mark.fast
@@ -114,7 +116,7 @@ def test_a_named_origin_writes_with_a_token(group: Path, tmp_path: Path) -> None
         token = ("-H", f"Authorization: Bearer {TOKEN}")
         put = headers_of(*page, *token, "-X", "PUT", "--data-binary", written, data)
         assert put[":status"] in ("200", "204") and put["access-control-allow-origin"] == PAGE, put
-        assert list(zarr.open_array(group / "a", mode="r")[...]) == list(range(8, 16))
+        assert np.asarray(zarr.open_array(group / "a", mode="r")[...]).tolist() == list(range(8, 16))
 
 
 @pytest.mark.fast
