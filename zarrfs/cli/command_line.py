@@ -97,8 +97,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("-o", dest="options", action="append", default=[],
                        help="comma-separated options, as for mount (ro, rw, cache=1G, user=, ...)")
     serve.add_argument("--users-file",
-                       help="basic auth: a file of USER:PASSWORD lines (needs TLS off 127.0.0.1)")
-    serve.add_argument("--token-file", help="a file holding a token (a bearer token, or any user's password)")
+                       help="basic auth: a file of USER:PASSWORD lines (off loopback: needs TLS)")
+    serve.add_argument("--token-file",
+                       help="a file holding a token (a bearer token, or any user's password; off "
+                            "loopback: needs TLS)")
     serve.add_argument("--tls-cert", help="the server's certificate (PEM): serve HTTPS")
     serve.add_argument("--tls-key", help="the certificate's private key (PEM)")
     serve.add_argument("--allow-plain-http", action="store_true",
