@@ -149,8 +149,10 @@ def test_any_address_but_loopback_needs_credentials(group: Path, tmp_path: Path)
 
 
 def test_a_token_is_asked_for(group: Path, tmp_path: Path) -> None:
+    """(Over plain HTTP, as asked: TLS is test_basic_auth_over_tls's, and
+    test_plain_http.py's the refusal without it.)"""
     (tmp_path / "token").write_text(TOKEN + "\n")
-    with served(group, tmp_path, args=["--token-file", str(tmp_path / "token")],
+    with served(group, tmp_path, args=["--token-file", str(tmp_path / "token"), "--allow-plain-http"],
                 listen="0.0.0.0:0") as server:
         url = server.url.replace("0.0.0.0", "127.0.0.1") + "a/data"
         assert status_of(url) == 401

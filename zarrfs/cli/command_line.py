@@ -3,7 +3,8 @@
 
     zarrfs mount SOURCE MOUNTPOINT [-o OPTIONS] [-f]
     zarrfs serve SOURCE [--listen HOST:PORT] [-o OPTIONS] [--token-file F]
-                 [--users-file F --tls-cert F --tls-key F]
+                 [--users-file F --tls-cert F --tls-key F] [--allow-plain-http]
+                 [--allow-host NAME] [--allow-origin ORIGIN]
     zarrfs SOURCE MOUNTPOINT -o OPTIONS          (the form mount.fuse3 uses for fuse.zarrfs)
     mount.zarrfs SOURCE MOUNTPOINT [-n -s -v] -o OPTIONS   (mount -t zarrfs)
     zarrfs info SOURCE
@@ -96,10 +97,21 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("-o", dest="options", action="append", default=[],
                        help="comma-separated options, as for mount (ro, rw, cache=1G, user=, ...)")
     serve.add_argument("--users-file",
-                       help="basic auth: a file of USER:PASSWORD lines (needs TLS off 127.0.0.1)")
-    serve.add_argument("--token-file", help="a file holding a token (a bearer token, or any user's password)")
+                       help="basic auth: a file of USER:PASSWORD lines (off loopback: needs TLS)")
+    serve.add_argument("--token-file",
+                       help="a file holding a token (a bearer token, or any user's password; off "
+                            "loopback: needs TLS)")
     serve.add_argument("--tls-cert", help="the server's certificate (PEM): serve HTTPS")
     serve.add_argument("--tls-key", help="the certificate's private key (PEM)")
+    serve.add_argument("--allow-plain-http", action="store_true",
+                       help="serve credentials over plain HTTP off 127.0.0.1 (where anyone on the way "
+                            "can read them; the log warns): without it they need --tls-cert")
+    serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a name the server answers to (repeatable); besides it only loopback "
+                            "addresses, localhost and the --listen host (against DNS rebinding)")
+    serve.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="answer CORS for web pages of ORIGIN, scheme://host[:port] (repeatable; "
+                            "not *): they read; they write only when credentials are asked")
     serve.add_argument("--client-timeout", type=_positive, default=30, metavar="SECONDS",
                        help="drop a client silent this long in the middle of a request, or whose "
                             "request's headers take longer, or whose body then comes at less than "
@@ -198,7 +210,8 @@ def _run_serve(args: argparse.Namespace) -> int:
     options = MountOptions.parse(args.options)
     return commands.serve(args.source, args.listen, options, users_file=args.users_file,
                           token_file=args.token_file, certificate=args.tls_cert, key=args.tls_key,
-                          client_timeout=args.client_timeout)
+                          allow_hosts=args.allow_host, allow_origins=args.allow_origin,
+                          allow_plain_http=args.allow_plain_http, client_timeout=args.client_timeout)
 
 
 def _run_info(args: argparse.Namespace) -> int:

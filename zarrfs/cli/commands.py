@@ -52,6 +52,7 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
 
 def serve(source: str, listen: str, options: MountOptions, *, users_file: str | None = None,
           token_file: str | None = None, certificate: str | None = None, key: str | None = None,
+          allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = (), allow_plain_http: bool = False,
           client_timeout: int = 30) -> int:
     """`zarrfs serve`: the tree over WebDAV and HTTP until stopped (no FUSE needed)."""
     try:
@@ -61,7 +62,8 @@ def serve(source: str, listen: str, options: MountOptions, *, users_file: str | 
         raise ZarrfsError(missing_package(e) or f"zarrfs serve: {e}") from None
     host, port = parse_listen(listen)
     access = Access.given(host, users_file=users_file, token_file=token_file, certificate=certificate,
-                          key=key)
+                          key=key, allow_hosts=allow_hosts, allow_origins=allow_origins,
+                          allow_plain_http=allow_plain_http)
     return run_server(_absolute(source), host, port, access, options, client_timeout=client_timeout)
 
 

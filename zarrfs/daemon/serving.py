@@ -35,6 +35,9 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
                         format="zarrfs serve: %(levelname)s %(message)s")
     for quiet in ("wsgidav", "cheroot"):
         logging.getLogger(quiet).setLevel(logging.WARNING)
+    if access.in_clear:
+        log.warning("--allow-plain-http: credentials travel in the clear to %s, for anyone on the way to "
+                    "read and replay (--tls-cert and --tls-key serve HTTPS)", host)
     identity = Identity.named(options.user, options.group)
     if identity is not None:
         preload.before_acting(source, options.storage_options)  # (as root: see preload)

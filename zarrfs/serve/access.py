@@ -1,7 +1,10 @@
 """Who may reach the server: it binds 127.0.0.1 unless told otherwise, and on any other address
-it asks every request for credentials, basic auth over TLS (a certificate given) or a token;
-without them it does not start, and says why. Credentials are read from files, never from the
-command line (where `ps` shows them), as the mount reads a store's from its config files."""
+it asks every request for credentials, basic auth or a token, over TLS (a certificate given);
+without them it does not start, and says why (credentials over plain HTTP off loopback only
+when `--allow-plain-http` says so, and the log warns). Credentials are read from files, never
+from the command line (where `ps` shows them), as the mount reads a store's from its config
+files. With them: the names the server answers to (`hosts`) and the web pages' origins it
+answers CORS for (`origins`)."""
 
 from __future__ import annotations
 
@@ -10,10 +13,13 @@ import binascii
 import hmac
 import ipaddress
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ZarrfsError
+from .hosts import Hosts
+from .origins import Origins
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -54,26 +60,34 @@ class Access:
     token: str | None = None
     certificate: str | None = None
     key: str | None = None
+    hosts: Hosts = field(default_factory=Hosts)
+    origins: Origins = field(default_factory=Origins)
+    in_clear: bool = False  # (credentials over plain HTTP off loopback, as --allow-plain-http asked)
 
     @classmethod
     def given(cls, host: str, *, users_file: str | None = None, token_file: str | None = None,
-              certificate: str | None = None, key: str | None = None) -> Access:
+              certificate: str | None = None, key: str | None = None, allow_hosts: Sequence[str] = (),
+              allow_origins: Sequence[str] = (), allow_plain_http: bool = False) -> Access:
         """The access a server on `host` has; AccessError if it would let strangers in."""
         if (certificate is None) != (key is None):
             raise AccessError("TLS needs both --tls-cert and --tls-key")
         for path in (certificate, key):
             if path is not None and not os.access(path, os.R_OK):
                 raise AccessError(f"cannot read {path}")
-        access = cls(_users(users_file) if users_file else {}, _token(token_file) if token_file else None,
-                     certificate, key)
+        users, token = _users(users_file) if users_file else {}, _token(token_file) if token_file else None
+        in_clear = not is_loopback(host) and bool(users or token) and certificate is None
+        if in_clear and not allow_plain_http:
+            what = "basic auth's passwords" if users else "the token"
+            raise AccessError(f"serving on {host} with credentials needs TLS (--tls-cert, --tls-key): over "
+                              f"plain HTTP {what} would travel in the clear, for anyone on the way to read "
+                              "and replay; --allow-plain-http serves plain HTTP anyway")
+        access = cls(users, token, certificate, key, Hosts.given(host, allow_hosts),
+                     Origins.given(allow_origins, credentials=bool(users or token)), in_clear)
         if is_loopback(host):
             return access
-        if access.users and access.certificate is None:
-            raise AccessError(f"serving on {host} with basic auth needs TLS (--tls-cert, --tls-key): "
-                              "basic auth sends its passwords in the clear")
         if not access.users and access.token is None:
-            raise AccessError(f"serving on {host} needs credentials: --users-file with --tls-cert and "
-                              "--tls-key (basic auth over TLS), or --token-file; without them only "
+            raise AccessError(f"serving on {host} needs credentials: --users-file (basic auth) or "
+                              "--token-file, with --tls-cert and --tls-key; without them only "
                               "127.0.0.1 is served")
         return access
 

@@ -172,6 +172,7 @@ class Gateway(wsgi.Gateway_10):
     def respond(self) -> None:
         environ, connection = self.env, self.req.conn
         environ[READS] = connection.reads
+        environ["SERVER_ADDR"] = connection.socket.getsockname()[0]  # (as Apache's: for hosts.Hosts)
         deadlines, body = connection.server.deadlines, None
         length = environ.get("CONTENT_LENGTH") or "0"
         if length != "0" or self.req.chunked_read:

@@ -1,8 +1,11 @@
-"""What every request passes before WsgiDAV sees it: its credentials (`access`), a path that
+"""What every request passes before WsgiDAV sees it: a Host header naming this server
+(`hosts`: 421 else, against DNS rebinding), a named origin's preflight answered (`origins`,
+before credentials: a browser sends none with it), its credentials (`access`), a path that
 names nothing outside the tree (no `.` or `..` segment, percent-encoded or not, no NUL or
 backslash, also in a Destination), a body of bounded size (but a PUT's, which is the file's),
 and a partial PUT's Content-Range, taken for the resources (`resources.CONTENT_RANGE`) where
-WsgiDAV refuses it. On the way back, a 405 gets its Allow header (WsgiDAV's have none)."""
+WsgiDAV refuses it. On the way back, a 405 gets its Allow header (WsgiDAV's have none), and
+every answer to a named origin its CORS headers."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .access import REALM, Access
+from .origins import is_preflight
 from .resources import CONTENT_RANGE
 
 log = logging.getLogger("zarrfs.serve")
@@ -23,8 +27,9 @@ Refusal = tuple[str, str, list[tuple[str, str]]]
 
 
 class Guard:
-    """A WSGI application that lets only what belongs through to `app`, and gives every 405
-    it answers the Allow header RFC 9110 asks for (`allowed`: the methods a path takes)."""
+    """A WSGI application that lets only what belongs through to `app`, gives every 405 it
+    answers the Allow header RFC 9110 asks for (`allowed`: the methods a path takes), and
+    every answer to a named origin its CORS headers."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]], access: Access,
                  allowed: Callable[[str], list[str]]) -> None:
@@ -33,21 +38,32 @@ class Guard:
         self.allowed = allowed
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        host = environ.get("HTTP_HOST")
+        if not self.access.hosts.admit(host, environ.get("SERVER_ADDR"), environ.get("SERVER_PROTOCOL", "")):
+            text = f"this server does not answer to the name {host!r}" if host else "a request needs a Host"
+            return _refuse(environ, start_response, ("421 Misdirected Request" if host else "400 Bad Request",
+                                                     text, []))
+        origin = self.access.origins.of(environ)
+        start = self._answering(environ, origin, start_response)
+        if origin is not None and is_preflight(environ):
+            status, headers = self.access.origins.preflight(environ, origin)
+            if status.startswith("403"):
+                return _refuse(environ, start_response, (status, "this origin may not do that", headers))
+            start_response(status, headers)
+            return []
         refusal = self.refusal(environ)
         if refusal is None:
-            return self.app(environ, self._allowing(environ, start_response))
-        status, text, headers = refusal
-        log.info("%s %s refused: %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), status)
-        body = (text + "\n").encode()
-        start_response(status, [("Content-Type", "text/plain; charset=utf-8"),
-                                ("Content-Length", str(len(body))), *headers])
-        return [body]
+            return self.app(environ, start)
+        return _refuse(environ, start, refusal)
 
-    def _allowing(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Callable[..., Any]:
+    def _answering(self, environ: dict[str, Any], origin: str | None,
+                   start_response: Callable[..., Any]) -> Callable[..., Any]:
+        cors = self.access.origins.answering(origin)
+
         def start(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
             if status.startswith("405") and not any(name.lower() == "allow" for name, _ in headers):
                 headers = [*headers, ("Allow", ", ".join(self.allowed(environ.get("PATH_INFO") or "/")))]
-            return start_response(status, headers, *exc_info)
+            return start_response(status, [*headers, *cors] if cors else headers, *exc_info)
 
         return start
 
@@ -71,6 +87,15 @@ class Guard:
         if method == "PUT" and "HTTP_CONTENT_RANGE" in environ:
             return _take_range(environ, int(length))
         return None
+
+
+def _refuse(environ: dict[str, Any], start_response: Callable[..., Any], refusal: Refusal) -> Iterable[bytes]:
+    status, text, headers = refusal
+    log.info("%s %s refused: %s (%s)", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"), status, text)
+    body = (text + "\n").encode()
+    start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                            *headers])
+    return [body]
 
 
 def inside(path: str) -> bool:
