@@ -49,6 +49,7 @@ PARENT_EXISTS = {"/a/": Exchange("MKCOL", "/a/", 405), "/group/": Exchange("MKCO
 
 # -- rclone ---------------------------------------------------------------------------------------
 
+@pytest.mark.fast
 def test_rclone_copyto_of_a_npy_makes_an_array(tree: Path, tmp_path: Path) -> None:
     made = np.linspace(-1, 1, 600, dtype="<f4").reshape(20, 30)
     np.save(tmp_path / "new.npy", made)
@@ -64,6 +65,7 @@ def test_rclone_copyto_of_a_npy_makes_an_array(tree: Path, tmp_path: Path) -> No
     assert np.array_equal(stored(tree, "group/new"), made)
 
 
+@pytest.mark.fast
 def test_rclone_copyto_replaces_the_values_of_data(tree: Path, tmp_path: Path) -> None:
     new = -3 * VALUES
     new.tofile(tmp_path / "raw")
@@ -81,6 +83,7 @@ def test_rclone_copyto_replaces_the_values_of_data(tree: Path, tmp_path: Path) -
         assert "Traceback" not in server.log()
 
 
+@pytest.mark.fast
 def test_rclone_sync_of_data_alone_sends_only_what_changed(tree: Path, tmp_path: Path) -> None:
     local = tmp_path / "local"
     local.mkdir()
@@ -89,7 +92,7 @@ def test_rclone_sync_of_data_alone_sends_only_what_changed(tree: Path, tmp_path:
     (local / "zarr.json").write_text("{}")  # (beside it, filtered out: neither sent nor deleted)
     (local / "notes.txt").write_text("not sent\n")
     # (`/data`, anchored: rclone lists no directory below the array's; unanchored, `data` may be
-    # any file of any depth, so it lists every directory of chunks/ and tries to remove each)
+    # any file of any depth, so it lists every directory of chunks/)
     sync = ["sync", str(local), "z:a", "--include", "/data"]
     with served(tree, tmp_path, ["rw"]) as server:
         done, sent = rclone_sent(server.url, *sync)
@@ -102,6 +105,9 @@ def test_rclone_sync_of_data_alone_sends_only_what_changed(tree: Path, tmp_path:
         again, sent = rclone_sent(server.url, *sync)
         assert again.returncode == 0 and "There was nothing to transfer" in again.stderr
         assert {e.method for e in sent} == {"PROPFIND"}
+        unanchored, sent = rclone_sent(server.url, *sync[:-1], "data")  # (any file named data)
+        assert unanchored.returncode == 0 and {e.method for e in sent} == {"PROPFIND"}, sent
+        assert any(e.path.startswith("/a/chunks/") for e in sent)
 
         changed = grown.copy()
         changed[7] = -1
