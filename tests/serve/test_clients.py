@@ -24,6 +24,7 @@ import zarr
 
 from tests.helpers.mounting import is_mounted, mounted
 from tests.helpers.serving import curl, served, status_of
+from tests.helpers.webdav_clients import rclone, rclone_env
 from tests.views.tiff.test_cog import COG_VALIDATOR, ome_image
 
 VALUES = (np.arange(96 * 160, dtype="<u2") * 7).reshape(96, 160)
@@ -36,12 +37,6 @@ def tree(tmp_path: Path) -> Path:
     group.create_group("sub").create_array("line", shape=(50,), chunks=(16,), dtype="<f4")[...] = \
         np.linspace(0, 1, 50, dtype="<f4")
     return tmp_path / "g.zarr"
-
-
-def rclone(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RCLONE_CONFIG_Z_TYPE": "webdav", "RCLONE_CONFIG_Z_URL": url,
-           "RCLONE_CONFIG_Z_VENDOR": "other", "RCLONE_CONFIG": "/dev/null"}
-    return subprocess.run(["rclone", *args], capture_output=True, text=True, timeout=120, env=env)
 
 
 def listing(root: Path) -> set[tuple[str, int]]:
@@ -70,10 +65,9 @@ def rclone_mount(tree: Path, tmp_path: Path) -> Iterator[Path]:
     with served(tree, tmp_path, ["ro"]) as server:
         where = tmp_path / "rclone"
         where.mkdir()
-        env = {**os.environ, "RCLONE_CONFIG_Z_TYPE": "webdav", "RCLONE_CONFIG_Z_URL": server.url,
-               "RCLONE_CONFIG_Z_VENDOR": "other", "RCLONE_CONFIG": "/dev/null"}
-        process = subprocess.Popen(["rclone", "mount", "z:", str(where), "--read-only"], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(["rclone", "mount", "z:", str(where), "--read-only"],
+                                   env=rclone_env(server.url), stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 60
             while not is_mounted(where):

@@ -7,6 +7,7 @@ same twice."""
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from zarrfs.array import Shared
 from zarrfs.formats import discover
 from zarrfs.grid import Box
 from zarrfs.store import Store
-from zarrfs.tree import CHUNK, DATA, GROUP_VIEW, HEADER, METADATA, UPLOAD, Ref, Tree
+from zarrfs.tree import CHUNK, DATA, GROUP, GROUP_VIEW, HEADER, METADATA, UPLOAD, Ref, Tree
 from zarrfs.views.array_dir import Layout
 
 pytestmark = pytest.mark.fast
@@ -66,6 +67,24 @@ def test_metadata_is_its_bytes_and_an_array_opened_again_is_new(tree: Tree) -> N
     data = versions(tree, [Ref("one/x", DATA)])[0]
     tree.forget_below("one/x", flush=True)
     assert versions(tree, [Ref("one/x", DATA)])[0] != data  # (another ZarrArray: other counters)
-    upload = Ref("one", UPLOAD, ("z.npy",))
-    assert tree.file_versions.of(upload) != tree.file_versions.of(upload)
+    tree.close()
+
+
+def test_an_upload_is_new_at_each_write_alone(tree: Tree) -> None:
+    """A `.npy` being written keeps its version between writes (davfs2 LOCKs a new name, asks
+    its ETag, then PUTs with If-Match that ETag), and takes a new one at each write."""
+    assert tree.lookup(Ref("", GROUP), "one") == Ref("one", GROUP)
+    upload = tree.begin_upload("one", "z.npy")
+    assert upload == Ref("one", UPLOAD, ("z.npy",))
+    empty = tree.file_versions.of(upload)
+    assert tree.file_versions.of(upload) == empty
+    npy = io.BytesIO()
+    np.save(npy, np.arange(4, dtype="<u2"))
+    written = npy.getvalue()
+    tree.file(upload).write(0, written[:64])
+    first = tree.file_versions.of(upload)
+    assert first != empty and tree.file_versions.of(upload) == first
+    tree.file(upload).write(64, written[64:])
+    assert tree.file_versions.of(upload) != first
+    tree.upload_closed(upload)
     tree.close()

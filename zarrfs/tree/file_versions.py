@@ -11,7 +11,8 @@ while it holds.
 - A group's files showing its arrays (`data.nc`, `data.h5`, a pyramid's TIFF): the group's
   metadata, and that of every node down to each array shown, with each opened array's
   version.
-- Anything else (a `.npy` being written): a new version at each ask (never cached).
+- A `.npy` being written: the upload and the writes it took.
+- Anything else: a new version at each ask (never cached).
 
 Nothing here reads the store: an array is never opened to say its version (one not opened
 has its node's metadata alone), and a metadata file's bytes are what the file holds already.
@@ -28,7 +29,8 @@ from typing import Any, Protocol
 
 from ..formats import NodeMetadata
 from ..views import FileView
-from .inodes import CHUNK, DATA, GROUP_VIEW, HEADER, METADATA, VERSION_LOG, Ref
+from .inodes import CHUNK, DATA, GROUP_VIEW, HEADER, METADATA, UPLOAD, VERSION_LOG, Ref
+from .uploads import Upload
 
 KEPT = 1 << 16  # nodes and objects whose digests and numbers are remembered (then made again)
 
@@ -63,6 +65,9 @@ class FileVersions:
                 tuple(self._array(path) for path in shown)
         if ref.role in (DATA, HEADER, CHUNK):
             return self._array(ref.path)
+        if ref.role == UPLOAD:  # (davfs2 LOCKs a new name, then PUTs with If-Match its HEAD's ETag)
+            upload = self._files.file(ref)
+            return ("upload", *upload.version) if isinstance(upload, Upload) else ("once", next(self._count))
         return "once", next(self._count)
 
     def _array(self, path: str) -> Hashable:

@@ -13,6 +13,7 @@ by its name for `CLOSED_SECONDS`, for tools that set its mode or times after clo
 from __future__ import annotations
 
 import errno
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from ..views.files import STREAM_BLOCK
 from ..views.order import FortranOrder
 from ..views.registry import BadNpyHeader, NpyHeader, npy_header_length, parse_npy_header
 
+UPLOADS = itertools.count()  # (numbers the uploads: a version is never another upload's)
 CLOSED_SECONDS = 30.0  # how long a closed NAME.npy is still found by its name
 Create = Callable[[NpyHeader], RegionArray]  # the header -> the new array (stored, opened)
 
@@ -36,6 +38,7 @@ class Upload:
     writable = True
 
     def __init__(self, create: Create) -> None:
+        self.version = (next(UPLOADS), 0)  # (this upload, the writes it took: its ETag's)
         self._create = create
         self._lock = threading.Lock()
         self._head = bytearray()
@@ -52,6 +55,7 @@ class Upload:
 
     def write(self, offset: int, data: bytes | memoryview) -> int:
         view = memoryview(data).cast("B")
+        self.version = (self.version[0], self.version[1] + 1)
         target = self._target(offset, view)
         if target is None:
             return len(view)  # (all of it went into the header)
