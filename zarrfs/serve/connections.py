@@ -142,12 +142,16 @@ class Gateway(wsgi.Gateway_10):
                 deadlines.end(body)
 
     def write(self, chunk: bytes) -> None:
-        deadlines = self.req.conn.server.deadlines
-        block = deadlines.answer(self.req.conn)
+        """A block of the answer, sent whole within its deadline (the socket's own timeout,
+        which a trickle of reads resets at each `send()`, is lifted meanwhile)."""
+        connection = self.req.conn
+        block = connection.server.deadlines.answer(connection)
+        connection.socket.settimeout(None)
         try:
             super().write(chunk)
         finally:
-            deadlines.end(block)
+            connection.server.deadlines.end(block)
+            connection.socket.settimeout(connection.server.timeout)
 
 
 class Server(wsgi.Server):
