@@ -12,8 +12,8 @@ Why threads rather than an event loop that waits for a request's head without a 
 nginx does): cheroot's public API has no way to keep a connection in its selector until its
 head is whole, nor to hand a thread a connection with the bytes another loop read of it; and
 a TLS connection's head cannot be peeked at before its handshake, which would then have to be
-made without blocking too. A waiting thread costs little: its stack's touched pages and a
-frame or two (tens of KiB of PSS), against a 4 MiB stream block each streaming client costs.
+made without blocking too. A waiting thread costs little: about 26 KiB of PSS (its stack's
+touched pages and a frame or two; measured with 100 held), 3 MiB for the pool's maximum.
 """
 
 from __future__ import annotations
