@@ -6,7 +6,6 @@ without them refused at start, a token, basic auth over TLS."""
 
 from __future__ import annotations
 
-import datetime
 import socket
 import subprocess
 import threading
@@ -17,11 +16,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 import zarr
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.helpers.certificates import self_signed
 from tests.helpers.mounting import ZARRFS
 from tests.helpers.serving import curl, served, status_of
 from tests.helpers.trust_helpers import NOBODY, public, raw_array, secret_file
@@ -176,10 +172,9 @@ def test_basic_auth_over_tls(group: Path, tmp_path: Path) -> None:
 
 
 def test_a_client_trickling_its_tls_handshake_is_dropped_at_its_deadline(group: Path, tmp_path: Path) -> None:
-    """cheroot makes each TLS handshake on the one thread that accepts connections: a client
-    sending its ClientHello a byte every half second (never silent for the 3 s of cheroot's
-    timeout) is cut at its deadline (Python's handshake is bounded as a whole by the socket's
-    timeout, not each read), and the clients after it are served."""
+    """A client sending its ClientHello a byte every half second (never silent for the 3 s of
+    cheroot's timeout) is cut at its deadline (the handshake is under its request's head
+    deadline), and the clients after it are served."""
     certificate, key = self_signed(tmp_path)
     (tmp_path / "users").write_text("ann:a-long-password\n")
     args = ["--users-file", str(tmp_path / "users"), "--tls-cert", str(certificate), "--tls-key", str(key),
@@ -208,22 +203,3 @@ def trickle(client: socket.socket, start: bytes, byte: bytes) -> float:
     except OSError:  # (the server shut the connection: the send fails)
         pass
     return time.monotonic() - began
-
-
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for localhost and its key, PEM."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(hours=1))
-                   .not_valid_after(now + datetime.timedelta(days=1))
-                   .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-                   .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                   .sign(key, hashes.SHA256()))
-    (directory / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    (directory / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                                          serialization.PrivateFormat.PKCS8,
-                                                          serialization.NoEncryption()))
-    return directory / "cert.pem", directory / "key.pem"

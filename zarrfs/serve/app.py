@@ -1,5 +1,5 @@
 """The server: WsgiDAV over the tree (`resources`), behind the guard (`guard`), on cheroot's
-threaded HTTP server, with TLS when a certificate is given.
+threaded HTTP server (`connections`), with TLS when a certificate is given.
 
 WebDAV class 2 (LOCK and UNLOCK, in memory for the server's life) when the tree is writable,
 class 1 when it is not (Finder then mounts it read-only, as it should). No dead properties:
@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from cheroot.ssl.builtin import BuiltinSSLAdapter
 from wsgidav.dir_browser import WsgiDavDirBrowser
 from wsgidav.error_printer import ErrorPrinter
 from wsgidav.http_authenticator import HTTPAuthenticator
@@ -24,13 +23,14 @@ from ..views.files import STREAM_BLOCK
 from .access import Access
 from .connections import Server
 from .guard import Guard
+from .handshakes import LateHandshakes
 from .resources import TreeProvider
 from .site import Site
 
 log = logging.getLogger("zarrfs.serve")
 
-THREADS = 16  # requests served at once (more wait for a thread: 8 clients streaming fit)
-MOST_THREADS = 64  # (cheroot adds threads up to this many while requests wait)
+THREADS = 16  # the server's threads when it is quiet (8 clients streaming fit)
+MOST_THREADS = 128  # (`workers` adds threads up to this many while connections wait for one)
 MAX_HEADERS = 64 << 10  # bytes of a request's line and headers
 
 
@@ -59,13 +59,14 @@ def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
 def http_server(app: Callable[..., Iterable[bytes]], host: str, port: int, access: Access, *,
                 client_timeout: int) -> Server:
     """The HTTP server of `app` on (host, port), bound (port 0: a free one); not yet serving.
-    `client_timeout`: the seconds a client may leave its connection silent mid-request, and
-    in which it sends a request's headers (`connections`)."""
+    `client_timeout`: the seconds a client may leave its connection silent mid-request, in
+    which it sends a request's headers, and in which it takes each block of an answer
+    (`connections`)."""
     server = Server((host, port), app, numthreads=THREADS, max=MOST_THREADS, server_name="zarrfs",
                     timeout=client_timeout, request_queue_size=64)
     server.max_request_header_size = MAX_HEADERS
     if access.certificate is not None:
-        server.ssl_adapter = BuiltinSSLAdapter(access.certificate, access.key)
+        server.ssl_adapter = LateHandshakes(access.certificate, access.key)
     server.prepare()
     return server
 

@@ -1,115 +1,62 @@
 """The server's connections (cheroot's, extended): each keeps what it reads (`reading.Reads`,
-close-to-open) and has its request read within a deadline.
+close-to-open), and serves its client within deadlines (`deadlines`), on threads that grow
+with the connections (`workers`), making its TLS handshake itself (`handshakes`).
 
-cheroot's own timeout bounds each read of a socket: a client sending a byte every few
-seconds would keep a server thread for ever. Here a request's line and headers must all
-arrive within `--client-timeout` seconds of their first byte, and its body at
-`MIN_BODY_RATE` bytes a second or more once that many seconds have passed, however long it
-is (as Apache's mod_reqtimeout, `body=20,MinRate=500`; the body is counted `BODY_PIECE`
-bytes at a time). A client past its deadline has its connection shut, which ends the read
-that waits for it: the thread serves others. (Sending the answer is bounded by cheroot's
-timeout: each block is sent within it, or the connection goes.)
+cheroot's own timeout bounds each read or send on a socket: a client sending a byte every few
+seconds, or reading one, would keep a server thread for ever. Here a connection handed to a
+thread has its request line there within a few seconds (`deadlines.FIRST_LINE_SECONDS`) and
+its line and headers within `--client-timeout` seconds; its body comes at `MIN_BODY_RATE`
+bytes a second or more once that many seconds have passed, however long it is (counted
+`BODY_PIECE` bytes at a time); and each block of an answer (a `write` of the application's)
+is taken by the client within `--client-timeout` seconds. A client past a deadline has its
+connection shut, which ends the read or send that waits for it: the thread serves others.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import socket
-import threading
-import time
 from typing import Any
 
 from cheroot import server as http
 from cheroot import wsgi
 from cheroot.makefile import MakeFile
 
+from .deadlines import Deadlines, Watch
+from .handshakes import LateHandshakes, handshake
 from .reading import READS, Reads
+from .workers import Workers
 
 log = logging.getLogger("zarrfs.serve")
 
 MIN_BODY_RATE = 500  # bytes a second a request body arrives at, at least (after the grace)
 BODY_PIECE = 8 << 10  # a body is read (and counted) at most this much at a time
-WATCH_SECONDS = 0.25  # how often the deadlines are looked at
-
-
-class Watch:
-    """A request being read: by when its client must have sent what it sent."""
-
-    def __init__(self, sock: socket.socket, grace: float, rate: float | None) -> None:
-        self.sock = sock
-        self.start = time.monotonic()
-        self.grace = grace
-        self.rate = rate  # (None: all by the grace's end; else the grace, and a second a `rate` bytes)
-        self.received = 0
-        self.late = False  # (its connection was shut)
-
-    @property
-    def deadline(self) -> float:
-        return self.start + self.grace + (0.0 if self.rate is None else self.received / self.rate)
-
-    def describe(self, now: float) -> str:
-        if self.rate is None:
-            return f"its request line and headers not all sent in {now - self.start:.0f} s"
-        return f"{self.received} bytes of its body sent in {now - self.start:.0f} s"
-
-
-class Deadlines:
-    """The requests being read, and a thread that shuts the connection of each one late."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._watches: set[Watch] = set()
-        self._lock = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="request deadlines", daemon=True)
-        self._thread.start()
-
-    def watch(self, sock: socket.socket, *, rate: float | None = None) -> Watch:
-        found = Watch(sock, self.seconds, rate)
-        with self._lock:
-            self._watches.add(found)
-        return found
-
-    def end(self, watch: Watch) -> None:
-        with self._lock:
-            self._watches.discard(watch)
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stopped.wait(WATCH_SECONDS):
-            now = time.monotonic()
-            with self._lock:
-                late = [watch for watch in self._watches if watch.deadline < now]
-                self._watches.difference_update(late)
-            for watch in late:
-                watch.late = True
-                log.info("a client sent its request too slowly (%s): its connection is closed",
-                         watch.describe(now))
-                with contextlib.suppress(OSError):  # (gone already)
-                    # (the socket's own shutdown: a TLS socket's would talk TLS, from this thread)
-                    socket.socket.shutdown(watch.sock, socket.SHUT_RDWR)
 
 
 class ServedRequest(http.HTTPRequest):
-    """A request whose line and headers arrive within the deadline."""
+    """A request whose line (after the connection's TLS handshake, if it had none) and
+    headers arrive within their deadlines."""
 
     conn: Connection
 
     def parse_request(self) -> None:
         deadlines = self.conn.server.deadlines
-        watch = self.conn.watch = deadlines.watch(self.conn.socket)
+        self.watch = deadlines.head(self.conn)
         try:
-            super().parse_request()
+            if self.conn.shake_hands():
+                super().parse_request()
         finally:
-            deadlines.end(watch)
+            deadlines.end(self.watch)
+
+    def read_request_line(self) -> bool:
+        try:
+            return bool(super().read_request_line())  # type: ignore[no-untyped-call]
+        finally:
+            self.watch.line_came()
 
 
 class Connection(http.HTTPConnection):
-    """A connection and what it reads (`Reads`)."""
+    """A connection, what it reads (`Reads`), and whether a deadline cut it."""
 
     RequestHandlerClass = ServedRequest
     server: Server
@@ -117,15 +64,23 @@ class Connection(http.HTTPConnection):
     def __init__(self, server: Server, sock: socket.socket, makefile: Any = MakeFile) -> None:
         super().__init__(server, sock, makefile)
         self.reads = Reads()
-        self.watch: Watch | None = None  # (of the request being read)
+        self.cut = False
+        self.shaken = not isinstance(server.ssl_adapter, LateHandshakes)  # (its TLS handshake made)
+
+    def shake_hands(self) -> bool:
+        """Whether the connection's TLS handshake is made (now, if not before)."""
+        if not self.shaken:
+            environ = handshake(self.socket, self.server.ssl_adapter)
+            self.shaken, self.ssl_env = environ is not None, environ
+        return self.shaken
 
     def communicate(self) -> bool:
-        """cheroot's, but for a connection shut at its deadline: its end, whatever the
-        socket (a TLS one's) says of it, is no error of the server's."""
+        """cheroot's, but for a connection cut at a deadline: its end, whatever the socket (a
+        TLS one's) says of it, is no error of the server's."""
         try:
             return bool(super().communicate())  # type: ignore[no-untyped-call]
         except OSError:
-            if self.watch is None or not self.watch.late:
+            if not self.cut:
                 raise
             return False
 
@@ -165,7 +120,8 @@ class Body:
 
 class Gateway(wsgi.Gateway_10):
     """What the application sees of a connection: its `Reads`, and its body within its
-    deadline; once the answer is sent, the connection's reading of the file goes on."""
+    deadline; each block of the answer is taken within its own. Once the answer is sent, the
+    connection's reading of the file goes on."""
 
     req: ServedRequest
 
@@ -176,7 +132,7 @@ class Gateway(wsgi.Gateway_10):
         deadlines, body = connection.server.deadlines, None
         length = environ.get("CONTENT_LENGTH") or "0"
         if length != "0" or self.req.chunked_read:
-            body = connection.watch = deadlines.watch(connection.socket, rate=MIN_BODY_RATE)
+            body = deadlines.body(connection, MIN_BODY_RATE)
             declared = None if self.req.chunked_read or not length.isdigit() else int(length)
             environ["wsgi.input"] = Body(environ["wsgi.input"], declared, body, deadlines)
         try:
@@ -186,9 +142,22 @@ class Gateway(wsgi.Gateway_10):
             if body is not None:
                 deadlines.end(body)
 
+    def write(self, chunk: bytes) -> None:
+        """A block of the answer, sent whole within its deadline (the socket's own timeout,
+        which a trickle of reads resets at each `send()`, is lifted meanwhile)."""
+        connection = self.req.conn
+        block = connection.server.deadlines.answer(connection)
+        connection.socket.settimeout(None)
+        try:
+            super().write(chunk)
+        finally:
+            connection.server.deadlines.end(block)
+            connection.socket.settimeout(connection.server.timeout)
+
 
 class Server(wsgi.Server):
-    """cheroot's WSGI server with these connections, and its errors in the server's log."""
+    """cheroot's WSGI server with these connections, threads that grow with them, and its
+    errors in the server's log."""
 
     ConnectionClass = Connection
 
@@ -196,8 +165,20 @@ class Server(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.gateway = Gateway
         self.deadlines = Deadlines(float(self.timeout))
+        self.workers: Workers | None = None  # (once prepared)
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.workers = Workers(self.requests)
+
+    def process_conn(self, conn: Connection) -> None:
+        super().process_conn(conn)
+        if self.workers is not None:
+            self.workers.handed()
 
     def stop(self) -> None:
+        if self.workers is not None:
+            self.workers.stop()
         super().stop()
         self.deadlines.stop()
 
