@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 from wsgidav import util
 from wsgidav.dav_error import DAVError
-from wsgidav.dav_provider import DAVResource
 
+Member = Any  # (a WsgiDAV resource: a DAVCollection or a DAVNonCollection)
 PIECE = 64 << 10  # bytes of the page sent at once
 CONTENT_TYPE = "text/html; charset=utf-8"
 HEAD = """<!DOCTYPE html>
@@ -31,7 +31,7 @@ HEAD = """<!DOCTYPE html>
 TAIL = "</tbody>\n</table>\n</body>\n</html>\n"
 
 
-def directory_page(listed: Iterable[DAVResource], environ: dict[str, Any],
+def directory_page(listed: Iterable[Member], environ: dict[str, Any],
                    start_response: Callable[..., Any]) -> Iterable[bytes]:
     """The page of the directory at PATH_INFO whose members `listed` yields, as it yields them."""
     path = environ["PATH_INFO"]
@@ -45,7 +45,7 @@ def directory_page(listed: Iterable[DAVResource], environ: dict[str, Any],
     return _pieces(_page(path, first, members))
 
 
-def _page(path: str, first: DAVResource | None, members: Iterator[DAVResource]) -> Iterator[str]:
+def _page(path: str, first: Member | None, members: Iterator[Member]) -> Iterator[str]:
     yield HEAD.format(title=escape(path))
     if path != "/":
         yield '<tr><td><a href="../">../</a></td><td class="size"></td><td>directory</td></tr>\n'
@@ -56,7 +56,7 @@ def _page(path: str, first: DAVResource | None, members: Iterator[DAVResource]) 
     yield TAIL
 
 
-def _row(member: DAVResource) -> str:
+def _row(member: Member) -> str:
     name = member.get_display_name()
     if member.is_collection:
         href, size, kind = quote(name, safe="") + "/", "", "directory"
@@ -66,7 +66,7 @@ def _row(member: DAVResource) -> str:
             f'<td class="size">{size}</td><td>{escape(kind)}</td></tr>\n')
 
 
-def _size(file: DAVResource) -> str:
+def _size(file: Member) -> str:
     try:
         return str(file.get_content_length())
     except DAVError:
