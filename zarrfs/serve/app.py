@@ -4,7 +4,7 @@ threaded HTTP server (`connections`), with TLS when a certificate is given.
 WebDAV class 2 (LOCK and UNLOCK, in memory for the server's life) when the tree is writable,
 class 1 when it is not (Finder then mounts it read-only, as it should). No dead properties:
 PROPPATCH is refused (the tree has nowhere to keep them). A directory's GET is a page listing
-it, for browsers.
+it, for browsers, streamed (`listing_page`, in place of WsgiDAV's page, which is built whole).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from wsgidav.dir_browser import WsgiDavDirBrowser
 from wsgidav.error_printer import ErrorPrinter
 from wsgidav.http_authenticator import HTTPAuthenticator
 from wsgidav.request_resolver import RequestResolver
@@ -43,15 +42,13 @@ def application(site: Site, access: Access) -> Callable[..., Iterable[bytes]]:
         "http_authenticator": {"domain_controller": None, "accept_basic": True, "accept_digest": False,
                                "default_to_digest": False},
         "simple_dc": {"user_mapping": {"*": True}},
-        "middleware_stack": [ErrorPrinter, HTTPAuthenticator, WsgiDavDirBrowser, RequestResolver],
+        "middleware_stack": [ErrorPrinter, HTTPAuthenticator, RequestResolver],  # (no WsgiDAV pages)
         "lock_storage": None if site.read_only else True,
         "property_manager": None,
         "block_size": STREAM_BLOCK,
         "suppress_version_info": True,
         "verbose": 1,
         "logging": {"enable": False},
-        "dir_browser": {"enable": True, "icon": False, "response_trailer": "zarrfs", "show_user": False,
-                        "davmount": True, "ms_sharepoint_support": False, "libre_office_support": False},
     }
     return Guard(WsgiDAVApp(config), access, provider.allowed)
 

@@ -22,7 +22,10 @@ from .site import url_names
 
 def covered_url(path: str, ref: Ref) -> tuple[str, str]:
     """The URL a write to the file at URL `path` is checked against, and the depth: its
-    array's directory and all below it, for a file of an array; else the file alone."""
+    array's directory and all below it, for a file of an array; a directory and all below it
+    (a DELETE of a group or an array: the locks are listed, not the tree); else the file alone."""
+    if ref.is_dir:
+        return path, "infinity"
     below = 1 + len(ref.parts) if ref.role == CHUNK else 1 if ref.role in (DATA, HEADER) else 0
     if not below:
         return path, "0"

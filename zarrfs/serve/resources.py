@@ -22,8 +22,10 @@ from wsgidav.util import get_uri_name, get_uri_parent
 from ..errors import EditRefused, ZarrfsError
 from ..tree import ARRAY, GROUP, UPLOAD, Ref
 from ..views import FileView
-from .locking import release_locks
+from .listing_page import directory_page
+from .locking import check_unlocked, release_locks
 from .propfind import propfind
+from .ranges import several_ranges
 from .reading import READS, Reads
 from .reserved import Reserved
 from .side_files import SideFile, is_side_file, side_files_in
@@ -92,8 +94,17 @@ class TreeProvider(DAVProvider):  # type: ignore[misc]
 
     def custom_request_handler(self, environ: dict[str, Any], start_response: Callable[..., Any],
                                default_handler: Callable[..., Any]) -> Any:
-        if environ["REQUEST_METHOD"] == "PROPFIND":
+        """PROPFIND (`propfind`), a directory's page (`listing_page`) and several ranges of a
+        file (`ranges`) are answered here; the rest, and a single range, by WsgiDAV."""
+        method = environ["REQUEST_METHOD"]
+        if method == "PROPFIND":
             return propfind(self, environ, start_response)
+        if method in ("GET", "HEAD"):
+            resource = self.get_resource_inst(environ["PATH_INFO"], environ)
+            if isinstance(resource, Directory):
+                return directory_page(resource.members(), environ, start_response)
+            if isinstance(resource, File) and "," in environ.get("HTTP_RANGE", ""):
+                return several_ranges(resource, environ, start_response, default_handler)
         return default_handler(environ, start_response)
 
 
@@ -171,24 +182,23 @@ class Directory(DAVCollection):  # type: ignore[misc]
                 self.site.side_files.put(path, b"")  # (a LOCK makes it, empty, as RFC 4918 has it)
         return found
 
-    def support_recursive_delete(self) -> bool:
-        return True
-
-    def delete(self) -> None:
-        """A group or an array, whole (a group's children too, as `rm -r` on a mount)."""
-        if self.ref.role not in (GROUP, ARRAY) or not self.site.writable(self.ref):
-            raise DAVError(HTTP_FORBIDDEN, context_info="only a group or an array is deleted, whole")
+    def handle_delete(self) -> bool:
+        """A group or an array, whole (a group's children too, as `rm -r` on a mount), at the
+        cost of what its store holds: refused, or checked for locks below it, before anything
+        is listed (WsgiDAV's own DELETE lists every descendant first: 10^6 of a grid)."""
+        self._whole("deleted")
+        check_unlocked(self, self.ref)
         with answering(f"DELETE {self.path}"):
             self.site.edit(self.site.tree.edits.delete, self.ref.path, True)
         self.remove_all_locks(recursive=True)
+        return True
 
     def support_recursive_move(self, dest_path: str) -> bool:
         return True
 
     def handle_move(self, dest_path: str) -> bool:
         """A group or an array moved whole, into a group (as `mv` on a mount)."""
-        if self.ref.role not in (GROUP, ARRAY) or not self.site.writable(self.ref):
-            raise DAVError(HTTP_FORBIDDEN, context_info="only a group or an array is moved")
+        self._whole("moved")  # (WsgiDAV checked the locks below it: in its lock manager)
         with answering(f"MOVE {self.path}"):
             parent = self.site.resolve(get_uri_parent(dest_path))
             if parent is None or parent.role != GROUP:
@@ -199,6 +209,10 @@ class Directory(DAVCollection):  # type: ignore[misc]
 
     def handle_copy(self, dest_path: str, *, depth_infinity: bool) -> bool:
         raise DAVError(HTTP_FORBIDDEN, context_info="copies are not made (copy the files they show)")
+
+    def _whole(self, done: str) -> None:
+        if self.ref.role not in (GROUP, ARRAY) or not self.site.writable(self.ref):
+            raise DAVError(HTTP_FORBIDDEN, context_info=f"only a group or an array is {done}, whole")
 
     def _writable_group(self) -> None:
         if self.ref.role != GROUP or not self.site.writable(self.ref):
