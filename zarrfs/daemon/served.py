@@ -1,6 +1,7 @@
-"""What a mount (or a server: `serving`) serves, from the store to its end: the store, the
-decoding processes and the cache, the tree of what the store holds, opened before serving, and
-everything dirty written back once it stops."""
+"""The steps of what a mount or a server serves, from the store to its end (each called by
+`lifecycle` alone, in its order): the decoding processes, the store, the cache and threads the
+arrays share, the tree of what the store holds, and everything dirty written back once it
+stops."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
     """The decoding processes, from a fork server forked now, while the daemon has one
     thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
     drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
-    # glibc's malloc set up before the fork, for the workers too (`_serve_with` sets it again,
+    # glibc's malloc set up before the fork, for the workers too (`Lifecycle.open` sets it again,
     # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh pages,
     # ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
     bound_malloc()
@@ -53,7 +54,11 @@ def opened_store(source: str, options: MountOptions, observer: StoreObserver | N
     """The store of `source` as the options say, ready (ZarrfsError: it cannot be opened)."""
     store = open_store(source, options.given, read_only=options.read_only, writable=options.read_write,
                        observer=observer)
-    store.prepare()
+    try:
+        store.prepare()
+    except BaseException:
+        store.close()
+        raise
     return store
 
 
