@@ -61,6 +61,10 @@ class Lifecycle:
         with self._stack:  # (closed again should the decoding processes not start)
             if self.identity is not None:
                 preload.before_acting(self.source, self.options.storage_options)  # (as root)
+            # glibc's malloc set up before the fork, for the workers too (`open` sets it again,
+            # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh
+            # pages, ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
+            bound_malloc()
             self.decoders = self._stack.enter_context(decoding(self.identity))
             self._stack = self._stack.pop_all()
         return self
@@ -83,6 +87,7 @@ class Lifecycle:
         self._trim = bound_malloc()
         store = opened_store(self.source, self.options, self._observer(metrics))
         self._stack.callback(store.close)
+        store.prepare()
         shared = shared_of(store, self.options, self.decoders, self._trim)
         self._stack.callback(shared.close)
         if metrics is not None:

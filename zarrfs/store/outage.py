@@ -1,7 +1,8 @@
 """An outage of a store, as a check with it met one (the disk cache's checks of its entries;
-its users' close-to-open rechecks, `Store.outage`, which the mount and the server ask): a check the store did not answer within its bound
-(`settings.CHECK_SECONDS` for the disk cache's, and the mount's) or answered with a fault
-makes the caller serve what it has, and not ask again for `settings.OUTAGE_SECONDS`. Each
+its users' close-to-open rechecks, `Store.outage`, which the mount and the server ask): a
+check the store did not answer within its bound (`settings.CHECK_SECONDS` for the disk
+cache's, and the mount's) or answered with a fault makes the caller serve what it has, and
+not ask again for `settings.OUTAGE_SECONDS`. Each
 outage is said once in the log, and so is its end. What the caller serves meanwhile, and how
 it says so to its users (an errno, an HTTP status), is the caller's."""
 
