@@ -29,12 +29,11 @@ from .store.disk_cache import DISK_CACHE
 from .store.opening import OPTIONS as STORE_OPTIONS
 from .store.opening import storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
-from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
 from .views.array_dir import OPTIONS as VIEW_OPTIONS
 from .views.array_dir import Layout
 
-__all__ = ["CHECK_SECONDS", "DECLARED", "OUTAGE_SECONDS", "STATS_XATTR", "MountOptions", "OptionError",
+__all__ = ["CHECK_SECONDS", "DECLARED", "STATS_XATTR", "MountOptions", "OptionError",
            "parse_size"]
 
 T = TypeVar("T")

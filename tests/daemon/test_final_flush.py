@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zarrfs.daemon.run import final_flush
+from zarrfs.daemon.served import final_flush
 
 
 class Broken:

@@ -8,7 +8,6 @@ it is ready when NOTIFY_SOCKET is set.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import re
@@ -20,19 +19,16 @@ from typing import TYPE_CHECKING
 import pyfuse3
 import trio
 
-from ..array import DecodePool
 from ..errors import MountError, ZarrfsError, missing_package
 from ..fuse import ZarrOperations
 from ..options import MountOptions
 from ..store import one_line
-from ..store.observe import Observers, RequestLog, StoreObserver
-from . import preload, privileges, reporting, watchdog
+from . import preload, reporting, watchdog
 from .kernel_window import window_kb
-from .memory import Trimmer, bound_malloc
+from .lifecycle import Lifecycle
 from .mountpoint import check_mountpoint, mount_device, readahead_setting, set_readahead
 from .parent import Parent
 from .privileges import Identity
-from .served import decoding, final_flush, open_tree, opened_store, remove_temporaries, shared_of
 
 if TYPE_CHECKING:
     from .metrics import Metrics
@@ -98,48 +94,43 @@ def _daemonize(source: str, mountpoint: str, options: MountOptions) -> int:
 
 
 def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) -> int:
+    ready = _once(ready)
     try:
-        identity = Identity.named(options.user, options.group)
+        life = Lifecycle(source, options)
     except MountError as e:
         ready(str(e))
         return 1
-    if identity is None:
-        with decoding(None) as decoders:
-            return _serve_metered(source, mountpoint, options, ready, None, decoders)
-    preload.before_acting(source, options.storage_options)  # (as root: see preload)
-    ready = _once(ready)
-    try:
-        with decoding(identity) as decoders:
-            return _serve_metered(source, mountpoint, options, ready, identity, decoders)
-    except Exception as e:
-        # What failed as the user, where the user cannot reach the Python the daemon runs on:
-        # that said in a line (the mount, if made, is gone: `_serve_with`), not a traceback.
-        reach = preload.unreachable(identity.name, source)
-        if reach is None:
-            raise
-        line = f"cannot mount {_public(source)}: {one_line(e)} ({reach})"
-        log.error("%s", line)
-        ready(line)
-        return 1
+    with contextlib.ExitStack() as services:  # (the mount's own: stopped after the life cycle)
+        try:
+            with life:
+                status = _serve_metered(life, mountpoint, ready, services)
+        except Exception as e:
+            # What failed as the user, where the user cannot reach the Python the daemon runs on:
+            # that said in a line (the mount, if made, is gone: `_unmount`), not a traceback.
+            reach = None if life.identity is None else preload.unreachable(life.identity.name, source)
+            if reach is None:
+                raise
+            line = f"cannot mount {_public(source)}: {one_line(e)} ({reach})"
+            log.error("%s", line)
+            ready(line)
+            return 1
+    return status if life.stored else 1
 
 
-def _serve_metered(source: str, mountpoint: str, options: MountOptions, ready: Ready,
-                   identity: Identity | None, decoders: DecodePool | None) -> int:
-    if options.metrics is None:
-        return _serve_with(source, mountpoint, options, ready, None, identity, decoders)
+def _serve_metered(life: Lifecycle, mountpoint: str, ready: Ready, services: contextlib.ExitStack) -> int:
+    if life.options.metrics is None:
+        return _serve_with(life, mountpoint, ready, services, None)
     from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
 
-    metrics = Metrics(source)
+    metrics = Metrics(life.source)
     try:
         # Before the store is opened: a port in use fails the mount at once, with its reason.
-        metrics.serve(*options.metrics)
+        metrics.serve(*life.options.metrics)
     except MetricsError as e:
         ready(str(e))
         return 1
-    try:
-        return _serve_with(source, mountpoint, options, ready, metrics, identity, decoders)
-    finally:
-        metrics.close()
+    life.callback(metrics.close)
+    return _serve_with(life, mountpoint, ready, services, metrics)
 
 
 def _once(ready: Ready) -> Ready:
@@ -155,50 +146,38 @@ def _once(ready: Ready) -> Ready:
     return once
 
 
-def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Ready,
-                metrics: Metrics | None, identity: Identity | None, decoders: DecodePool | None) -> int:
-    if identity is not None:
-        identity.act()  # (the store, its disk cache and the tree opened as the user served)
-        preload.as_user(identity)
-    trim = bound_malloc()
+def _serve_with(life: Lifecycle, mountpoint: str, ready: Ready, services: contextlib.ExitStack,
+                metrics: Metrics | None) -> int:
+    source, options = life.source, life.options
     try:
-        store = opened_store(source, options, _observer(metrics))
+        opened = life.open(metrics)
     except ZarrfsError as e:
-        ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))
+        # (the message may quote the URL)
+        ready(_with_reach(_public(f"cannot mount {source}: {e}"), life.identity, source))
         return 1
-    shared = shared_of(store, options, decoders, trim)
-    if metrics is not None:
-        metrics.watch(shared)
-    try:
-        tree = open_tree(store, shared, options.layout, rechecks=options.recheck is not None)
-    except ZarrfsError as e:
-        shared.close()
-        ready(_with_reach(_public(f"cannot mount {source}: {e}"), identity, source))  # (may quote the URL)
-        return 1
+    store, tree = opened.store, opened.tree
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
                                 room=store.statvfs, timings=metrics, silence=store.answers.silence)
     parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
+    if parent is not None:
+        services.callback(parent.leave_nothing, mountpoint)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
-        with _as_root(identity):
+        with life.as_root():
             pyfuse3.init(operations, mountpoint, options.fuse_options(_public(source).replace(",", "_")))
     except (RuntimeError, OSError) as e:
         ready(f"cannot mount on {mountpoint}: {e}")
-        tree.close()
-        shared.close()
         return 1
+    # The kernel's mount is made: from here on, whatever fails unmounts it, after the final
+    # write-back (`start_serving`) and before the tree is closed.
+    life.callback(lambda: _unmount(mountpoint))
     serving, readahead = False, None
 
     def on_serving() -> None:
         nonlocal serving
         serving = True
-        # What the daemon made to start (modules, codecs, store clients: some 10^5 objects)
-        # lives as long as it does: a full collection walking it stalled a read for 40-60 ms
-        # (a warm 128 MiB `dd` from the disk cache: 1 of 4 of its time). Left out of them.
-        gc.freeze()
-        if decoders is not None:
-            decoders.start()
+        life.serving()
         set_readahead(readahead, window_kb(options, tree))
         log.info("mounted %s on %s%s", _public(source), mountpoint,
                  " (read-only)" if operations.read_only else "")
@@ -210,51 +189,30 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         ready(None)
         if parent is not None:
             parent.watch()
-        if not operations.read_only:
-            remove_temporaries(store)
 
-    # The kernel's mount is made: from here on, whatever fails unmounts it (`finally`).
-    guard = trimmer = None
-    status = 0
     try:
-        with _as_root(identity):  # (what serving needs of root, taken while it may be)
+        with life.as_root():  # (what serving needs of root, taken while it may be)
             readahead = readahead_setting(mountpoint)
-            guard = _start_watchdog(mountpoint, identity)
-        if identity is not None:
-            identity.drop()  # (before the first request is read)
-        shared.more_stats.append(privileges.stats)
-        trimmer = Trimmer(trim, shared.counters.activity) if trim else None
+            guard = _start_watchdog(mountpoint, life.identity)
+        if guard is not None:
+            services.callback(watchdog.stop, guard)
+        life.start_serving()
         trio.run(operations.serve, mountpoint, on_serving)
     except OSError as e:
         if serving:
             raise
-        # (unmounted below, before the command that waits for this daemon returns)
-        ready(_with_reach(f"cannot serve on {mountpoint}: {one_line(e)}", identity, source))
-        status = 1
+        # (unmounted at the end, before the command that waits for this daemon returns)
+        ready(_with_reach(f"cannot serve on {mountpoint}: {one_line(e)}", life.identity, source))
+        return 1
     finally:
-        if trimmer is not None:
-            trimmer.stop()
         reporting.notify_systemd_stopping()
-        if not final_flush(tree):
-            status = 1
-        with contextlib.suppress(Exception):
-            pyfuse3.close(unmount=True)
-        tree.close()
-        shared.close()
-        store.close()
-        log.info("unmounted %s", mountpoint)
-        if guard is not None:
-            watchdog.stop(guard)
-        if parent is not None:
-            parent.leave_nothing(mountpoint)
-    return status
+    return 0
 
 
-def _observer(metrics: Metrics | None) -> StoreObserver | None:
-    """What watches the store's operations: the metrics, and the request log when asked for
-    (ZARRFS_REQUEST_LOG), both, or nothing."""
-    watching = [o for o in (metrics, RequestLog.from_environment()) if o is not None]
-    return None if not watching else watching[0] if len(watching) == 1 else Observers(*watching)
+def _unmount(mountpoint: str) -> None:
+    with contextlib.suppress(Exception):
+        pyfuse3.close(unmount=True)
+    log.info("unmounted %s", mountpoint)
 
 
 def _failure(e: BaseException) -> str:
@@ -280,12 +238,6 @@ def _with_reach(problem: str, identity: Identity | None, source: str) -> str:
     the Python the daemon runs on), if anything: one line."""
     reach = None if identity is None else preload.unreachable(identity.name, source)
     return problem if reach is None else f"{problem} ({reach})"
-
-
-def _as_root(identity: Identity | None) -> contextlib.AbstractContextManager[None]:
-    """Root's rights while the daemon acts as a user who may take them back (nothing to take
-    without one)."""
-    return contextlib.nullcontext() if identity is None else identity.root()
 
 
 def _absolute_source(source: str) -> str:

@@ -1,6 +1,7 @@
-"""What a mount (or a server: `serving`) serves, from the store to its end: the store, the
-decoding processes and the cache, the tree of what the store holds, opened before serving, and
-everything dirty written back once it stops."""
+"""The steps of what a mount or a server serves, from the store to its end (each called by
+`lifecycle` alone, in its order): the decoding processes, the store, the cache and threads the
+arrays share, the tree of what the store holds, and everything dirty written back once it
+stops."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from ..store.observe import StoreObserver
 from ..store.opening import open_store
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
-from .memory import bound_malloc
 from .privileges import Identity
 
 log = logging.getLogger("zarrfs")
@@ -31,12 +31,9 @@ REMOTE_THREADS = 32  # loader threads of a remote store: requests in flight (20 
 @contextlib.contextmanager
 def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
     """The decoding processes, from a fork server forked now, while the daemon has one
-    thread (None when it has more: chunks are then decoded in the daemon); stopped at the end."""
+    thread (None when it has more: chunks are then decoded in the daemon); stopped at the end.
+    glibc's malloc bounded first (`memory.bound_malloc`), for the workers too."""
     drop = None if identity is None else Drop(identity.uid, identity.gid, identity.groups)
-    # glibc's malloc set up before the fork, for the workers too (`_serve_with` sets it again,
-    # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh pages,
-    # ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
-    bound_malloc()
     server = ForkServer.start(drop)
     if server is None:
         log.debug("no decoding processes: the daemon runs threads already")
@@ -50,11 +47,10 @@ def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
 
 
 def opened_store(source: str, options: MountOptions, observer: StoreObserver | None) -> Store:
-    """The store of `source` as the options say, ready (ZarrfsError: it cannot be opened)."""
-    store = open_store(source, options.given, read_only=options.read_only, writable=options.read_write,
-                       observer=observer)
-    store.prepare()
-    return store
+    """The store of `source` as the options say (ZarrfsError: it cannot be opened), to be
+    closed at the end, then prepared (`Store.prepare`)."""
+    return open_store(source, options.given, read_only=options.read_only, writable=options.read_write,
+                      observer=observer)
 
 
 def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,

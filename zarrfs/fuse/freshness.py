@@ -22,7 +22,6 @@ import pyfuse3
 import trio
 
 from ..errors import ZarrfsError
-from ..options import OUTAGE_SECONDS
 from ..tree import CHUNK, Ref, Tree
 from .kernel import drop_pages, invalidate_attributes, invalidate_attributes_of
 from .pages import Pages
@@ -55,8 +54,7 @@ class KernelFreshness:
         self._open_files = open_files
         self.mtime_ns = time.time_ns()  # of every file: a change makes the kernel look again
         self._behind: set[int] = set()  # inodes whose cached pages may be stale
-        self._store_down_until = 0.0  # no rechecks until then: the store was not answering
-        self._store_down = False  # (said once in the log per outage)
+        self.outage = tree.store.outage  # (rechecks the store does not answer: `ask_store`)
         self.stopping = False
         self._dropping = 0  # page drops in flight
 
@@ -148,32 +146,22 @@ class KernelFreshness:
 
     async def ask_store(self, node: Ref, question: Callable[[], bool]) -> bool:
         """`question()` in a worker as a recheck is asked (another writer's nodes in a
-        group): within the recheck bound, not while the store is down; False without an answer."""
-        if time.monotonic() < self._store_down_until:
+        group): within the recheck bound, not while the store is down; False without an answer
+        (what the mount has is served meanwhile)."""
+        if self.outage.ongoing():
             return False
         answer: bool | None = None
         try:
             with trio.move_on_after(self._recheck_bound if self._recheck_bound is not None else math.inf):
                 answer = await self._in_thread(question)
         except (OSError, ZarrfsError) as e:
-            self._outage(node, str(e))
+            self.outage.check_failed(node.describe(), str(e))
             return False
         if answer is None:
-            self._outage(node, f"no answer within {self._recheck_bound:g} s")
+            self.outage.check_failed(node.describe(), f"no answer within {self._recheck_bound:g} s")
             return False
-        if self._store_down:
-            self._store_down = False
-            log.warning("the store answers again")
+        self.outage.ended()
         return answer
-
-    def _outage(self, node: Ref, problem: str) -> None:
-        """The store cannot be asked: serve what is cached, and do not make every open wait
-        for the store to fail again for a while."""
-        if not self._store_down:
-            log.warning("could not check %s for changes by other writers (%s): the store is not "
-                        "answering; serving what the mount has until it does", node.describe(), problem)
-        self._store_down = True
-        self._store_down_until = time.monotonic() + OUTAGE_SECONDS
 
     async def recheck_open_files(self, seconds: float) -> None:
         """`recheck=SECONDS`: open files follow other writers. A changed file gets a new mtime

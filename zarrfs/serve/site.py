@@ -11,21 +11,18 @@ mount's worker threads do.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TypeVar
 
-from ..errors import ZarrfsError
-from ..options import OUTAGE_SECONDS, MountOptions
+from ..options import MountOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
 from .reserved import Reservations
 from .side_files import SideFiles
 from .validators import Validators, source_of
 
-log = logging.getLogger("zarrfs.serve")
 T = TypeVar("T")
 
 # Content types by the end of a file's name (the views' own), the rest raw bytes.
@@ -65,7 +62,6 @@ class Site:
         # Where a PUT's body is staged past its bound in memory (`staging`): beside the disk
         # cache when there is one (None: the system's temporary directory).
         self.staging = options.disk_cache
-        self._store_down_until = 0.0
 
     # -- names -------------------------------------------------------------------------------
 
@@ -106,30 +102,17 @@ class Site:
         of the file `ref` is taken before it is served."""
         if self.options.recheck is None:
             return
-        if self._ask_store(ref, lambda: self.tree.recheck(ref)):
+        if self.tree.store.outage.ask(lambda: self.tree.recheck(ref), ref.describe()):
             self.validators.found_changed(ref)
             self.forget_stale()
 
     def _recheck_group(self, group: Ref) -> bool:
         if self.options.recheck is None or group.role != GROUP or not self.tree.groups.due(group.path):
             return False
-        changed = self._ask_store(group, lambda: self.tree.groups.recheck(group.path))
+        changed = self.tree.store.outage.ask(lambda: self.tree.groups.recheck(group.path), group.describe())
         if changed:
             self.forget_stale()
         return changed
-
-    def _ask_store(self, ref: Ref, question: Callable[[], bool]) -> bool:
-        """A recheck's answer; False while the store does not answer (what is cached is
-        served, and the store is not asked again for a while, as a mount does)."""
-        if time.monotonic() < self._store_down_until:
-            return False
-        try:
-            return question()
-        except (OSError, ZarrfsError) as e:
-            log.warning("could not check %s for changes by other writers (%s): serving what the "
-                        "server has for %g s", ref.describe(), e, OUTAGE_SECONDS)
-            self._store_down_until = time.monotonic() + OUTAGE_SECONDS
-            return False
 
     # -- changes -------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from .capabilities import Capabilities
 from .deadline import RetryPolicy
 from .driver import ANY, Driver, Expect
 from .observe import DELETE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
+from .outage import Outage
 from .values import TEMP_PREFIX, Payload
 
 T = TypeVar("T")
@@ -47,6 +48,9 @@ class BaseStore:
         self.bounded = self.driver.capabilities.round_trips
         self.retry = (retry or RetryPolicy()) if self.bounded else RetryPolicy(retries=False)
         self.answers = answers or deadline.Answers()
+        # Whether its users' close-to-open rechecks are answered: a front end asks, and serves
+        # what it has while they are not.
+        self.outage = Outage("what is cached is")
 
     @property
     def capabilities(self) -> Capabilities:
