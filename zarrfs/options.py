@@ -32,7 +32,7 @@ from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse laye
 from .store.settings import OUTAGE_SECONDS as OUTAGE_SECONDS
 from .store.settings import SourceSettings
 from .views.array_dir import OPTIONS as VIEW_OPTIONS
-from .views.array_dir import Layout
+from .views.array_dir import ViewSettings
 
 __all__ = ["CHECK_SECONDS", "DECLARED", "OUTAGE_SECONDS", "STATS_XATTR", "MountOptions", "OptionError",
            "parse_size"]
@@ -235,9 +235,9 @@ class MountOptions:
         return self.access == "rw"
 
     @property
-    def layout(self) -> Layout:
+    def layout(self) -> ViewSettings:
         """How the mount lays out every array's files (the views' options)."""
-        return Layout(self.given)
+        return ViewSettings(self.given)
 
     @property
     def source(self) -> SourceSettings:

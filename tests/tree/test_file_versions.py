@@ -18,7 +18,7 @@ from zarrfs.formats import discover
 from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.tree import CHUNK, DATA, GROUP_VIEW, HEADER, METADATA, UPLOAD, Ref, Tree
-from zarrfs.views.array_dir import Layout
+from zarrfs.views.array_dir import ViewSettings
 
 pytestmark = pytest.mark.fast
 
@@ -32,7 +32,7 @@ def tree(tmp_path: Path) -> Tree:
     store = Store.open(str(tmp_path / "g.zarr"), writable=True)
     found = discover(store.get, "")
     assert found is not None
-    return Tree(store, found, Shared(1 << 20, 1), Layout())
+    return Tree(store, found, Shared(1 << 20, 1), ViewSettings())
 
 
 def versions(tree: Tree, refs: list[Ref]) -> list[object]:

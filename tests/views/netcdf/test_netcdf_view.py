@@ -320,7 +320,7 @@ def test_listing_and_sizing_data_nc_open_no_array(tmp_path: Path) -> None:
     store = Store.open(str(tmp_path / "many.zarr"))
     node = discover(store.get, "")
     assert node is not None
-    tree = Tree(store, node, Shared(1 << 20, 1), array_dir.Layout())
+    tree = Tree(store, node, Shared(1 << 20, 1), array_dir.ViewSettings())
     assert "data.nc" in tree.names(tree.root)
     ref = tree.lookup(tree.root, "data.nc")
     assert ref is not None
