@@ -73,7 +73,7 @@ MODULES = [
     "serve/test_writes.py",
     "store/disk_cache/test_disk_cache_entries.py", "store/local/test_local_writes.py",
     "store/test_deadlines.py", "store/test_page_cache.py",
-    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
+    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_revisions.py",
     "test_declared.py", "test_options.py",
     "tree/test_tree.py",
     "views/tiff/test_stored_tiles.py",

@@ -30,7 +30,7 @@ from ..views import RegionArray
 from ..views.array_dir import ArrayDirectory, ViewSettings
 from ..views.registry import ARRAY_FILE_VIEWS, NpyHeader
 from .edits import Edits, Stale
-from .file_versions import FileVersions
+from .file_revisions import FileRevisions
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref
@@ -71,7 +71,7 @@ class Tree(NodeFiles):
         self.new_arrays = NewArrays()
         self.group_views = GroupViews(self, view_settings)
         self.reshapes = Reshapes(self)
-        self.file_versions = FileVersions(self)  # (what each file's bytes depend on: ETags)
+        self.file_revisions = FileRevisions(self)  # (what each file's bytes depend on: ETags)
 
     def inode(self, ref: Ref) -> int:
         return self.inodes.number(ref)
