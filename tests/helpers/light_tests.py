@@ -70,7 +70,7 @@ MODULES = [
     "interop/test_zarrs_corpus.py", "reliability/test_faulty_fs_array.py",
     "reliability/test_faulty_fs_store.py",
     "serve/test_hosts.py", "serve/test_http.py", "serve/test_origins.py", "serve/test_plain_http.py",
-    "serve/test_writes.py",
+    "serve/test_upload_locks.py", "serve/test_uploads.py", "serve/test_writes.py",
     "store/disk_cache/test_disk_cache_entries.py", "store/local/test_local_writes.py",
     "store/test_deadlines.py", "store/test_page_cache.py",
     "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_revisions.py",
