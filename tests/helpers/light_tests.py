@@ -43,7 +43,8 @@ LEFT_OUT = {
         ["scripts/test_check_layers_basics.py", "scripts/test_check_layers_rules.py",
          "scripts/test_check_layers_rooms.py"],
         "checks the checkout's source (scripts/check_layers.py), not an installation"),
-    "scripts/test_class_names.py": "checks the checkout's source (zarrfs/), not an installation",
+    **dict.fromkeys(["scripts/test_class_names.py", "scripts/test_test_imports.py"],
+                    "checks the checkout's source (zarrfs/, tests/), not an installation"),
     "daemon/test_user_option.py": "its reader runs this Python as nobody: not one in root's home (pyenv's)",
     "scripts/test_light_tests.py":
         "checks this list against pytest's collection of the fast tier, which imports every test module",
