@@ -61,7 +61,8 @@ def test_an_import_of_a_test_module_is_found(tmp_path: Path) -> None:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("")
     (root / "a" / "test_b.py").write_text("from tests.a.test_a import helper\n")
-    (root / "a" / "test_c.py").write_text("from tests.helpers.shared import x\nfrom tests.a import conftest\n")
+    (root / "a" / "test_c.py").write_text("from tests.helpers.shared import x\n"
+                                          "from tests.a import conftest\n")
     (root / "a" / "test_d.py").write_text("def f():\n    from .test_a import helper\n")
     (root / "b" / "test_e.py").write_text("import tests.a.test_a\nfrom tests.a import test_d\n")
     assert importers_of_test_modules(root) == [
