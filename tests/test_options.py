@@ -15,7 +15,7 @@ from zarrfs.store.icechunk import COMMIT, REF
 from zarrfs.store.references import FO
 from zarrfs.store.settings import TIMEOUT, SourceSettings
 from zarrfs.store.targets import REFERENCES_ALLOW
-from zarrfs.views.array_dir import Layout
+from zarrfs.views.array_dir import ViewSettings
 from zarrfs.views.netcdf import CDF5
 from zarrfs.views.plugins import PLUGIN_FILTERS
 from zarrfs.views.registry import VIEW_KINDS
@@ -120,7 +120,7 @@ def test_a_family_option_reaches_the_family_unnamed_on_the_way() -> None:
     """The layout the daemon hands the tree, and the form the array directory hands each
     family, carry the options as given: only the family that declared one reads it."""
     options = parsed("tiff=strips")
-    assert options.layout == Layout(options.given)
+    assert options.layout == ViewSettings(options.given)
     assert options.layout.form.options[STRIPS] and not options.layout.form.options[PLUGIN_FILTERS]
 
 

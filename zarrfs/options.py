@@ -31,7 +31,7 @@ from .store.opening import storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
 from .store.settings import SourceSettings
 from .views.array_dir import OPTIONS as VIEW_OPTIONS
-from .views.array_dir import Layout
+from .views.array_dir import ViewSettings
 
 __all__ = ["CHECK_SECONDS", "DECLARED", "STATS_XATTR", "MountOptions", "OptionError",
            "parse_size"]
@@ -234,9 +234,9 @@ class MountOptions:
         return self.access == "rw"
 
     @property
-    def layout(self) -> Layout:
+    def layout(self) -> ViewSettings:
         """How the mount lays out every array's files (the views' options)."""
-        return Layout(self.given)
+        return ViewSettings(self.given)
 
     @property
     def source(self) -> SourceSettings:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_systemd import UNIT_DIR, unit_lines, verify, zarrfs_executable
+from tests.helpers.systemd_units import UNIT_DIR, unit_lines, verify, zarrfs_executable
 from zarrfs.cli.install_system import UNITS, install_system, installed_commands
 from zarrfs.errors import ZarrfsError
 

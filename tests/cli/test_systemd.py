@@ -11,53 +11,24 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-UNIT_DIR = Path(__file__).resolve().parents[2] / "systemd"
+from tests.helpers.systemd_units import SYSTEMD_ANALYZE, UNIT_DIR, unit_lines, verify, zarrfs_executable
+
 UNITS = ["zarrfs@.service", "mnt-zarr.mount", "mnt-zarr.automount"]
 INSTALLED_ZARRFS = "/usr/local/bin/zarrfs"
 
-SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 pytestmark = [pytest.mark.fast, pytest.mark.skipif(
     SYSTEMD_ANALYZE is None, reason="systemd-analyze missing (scripts/install installs it)"
 )]
-
-
-def zarrfs_executable() -> str:
-    """The zarrfs console script of the running environment."""
-    candidate = Path(sys.executable).parent / "zarrfs"
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which("zarrfs")
-    if found is None:
-        pytest.fail("no zarrfs console script; run scripts/install")
-    return found
 
 
 def copy_units(dest: Path, zarrfs: str) -> None:
     for name in UNITS:
         text = (UNIT_DIR / name).read_text()
         (dest / name).write_text(text.replace(INSTALLED_ZARRFS, zarrfs))
-
-
-def verify(directory: Path, *units: str) -> subprocess.CompletedProcess[str]:
-    assert SYSTEMD_ANALYZE is not None
-    return subprocess.run(
-        [SYSTEMD_ANALYZE, "verify", "--man=no", *units],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def unit_lines(output: str) -> list[str]:
-    """The lines of verify's output about our units (it may also talk about others)."""
-    return [line for line in output.splitlines() if "zarrfs" in line or "mnt-zarr" in line]
 
 
 def test_units_exist_and_name_installed_zarrfs() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.cli.test_commands import zarrfs
+from tests.helpers.group_checks import zarrfs
 from tests.helpers.mounting import MountFactory
 from zarrfs.formats.layout import CodecChoice, parse_codec
 

@@ -26,8 +26,9 @@ import numpy as np
 import pytest
 import zarr
 
-from tests.array.decoding.test_decoding_processes import alive, children, stats
 from tests.helpers.mounting import Mount, MountFactory, is_mounted, wait_until
+from tests.helpers.mounting import mount_stats as stats
+from tests.helpers.processes import alive, children
 
 CHUNK = (512, 512)
 SHAPE = (4096, 4096)  # uint16: 8 KiB a row, 8 MiB a slab (two rows of chunks), 4 slabs

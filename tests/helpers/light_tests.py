@@ -43,6 +43,8 @@ LEFT_OUT = {
         ["scripts/test_check_layers_basics.py", "scripts/test_check_layers_rules.py",
          "scripts/test_check_layers_rooms.py"],
         "checks the checkout's source (scripts/check_layers.py), not an installation"),
+    **dict.fromkeys(["scripts/test_class_names.py", "scripts/test_test_imports.py"],
+                    "checks the checkout's source (zarrfs/, tests/), not an installation"),
     "daemon/test_user_option.py": "its reader runs this Python as nobody: not one in root's home (pyenv's)",
     "scripts/test_light_tests.py":
         "checks this list against pytest's collection of the fast tier, which imports every test module",
@@ -75,7 +77,7 @@ MODULES = [
     "serve/test_writes.py",
     "store/disk_cache/test_disk_cache_entries.py", "store/local/test_local_writes.py",
     "store/test_deadlines.py", "store/test_page_cache.py",
-    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_versions.py",
+    "store/test_store_stats.py", "test_api.py", "test_rectilinear.py", "tree/test_file_revisions.py",
     "test_declared.py", "test_options.py",
     "tree/test_tree.py",
     "views/tiff/test_stored_tiles.py",

@@ -16,10 +16,10 @@ import pytest
 import tifffile
 import zarr
 
+from tests.helpers.logged_s3 import LoggedS3Server
 from tests.helpers.mounting import mount_stats as stats
 from tests.helpers.mounting import mounted
 from tests.helpers.s3_server import S3Server, free_port, serving
-from tests.reliability.test_s3_group import LoggedS3Server
 
 
 def written(server: S3Server, name: str, sharded: bool) -> np.ndarray:

@@ -32,7 +32,7 @@ from zarrfs.array import Shared
 from zarrfs.formats import ChunkKeyEncoding, discover
 from zarrfs.store import Store
 from zarrfs.tree import CHUNK, Ref, Tree
-from zarrfs.views.array_dir import Layout
+from zarrfs.views.array_dir import ViewSettings
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
@@ -56,7 +56,7 @@ class Namespace:
         store.put("zarr.json", json.dumps(doc).encode())
         root = discover(store.get, "")
         assert root is not None
-        self.tree = Tree(store, root, Shared(1 << 20, 1), Layout())
+        self.tree = Tree(store, root, Shared(1 << 20, 1), ViewSettings())
 
     def lookup(self, directory: Ref, name: str) -> Ref | None:
         return self.tree.lookup(directory, name)

@@ -23,7 +23,7 @@ from zarr.codecs import ZstdCodec
 
 from tests.helpers.mounting import Mount, mount_stats, mounted
 from tests.helpers.s3_server import S3Server
-from tests.store.test_store_stats import Calls
+from tests.helpers.store_observers import Calls
 from zarrfs.store import Store
 
 SHAPE = (256, 512)

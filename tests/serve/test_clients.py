@@ -23,9 +23,9 @@ import tifffile
 import zarr
 
 from tests.helpers.mounting import is_mounted, mounted
+from tests.helpers.pyramids import COG_VALIDATOR, ome_image
 from tests.helpers.serving import curl, served, status_of
 from tests.helpers.webdav_clients import rclone, rclone_env
-from tests.views.tiff.test_cog import COG_VALIDATOR, ome_image
 
 VALUES = (np.arange(96 * 160, dtype="<u2") * 7).reshape(96, 160)
 

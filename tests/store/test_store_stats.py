@@ -11,31 +11,15 @@ import numpy as np
 import pytest
 import zarr
 
+from tests.helpers.store_observers import Calls
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store
 from zarrfs.store.listing import row_prefix
 from zarrfs.store.many import STATS_ONE_BY_ONE
-from zarrfs.store.observe import Operation
 
 pytestmark = pytest.mark.fast
 
 SHAPE, CHUNKS = (340, 330), (10, 10)  # 34 x 33 chunks: more than are asked for one by one
-
-
-class Calls:
-    """A store observer (the metrics' interface) that counts operations by kind."""
-
-    def __init__(self) -> None:
-        self.kinds: list[str] = []
-
-    def started(self) -> None:
-        pass
-
-    def finished(self, operation: Operation) -> None:
-        self.kinds.append(operation.kind)
-
-    def retried(self, kind: str) -> None:
-        pass
 
 
 ENCODINGS: dict[str, dict[str, Any]] = {

@@ -14,7 +14,7 @@ from zarrfs.array import Shared
 from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import ARRAY, CHUNK, DATA, GROUP, ROOT_INODE, Ref, Tree
-from zarrfs.views.array_dir import Layout
+from zarrfs.views.array_dir import ViewSettings
 from zarrfs.views.placement.ome import ome_placement
 
 pytestmark = pytest.mark.fast
@@ -30,7 +30,7 @@ def open_tree(path: Path) -> Tree:
     store = Store.open(str(path))
     root = discover(store.get, "")
     assert root is not None
-    return Tree(store, root, Shared(1 << 20, 1), Layout())
+    return Tree(store, root, Shared(1 << 20, 1), ViewSettings())
 
 
 def array_doc(shape: list[int]) -> dict[str, object]:

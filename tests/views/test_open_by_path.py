@@ -16,7 +16,7 @@ import zarr
 from ome_zarr.writer import write_image
 
 from tests.helpers.mounting import MountFactory
-from tests.views.tiff.test_geo_pyramid import pyramid
+from tests.helpers.pyramids import pyramid
 
 HEAD = 4096  # bytes of each file compared: a header, and a view's first data
 

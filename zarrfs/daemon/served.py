@@ -19,7 +19,7 @@ from ..store import Store
 from ..store.observe import StoreObserver
 from ..store.opening import open_store
 from ..tree import Tree, tree_of
-from ..views.array_dir import Layout
+from ..views.array_dir import ViewSettings
 from .privileges import Identity
 
 log = logging.getLogger("zarrfs")
@@ -69,12 +69,12 @@ def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,
     return shared
 
 
-def open_tree(store: Store, shared: Shared, layout: Layout, *, rechecks: bool = False) -> Tree:
+def open_tree(store: Store, shared: Shared, view_settings: ViewSettings, *, rechecks: bool = False) -> Tree:
     """The tree of what `store` holds. An array at the root must open, or the mount fails."""
     root = discover(store.get, "")
     if root is None:
         raise MetadataError("zarr.json", "not found (nor .zarray / .zgroup / meta): no Zarr array or group")
-    tree = tree_of(store, root, shared, layout, rechecks=rechecks)  # (with .versions/: Icechunk)
+    tree = tree_of(store, root, shared, view_settings, rechecks=rechecks)  # (with .versions/: Icechunk)
     if not store.read_only and not store.capabilities.conditional:
         log.warning("%s cannot write conditionally: writers other than this mount are not "
                     "coordinated (concurrent writes to one chunk may overwrite each other)", store.path(""))

@@ -28,7 +28,7 @@ COPY_BLOCK = 4 << 20  # bytes of a staged body written through the view at a tim
 CONDITIONS = ("HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE", "HTTP_IF_NONE_MATCH")
 
 
-class Written(Protocol):
+class PutTarget(Protocol):
     """The file resource a PUT writes (`resources.File`)."""
 
     site: Site
@@ -46,7 +46,7 @@ class Put:
     """One PUT of `file`: `body` takes the request's body; its `close` writes it. `ranged`:
     the (first, last) bytes of a partial PUT (Content-Range), None: a whole one."""
 
-    def __init__(self, file: Written, ranged: tuple[int, int] | None) -> None:
+    def __init__(self, file: PutTarget, ranged: tuple[int, int] | None) -> None:
         site, ref = file.site, file.ref
         if not site.writable(ref) or not file.view.writable:
             raise DAVError(HTTP_FORBIDDEN, context_info=f"{file.path} is not writable")

@@ -1,7 +1,8 @@
 """Byte ranges of one stored object: the ranges a read may ask for (`ByteRange`,
 `SuffixRange`: `core.Store.get` takes them, and the stores built over another store's
-objects, `zipped`, make them), and which requests to send for many ranges at once (`merge`).
-A leaf module, pure functions, no I/O.
+objects, `zipped`, make them), which requests to send for many ranges at once (`merge`), and
+the object stores' answer to a range past the end (`RangePastEnd`). A leaf module, pure
+functions, no I/O.
 
 On a remote store a request costs a round trip (10-50 ms on a real network, ~4 ms of a local
 test server) whatever its size, and the bytes between two wanted ranges cost only their
@@ -13,6 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+
+class RangePastEnd(OSError):
+    """HTTP 416 (Range Not Satisfiable): the range starts past the end of the object; the
+    object stores' drivers read it as nothing there."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ..formats.nodes import join_path
 from ..views import FileView
-from ..views.array_dir import Layout
+from ..views.array_dir import ViewSettings
 from ..views.group_files import ARRAYS_AT_ONCE, PyramidGroups, PyramidViews
 from ..views.registry import GROUP_FILE_VIEWS
 from .inodes import DATA, GROUP_VIEW, Ref
@@ -25,11 +25,11 @@ class TreeForGroupFiles(PyramidGroups, Protocol):
 
 
 class GroupViews:
-    def __init__(self, groups: TreeForGroupFiles, layout: Layout) -> None:
+    def __init__(self, groups: TreeForGroupFiles, view_settings: ViewSettings) -> None:
         self.groups = groups
         # (in the order of their names in a directory; a name two kinds give is the first's)
-        self.kinds: tuple[PyramidViews, ...] = tuple(view.make(groups, layout.views, layout.form)
-                                                      for view in GROUP_FILE_VIEWS)
+        self.kinds: tuple[PyramidViews, ...] = tuple(
+            view.make(groups, view_settings.views, view_settings.form) for view in GROUP_FILE_VIEWS)
 
     def serves(self, ref: Ref) -> bool:
         return ref.role == GROUP_VIEW

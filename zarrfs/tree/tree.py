@@ -27,10 +27,10 @@ from ..formats.nodes import join_path
 from ..formats.ome_children import declared_below
 from ..store import Store
 from ..views import RegionArray
-from ..views.array_dir import ArrayDirectory, Layout
+from ..views.array_dir import ArrayDirectory, ViewSettings
 from ..views.registry import ARRAY_FILE_VIEWS, NpyHeader
 from .edits import Edits, Stale
-from .file_versions import FileVersions
+from .file_revisions import FileRevisions
 from .group_recheck import GroupRecheck
 from .group_views import GroupViews
 from .inodes import ARRAY, CHUNK, CHUNKS, DATA, GROUP, HEADER, METADATA, UPLOAD, InodeTable, Ref
@@ -49,13 +49,13 @@ log = logging.getLogger(__name__)
 class Tree(NodeFiles):
     shows_versions = False  # (`.versions/` at the root: VersionedTree)
 
-    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
+    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, view_settings: ViewSettings, *,
                  rechecks: bool = False) -> None:
         """`rechecks`: other writers may change the store while it is mounted."""
         self.store = store
         self.rechecks = rechecks
         self.shared = shared
-        self.layout = layout
+        self.view_settings = view_settings
         self.root = Ref("", GROUP if root.kind == "group" else ARRAY)
         self.inodes = InodeTable(self.root)
         self._lock = threading.RLock()
@@ -69,9 +69,9 @@ class Tree(NodeFiles):
         self.uploads = Uploads()
         self.groups = GroupRecheck(self)
         self.new_arrays = NewArrays()
-        self.group_views = GroupViews(self, layout)
+        self.group_views = GroupViews(self, view_settings)
         self.reshapes = Reshapes(self)
-        self.file_versions = FileVersions(self)  # (what each file's bytes depend on: ETags)
+        self.file_revisions = FileRevisions(self)  # (what each file's bytes depend on: ETags)
 
     def inode(self, ref: Ref) -> int:
         return self.inodes.number(ref)
@@ -136,13 +136,13 @@ class Tree(NodeFiles):
         try:
             array = array_of(self.store, node, shared=self.shared)
         except ZarrfsError as e:
-            strings, problem = string_files(self.store, node, str(e), self.layout.views)
+            strings, problem = string_files(self.store, node, str(e), self.view_settings.views)
             if strings is None:
                 log.warning("array %s is shown as metadata only: %s", node.path or "/", problem)
             return OpenedArray(None, problem, strings)
         where = placement_finder(node, array.metadata, self.node, self._group_child,
                                  lambda path: self.open_array(path).directory)
-        directory = ArrayDirectory(array, self.layout, placement=where,  # (resized after it is made)
+        directory = ArrayDirectory(array, self.view_settings, placement=where,  # (resized after it is made)
                                    on_resize=lambda shape: self.reshapes.resized(node.path, directory, shape),
                                    path=node.path)
         return OpenedArray(directory, None)

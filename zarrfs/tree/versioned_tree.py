@@ -16,7 +16,7 @@ from ..formats import NodeMetadata, discover
 from ..store import Store
 from ..store.versions import VERSIONS, Catalog, catalog_of
 from ..views import FileView
-from ..views.array_dir import Layout
+from ..views.array_dir import ViewSettings
 from .edits import Edits, Stale, TreeForEdits
 from .inodes import GROUP, VERSION_LOG, Ref
 from .tree import Tree
@@ -25,21 +25,21 @@ from .versions import Versions, in_versions, version_root
 log = logging.getLogger(__name__)
 
 
-def tree_of(store: Store, root: NodeMetadata, shared: Shared, layout: Layout, *,
+def tree_of(store: Store, root: NodeMetadata, shared: Shared, view_settings: ViewSettings, *,
             rechecks: bool = False) -> Tree:
     """The tree of `store`: with `.versions/` when the store has versions and its root is a group."""
     catalog = catalog_of(store)
     if catalog is None or root.kind != "group":
-        return Tree(store, root, shared, layout, rechecks=rechecks)
-    return VersionedTree(store, root, shared, layout, catalog, rechecks=rechecks)
+        return Tree(store, root, shared, view_settings, rechecks=rechecks)
+    return VersionedTree(store, root, shared, view_settings, catalog, rechecks=rechecks)
 
 
 class VersionedTree(Tree):
     shows_versions = True
 
-    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, layout: Layout,
+    def __init__(self, store: Store, root: NodeMetadata, shared: Shared, view_settings: ViewSettings,
                  catalog: Catalog, *, rechecks: bool = False) -> None:
-        super().__init__(store, root, shared, layout, rechecks=rechecks)
+        super().__init__(store, root, shared, view_settings, rechecks=rechecks)
         self.versions = Versions(catalog)
         self.edits = VersionEdits(self, self.versions)
         self._versions_lock = threading.Lock()

@@ -34,7 +34,7 @@ OPTIONS: tuple[Option[Any], ...] = (VIEWS, ENDIAN, ORDER, *FAMILY_OPTIONS)
 
 
 @dataclass(frozen=True)
-class Layout:
+class ViewSettings:
     """How a mount lays out every array's files, as its options say: the array directory
     reads its own (`views=`, `endian=`, `order=`), each view family its own (`form`)."""
 
@@ -67,7 +67,8 @@ class MadeFile:
 
 
 class ArrayDirectory:
-    def __init__(self, array: Any, layout: Layout, *, placement: Callable[[], Placement] | None = None,
+    def __init__(self, array: Any, view_settings: ViewSettings, *,
+                 placement: Callable[[], Placement] | None = None,
                  on_resize: Callable[[tuple[int, ...]], None] | None = None, path: str = "") -> None:
         """`array` is a zarrfs.array.ZarrArray; `placement` says where its elements are, asked
         once, when a header is first made (it may read coordinate arrays); `on_resize` gets its
@@ -75,13 +76,13 @@ class ArrayDirectory:
         `path`, the array's in the mount, names it in the log."""
         self.array = array
         self.path = path
-        self.layout = layout
+        self.view_settings = view_settings
         self._find_placement = placement
         self._placement: Placement | None = None
         self._placement_lock = threading.Lock()
         self._on_resize = on_resize
-        self.region: RegionArray = FortranOrder(array) if layout.fortran else array
-        self.data = RegionFile(self.region, None, layout.byteorder, resizer=self._resize,
+        self.region: RegionArray = FortranOrder(array) if view_settings.fortran else array
+        self.data = RegionFile(self.region, None, view_settings.byteorder, resizer=self._resize,
                                remote=array.fetches_remotely)
         self.names = ChunkNames(array.metadata.chunk_key_encoding, array.grid_shape)
         self._header_cache: dict[tuple[str, Index], bytes | None] = {}
@@ -105,14 +106,14 @@ class ArrayDirectory:
         return None
 
     def _shows(self, kind: str) -> bool:
-        return kind in self.layout.views and ARRAY_FILE_VIEWS[kind].shows(self.array)
+        return kind in self.view_settings.views and ARRAY_FILE_VIEWS[kind].shows(self.array)
 
     # -- files -------------------------------------------------------------------------------
 
     def header(self, kind: str) -> bytes | None:
         """A header file's bytes for the array's shape now, or None when the format cannot
         describe this array (or the mount leaves it out)."""
-        if kind not in self.layout.views:
+        if kind not in self.view_settings.views:
             return None
         shape = tuple(self.array.shape)
         key = (kind, shape)
@@ -124,7 +125,7 @@ class ArrayDirectory:
     def _made_header(self, kind: str, shape: Index) -> bytes | None:
         view = HEADER_VIEWS[kind]
         try:
-            return view.make(self.data.file_dtype, shape, self.layout.fortran, lambda: self.placement)
+            return view.make(self.data.file_dtype, shape, self.view_settings.fortran, lambda: self.placement)
         except CannotHold as e:
             log.info("array %s has no %s: %s", self.path or "/", view.file_name, e)
             return None
@@ -155,7 +156,7 @@ class ArrayDirectory:
             found = self._files.get(kind)
         if found is not None and found.state == state:
             return found.file
-        made = ARRAY_FILE_VIEWS[kind].make(self.array, self.layout.form, lambda: self.placement)
+        made = ARRAY_FILE_VIEWS[kind].make(self.array, self.view_settings.form, lambda: self.placement)
         with self._files_lock:
             self._files[kind] = MadeFile(state, made)
         return made
@@ -171,9 +172,9 @@ class ArrayDirectory:
 
     def chunk_file(self, index: Index) -> RegionFile:
         box = self.array.metadata.chunk_box(index)
-        if self.layout.fortran:
+        if self.view_settings.fortran:
             box = Box(box.start[::-1], box.stop[::-1])
-        return RegionFile(self.region, box, self.layout.byteorder, direct_io=True)
+        return RegionFile(self.region, box, self.view_settings.byteorder, direct_io=True)
 
     def xattrs(self) -> dict[str, bytes]:
         sharding = self.array.sharding
@@ -184,7 +185,7 @@ class ArrayDirectory:
 
     def _resize(self, shape: tuple[int, ...]) -> None:
         """`shape` in the order of `data` (reversed when it is in Fortran order)."""
-        real = shape[::-1] if self.layout.fortran else shape
+        real = shape[::-1] if self.view_settings.fortran else shape
         self.array.resize(real)
         self.reshaped()
         if self._on_resize is not None:

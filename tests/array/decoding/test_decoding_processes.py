@@ -26,6 +26,7 @@ import zarr
 
 from tests.helpers.mounting import Mount, MountFactory, mounted, wait_until
 from tests.helpers.mounting import mount_stats as stats
+from tests.helpers.processes import alive, children
 from tests.helpers.trust_helpers import NOBODY, public
 
 __all__ = ["public"]  # (the fixture, used by name)
@@ -46,19 +47,6 @@ def image(path: Path, shape: tuple[int, int], **codecs: Any) -> np.ndarray[Any, 
 def picture(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray[Any, Any]]:
     root = tmp_path_factory.mktemp("decoding")
     return root / "a.zarr", image(root / "a.zarr", (4096, 4096))
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
 
 
 def command(pid: int) -> str:
@@ -90,13 +78,6 @@ def read_all(path: Path, shape: tuple[int, ...], step: int = 1 << 20) -> np.ndar
     with open(path, "rb", buffering=0) as f:
         data = b"".join(iter(lambda: f.read(step), b""))
     return np.frombuffer(data, "<u2").reshape(shape)
-
-
-def alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_workers_decode_a_sequential_read(picture: tuple[Path, np.ndarray[Any, Any]],

@@ -13,7 +13,7 @@ import pytest
 import zstandard
 
 from tests.helpers.scale_arrays import write_twin
-from tests.store.test_store_stats import Calls
+from tests.helpers.store_observers import Calls
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import open_array
 from zarrfs.store import Store

@@ -13,9 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers.disk_cache_stores import opened
+from tests.helpers.mounting import wait_until
 from tests.helpers.netproxy import proxied
 from tests.helpers.s3_server import S3Server, free_port, serving
-from tests.store.disk_cache.test_disk_cache_rows import Listings, opened, wait_for
+from tests.helpers.store_observers import Listings
 from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
@@ -77,11 +79,11 @@ def test_a_stream_decodes_ahead_of_the_check_and_serves_only_what_it_confirms(
         proxy.swallow()
         before = seen.begun  # (the requests that opened the array)
         array.recheck()  # (an open: the listing that checks the cached chunks begins, and hangs)
-        wait_for(lambda: seen.begun > before, "the listing began")
+        wait_until(lambda: seen.begun > before, 20, "the listing began")
         got: list[np.ndarray] = []
         reader = threading.Thread(target=lambda: got.append(_streamed(array)))
         reader.start()
-        wait_for(lambda: reads.cache.hits >= GRID[0] * GRID[1], "every chunk read from the disk cache")
+        wait_until(lambda: reads.cache.hits >= GRID[0] * GRID[1], 20, "every chunk read from the disk cache")
         reader.join(0.2)
         assert reader.is_alive() and not got, "the stream finished before its chunks were confirmed"
         proxy.heal()

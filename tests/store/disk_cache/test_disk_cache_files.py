@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import zarr
 
+from tests.helpers.disk_cache_stores import cached_then_reopened
 from tests.helpers.mounting import MountFactory
 from tests.helpers.mounting import mount_stats as stats
 from tests.helpers.s3_server import S3Server, free_port, serving
-from tests.store.disk_cache.test_disk_cache_rows import cached_then_reopened
 from zarrfs.store import read_opened
 
 SHAPE, CHUNK = (1024, 2048), (256, 256)  # 32 chunks of 128 KiB: decoded by the processes

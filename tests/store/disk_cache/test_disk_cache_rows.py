@@ -4,20 +4,19 @@ a time, before the reader gets there (`CachedReads._check_ahead`)."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import fsspec
 import pytest
 
+from tests.helpers.disk_cache_stores import cached_then_reopened
+from tests.helpers.mounting import wait_until
 from tests.helpers.netproxy import proxied
 from tests.helpers.s3_server import S3Server, free_port, serving
-from zarrfs.store import Store
-from zarrfs.store.disk_cache import DiskCachedStore, open_disk_cache
+from tests.helpers.store_observers import Listings
 from zarrfs.store.disk_cache import freshness as disk_cache_freshness
-from zarrfs.store.observe import Operation
 
 ROWS, PER_ROW = 24, 12  # (enough a row for a listing: `many.stats`)
 
@@ -25,66 +24,6 @@ ROWS, PER_ROW = 24, 12  # (enough a row for a listing: `many.stats`)
 @pytest.fixture
 def s3_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
     yield from serving(S3Server(free_port()), monkeypatch)
-
-
-class Listings:
-    """A store observer: the prefixes listed, and every other kind of operation."""
-
-    def __init__(self) -> None:
-        self.listed: list[str] = []
-        self.others: list[str] = []
-        self.begun = 0
-        self._lock = threading.Lock()
-
-    def started(self) -> None:
-        with self._lock:
-            self.begun += 1
-
-    def finished(self, operation: Operation) -> None:
-        with self._lock:
-            (self.listed if operation.kind == "list" else self.others).append(operation.key)
-
-    def retried(self, kind: str) -> None:
-        pass
-
-    def rows(self) -> set[int]:
-        with self._lock:
-            return {int(key.rstrip("/").rsplit("/", 1)[1]) for key in self.listed}
-
-
-def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = None,
-           through: str | None = None) -> DiskCachedStore:
-    """The store at `url` (reached through the proxy at `through`) with its disk cache."""
-    client = {"endpoint_url": through, "region_name": "us-east-1"}
-    reach = {} if through is None else {"client_kwargs": client}
-    store = Store.open(url, server.s3fs_options(**reach), observer=observer)
-    reads = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
-    assert reads is not None
-    return DiskCachedStore(store, reads)
-
-
-def cached_then_reopened(server: S3Server, tmp_path: Path, name: str, stored: dict[str, bytes],
-                         read: list[str], observer: Listings | None = None,
-                         through: str | None = None) -> DiskCachedStore:
-    """`stored` put below `name` on S3; `read` of them read through a disk cache; then the
-    store opened again on that cache (its operations seen by `observer`; through `through`)."""
-    fs = fsspec.filesystem("s3", **server.s3fs_options())
-    for key, value in stored.items():
-        fs.pipe_file(f"{server.bucket}/{name}/{key}", value)
-    url, cache = f"s3://{server.bucket}/{name}", tmp_path / "cache"
-    first = opened(server, url, cache)
-    for key in read:
-        assert first.read(key) is not None
-    assert first.disk_cache is not None
-    first.disk_cache.cache.close()
-    return opened(server, url, cache, observer, through)
-
-
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 20
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
 
 
 def test_a_reader_entering_a_batch_anywhere_has_the_next_batch_checked(s3_server: S3Server,
@@ -98,14 +37,16 @@ def test_a_reader_entering_a_batch_anywhere_has_the_next_batch_checked(s3_server
     again = cached_then_reopened(s3_server, tmp_path, "rows", stored, list(stored), seen)
     assert again.disk_cache is not None
     again.disk_cache.rechecking(again, holds=ROWS * PER_ROW * 100)  # (a grid past one listing)
-    wait_for(lambda: seen.rows() >= set(range(9)), f"the first row and the batch after it: {seen.listed}")
+    wait_until(lambda: seen.rows() >= set(range(9)), 20,
+               f"the first row and the batch after it: {seen.listed}")
     assert seen.rows() == set(range(9))
     for row in (3, 4, 5):  # (inside the batch, not at its first row)
         for column in range(PER_ROW):
             found = again.read(f"c/{row}/{column}")
             assert found is not None and bytes(found.data) == b"chunk %d %d" % (row, column)
             time.sleep(0.01)
-    wait_for(lambda: seen.rows() >= set(range(17)), f"rows 9-16 checked ahead; listed {sorted(seen.rows())}")
+    wait_until(lambda: seen.rows() >= set(range(17)), 20,
+               f"rows 9-16 checked ahead; listed {sorted(seen.rows())}")
     assert len(seen.listed) == len(set(seen.listed)), seen.listed  # (each row listed once)
     assert all("/c/" not in key or key.endswith("zarr.json") for key in seen.others), seen.others
 
@@ -167,7 +108,7 @@ def test_chunks_are_read_while_their_check_is_in_flight_and_confirmed_after(
         proxy.swallow()
         before = seen.begun
         again.disk_cache.rechecking(again, holds=PER_ROW)  # (an open: the array's listing begins)
-        wait_for(lambda: seen.begun > before, "the listing that checks the cached chunks began")
+        wait_until(lambda: seen.begun > before, 20, "the listing that checks the cached chunks began")
         unchecked: dict[str, str] = {}
         found = again.read_many(list(stored), unchecked=unchecked)
         assert [None if f is None else bytes(f.data) for f in found] == list(stored.values())

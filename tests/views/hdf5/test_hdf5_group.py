@@ -19,8 +19,8 @@ import pytest
 import xarray as xr
 import zarr
 
+from tests.helpers.hdf5_sources import weather_dataset
 from tests.helpers.mounting import MountFactory, mounted
-from tests.views.hdf5.test_hdf5_mount import weather_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}  # (zstd, for the system's HDF5)

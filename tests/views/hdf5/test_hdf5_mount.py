@@ -22,6 +22,7 @@ import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, Crc32cCodec, ZstdCodec
 
+from tests.helpers.hdf5_sources import weather_dataset
 from tests.helpers.mounting import mount_stats as stats
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -117,22 +118,6 @@ def test_many_chunks_paged_index(tmp_path: Path, mount_array: Any) -> None:
         with h5py.File(mount.path / "data.h5", "r") as f:
             assert np.array_equal(f["data"][...], data)
             assert np.array_equal(f["data"][37, 1900:], data[37, 1900:])
-
-
-def weather_dataset() -> xr.Dataset:
-    rng = np.random.default_rng(2)
-    t2m = (rng.standard_normal((4, 6, 8)) * 10 + 280).astype("float32")
-    t2m[0, 0, 0] = np.nan
-    packed = rng.integers(-1000, 1000, (4, 6, 8)).astype("int16")
-    packed[1, 2, 3] = -999  # (the fill value: masked)
-    land = rng.integers(0, 2, (6, 8)).astype(bool)  # (bytes in netCDF-4, with xarray's mark)
-    return xr.Dataset(
-        {"t2m": (("time", "y", "x"), t2m,
-                 {"units": "K", "long_name": "2 metre temperature", "levels": [1, 2]}),
-         "sp": (("time", "y", "x"), packed, {"scale_factor": 0.5, "add_offset": 1000.0, "units": "hPa"}),
-         "land": (("y", "x"), land)},
-        coords={"y": np.arange(6.0), "x": np.arange(8.0) * 0.25},
-        attrs={"title": "t"})
 
 
 @pytest.mark.parametrize("fmt", [2, 3], ids=["v2", "v3"])

@@ -19,9 +19,9 @@ import pytest
 import zarr
 import zarr.codecs.numcodecs
 
+from tests.helpers.hdf5_sources import named, string_array, strings
 from tests.helpers.mounting import mounted
 from tests.helpers.old_hdf5_readers import READERS, Expected, as_held, assert_reads, codecs
-from tests.views.hdf5.test_hdf5_strings import named, string_array, strings
 
 pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"),
               pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")]

@@ -21,39 +21,12 @@ import pytest
 import xarray as xr
 import zarr
 
+from tests.helpers.hdf5_sources import named, string_array, strings
 from tests.helpers.scale_arrays import RequestLog
 from zarrfs.views.hdf5.vlen import ELEMENT
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {**os.environ, "HDF5_PLUGIN_PATH": hdf5plugin.PLUGINS_PATH}
-
-# Unicode of 1 to 4 bytes a character, empty strings, a long one (its own collection, past
-# the smallest collection of 4096 bytes), text with a newline.
-WORDS = ["", "a", "héllo", "日本語", "🙂 smile", "line\nbreak", "x" * 5000, "tab\tend", ""]
-
-
-def strings(shape: tuple[int, ...], seed: int) -> np.ndarray[Any, Any]:
-    rng = np.random.default_rng(seed)
-    picked = rng.integers(0, len(WORDS), shape)
-    return np.array([f"{WORDS[i]}{n}" if n % 5 else WORDS[i]
-                     for n, i in enumerate(picked.reshape(-1))], dtype=object).reshape(shape)
-
-
-def string_array(store: Path, fmt: int, data: np.ndarray[Any, Any], chunks: tuple[int, ...],
-                 dims: list[str]) -> zarr.Array:
-    """An array of strings as zarr-python writes it, its last chunk along the first axis not
-    written (read as the fill value: empty)."""
-    array = zarr.create_array(store, shape=data.shape, dtype=str, chunks=chunks, zarr_format=fmt,
-                              fill_value=None if fmt == 2 else "", **named(fmt, dims))
-    written = (data.shape[0] - 1) // chunks[0] * chunks[0]
-    array[:written] = data[:written]
-    data[written:] = ""
-    return array
-
-
-def named(fmt: int, dims: list[str]) -> dict[str, Any]:
-    """zarr.create_array's arguments naming the dimensions as xarray does."""
-    return {"dimension_names": dims} if fmt == 3 else {"attributes": {"_ARRAY_DIMENSIONS": dims}}
 
 
 def read_h5py(path: Path) -> np.ndarray[Any, Any]:

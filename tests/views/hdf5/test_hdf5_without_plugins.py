@@ -26,9 +26,9 @@ import pytest
 import xarray as xr
 import zarr
 
+from tests.helpers.hdf5_sources import weather_dataset
 from tests.helpers.mounting import mounted
 from tests.helpers.old_hdf5_readers import READERS, Expected, as_held, assert_reads
-from tests.views.hdf5.test_hdf5_mount import weather_dataset
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 ENV = {k: v for k, v in os.environ.items() if k != "HDF5_PLUGIN_PATH"}

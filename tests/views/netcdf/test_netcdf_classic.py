@@ -24,7 +24,7 @@ from zarrfs.errors import MetadataError
 from zarrfs.options import MountOptions, OptionError
 from zarrfs.views.netcdf import CDF5
 from zarrfs.views.netcdf.classic_types import classic_attribute, exactly_as, needs_values, served_type
-from zarrfs.views.netcdf.header import Dataset, NcLayout
+from zarrfs.views.netcdf.header import NcDataset, NcLayout
 from zarrfs.views.netcdf_model import NC_DOUBLE, NC_INT, NC_INT64, NC_UINT64, Attribute
 
 FORMATS = [pytest.param(2, id="v2"), pytest.param(3, id="v3")]
@@ -66,7 +66,7 @@ def test_64_bit_attributes_are_doubles_where_exact(tmp_path: Path) -> None:
     classic = [classic_attribute(a) for a in attributes]
     assert [a.nc_type for a in attributes] == [NC_INT, NC_INT64, NC_INT64, NC_INT64, NC_UINT64]
     assert [a.nc_type for a in classic] == [NC_INT, NC_DOUBLE, NC_DOUBLE, NC_INT64, NC_UINT64]
-    header = NcLayout(Dataset((), (), tuple(classic[:3]))).header
+    header = NcLayout(NcDataset((), (), tuple(classic[:3]))).header
     assert header[:4] == b"CDF\x02"
     (tmp_path / "attributes.nc").write_bytes(header)  # (netCDF-C opens no CDF-2 this small from memory)
     with netCDF4.Dataset(tmp_path / "attributes.nc") as nc:

@@ -53,7 +53,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tree]:
     store = Store.open(str(tmp_path / "g.zarr"))
     node = discover(store.get, "")
     assert node is not None
-    opened = Tree(store, node, Shared(64 << 20, 2), array_dir.Layout())
+    opened = Tree(store, node, Shared(64 << 20, 2), array_dir.ViewSettings())
     yield opened
     opened.close()
 

@@ -22,7 +22,7 @@ from zarrfs.formats import discover
 from zarrfs.store import Store
 from zarrfs.tree import Tree
 from zarrfs.views import array_dir
-from zarrfs.views.netcdf.header import Dataset, NcLayout, Variable
+from zarrfs.views.netcdf.header import NcDataset, NcLayout, Variable
 from zarrfs.views.netcdf_model import (
     NC_BYTE,
     NC_CHAR,
@@ -46,10 +46,10 @@ FORMATS = [pytest.param(2, id="v2"), pytest.param(3, id="v3")]
 
 
 def _dataset(values: dict[str, tuple[tuple[str, ...], int, np.ndarray]],
-             dims: dict[str, int], attrs: tuple[Attribute, ...] = ()) -> Dataset:
+             dims: dict[str, int], attrs: tuple[Attribute, ...] = ()) -> NcDataset:
     variables = tuple(Variable(name, d, t, (Attribute.of("units", "m"),), v.nbytes)
                       for name, (d, t, v) in values.items())
-    return Dataset(tuple(dims.items()), variables, attrs)
+    return NcDataset(tuple(dims.items()), variables, attrs)
 
 
 def _file(layout: NcLayout, values: list[np.ndarray]) -> bytes:
@@ -124,12 +124,12 @@ def test_pieces_cover_reads_across_header_variables_and_padding() -> None:
 def test_a_variable_past_4_gib_makes_cdf5(tmp_path: Path) -> None:
     huge = 5 << 30
     variables = (Variable("big", ("x",), NC_FLOAT, (), huge), Variable("after", ("y",), NC_INT, (), 8))
-    dataset = Dataset((("x", huge // 4), ("y", 2)), variables, ())
+    dataset = NcDataset((("x", huge // 4), ("y", 2)), variables, ())
     layout = NcLayout(dataset)
     assert layout.version == 5 and layout.size == len(layout.header) + huge + 8
-    long = Dataset((("n", 3 << 30),), (Variable("bytes", ("n",), NC_BYTE, (), 3 << 30),), ())
+    long = NcDataset((("n", 3 << 30),), (Variable("bytes", ("n",), NC_BYTE, (), 3 << 30),), ())
     assert NcLayout(long).version == 5  # (3 GiB fit CDF-2's sizes, not its 31-bit lengths)
-    three = Dataset((("n", 3 << 28),), (Variable("ints", ("n",), NC_INT, (), 3 << 30),), ())
+    three = NcDataset((("n", 3 << 28),), (Variable("ints", ("n",), NC_INT, (), 3 << 30),), ())
     cdf2 = NcLayout(three)  # (a 3 GiB vsize: unsigned 32 bits)
     with open(tmp_path / "cdf2.nc", "wb") as f:
         f.write(cdf2.header)
@@ -156,7 +156,7 @@ def test_json_attributes_get_netcdf_types() -> None:
     assert types == {"text": NC_CHAR, "flag": NC_BYTE, "small": NC_INT, "large": NC_INT64,
                      "unsigned": NC_UINT64, "real": NC_DOUBLE, "ints": NC_INT, "mixed": NC_DOUBLE,
                      "bools": NC_BYTE, "nested": NC_CHAR, "names": NC_CHAR, "nothing": NC_CHAR}
-    dataset = Dataset((), (), tuple(Attribute.of(n, v) for n, v in attributes.items()))
+    dataset = NcDataset((), (), tuple(Attribute.of(n, v) for n, v in attributes.items()))
     with netCDF4.Dataset("attrs.nc", memory=NcLayout(dataset).header) as nc:
         assert nc.text == "é ok" and nc.flag == 1 and nc.large == 2**40 and nc.unsigned == 2**63
         assert list(nc.mixed) == [1.0, 2.5] and nc.nested == '{"a": [1]}' and nc.nothing == "null"
@@ -320,7 +320,7 @@ def test_listing_and_sizing_data_nc_open_no_array(tmp_path: Path) -> None:
     store = Store.open(str(tmp_path / "many.zarr"))
     node = discover(store.get, "")
     assert node is not None
-    tree = Tree(store, node, Shared(1 << 20, 1), array_dir.Layout())
+    tree = Tree(store, node, Shared(1 << 20, 1), array_dir.ViewSettings())
     assert "data.nc" in tree.names(tree.root)
     ref = tree.lookup(tree.root, "data.nc")
     assert ref is not None

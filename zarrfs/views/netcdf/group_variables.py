@@ -35,7 +35,7 @@ from ..netcdf_model import NC_CHAR, NC_DTYPES, Attribute, nc_type, valid_name
 from ..placement import fill_number
 from ..region_file import RegionFile
 from .classic_types import classic_attribute, exactly_as
-from .header import Dataset, NcLayout, Variable
+from .header import NcDataset, NcLayout, Variable
 
 NC_NAME = "data.nc"
 # Attributes that are xarray's bookkeeping in Zarr, said otherwise in NetCDF.
@@ -104,7 +104,7 @@ def _file(members: Sequence[Member], attributes: Mapping[str, Any], *,
     group_attributes = _attributes(attributes)
     if classic:
         group_attributes = tuple(map(classic_attribute, group_attributes))
-    dataset = Dataset(tuple(dimensions.lengths.items()), variables, group_attributes)
+    dataset = NcDataset(tuple(dimensions.lengths.items()), variables, group_attributes)
     served = [m.served if classic else None for m in members]
     return NetcdfFile(NcLayout(dataset), members, served), dimensions.renamed
 

@@ -37,7 +37,7 @@ class Variable:
 
 
 @dataclass(frozen=True)
-class Dataset:
+class NcDataset:
     dimensions: tuple[tuple[str, int], ...]  # name, length (> 0)
     variables: tuple[Variable, ...]
     attributes: tuple[Attribute, ...]
@@ -63,9 +63,9 @@ class NcPiece(NamedTuple):
 
 
 class NcLayout:
-    """Where everything lies in the file of a `Dataset`."""
+    """Where everything lies in the file of an `NcDataset`."""
 
-    def __init__(self, dataset: Dataset) -> None:
+    def __init__(self, dataset: NcDataset) -> None:
         self.dataset = dataset
         self.version = 5 if dataset.cdf5 else 2
         header_size = len(self._header([0] * len(dataset.variables)))

@@ -1,4 +1,4 @@
-"""What each file's bytes depend on, as a version that changes whenever they may have: the
+"""What each file's bytes depend on, as a revision that changes whenever they may have: the
 server's ETags (`zarrfs serve`) are made of it, so a client's cached bytes are valid exactly
 while it holds.
 
@@ -10,11 +10,11 @@ while it holds.
   object holding it, and its node's metadata (it is read only).
 - A group's files showing its arrays (`data.nc`, `data.h5`, a pyramid's TIFF): the group's
   metadata, and that of every node down to each array shown, with each opened array's
-  version.
+  revision.
 - A `.npy` being written: the upload and the writes it took.
-- Anything else: a new version at each ask (never cached).
+- Anything else: a new revision at each ask (never cached).
 
-Nothing here reads the store: an array is never opened to say its version (one not opened
+Nothing here reads the store: an array is never opened to say its revision (one not opened
 has its node's metadata alone), and a metadata file's bytes are what the file holds already.
 """
 
@@ -36,7 +36,7 @@ KEPT = 1 << 16  # nodes and objects whose digests and numbers are remembered (th
 
 
 class Files(Protocol):
-    """What versions are read from (`Tree`)."""
+    """What revisions are read from (`Tree`)."""
 
     def node(self, path: str) -> NodeMetadata | None: ...
     def file(self, ref: Ref) -> FileView: ...
@@ -45,7 +45,7 @@ class Files(Protocol):
     def shown_arrays(self, ref: Ref) -> list[str]: ...
 
 
-class FileVersions:
+class FileRevisions:
     def __init__(self, files: Files) -> None:
         self._files = files
         self._lock = threading.Lock()
@@ -54,7 +54,7 @@ class FileVersions:
         self._count = itertools.count()
 
     def of(self, ref: Ref) -> Hashable:
-        """The version of the file `ref` now (FileNotFoundError: it is gone)."""
+        """The revision of the file `ref` now (FileNotFoundError: it is gone)."""
         if ref.role in (METADATA, VERSION_LOG):
             view = self._files.file(ref)
             return "bytes", hashlib.blake2b(bytes(view.read(0, view.size)), digest_size=16).hexdigest()

@@ -1,0 +1,28 @@
+"""Processes as /proc shows them, for the tests of a daemon's helper processes (its fork
+server and decoding processes: tests/array/decoding/test_decoding_processes.py,
+tests/fuse/test_pushed_pages.py): a process's children, and whether it still runs.
+Linux only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
