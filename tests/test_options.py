@@ -13,7 +13,7 @@ from zarrfs.options import DECLARED, MountOptions, OptionError
 from zarrfs.store.disk_cache import DISK_CACHE, DISK_CACHE_SIZE
 from zarrfs.store.icechunk import COMMIT, REF
 from zarrfs.store.references import FO
-from zarrfs.store.settings import TIMEOUT, SourceSettings
+from zarrfs.store.settings import TIMEOUT, SourceOptions
 from zarrfs.store.targets import REFERENCES_ALLOW
 from zarrfs.views.array_dir import Layout
 from zarrfs.views.netcdf import CDF5
@@ -66,9 +66,9 @@ READ: list[tuple[str, Any, Any]] = [
     ("tiff=strips,filters=plugins,nc_format=cdf5",
      lambda o: [o.layout.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [True] * 3),
     # the store's options, as the store opens the source
-    ("", lambda o: (o.source, dict(o.storage_options)), (SourceSettings(), {})),
+    ("", lambda o: (o.source, dict(o.storage_options)), (SourceOptions(), {})),
     ("timeout=5,ref=v1,commit=each,fo=r.json,references_allow=/data:s3://other/x",
-     lambda o: o.source, SourceSettings(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
+     lambda o: o.source, SourceOptions(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
                                                       REFERENCES_ALLOW: ("/data", "s3://other/x"),
                                                       COMMIT: 0.0}))),
     ("commit=2", lambda o: o.source.options[COMMIT], 2.0),

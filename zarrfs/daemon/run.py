@@ -106,7 +106,7 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     if identity is None:
         with decoding(None) as decoders:
             return _serve_metered(source, mountpoint, options, ready, None, decoders)
-    preload.before_acting(source, options.storage_options)  # (as root: see preload)
+    preload.before_acting(source, options.source)  # (as root: see preload)
     ready = _once(ready)
     try:
         with decoding(identity) as decoders:

@@ -17,7 +17,7 @@ import threading
 from types import FrameType
 
 from ..errors import ZarrfsError
-from ..options import MountOptions
+from ..options import TreeOptions
 from ..serve import Access, Server, Site, address_of, application, http_server
 from ..store.observe import RequestLog
 from . import preload, privileges
@@ -28,7 +28,7 @@ from .served import decoding, final_flush, open_tree, opened_store, remove_tempo
 log = logging.getLogger("zarrfs")
 
 
-def serve(source: str, host: str, port: int, access: Access, options: MountOptions, *,
+def serve(source: str, host: str, port: int, access: Access, options: TreeOptions, *,
           client_timeout: int = 30) -> int:
     """Serve `source` on (host, port) until told to stop; the exit status."""
     logging.basicConfig(level=logging.DEBUG if options.debug else logging.INFO, stream=sys.stderr,
@@ -40,7 +40,7 @@ def serve(source: str, host: str, port: int, access: Access, options: MountOptio
                     "read and replay (--tls-cert and --tls-key serve HTTPS)", host)
     identity = Identity.named(options.user, options.group)
     if identity is not None:
-        preload.before_acting(source, options.storage_options)  # (as root: see preload)
+        preload.before_acting(source, options.source)  # (as root: see preload)
     with decoding(identity) as decoders:
         if identity is not None:
             identity.act()  # (the store, its disk cache and the tree opened as the user served)

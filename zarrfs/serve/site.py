@@ -18,7 +18,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TypeVar
 
 from ..errors import ZarrfsError
-from ..options import OUTAGE_SECONDS, MountOptions
+from ..options import OUTAGE_SECONDS, TreeOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
 from .reserved import Reservations
@@ -52,7 +52,7 @@ def url_names(path: str) -> list[str]:
 class Site:
     """What the server's resources read and change of the tree (`resources`)."""
 
-    def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool) -> None:
+    def __init__(self, tree: Tree, options: TreeOptions, *, read_only: bool) -> None:
         self.tree = tree
         self.options = options
         self.read_only = read_only or options.read_only
