@@ -14,6 +14,7 @@ from zarrfs.store.disk_cache import DISK_CACHE, DISK_CACHE_SIZE
 from zarrfs.store.icechunk import COMMIT, REF
 from zarrfs.store.references import FO
 from zarrfs.store.settings import TIMEOUT, SourceOptions
+from zarrfs.store.sources import storage_options
 from zarrfs.store.targets import REFERENCES_ALLOW
 from zarrfs.views.array_dir import Layout
 from zarrfs.views.netcdf import CDF5
@@ -66,20 +67,20 @@ READ: list[tuple[str, Any, Any]] = [
     ("tiff=strips,filters=plugins,nc_format=cdf5",
      lambda o: [o.layout.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [True] * 3),
     # the store's options, as the store opens the source
-    ("", lambda o: (o.source, dict(o.storage_options)), (SourceOptions(), {})),
+    ("", lambda o: (o.source, storage_options(o.source)), (SourceOptions(), {})),
     ("timeout=5,ref=v1,commit=each,fo=r.json,references_allow=/data:s3://other/x",
      lambda o: o.source, SourceOptions(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
                                                       REFERENCES_ALLOW: ("/data", "s3://other/x"),
                                                       COMMIT: 0.0}))),
-    ("commit=2", lambda o: o.source.options[COMMIT], 2.0),
-    ("", lambda o: [o.source.options[x] for x in (TIMEOUT, REF, FO, REFERENCES_ALLOW, COMMIT)],
+    ("commit=2", lambda o: o.source.given[COMMIT], 2.0),
+    ("", lambda o: [o.source.given[x] for x in (TIMEOUT, REF, FO, REFERENCES_ALLOW, COMMIT)],
      [None, None, None, (), 0.0]),
     ("", timeouts, (30.0, None)),
     ("timeout=5", timeouts, (5.0, None)),
-    ("endpoint_url=http://h:9,anon,profile=p,region=r,account_name=a", lambda o: dict(o.storage_options),
+    ("endpoint_url=http://h:9,anon,profile=p,region=r,account_name=a", lambda o: storage_options(o.source),
      {"client_kwargs": {"endpoint_url": "http://h:9"}, "anon": True, "profile": "p", "region": "r",
       "account_name": "a"}),
-    ("anon=no", lambda o: dict(o.storage_options), {"anon": False}),
+    ("anon=no", lambda o: storage_options(o.source), {"anon": False}),
     ("disk_cache=/c,disk_cache_size=8M", lambda o: (o.given[DISK_CACHE], o.given[DISK_CACHE_SIZE]),
      ("/c", 8 << 20)),
     ("", lambda o: (o.given[DISK_CACHE], o.given[DISK_CACHE_SIZE]), (None, 1 << 30)),

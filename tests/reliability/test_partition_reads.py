@@ -188,8 +188,8 @@ def test_readers_of_one_shard_share_the_load_of_its_index(s3_server: S3Server) -
     outcomes: dict[int, Any] = {}
     with proxied(s3_server.port) as proxy:
         store = Store.open(f"s3://{s3_server.bucket}/sharded",
-                           {**storage_options(s3_server), "endpoint_url": proxy.url},
-                           settings=SourceOptions(OptionValues({TIMEOUT_OPTION: TIMEOUT})))
+                           SourceOptions(OptionValues({TIMEOUT_OPTION: TIMEOUT}),
+                                         {**storage_options(s3_server), "endpoint_url": proxy.url}))
         array = open_array(store, threads=len(rows))
         try:
             proxy.swallow()
