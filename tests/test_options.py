@@ -1,15 +1,17 @@
 """The mount's `-o` options, composed from the declarations of the mount, the view families
 and the store families: each reads as it did when `MountOptions` was one flat record (the
-values and the errors), and each family's option reaches the family unnamed on the way."""
+values and the errors), each family's option reaches the family unnamed on the way, and the
+options a tree is served with (`TreeOptions`) are apart from the kernel's (`MountOptions`)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from zarrfs.declared import OptionValues
-from zarrfs.options import DECLARED, MountOptions, OptionError
+from zarrfs.options import DECLARED, OWN, MountOptions, OptionError, TreeOptions
 from zarrfs.store.disk_cache import DISK_CACHE, DISK_CACHE_SIZE
 from zarrfs.store.icechunk import COMMIT, REF
 from zarrfs.store.references import FO
@@ -132,3 +134,17 @@ def test_every_option_is_declared_once_with_its_help() -> None:
     for option in DECLARED:
         assert option.help and "\n" not in option.help, option.name
         assert option.forms, option.name
+
+
+def test_the_tree_options_are_the_servers_and_the_kernels_the_mounts_alone() -> None:
+    """`TreeOptions` (a mount's and a server's) holds the mount's own options `zarrfs serve`
+    takes; `MountOptions` adds those only a mount takes (the kernel's, FUSE's); together they
+    are every own option, each once, the help's order aside."""
+    tree = [f.metadata["option"] for f in fields(TreeOptions) if "option" in f.metadata]
+    mount = [f.metadata["option"] for f in fields(MountOptions) if "option" in f.metadata]
+    assert tree and not any(option.mount_only for option in tree)
+    assert mount[:len(tree)] == tree and all(option.mount_only for option in mount[len(tree):])
+    assert sorted(o.name for o in mount) == sorted(o.name for o in OWN) and len(OWN) == len(set(OWN))
+    served = TreeOptions.parse(["ro,cache=1G,allow_other,push_pages=false"])  # (the kernel's: ignored)
+    assert (served.read_only, served.cache_bytes) == (True, 1 << 30)
+    assert not hasattr(served, "fuse_options") and not hasattr(served, "push_pages")
