@@ -19,7 +19,7 @@ from ..array_metadata import NEW_FORMAT, create_array, open_array
 from ..errors import ZarrfsError, missing_package
 from ..formats import CORE_TYPES, ArrayDescription, auto_chunks, described_v3_array
 from ..options import MountOptions, TreeOptions
-from ..store.opening import open_store
+from ..store import open_store
 from .info import describe, describe_tree, dims
 
 if TYPE_CHECKING:

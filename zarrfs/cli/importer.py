@@ -30,8 +30,7 @@ from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
 from ..errors import ZarrfsError
 from ..formats import ArrayDescription, discover
 from ..grid import Box, Index
-from ..store import SourceOptions, Store
-from ..store.opening import open_store
+from ..store import SourceOptions, Store, open_store
 
 
 def import_raw(raw: str, dest: str, options: SourceOptions, description: ArrayDescription, *,

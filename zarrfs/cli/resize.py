@@ -11,8 +11,7 @@ from ..array_metadata import open_array, resized_in_listing
 from ..daemon.mountpoint import unescape
 from ..errors import ResizeError
 from ..formats import consolidated_file, discover
-from ..store import SourceOptions
-from ..store.opening import open_store
+from ..store import SourceOptions, open_store
 
 # How far up to look for groups with consolidated metadata.
 MAX_LEVELS = 16

@@ -14,9 +14,8 @@ from ..array import DecodePool, Drop, ForkServer, Shared
 from ..errors import MetadataError, ZarrfsError
 from ..formats import discover
 from ..options import TreeOptions
-from ..store import Store
+from ..store import Store, open_store
 from ..store.observe import StoreObserver
-from ..store.opening import open_store
 from ..tree import Tree, tree_of
 from ..views.array_dir import Layout
 from .memory import bound_malloc
