@@ -1,19 +1,22 @@
 """The mount's `-o` options, composed from the declarations of the mount, the view families
 and the store families: each reads as it did when `MountOptions` was one flat record (the
-values and the errors), and each family's option reaches the family unnamed on the way."""
+values and the errors), each family's option reaches the family unnamed on the way, and the
+options a tree is served with (`TreeOptions`) are apart from the kernel's (`MountOptions`)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
 from zarrfs.declared import OptionValues
-from zarrfs.options import DECLARED, MountOptions, OptionError
+from zarrfs.options import DECLARED, OWN, MountOptions, OptionError, TreeOptions
 from zarrfs.store.disk_cache import DISK_CACHE, DISK_CACHE_SIZE
 from zarrfs.store.icechunk import COMMIT, REF
 from zarrfs.store.references import FO
-from zarrfs.store.settings import TIMEOUT, SourceSettings
+from zarrfs.store.settings import TIMEOUT, SourceOptions
+from zarrfs.store.sources import storage_options
 from zarrfs.store.targets import REFERENCES_ALLOW
 from zarrfs.views.array_dir import ViewSettings
 from zarrfs.views.netcdf import CDF5
@@ -66,20 +69,20 @@ READ: list[tuple[str, Any, Any]] = [
     ("tiff=strips,filters=plugins,nc_format=cdf5",
      lambda o: [o.layout.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [True] * 3),
     # the store's options, as the store opens the source
-    ("", lambda o: (o.source, dict(o.storage_options)), (SourceSettings(), {})),
+    ("", lambda o: (o.source, storage_options(o.source)), (SourceOptions(), {})),
     ("timeout=5,ref=v1,commit=each,fo=r.json,references_allow=/data:s3://other/x",
-     lambda o: o.source, SourceSettings(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
+     lambda o: o.source, SourceOptions(OptionValues({TIMEOUT: 5.0, REF: "v1", FO: "r.json",
                                                       REFERENCES_ALLOW: ("/data", "s3://other/x"),
                                                       COMMIT: 0.0}))),
-    ("commit=2", lambda o: o.source.options[COMMIT], 2.0),
-    ("", lambda o: [o.source.options[x] for x in (TIMEOUT, REF, FO, REFERENCES_ALLOW, COMMIT)],
+    ("commit=2", lambda o: o.source.given[COMMIT], 2.0),
+    ("", lambda o: [o.source.given[x] for x in (TIMEOUT, REF, FO, REFERENCES_ALLOW, COMMIT)],
      [None, None, None, (), 0.0]),
     ("", timeouts, (30.0, None)),
     ("timeout=5", timeouts, (5.0, None)),
-    ("endpoint_url=http://h:9,anon,profile=p,region=r,account_name=a", lambda o: dict(o.storage_options),
+    ("endpoint_url=http://h:9,anon,profile=p,region=r,account_name=a", lambda o: storage_options(o.source),
      {"client_kwargs": {"endpoint_url": "http://h:9"}, "anon": True, "profile": "p", "region": "r",
       "account_name": "a"}),
-    ("anon=no", lambda o: dict(o.storage_options), {"anon": False}),
+    ("anon=no", lambda o: storage_options(o.source), {"anon": False}),
     ("disk_cache=/c,disk_cache_size=8M", lambda o: (o.given[DISK_CACHE], o.given[DISK_CACHE_SIZE]),
      ("/c", 8 << 20)),
     ("", lambda o: (o.given[DISK_CACHE], o.given[DISK_CACHE_SIZE]), (None, 1 << 30)),
@@ -131,3 +134,17 @@ def test_every_option_is_declared_once_with_its_help() -> None:
     for option in DECLARED:
         assert option.help and "\n" not in option.help, option.name
         assert option.forms, option.name
+
+
+def test_the_tree_options_are_the_servers_and_the_kernels_the_mounts_alone() -> None:
+    """`TreeOptions` (a mount's and a server's) holds the mount's own options `zarrfs serve`
+    takes; `MountOptions` adds those only a mount takes (the kernel's, FUSE's); together they
+    are every own option, each once, the help's order aside."""
+    tree = [f.metadata["option"] for f in fields(TreeOptions) if "option" in f.metadata]
+    mount = [f.metadata["option"] for f in fields(MountOptions) if "option" in f.metadata]
+    assert tree and not any(option.mount_only for option in tree)
+    assert mount[:len(tree)] == tree and all(option.mount_only for option in mount[len(tree):])
+    assert sorted(o.name for o in mount) == sorted(o.name for o in OWN) and len(OWN) == len(set(OWN))
+    served = TreeOptions.parse(["ro,cache=1G,allow_other,push_pages=false"])  # (the kernel's: ignored)
+    assert (served.read_only, served.cache_bytes) == (True, 1 << 30)
+    assert not hasattr(served, "fuse_options") and not hasattr(served, "push_pages")

@@ -10,9 +10,9 @@ READY=1 on the datagram socket named by NOTIFY_SOCKET, sent once the mount answe
 Unmounting is `fusermount3 -u`, then waiting for the daemon, which writes everything back
 before it exits; so this works wherever fusermount3 does, root or not.
 
-Options are keyword arguments turned into one `-o` string and validated by
-`MountOptions.parse` before anything starts, so a bad one raises the same `OptionError` the
-command prints.
+Options are keyword arguments turned into one `-o` string, each as its option's declaration
+says, and validated by `MountOptions.parse` before anything starts, so a bad one raises the
+same `OptionError` the command prints.
 """
 
 from __future__ import annotations
@@ -31,19 +31,19 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .daemon.mountpoint import answering, mount_device, unescape
 from .daemon.parent import PARENT_VARIABLE, WORKDIR_VARIABLE
 from .errors import MountError
 
+if TYPE_CHECKING:
+    from .declared import Option
+
 MOUNT_SECONDS = 60.0
 # The daemon retries a failing final write-back for a minute (daemon.FINAL_FLUSH_SECONDS).
 UNMOUNT_SECONDS = 120.0
 BUSY_SECONDS = 5.0
-FLAG_OFF = {"ro": "rw", "rw": "ro"}  # `ro=False` means read-write, and the other way round
-# Options that take true or false (TensorStore's names): passed either way, never as flags.
-TRUE_OR_FALSE = frozenset({"fill_missing_data_reads", "store_data_equal_to_fill_value"})
 _ROUTINE = ("DEBUG ", "INFO ", "WARNING ")
 
 
@@ -226,34 +226,49 @@ def mount(source: str | os.PathLike[str], mountpoint: str | os.PathLike[str] | N
 
 
 def options_text(options: dict[str, Any]) -> str:
-    """Keyword arguments as one `-o` string: True is a flag, False and None leave an option
-    out (`ro=False` is `rw`), a sequence is colon-separated (`views=[]` is `views=none`)."""
-    from .options import OptionError
+    """Keyword arguments as one `-o` string, each written as its option's declaration says
+    (`zarrfs.options.DECLARED`): True gives a flag or a word (`anon`, `ro`), False a word's
+    other one (`ro=False` is `rw`) or nothing (a flag's default); a true-or-false option is
+    `name=true` or `name=false`; an octal one is written in octal (`umask=0o027`); a sequence is
+    colon-separated (`views=[]` is `views=none`); None leaves an option out. OptionError: a
+    value the option cannot take (True or False for a valued one, a comma)."""
+    from .options import DECLARED, OptionError
 
     parts = []
     for name, value in options.items():
-        if value is None or (value is False and name not in FLAG_OFF and name not in TRUE_OR_FALSE):
+        text = None if value is None else _option(DECLARED.named(name), name, value)
+        if text is None:
             continue
-        text = _option(name, value)
         if "," in text:
             raise OptionError(f"option {name}: no commas in a value ({value!r})")
         parts.append(text)
     return ",".join(parts)
 
 
-def _option(name: str, value: Any) -> str:
-    if name in TRUE_OR_FALSE and isinstance(value, bool):
-        return f"{name}={'true' if value else 'false'}"
-    if value is True:
-        return name
-    if value is False:
-        return FLAG_OFF[name]
-    if name == "umask" and isinstance(value, int):
-        return f"umask={value:o}"
+def _option(option: Option[Any] | None, name: str, value: Any) -> str | None:
+    """`name=value` as `option` takes it (None: no option of that name, which the parse of
+    the text refuses)."""
+    if isinstance(value, bool):
+        return name if option is None else _truth(option, name, value)
+    if option is not None and option.type == "octal" and isinstance(value, int):
+        return f"{name}={value:o}"
     if isinstance(value, Iterable) and not isinstance(value, str | bytes | os.PathLike):
         items = [str(item) for item in value]
         return f"{name}={':'.join(items) if items else 'none'}"
     return f"{name}={os.fspath(value) if isinstance(value, os.PathLike) else value}"
+
+
+def _truth(option: Option[Any], name: str, value: bool) -> str | None:
+    """True or False for `option`: `name=true`/`name=false` where it takes either; a word
+    (True) or the other of its two words (False); a flag left out (False)."""
+    from .options import OptionError
+
+    if option.type == "boolean":
+        return f"{name}={'true' if value else 'false'}"
+    if name not in option.words:
+        raise OptionError(f"option {name} takes {' or '.join(option.forms)}, not {value!r}")
+    others = [word for word in option.words if word != name]
+    return name if value else (others[0] if len(others) == 1 else None)
 
 
 def _is_mounted(path: Path) -> bool:

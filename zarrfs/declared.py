@@ -150,6 +150,10 @@ class Declared:
     def __iter__(self) -> Iterator[Option[Any]]:
         return iter(self.options)
 
+    def named(self, name: str) -> Option[Any] | None:
+        """The option `name` names (`name=value`) or is a word of (`ro`, `rw`); None: no option."""
+        return self._named.get(name) or self._words.get(name)
+
     def read(self, item: str) -> tuple[Option[Any], Any]:
         """The option `item` gives and its value."""
         name, has_value, value = item.partition("=")

@@ -1,15 +1,16 @@
-"""The mount's options (`zarrfs mount -o`, `zarrfs serve -o`): its own, declared here, composed
-with those each view family and each store family declares where it acts (`zarrfs.declared`),
-and parsed once from `-o a,b=c` strings into one frozen `MountOptions`. The mount's own are
-its fields; the families' reach them in `given`, which the daemon and the tree carry unread
-(`layout`: the views', `source`, `storage_options`: the store's)."""
+"""The options of a mount and of a server (`zarrfs mount -o`, `zarrfs serve -o`): their own,
+declared here, composed with those each view family and each store family declares where it
+acts (`zarrfs.declared`), and parsed once from `-o a,b=c` strings into one frozen value: the
+options a tree is served with (`TreeOptions`, a server's), or those and the kernel's
+(`MountOptions`, a mount's). Their own are their fields; the families' reach them in `given`,
+which the daemon and the tree carry unread (`layout`: the views', `source`: the store's)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from .declared import (
     Declared,
@@ -27,14 +28,13 @@ from .declared import (
 from .formats.creation import check_codec
 from .store.disk_cache import DISK_CACHE
 from .store.opening import OPTIONS as STORE_OPTIONS
-from .store.opening import storage_options
 from .store.settings import CHECK_SECONDS as CHECK_SECONDS  # (for the fuse layer too)
-from .store.settings import SourceSettings
+from .store.settings import SourceOptions
 from .views.array_dir import OPTIONS as VIEW_OPTIONS
 from .views.array_dir import ViewSettings
 
 __all__ = ["CHECK_SECONDS", "DECLARED", "STATS_XATTR", "MountOptions", "OptionError",
-           "parse_size"]
+           "TreeOptions", "parse_size"]
 
 T = TypeVar("T")
 STATS_XATTR = "user.zarrfs.stats"  # the root's attribute `zarrfs stats` reads (fuse and daemon)
@@ -177,32 +177,19 @@ def _own(option: Option[T]) -> T:
 
 
 @dataclass(frozen=True)
-class MountOptions:
+class TreeOptions:
+    """The options a tree is served with, by a mount and by `zarrfs serve` alike: the mount's
+    own options that are not the kernel's, and every option given (`given`: the views' and the
+    store's, read where they act). Parsing takes every declared option: the kernel's ones mean
+    nothing here, and are ignored."""
+
     access: str | None = _own(ACCESS)  # "ro", "rw" (`-o rw` given: a source never written is refused), None
-    allow_other: bool = _own(ALLOW_OTHER)
-    default_permissions: bool = _own(DEFAULT_PERMISSIONS)
-    uid: int | None = _own(UID)
-    gid: int | None = _own(GID)
-    umask: int = _own(UMASK)
     cache_bytes: int = _own(CACHE)
-    readahead_kb: int | None = _own(READAHEAD)  # (None: chosen from the array's chunks, daemon.kernel_window)
     debug: bool = _own(DEBUG)
-    log_file: str | None = _own(LOG)
     threads: int | None = _own(THREADS)
-    # Slabs decoded ahead of a sequential reader are pushed into the kernel's page cache from
-    # threads of their own (zarrfs.fuse.pages); False: the reader's requests fetch every page.
-    push_pages: bool = _own(PUSH_PAGES)
-    direct_io: bool = _own(DIRECT_IO)
     # Close-to-open with other writers: check the store when a file is opened ("open", 0.0),
     # also every N seconds while it is open (N), or never (None).
     recheck: float | None = _own(RECHECK)
-    # Arrays made by writing NAME.npy into a group: their codec and chunk shape (None: about
-    # 1 MiB, `formats.creation.auto_chunks`).
-    new_codec: str = _own(NEW_CODEC)
-    new_chunks: tuple[int, ...] | None = _own(NEW_CHUNKS)
-    # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
-    # None: no metrics (zarrfs.daemon.metrics).
-    metrics: tuple[str, int] | None = _own(METRICS)
     # TensorStore's zarr3 driver options, by its names and defaults.
     fill_missing_data_reads: bool = _own(FILL_MISSING_DATA_READS)
     store_data_equal_to_fill_value: bool = _own(STORE_DATA_EQUAL_TO_FILL_VALUE)
@@ -210,12 +197,11 @@ class MountOptions:
     # (zarrfs.daemon.privileges); None: the user that runs it.
     user: str | None = _own(USER)
     group: str | None = _own(GROUP)
-    kernel_options: frozenset[str] = _own(KERNEL)
     # Every option given, the families' read where they act (`layout`, `source`).
     given: OptionValues = field(default_factory=OptionValues)
 
     @classmethod
-    def parse(cls, groups: Iterable[str]) -> MountOptions:
+    def parse(cls, groups: Iterable[str]) -> Self:
         """Parse `-o` arguments ("ro,cache=1G", ...); later options win."""
         items = [item for item in (part.strip() for group in groups for part in group.split(",")) if item]
         given = OptionValues.parsed(DECLARED, (item for item in items if _kept(item)))  # (each in turn)
@@ -234,24 +220,45 @@ class MountOptions:
         return self.access == "rw"
 
     @property
-    def layout(self) -> ViewSettings:
-        """How the mount lays out every array's files (the views' options)."""
+    def view_settings(self) -> ViewSettings:
+        """How the tree lays out every array's files (the views' options)."""
         return ViewSettings(self.given)
 
     @property
-    def source(self) -> SourceSettings:
-        """What the store layer needs to open the source."""
-        return SourceSettings(self.given)
+    def source(self) -> SourceOptions:
+        """The options the store opens the source with (the store's and its families')."""
+        return SourceOptions(self.given)
 
     @property
     def disk_cache(self) -> str | None:
         """The disk cache's directory (`-o disk_cache=`), or None."""
         return self.given[DISK_CACHE]
 
-    @property
-    def storage_options(self) -> Mapping[str, Any]:
-        """fsspec's storage options, as the store families' options say."""
-        return storage_options(self.given)
+
+@dataclass(frozen=True)
+class MountOptions(TreeOptions):
+    """The options of a mount: the tree's, and the kernel's (what FUSE and the kernel are told,
+    the files' owners and modes, the daemon's log and metrics, pages pushed)."""
+
+    allow_other: bool = _own(ALLOW_OTHER)
+    default_permissions: bool = _own(DEFAULT_PERMISSIONS)
+    uid: int | None = _own(UID)
+    gid: int | None = _own(GID)
+    umask: int = _own(UMASK)
+    readahead_kb: int | None = _own(READAHEAD)  # (None: chosen from the array's chunks, daemon.kernel_window)
+    log_file: str | None = _own(LOG)
+    # Slabs decoded ahead of a sequential reader are pushed into the kernel's page cache from
+    # threads of their own (zarrfs.fuse.pages); False: the reader's requests fetch every page.
+    push_pages: bool = _own(PUSH_PAGES)
+    direct_io: bool = _own(DIRECT_IO)
+    # Arrays made by writing NAME.npy into a group: their codec and chunk shape (None: about
+    # 1 MiB, `formats.creation.auto_chunks`).
+    new_codec: str = _own(NEW_CODEC)
+    new_chunks: tuple[int, ...] | None = _own(NEW_CHUNKS)
+    # Where the daemon serves Prometheus metrics (host, port; port 0: any free port), or
+    # None: no metrics (zarrfs.daemon.metrics).
+    metrics: tuple[str, int] | None = _own(METRICS)
+    kernel_options: frozenset[str] = _own(KERNEL)
 
     @property
     def file_uid(self) -> int:
@@ -285,8 +292,11 @@ def _kept(item: str) -> bool:
 
 
 # Every option the mount takes, in the order `zarrfs options` and docs/usage.md show them: the
-# mount's own (its fields), the views' (the array directory's and each family's: views.registry),
-# the store's (its own and each family's: store.sources), and last those passed to the kernel.
-OWN: tuple[Option[Any], ...] = tuple(f.metadata["option"] for f in fields(MountOptions)
-                                     if "option" in f.metadata)
+# mount's own (the fields of `MountOptions` and `TreeOptions`), the views' (the array directory's
+# and each family's: views.registry), the store's (its own and each family's: store.sources), and
+# last those passed to the kernel.
+OWN: tuple[Option[Any], ...] = (ACCESS, ALLOW_OTHER, DEFAULT_PERMISSIONS, UID, GID, UMASK, CACHE, READAHEAD,
+                                DEBUG, LOG, THREADS, PUSH_PAGES, DIRECT_IO, RECHECK, NEW_CODEC, NEW_CHUNKS,
+                                METRICS, FILL_MISSING_DATA_READS, STORE_DATA_EQUAL_TO_FILL_VALUE, USER, GROUP,
+                                KERNEL)
 DECLARED = Declared((*(o for o in OWN if o is not KERNEL), *VIEW_OPTIONS, *STORE_OPTIONS, KERNEL))

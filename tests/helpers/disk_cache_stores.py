@@ -10,7 +10,7 @@ import fsspec
 
 from tests.helpers.s3_server import S3Server
 from tests.helpers.store_observers import Listings
-from zarrfs.store import Store
+from zarrfs.store import SourceOptions, Store
 from zarrfs.store.disk_cache import DiskCachedStore, open_disk_cache
 
 
@@ -19,8 +19,8 @@ def opened(server: S3Server, url: str, cache: Path, observer: Listings | None = 
     """The store at `url` (reached through the proxy at `through`) with its disk cache."""
     client = {"endpoint_url": through, "region_name": "us-east-1"}
     reach = {} if through is None else {"client_kwargs": client}
-    store = Store.open(url, server.s3fs_options(**reach), observer=observer)
-    reads = open_disk_cache(store, url, server.s3fs_options(), str(cache), 64 << 20)
+    store = Store.open(url, SourceOptions(client=server.s3fs_options(**reach)), observer=observer)
+    reads = open_disk_cache(store, url, SourceOptions(client=server.s3fs_options()), str(cache), 64 << 20)
     assert reads is not None
     return DiskCachedStore(store, reads)
 

@@ -43,7 +43,6 @@ from tests.helpers.two_writers import Writer, lost
 from zarrfs.errors import ConflictError
 from zarrfs.options import MountOptions, OptionError
 from zarrfs.store import Store
-from zarrfs.store.settings import SourceSettings
 from zarrfs.store.sources import open_filesystem
 
 SHAPE = (64, 48)
@@ -331,12 +330,12 @@ def test_anon_uses_no_credentials_whatever_the_environment_names(monkeypatch: py
     string, `anon` or not. (Opening a filesystem sends no request.)"""
     other = f"AccountName=other;AccountKey={KEY};EndpointSuffix=core.windows.net"
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", other)
-    options = MountOptions.parse(["ro,anon,account_name=pcdata"]).storage_options
-    fs, root = open_filesystem("az://public/cube.zarr", options, SourceSettings())
+    anonymous = MountOptions.parse(["ro,anon,account_name=pcdata"]).source
+    fs, root = open_filesystem("az://public/cube.zarr", anonymous)
     assert root == "public/cube.zarr"
     assert fs.service_client.url.startswith("https://pcdata.blob.core.windows.net")
     assert fs.service_client.credential is None
-    signed, _ = open_filesystem("az://public/cube.zarr", {"account_name": "pcdata"}, SourceSettings())
+    signed, _ = open_filesystem("az://public/cube.zarr", MountOptions.parse(["account_name=pcdata"]).source)
     assert signed.service_client.url.startswith("https://other.blob.core.windows.net")  # (the control)
     for secret in ("account_key=x", "sas_token=x", "connection_string=x"):
         with pytest.raises(OptionError):

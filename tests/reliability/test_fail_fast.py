@@ -27,7 +27,7 @@ from tests.helpers.http_server import answering
 from tests.helpers.mounting import ZARRFS, is_mounted
 from tests.helpers.s3_server import S3_ENV, S3Server, free_port
 from zarrfs.errors import StoreError
-from zarrfs.store import Store
+from zarrfs.store import SourceOptions, Store
 
 TIMEOUT = 60.0
 FAILS_WITHIN = 10.0  # (see above: the process's start under load, far below TIMEOUT)
@@ -115,7 +115,8 @@ def test_a_store_fails_at_once_on_a_definite_answer() -> None:
             ("gs://bucket/array", {"endpoint_url": f"http://127.0.0.1:{closed}", "token": "anon"},
              "connection refused by 127.0.0.1"),
             ("http://no-such-host.invalid/array", {}, "unknown host no-such-host.invalid")):
-        assert_fails_at_once(lambda url=url, options=options: Store.open(url, options).get("zarr.json"), said)
+        assert_fails_at_once(lambda url=url, options=options: Store.open(
+            url, SourceOptions(client=options)).get("zarr.json"), said)
 
     with answering(_Forbidden) as port:
         store = Store.open(f"http://127.0.0.1:{port}/array")

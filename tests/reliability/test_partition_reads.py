@@ -45,7 +45,7 @@ from zarrfs.errors import StoreTimeout
 from zarrfs.grid import Box
 from zarrfs.store import Store
 from zarrfs.store.settings import TIMEOUT as TIMEOUT_OPTION
-from zarrfs.store.settings import SourceSettings
+from zarrfs.store.settings import SourceOptions
 
 zarr = pytest.importorskip("zarr")
 
@@ -188,8 +188,8 @@ def test_readers_of_one_shard_share_the_load_of_its_index(s3_server: S3Server) -
     outcomes: dict[int, Any] = {}
     with proxied(s3_server.port) as proxy:
         store = Store.open(f"s3://{s3_server.bucket}/sharded",
-                           {**storage_options(s3_server), "endpoint_url": proxy.url},
-                           settings=SourceSettings(OptionValues({TIMEOUT_OPTION: TIMEOUT})))
+                           SourceOptions(OptionValues({TIMEOUT_OPTION: TIMEOUT}),
+                                         {**storage_options(s3_server), "endpoint_url": proxy.url}))
         array = open_array(store, threads=len(rows))
         try:
             proxy.swallow()

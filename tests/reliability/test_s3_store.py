@@ -20,7 +20,7 @@ from zarrfs.array_metadata import create_array, open_array
 from zarrfs.errors import StoreError
 from zarrfs.formats.v3 import parse_metadata
 from zarrfs.grid import Box
-from zarrfs.store import ByteRange, RetryPolicy, Store, SuffixRange
+from zarrfs.store import ByteRange, RetryPolicy, SourceOptions, Store, SuffixRange
 
 s3fs = pytest.importorskip("s3fs")
 
@@ -276,7 +276,7 @@ def test_faulty_s3_chain_retries_injected_faults(
     )
     monkeypatch.setenv(CONFIG_ENV, str(config))
     options: dict[str, Any] = {"s3": s3_server.s3fs_options()}
-    store = Store.open(f"faulty::s3://{s3_server.bucket}/zp", options, read_only=True)
+    store = Store.open(f"faulty::s3://{s3_server.bucket}/zp", SourceOptions(client=options), read_only=True)
     assert isinstance(store.driver.fs, FaultyFileSystem)
     array = open_array(store, threads=2)
     opened.append(array)

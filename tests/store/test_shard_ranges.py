@@ -20,7 +20,7 @@ from zarrfs.codecs import ChunkSpec, ShardingCodec
 from zarrfs.formats.description import CodecSpec
 from zarrfs.formats.dtypes import CORE_TYPES
 from zarrfs.grid import Box
-from zarrfs.store import Store
+from zarrfs.store import SourceOptions, Store
 from zarrfs.store.ranges import REMOTE_GAP, RangeRequest, merge, worth_whole
 
 zarr = pytest.importorskip("zarr")
@@ -157,7 +157,8 @@ def test_part_of_a_shard_is_read_with_merged_ranges(server: S3Server, proxy: Tcp
     values = ((np.arange(np.prod(BIG_SHAPE), dtype=np.uint32) * 3) % 50000 + 1).astype("<u2")
     values = values.reshape(BIG_SHAPE)
     write_sharded(server, "big", values, BIG_SHARD)
-    array = open_array(Store.open(f"s3://{server.bucket}/big", options(server, proxy.url)))
+    array = open_array(Store.open(f"s3://{server.bucket}/big",
+                                  SourceOptions(client=options(server, proxy.url))))
     try:
         per_row = BIG_SHARD[1] // INNER[1]
         first_row = [(0, j) for j in range(per_row)]
@@ -181,7 +182,8 @@ def test_part_of_a_shard_is_read_with_merged_ranges(server: S3Server, proxy: Tcp
 def test_missing_inner_chunks_and_shards_read_as_fill(server: S3Server, proxy: TcpProxy) -> None:
     expected = with_holes(VALUES)
     write_sharded(server, "holes", expected, SHARD)
-    array = open_array(Store.open(f"s3://{server.bucket}/holes", options(server, proxy.url)))
+    array = open_array(Store.open(f"s3://{server.bucket}/holes",
+                                  SourceOptions(client=options(server, proxy.url))))
     try:
         per_shard = [(i, j) for i in range(SHARD[0] // INNER[0]) for j in range(SHARD[1] // INNER[1])]
         for shard in [(0, 0), (1, 1)]:
@@ -203,7 +205,7 @@ def test_reads_equal_a_plain_read_of_the_local_copy(server: S3Server, tmp_path: 
     local = zarr.create_array(store=str(tmp_path / "local"), shape=SHAPE, shards=SHARD, chunks=INNER,
                               dtype="<u2", fill_value=0, compressors=zarr.codecs.ZstdCodec(level=1))
     local[...] = expected
-    remote = Store.open(f"s3://{server.bucket}/holes", options(server))
+    remote = Store.open(f"s3://{server.bucket}/holes", SourceOptions(client=options(server)))
     for store in (Store.open(str(tmp_path / "local")), remote):
         array = open_array(store)
         try:

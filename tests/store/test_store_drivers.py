@@ -112,7 +112,8 @@ def test_what_a_source_imports_late_is_named_not_imported() -> None:
     # A daemon acting as another user imports these first, as root: asking must import none.
     asked = ("import sys, zarrfs.store as s\n"
              "before = set(sys.modules)\n"
-             "late = [s.late_imports(u, {}) for u in ('gs://b/a.zarr', 'https://h/a.zarr', 's3://b/a.zip')]\n"
+             "urls = ('gs://b/a.zarr', 'https://h/a.zarr', 's3://b/a.zip')\n"
+             "late = [s.late_imports(u, s.SourceOptions()) for u in urls]\n"
              "print(sorted(set(sys.modules) - before))\n"
              "print(*(','.join(each.modules) for each in late))\n")
     done = subprocess.run([sys.executable, "-c", asked], capture_output=True, text=True, timeout=60,

@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..errors import ZarrfsError
-from ..options import MountOptions
+from ..options import MountOptions, TreeOptions
 from . import commands, option_help
 
 COMMANDS = ("mount", "serve", "info", "create", "check", "import", "resize", "stats", "install-system",
@@ -207,7 +207,7 @@ def _run_mount(args: argparse.Namespace) -> int:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    options = MountOptions.parse(args.options)
+    options = TreeOptions.parse(args.options)
     return commands.serve(args.source, args.listen, options, users_file=args.users_file,
                           token_file=args.token_file, certificate=args.tls_cert, key=args.tls_key,
                           allow_hosts=args.allow_host, allow_origins=args.allow_origin,
@@ -215,12 +215,12 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_info(args: argparse.Namespace) -> int:
-    print("\n".join(commands.info(args.source, MountOptions.parse(args.options))))
+    print("\n".join(commands.info(args.source, TreeOptions.parse(args.options))))
     return 0
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    report = commands.check(args.source, MountOptions.parse(args.options), jobs=args.jobs)
+    report = commands.check(args.source, TreeOptions.parse(args.options), jobs=args.jobs)
     for problem in report.problems:
         print(f"{args.source.rstrip('/')}/{problem.key}: {problem.text}")
     verdict = "sound" if report.sound else _count(len(report.problems), "problem")
@@ -234,7 +234,7 @@ def _count(n: int, thing: str) -> str:
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    metadata, stored = commands.import_raw(args.raw, args.source, MountOptions.parse(args.options),
+    metadata, stored = commands.import_raw(args.raw, args.source, TreeOptions.parse(args.options),
                                            _new_array(args), order=args.order, endian=args.endian,
                                            jobs=args.jobs)
     print(f"imported {args.raw} into {args.source}: {commands.dims(metadata.shape)} "
@@ -243,7 +243,7 @@ def _run_import(args: argparse.Namespace) -> int:
 
 
 def _run_resize(args: argparse.Namespace) -> int:
-    groups = commands.resize(args.source, MountOptions.parse(args.options), tuple(args.shape),
+    groups = commands.resize(args.source, TreeOptions.parse(args.options), tuple(args.shape),
                              force=args.force)
     also = f" (and the consolidated metadata of {', '.join(groups)})" if groups else ""
     print(f"resized {args.source} to {commands.dims(args.shape)}{also}")
@@ -275,7 +275,7 @@ def _run_options(args: argparse.Namespace) -> int:
 
 
 def _run_create(args: argparse.Namespace) -> int:
-    metadata = commands.create(args.source, MountOptions.parse(args.options), _new_array(args))
+    metadata = commands.create(args.source, TreeOptions.parse(args.options), _new_array(args))
     print(f"created {args.source}: {commands.dims(metadata.shape)} {metadata.data_type.name}")
     return 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,8 @@ from ..api import read_stats
 from ..array_metadata import NEW_FORMAT, create_array, open_array
 from ..errors import ZarrfsError, missing_package
 from ..formats import CORE_TYPES, ArrayDescription, auto_chunks, described_v3_array
-from ..options import MountOptions
-from ..store import Store
+from ..options import MountOptions, TreeOptions
+from ..store import open_store
 from .info import describe, describe_tree, dims
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def mount(source: str, mountpoint: str, options: MountOptions, *, foreground: bo
     return run_daemon(source, mountpoint, options, foreground=foreground)
 
 
-def serve(source: str, listen: str, options: MountOptions, *, users_file: str | None = None,
+def serve(source: str, listen: str, options: TreeOptions, *, users_file: str | None = None,
           token_file: str | None = None, certificate: str | None = None, key: str | None = None,
           allow_hosts: Sequence[str] = (), allow_origins: Sequence[str] = (), allow_plain_http: bool = False,
           client_timeout: int = 30) -> int:
@@ -71,17 +72,17 @@ def _absolute(source: str) -> str:
     return source if "://" in source or "::" in source else os.path.abspath(source)
 
 
-def info(source: str, options: MountOptions) -> list[str]:
+def info(source: str, options: TreeOptions) -> list[str]:
     """The tree of the group at `source`, a line a node; or the array's rows ("name: value")."""
-    store = Store.open(source, options.storage_options, read_only=True, settings=options.source)
-    tree = describe_tree(store)
-    if tree is not None:
-        return tree
-    array = open_array(store)
-    try:
-        return [f"{name + ':':<19} {value}" for name, value in describe(array)]
-    finally:
-        array.close()
+    with closing(open_store(source, options.source, read_only=True)) as store:
+        tree = describe_tree(store)
+        if tree is not None:
+            return tree
+        array = open_array(store)
+        try:
+            return [f"{name + ':':<19} {value}" for name, value in describe(array)]
+        finally:
+            array.close()
 
 
 def new_array_metadata(new: NewArray) -> ArrayDescription:
@@ -99,41 +100,41 @@ def new_array_metadata(new: NewArray) -> ArrayDescription:
                               key_separator=new.key_separator)
 
 
-def create(source: str, options: MountOptions, new: NewArray) -> ArrayDescription:
+def create(source: str, options: TreeOptions, new: NewArray) -> ArrayDescription:
     """A new, empty array at `source` (refused where an array or group is)."""
     metadata = new_array_metadata(new)
-    store = Store.open(source, options.storage_options)
-    name = NEW_FORMAT.metadata_file
-    if store.exists(name):
-        raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
-    create_array(store, metadata).close()
+    with closing(open_store(source, options.source)) as store:
+        name = NEW_FORMAT.metadata_file
+        if store.exists(name):
+            raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
+        create_array(store, metadata).close()
     return metadata
 
 
-def check(source: str, options: MountOptions, *, jobs: int | None) -> Report:
+def check(source: str, options: TreeOptions, *, jobs: int | None) -> Report:
     from .check import check as check_store
 
-    store = Store.open(source, options.storage_options, read_only=True, settings=options.source)
-    return check_store(store, jobs=jobs)
+    with closing(open_store(source, options.source, read_only=True)) as store:
+        return check_store(store, jobs=jobs)
 
 
-def import_raw(raw: str, dest: str, options: MountOptions, new: NewArray, *, order: str, endian: str,
+def import_raw(raw: str, dest: str, options: TreeOptions, new: NewArray, *, order: str, endian: str,
                jobs: int | None) -> tuple[ArrayDescription, int]:
     """A new array at `dest` holding the elements of the file `raw` ("-": standard input);
     its description and the number of chunks stored."""
     from .importer import import_raw as import_file
 
     metadata = new_array_metadata(new)
-    stored = import_file(raw, dest, options.storage_options, metadata, order=order, endian=endian, jobs=jobs)
+    stored = import_file(raw, dest, options.source, metadata, order=order, endian=endian, jobs=jobs)
     return metadata, stored
 
 
-def resize(source: str, options: MountOptions, shape: tuple[int, ...], *, force: bool = False) -> list[str]:
+def resize(source: str, options: TreeOptions, shape: tuple[int, ...], *, force: bool = False) -> list[str]:
     """Resize the array at `source` (not mounted, unless `force`); the groups whose
     consolidated metadata were updated too."""
     from .resize import resize_offline
 
-    return resize_offline(source, options.storage_options, shape, force=force)
+    return resize_offline(source, options.source, shape, force=force)
 
 
 def stats(mountpoint: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, BinaryIO
 
@@ -30,10 +30,10 @@ from ..codecs import BytesLike, ChunkSpec, Pipeline, ShardingCodec, is_fill
 from ..errors import ZarrfsError
 from ..formats import ArrayDescription, discover
 from ..grid import Box, Index
-from ..store import Store
+from ..store import SourceOptions, Store, open_store
 
 
-def import_raw(raw: str, dest: str, storage_options: Mapping[str, Any], description: ArrayDescription, *,
+def import_raw(raw: str, dest: str, options: SourceOptions, description: ArrayDescription, *,
                order: str = "C", endian: str = "little", jobs: int | None = None,
                progress: bool | None = None) -> int:
     """Import RAW ("-": stdin) into a new array at `dest`; returns how many chunks were stored."""
@@ -42,18 +42,18 @@ def import_raw(raw: str, dest: str, storage_options: Mapping[str, Any], descript
         size = _regular_size(source)
         if size is not None and size != need:
             raise ZarrfsError(_size_problem(raw, size, need))
-        store = Store.open(dest, storage_options)
-        if discover(store.get, "") is not None:
-            raise ZarrfsError(f"{dest} already holds an array or group")
-        existed = store.capabilities.local_files and os.path.exists(store.root)
-        importer = _Importer(store, description, order, endian, jobs or os.cpu_count() or 2)
-        try:
-            importer.run(source, raw, progress)
-            store.sync_directories(importer.written)
-            write_new_document(store, description)
-        except BaseException:
-            _remove(store, importer.written, existed)
-            raise
+        with contextlib.closing(open_store(dest, options)) as store:
+            if discover(store.get, "") is not None:
+                raise ZarrfsError(f"{dest} already holds an array or group")
+            existed = store.capabilities.local_files and os.path.exists(store.root)
+            importer = _Importer(store, description, order, endian, jobs or os.cpu_count() or 2)
+            try:
+                importer.run(source, raw, progress)
+                store.sync_directories(importer.written)
+                write_new_document(store, description)
+            except BaseException:
+                _remove(store, importer.written, existed)
+                raise
     return len(importer.written)
 
 

@@ -4,21 +4,21 @@ consolidated metadata of the groups above it (zarr-python trusts those)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
+from contextlib import closing
 
 from ..array_metadata import open_array, resized_in_listing
 from ..daemon.mountpoint import unescape
 from ..errors import ResizeError
 from ..formats import consolidated_file, discover
-from ..store import Store
+from ..store import SourceOptions, open_store
 
 # How far up to look for groups with consolidated metadata.
 MAX_LEVELS = 16
 LOCAL_SCHEMES = ("file://", "local://")
 
 
-def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ...], *,
+def resize_offline(source: str, options: SourceOptions, shape: tuple[int, ...], *,
                    force: bool = False) -> list[str]:
     """Resize the array at `source`; the groups whose consolidated metadata were updated.
     ResizeError when a zarrfs mount serves it (unless `force`): that daemon's cached chunks and
@@ -27,28 +27,29 @@ def resize_offline(source: str, storage: Mapping[str, Any], shape: tuple[int, ..
         if _serves(mounted, source):
             raise ResizeError(f"{source} is mounted at {mountpoint}: unmount it first, resize "
                               f"its first dimension there with truncate on data, or give --force")
-    array = open_array(Store.open(source, storage))
-    try:
-        array.resize(shape)
-        array_format = array.metadata.zarr_format
-    finally:
-        array.close()
+    with closing(open_store(source, options)) as store:
+        array = open_array(store)
+        try:
+            array.resize(shape)
+            array_format = array.metadata.zarr_format
+        finally:
+            array.close()
     updated = []
     child, parent = _split(source.rstrip("/"))
     relative = child
     for _ in range(MAX_LEVELS):
         if not parent:
             break
-        store = Store.open(parent, storage)
-        node = discover(store.get, "")
-        if node is None or node.kind != "group":
-            break
-        name = consolidated_file(node)
-        raw = None if name is None else store.get(name)
-        new = None if raw is None else resized_in_listing(node, raw, relative, array_format, shape)
-        if name is not None and new is not None:
-            store.put(name, new)
-            updated.append(parent)
+        with closing(open_store(parent, options)) as store:
+            node = discover(store.get, "")
+            if node is None or node.kind != "group":
+                break
+            name = consolidated_file(node)
+            raw = None if name is None else store.get(name)
+            new = None if raw is None else resized_in_listing(node, raw, relative, array_format, shape)
+            if name is not None and new is not None:
+                store.put(name, new)
+                updated.append(parent)
         child, parent = _split(parent)
         relative = f"{child}/{relative}"
     return updated

@@ -18,10 +18,10 @@ import gc
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..array import DecodePool, Shared
-from ..options import MountOptions
+from ..options import TreeOptions
 from ..store import Store
 from ..store.observe import Observers, RequestLog, StoreObserver
 from ..tree import Tree
@@ -33,6 +33,8 @@ from .served import decoding, final_flush, open_tree, opened_store, remove_tempo
 if TYPE_CHECKING:
     from .metrics import Metrics
 
+Served = TypeVar("Served", bound=TreeOptions)  # (a mount's options are a tree's and the kernel's)
+
 
 @dataclass(frozen=True)
 class Opened:
@@ -43,10 +45,10 @@ class Opened:
     tree: Tree
 
 
-class Lifecycle:
+class Lifecycle(Generic[Served]):
     """Everything a front end serves through, from `with` to its end (see the module)."""
 
-    def __init__(self, source: str, options: MountOptions) -> None:
+    def __init__(self, source: str, options: Served) -> None:
         """MountError: `-o user=` names no one, or the daemon is not root to act as them."""
         self.source = source
         self.options = options
@@ -57,10 +59,10 @@ class Lifecycle:
         self._trim: Callable[[], int] | None = None
         self._stack = contextlib.ExitStack()
 
-    def __enter__(self) -> Lifecycle:
+    def __enter__(self) -> Lifecycle[Served]:
         with self._stack:  # (closed again should the decoding processes not start)
             if self.identity is not None:
-                preload.before_acting(self.source, self.options.storage_options)  # (as root)
+                preload.before_acting(self.source, self.options.source)  # (as root)
             # glibc's malloc set up before the fork, for the workers too (`open` sets it again,
             # and takes its trim): with glibc's defaults each chunk a worker encoded came in fresh
             # pages, ~180 page faults a 512 KiB chunk, 0.56 CPU s a 256 MiB write where 0.40 with these.
@@ -92,7 +94,7 @@ class Lifecycle:
         self._stack.callback(shared.close)
         if metrics is not None:
             metrics.watch(shared)
-        tree = open_tree(store, shared, self.options.layout, rechecks=self.options.recheck is not None)
+        tree = open_tree(store, shared, self.options.view_settings, rechecks=self.options.recheck is not None)
         self._stack.callback(tree.close)
         self._opened = Opened(store, shared, tree)
         return self._opened

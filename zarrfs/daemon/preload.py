@@ -21,10 +21,8 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Mapping
-from typing import Any
 
-from ..store import late_imports
+from ..store import SourceOptions, late_imports
 from .privileges import Identity
 
 log = logging.getLogger("zarrfs")
@@ -34,10 +32,10 @@ log = logging.getLogger("zarrfs")
 ALWAYS = ("multiprocessing.synchronize",)
 
 
-def before_acting(source: str, storage_options: Mapping[str, Any]) -> None:
-    """Import what opening and serving `source` imports later (as root, before acting as the
-    user: call it then). What is not installed is left to the store to report."""
-    late = late_imports(source, storage_options)
+def before_acting(source: str, options: SourceOptions) -> None:
+    """Import what opening and serving `source` (with `options`) imports later (as root, before
+    acting as the user: call it then). What is not installed is left to the store to report."""
+    late = late_imports(source, options)
     for name in (*ALWAYS, *late.modules):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)

@@ -117,7 +117,8 @@ def _serve(source: str, mountpoint: str, options: MountOptions, ready: Ready) ->
     return status if life.stored else 1
 
 
-def _serve_metered(life: Lifecycle, mountpoint: str, ready: Ready, services: contextlib.ExitStack) -> int:
+def _serve_metered(life: Lifecycle[MountOptions], mountpoint: str, ready: Ready,
+                   services: contextlib.ExitStack) -> int:
     if life.options.metrics is None:
         return _serve_with(life, mountpoint, ready, services, None)
     from .metrics import Metrics, MetricsError  # (prometheus_client: only when asked for)
@@ -146,7 +147,7 @@ def _once(ready: Ready) -> Ready:
     return once
 
 
-def _serve_with(life: Lifecycle, mountpoint: str, ready: Ready, services: contextlib.ExitStack,
+def _serve_with(life: Lifecycle[MountOptions], mountpoint: str, ready: Ready, services: contextlib.ExitStack,
                 metrics: Metrics | None) -> int:
     source, options = life.source, life.options
     try:

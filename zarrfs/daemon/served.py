@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterator
 from ..array import DecodePool, Drop, ForkServer, Shared
 from ..errors import MetadataError, ZarrfsError
 from ..formats import discover
-from ..options import MountOptions
-from ..store import Store
+from ..options import TreeOptions
+from ..store import Store, open_store
 from ..store.observe import StoreObserver
-from ..store.opening import open_store
 from ..tree import Tree, tree_of
 from ..views.array_dir import ViewSettings
 from .privileges import Identity
@@ -46,14 +45,14 @@ def decoding(identity: Identity | None) -> Iterator[DecodePool | None]:
         pool.close()
 
 
-def opened_store(source: str, options: MountOptions, observer: StoreObserver | None) -> Store:
+def opened_store(source: str, options: TreeOptions, observer: StoreObserver | None) -> Store:
     """The store of `source` as the options say (ZarrfsError: it cannot be opened), to be
     closed at the end, then prepared (`Store.prepare`)."""
-    return open_store(source, options.given, read_only=options.read_only, writable=options.read_write,
+    return open_store(source, options.source, read_only=options.read_only, writable=options.read_write,
                       observer=observer)
 
 
-def shared_of(store: Store, options: MountOptions, decoders: DecodePool | None,
+def shared_of(store: Store, options: TreeOptions, decoders: DecodePool | None,
               give_back: Callable[[], int] | None) -> Shared:
     """The cache, loader threads and decoding processes every array of the tree shares."""
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.

@@ -17,14 +17,14 @@ import threading
 from types import FrameType
 
 from ..errors import ZarrfsError
-from ..options import MountOptions
+from ..options import TreeOptions
 from ..serve import Access, Server, Site, address_of, application, http_server
 from .lifecycle import Lifecycle
 
 log = logging.getLogger("zarrfs")
 
 
-def serve(source: str, host: str, port: int, access: Access, options: MountOptions, *,
+def serve(source: str, host: str, port: int, access: Access, options: TreeOptions, *,
           client_timeout: int = 30) -> int:
     """Serve `source` on (host, port) until told to stop; the exit status."""
     logging.basicConfig(level=logging.DEBUG if options.debug else logging.INFO, stream=sys.stderr,

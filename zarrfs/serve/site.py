@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import TypeVar
 
-from ..options import MountOptions
+from ..options import TreeOptions
 from ..tree import GROUP, Ref, Tree, in_versions
 from ..views import FileView
 from .reserved import Reservations
@@ -49,7 +49,7 @@ def url_names(path: str) -> list[str]:
 class Site:
     """What the server's resources read and change of the tree (`resources`)."""
 
-    def __init__(self, tree: Tree, options: MountOptions, *, read_only: bool) -> None:
+    def __init__(self, tree: Tree, options: TreeOptions, *, read_only: bool) -> None:
         self.tree = tree
         self.options = options
         self.read_only = read_only or options.read_only

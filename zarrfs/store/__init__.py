@@ -4,9 +4,12 @@ itself (`base`, `core`), and the disk cache that wraps it (`disk_cache`; `openin
 
 from .core import ANY, ByteRange, Capabilities, Expect, RetryPolicy, Store, SuffixRange, one_line, opened
 from .local import open_below, temporary_owner_alive
+from .opening import open_store
+from .settings import SourceOptions
 from .sources import CLIENT_LOGGERS, LateImports, late_imports
 from .values import TEMP_PREFIX, Described, Opened, Versioned, read_opened
 
 __all__ = ["ANY", "CLIENT_LOGGERS", "TEMP_PREFIX", "ByteRange", "Capabilities", "Described", "Expect",
-           "LateImports", "Opened", "RetryPolicy", "Store", "SuffixRange", "Versioned", "late_imports",
-           "one_line", "open_below", "opened", "read_opened", "temporary_owner_alive"]
+           "LateImports", "Opened", "RetryPolicy", "SourceOptions", "Store", "SuffixRange", "Versioned",
+           "late_imports", "one_line", "open_below", "open_store", "opened", "read_opened",
+           "temporary_owner_alive"]

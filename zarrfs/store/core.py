@@ -23,7 +23,7 @@ from .deadline import RetryPolicy, one_line
 from .driver import ANY, Driver, Expect
 from .observe import GET, GET_RANGE, StoreObserver
 from .ranges import ByteRange, SuffixRange
-from .settings import SourceSettings
+from .settings import SourceOptions
 from .sources import adapter_of, driver_for, open_source
 from .values import Opened, Versioned, as_bytes
 
@@ -45,18 +45,16 @@ class Store(BaseStore):
                          retry=retry, observer=observer, answers=answers)
 
     @classmethod
-    def open(cls, url: str, storage_options: Mapping[str, Any] | None = None, *,
-             read_only: bool = False, settings: SourceSettings | None = None,
+    def open(cls, url: str, options: SourceOptions | None = None, *, read_only: bool = False,
              observer: StoreObserver | None = None, writable: bool = False) -> Store:
         """A store for a local path, an fsspec URL, a reference set, an Icechunk repository
         (see `sources`), or a source read through the store of another (`adapter_of`: a zip
         archive through the store of its directory; read-only, and `writable`, a caller that
-        insists on writing, is refused)."""
-        settings = settings or SourceSettings()
+        insists on writing, is refused), opened with `options` (None: the defaults)."""
         adapter = adapter_of(url)
         if adapter is not None and writable:
             raise ReadOnlyError(f"{adapter.kind} mounts are read-only: mount {url} without -o rw")
-        source = open_source(url if adapter is None else adapter.below, storage_options or {}, settings,
+        source = open_source(url if adapter is None else adapter.below, options or SourceOptions(),
                              read_only=read_only or adapter is not None, writable=writable)
         store = cls(source.driver.fs, source.root, read_only=source.read_only, retry=source.retry,
                     observer=observer, driver=source.driver)

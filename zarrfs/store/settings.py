@@ -1,9 +1,12 @@
-"""What opening a source takes beyond fsspec's storage options (a leaf module: the store's
-other modules and the sources they open all read it)."""
+"""The options a source is opened with, in one value (`SourceOptions`): what carries them
+into the store, whose families read their own there and make of them what their clients take
+(a leaf module: the store's other modules and the sources they open all read it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..declared import OptionValues, parse_seconds, valued
 
@@ -23,19 +26,22 @@ TIMEOUT = valued(
 
 
 @dataclass(frozen=True)
-class SourceSettings:
-    """What a source needs beyond fsspec's storage options, as the mount's options say: the
-    store reads its own (`timeout_for`), each family its own where it acts
-    (`options[ITS_OPTION]`), carried here unread. Made of the options given: a mount's, or
-    `OptionValues({AN_OPTION: value, ...})`."""
+class SourceOptions:
+    """The options a source is opened with: the `-o` options `given` (a mount's, or
+    `OptionValues({AN_OPTION: value, ...})`), each read where it acts: the store's own here
+    (`timeout_for`), each family's by its declaration (`given[ITS_OPTION]`), the object stores'
+    made into fsspec's keywords (`sources.storage_options`). A program may add keywords for
+    the fsspec filesystem that no option gives (`client`: a client's credentials and
+    configuration, as tests and benchmarks reach their servers); an option given wins."""
 
-    options: OptionValues = field(default_factory=OptionValues)
+    given: OptionValues = field(default_factory=OptionValues)
+    client: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def remote_timeout(self) -> float:
         """The longest one operation of a remote store may take, retries included: `-o timeout=`,
         or 30 s."""
-        timeout = self.options[TIMEOUT]
+        timeout = self.given[TIMEOUT]
         return DEFAULT_REMOTE_TIMEOUT if timeout is None else timeout
 
     def timeout_for(self, *, remote: bool) -> float | None:

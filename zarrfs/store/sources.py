@@ -21,14 +21,14 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.registry import known_implementations, registry
 
-from ..declared import Option, OptionValues
+from ..declared import Option
 from ..errors import StoreError, missing_package
 from . import deadline, http, icechunk, memory, objects, references
 from .deadline import RetryPolicy, one_line
 from .driver import Adapter, Driver
 from .local import LocalDriver
 from .references import ReferencesDriver
-from .settings import TIMEOUT, SourceSettings
+from .settings import TIMEOUT, SourceOptions
 from .zipfiles import ZipDriver, ZippedFileSystem, ZipSource
 
 # Opening a remote store first tries to connect to its server, this long at most: a refused
@@ -41,13 +41,14 @@ LISTING_CACHES = {"s3", "s3a", "gs", "gcs", *objects.AZURE_PROTOCOLS}
 
 
 # The mount options of the store: its own, and those each family declares (each reads its own
-# from the values given: `SourceSettings`).
+# from the options a source is opened with: `SourceOptions`).
 OPTIONS: tuple[Option[Any], ...] = (TIMEOUT, *objects.OPTIONS, *references.OPTIONS, *icechunk.OPTIONS)
 
 
-def storage_options(given: OptionValues) -> dict[str, Any]:
-    """fsspec's storage options, as the options say (those of the object stores')."""
-    return objects.storage_options(given)
+def storage_options(options: SourceOptions) -> dict[str, Any]:
+    """fsspec's keywords for a source opened with `options`: the object stores' options made
+    into theirs, over a program's own (`SourceOptions.client`)."""
+    return {**options.client, **objects.storage_options(options.given)}
 
 
 @dataclass(frozen=True)
@@ -61,28 +62,27 @@ class Source:
     retry: RetryPolicy | None
 
 
-def open_source(url: str, storage_options: Mapping[str, Any], settings: SourceSettings, *,
-                read_only: bool, writable: bool) -> Source:
+def open_source(url: str, settings: SourceOptions, *, read_only: bool, writable: bool) -> Source:
     """`url` opened (StoreError: it cannot be), its server reached first when it has one."""
     try:
-        fs, root = open_filesystem(url, storage_options, settings)
+        fs, root = open_filesystem(url, settings)
         driver = driver_for(fs, root, settings)
         read_only = read_only or not driver.start_writes(writable and not read_only)
     except (ValueError, ImportError, OSError) as e:
         raise StoreError(url, f"cannot open: {missing_package(e) or one_line(e)}") from None
     timeout = settings.timeout_for(remote=driver.capabilities.round_trips)
     retry = None if timeout is None else RetryPolicy(deadline_seconds=timeout)
-    server = endpoint(url, storage_options)
+    server = endpoint(url, settings)
     if server is not None and timeout is not None:
         deadline.reach(server, min(timeout, REACH_SECONDS))
     return Source(root, driver, read_only or driver.capabilities.read_only, retry)
 
 
-def driver_for(fs: fsspec.AbstractFileSystem, root: str, settings: SourceSettings | None = None) -> Driver:
+def driver_for(fs: fsspec.AbstractFileSystem, root: str, settings: SourceOptions | None = None) -> Driver:
     """The driver of the backend family `fs` belongs to (`settings`: as the mount's options say,
     for a family that reads one as it serves)."""
     if isinstance(fs, LocalFileSystem):
-        return LocalDriver(fs, root, settings or SourceSettings())
+        return LocalDriver(fs, root, settings or SourceOptions())
     for is_family, family in ((objects.is_s3, objects.S3Driver), (objects.is_gcs, objects.GcsDriver),
                               (objects.is_azure, objects.AzureDriver)):
         if is_family(fs):
@@ -107,12 +107,11 @@ def adapter_of(url: str) -> Adapter | None:
     return ZipSource.parse(url)
 
 
-def open_filesystem(url: str, storage_options: Mapping[str, Any],
-                    settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
+def open_filesystem(url: str, settings: SourceOptions) -> tuple[fsspec.AbstractFileSystem, str]:
     """The filesystem and root path that serve `url`. Raises ValueError, ImportError or
     OSError when it cannot be opened."""
     protocol = fsspec.utils.get_protocol(url)
-    options = dict(storage_options)
+    options = storage_options(settings)
     if protocol == "icechunk":
         from .icechunk import open_filesystem as open_repository  # (its client: only when asked)
 
@@ -132,7 +131,7 @@ def open_filesystem(url: str, storage_options: Mapping[str, Any],
     return fs, root
 
 
-def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
+def endpoint(url: str, settings: SourceOptions) -> str | None:
     """The address of the server a source names: an http(s) source itself, the endpoint of
     S3, GCS or Azure when one is set (None: the cloud's own, or no server at all)."""
     protocol = fsspec.utils.get_protocol(url)
@@ -140,8 +139,9 @@ def endpoint(url: str, storage_options: Mapping[str, Any]) -> str | None:
         return url
     if protocol not in ("s3", "s3a", *objects.GCS_PROTOCOLS, *objects.AZURE_PROTOCOLS):
         return None
-    client = storage_options.get("client_kwargs") or {}
-    found = storage_options.get("endpoint_url") or client.get("endpoint_url")
+    keywords = storage_options(settings)
+    client = keywords.get("client_kwargs") or {}
+    found = keywords.get("endpoint_url") or client.get("endpoint_url")
     if found is None and protocol in objects.GCS_PROTOCOLS:
         emulator = os.environ.get("STORAGE_EMULATOR_HOST")
         found = emulator if emulator is None or "://" in emulator else f"http://{emulator}"
@@ -191,14 +191,14 @@ class LateImports:
     reference: bool
 
 
-def late_imports(source: str, storage_options: Mapping[str, Any]) -> LateImports:
+def late_imports(source: str, options: SourceOptions) -> LateImports:
     """What the store of `source` imports late (a daemon acting as another user imports them
     first, as root: zarrfs.daemon.preload). Looks at nothing remote, reads nothing, and
     imports nothing: it only names them."""
     adapter = adapter_of(source)
     url = source if adapter is None else adapter.below
     protocol = fsspec.utils.get_protocol(url)
-    reference = _is_reference(url, protocol, storage_options)
+    reference = _is_reference(url, protocol, storage_options(options))
     modules = (*_filesystem_module(protocol), *_CLIENTS.get(protocol, ()),
                *(_ZIP if adapter is not None else ()), *(_NETWORK if protocol not in _LOCAL else ()),
                *(_CLIENT_ERRORS if protocol not in _LOCAL or adapter is not None or reference else ()))

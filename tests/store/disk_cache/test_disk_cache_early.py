@@ -22,7 +22,7 @@ from zarrfs.array import ZarrArray
 from zarrfs.array_metadata import create_array, open_array
 from zarrfs.formats.v3 import metadata_from_json
 from zarrfs.grid import Box
-from zarrfs.store import Store
+from zarrfs.store import SourceOptions, Store
 from zarrfs.store.disk_cache import freshness as disk_cache_freshness
 
 SHAPE, CHUNK = (64, 256), (16, 64)  # 4 x 4 chunks: one listing checks them all
@@ -60,7 +60,8 @@ def test_a_stream_decodes_ahead_of_the_check_and_serves_only_what_it_confirms(
     # past its usual 2 s, the cache would serve what it holds unchecked, by design.)
     monkeypatch.setattr(disk_cache_freshness, "CHECK_SECONDS", 60.0)
     url, cache = f"s3://{s3_server.bucket}/early", tmp_path / "cache"
-    writer = create_array(Store.open(url, s3_server.s3fs_options()), metadata_from_json(_doc()), threads=2)
+    writer = create_array(Store.open(url, SourceOptions(client=s3_server.s3fs_options())),
+                          metadata_from_json(_doc()), threads=2)
     writer.write(Box((0, 0), SHAPE), VALUES)
     writer.flush()
     first = open_array(opened(s3_server, url, cache), threads=2)

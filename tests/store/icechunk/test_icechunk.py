@@ -19,7 +19,7 @@ from zarrfs.declared import OptionValues
 from zarrfs.store.icechunk import REF
 from zarrfs.store.icechunk import branches as icechunk_branches
 from zarrfs.store.icechunk import filesystem as icechunk_store
-from zarrfs.store.settings import SourceSettings
+from zarrfs.store.settings import SourceOptions
 
 PLAIN_DTYPE, PLAIN_SHAPE = "<i4", (30, 20)
 SHARDED_DTYPE, SHARDED_SHAPE = "<f8", (40, 12)
@@ -131,8 +131,8 @@ def test_the_mount_is_read_only(repository: Repository, mount_array) -> None:
 def test_a_commit_changes_the_generations_of_the_keys_it_wrote_only(
         repository: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(icechunk_branches, "HEAD_LOOKUP_SECONDS", 0.0)
-    branch, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings())
-    tag, _ = icechunk_store.open_filesystem(repository.url, {}, SourceSettings(OptionValues({REF: "v1"})))
+    branch, _ = icechunk_store.open_filesystem(repository.url, {}, SourceOptions())
+    tag, _ = icechunk_store.open_filesystem(repository.url, {}, SourceOptions(OptionValues({REF: "v1"})))
     keys = ["/plain/zarr.json", "/plain/c/1/0", "/plain/c/0/0", "/sub/sharded/c/0/0",
             "/sub/sharded/c/1/0"]
     before = {key: branch.info(key)["generation"] for key in keys}

@@ -24,7 +24,7 @@ from zarrfs.errors import EditRefused, ReadOnlyError
 from zarrfs.store.icechunk import REF
 from zarrfs.store.icechunk import branches as icechunk_branches
 from zarrfs.store.icechunk import versions as icechunk_versions
-from zarrfs.store.settings import SourceSettings
+from zarrfs.store.settings import SourceOptions
 from zarrfs.tree import versions as tree_versions
 
 T = TypeVar("T")
@@ -272,7 +272,7 @@ def test_a_repository_whose_root_is_an_array_has_no_versions(tmp_path: Path, mou
 
 def test_a_new_tag_or_branch_is_made_at_the_mounted_branchs_head(repository: Repository) -> None:
     """What `mkdir` in `.versions/tags` or `.versions/branches` asks of the store (rw mounts)."""
-    fs, _ = icechunk_versions.open_filesystem(repository.url, {}, SourceSettings(OptionValues({REF: "dev"})))
+    fs, _ = icechunk_versions.open_filesystem(repository.url, {}, SourceOptions(OptionValues({REF: "dev"})))
     head = repository.repo.lookup_branch("dev")
     fs.create_version("tags", "t2")
     fs.create_version("branches", "b2")

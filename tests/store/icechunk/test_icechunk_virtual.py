@@ -26,7 +26,7 @@ from tests.helpers.trust_helpers import public, read_as, secret_file
 from zarrfs.declared import OptionValues
 from zarrfs.store.icechunk import filesystem as icechunk_store
 from zarrfs.store.settings import TIMEOUT as TIMEOUT_OPTION
-from zarrfs.store.settings import SourceSettings
+from zarrfs.store.settings import SourceOptions
 from zarrfs.store.targets import REFERENCES_ALLOW
 
 HEADER = b"VIRTUALZARRFS-v1"  # (the bytes before the data, as a NetCDF/HDF5 file has some)
@@ -224,7 +224,7 @@ def test_containers_zarrfs_does_not_reach_are_refused_even_when_allowed(tmp_path
     odd = f"file://{tmp_path}/repo/x?/"
     create(storage, {"gs://bucket/nc/": icechunk.gcs_store(), odd: icechunk.local_filesystem_store("/")},
            {"virtual/c/0/0": "gs://bucket/nc/data.nc", "*": f"{odd}data.nc"})
-    settings = SourceSettings(OptionValues({TIMEOUT_OPTION: TIMEOUT, REFERENCES_ALLOW: ("gs://bucket",)}))
+    settings = SourceOptions(OptionValues({TIMEOUT_OPTION: TIMEOUT, REFERENCES_ALLOW: ("gs://bucket",)}))
     fs, _ = icechunk_store.open_filesystem(f"icechunk://{tmp_path}/repo", {}, settings)
     with pytest.raises(PermissionError, match=r"s3:// and http\(s\):// containers of plain paths"):
         fs.cat_file("/virtual/c/0/0")

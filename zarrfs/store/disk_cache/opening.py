@@ -4,10 +4,8 @@ snapshots an earlier mount's entries were read at."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from ..core import Store
+from ..settings import SourceOptions
 from ..sources import endpoint
 from .cache import DiskCache
 from .reads import CachedReads
@@ -15,9 +13,10 @@ from .reads import CachedReads
 RESUMED_AT_MOST = 2  # earlier snapshots an Icechunk mount tries to diff from, at mount
 
 
-def open_disk_cache(store: Store, source: str, storage_options: Mapping[str, Any], directory: str,
+def open_disk_cache(store: Store, source: str, options: SourceOptions, directory: str,
                     size: int) -> CachedReads | None:
-    """The disk cache in `directory` for the reads of `store` (opened from `source`); None
+    """The disk cache in `directory` for the reads of `store` (opened from `source` with
+    `options`); None
     for a store it does not serve: local files, and stores whose reads have no generation
     (HTTP, reference sets, zip archives). DiskCacheError when the directory cannot serve."""
     capabilities, driver = store.capabilities, store.driver
@@ -25,7 +24,7 @@ def open_disk_cache(store: Store, source: str, storage_options: Mapping[str, Any
         return None
     # Paths are the store's own; where they are not the whole location (Icechunk: keys of one
     # repository, root ""), the source names the store too.
-    server = endpoint(source, storage_options) or ""
+    server = endpoint(source, options) or ""
     name = "|".join((driver.protocol, server, "" if store.root else source.rstrip("/")))
     known = driver.known_generation if capabilities.knows_generations else None
     reads = CachedReads(DiskCache(directory, size), name, known)

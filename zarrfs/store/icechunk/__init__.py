@@ -14,13 +14,13 @@ from .options import COMMIT, OPTIONS, REF
 if TYPE_CHECKING:
     import fsspec
 
-    from ..settings import SourceSettings
+    from ..settings import SourceOptions
 
 __all__ = ["COMMIT", "OPTIONS", "REF", "IcechunkDriver", "open_filesystem"]
 
 
 def open_filesystem(url: str, options: dict[str, Any],
-                    settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
+                    settings: SourceOptions) -> tuple[fsspec.AbstractFileSystem, str]:
     """The repository at `url` (`versions.open_filesystem`), its client imported only now: this
     face is imported on every mount, for the options above."""
     from .versions import open_filesystem as open_repository

@@ -37,7 +37,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest
 from zarr.core.buffer import default_buffer_prototype
 
 from ...errors import ConflictError
-from ..settings import SourceSettings
+from ..settings import SourceOptions
 from ..targets import REFERENCES_ALLOW, TargetPolicy
 from ..values import Versioned
 from . import containers
@@ -68,16 +68,16 @@ if "ICECHUNK_LOG" not in os.environ:
 
 
 def open_filesystem(url: str, options: dict[str, Any],
-                    settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
+                    settings: SourceOptions) -> tuple[fsspec.AbstractFileSystem, str]:
     """The filesystem of the repository at `url`, at `-o ref=`, its virtual chunk
     containers authorized as `containers` says. ValueError (one line) when there is no
     repository there or no such ref; OSError when it cannot be reached."""
     location = _location(url)
-    policy = containers.repository_policy(location, settings.options[REFERENCES_ALLOW])
+    policy = containers.repository_policy(location, settings.given[REFERENCES_ALLOW])
     loop = fsspec.asyn.get_loop()
     try:
         state, authorized = sync(loop, _open, _storage(location, options), policy, _reach(options),
-                                 settings.options[REF] or DEFAULT_BRANCH)
+                                 settings.given[REF] or DEFAULT_BRANCH)
     except icechunk.IcechunkError as e:
         raise OSError(first_line(e)) from None
     return IcechunkFileSystem(state, settings, authorized, loop=loop), ""
@@ -140,7 +140,7 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     # zarrfs's Store asks reads for their generation (`cat_versioned`), as it does of S3.
     reads_report_generations = True
 
-    def __init__(self, state: BranchState, settings: SourceSettings,
+    def __init__(self, state: BranchState, settings: SourceOptions,
                  authorized: containers.Containers, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._state = state
@@ -157,10 +157,10 @@ class IcechunkFileSystem(AsyncFileSystem):  # type: ignore[misc]
     def start_writes(self) -> None:
         """Write from now on (ValueError, one line, when not mounted at a branch)."""
         if self._state.branch is None:
-            raise ValueError(f"-o rw needs a branch: {self._settings.options[REF]!r} is a tag or a snapshot")
+            raise ValueError(f"-o rw needs a branch: {self._settings.given[REF]!r} is a tag or a snapshot")
         seconds = self._settings.remote_timeout
         self._writer = sync(self.loop, _guarded, BranchWriter.open(
-            self._state, self._settings.options[COMMIT], seconds), timeout=seconds)
+            self._state, self._settings.given[COMMIT], seconds), timeout=seconds)
         atexit.register(self._commit_at_exit)
 
     def _commit_at_exit(self) -> None:

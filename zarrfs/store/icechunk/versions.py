@@ -25,7 +25,7 @@ import icechunk
 from fsspec.asyn import AsyncFileSystem, sync
 
 from ...errors import EditRefused, ReadOnlyError
-from ..settings import SourceSettings
+from ..settings import SourceOptions
 from ..values import Versioned
 from ..versions import BRANCHES, KINDS, MADE_BY_MKDIR, SNAPSHOTS, TAGS, VERSIONS
 from .branches import PROTOCOL, directory_entry, first_line, key_of, resolve, unless_missing
@@ -38,7 +38,7 @@ _EXISTS = ("already exists", "update conflict")
 
 
 def open_filesystem(url: str, options: dict[str, Any],
-                    settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
+                    settings: SourceOptions) -> tuple[fsspec.AbstractFileSystem, str]:
     """The repository at `url` at `-o ref=`, with its versions below `/.versions/`."""
     mounted, root = open_version(url, options, settings)
     return VersionsFileSystem(mounted, url, options, settings), root
@@ -51,13 +51,13 @@ class VersionsFileSystem(AsyncFileSystem):  # type: ignore[misc]
     cachable = False
 
     def __init__(self, mounted: IcechunkFileSystem, url: str, options: dict[str, Any],
-                 settings: SourceSettings) -> None:
+                 settings: SourceOptions) -> None:
         self.mounted = mounted  # (first: `__getattr__` forwards to it)
         super().__init__(loop=mounted.loop)
         self.repository: icechunk.Repository = mounted.repository
         self._open_version = lambda ref: open_version(url, options,
-                                                      SourceSettings(settings.options.replaced(REF, ref)))
-        self._mounted_ref = settings.options[REF] or DEFAULT_BRANCH
+                                                      SourceOptions(settings.given.replaced(REF, ref)))
+        self._mounted_ref = settings.given[REF] or DEFAULT_BRANCH
         self._opened: OrderedDict[tuple[str, str], Any] = OrderedDict()
         self._opening: asyncio.Lock | None = None
 

@@ -15,7 +15,7 @@ import fsspec
 from .. import deadline
 from ..capabilities import Capabilities
 from ..driver import AnyGeneration, Driver, Expect, Operation
-from ..settings import SourceSettings
+from ..settings import SourceOptions
 from ..targets import REFERENCES_ALLOW
 from ..values import Opened, Payload, Versioned
 from . import files, scans
@@ -25,10 +25,10 @@ from .confined import Root, opened
 class LocalDriver(Driver):
     capabilities = Capabilities(round_trips=False, local_files=True, conditional=True)
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, settings: SourceSettings) -> None:
+    def __init__(self, fs: fsspec.AbstractFileSystem, root: str, settings: SourceOptions) -> None:
         """Links lead only inside `root`, or where else `-o references_allow=` says."""
         super().__init__(fs)
-        self.confined = Root(root.rstrip("/"), settings.options[REFERENCES_ALLOW])
+        self.confined = Root(root.rstrip("/"), settings.given[REFERENCES_ALLOW])
 
     @property
     def errors(self) -> tuple[deadline.Errors, deadline.Errors]:

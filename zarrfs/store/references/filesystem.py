@@ -32,7 +32,7 @@ from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
 from fsspec.implementations.reference import LazyReferenceMapper, ReferenceFileSystem
 from fsspec.utils import get_protocol
 
-from ..settings import SourceSettings
+from ..settings import SourceOptions
 from ..targets import LOCAL_SCHEMES, REFERENCES_ALLOW, Place, TargetPolicy, Where, local_path
 from .options import FO
 
@@ -57,24 +57,24 @@ def is_reference_source(url: str, options: dict[str, Any]) -> bool:
 
 
 def open_filesystem(url: str, options: dict[str, Any],
-                    settings: SourceSettings) -> tuple[fsspec.AbstractFileSystem, str]:
+                    settings: SourceOptions) -> tuple[fsspec.AbstractFileSystem, str]:
     """The reference filesystem for `url` (or for `-o fo=` with `reference://`); its
     root is "". ValueError when the file is not a reference set."""
     location = _reference_location(url, settings)
     loader, path = fsspec.core.url_to_fs(location, **options)
     where = Where.of_reference_set(loader, path)
     references = _load(loader, path, location)
-    policy = TargetPolicy(where, tuple(Place.parse(p) for p in settings.options[REFERENCES_ALLOW]))
+    policy = TargetPolicy(where, tuple(Place.parse(p) for p in settings.given[REFERENCES_ALLOW]))
     try:
         return GuardedReferenceFileSystem(references, policy, where.scheme, options), ""
     except _malformed_errors() as e:  # fsspec expands templates and `gen` here
         raise ValueError(f"{location}: malformed reference set: {type(e).__name__}: {e}") from None
 
 
-def _reference_location(url: str, settings: SourceSettings) -> str:
+def _reference_location(url: str, settings: SourceOptions) -> str:
     if get_protocol(url) != "reference":
         return url
-    location = settings.options[FO] or url.split("://", 1)[1]
+    location = settings.given[FO] or url.split("://", 1)[1]
     if not location:
         raise ValueError("reference:// needs the reference set: -o fo=PATH")
     return location if "://" in location else os.path.abspath(location)
