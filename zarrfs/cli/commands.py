@@ -104,7 +104,7 @@ def create(source: str, options: MountOptions, new: NewArray) -> ArrayDescriptio
     metadata = new_array_metadata(new)
     store = Store.open(source, options.storage_options)
     name = NEW_FORMAT.metadata_file
-    if store.exists(name):
+    if store.size(name) is not None:
         raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
     create_array(store, metadata).close()
     return metadata

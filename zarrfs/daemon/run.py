@@ -177,7 +177,8 @@ def _serve_with(source: str, mountpoint: str, options: MountOptions, ready: Read
         return 1
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
-                                room=store.statvfs, timings=metrics, silence=store.answers.silence)
+                                room=(lambda: None) if store.local_files is None else store.local_files.room,
+                                timings=metrics, silence=store.answers.silence)
     parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
     try:
         # /proc/mounts separates options with commas: none in the source shown there.
