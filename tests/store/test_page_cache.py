@@ -1,4 +1,4 @@
-"""`store.page_cache` and the reads that must not wait on a disk (`Store.read_cached`), on
+"""`store.page_cache` and the reads that must not wait on a disk (`LocalFiles.read_cached`), on
 real files whose pages are dropped from the page cache by hand."""
 
 from __future__ import annotations
@@ -48,12 +48,14 @@ def test_read_cached_reads_bytes_in_memory(written: tuple[Path, int, bytes]) -> 
     starts the kernel's readahead of them, so they may be in memory a moment later.)"""
     path, _, data = written
     store = Store.open(str(path.parent))
+    files = store.local_files
+    assert files is not None
     for start, length in ((0, HALF), (HALF - 100, 200), (SIZE - 5000, 5000)):
         into = bytearray(length)
-        assert store.read_cached("k", start, memoryview(into)) == store.stat("k")[1]  # type: ignore[index]
+        assert files.read_cached("k", start, memoryview(into)) == store.stat("k")[1]  # type: ignore[index]
         assert bytes(into) == data[start : start + length]
-    assert store.read_cached("k", SIZE - 10, memoryview(bytearray(20))) is None  # (past the end)
-    assert store.read_cached("missing", 0, memoryview(bytearray(20))) is None
+    assert files.read_cached("k", SIZE - 10, memoryview(bytearray(20))) is None  # (past the end)
+    assert files.read_cached("missing", 0, memoryview(bytearray(20))) is None
 
 
 def test_no_read_where_the_filesystem_cannot_promise_no_wait() -> None:
@@ -68,4 +70,5 @@ def test_no_read_where_the_filesystem_cannot_promise_no_wait() -> None:
             assert page_cache.cached(fd, 0, 4096)
         finally:
             os.close(fd)
-        assert Store.open(directory).read_cached("k", 0, memoryview(bytearray(10))) is None
+        files = Store.open(directory).local_files
+        assert files is not None and files.read_cached("k", 0, memoryview(bytearray(10))) is None

@@ -77,15 +77,33 @@ def test_what_a_driver_can_do_is_its_capabilities_alone() -> None:
         assert not hasattr(Driver, flag), flag
     s3 = driver_for(s3fs.S3FileSystem(anon=True, skip_instance_cache=True), "bucket")
     assert s3.capabilities.bulk_deletes == 1000 and s3.capabilities.lists_prefixes
-    assert s3.read_ranges("bucket/k", [(0, 1), (2, 1)], lambda: None) is not None
-    assert s3.read_objects(["bucket/k", "bucket/j"], lambda: None) is not None
+    batches = s3.batches()
+    assert batches is not None and batches.ranges("bucket/k", [(0, 1), (2, 1)], lambda: None) is not None
     gcs = driver_for(gcsfs.GCSFileSystem(token="anon", skip_instance_cache=True), "bucket")
     assert gcs.capabilities.conditional and gcs.capabilities.lists_prefixes
     assert not gcs.capabilities.batched_gets and gcs.capabilities.bulk_deletes == 0
-    assert gcs.read_ranges("bucket/k", [(0, 1), (2, 1)], lambda: None) is None
-    assert gcs.read_objects(["bucket/k", "bucket/j"], lambda: None) is None
+    assert gcs.batches() is None
     local = Store(LocalFileSystem(), "/nowhere")
     assert not local.capabilities.versions and catalog_of(local) is None
+
+
+def test_what_one_family_does_is_a_facet_the_others_hand_out_as_none(tmp_path: Path) -> None:
+    # The base contract holds what every store does; each family's own is a facet, or None.
+    local = Store(LocalFileSystem(), str(tmp_path))
+    files = local.local_files
+    assert files is not None and files.writable() and files.room().f_bsize > 0
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "0").write_bytes(b"chunk")
+    assert files.scanned(["c/0", "c/1"]) == {"c/0": local.stat("c/0")}  # (c/1: not stored)
+    assert local.child("c").local_files is not None and local.cached_on_disk is None
+    s3, gcs = s3fs.S3FileSystem(anon=True, skip_instance_cache=True), gcsfs.GCSFileSystem(token="anon")
+    for fs in (fsspec.filesystem("memory"), HTTPFileSystem(), s3, gcs):
+        store = Store(fs, "bucket/array")
+        assert store.local_files is None and store.driver.versions() is None, fs
+        assert store.cached_on_disk is None and catalog_of(store) is None, fs
+    assert local.driver.batches() is None and driver_for(HTTPFileSystem(), "").batches() is None
+    width = [name for name, value in vars(Driver).items() if callable(value) or isinstance(value, property)]
+    assert len(width) <= 25, width
 
 
 def test_a_zip_is_read_through_the_store_of_its_directory_whatever_its_driver() -> None:

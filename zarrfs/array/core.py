@@ -49,6 +49,11 @@ _RECHECKS = ThreadPoolExecutor(16, thread_name_prefix="recheck")
 
 
 class ZarrArray:
+    """The array layer's one face to the views, the tree and the CLI (the module's docstring).
+    Its methods are many because its users are: each is a line or two handing a request to the
+    part that owns it, and a split along its users (readers, writers, streams) would give each
+    of them the same parts to share again, so it stays one facade."""
+
     def __init__(
         self,
         store: Store,

@@ -105,7 +105,7 @@ def create(source: str, options: TreeOptions, new: NewArray) -> ArrayDescription
     metadata = new_array_metadata(new)
     with closing(open_store(source, options.source)) as store:
         name = NEW_FORMAT.metadata_file
-        if store.exists(name):
+        if store.size(name) is not None:
             raise ZarrfsError(f"{source} already holds an array or group ({name} exists)")
         create_array(store, metadata).close()
     return metadata

@@ -159,7 +159,8 @@ def _serve_with(life: Lifecycle[MountOptions], mountpoint: str, ready: Ready, se
     store, tree = opened.store, opened.tree
     operations = ZarrOperations(tree, options, read_only=store.read_only,
                                 timeout=store.retry.deadline_seconds if store.bounded else None,
-                                room=store.statvfs, timings=metrics, silence=store.answers.silence)
+                                room=(lambda: None) if store.local_files is None else store.local_files.room,
+                                timings=metrics, silence=store.answers.silence)
     parent = Parent.from_environment()  # (`zarrfs.mount`: the mount ends with its process)
     if parent is not None:
         services.callback(parent.leave_nothing, mountpoint)

@@ -57,14 +57,15 @@ def shared_of(store: Store, options: TreeOptions, decoders: DecodePool | None,
     """The cache, loader threads and decoding processes every array of the tree shares."""
     # A remote store's reads wait on the network, not the CPU: keep more of them in flight.
     # ... but no more at once than cores while its disk cache serves them (`LoaderPool`).
-    served_locally = store.served_locally if store.cached_on_disk and not options.threads else None
+    cached = store.cached_on_disk
+    served_locally = cached.served_locally if cached is not None and not options.threads else None
     threads = options.threads or (REMOTE_THREADS if store.capabilities.round_trips else None)
     shared = Shared(options.cache_bytes, threads,
                     fill_missing_reads=options.fill_missing_data_reads,
                     store_fill_chunks=options.store_data_equal_to_fill_value, served_locally=served_locally,
                     decoders=decoders, give_back=give_back)
-    if store.cached_on_disk:
-        shared.more_stats.append(store.cache_stats)
+    if cached is not None:
+        shared.more_stats.append(cached.stats)
     return shared
 
 
@@ -109,7 +110,7 @@ def final_flush(tree: Tree) -> bool:
 
 def remove_temporaries(store: Store) -> None:
     try:
-        removed = store.remove_stale_temporaries()
+        removed = 0 if store.local_files is None else store.local_files.remove_stale_temporaries()
     except OSError as e:
         log.warning("could not look for stale temporary files: %s", e)
         return

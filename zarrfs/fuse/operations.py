@@ -50,6 +50,11 @@ READDIR_BATCH = 32
 
 # (pyfuse3 declares `read` as returning bytes; any contiguous buffer is taken: see FileOperations.read)
 class ZarrOperations(FileOperations, ChangeOperations, pyfuse3.Operations):  # type: ignore[misc]
+    """The handlers pyfuse3 calls, one a kernel request: its one user is the kernel, whose
+    requests name them, and they are split already by what they do (this module: lookups,
+    attributes, listings; `file_ops`: opens, reads, writes; `changes`: mkdir, rm, mv and
+    attributes), so it is left whole."""
+
     supports_dot_lookup = False
     enable_writeback_cache = False
 

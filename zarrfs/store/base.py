@@ -17,7 +17,6 @@ commit. Every operation goes through the driver: the store holds no filesystem o
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
@@ -26,6 +25,7 @@ from . import deadline
 from .capabilities import Capabilities
 from .deadline import RetryPolicy
 from .driver import ANY, Driver, Expect
+from .facets import LocalFiles
 from .observe import DELETE, LIST, OTHER, PUT, STAT, SYNC, StoreObserver, observed
 from .outage import Outage
 from .values import TEMP_PREFIX, Payload
@@ -42,7 +42,10 @@ class BaseStore:
         self.observer = observer  # (metrics: every operation reported to it)
         self.root = root.rstrip("/")
         self.driver = driver
-        self.read_only = read_only or not self.driver.writable(self.root)
+        # What only a store of local files does (`facets.LocalFiles`), found once: asked for
+        # on the read path of every chunk.
+        self.local_files: LocalFiles | None = driver.local_files(self)
+        self.read_only = read_only or (self.local_files is not None and not self.local_files.writable())
         # Local failures are not transient, and a system call cannot be abandoned: stores
         # without round trips get one attempt and no deadline. Remote ones get both.
         self.bounded = self.driver.capabilities.round_trips
@@ -125,14 +128,6 @@ class BaseStore:
     def check_writable(self, key: str) -> None:
         if self.read_only:
             raise ReadOnlyError(f"store is read-only; cannot write {key!r}")
-
-    def statvfs(self) -> os.statvfs_result | None:
-        """What the filesystem holding the store has room for (None: not known, remote)."""
-        return self.driver.room(self.root)
-
-    def remove_stale_temporaries(self) -> int:
-        """Delete temporary files left by atomic puts of processes that have died."""
-        return 0 if self.read_only else self.driver.remove_stale_temporaries(self.root)
 
     # -- errors and deadlines ------------------------------------------------------------
 

@@ -17,7 +17,7 @@ class Capabilities:
     # Several objects' GETs sent in one call cost less than one at a time (S3: a GET waited for
     # costs ~0.3 ms of Python beside the request; four at once ~0.1 ms each): the layers above
     # gather the chunks of a stream's job into one `read_many`. (A driver may batch objects
-    # without this, its `read_objects`, where batching was not measured to pay: Azure.)
+    # without this, its `batches`, where batching was not measured to pay: Azure.)
     batched_gets: bool = False
     # Its objects are files of this machine: a chunk can go to another process as its opened
     # file (nothing read in the daemon), a recheck is a stat, and its directory is the store.
@@ -38,11 +38,11 @@ class Capabilities:
     commits: bool = False
     # Objects one request deletes (`Driver.delete_paths`; 0: one request each).
     bulk_deletes: int = 0
-    # It has versions to show below `.versions/` (`Driver.version_names`...: Icechunk).
+    # It has versions to show below `.versions/` (its facet, `Driver.versions`: Icechunk).
     versions: bool = False
     # It knows the generation of each key without a request, from what it follows (an
-    # Icechunk snapshot: `Driver.known_generation`), and can take up from the generations an
-    # earlier mount read (`Driver.resume`).
+    # Icechunk snapshot: `facets.Versions.known_generation`), and can take up from the generations
+    # an earlier mount read (`facets.Versions.resume`).
     knows_generations: bool = False
 
     @property

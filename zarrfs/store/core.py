@@ -3,16 +3,17 @@
 that come in many: byte ranges, whole objects in a batch, the sizes of many keys (`many`),
 whole nodes (`prefixes`). A source may be read through the store of another (an adapter's
 driver over it: `driver.Adapter`, a zip archive's). A disk cache wraps a store as an adapter of
-the same interface (`disk_cache.DiskCachedStore`), which alone answers what is asked of a disk
-cache here; `opening.open_store` composes the two."""
+the same interface (`disk_cache.DiskCachedStore`; `opening.open_store` composes the two).
+What one family does beside (a store of local files, one a disk cache serves) is a facet of
+the store, None on the others (`facets`: `local_files`, `cached_on_disk`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..errors import ReadOnlyError
@@ -21,11 +22,12 @@ from .base import BaseStore
 from .capabilities import Capabilities
 from .deadline import RetryPolicy, one_line
 from .driver import ANY, Driver, Expect
+from .facets import CachedOnDisk
 from .observe import GET, GET_RANGE, StoreObserver
 from .ranges import ByteRange, SuffixRange
 from .settings import SourceOptions
 from .sources import adapter_of, driver_for, open_source
-from .values import Opened, Versioned, as_bytes
+from .values import Versioned, as_bytes
 
 log = logging.getLogger(__name__)
 __all__ = ["ANY", "ByteRange", "Capabilities", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
@@ -89,21 +91,9 @@ class Store(BaseStore):
         return Store(self.driver.fs, root, read_only=self.read_only, retry=retry, observer=self.observer,
                      driver=self.driver, answers=self.answers)
 
-    # -- a disk cache's (`disk_cache.DiskCachedStore` answers; here there is none) -------------
-
-    @property
-    def cached_on_disk(self) -> bool:
-        """Whether a disk cache serves the store's reads."""
-        return False
-
-    def served_locally(self) -> bool:
-        """Whether the latest reads were served from this machine (a disk cache's entries)
-        without a request to the store."""
-        return False
-
-    def cache_stats(self) -> dict[str, float]:
-        """The disk cache's figures, for the mount's stats."""
-        return {}
+    # What a disk cache offers beside its reads (`facets.CachedOnDisk`): None, none serves
+    # this store (`disk_cache.DiskCachedStore` is one it serves).
+    cached_on_disk: CachedOnDisk | None = None
 
     def close(self) -> None:
         """Let go of what the store keeps open between operations (a disk cache's index)."""
@@ -111,8 +101,11 @@ class Store(BaseStore):
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, key: str, byte_range: ByteRange | SuffixRange | None = None) -> bytes | None:
-        if isinstance(byte_range, SuffixRange):
-            return self._suffix(key, byte_range.length)
+        if isinstance(byte_range, SuffixRange):  # (the last bytes: fewer in a shorter object)
+            size = self.size(key)
+            if size is None:
+                return None
+            byte_range = ByteRange(max(0, size - byte_range.length), min(size, byte_range.length))
         if self.capabilities.versioned:
             found = self.read(key, byte_range)
             return None if found is None else as_bytes(found.data)
@@ -141,52 +134,6 @@ class Store(BaseStore):
         elsewhere in turn. `unchecked`: see `DiskCachedStore.read_many` (here: left empty)."""
         return self.fetch_many(keys, each=self.read)
 
-    def open_cached(self, keys: Sequence[str], *,
-                    unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
-        """Those objects of `keys` a disk cache holds whole at the generation the mount may
-        serve, as files opened to be read elsewhere (`Opened`: a decoding process reads and
-        checks them; the daemon reads none of their bytes); the others are left out.
-        `unchecked`: as `read_many`'s (none here: no disk cache)."""
-        return {}
-
-    def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
-        """The keys of `unchecked` (from `read_many`) whose generation read was not current,
-        once their checks answer (none here: nothing is read unchecked without a disk cache)."""
-        answered: Future[set[str]] = Future()
-        answered.set_result(set())
-        return answered
-
-    def cached_whole(self, key: str) -> tuple[int, str] | None:
-        """The size and generation of `key` where a disk cache holds all of it at the
-        generation the mount may serve (reads of it cost no request, like a local file's)."""
-        return None
-
-    def read_cached(self, key: str, start: int, into: memoryview) -> str | None:
-        """Fill `into` from `start` of `key` without waiting (local, cached): its generation, or None."""
-        return self.driver.read_cached(self.path(key), start, into)
-
-    def read_whole_cached(self, key: str, into: memoryview) -> tuple[int, str | None] | None:
-        """Fill the start of `into` with all of `key` without waiting (local, cached, fits):
-        its size and generation ((-1, None): not stored), or None."""
-        return self.driver.read_whole_cached(self.path(key), into)
-
-    def read_edge_cached(self, key: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
-        """Fill `into` with the first (`at_end`: last) bytes of `key` without waiting (local,
-        cached): its size and generation, or None."""
-        return self.driver.read_edge_cached(self.path(key), into, at_end=at_end)
-
-    def opened(self, key: str) -> Opened | None:
-        """A local store's file opened to be read whole elsewhere (a decoding process: the read
-        costs the daemon no copy); None: not stored."""
-        return self.call(key, lambda s: self.driver.opened(self.path(key)), kind=GET)
-
-    def lend_directory(self) -> int | None:
-        """The store's root directory, opened for another process (a decoding process) to read
-        the files below it itself with `open_below`, under the rules of the store's own opens
-        (links refused there are the store's to open); the caller closes it. None where the
-        store has no local files (or cannot lend them so)."""
-        return self.driver.lend_directory(self.root)
-
     # -- reads from the driver (what a disk cache fetches) ---------------------------------
 
     def fetch(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
@@ -201,7 +148,8 @@ class Store(BaseStore):
         batched (`read`, where no adapter asked for them; by default `fetch`)."""
         one = each or self.fetch
         pairs = [(r.start, r.length) for r in ranges]
-        batch = self.driver.read_ranges(self.path(key), pairs, self.answers.mark) if len(ranges) > 1 else None
+        batches = self.driver.batches() if len(ranges) > 1 else None
+        batch = None if batches is None else batches.ranges(self.path(key), pairs, self.answers.mark)
         if batch is not None:
             return self.call(key, batch, kind=GET_RANGE, objects=len(pairs))
         if not self.capabilities.round_trips or len(ranges) <= 1:
@@ -214,21 +162,12 @@ class Store(BaseStore):
                    each: Callable[[str], Versioned | None] | None = None) -> list[Versioned | None]:
         """`read_many` from the driver; `each`: as `fetch_ranges`'s, for one object."""
         paths = [self.path(key) for key in keys]
-        batch = self.driver.read_objects(paths, self.answers.mark) if len(keys) > 1 else None
+        batches = self.driver.batches() if len(keys) > 1 else None
+        batch = None if batches is None else batches.objects(paths, self.answers.mark)
         if batch is None:
             return [(each or self.fetch)(key) for key in keys]
         found = self.call(keys[0], batch, missing_ok=False, kind=GET, objects=len(keys))
         return found or []  # (missing objects are None in the list)
-
-    def _suffix(self, key: str, length: int) -> bytes | None:
-        """The last `length` bytes of `key` (fewer in a shorter object; None: not stored)."""
-        size = self.size(key)
-        if size is None:
-            return None
-        return self.fetch_between(key, max(0, size - length), size)
-
-    def fetch_between(self, key: str, start: int, end: int) -> bytes | None:
-        return self.call(key, lambda s: self.driver.cat(s, self.path(key), start, end), kind=GET_RANGE)
 
     # -- sizes and generations -----------------------------------------------------------
 
@@ -256,9 +195,6 @@ class Store(BaseStore):
     def size(self, key: str) -> int | None:
         return None if (described := self.stat(key)) is None else described[0]
 
-    def exists(self, key: str) -> bool:
-        return self.size(key) is not None
-
     # -- whole nodes ---------------------------------------------------------------------
 
     def delete_prefix(self, prefix: str) -> int:
@@ -274,7 +210,3 @@ class Store(BaseStore):
         (`prefixes`)."""
         return prefixes.swap_prefixes(self, old, new)
 
-
-def opened(store: Store, key: str) -> Opened | None:
-    """`Store.opened`: a local store's file opened to be read whole elsewhere."""
-    return store.opened(key)

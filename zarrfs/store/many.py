@@ -62,8 +62,8 @@ def stats(store: BaseStore, wanted: Sequence[str], *, dense: bool, whole: bool =
 def _by_rows(store: BaseStore, wanted: Sequence[str], object_store: bool) -> dict[str, Described]:
     """One scan of each local directory holding them, a listing of each row of them on an
     object store, one listing of the store's node elsewhere (Icechunk, reference sets)."""
-    if store.capabilities.local_files:
-        scanned = store.call("", lambda s: store.driver.scanned(store.root, wanted), kind=LIST) or {}
+    if store.local_files is not None:
+        scanned = store.local_files.scanned(wanted)
         return {key: scanned.get(key) for key in wanted}
     if not object_store:
         return _listed(store, [("", "")], wanted)

@@ -41,8 +41,7 @@ def swap_prefixes(store: BaseStore, old: str, new: str) -> bool:
     a local filesystem with renameat2's RENAME_EXCHANGE. False elsewhere (NFS, object stores,
     Icechunk), and nothing changed."""
     store.check_writable(new)
-    exchange = store.driver.exchange_trees(store.path(old), store.path(new))
-    return exchange is not None and bool(store.call(new, exchange, missing_ok=False, kind=PUT))
+    return store.local_files is not None and store.local_files.exchange(old, new)
 
 
 def move_prefix(store: BaseStore, old: str, new: str) -> int:

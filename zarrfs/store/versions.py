@@ -7,6 +7,7 @@ through the store's driver, with the store's deadline, as every other store oper
 from __future__ import annotations
 
 from .base import BaseStore
+from .facets import Versions
 from .observe import LIST, OTHER, PUT
 
 VERSIONS = ".versions"  # the directory at the root of a mount (a name no array can have)
@@ -17,30 +18,33 @@ MADE_BY_MKDIR = (BRANCHES, TAGS)  # kinds a new name can be made in (at the moun
 
 
 class Catalog:
-    """The versions of a store whose driver serves them (`Capabilities.versions`)."""
+    """The versions of a store whose driver serves them (`Capabilities.versions`), through
+    the driver's facet (`versions`)."""
 
-    def __init__(self, store: BaseStore) -> None:
+    def __init__(self, store: BaseStore, versions: Versions) -> None:
         self.store = store
+        self.versions = versions
 
     def names(self, kind: str) -> list[str]:
         """The branches, tags or snapshots (reachable from a branch or tag) there are now."""
         key = f"{VERSIONS}/{kind}"
-        found = self.store.call(key, lambda s: self.store.driver.version_names(s, kind), kind=LIST)
+        found = self.store.call(key, lambda s: self.versions.names(s, kind), kind=LIST)
         return list(found or [])
 
     def log(self) -> bytes:
         """The mounted branch's commits, newest first, one a line: id, time (UTC), message."""
-        found = self.store.call(f"{VERSIONS}/{LOG}", self.store.driver.version_log, kind=OTHER)
+        found = self.store.call(f"{VERSIONS}/{LOG}", self.versions.log, kind=OTHER)
         return found or b""
 
     def create(self, kind: str, name: str) -> None:
         """A new tag or branch at the mounted branch's head (EditRefused: EEXIST, EINVAL)."""
         key = f"{VERSIONS}/{kind}/{name}"
         self.store.check_writable(key)
-        self.store.call(key, lambda s: self.store.driver.create_version(s, kind, name),
+        self.store.call(key, lambda s: self.versions.create(s, kind, name),
                         missing_ok=False, kind=PUT)
 
 
 def catalog_of(store: BaseStore) -> Catalog | None:
     """The store's versions, or None: it has none."""
-    return Catalog(store) if store.capabilities.versions else None
+    versions = store.driver.versions() if store.capabilities.versions else None
+    return None if versions is None else Catalog(store, versions)

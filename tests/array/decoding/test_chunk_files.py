@@ -67,7 +67,9 @@ def read_rows(store: Path, first: int, stop: int, dtype: str = "<u2") -> tuple[n
         cells = [(row, column) for row in range(first // CHUNKS[0], -(-stop // CHUNKS[0]))
                  for column in range(-(-SHAPE[1] // CHUNKS[1]))]
         slab = mmap.mmap(-1, int(np.prod(shape)) * 2)
-        directory = Store.open(str(store)).lend_directory()
+        local = Store.open(str(store)).local_files
+        assert local is not None
+        directory = local.lend_directory()
         assert directory is not None
         try:
             job = FilesJob(1, shape, sent(np.dtype(dtype)), (first, 0), cells, b"\x00\x00")
@@ -157,7 +159,9 @@ def read_shard(store: Path, shard: tuple[int, int], *,
             path.write_bytes(path.read_bytes())  # (the same bytes, another generation)
         shape = (rows[1] - rows[0], SHAPE[1])
         slab = mmap.mmap(-1, int(np.prod(shape)) * 2)
-        directory = Store.open(str(store)).lend_directory()
+        local = Store.open(str(store)).local_files
+        assert local is not None
+        directory = local.lend_directory()
         assert directory is not None
         try:
             job = FilesJob(1, shape, sent(np.dtype("<u2")), (rows[0], 0), cells, b"\x00\x00", part)

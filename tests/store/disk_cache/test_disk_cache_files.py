@@ -1,4 +1,4 @@
-"""The disk cache's entries handed over as files (`Store.open_cached`), as a local store's
+"""The disk cache's entries handed over as files (`CachedOnDisk.open`), as a local store's
 files are: through real mounts of a moto S3 server, a remount's stream gives its decoding
 processes the cached chunks' files, which they read and check themselves, with zarr-python's
 reading of the store as the oracle; a chunk another writer changed between the mounts is
@@ -132,7 +132,9 @@ def test_an_opened_entry_keeps_its_bytes_and_a_changed_object_is_not_opened(s3_s
     reads = again.disk_cache
     assert reads is not None
     reads.rechecking(again, holds=len(stored))
-    opened = again.open_cached(list(stored))
+    entries = again.cached_on_disk
+    assert entries is not None
+    opened = entries.open(list(stored))
     assert set(opened) == set(stored)
     # Evicted under the descriptor (deleted; then another generation cached): what it reads
     # is still the entry's bytes, checked.
@@ -151,7 +153,7 @@ def test_an_opened_entry_keeps_its_bytes_and_a_changed_object_is_not_opened(s3_s
             os.close(entry.fd)
     # The object changed: its old entry is not opened, the new one is.
     again.generations(["c/0/1"])
-    (entry,) = again.open_cached(["c/0/1"]).values()
+    (entry,) = entries.open(["c/0/1"]).values()
     try:
         found = read_opened(entry.fd, entry.size, entry.offset, entry.crc32c)
         assert found is not None and bytes(found) == b"changed" * 1000

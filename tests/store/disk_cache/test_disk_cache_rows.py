@@ -113,7 +113,8 @@ def test_chunks_are_read_while_their_check_is_in_flight_and_confirmed_after(
         found = again.read_many(list(stored), unchecked=unchecked)
         assert [None if f is None else bytes(f.data) for f in found] == list(stored.values())
         assert sorted(unchecked) == sorted(stored)
-        confirmed = again.confirm(unchecked)
+        assert again.cached_on_disk is not None
+        confirmed = again.cached_on_disk.confirm(unchecked)
         assert not confirmed.done()
         proxy.heal()
         assert confirmed.result(timeout=30) == {"c/0/1"}

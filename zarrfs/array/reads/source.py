@@ -251,7 +251,7 @@ class ChunkSource:
     def chunk_files(self) -> ChunkFiles | None:
         """How a decoding process reads this array's chunks (or inner chunks of its shards)
         from their files itself, where it may: an array of a regular grid in a store of local
-        files (whose directory it lends, `Store.lend_directory`, where the kernel keeps its
+        files (whose directory it lends, `LocalFiles.lend_directory`, where the kernel keeps its
         rules); else None."""
         geometry = self.geometry()
         if (geometry.read_grid is not None or not geometry.description.is_regular or self.io.decoder is None
@@ -308,12 +308,18 @@ class ChunkSource:
     def confirm(self, unchecked: dict[str, str]) -> Future[set[str]]:
         """The keys of `unchecked` (read early by `read_together`) that were stale, once their
         checks answer."""
-        return self.store.confirm(unchecked)
+        cached = self.store.cached_on_disk
+        if cached is not None:
+            return cached.confirm(unchecked)
+        answered: Future[set[str]] = Future()  # (nothing is read unchecked without a disk cache)
+        answered.set_result(set())
+        return answered
 
     def lend_directory(self) -> int | None:
         """The store's directory, lent for a decoding process to read the chunk files below it
         (`chunk_files`); the caller closes it. None where the store lends none now."""
-        return self.store.lend_directory()
+        files = self.store.local_files
+        return None if files is None else files.lend_directory()
 
     def for_stream(self, geometry: Geometry, units: list[Index],
                    encoded: bool = False) -> Iterator[tuple[Index, np.ndarray | Encoded]]:

@@ -21,7 +21,7 @@ import numpy as np
 from ...codecs import BytesLike, Pipeline, is_fill
 from ...errors import ChunkError, StoreError
 from ...grid import Index
-from ...store import ByteRange, Described, Expect, Opened, Store, Versioned, opened, read_opened
+from ...store import ByteRange, Described, Expect, Opened, Store, Versioned, read_opened
 from ..cache import Counters, Fetched
 
 log = logging.getLogger(__name__)
@@ -131,12 +131,13 @@ class PlainChunkIO:
             parked = key in self._parked
             found = self._parked.pop(key, None)
         if open_file and not parked:
-            if self.store.capabilities.local_files and not self.store.cached_on_disk:
-                file = opened(self.store, key)
+            files, cached = self.store.local_files, self.store.cached_on_disk
+            if files is not None:
+                file = files.opened(key)
                 if file is not None:
                     self.count_fetch(file.size)
                 return Encoded(None, None if file is None else file.generation, file)
-            found = self.store.open_cached([key]).get(key)
+            found = None if cached is None else cached.open([key]).get(key)
             parked = found is not None
         if isinstance(found, Opened):
             if open_file:
@@ -204,7 +205,8 @@ class PlainChunkIO:
         object's; `where`: its `location`) if that waits for nothing and they fit: their size
         and the stored object's generation ((-1, None): not stored); None when it would wait
         or they do not fit (part of `into` may have been written)."""
-        found = self.store.read_whole_cached(key, into)
+        files = self.store.local_files
+        found = None if files is None else files.read_whole_cached(key, into)
         if found is not None and found[0] > 0:
             self.count_fetch(found[0])
         return found
@@ -228,7 +230,7 @@ class PlainChunkIO:
         """A stream's job is about to read these chunks one after another: on S3, fetch them
         first all at once (one wait on the event loop for the lot, not one each; a fault is
         left to `fetch`, which reports it), held until `fetch` takes them or `let_go`. Those
-        a disk cache holds are its entries opened, not read (`Store.open_cached`: a decoding
+        a disk cache holds are its entries opened, not read (`CachedOnDisk.open`: a decoding
         process reads them, as it reads a local store's files). `early`: chunks the disk
         cache holds are not held back by the check of their row in flight (`Store.read_many`):
         those read so, with the generations read, for `Store.confirm`."""
@@ -236,10 +238,11 @@ class PlainChunkIO:
         if not self.store.capabilities.batched_gets or len(keys) <= 1:
             return unchecked
         with contextlib.suppress(StoreError):
-            opened_entries = self.store.open_cached(keys, unchecked=unchecked if early else None)
+            cached, unchecked_early = self.store.cached_on_disk, unchecked if early else None
+            opened_entries = {} if cached is None else cached.open(keys, unchecked=unchecked_early)
             self._park(opened_entries.items())
             rest = [key for key in keys if key not in opened_entries]
-            found = self.store.read_many(rest, unchecked=unchecked if early else None) if rest else []
+            found = self.store.read_many(rest, unchecked=unchecked_early) if rest else []
             self._park(zip(rest, found, strict=True))
         return unchecked
 
@@ -326,7 +329,7 @@ class PlainChunkIO:
 
 
 def _read_entry(entry: Opened) -> Versioned | None:
-    """A disk cache's entry opened (`Store.open_cached`), read here and closed: its bytes, or
+    """A disk cache's entry opened (`CachedOnDisk.open`), read here and closed: its bytes, or
     None when they fail its checksum."""
     try:
         data = read_opened(entry.fd, entry.size, entry.offset, entry.crc32c)

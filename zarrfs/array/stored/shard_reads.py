@@ -155,7 +155,10 @@ class ShardReader:
             return None if index is None or generation is None else (index, generation)
         sharding = self.sharding_of(chunk)
         raw = bytearray(sharding.index_nbytes)
-        found = self.store.read_edge_cached(key, memoryview(raw), at_end=not sharding.index_at_start)
+        files = self.store.local_files
+        if files is None:
+            return None
+        found = files.read_edge_cached(key, memoryview(raw), at_end=not sharding.index_at_start)
         if found is None:
             return None
         try:
@@ -211,7 +214,8 @@ class ShardReader:
     def on_disk(self, key: str) -> tuple[int, str] | None:
         """The size and generation of a remote shard the disk cache holds whole: then it is
         read as a local one is (its index, then the inner chunks a read needs), not whole."""
-        return self.store.cached_whole(key) if self.remote else None
+        cached = self.store.cached_on_disk
+        return None if cached is None or not self.remote else cached.whole(key)
 
     # -- whole shards ------------------------------------------------------------------------
 

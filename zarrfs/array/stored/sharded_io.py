@@ -85,7 +85,8 @@ class ShardedChunkIO(PlainChunkIO):
         span = index.span(inner)
         if span is None:
             return -1, generation
-        if span.nbytes > len(into) or self.store.read_cached(
+        files = self.store.local_files
+        if files is None or span.nbytes > len(into) or files.read_cached(
                 key, span.offset, into[: span.nbytes]) != generation:
             return None
         self.count_fetch(span.nbytes)

@@ -3,7 +3,7 @@ the same interface as the store it wraps (as fsspec's caching filesystem wraps a
 TensorStore's adapters wrap a driver). What it fetches it fetches from the wrapped store's
 driver (`Store.fetch`...); what the store says of generations, to its rechecks and stats, it
 notes; a write through it forgets what it knew of the object. What is asked of a disk cache
-(`Store.cached_on_disk`, `served_locally`, `cache_stats`, `close`) it alone answers."""
+beside reads is its facet (`Store.cached_on_disk`: `Entries`), and it closes the cache's index."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from concurrent.futures import Future
 from ..core import Store
 from ..deadline import RetryPolicy
 from ..driver import ANY, Expect
+from ..facets import CachedOnDisk
 from ..ranges import ByteRange
-from ..values import Opened, Payload, Versioned, as_bytes
+from ..values import Opened, Payload, Versioned
 from .reads import CachedReads
 
 
@@ -23,19 +24,10 @@ class DiskCachedStore(Store):
         super().__init__(store.driver.fs, store.root, read_only=store.read_only, retry=store.retry,
                          observer=store.observer, driver=store.driver, answers=store.answers)
         self.disk_cache = reads  # (-o disk_cache: reads kept on local disk)
+        self.cached_on_disk: CachedOnDisk | None = Entries(self, reads)
 
     def like(self, root: str, retry: RetryPolicy) -> Store:
         return DiskCachedStore(super().like(root, retry), self.disk_cache)
-
-    @property
-    def cached_on_disk(self) -> bool:
-        return True
-
-    def served_locally(self) -> bool:
-        return self.disk_cache.served_locally()
-
-    def cache_stats(self) -> dict[str, float]:
-        return self.disk_cache.stats()
 
     def close(self) -> None:
         """Close the disk cache's index (shared by every store made `like` this one)."""
@@ -57,21 +49,6 @@ class DiskCachedStore(Store):
         generations are put in it, and nothing made of them may be served before `confirm`
         says they were current."""
         return self.disk_cache.read_many(self, keys, self.fetch_many, unchecked)
-
-    def open_cached(self, keys: Sequence[str], *,
-                    unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
-        """`Store.open_cached`: the disk cache's entries (`CachedReads.open_many`)."""
-        return self.disk_cache.open_many(self, keys, unchecked)
-
-    def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
-        return super().confirm(unchecked) if not unchecked else self.disk_cache.confirm(self, unchecked)
-
-    def cached_whole(self, key: str) -> tuple[int, str] | None:
-        return self.disk_cache.whole(self, key)
-
-    def fetch_between(self, key: str, start: int, end: int) -> bytes | None:
-        found = self.read(key, ByteRange(start, end - start))
-        return None if found is None else as_bytes(found.data)
 
     def generations(self, keys: Iterable[str], *, holds: int | None = None) -> dict[str, str | None]:
         """`Store.generations`, after which the disk cache trusts nothing below this store it
@@ -108,3 +85,30 @@ class DiskCachedStore(Store):
             super().delete(key, expect=expect)
         finally:
             self.disk_cache.changing(self, key)
+
+
+class Entries:
+    """What the disk cache of `store` offers beside its reads (`facets.CachedOnDisk`)."""
+
+    def __init__(self, store: DiskCachedStore, reads: CachedReads) -> None:
+        self.store = store
+        self.reads = reads
+
+    def served_locally(self) -> bool:
+        return self.reads.served_locally()
+
+    def stats(self) -> dict[str, float]:
+        return self.reads.stats()
+
+    def open(self, keys: Sequence[str], *, unchecked: dict[str, str] | None = None) -> dict[str, Opened]:
+        return self.reads.open_many(self.store, keys, unchecked)
+
+    def whole(self, key: str) -> tuple[int, str] | None:
+        return self.reads.whole(self.store, key)
+
+    def confirm(self, unchecked: Mapping[str, str]) -> Future[set[str]]:
+        if unchecked:
+            return self.reads.confirm(self.store, unchecked)
+        answered: Future[set[str]] = Future()
+        answered.set_result(set())
+        return answered

@@ -26,8 +26,9 @@ def open_disk_cache(store: Store, source: str, options: SourceOptions, directory
     # repository, root ""), the source names the store too.
     server = endpoint(source, options) or ""
     name = "|".join((driver.protocol, server, "" if store.root else source.rstrip("/")))
-    known = driver.known_generation if capabilities.knows_generations else None
+    versions = driver.versions() if capabilities.knows_generations else None
+    known = None if versions is None else versions.known_generation
     reads = CachedReads(DiskCache(directory, size), name, known)
-    if capabilities.knows_generations:  # (Icechunk: what commits since an earlier mount left as it was)
-        driver.resume(reads.cache.generations(name, None, RESUMED_AT_MOST))
+    if versions is not None:  # (Icechunk: what commits since an earlier mount left as it was)
+        versions.resume(reads.cache.generations(name, None, RESUMED_AT_MOST))
     return reads

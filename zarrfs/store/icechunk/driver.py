@@ -3,7 +3,8 @@ changed in (`reads_generations`), its versions are shown below `.versions/` (`ve
 generation of each key is known from the snapshot followed (`knows_generations`), and, mounted
 with -o rw at a branch, writes are made in a session that a sync commits (`commits`): a put, a
 delete or a commit checked against `expect` fails with ConflictError when another writer's
-commit displaced it."""
+commit displaced it. Its versions, and the generations known from the snapshot followed, are
+its facet (`facets.Versions`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import fsspec
 
 from ..capabilities import Capabilities
 from ..driver import ANY, AnyGeneration, Driver, Expect, Operation, joined
+from ..facets import Versions
 from ..values import Payload, Versioned
 
 _READING = Capabilities(reads_generations=True, knows_generations=True)
@@ -26,6 +28,7 @@ class IcechunkDriver(Driver):
         from .versions import VersionsFileSystem  # (icechunk is imported only once a repository is opened)
 
         super().__init__(fs)
+        self._versions = _Versions(self)
         self.capabilities = dataclasses.replace(_READING, versions=isinstance(fs, VersionsFileSystem))
         if fs.commits_on_sync:  # (writes started before the driver was made)
             self._writing()
@@ -42,20 +45,8 @@ class IcechunkDriver(Driver):
     def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
         return self.call(seconds, "cat_versioned", path, start, length)  # type: ignore[no-any-return]
 
-    def known_generation(self, path: str) -> str:
-        return self.fs.known_generation(path)  # type: ignore[no-any-return]
-
-    def resume(self, generations: Sequence[str]) -> None:
-        self.fs.resume(generations)
-
-    def version_names(self, seconds: float | None, kind: str) -> list[str]:
-        return self.call(seconds, "version_names", kind)  # type: ignore[no-any-return]
-
-    def version_log(self, seconds: float | None) -> bytes:
-        return self.call(seconds, "version_log")  # type: ignore[no-any-return]
-
-    def create_version(self, seconds: float | None, kind: str, name: str) -> None:
-        self.call(seconds, "create_version", kind, name)
+    def versions(self) -> Versions:
+        return self._versions
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
         if not self.capabilities.commits:
@@ -83,3 +74,25 @@ class IcechunkDriver(Driver):
     def _on_branch(self, method: str, path: Any, expect: Expect, seconds: float | None, **kw: Any) -> Any:
         checked = not isinstance(expect, AnyGeneration)
         return self.call(seconds, method, path, expect if checked else None, check=checked, **kw)
+
+
+class _Versions:
+    """Icechunk's versions (`facets.Versions`), through its driver's calls."""
+
+    def __init__(self, driver: IcechunkDriver) -> None:
+        self.driver = driver
+
+    def names(self, seconds: float | None, kind: str) -> list[str]:
+        return self.driver.call(seconds, "version_names", kind)  # type: ignore[no-any-return]
+
+    def log(self, seconds: float | None) -> bytes:
+        return self.driver.call(seconds, "version_log")  # type: ignore[no-any-return]
+
+    def create(self, seconds: float | None, kind: str, name: str) -> None:
+        self.driver.call(seconds, "create_version", kind, name)
+
+    def known_generation(self, path: str) -> str:
+        return self.driver.fs.known_generation(path)  # type: ignore[no-any-return]
+
+    def resume(self, generations: Sequence[str]) -> None:
+        self.driver.fs.resume(generations)

@@ -1,7 +1,9 @@
 """The driver of local files: plain system calls inside the root the store may not leave
 (`confined`), a generation from each file's status, atomic replacement and compare-and-swap
 between processes (`files`), and directory operations for whole nodes. Local failures are not
-transient and a system call cannot be abandoned: no round trips, so no deadline and one attempt."""
+transient and a system call cannot be abandoned: no round trips, so no deadline and one attempt.
+What only local files do (files lent, reads from the page cache...) is the store's facet
+(`facet.StoreFiles`)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,13 @@ import fsspec
 from .. import deadline
 from ..capabilities import Capabilities
 from ..driver import AnyGeneration, Driver, Expect, Operation
+from ..facets import Keyed, LocalFiles
 from ..settings import SourceOptions
 from ..targets import REFERENCES_ALLOW
-from ..values import Opened, Payload, Versioned
+from ..values import Payload, Versioned
 from . import files, scans
-from .confined import Root, opened
+from .confined import Root
+from .facet import StoreFiles
 
 
 class LocalDriver(Driver):
@@ -34,8 +38,8 @@ class LocalDriver(Driver):
     def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
         return deadline.error_kinds(False)
 
-    def writable(self, root: str) -> bool:
-        return files.writable(root)
+    def local_files(self, store: Keyed) -> LocalFiles:
+        return StoreFiles(self.confined, store)
 
     # Plain system calls: fsspec's buffered file objects cost as much as decoding.
     def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
@@ -44,26 +48,8 @@ class LocalDriver(Driver):
     def describe(self, seconds: float | None, path: str) -> tuple[int, str | None]:
         return self.confined.describe(path)
 
-    def read_cached(self, path: str, start: int, into: memoryview) -> str | None:
-        return files.read_cached(self.confined, path, start, into)
-
-    def read_whole_cached(self, path: str, into: memoryview) -> tuple[int, str | None] | None:
-        return files.read_whole_cached(self.confined, path, into)
-
-    def read_edge_cached(self, path: str, into: memoryview, *, at_end: bool) -> tuple[int, str] | None:
-        return files.read_edge_cached(self.confined, path, into, at_end=at_end)
-
-    def opened(self, path: str) -> Opened:
-        return opened(self.confined, path)
-
-    def lend_directory(self, path: str) -> int | None:
-        return self.confined.lent(path)
-
     def find(self, seconds: float | None, base: str) -> list[str]:
         return scans.walk(self.confined, base)
-
-    def scanned(self, root: str, keys: Sequence[str]) -> dict[str, tuple[int, str | None] | None]:
-        return dict(scans.scanned(root, keys, self.confined))
 
     def directories(self, seconds: float | None, base: str) -> tuple[str, ...]:
         return scans.directories(self.confined, base)
@@ -93,15 +79,6 @@ class LocalDriver(Driver):
 
     def move_tree(self, old: str, new: str) -> Operation | None:
         return lambda s: self._move(old, new)
-
-    def exchange_trees(self, first: str, second: str) -> Operation | None:
-        return lambda s: files.exchange(self.confined, first, second)
-
-    def room(self, root: str) -> os.statvfs_result | None:
-        return os.statvfs(root)
-
-    def remove_stale_temporaries(self, root: str) -> int:
-        return files.remove_stale_temporaries(root)
 
     def _move(self, old: str, new: str) -> int:
         files.move(self.confined, old, new)  # (a link at `old` moves itself)

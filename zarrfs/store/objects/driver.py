@@ -2,7 +2,7 @@
 generation (ETag, generation number) with its bytes, and puts and deletes conditional on it
 (`expect`), each service through its own requests (`s3`, `gcs`, `azure`). S3 batches: many
 ranges or objects in one call on fsspec's loop, and deletes of 1000 keys in one request; Azure
-batches whole objects."""
+batches whole objects: their facet (`facets.Batches`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import fsspec
+
 from .. import deadline
 from ..capabilities import Capabilities
 from ..driver import AnyGeneration, Driver, Expect, Mark, Operation, joined
+from ..facets import Batches
 from ..values import Payload, Versioned
 from . import azure, gcs, s3
 
@@ -51,14 +54,15 @@ class S3Driver(ObjectDriver):
     _put_if = staticmethod(s3.s3_put)
     _delete_if = staticmethod(s3.s3_delete)
 
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        super().__init__(fs)
+        self._batches = _S3Batches(fs)
+
     def prepare(self, seconds: float | None, root: str) -> None:
         s3.prepare(self.fs, seconds, root)
 
-    def read_ranges(self, path: str, pairs: Sequence[tuple[int, int]], mark: Mark) -> Operation:
-        return lambda seconds: s3.s3_read_ranges(self.fs, seconds, path, pairs, mark)
-
-    def read_objects(self, paths: Sequence[str], mark: Mark) -> Operation:
-        return lambda seconds: s3.s3_read_objects(self.fs, seconds, paths, mark)
+    def batches(self) -> Batches:
+        return self._batches
 
     def listed(self, seconds: float | None, base: str, prefix: str = "") -> dict[str, dict[str, Any]]:
         return s3.find(self.fs, seconds, base, prefix)  # (through obstore where it can)
@@ -82,5 +86,35 @@ class AzureDriver(ObjectDriver):
     def errors(self) -> tuple[deadline.Errors, deadline.Errors]:
         return deadline.error_kinds(True, azure=True)
 
-    def read_objects(self, paths: Sequence[str], mark: Mark) -> Operation:
+    def __init__(self, fs: fsspec.AbstractFileSystem) -> None:
+        super().__init__(fs)
+        self._batches = _AzureBatches(fs)
+
+    def batches(self) -> Batches:
+        return self._batches
+
+
+class _S3Batches:
+    """S3's own GETs, many in flight on s3fs's loop (`facets.Batches`)."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def objects(self, paths: Sequence[str], mark: Mark) -> Operation:
+        return lambda seconds: s3.s3_read_objects(self.fs, seconds, paths, mark)
+
+    def ranges(self, path: str, pairs: Sequence[tuple[int, int]], mark: Mark) -> Operation:
+        return lambda seconds: s3.s3_read_ranges(self.fs, seconds, path, pairs, mark)
+
+
+class _AzureBatches:
+    """Whole blobs, many in flight on adlfs's loop (`facets.Batches`); ranges one at a time."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def objects(self, paths: Sequence[str], mark: Mark) -> Operation:
         return lambda seconds: azure.azure_read_objects(self.fs, seconds, paths, mark)
+
+    def ranges(self, path: str, pairs: Sequence[tuple[int, int]], mark: Mark) -> None:
+        return None
