@@ -16,6 +16,7 @@ import tifffile
 import zarr
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ZstdCodec
 
+from tests.helpers.tiff_view_reader import ViewReader
 from zarrfs.array_metadata import open_array
 from zarrfs.declared import OptionValues
 from zarrfs.grid import Box
@@ -33,31 +34,6 @@ from zarrfs.views.tiff.tables import Stepped
 pytestmark = pytest.mark.fast
 
 
-class ViewReader(io.RawIOBase):
-    """A file object over a view's `read`, as the fuse layer would serve it."""
-
-    def __init__(self, view: TiffFile) -> None:
-        self.view = view
-        self.position = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.position = [offset, self.position + offset, self.view.size + offset][whence]
-        return self.position
-
-    def tell(self) -> int:
-        return self.position
-
-    def readinto(self, buffer: Any) -> int:
-        data = bytes(self.view.read(self.position, min(len(buffer), 128 << 10)))
-        buffer[: len(data)] = data
-        self.position += len(data)
-        return len(data)
 
 
 def values(shape: tuple[int, ...], dtype: str, seed: int = 0) -> np.ndarray[Any, Any]:

@@ -36,7 +36,7 @@ from ..files import RANDOM_ACCESS_BLOCK, FileForm, ReadOnlyFile, StoredArray
 from ..placement import Placement
 from .directories import TiffImage, tiff_header
 from .geotiff import geotiff_tags
-from .layout import ImageShape, Pieces, sample_format
+from .layout import GAP, ImageShape, Pieces, sample_format
 from .parts import LARGEST_SLOT, Part, array_part
 from .stored_tiles import SCRATCH
 
@@ -175,7 +175,8 @@ class TiffFile(ReadOnlyFile):
         for number, inside, count in self._sizes.spans(at, offset + size - self.data_start - at):
             part = self._parts[number]
             within = max(0, min(count, part.pieces.total - inside))
-            spans += [(part, *span) for span in part.pieces.spans(inside, within)]
+            spans += [(part, *span) if span[0] != GAP else (None, 0, 0, span[2])
+                      for span in part.pieces.spans(inside, within)]
             if within < count:
                 spans.append((None, 0, 0, count - within))
         return head, spans

@@ -5,7 +5,10 @@ Pure index math, tested without FUSE or a store.
 The last two dimensions are the image; a third from the end is its samples, in separate
 planes (GDAL's bands); every index of the dimensions before those is a page (an IFD). Tiles
 are the array's read chunks when their last two edges are multiples of 16 (TIFF's rule), else
-(and with `-o tiff=strips`) the file has strips of whole rows of chunks."""
+(and with `-o tiff=strips`) the file has strips of whole rows of chunks.
+
+No tile or strip ends on a multiple of 64 KiB in the file (`READER_BLOCK`): zeros before it
+where it would, the page after a run of tiles (`Slots.laid`) or a few bytes (`LEAD`)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from itertools import product
 import numpy as np
 
 from ...grid import Box, Index
+from ..files import RANDOM_ACCESS_BLOCK as PAGE
 from .directories import (
     BITS_PER_SAMPLE,
     COMPRESSION,
@@ -43,6 +47,15 @@ STRIP_BYTES = 1 << 20  # strips of about this many bytes (whole rows), when ther
 COMPRESSION_CODES = {"none": 1, "zlib": 8, "zstd": 50000}  # (8: Adobe Deflate, a zlib stream)
 MAX_SAMPLES = 0xFFFF
 _UINT, _INT, _FLOAT, _COMPLEX_FLOAT = 1, 2, 3, 6
+
+# geotiff.js 2 (Viv's, so Avivator's) reads through a cache of 64 KiB blocks which, for a range
+# that ends exactly on a block's edge, waits also on the block after it and never fetches it
+# (geotiff.js issues 262 and 374, fixed in 3.0): so no tile or strip ends on one. A part's data
+# starts on a multiple of it in the file (the header's MiB, parts a MiB apart), so where the
+# part puts a piece is where it lies modulo a block.
+READER_BLOCK = 1 << 16
+LEAD = 16  # (zeros before a piece of any length that would end on a block: room its slot keeps)
+GAP = -1  # (a span's piece: zeros before the pieces)
 
 
 Plane = Index  # a plane's index in the array's dimensions before the last two
@@ -206,6 +219,12 @@ def strip_extents(groups: Sequence[Group], leading: Index, height: int, width: i
     return Given.of(offsets), Given.of(np.tile(counts, len(planes)))
 
 
+def leads(starts: np.ndarray | int, lengths: np.ndarray | int) -> np.ndarray:
+    """LEAD where a piece at `starts` of `lengths` bytes would end on a block, else 0."""
+    ends = np.asarray(starts, dtype=np.int64) + np.asarray(lengths, dtype=np.int64)
+    return np.where(ends % READER_BLOCK == 0, LEAD, 0)
+
+
 @dataclass(frozen=True)
 class Pieces:
     """The data after the header as a run of pieces; piece i is [starts[i], starts[i] + lengths[i])
@@ -223,13 +242,31 @@ class Pieces:
         starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
         return cls(starts, sizes, int(ends[-1]) if len(ends) else 0)
 
+    @classmethod
+    def placed(cls, lengths: Sequence[int] | np.ndarray) -> Pieces:
+        """Pieces one after another, but for LEAD bytes of zeros before each that would end on
+        a block (`READER_BLOCK`): a look at the pieces for each gap (strips: few)."""
+        sizes = np.asarray(lengths, dtype=np.int64)
+        ends = np.cumsum(sizes)
+        shifts = np.zeros(len(sizes), dtype=np.int64)
+        at, shift = 0, 0
+        while len(hits := np.flatnonzero((ends[at:] + shift) % READER_BLOCK == 0)):
+            at += int(hits[0])
+            shift += LEAD
+            shifts[at:] = shift
+            at += 1
+        return cls(ends - sizes + shifts, sizes, int(ends[-1]) + shift if len(ends) else 0)
+
     def length(self, piece: int) -> int:
         return int(self.lengths[piece])
 
     def spans(self, offset: int, size: int) -> Iterator[tuple[int, int, int]]:
         """(piece, offset in it, byte count) covering [offset, offset + size) of the data; the
-        bytes of a span past its piece's length are zeros."""
+        bytes of a span past its piece's length are zeros, and so are those of a GAP span."""
         end = min(offset + size, self.total)
+        if len(self.starts) and offset < min(int(self.starts[0]), end):
+            yield GAP, 0, min(int(self.starts[0]), end) - offset
+            offset = int(self.starts[0])
         piece = int(np.searchsorted(self.starts, offset, side="right")) - 1
         while offset < end and piece < len(self.starts):
             inside = offset - int(self.starts[piece])
@@ -243,28 +280,63 @@ class Pieces:
 
 @dataclass(frozen=True)
 class Slots:
-    """The data as `count` slots of `size` bytes each, one after another: tiles at offsets
+    """The data as `count` slots of `size` bytes each, one after another from `first` on (zeros
+    before), with `gap` bytes of zeros after each run of `every` (0: no gaps): tiles at offsets
     known without knowing any tile (the spans are those of `Pieces`; a piece's own bytes are
     the first `filled` of its slot, or all)."""
 
     size: int
     count: int
     filled: int = 0
+    first: int = 0
+    every: int = 0
+    gap: int = 0
+
+    @classmethod
+    def laid(cls, size: int, count: int, length: int) -> Slots:
+        """Slots of `size` bytes (whole pages) for tiles of `length` bytes, placed so that no
+        tile ends on a block: where tiles end on pages, a page of zeros first, or (slots of an
+        odd number of pages) a page after each run of a few, one page in 16 at most."""
+        assert size % PAGE == 0
+        if length % PAGE:
+            return cls(size, count, length)  # (every tile ends inside a page)
+        pages, filled, per_block = size // PAGE, length // PAGE, READER_BLOCK // PAGE
+        common = math.gcd(pages, per_block)
+        if common > 1:  # (tile n ends `first + filled + n * pages` pages in: all alike modulo `common`)
+            return cls(size, count, length, PAGE * (filled % common == 0))
+        # `every * pages + 1` pages a whole block: the j-th tile of each run ends j * pages pages
+        # after a block's start (0 < j < 16: never on one)
+        every = -pow(pages, -1, per_block) % per_block
+        return cls(size, count, length, (pages - filled) % per_block * PAGE, every, PAGE)
 
     @property
     def total(self) -> int:
-        return self.size * self.count
+        return self.start(self.count - 1) + self.size if self.count else 0
+
+    def start(self, piece: int) -> int:
+        return self.first + piece * self.size + (piece // self.every * self.gap if self.every else 0)
 
     def length(self, piece: int) -> int:
         return self.filled or self.size
 
     def offsets(self) -> Stepped:
-        return Stepped(self.count, 0, self.size)
+        return Stepped(self.count, self.first, self.size, self.every, self.gap)
 
     def spans(self, offset: int, size: int) -> Iterator[tuple[int, int, int]]:
         end = min(offset + size, self.total)
+        if offset < min(self.first, end):
+            yield GAP, 0, min(self.first, end) - offset
+            offset = self.first
         while offset < end:
-            piece, inside = divmod(offset, self.size)
-            count = min(self.size - inside, end - offset)
+            piece, inside = self._slot_at(offset - self.first)
+            count = min(self.start(piece + 1) - self.start(piece) - inside, end - offset)
             yield piece, inside, count
             offset += count
+
+    def _slot_at(self, at: int) -> tuple[int, int]:
+        """The slot at `at` past `first`, and where in it (the gap after a run: its last slot's)."""
+        if not self.every:
+            return divmod(at, self.size)
+        run, inside = divmod(at, self.every * self.size + self.gap)
+        number = min(inside // self.size, self.every - 1)
+        return run * self.every + number, inside - number * self.size

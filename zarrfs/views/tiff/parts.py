@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numcodecs
+import numpy as np
 
 from ...codecs.stored_form import NONE, ZLIB, ZSTD, StoredForm
 from ...declared import choice
@@ -19,6 +20,7 @@ from ..plugins import PLUGIN_FILTERS
 from ..region_file import RegionFile
 from .directories import Tag, TiffImage
 from .layout import (
+    LEAD,
     Group,
     Pieces,
     Slots,
@@ -32,7 +34,7 @@ from .layout import (
     strip_rows,
 )
 from .stored_tiles import StoredTiles
-from .tables import Stepped, TagTable
+from .tables import Given, Stepped, TagTable
 from .tile_sizes import Learned
 
 # Every tile has a slot of its own, at an offset known without the store: a tile of 64 KiB and
@@ -130,8 +132,14 @@ def _strips_part(array: StoredArray, byteorder: str, groups: Sequence[Group], ta
         rows = strip_rows(width, height, itemsize)
     offsets, counts = strip_extents(groups, tuple(array.shape[:-2]), height, width, itemsize, rows)
     flat = RegionFile(array, None, byteorder)
-    return Part(grouped(groups, tags("none", None, rows), offsets, counts, tiled=False),
-                Pieces.of([flat.size]), lambda piece, at, count: flat.read(at, count))
+    in_flat = offsets.array  # (the strips cover the flat bytes once: pieces in their order)
+    order = np.argsort(in_flat, kind="stable")
+    pieces = Pieces.placed(counts.array[order])
+    placed = np.empty(len(order), dtype=np.uint64)
+    placed[order] = pieces.starts
+    starts = in_flat[order]
+    return Part(grouped(groups, tags("none", None, rows), Given.of(placed), counts, tiled=False),
+                pieces, lambda piece, at, count: flat.read(int(starts[piece]) + at, count))
 
 
 def _tile_bytes(array: StoredArray) -> int:
@@ -167,7 +175,7 @@ def _decoded_part(array: StoredArray, byteorder: str, groups: Sequence[Group], t
         box = boxes[piece]  # (within one read chunk: cached whole, or a read of it may wait)
         return RegionFile(array, box, byteorder).read(at, count) if array.cached([box]) else None
 
-    slots = Slots(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
+    slots = Slots.laid(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
     same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
     images = grouped(groups, tags, slots.offsets(), same, tiled=True)
     return Part(images, slots, decoded, remote=array.fetches_remotely, held=held, slot=slots.size)
@@ -213,18 +221,20 @@ def _passes_through(stored: StoredForm, form: FileForm, read_chunk: Index) -> bo
 def _as_stored(array: StoredArray, boxes: TileBoxes, form: StoredForm, tile_bytes: int,
                reencode: Callable[[int], bytes]) -> tuple[Slots, StoredTiles]:
     """Tiles as stored, each in a slot as long as the codec's bound; compressed ones with their
-    stored sizes as byte counts (learned as read), and after them the one fill tile."""
+    stored sizes as byte counts (learned as read), and after them the one fill tile, each with
+    room for the LEAD of zeros before it where it would end on a block (`stored_tiles`);
+    uncompressed ones laid as decoded tiles are (`Slots.laid`)."""
     if array.dirty_bytes:
         array.flush()  # (the file shows what is stored)
     fill = bytes(array.encoded_fill())
     fill = fill[: len(fill) - form.trailer]
     learned = form.compression != NONE
-    slot = _slot_size(max(form.bound(tile_bytes), len(fill)), tile_bytes)
+    slot = _slot_size(max(form.bound(tile_bytes), len(fill)) + LEAD * learned, tile_bytes)
     leading = array.read_chunk_shape[:-2]
     tiles = StoredTiles(array, lambda tile: boxes.chunk(tile, leading), fill, tiles=len(boxes), slot=slot,
                         trailer=form.trailer, reencode=reencode, skippable=form.compression == ZSTD,
                         learned=learned)
-    return Slots(slot, len(boxes) + learned), tiles
+    return (Slots(slot, len(boxes) + 1) if learned else Slots.laid(slot, len(boxes), tile_bytes)), tiles
 
 
 def _encoded(form: StoredForm, tile: bytes | memoryview) -> bytes:

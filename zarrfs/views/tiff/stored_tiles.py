@@ -1,7 +1,9 @@
 """The tiles of `data.tif` that are chunks as stored (`array_file`): tile n in slot n, at an
 offset known without the store; its bytes are exactly the chunk's stored bytes (less a
 checksum after them), then zeros up to the next slot, and its byte count is their length
-(`tile_sizes`, learned as a reader reads the tables). A tile is read from the store whole when
+(`tile_sizes`, learned as a reader reads the tables). A compressed tile that would end on a
+block (`layout.READER_BLOCK`) has `layout.LEAD` zeros before it in its slot, which has room
+for them: its offset says so, made of the same length. A tile is read from the store whole when
 a reader reaches it and kept a while (a reader asks for it in one request or a few: each is
 then a view of what is kept), so a reader's requests for one tile cost one fetch.
 
@@ -19,6 +21,7 @@ from ...array import HeldBytes, KeyedLocks
 from ...codecs import BytesLike
 from ...errors import ChunkError
 from ...grid import Index
+from .layout import LEAD, leads
 from .tile_sizes import MISSING, UNKNOWN, TileSizes
 
 # Encoded tiles kept, of all files (a tile is read in several requests).
@@ -39,9 +42,10 @@ class StoredTiles:
     a `trailer`), or the `fill` tile where the chunk is not stored, then zeros. Stored bytes
     too long for the slot (a writer's compressor past the codec's bound) are the tile encoded
     again (`reencode`). With `learned` tiles, their byte counts are learned as the tables are
-    read (`sizes`), and slot `tiles` holds the fill tile the chunks not stored point at; else
-    every tile's byte count is the slot's (uncompressed tiles). A tile is fetched whole when a
-    reader reaches it, and kept a while."""
+    read (`sizes`), slot `tiles` holds the fill tile the chunks not stored point at, and a
+    tile is at most `slot - LEAD` long (a lead's room); else every tile's byte count is the
+    slot's (uncompressed tiles). A tile is fetched whole when a reader reaches it, and kept a
+    while."""
 
     def __init__(self, array: StoredReads, chunk_of: Callable[[int], Index], fill: bytes, *, tiles: int,
                  slot: int, trailer: int, reencode: Callable[[int], bytes], skippable: bool,
@@ -50,6 +54,7 @@ class StoredTiles:
         self._chunk_of = chunk_of
         self._fill = fill
         self._slot = slot
+        self._room = slot - LEAD if learned else slot  # (the longest a tile is)
         self._trailer = trailer
         self._reencode = reencode
         self._skippable = skippable  # (zstd: a tile found shorter than its count is padded with a frame)
@@ -64,26 +69,27 @@ class StoredTiles:
         the thread's next call (the fuse thread replies first), which holds the whole slot for
         the reader's next request of it."""
         if self._is_fill(tile):
-            return _in_slot(self._fill, at, count)
+            return self._laid(tile, self._fill, at, count)
         key = (self._tiles, tile)
-        found: BytesLike | None = SCRATCH.holding(key) if self._local else None  # (its next request)
-        if found is None:
-            found = HELD_TILES.get(key)
-            if found is None and self._local:
-                found = self._read_now(tile)
-        return None if found is None else _in_slot(found, at, count)
+        slot = SCRATCH.holding(key) if self._local else None  # (its next request)
+        if slot is not None:
+            return _in_slot(slot, at, count)
+        found = HELD_TILES.get(key)
+        if found is not None:
+            return self._laid(tile, found, at, count)
+        return self._read_now(tile, at, count) if self._local else None
 
     def read(self, tile: int, at: int, count: int) -> bytes | memoryview:
         """Bytes [at, at + count) of tile `tile`'s slot (`held` has just tried the page cache)."""
         if self._is_fill(tile):
-            return _in_slot(self._fill, at, count)
+            return self._laid(tile, self._fill, at, count)
         key = (self._tiles, tile)  # (a fetch begun before a `forget` is kept where it began)
         with self._loading((tile,)):
             found = HELD_TILES.get(key)
             if found is None:
                 found = self._fetched(tile)
                 HELD_TILES.put(key, found)
-            return _in_slot(found, at, count)
+            return self._laid(tile, found, at, count)
 
     def forget(self) -> None:
         """Fetch each tile, and learn its size, again when it is next read (the ones kept age
@@ -91,6 +97,16 @@ class StoredTiles:
         self._tiles = object()
         if self.sizes is not None:
             self.sizes.forget()
+
+    def _laid(self, tile: int, found: BytesLike, at: int, count: int) -> bytes | memoryview:
+        """Bytes [at, at + count) of the slot of tile `tile`, whose bytes are `found`: its
+        lead (zeros, where it would end on a block), the tile, then zeros."""
+        return _in_slot(found, at - self._lead(tile, len(found)), count)
+
+    def _lead(self, tile: int, length: int) -> int:
+        """The zeros before tile `tile` in its slot, `length` bytes long (as `sizes.offsets` has
+        it: only compressed tiles have leads; uncompressed ones are laid out by `Slots.laid`)."""
+        return int(leads(tile * self._slot, length)) if self.sizes is not None else 0
 
     def _is_fill(self, tile: int) -> bool:
         return self.sizes is not None and tile == self.sizes.tiles
@@ -103,7 +119,7 @@ class StoredTiles:
         for unit, size in self._array.stored_sizes(list(units)).items():
             tile = units[unit]
             size -= self._trailer
-            found[tile] = size if size <= self._slot else len(self._reencode(tile))
+            found[tile] = size if size <= self._room else len(self._reencode(tile))
         return found
 
     def _fetched(self, tile: int) -> BytesLike:
@@ -112,7 +128,7 @@ class StoredTiles:
         if stored is None:
             return self._as_learned(tile, self._fill)
         found = memoryview(stored)[: len(stored) - self._trailer]
-        return self._as_learned(tile, found if len(found) <= self._slot else self._reencode(tile))
+        return self._as_learned(tile, found if len(found) <= self._room else self._reencode(tile))
 
     def _as_learned(self, tile: int, found: BytesLike) -> BytesLike:
         """`found` as long as the byte count readers were given for the tile. It differs only
@@ -130,11 +146,11 @@ class StoredTiles:
             after[:SKIPPABLE_HEADER] = SKIPPABLE_MAGIC + (room - SKIPPABLE_HEADER).to_bytes(4, "little")
         return b"".join((found, after))
 
-    def _read_now(self, tile: int) -> BytesLike | None:
-        """A local store's tile and the zeros after it in its slot, if every byte of it is in
-        the page cache and it is as long as the readers were told: a chunk that is an object
-        of its own read whole, an inner chunk where its shard's index says (read as its
-        shard is first reached, then cached)."""
+    def _read_now(self, tile: int, at: int, count: int) -> bytes | memoryview | None:
+        """Bytes [at, at + count) of a local store's tile's slot, if every byte of the tile is
+        in the page cache and it is as long as the readers were told and has no lead (else a
+        worker reads it): a chunk that is an object of its own read whole, an inner chunk
+        where its shard's index says (read as its shard is first reached, then cached)."""
         # (zeros after it in the buffer: a reader's last request of it, reaching past its
         # byte count, is a view of the buffer, not a new join of the tile and zeros)
         into = SCRATCH.lend((self._tiles, tile), self._slot)
@@ -143,18 +159,22 @@ class StoredTiles:
         expected = UNKNOWN if self.sizes is None else self.sizes.size(tile)
         if size is not None and size < 0 and expected == UNKNOWN:
             SCRATCH.forget()
-            return self._fill
+            return self._laid(tile, self._fill, at, count)
         length = None if size is None or size < 0 else size - self._trailer
-        if length is None or length > self._slot or expected not in (UNKNOWN, length):
+        if (length is None or length > self._room or expected not in (UNKNOWN, length)
+                or self._lead(tile, length)):
             SCRATCH.forget()  # (a worker reads it, as long as the readers were told)
             return None
         SCRATCH.fill(length, b"", self._slot)
-        return into
+        return _in_slot(into, at, count)
 
 
 def _in_slot(tile: BytesLike, at: int, count: int) -> bytes | memoryview:
     """Bytes [at, at + count) of the slot of `tile`: the tile, then zeros (a view when all
-    are the tile's)."""
+    are the tile's); from a negative `at`, zeros before it too."""
+    if at < 0:
+        before = bytes(min(-at, count))
+        return before + _in_slot(tile, 0, count - len(before)) if count > len(before) else before
     size = len(tile)
     if at + count <= size:
         return memoryview(tile)[at : at + count]

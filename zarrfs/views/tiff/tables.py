@@ -1,7 +1,8 @@
 """The values of a TIFF image's offset and byte-count tables, made when a reader reads them.
 
 A tiled image of 10^6 tiles has tables of 16 MB; their values are never all made at once:
-tiles in slots of one size have arithmetic offsets and one byte count (`Stepped`); strips and
+tiles in slots of one size have arithmetic offsets (with a gap after every run of a few, where
+the layout puts one) and one byte count (`Stepped`); strips and
 a few small tables are plain arrays (`Given`). Pure, but for the tables whose values are
 learned from the store as they are read (`lazy`: `tile_sizes.Learned`)."""
 
@@ -64,16 +65,24 @@ class Given(TagTable):
 @dataclass(frozen=True)
 class Stepped(TagTable):
     """first, first + step, first + 2 step, ...: tiles in slots of one size (their offsets),
-    or of one byte count (step 0)."""
+    or of one byte count (step 0); with `every`, `gap` more after each run of `every` values
+    (counted from the whole table's first: `skip` values of it are before this part's)."""
 
     first: int
     step: int
+    every: int = 0  # (0: no gaps)
+    gap: int = 0
+    skip: int = 0
 
     def values(self, start: int, stop: int) -> np.ndarray:
-        return np.uint64(self.first) + np.arange(start, stop, dtype=np.uint64) * np.uint64(self.step)
+        numbers = np.arange(start + self.skip, stop + self.skip, dtype=np.uint64)
+        found = np.uint64(self.first) + numbers * np.uint64(self.step)
+        if self.every:
+            found += numbers // np.uint64(self.every) * np.uint64(self.gap)
+        return found
 
     def part(self, start: int, stop: int) -> Stepped:
-        return Stepped(stop - start, self.first + start * self.step, self.step)
+        return replace(self, length=stop - start, skip=self.skip + start)
 
     def shifted(self, by: int) -> Stepped:
         return replace(self, first=self.first + by)

@@ -8,7 +8,8 @@ a tile (libtiff, GDAL) learns the tiles of that page, in one look at their chunk
 (`ZarrArray.stored_sizes`: a stat each locally, HEADs or listings of their rows on object
 stores, a shard's index), and a reader that reads them whole (tifffile, Bio-Formats) learns
 every tile in a few such looks, each at once. Offsets stay the tiles' slots (the file's size
-needs no store), but for chunks not stored, which point at the one fill tile after them."""
+needs no store), but for chunks not stored, which point at the one fill tile after them, and
+for a tile that would end on a block (`layout.READER_BLOCK`): it starts `layout.LEAD` bytes in."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .layout import leads
 from .tables import TagTable
 
 UNKNOWN, MISSING = -2, -1  # (a tile's size not learned yet; its chunk not stored)
@@ -73,8 +75,9 @@ class TileSizes:
 
     def offsets(self, sizes: np.ndarray, start: int) -> np.ndarray:
         """The offsets (in the part's data) of tiles from `start` of these `sizes`."""
-        slots = np.arange(start, start + len(sizes), dtype=np.uint64) * np.uint64(self.slot)
-        return np.where(sizes == MISSING, np.uint64(self.tiles * self.slot), slots).astype(np.uint64)
+        slots = np.arange(start, start + len(sizes), dtype=np.int64) * self.slot
+        places = np.where(sizes == MISSING, self.tiles * self.slot, slots)
+        return np.asarray(places + leads(places, self.counts(sizes).astype(np.int64)), dtype=np.uint64)
 
     def counts(self, sizes: np.ndarray) -> np.ndarray:
         return np.where(sizes == MISSING, self.fill, sizes).astype(np.uint64)
