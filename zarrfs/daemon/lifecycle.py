@@ -37,7 +37,7 @@ Served = TypeVar("Served", bound=TreeOptions)  # (a mount's options are a tree's
 
 
 @dataclass(frozen=True)
-class Opened:
+class OpenedTree:
     """What a front end serves: the store, the pieces its arrays share, and the tree."""
 
     store: Store
@@ -55,7 +55,7 @@ class Lifecycle(Generic[Served]):
         self.identity = Identity.named(options.user, options.group)
         self.decoders: DecodePool | None = None
         self.stored = True  # (False: the final write-back gave up)
-        self._opened: Opened | None = None
+        self._opened: OpenedTree | None = None
         self._trim: Callable[[], int] | None = None
         self._stack = contextlib.ExitStack()
 
@@ -80,7 +80,7 @@ class Lifecycle(Generic[Served]):
         own end: the unmount after the final write-back, before the tree is closed)."""
         self._stack.callback(stop)
 
-    def open(self, metrics: Metrics | None = None) -> Opened:
+    def open(self, metrics: Metrics | None = None) -> OpenedTree:
         """The store, the shared pieces and the tree, opened as the user served
         (ZarrfsError: one cannot be opened; what was opened is closed at the end)."""
         if self.identity is not None:
@@ -96,7 +96,7 @@ class Lifecycle(Generic[Served]):
             metrics.watch(shared)
         tree = open_tree(store, shared, self.options.view_settings, rechecks=self.options.recheck is not None)
         self._stack.callback(tree.close)
-        self._opened = Opened(store, shared, tree)
+        self._opened = OpenedTree(store, shared, tree)
         return self._opened
 
     def as_root(self) -> contextlib.AbstractContextManager[None]:
@@ -127,7 +127,7 @@ class Lifecycle(Generic[Served]):
         if not store.read_only:
             remove_temporaries(store)
 
-    def _started(self) -> Opened:
+    def _started(self) -> OpenedTree:
         if self._opened is None:
             raise RuntimeError("the life cycle serves nothing before `open`")
         return self._opened

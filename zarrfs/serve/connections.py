@@ -25,7 +25,7 @@ from cheroot.makefile import MakeFile
 from .deadlines import Deadlines, Watch
 from .handshakes import LateHandshakes, handshake
 from .reading import READS, Reads
-from .workers import Workers
+from .workers import PoolGrower
 
 log = logging.getLogger("zarrfs.serve")
 
@@ -165,11 +165,11 @@ class Server(wsgi.Server):
         super().__init__(*args, **kwargs)
         self.gateway = Gateway
         self.deadlines = Deadlines(float(self.timeout))
-        self.workers: Workers | None = None  # (once prepared)
+        self.workers: PoolGrower | None = None  # (once prepared)
 
     def prepare(self) -> None:
         super().prepare()
-        self.workers = Workers(self.requests)
+        self.workers = PoolGrower(self.requests)
 
     def process_conn(self, conn: Connection) -> None:
         super().process_conn(conn)

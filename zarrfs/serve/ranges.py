@@ -35,7 +35,7 @@ SPEC = re.compile(r"\s*(\d*)\s*-\s*(\d*)\s*")
 Span = tuple[int, int]  # (first, last): a range's bytes, both included
 
 
-class File(Protocol):
+class RangedFile(Protocol):
     """What is read of a file here (`resources.File`, WsgiDAV's resource of a file)."""
 
     path: str
@@ -49,7 +49,7 @@ class File(Protocol):
     def get_ref_url(self) -> str: ...
 
 
-def several_ranges(file: File, environ: dict[str, Any], start_response: Callable[..., Any],
+def several_ranges(file: RangedFile, environ: dict[str, Any], start_response: Callable[..., Any],
                    whole: Callable[..., Iterable[bytes]]) -> Iterable[bytes]:
     """The answer to a GET or HEAD of `file` asking several ranges; `whole`: WsgiDAV's
     answer, for the whole file."""
@@ -122,7 +122,7 @@ def coalesced(spans: list[Span]) -> list[Span]:
     return joined if len(joined) <= MOST_PARTS else [(joined[0][0], max(last for _, last in joined))]
 
 
-def _preconditions(file: File, environ: dict[str, Any], etag: str, modified: float) -> None:
+def _preconditions(file: RangedFile, environ: dict[str, Any], etag: str, modified: float) -> None:
     """412 or 304 as a single range's GET gives them (RFC 9110, 13.2.2: before the ranges)."""
     util.evaluate_http_conditionals(file, int(modified), etag, environ)
     util.parse_if_header_dict(environ)
@@ -153,14 +153,14 @@ def _part_head(boundary: str, index: int, content_type: str, span: Span, size: i
             f"Content-Range: bytes {first}-{last}/{size}\r\n\r\n").encode()
 
 
-def _parts(file: File, parts: Iterable[tuple[bytes, Span]], tail: bytes) -> Iterator[bytes]:
+def _parts(file: RangedFile, parts: Iterable[tuple[bytes, Span]], tail: bytes) -> Iterator[bytes]:
     for head, (first, last) in parts:
         for index, block in enumerate(_bytes(file, first, last)):
             yield head + block if index == 0 else block
     yield tail
 
 
-def _bytes(file: File, first: int, last: int) -> Iterator[bytes]:
+def _bytes(file: RangedFile, first: int, last: int) -> Iterator[bytes]:
     """The bytes first..last of the file, a block at a time."""
     what = f"GET {file.path}"
     reader = FileReader(file.view, streamed=last + 1 - first > STREAMED_BYTES)

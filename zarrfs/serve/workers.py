@@ -4,7 +4,7 @@ back to its minimum once the threads it grew sit idle.
 cheroot hands a connection to a thread as soon as it is accepted (and a kept-alive one as soon
 as it is readable), and the thread then reads its request; its pool keeps the threads it
 started with (it never grows by itself). So a few silent clients held every thread. Here a
-thread (`Workers`, beside the connection manager) grows the pool by what waits plus `SPARE`,
+thread (`PoolGrower`, beside the connection manager) grows the pool by what waits plus `SPARE`,
 up to the pool's maximum, whenever a connection is handed over with fewer idle threads than
 that; each silent client holds its thread only until its first-line deadline (`deadlines`).
 
@@ -28,7 +28,7 @@ SHRINK_SECONDS = 30.0  # the pool shrinks back to its minimum after this long wi
 CHECK_SECONDS = 1.0  # how often the pool is looked at when nothing is handed over
 
 
-class Workers:
+class PoolGrower:
     """Keeps a thread ready for each connection handed to `pool`; not started by the pool."""
 
     def __init__(self, pool: ThreadPool) -> None:

@@ -41,8 +41,8 @@ class Capabilities:
     # It has versions to show below `.versions/` (its facet, `Driver.versions`: Icechunk).
     versions: bool = False
     # It knows the generation of each key without a request, from what it follows (an
-    # Icechunk snapshot: `facets.Versions.known_generation`), and can take up from the generations
-    # an earlier mount read (`facets.Versions.resume`).
+    # Icechunk snapshot: `facets.VersionHistory.known_generation`), and can take up from the generations
+    # an earlier mount read (`facets.VersionHistory.resume`).
     knows_generations: bool = False
 
     @property

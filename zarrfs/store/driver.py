@@ -27,7 +27,7 @@ import fsspec
 
 from . import deadline
 from .capabilities import Capabilities
-from .facets import Batches, Keyed, LocalFiles, Mark, Operation, Versions
+from .facets import Batches, Keyed, LocalFiles, Mark, Operation, VersionHistory
 from .ranges import ByteRange, SuffixRange
 from .values import Payload, Versioned, info_generation, pieces
 
@@ -126,7 +126,7 @@ class Driver:
         """(`capabilities.local_files`) What only local files do, for the store `store`."""
         return None
 
-    def versions(self) -> Versions | None:
+    def versions(self) -> VersionHistory | None:
         """(`capabilities.versions`, `knows_generations`) The source's versions."""
         return None
 

@@ -7,7 +7,7 @@ driver's class.
 - `LocalFiles` (a store of local files, `Store.local_files`): files lent to the decoding
   processes (`opened`, `lend_directory`), reads that fill only from the page cache
   (`read_cached`...), the scans, swaps and space of its directories.
-- `Versions` (Icechunk, `Driver.versions`): the branches, tags and snapshots, and the
+- `VersionHistory` (Icechunk, `Driver.versions`): the branches, tags and snapshots, and the
   generation of each key known from the snapshot followed.
 - `Batches` (S3, Azure, `Driver.batches`): many objects, or many ranges of one, read in one
   call on the filesystem's loop.
@@ -86,7 +86,7 @@ class LocalFiles(Protocol):
         """Delete the temporary files of atomic puts by processes that have died; how many."""
 
 
-class Versions(Protocol):
+class VersionHistory(Protocol):
     """A store's versions (`capabilities.versions`, `capabilities.knows_generations`:
     Icechunk), by path, each request given the seconds it may take as a driver's are."""
 

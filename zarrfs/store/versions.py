@@ -7,7 +7,7 @@ through the store's driver, with the store's deadline, as every other store oper
 from __future__ import annotations
 
 from .base import BaseStore
-from .facets import Versions
+from .facets import VersionHistory
 from .observe import LIST, OTHER, PUT
 
 VERSIONS = ".versions"  # the directory at the root of a mount (a name no array can have)
@@ -21,7 +21,7 @@ class Catalog:
     """The versions of a store whose driver serves them (`Capabilities.versions`), through
     the driver's facet (`versions`)."""
 
-    def __init__(self, store: BaseStore, versions: Versions) -> None:
+    def __init__(self, store: BaseStore, versions: VersionHistory) -> None:
         self.store = store
         self.versions = versions
 

@@ -4,7 +4,7 @@ generation of each key is known from the snapshot followed (`knows_generations`)
 with -o rw at a branch, writes are made in a session that a sync commits (`commits`): a put, a
 delete or a commit checked against `expect` fails with ConflictError when another writer's
 commit displaced it. Its versions, and the generations known from the snapshot followed, are
-its facet (`facets.Versions`)."""
+its facet (`facets.VersionHistory`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import fsspec
 
 from ..capabilities import Capabilities
 from ..driver import ANY, AnyGeneration, Driver, Expect, Operation, joined
-from ..facets import Versions
+from ..facets import VersionHistory
 from ..values import Payload, Versioned
 
 _READING = Capabilities(reads_generations=True, knows_generations=True)
@@ -28,7 +28,7 @@ class IcechunkDriver(Driver):
         from .versions import VersionsFileSystem  # (icechunk is imported only once a repository is opened)
 
         super().__init__(fs)
-        self._versions = _Versions(self)
+        self._versions = _IcechunkHistory(self)
         self.capabilities = dataclasses.replace(_READING, versions=isinstance(fs, VersionsFileSystem))
         if fs.commits_on_sync:  # (writes started before the driver was made)
             self._writing()
@@ -45,7 +45,7 @@ class IcechunkDriver(Driver):
     def read(self, seconds: float | None, path: str, start: int | None, length: int | None) -> Versioned:
         return self.call(seconds, "cat_versioned", path, start, length)  # type: ignore[no-any-return]
 
-    def versions(self) -> Versions:
+    def versions(self) -> VersionHistory:
         return self._versions
 
     def put(self, path: str, data: Payload, sync_directory: bool, expect: Expect) -> Operation:
@@ -76,8 +76,8 @@ class IcechunkDriver(Driver):
         return self.call(seconds, method, path, expect if checked else None, check=checked, **kw)
 
 
-class _Versions:
-    """Icechunk's versions (`facets.Versions`), through its driver's calls."""
+class _IcechunkHistory:
+    """Icechunk's versions (`facets.VersionHistory`), through its driver's calls."""
 
     def __init__(self, driver: IcechunkDriver) -> None:
         self.driver = driver
