@@ -16,6 +16,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import zarr
+
 from tests.helpers.mounting import ZARRFS
 
 START_SECONDS = 60.0  # (a loaded 2-core machine: the command's imports alone take seconds)
@@ -106,3 +109,10 @@ def headers_of(*args: str) -> dict[str, str]:
             name, _, value = line.partition(":")
             found[name.strip().lower()] = value.strip()
     return found
+
+
+def group_of_one(tmp_path: Path, name: str, values: np.ndarray, chunks: tuple[int, ...]) -> Path:
+    """A v3 group `g.zarr` in `tmp_path` holding one array `name` of `values` (zarr-python)."""
+    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
+    group.create_array(name, shape=values.shape, chunks=chunks, dtype=values.dtype)[...] = values
+    return tmp_path / "g.zarr"

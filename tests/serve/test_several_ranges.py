@@ -17,7 +17,7 @@ import pytest
 import tifffile
 import zarr
 
-from tests.helpers.serving import Server, curl, headers_of, served
+from tests.helpers.serving import Server, curl, group_of_one, headers_of, served
 
 VALUES = (np.arange(96 * 160, dtype="<u2") * 7).reshape(96, 160)
 SIZE = VALUES.nbytes  # 30720
@@ -26,9 +26,7 @@ Part = tuple[dict[str, str], bytes]
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
-    group.create_array("image", shape=VALUES.shape, chunks=(32, 64), dtype="<u2")[...] = VALUES
-    return tmp_path / "g.zarr"
+    return group_of_one(tmp_path, "image", VALUES, (32, 64))
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import zarr
 
-from tests.helpers.serving import Server, curl, served, status_of
+from tests.helpers.serving import Server, curl, group_of_one, served, status_of
 from tests.helpers.webdav_requests import lock
 
 SHAPE = (64, 32)
@@ -23,9 +23,7 @@ VALUES = np.arange(np.prod(SHAPE), dtype="<i4").reshape(SHAPE)
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
-    group.create_array("a", shape=SHAPE, chunks=(32, 32), dtype="<i4")[...] = VALUES
-    return tmp_path / "g.zarr"
+    return group_of_one(tmp_path, "a", VALUES, (32, 32))
 
 
 @pytest.fixture

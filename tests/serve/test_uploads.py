@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import zarr
 
-from tests.helpers.serving import Server, curl, headers_of, served, status_of
+from tests.helpers.serving import Server, curl, group_of_one, headers_of, served, status_of
 from tests.helpers.webdav_requests import cut_put, wait_for
 
 SHAPE = (1024, 512)  # (2 MiB of int32: staged past the bound in memory, on disk)
@@ -26,9 +26,7 @@ VALUES = np.arange(np.prod(SHAPE), dtype="<i4").reshape(SHAPE)
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    group = zarr.open_group(tmp_path / "g.zarr", mode="w", zarr_format=3)
-    group.create_array("a", shape=SHAPE, chunks=(256, 256), dtype="<i4")[...] = VALUES
-    return tmp_path / "g.zarr"
+    return group_of_one(tmp_path, "a", VALUES, (256, 256))
 
 
 @pytest.fixture
