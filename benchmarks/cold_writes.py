@@ -26,6 +26,9 @@ their CPU, which the machine's cores do in no less than that sum divided by thei
 `--detail` prints, for each zarrfs run, the CPU of the daemon, of its decoding processes and of
 `dd`, and how many chunks the processes encoded (`zarrfs stats`: zarrfs.array.writes.policy
 decides, by how fast the array's chunks encode).
+A second table says where zarrfs's time went (zarrfs_bench/thread_cpu.py): the CPU of the
+daemon's request path and of its encoders (its write-back, early and loader threads, and its
+processes), each process's, and the share of the wall time the two were busy at once.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -59,6 +63,7 @@ from zarrfs_bench.bound_table import Row, measured_row, print_bound_table
 from zarrfs_bench.common import VENV_BIN, command, dd, own_cpu, process_cpu
 from zarrfs_bench.fuse_floor import passed_through
 from zarrfs_bench.mounting import Mount, descendants
+from zarrfs_bench.thread_cpu import Shares, ThreadSampler
 
 CHUNKS = (512, 512)
 SHARDS = (4096, 4096)
@@ -74,6 +79,7 @@ class Measured:
     def __init__(self, run: Callable[[], tuple[float, float]]) -> None:
         self._run = run  # gives MB/s and CPU seconds
         self.cpu: list[float] = []
+        self.shares: list[Shares] = []  # (zarrfs's runs: where their time went)
 
     def __call__(self) -> float:
         speed, cpu = self._run()
@@ -117,10 +123,13 @@ def zarrfs_write(root: Path, raw: Path, layout: Layout, detail: bool) -> Measure
         with Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "rw") as mount:
             assert mount.pid is not None
             daemon, dd_before = mount.pid, resource.getrusage(resource.RUSAGE_CHILDREN)
-            before = process_cpu([daemon]), process_cpu(descendants(daemon))
-            start = time.perf_counter()
-            dd(raw, mountpoint / "data", "conv=notrunc,fsync", expect=nbytes)
-            seconds = time.perf_counter() - start
+            processes = descendants(daemon)
+            before = process_cpu([daemon]), process_cpu(processes)
+            with ThreadSampler(daemon, processes) as sampler:
+                start = time.perf_counter()
+                dd(raw, mountpoint / "data", "conv=notrunc,fsync", expect=nbytes)
+                seconds = time.perf_counter() - start
+            measured.shares.append(sampler.shares)
             dd_after = resource.getrusage(resource.RUSAGE_CHILDREN)
             spent = (process_cpu([daemon]) - before[0], process_cpu(descendants(daemon)) - before[1],
                      dd_after.ru_utime + dd_after.ru_stime - dd_before.ru_utime - dd_before.ru_stime)
@@ -128,7 +137,8 @@ def zarrfs_write(root: Path, raw: Path, layout: Layout, detail: bool) -> Measure
                 report(layout, nbytes / seconds / 1e6, spent, mount_stats(mountpoint))
         layout.check(store, "zarrfs")
         return nbytes / seconds / 1e6, sum(spent)
-    return Measured(run)
+    measured = Measured(run)
+    return measured
 
 
 def report(layout: Layout, speed: float, spent: tuple[float, float, float], stats: dict[str, float]) -> None:
@@ -252,6 +262,7 @@ def main() -> None:
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cores])
     values = image(args.rows)
     rows: list[Row] = []
+    sampled: list[tuple[str, Measured]] = []
     with tempfile.TemporaryDirectory(prefix="zarrfs-cold-writes-") as tmp, \
             tempfile.TemporaryDirectory(prefix="zarrfs-sink-", dir="/dev/shm") as shm:
         root = Path(tmp)
@@ -264,7 +275,9 @@ def main() -> None:
                      SINK: sink_write(raw, Path(shm) / "sunk", root / "sink", values.nbytes),
                      ALONE: encoding_alone(root, layout)}
             rows.append(measured_row(f"zstd level {args.level}, {name}", cases, args.repeat))
+            sampled.append((rows[-1][0], cases["zarrfs"]))
     print_table(rows, values.nbytes)
+    print_where_time_goes(sampled)
 
 
 def print_table(rows: list[Row], nbytes: int) -> None:
@@ -276,6 +289,29 @@ def print_table(rows: list[Row], nbytes: int) -> None:
         {"zarrfs / TensorStore": lambda speeds, bound: speeds["zarrfs"] / speeds[TENSORSTORE],
          "zarrfs / bound": lambda speeds, bound: speeds["zarrfs"] / bound,
          "bound / TensorStore": lambda speeds, bound: bound / speeds[TENSORSTORE]})
+
+
+def print_where_time_goes(sampled: list[tuple[str, Measured]]) -> None:
+    """Medians over zarrfs's runs of each layout (zarrfs_bench.thread_cpu): the CPU seconds of
+    the daemon's request path and of the encoders (the daemon's threads and its processes),
+    each of its processes' (largest first), and the shares of the wall time that the request
+    path and the encoders were busy at once, or one without the other."""
+    print("\n| array (zarrfs) | request path CPU s | encoders CPU s | each process's CPU s"
+          " | overlap | requests alone | encoders alone |")
+    print("|---" * 7 + "|")
+    for label, measured in sampled:
+        runs = measured.shares
+        most = max(len(run.processes) for run in runs)
+        each = [sorted(run.processes.values(), reverse=True) + [0.0] * (most - len(run.processes))
+                for run in runs]
+        processes = ", ".join(f"{statistics.median(column):.2f}" for column in zip(*each, strict=True))
+        seconds = [f"{_median(runs, name):.2f}" for name in ("requests", "encoders")]
+        shares = [f"{_median(runs, name):.0%}" for name in ("overlap", "requests_alone", "encoders_alone")]
+        print(f"| {label} | {' | '.join(seconds)} | {processes} | {' | '.join(shares)} |")
+
+
+def _median(runs: list[Shares], figure: str) -> float:
+    return float(statistics.median(getattr(run, figure) for run in runs))
 
 
 if __name__ == "__main__":

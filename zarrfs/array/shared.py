@@ -4,8 +4,10 @@ it could fork them) and the mount's counters. N arrays never mean N pools or N c
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,19 +37,19 @@ class Shared:
         self.cache = ChunkCache(cache_bytes, HEAP if self._slabs is None else self._slabs, give_back)
         self.counters = Counters()
         self.threads = threads or os.cpu_count() or 2
-        self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode") if served_locally is None
+        self.loaders = (ThreadPoolExecutor(self.threads, "zarrfs-decode", _named) if served_locally is None
                         else LoaderPool(self.threads, os.cpu_count() or 2, served_locally))
         # Streams of small chunks decode one job at a time (zarrfs.array.reads.streaming).
         self.small_chunk_lane = ThreadPoolExecutor(1, "zarrfs-decode-small")
         # Write-back encodes (GIL-free in the compressors) and waits on fsync: more threads.
         self.writer_count = 4 * self.threads + 4
-        self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write")
+        self.writers = ThreadPoolExecutor(self.writer_count, "zarrfs-write", _named)
         # Chunks stored ahead of a flush, at once: enough to keep every core encoding while
         # others wait on fsync; more would only hold more encoded buffers. Threads of their
         # own, not a semaphore over the writers: a row of 32 chunks whole held 12 writers, 8
         # of them waiting their turn (and none left for a flush), woken one by one through
         # Python's Condition.
-        self.early_writers = ThreadPoolExecutor(2 * self.threads, "zarrfs-early")
+        self.early_writers = ThreadPoolExecutor(2 * self.threads, "zarrfs-early", _named)
         self._ids = itertools.count(1)
         self._arrays: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
         # Figures of the mount's other parts for `stats` (the disk cache's: -o disk_cache).
@@ -91,3 +93,10 @@ class Shared:
         self.writers.shutdown(wait=True)  # (the decoding processes are their starter's to stop)
         if self.encoders is not None:
             self.encoders.close()
+
+
+def _named() -> None:
+    """A pool thread's name shown by the system too (/proc/PID/task/TID/comm, `top -H`): what
+    tells the write-back's and loaders' CPU from the requests' (benchmarks/cold_writes.py)."""
+    with contextlib.suppress(OSError), open(f"/proc/self/task/{threading.get_native_id()}/comm", "w") as comm:
+        comm.write(threading.current_thread().name[:15])

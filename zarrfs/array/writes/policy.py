@@ -40,6 +40,9 @@ PROCESS_ENCODE_BYTES = 64 << 10
 # - zstd level 1 (785 MB/s): plain 186 against 195, sharded 188 against 240; CPU 1.28 against 1.05 s;
 # - zstd level 3 (168 MB/s): plain 108 against 109, sharded 103 against 97; CPU 2.53 against 2.35 s
 #   (and 83 against 67 plain, at load average 4-6).
+# - again, zstd level 1 (load 3-3.6, 3 alternated pairs, benchmarks/cold_writes.py): plain 181
+#   against 204, sharded 221 against 257; the daemon's CPU 0.82 against 1.08 s and 0.72 against
+#   0.95, the processes' 0.44-0.46 more (docs/performance.md, "Where a write's time goes").
 # The daemon's interpreter lock was not what held writes back there: the cores were. So zstd
 # levels 1 and 2 and blosc lz4 stay here; zstd from level 3 and gzip go to the processes, where
 # they cost the daemon's requests and write-back no core of their own.
