@@ -31,6 +31,11 @@ def parsed(*groups: str) -> MountOptions:
     return MountOptions.parse(groups)
 
 
+def _shape(settings: ViewSettings) -> tuple[str, bool, Any]:
+    """What the views are made with: their byte order, order, and kinds."""
+    return settings.byteorder, settings.fortran, settings.views
+
+
 def timeouts(options: MountOptions) -> tuple[float | None, float | None]:
     """The bounds on one operation of a remote store and of a local one."""
     return options.source.timeout_for(remote=True), options.source.timeout_for(remote=False)
@@ -61,13 +66,12 @@ READ: list[tuple[str, Any, Any]] = [
     ("noatime,nodev,noatime", lambda o: o.kernel_options, frozenset({"noatime", "nodev"})),
     ("defaults,noauto,user,x-systemd.automount,comment,_netdev", lambda o: o, MountOptions()),
     # the views' options, as the array directory and each family read them
-    ("", lambda o: (o.layout.byteorder, o.layout.fortran, o.layout.views), ("little", False, VIEW_KINDS)),
-    ("endian=big,order=F,views=npy:nrrd",
-     lambda o: (o.layout.byteorder, o.layout.fortran, o.layout.views), ("big", True, {"npy", "nrrd"})),
-    ("views=none", lambda o: o.layout.views, frozenset()),
-    ("", lambda o: [o.layout.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [False] * 3),
+    ("", lambda o: _shape(o.view_settings), ("little", False, VIEW_KINDS)),
+    ("endian=big,order=F,views=npy:nrrd", lambda o: _shape(o.view_settings), ("big", True, {"npy", "nrrd"})),
+    ("views=none", lambda o: o.view_settings.views, frozenset()),
+    ("", lambda o: [o.view_settings.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [False] * 3),
     ("tiff=strips,filters=plugins,nc_format=cdf5",
-     lambda o: [o.layout.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [True] * 3),
+     lambda o: [o.view_settings.form.options[x] for x in (STRIPS, PLUGIN_FILTERS, CDF5)], [True] * 3),
     # the store's options, as the store opens the source
     ("", lambda o: (o.source, storage_options(o.source)), (SourceOptions(), {})),
     ("timeout=5,ref=v1,commit=each,fo=r.json,references_allow=/data:s3://other/x",
@@ -123,8 +127,9 @@ def test_a_family_option_reaches_the_family_unnamed_on_the_way() -> None:
     """The layout the daemon hands the tree, and the form the array directory hands each
     family, carry the options as given: only the family that declared one reads it."""
     options = parsed("tiff=strips")
-    assert options.layout == ViewSettings(options.given)
-    assert options.layout.form.options[STRIPS] and not options.layout.form.options[PLUGIN_FILTERS]
+    assert options.view_settings == ViewSettings(options.given)
+    chosen = options.view_settings.form.options
+    assert chosen[STRIPS] and not chosen[PLUGIN_FILTERS]
 
 
 def test_every_option_is_declared_once_with_its_help() -> None:
