@@ -28,6 +28,7 @@ import gcsfs
 
 from zarrfs.errors import ReadOnlyError
 from zarrfs.store import TEMP_PREFIX, ByteRange, Store
+from zarrfs.store.base import BaseStore
 from zarrfs.store.driver import Driver
 from zarrfs.store.sources import driver_for
 from zarrfs.store.versions import catalog_of
@@ -102,8 +103,21 @@ def test_what_one_family_does_is_a_facet_the_others_hand_out_as_none(tmp_path: P
         assert store.local_files is None and store.driver.versions() is None, fs
         assert store.cached_on_disk is None and catalog_of(store) is None, fs
     assert local.driver.batches() is None and driver_for(HTTPFileSystem(), "").batches() is None
-    width = [name for name, value in vars(Driver).items() if callable(value) or isinstance(value, property)]
+    width = _methods(Driver)
     assert len(width) <= 25, width
+
+
+def test_the_store_keeps_what_needs_its_state() -> None:
+    # What needs nothing of a store but its operations is a module's functions of it (fetches,
+    # many, prefixes): the store's own methods, over its two classes, stay about thirty.
+    width = _methods(BaseStore) + _methods(Store)
+    assert len(width) <= 30, width
+
+
+def _methods(cls: type) -> list[str]:
+    """The methods and properties `cls` itself defines (public and private)."""
+    kinds = (property, classmethod, staticmethod)
+    return [name for name, value in vars(cls).items() if callable(value) or isinstance(value, kinds)]
 
 
 def test_a_zip_is_read_through_the_store_of_its_directory_whatever_its_driver() -> None:

@@ -1,23 +1,23 @@
 """The store: a key/value layer over a backend's driver (`driver`, mapped from a source by
 `sources`), with the deadline, retries, observer and writes of `base.BaseStore`, and the reads
-that come in many: byte ranges, whole objects in a batch, the sizes of many keys (`many`),
-whole nodes (`prefixes`). A source may be read through the store of another (an adapter's
-driver over it: `driver.Adapter`, a zip archive's). A disk cache wraps a store as an adapter of
-the same interface (`disk_cache.DiskCachedStore`; `opening.open_store` composes the two).
-What one family does beside (a store of local files, one a disk cache serves) is a facet of
-the store, None on the others (`facets`: `local_files`, `cached_on_disk`)."""
+that come in many: byte ranges, whole objects in a batch (from the driver: `fetches`), the
+sizes of many keys (`many`). Whole nodes are deleted and moved by `prefixes`, over any store.
+A source may be read through the store of another (an adapter's driver over it:
+`driver.Adapter`, a zip archive's). A disk cache wraps a store as an adapter of the same
+interface (`disk_cache.DiskCachedStore`; `opening.open_store` composes the two). What one
+family does beside (a store of local files, one a disk cache serves) is a facet of the store,
+None on the others (`facets`: `local_files`, `cached_on_disk`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..errors import ReadOnlyError
-from . import many, prefixes
+from . import fetches, many
 from .base import BaseStore
 from .capabilities import Capabilities
 from .deadline import RetryPolicy, one_line
@@ -31,10 +31,6 @@ from .values import Versioned, as_bytes
 
 log = logging.getLogger(__name__)
 __all__ = ["ANY", "ByteRange", "Capabilities", "Expect", "RetryPolicy", "Store", "SuffixRange", "one_line"]
-# Ranged reads of one object from drivers without batched requests (GCS, HTTP, references,
-# Icechunk): each range its own request, these many in flight across the mount.
-_RANGE_REQUESTS = ThreadPoolExecutor(32, thread_name_prefix="ranges")
-ReadOne = Callable[[str, ByteRange], Versioned | None]  # (a key's range: `Store.read`, `Store.fetch`)
 
 
 class Store(BaseStore):
@@ -118,56 +114,21 @@ class Store(BaseStore):
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         """The bytes and the generation they were read at, in one request where the store can
         (local files, object stores, Icechunk); elsewhere the generation is None."""
-        return self.fetch(key, byte_range)
+        return fetches.fetch(self, key, byte_range)
 
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
         """Byte ranges of one object, each with the generation it was read at (None: `key`
         is not stored). Each range is one request under the store's deadline; on a remote
         store they are all in flight at once (each waits a round trip, not for the others):
         in one batch where the driver batches ranges (S3), elsewhere a thread each."""
-        return self.fetch_ranges(key, ranges, each=self.read)
+        return fetches.fetch_ranges(self, key, ranges, each=self.read)
 
     def read_many(self, keys: Sequence[str], *,
                   unchecked: dict[str, str] | None = None) -> list[Versioned | None]:
         """Whole objects as `read` (None: not stored); in one batch under the store's deadline
         where the driver batches objects (S3, Azure: one wait and thread hop for the lot),
         elsewhere in turn. `unchecked`: see `DiskCachedStore.read_many` (here: left empty)."""
-        return self.fetch_many(keys, each=self.read)
-
-    # -- reads from the driver (what a disk cache fetches) ---------------------------------
-
-    def fetch(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
-        path = self.path(key)
-        start, length = (None, None) if byte_range is None else (byte_range.start, byte_range.length)
-        return self.call(key, lambda s: self.driver.read(s, path, start, length),
-                         kind=GET if byte_range is None else GET_RANGE)
-
-    def fetch_ranges(self, key: str, ranges: Sequence[ByteRange],
-                     each: ReadOne | None = None) -> list[Versioned] | None:
-        """`read_ranges` from the driver; `each`: what reads one range where they are not
-        batched (`read`, where no adapter asked for them; by default `fetch`)."""
-        one = each or self.fetch
-        pairs = [(r.start, r.length) for r in ranges]
-        batches = self.driver.batches() if len(ranges) > 1 else None
-        batch = None if batches is None else batches.ranges(self.path(key), pairs, self.answers.mark)
-        if batch is not None:
-            return self.call(key, batch, kind=GET_RANGE, objects=len(pairs))
-        if not self.capabilities.round_trips or len(ranges) <= 1:
-            found = [one(key, byte_range) for byte_range in ranges]
-        else:
-            found = list(_RANGE_REQUESTS.map(lambda byte_range: one(key, byte_range), ranges))
-        return None if any(piece is None for piece in found) else [p for p in found if p is not None]
-
-    def fetch_many(self, keys: Sequence[str],
-                   each: Callable[[str], Versioned | None] | None = None) -> list[Versioned | None]:
-        """`read_many` from the driver; `each`: as `fetch_ranges`'s, for one object."""
-        paths = [self.path(key) for key in keys]
-        batches = self.driver.batches() if len(keys) > 1 else None
-        batch = None if batches is None else batches.objects(paths, self.answers.mark)
-        if batch is None:
-            return [(each or self.fetch)(key) for key in keys]
-        found = self.call(keys[0], batch, missing_ok=False, kind=GET, objects=len(keys))
-        return found or []  # (missing objects are None in the list)
+        return fetches.fetch_many(self, keys, each=self.read)
 
     # -- sizes and generations -----------------------------------------------------------
 
@@ -194,19 +155,3 @@ class Store(BaseStore):
 
     def size(self, key: str) -> int | None:
         return None if (described := self.stat(key)) is None else described[0]
-
-    # -- whole nodes ---------------------------------------------------------------------
-
-    def delete_prefix(self, prefix: str) -> int:
-        """Delete every key below `prefix` (a node); how many there were (see `prefixes`)."""
-        return prefixes.delete_prefix(self, prefix)
-
-    def move_prefix(self, old: str, new: str) -> int:
-        """Move every key below `old` to below `new` (holding nothing); how many (`prefixes`)."""
-        return prefixes.move_prefix(self, old, new)
-
-    def swap_prefixes(self, old: str, new: str) -> bool:
-        """Swap what is below `old` and `new` in one step; False where the store cannot
-        (`prefixes`)."""
-        return prefixes.swap_prefixes(self, old, new)
-

@@ -32,7 +32,7 @@ from ..formats.documents import (
 )
 from ..formats.nodes import child_formats, join_path
 from ..formats.registry import consolidated_file, format_of, misplaced
-from ..store import ANY, Expect, Store
+from ..store import ANY, Expect, Store, prefixes
 from .inodes import InodeTable
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class Edits:
         for name in node.files:  # first: nobody opens a half-deleted node
             if name != format_of(node).consolidated_apart:
                 self.store.delete(join_path(path, name))
-        removed = self.store.delete_prefix(path)
+        removed = prefixes.delete_prefix(self.store, path)
         self._forget_deleted(node)
         log.info("deleted %s %s (%d keys)", node.kind, path, removed + len(node.files))
 
@@ -142,7 +142,7 @@ class Edits:
         """Move the group or array at `path` to `name` in the group `parent_path`; as rename(2)
         does, an empty group there is replaced (unless not `replace`: EEXIST), a non-empty one
         or an array is ENOTEMPTY. The replacement is atomic where the store can swap two
-        prefixes (`Store.swap_prefixes`: locally), the empty group then removed from the old
+        prefixes (`prefixes.swap_prefixes`: locally), the empty group then removed from the old
         name; elsewhere it is deleted first, then the node moved."""
         node = self._existing(path)
         parent = self._group(parent_path)
@@ -163,7 +163,7 @@ class Edits:
         if replaced is not None and not swapped:
             self.delete(replaced.path)  # (not atomic: a reader may find neither name)
         if not swapped:
-            self.store.move_prefix(path, new_path)
+            prefixes.move_prefix(self.store, path, new_path)
         self.nodes.inodes.moved(path, new_path)  # (the same inode numbers at the new place)
         self._parent_children(path).remove(node.name)
         self.update_consolidated(path, lambda nodes, relative: _cut(nodes, relative, moved))
@@ -189,11 +189,11 @@ class Edits:
 
     def _swapped(self, path: str, replaced: NodeMetadata) -> bool:
         """The node at `path` swapped with the empty group it replaces in one step, where the
-        store can (`Store.swap_prefixes`), and the group, now at `path`, deleted."""
+        store can (`prefixes.swap_prefixes`), and the group, now at `path`, deleted."""
         self.nodes.forget_below(replaced.path, flush=False)
-        if not self.store.swap_prefixes(path, replaced.path):
+        if not prefixes.swap_prefixes(self.store, path, replaced.path):
             return False
-        self.store.delete_prefix(path)
+        prefixes.delete_prefix(self.store, path)
         self._forget_deleted(replaced)
         return True
 

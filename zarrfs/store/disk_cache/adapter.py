@@ -1,12 +1,13 @@
 """The disk cache as an adapter: a store whose reads go through a mount's `CachedReads`, with
 the same interface as the store it wraps (as fsspec's caching filesystem wraps any other, and
 TensorStore's adapters wrap a driver). What it fetches it fetches from the wrapped store's
-driver (`Store.fetch`...); what the store says of generations, to its rechecks and stats, it
+driver (`fetches`); what the store says of generations, to its rechecks and stats, it
 notes; a write through it forgets what it knew of the object. What is asked of a disk cache
 beside reads is its facet (`Store.cached_on_disk`: `Entries`), and it closes the cache's index."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 
@@ -14,6 +15,7 @@ from ..core import Store
 from ..deadline import RetryPolicy
 from ..driver import ANY, Expect
 from ..facets import CachedOnDisk
+from ..fetches import fetch_many, fetch_ranges
 from ..ranges import ByteRange
 from ..values import Opened, Payload, Versioned
 from .reads import CachedReads
@@ -35,12 +37,12 @@ class DiskCachedStore(Store):
 
     def read(self, key: str, byte_range: ByteRange | None = None) -> Versioned | None:
         if byte_range is None:  # (one object, or one range of it, as the disk cache serves many)
-            return self.disk_cache.read_many(self, [key], self.fetch_many)[0]
-        found = self.disk_cache.read_ranges(self, key, [byte_range], self.fetch_ranges)
+            return self.read_many([key])[0]
+        found = self.read_ranges(key, [byte_range])
         return None if found is None else found[0]
 
     def read_ranges(self, key: str, ranges: Sequence[ByteRange]) -> list[Versioned] | None:
-        return self.disk_cache.read_ranges(self, key, ranges, self.fetch_ranges)
+        return self.disk_cache.read_ranges(self, key, ranges, functools.partial(fetch_ranges, self))
 
     def read_many(self, keys: Sequence[str], *,
                   unchecked: dict[str, str] | None = None) -> list[Versioned | None]:
@@ -48,7 +50,7 @@ class DiskCachedStore(Store):
         close-to-open check is under way are read without waiting for it; their keys and
         generations are put in it, and nothing made of them may be served before `confirm`
         says they were current."""
-        return self.disk_cache.read_many(self, keys, self.fetch_many, unchecked)
+        return self.disk_cache.read_many(self, keys, functools.partial(fetch_many, self), unchecked)
 
     def generations(self, keys: Iterable[str], *, holds: int | None = None) -> dict[str, str | None]:
         """`Store.generations`, after which the disk cache trusts nothing below this store it
