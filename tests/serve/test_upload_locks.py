@@ -58,6 +58,21 @@ def test_finders_files_are_kept_apart_from_the_store(server: Server, tree: Path,
 
 
 @pytest.mark.fast
+def test_finders_files_go_with_their_array(server: Server, tree: Path, tmp_path: Path) -> None:
+    """Moved with the array they sit in, gone with it when it is deleted: none shows again
+    beside a new array of the old name."""
+    (tmp_path / "double").write_bytes(b"AppleDouble")
+    assert status_of("-T", str(tmp_path / "double"), server.url + "a/._data") == 201
+    assert status_of("-X", "MOVE", "-H", f"Destination: {server.url}b", server.url + "a/") in (201, 204)
+    assert curl(server.url + "b/._data").stdout == b"AppleDouble"
+    assert status_of(server.url + "a/._data") == 404
+    assert status_of("-X", "DELETE", server.url + "b/") == 204
+    assert status_of(server.url + "b/._data") == 404
+    assert status_of("-X", "MKCOL", server.url + "b/") == 201
+    assert "._data" not in listed(server.url + "b/")
+
+
+@pytest.mark.fast
 def test_windows_lock_put_unlock_makes_an_array(server: Server, tree: Path, tmp_path: Path) -> None:
     url = server.url + "new.npy"
     np.save(tmp_path / "new.npy", VALUES * 3)

@@ -190,6 +190,7 @@ class Directory(DAVCollection):  # type: ignore[misc]
         check_unlocked(self, self.ref)
         with answering(f"DELETE {self.path}"):
             self.site.edit(self.site.tree.edits.delete, self.ref.path, True)
+        self.site.side_files.moved(self.path, None)
         self.remove_all_locks(recursive=True)
         return True
 
@@ -204,6 +205,7 @@ class Directory(DAVCollection):  # type: ignore[misc]
             if parent is None or parent.role != GROUP:
                 raise EditRefused(errno.ENOENT, f"{dest_path}: not in a group")
             self.site.edit(self.site.tree.edits.move, self.ref.path, parent.path, get_uri_name(dest_path))
+        self.site.side_files.moved(self.path, dest_path)
         self.remove_all_locks(recursive=True)
         return True
 

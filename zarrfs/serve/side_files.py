@@ -55,6 +55,18 @@ class SideFiles:
         with self._lock:
             return self._files.pop(path, None) is not None
 
+    def moved(self, directory: str, to: str | None) -> None:
+        """The group or array at URL path `directory` was moved to `to`, or deleted (None):
+        the files kept below it go with it (deleted, none would show again under a new node of
+        its name)."""
+        old, new = directory.rstrip("/") + "/", None if to is None else to.rstrip("/") + "/"
+        with self._lock:
+            below = [path for path in self._files if path.startswith(old)]
+            for path in below:
+                kept = self._files.pop(path)
+                if new is not None:
+                    self._files[new + path[len(old):]] = kept
+
     def names_in(self, directory: str) -> list[str]:
         prefix = directory.rstrip("/") + "/"
         with self._lock:
