@@ -5,7 +5,7 @@ the same values into a fresh empty array in-process, the sink, a bare pyfuse3 se
 the same writes into a file on tmpfs (`zarrfs_bench/fuse_floor.py`: what any Python FUSE
 daemon pays to take them), and encoding alone.
 A (8192, 16384) uint16 image (256 MiB, `--rows` changes it) in 512 x 512 chunks, zstd level 1
-(`--level`), plain and in 4096 x 4096 shards, local.
+(`--level`; 0: no compression at all, where encoding is a copy), plain and in 4096 x 4096 shards, local.
 
     .venv/bin/python benchmarks/cold_writes.py [--repeat 3] [--rows 8192] [--cores N] [--level 1]
                                                [--layouts plain,sharded] [--detail]
@@ -48,7 +48,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import google_crc32c
 import numpy as np
@@ -89,7 +88,7 @@ class Measured:
 
 @dataclass(frozen=True)
 class Layout:
-    """The array every writer writes: its values, in shards or not, zstd at `level`."""
+    """The array every writer writes: its values, in shards or not, zstd at `level` (0: none)."""
 
     values: np.ndarray
     sharded: bool
@@ -99,11 +98,23 @@ class Layout:
     def name(self) -> str:
         return "sharded" if self.sharded else "plain"
 
+    @property
+    def codec(self) -> str:
+        return f"zstd level {self.level}" if self.level else "no compression"
+
+    def encoder(self) -> Callable[[np.ndarray], bytes]:
+        """What encodes a chunk as the array stores it (python-zstandard, as zarrfs encodes)."""
+        if not self.level:
+            return lambda box: np.ascontiguousarray(box).tobytes()
+        compressor = zstandard.ZstdCompressor(level=self.level, write_content_size=True)
+        return lambda box: compressor.compress(np.ascontiguousarray(box))
+
     def empty(self, store: Path) -> None:
         """A fresh array with no chunk stored (zarr-python's metadata), on disk."""
         shutil.rmtree(store, ignore_errors=True)
         zarr.create_array(store, shape=self.values.shape, dtype="uint16", chunks=CHUNKS,
-                          shards=SHARDS if self.sharded else None, compressors=ZstdCodec(level=self.level),
+                          shards=SHARDS if self.sharded else None,
+                          compressors=ZstdCodec(level=self.level) if self.level else None,
                           fill_value=0)
         os.sync()  # (what was written before is not written back during a run)
 
@@ -206,11 +217,10 @@ def encoding_alone(root: Path, layout: Layout) -> Measured:
             for column in range(-(-values.shape[1] // unit[1]))]
 
     def store_units(first: int, threads: int) -> None:
-        compressor = zstandard.ZstdCompressor(level=layout.level, write_content_size=True)
+        encode = layout.encoder()
         for row, column in grid[first::threads]:
             box = values[row * unit[0] : (row + 1) * unit[0], column * unit[1] : (column + 1) * unit[1]]
-            data = (shard(compressor, box) if layout.sharded
-                    else [compressor.compress(np.ascontiguousarray(box))])
+            data = shard(encode, box) if layout.sharded else [encode(box)]
             folder = store / "c" / str(row)
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(folder / str(column), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -230,7 +240,7 @@ def encoding_alone(root: Path, layout: Layout) -> Measured:
     return in_process(store, layout, ALONE, write)
 
 
-def shard(compressor: Any, box: np.ndarray) -> list[bytes]:
+def shard(encode: Callable[[np.ndarray], bytes], box: np.ndarray) -> list[bytes]:
     """A shard's parts: its inner chunks encoded, then its index (offsets and sizes, crc32c)."""
     parts: list[bytes] = []
     index: list[int] = []
@@ -241,7 +251,7 @@ def shard(compressor: Any, box: np.ndarray) -> list[bytes]:
                 index += [NO_CHUNK, NO_CHUNK]
                 continue
             inner = box[row : row + CHUNKS[0], column : column + CHUNKS[1]]
-            encoded = compressor.compress(np.ascontiguousarray(inner))
+            encoded = encode(inner)
             parts.append(encoded)
             index += [at, len(encoded)]
             at += len(encoded)
@@ -255,7 +265,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=8192)
     parser.add_argument("--cores", type=int, default=0, help="run on the first N cores alone")
     parser.add_argument("--layouts", default="plain,sharded")
-    parser.add_argument("--level", type=int, default=1, help="zstd's level")
+    parser.add_argument("--level", type=int, default=1, help="zstd's level (0: no compression)")
     parser.add_argument("--detail", action="store_true", help="each zarrfs run's CPU, by process")
     args = parser.parse_args()
     if args.cores:
@@ -274,7 +284,7 @@ def main() -> None:
                      TENSORSTORE: tensorstore_write(root, layout),
                      SINK: sink_write(raw, Path(shm) / "sunk", root / "sink", values.nbytes),
                      ALONE: encoding_alone(root, layout)}
-            rows.append(measured_row(f"zstd level {args.level}, {name}", cases, args.repeat))
+            rows.append(measured_row(f"{layout.codec}, {name}", cases, args.repeat))
             sampled.append((rows[-1][0], cases["zarrfs"]))
     print_table(rows, values.nbytes)
     print_where_time_goes(sampled)
