@@ -23,6 +23,7 @@ from zarrfs.store import Store
 from zarrfs.views.files import FileForm
 from zarrfs.views.placement.core import NOWHERE
 from zarrfs.views.tiff.array_file import TiffFile, tiff_file
+from zarrfs.views.tiff.decoded_tiles import KEPT_TILE_BYTES
 
 pytestmark = pytest.mark.fast
 
@@ -74,6 +75,20 @@ def test_a_tile_read_in_parts_is_decoded_once_and_kept_outside_the_cache(tmp_pat
     assert tif.ready(offsets[2] + 4096, 4096) is None  # (a tile not read: not at hand)
     assert bytes(tif.read(offsets[2], TILE)) == tile_bytes(data, 2)  # (whole: kept nowhere)
     assert tif.ready(offsets[2] + 4096, 4096) is None
+
+
+def test_a_tile_too_large_to_keep_is_read_in_parts_through_the_cache(tmp_path: Path) -> None:
+    """A tile of 4 MiB (more than KEPT_TILE_BYTES): in the cache, within its bound."""
+    assert KEPT_TILE_BYTES < 4 << 20
+    data = np.random.default_rng(2).standard_normal((1024, 1024)).astype("float32")
+    zarr.create_array(tmp_path / "a.zarr", shape=data.shape, chunks=data.shape, dtype="float32")[...] = data
+    array = open_array(Store.open(str(tmp_path / "a.zarr")))
+    tif = tiff_file(array, FileForm("little", OptionValues({})), lambda: NOWHERE)
+    with tifffile.TiffFile(io.BufferedReader(ViewReader(tif, 1 << 20), 1 << 16)) as tiff:
+        at = int(tiff.pages[0].dataoffsets[0])  # type: ignore[union-attr]
+    head = bytes(tif.read(at, 1 << 20))
+    assert array.cached([Box((0, 0), data.shape)])
+    assert head + bytes(tif.ready(at + (1 << 20), 3 << 20) or b"") == data.astype("<f4").tobytes()
 
 
 def test_a_write_through_the_array_shows_in_a_tile_read_in_parts(tmp_path: Path) -> None:

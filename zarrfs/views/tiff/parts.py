@@ -153,7 +153,7 @@ def _decoded_part(array: StoredArray, byteorder: str, groups: Sequence[Group], t
     byte count the tile's size (`decoded_tiles`: a whole tile decoded and kept nowhere, one
     read in parts decoded at its first and kept); a tile kept or cached is answered at once."""
     tile_bytes = _tile_bytes(array)
-    tiles = DecodedTiles(array, boxes, byteorder)
+    tiles = DecodedTiles(array, boxes, byteorder, tile_bytes)
     slots = Slots.laid(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
     same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
     images = grouped(groups, tags, slots.offsets(), same, tiled=True)
@@ -165,7 +165,7 @@ def _stored_part(array: StoredArray, byteorder: str, groups: Sequence[Group], ta
                  boxes: TileBoxes, form: StoredForm) -> Part:
     """Tiles that are the chunks as stored (`_as_stored`)."""
     tile_bytes = _tile_bytes(array)
-    decoded = DecodedTiles(array, boxes, byteorder)
+    decoded = DecodedTiles(array, boxes, byteorder, tile_bytes)
     slots, tiles = _as_stored(array, boxes, form, tile_bytes,
                               lambda tile: _encoded(form, decoded.read(tile, 0, tile_bytes)))
     images = grouped(groups, tags, *_tile_tables(slots, tiles, tile_bytes), tiled=True)
