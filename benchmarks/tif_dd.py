@@ -13,8 +13,9 @@ daemon's PYTHONPATH): before and after a change, in the same rounds. The pixels 
 once per case (tifffile's reading of the file against the copy's, outside the timing). Needs
 root (drop_caches).
 
-Prints a Markdown table of medians (seconds, MB/s); the runs alternate, one of each case a
-round.
+Prints a Markdown table of medians (seconds, MB/s, and the CPU seconds the server's processes
+spent in the `dd`: the daemon and its decoding processes, or the bare server); the runs
+alternate, one of each case a round.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -35,9 +37,9 @@ import zarr
 from zarr.codecs import ZstdCodec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zarrfs_bench.common import VENV_BIN, alternated_medians, dd, log
+from zarrfs_bench.common import VENV_BIN, alternated_medians, command, dd, log, process_cpu
 from zarrfs_bench.fuse_floor import passed_through
-from zarrfs_bench.mounting import Mount
+from zarrfs_bench.mounting import Mount, descendants
 
 COLUMNS, CHUNKS = 8192, (256, 256)
 FLOOR = "bare FUSE, decoded copy"
@@ -75,31 +77,43 @@ def pixels_hash(tif: Path) -> str:
     return hashlib.sha256(np.ascontiguousarray(tifffile.imread(tif), "<f4").tobytes()).hexdigest()
 
 
-def zarrfs_dd(store: Path, mountpoint: Path, tree: str | None, want: str) -> Callable[[], float]:
+def timed_dd(name: str, path: Path, server: list[int], cpu: dict[str, list[float]]) -> float:
+    """Seconds of a `dd` of `path` after the page cache is dropped; the CPU seconds of the
+    `server` processes during it noted in `cpu`."""
+    drop_page_cache()
+    before = process_cpu(server)
+    seconds = dd(path, "/dev/null", expect=path.stat().st_size)
+    cpu.setdefault(name, []).append(process_cpu(server) - before)
+    log(f"{name}: {seconds:.3f} s, server CPU {cpu[name][-1]:.2f} s, load {os.getloadavg()[0]:.1f}")
+    return seconds
+
+
+def zarrfs_dd(store: Path, mountpoint: Path, tree: str | None, want: str,
+              cpu: dict[str, list[float]]) -> Callable[[], float]:
     checked: list[bool] = []
 
     def run() -> float:
         with daemon_path(tree), Mount(str(VENV_BIN / "zarrfs"), store, mountpoint, "ro") as mount:
+            assert mount.pid is not None
             tif = mount.mp / "data.tif"
-            size = tif.stat().st_size
-            drop_page_cache()
-            seconds = dd(tif, "/dev/null", expect=size)
+            seconds = timed_dd(name(tree), tif, [mount.pid, *descendants(mount.pid)], cpu)
             if not checked:  # (once, after the timing)
                 assert pixels_hash(tif) == want, f"{tree}: other pixels than the array's"
                 checked.append(True)
-        log(f"zarrfs ({tree or 'installed'}): {seconds:.3f} s, load {os.getloadavg()[0]:.1f}")
         return seconds
     return run
 
 
-def floor_dd(copy: Path, mountpoint: Path, blksize: int) -> Callable[[], float]:
+def floor_dd(copy: Path, mountpoint: Path, blksize: int, cpu: dict[str, list[float]]) -> Callable[[], float]:
     def run() -> float:
         with passed_through(copy, mountpoint, blksize) as served:
-            drop_page_cache()
-            seconds = dd(served, "/dev/null", expect=copy.stat().st_size)
-        log(f"{FLOOR}: {seconds:.3f} s, load {os.getloadavg()[0]:.1f}")
-        return seconds
+            servers = [pid for pid in descendants(os.getpid()) if "fuse_floor" in command(pid)]
+            return timed_dd(FLOOR, served, servers, cpu)
     return run
+
+
+def name(tree: str | None) -> str:
+    return f"zarrfs ({tree or 'installed'})"
 
 
 def main() -> None:
@@ -119,23 +133,23 @@ def main() -> None:
             shutil.copyfile(mount.mp / "data.tif", work / "copy.tif")
             blksize = os.stat(mount.mp / "data.tif").st_blksize
         want, size = pixels_hash(work / "copy.tif"), (work / "copy.tif").stat().st_size
-        cases: dict[str, Callable[[], float]] = {
-            f"zarrfs ({tree or 'installed'})": zarrfs_dd(store, work / "mnt", tree, want) for tree in trees}
-        cases[FLOOR] = floor_dd(work / "copy.tif", work / "floor", blksize)
+        cpu: dict[str, list[float]] = {}
+        cases = {name(tree): zarrfs_dd(store, work / "mnt", tree, want, cpu) for tree in trees}
+        cases[FLOOR] = floor_dd(work / "copy.tif", work / "floor", blksize, cpu)
         medians = alternated_medians(cases, args.repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log(report(medians, args, size))
+    log(report(medians, {case: statistics.median(found) for case, found in cpu.items()}, args, size))
 
 
-def report(medians: dict[str, float], args: argparse.Namespace, size: int) -> str:
+def report(medians: dict[str, float], cpu: dict[str, float], args: argparse.Namespace, size: int) -> str:
     lines = [f"# `dd bs=1M` of data.tif, fresh mounts, page cache dropped: ({args.rows}, {COLUMNS}) float32 "
              f"in {CHUNKS[0]} x {CHUNKS[1]} zstd-1 chunks, medians of {args.repeat} alternated rounds, "
              f"load average {os.getloadavg()[0]:.1f}", "",
-             "| case | seconds | MB/s | of the floor |", "|---|---|---|---|"]
+             "| case | seconds | MB/s | of the floor | server CPU s |", "|---|---|---|---|---|"]
     floor = medians[FLOOR]
-    lines += [f"| {name} | {seconds:.3f} | {size / seconds / 1e6:.0f} | {floor / seconds:.2f}x |"
-              for name, seconds in medians.items()]
+    lines += [f"| {case} | {seconds:.3f} | {size / seconds / 1e6:.0f} | {floor / seconds:.2f}x "
+              f"| {cpu[case]:.2f} |" for case, seconds in medians.items()]
     return "\n".join(lines) + "\n"
 
 
