@@ -10,7 +10,7 @@ on the `RegionArray` protocol, so they can be tested against a plain numpy array
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -94,6 +94,10 @@ class StoredArray(RegionArray, Protocol):
     def stored_form(self) -> StoredForm | None: ...
     @property
     def dirty_bytes(self) -> int: ...
+    @property
+    def changes(self) -> Hashable:
+        """A value that changes whenever the elements may have (a write, or another writer's
+        change found)."""
     def read_chunk_now(self, unit: Index, into: memoryview) -> int | None: ...
     def read_unit(self, unit: Index) -> np.ndarray:
         """A read chunk's elements, whole: cached, or decoded and not kept (for a reader of

@@ -172,6 +172,29 @@ def test_decoded_tiles_show_the_mounts_unsaved_writes(tmp_path: Path, mount_arra
     assert np.array_equal(zarr.open_array(tmp_path / "a.zarr", mode="r")[...], data)  # (stored at the close)
 
 
+def test_a_tile_read_in_parts_shows_a_write_through_data(tmp_path: Path, mount_array: Any) -> None:
+    """A decoded tile's first partial request keeps it for the rest (`dd bs=1M`'s requests end
+    inside tiles): a write through `data` between two reads of its parts is seen by both."""
+    data = image(tmp_path / "a.zarr", (512, 512), (256, 256), compressors=ZstdCodec(level=1))
+    mount = mount_array(tmp_path / "a.zarr", ["rw"])
+    with tifffile.TiffFile(mount.path / "data.tif") as tiff:
+        at = int(tiff.pages[0].dataoffsets[1])  # type: ignore[union-attr]
+    size = 256 * 256 * 2
+
+    def tile() -> bytes:
+        return data[:256, 256:].astype("<u2").tobytes()
+
+    with open(mount.path / "data.tif", "rb", buffering=0) as tif, \
+            open(mount.path / "data", "r+b", buffering=0) as flat:
+        assert os.pread(tif.fileno(), 5000, at) == tile()[:5000]
+        os.pwrite(flat.fileno(), np.full(256, 17, np.uint16).tobytes(), 256 * 2)  # (row 0 of the tile)
+        os.pwrite(flat.fileno(), np.uint16(9).tobytes(), (200 * 512 + 300) * 2)
+        os.fsync(flat.fileno())
+        data[0, 256:], data[200, 300] = 17, 9
+        assert os.pread(tif.fileno(), size - 5000, at + 5000) == tile()[5000:]
+        assert os.pread(tif.fileno(), 5000, at) == tile()[:5000]
+
+
 def test_decoded_tiles_of_a_sharded_blosc_array(tmp_path: Path, mount_array: Any) -> None:
     data = image(tmp_path / "a.zarr", (3, 300, 400), (1, 64, 128), shards=(1, 128, 256),
                  compressors=BloscCodec(cname="zstd"))

@@ -18,7 +18,8 @@ A compressed tile's byte count is its chunk's stored size, learned when a reader
 tables there (`tile_sizes`): a page of a table costs a look at the chunks of its tiles, never
 a listing of the array; its bytes are the stored bytes and nothing else (`stored_tiles`). A
 decoded tile's byte count is its decoded size; a request of a whole tile decodes it and keeps
-it nowhere, a tile read in several requests is decoded once, in the array's cache (`parts`).
+it nowhere, a tile read in several requests is decoded once, at the first, and kept
+(`decoded_tiles`).
 The file is kept while the array's shape and elements are the same; each open learns again
 the sizes and fetches again the tiles it had (close-to-open: `forget_fetched`)."""
 

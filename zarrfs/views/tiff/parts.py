@@ -18,6 +18,7 @@ from ...grid import Index
 from ..files import RANDOM_ACCESS_BLOCK, FileForm, StoredArray
 from ..plugins import PLUGIN_FILTERS
 from ..region_file import RegionFile
+from .decoded_tiles import DecodedTiles
 from .directories import Tag, TiffImage
 from .layout import (
     LEAD,
@@ -146,48 +147,27 @@ def _tile_bytes(array: StoredArray) -> int:
     return array.read_chunk_shape[-1] * array.read_chunk_shape[-2] * array.data_type.itemsize
 
 
-def _decoded_tile(array: StoredArray, boxes: TileBoxes, byteorder: str) -> PieceReader:
-    """Bytes of a decoded tile. A request of a whole tile that is a whole read chunk (its
-    chunk holds one plane) takes the chunk as it is decoded (`read_unit`: kept nowhere, where
-    the cache's fresh pages made a cold tile 20-25% slower); a part of one is read from the
-    array's cache, so a tile read in several requests is decoded once."""
-    leading = array.read_chunk_shape[:-2]
-    whole_chunks = all(edge == 1 for edge in leading)
-
-    def decoded(piece: int, at: int, count: int) -> bytes | memoryview:
-        region = RegionFile(array, boxes[piece], byteorder)
-        if whole_chunks and at == 0 and count >= region.size:
-            return region.in_file_order(array.read_unit(boxes.chunk(piece, leading)))
-        return region.read(at, count)
-
-    return decoded
-
-
 def _decoded_part(array: StoredArray, byteorder: str, groups: Sequence[Group], tags: list[tuple[Tag, ...]],
                   boxes: TileBoxes) -> Part:
     """Uncompressed tiles, each its chunk's elements (fill values where it is not stored), every
-    byte count the tile's size (`_decoded_tile`: a whole tile decoded and kept nowhere, parts
-    of one through the cache); a tile the cache holds is answered at once (`held`)."""
+    byte count the tile's size (`decoded_tiles`: a whole tile decoded and kept nowhere, one
+    read in parts decoded at its first and kept); a tile kept or cached is answered at once."""
     tile_bytes = _tile_bytes(array)
-    decoded = _decoded_tile(array, boxes, byteorder)
-
-    def held(piece: int, at: int, count: int) -> bytes | memoryview | None:
-        box = boxes[piece]  # (within one read chunk: cached whole, or a read of it may wait)
-        return RegionFile(array, box, byteorder).read(at, count) if array.cached([box]) else None
-
+    tiles = DecodedTiles(array, boxes, byteorder, tile_bytes)
     slots = Slots.laid(_slot_size(tile_bytes, tile_bytes), len(boxes), tile_bytes)
     same = Stepped(len(boxes), tile_bytes, 0)  # (every tile's byte count)
     images = grouped(groups, tags, slots.offsets(), same, tiled=True)
-    return Part(images, slots, decoded, remote=array.fetches_remotely, held=held, slot=slots.size)
+    return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
+                forget_fetched=tiles.forget, slot=slots.size)
 
 
 def _stored_part(array: StoredArray, byteorder: str, groups: Sequence[Group], tags: list[tuple[Tag, ...]],
                  boxes: TileBoxes, form: StoredForm) -> Part:
     """Tiles that are the chunks as stored (`_as_stored`)."""
     tile_bytes = _tile_bytes(array)
-    decoded = _decoded_tile(array, boxes, byteorder)
+    decoded = DecodedTiles(array, boxes, byteorder, tile_bytes)
     slots, tiles = _as_stored(array, boxes, form, tile_bytes,
-                              lambda tile: _encoded(form, decoded(tile, 0, tile_bytes)))
+                              lambda tile: _encoded(form, decoded.read(tile, 0, tile_bytes)))
     images = grouped(groups, tags, *_tile_tables(slots, tiles, tile_bytes), tiled=True)
     return Part(images, slots, tiles.read, remote=array.fetches_remotely, held=tiles.held,
                 forget_fetched=tiles.forget, slot=slots.size, padded=True)

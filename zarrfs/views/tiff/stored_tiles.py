@@ -24,7 +24,8 @@ from ...grid import Index
 from .layout import LEAD, leads
 from .tile_sizes import MISSING, UNKNOWN, TileSizes
 
-# Encoded tiles kept, of all files (a tile is read in several requests).
+# Tiles kept, of all files (a tile is read in several requests): these, and decoded tiles read
+# in parts (`decoded_tiles`), in one budget.
 HELD_TILES = HeldBytes(32 << 20)
 SKIPPABLE_MAGIC, SKIPPABLE_HEADER = (0x184D2A50).to_bytes(4, "little"), 8  # (zstd's format, 3.1.2)
 
