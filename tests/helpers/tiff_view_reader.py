@@ -3,9 +3,25 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
-from zarrfs.views.tiff.array_file import TiffFile
+from zarrfs.array_metadata import open_array
+from zarrfs.declared import OptionValues
+from zarrfs.store import Store
+from zarrfs.views.files import FileForm
+from zarrfs.views.placement.core import NOWHERE, Placement
+from zarrfs.views.plugins import PLUGIN_FILTERS
+from zarrfs.views.tiff.array_file import TiffFile, tiff_file
+from zarrfs.views.tiff.parts import STRIPS
+
+
+def array_tiff(path: Path, *, plugins: bool = False, strips: bool = False,
+               placement: Placement = NOWHERE) -> TiffFile:
+    """`data.tif` of the array at `path`, as a mount with `-o filters=plugins` (`plugins`) or
+    `-o tiff=strips` (`strips`) shows it."""
+    form = FileForm("little", OptionValues({PLUGIN_FILTERS: plugins, STRIPS: strips}))
+    return tiff_file(open_array(Store.open(str(path))), form, lambda: placement)
 
 
 class ViewReader(io.RawIOBase):

@@ -19,27 +19,13 @@ import tifffile
 import zarr
 from zarr.codecs import ZstdCodec
 
-from tests.helpers.tiff_view_reader import ViewReader
-from zarrfs.array_metadata import open_array
-from zarrfs.declared import OptionValues
-from zarrfs.store import Store
-from zarrfs.views.files import FileForm
-from zarrfs.views.placement.core import NOWHERE
-from zarrfs.views.plugins import PLUGIN_FILTERS
-from zarrfs.views.tiff.array_file import TiffFile, tiff_file
+from tests.helpers.tiff_view_reader import ViewReader, array_tiff
+from zarrfs.views.tiff.array_file import TiffFile
 from zarrfs.views.tiff.layout import Slots
-from zarrfs.views.tiff.parts import STRIPS
 
 pytestmark = pytest.mark.fast
 
 BLOCK = 1 << 16
-
-
-
-
-def view(path: Path, *, plugins: bool = False, strips: bool = False) -> TiffFile:
-    form = FileForm("little", OptionValues({PLUGIN_FILTERS: plugins, STRIPS: strips}))
-    return tiff_file(open_array(Store.open(str(path))), form, lambda: NOWHERE)
 
 
 def pieces(tif: TiffFile) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -79,7 +65,7 @@ def test_tiles_that_fill_pages_end_off_blocks(tmp_path: Path, shape: tuple[int, 
     array = zarr.create_array(tmp_path / "a.zarr", shape=shape, chunks=chunks, dtype=dtype,
                               compressors=ZstdCodec(level=1) if compressor == "zstd" else None)
     array[...] = data
-    tif = view(tmp_path / "a.zarr")
+    tif = array_tiff(tmp_path / "a.zarr")
     pixels, offsets, counts, compression = pieces(tif)
     assert compression == 1 and set(counts) == {np.dtype(dtype).itemsize * chunks[-1] * chunks[-2]}
     assert np.array_equal(pixels.reshape(shape), data)
@@ -112,7 +98,7 @@ def test_compressed_tiles_that_would_end_on_a_block_start_later(tmp_path: Path, 
         array = zarr.create_array(tmp_path / "a.zarr", shape=data.shape, chunks=(128, 128), dtype="uint8",
                                   compressors=ZstdCodec(level=1))
     array[...] = data
-    tif = view(tmp_path / "a.zarr", plugins=True)
+    tif = array_tiff(tmp_path / "a.zarr", plugins=True)
     pixels, offsets, counts, compression = pieces(tif)
     assert compression == (8 if codec == "zlib" else 50000) and set(counts) == {4096}
     assert np.array_equal(pixels[0], data)
@@ -126,7 +112,7 @@ def test_strips_end_off_blocks(tmp_path: Path, shape: tuple[int, ...], dtype: st
     data = (np.arange(np.prod(shape)) % 249).astype(dtype).reshape(shape)
     chunks = (1, 64, 64)[-len(shape):]
     zarr.create_array(tmp_path / "a.zarr", shape=shape, chunks=chunks, dtype=dtype)[...] = data
-    tif = view(tmp_path / "a.zarr", strips=True)
+    tif = array_tiff(tmp_path / "a.zarr", strips=True)
     pixels, offsets, counts, _ = pieces(tif)
     assert np.array_equal(pixels.reshape(shape), data)
     assert_off_block_ends(tif, offsets, counts)
@@ -137,7 +123,7 @@ def test_a_bigtiff_ends_its_tiles_off_blocks(tmp_path: Path) -> None:
     array = zarr.create_array(tmp_path / "a.zarr", shape=(66000, 66000), chunks=(256, 256), dtype="uint8",
                               fill_value=3)
     array[:256, :256] = 9
-    tif = view(tmp_path / "a.zarr")
+    tif = array_tiff(tmp_path / "a.zarr")
     assert tif.big
     with tifffile.TiffFile(io.BufferedReader(ViewReader(tif, 1 << 20), 1 << 16)) as tiff:
         page = tiff.pages[0]

@@ -12,7 +12,11 @@ when a reader reads there (`TiffHeader.read`; `tables`): a header of 10^6 tiles 
 few hundred bytes. A table whose values are learned from the store (`TagTable.lazy`) is never
 made before it is read, even when it fits in its IFD entry, and starts a page of its own
 (`TABLE_PAGE`), so that a reader reading pages of the offsets and the byte counts (libtiff)
-reads the same tiles' entries in both."""
+reads the same tiles' entries in both.
+
+No IFD, first read of one, or table or other values outside an entry ends on a block of
+geotiff.js 2's cache (`reader_blocks`): where one would, zeros before it (a word, or a table's
+alignment, or two)."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .reader_blocks import IFD_FIRST_READ, clear_of_block_ends
 from .tables import TagTable
 
 # Tag types: (TIFF type code, struct format of one value)
@@ -180,7 +185,8 @@ class _Writer:
         zeros for 10^6 tiles); the tables and where the header ends."""
         end, placed = len(self.buffer), list(self.inline)
         for field_at, table, number in self.later:
-            end += (-end) % (TABLE_PAGE if table.lazy else 8)
+            align = TABLE_PAGE if table.lazy else 8
+            end = clear_of_block_ends(end + (-end) % align, [len(table) * np.dtype(number).itemsize], align)
             self.put(field_at, struct.pack(self.offset_format(), end))
             placed.append(PlacedTable(end, table, number))
             end = placed[-1].end
@@ -189,10 +195,11 @@ class _Writer:
     def offset_format(self) -> str:
         return f"{self.order}{'Q' if self.big else 'I'}"
 
-    def reserve(self, size: int) -> int:
-        self.buffer += b"\0" * ((-len(self.buffer)) % 2)
-        where = len(self.buffer)
-        self.buffer += b"\0" * size
+    def reserve(self, size: int, *reads: int) -> int:
+        """Room for `size` bytes, word-aligned, from which neither they nor the other `reads`
+        (lengths a reader reads from there: an IFD's first read) end on a block."""
+        where = clear_of_block_ends(len(self.buffer) + len(self.buffer) % 2, [size, *reads], 2)
+        self.buffer += bytes(where + size - len(self.buffer))
         return where
 
     def put(self, where: int, data: bytes) -> None:
@@ -238,7 +245,8 @@ def _write_ifd(writer: _Writer, image: TiffImage) -> int:
     entry_size, count_format = (20, "Q") if big else (12, "H")
     inline = 8 if big else 4
     tags = _all_tags(image, big, [])
-    where = writer.reserve((8 if big else 2) + len(tags) * entry_size + (8 if big else 4))
+    size = (8 if big else 2) + len(tags) * entry_size + (8 if big else 4)
+    where = writer.reserve(size, IFD_FIRST_READ[big])
     subs = [_write_ifd(writer, sub) for sub in image.sub_images]
     tags = _all_tags(image, big, subs)
     entries = [struct.pack(f"{order}{count_format}", len(tags))]

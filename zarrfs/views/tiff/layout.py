@@ -40,6 +40,7 @@ from .directories import (
     Tag,
     TiffImage,
 )
+from .reader_blocks import READER_BLOCK
 from .tables import Given, Stepped, TagTable
 
 TILE_MULTIPLE = 16
@@ -48,12 +49,9 @@ COMPRESSION_CODES = {"none": 1, "zlib": 8, "zstd": 50000}  # (8: Adobe Deflate, 
 MAX_SAMPLES = 0xFFFF
 _UINT, _INT, _FLOAT, _COMPLEX_FLOAT = 1, 2, 3, 6
 
-# geotiff.js 2 (Viv's, so Avivator's) reads through a cache of 64 KiB blocks which, for a range
-# that ends exactly on a block's edge, waits also on the block after it and never fetches it
-# (geotiff.js issues 262 and 374, fixed in 3.0): so no tile or strip ends on one. A part's data
+# No tile or strip ends on a block of geotiff.js 2's cache (`reader_blocks`). A part's data
 # starts on a multiple of it in the file (the header's MiB, parts a MiB apart), so where the
 # part puts a piece is where it lies modulo a block.
-READER_BLOCK = 1 << 16
 LEAD = 16  # (zeros before a piece of any length that would end on a block: room its slot keeps)
 GAP = -1  # (a span's piece: zeros before the pieces)
 
