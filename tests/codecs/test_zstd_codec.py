@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
-from zarrfs.codecs import zstd
+from zarrfs.codecs import ChunkSpec, CodecError, Pipeline, zstd
 from zarrfs.codecs.zstd import ZstdCodec
 from zarrfs.formats import v2, v3
 
