@@ -2,8 +2,9 @@
 and watchdog (PSS, shared pages counted once) holds at most the cache + 100 MiB, and each
 decoding process at most its share, while random 4-256 KiB writes go through a shared mapping
 of `data` (each page read before it is written), then msync and fsync: fio's mmap engine for
-8 s, as benchmarks/random_writes.py runs it (it went to 357-400 MiB against 356 before), and
-a Python writer whose values are then read back. Through real mounts."""
+8 s, as benchmarks/random_writes.py runs it (372 MiB against 356 before the trimmer followed
+the cache's frees and write-backs counted their masks and buffers), and a Python writer whose
+values are then read back (a chunk no longer lent is written in place). Through real mounts."""
 
 from __future__ import annotations
 
