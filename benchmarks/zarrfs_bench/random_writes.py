@@ -1,6 +1,7 @@
 """Random writes (benchmarks/random_writes.py): fio into `data` of fresh mounts, TensorStore
 writing random ranges of the flat array beside it; MiB/s (2^20 B/s written, the final fsync
-included) and the daemon's peak RSS."""
+included), the daemon's peak RSS, and the peak PSS of the daemon and every process below it
+(its decoding processes) together, which the memory bound is about."""
 
 from __future__ import annotations
 
@@ -49,8 +50,9 @@ def build(work: Path, layout: str, size: int) -> tuple[Path, tuple[int, int]]:
     return path, shape
 
 
-def fio(src: Path, work: Path, engine: str, args: argparse.Namespace) -> tuple[float, int]:
-    """MiB/s of one fio run on a fresh copy and mount, and the daemon's peak RSS."""
+def fio(src: Path, work: Path, engine: str, args: argparse.Namespace) -> tuple[float, int, int]:
+    """MiB/s of one fio run on a fresh copy and mount, the daemon's peak RSS, and the mount's
+    processes' peak PSS."""
     dst = work / "copy"
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
@@ -66,7 +68,7 @@ def fio(src: Path, work: Path, engine: str, args: argparse.Namespace) -> tuple[f
                 capture_output=True, text=True, timeout=600, check=True)
             seconds = time.perf_counter() - t0
         written = json.loads(out.stdout)["jobs"][0]["write"]["io_bytes"]
-        return written / seconds / MiB, m.peak_rss
+        return written / seconds / MiB, m.peak_rss, m.peak_pss
     finally:
         shutil.rmtree(dst, ignore_errors=True)
 
@@ -129,8 +131,10 @@ def main(doc: str | None) -> None:
             ts_runs = [tensorstore(src, work, shape, args.runtime) for _ in range(args.repeat)]
             for engine in args.engines.split(","):
                 runs = [fio(src, work, engine, args) for _ in range(args.repeat)]
-                log(f"{layout} {engine}: " + ", ".join(f"{r:.1f} MiB/s" for r, _ in runs))
-                rows.append((layout, engine, [r for r, _ in runs], max(p for _, p in runs), ts_runs))
+                log(f"{layout} {engine}: " + ", ".join(
+                    f"{r:.1f} MiB/s (RSS {fmt_size(rss)}, PSS {fmt_size(pss)})" for r, rss, pss in runs))
+                rows.append((layout, engine, [r for r, _, _ in runs], [(rss, pss) for _, rss, pss in runs],
+                             ts_runs))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     report = _report(args, rows)
@@ -139,7 +143,10 @@ def main(doc: str | None) -> None:
     log(f"wrote {args.out}")
 
 
-def _report(args: argparse.Namespace, rows: list[tuple[str, str, list[float], int, list[float]]]) -> str:
+Row = tuple[str, str, list[float], list[tuple[int, int]], list[float]]
+
+
+def _report(args: argparse.Namespace, rows: list[Row]) -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     lines = [
         "# zarrfs random writes", "",
@@ -147,10 +154,11 @@ def _report(args: argparse.Namespace, rows: list[tuple[str, str, list[float], in
         f"for {args.runtime:g} s then fsync, `-o cache={args.cache}`; medians of {args.repeat}; "
         f"load average at the end: {load}.", "",
         "| layout | fio engine | zarrfs MiB/s | runs | TensorStore MiB/s (each write durable) "
-        "| daemon peak RSS |",
-        "|---|---|---|---|---|---|",
+        "| daemon peak RSS | peak PSS, daemon and its processes (each run) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for layout, engine, runs, peak, ts_runs in rows:
+    for layout, engine, runs, peaks, ts_runs in rows:
         lines.append(f"| {layout} | {engine} | {median(runs):.1f} | {', '.join(f'{r:.1f}' for r in runs)} "
-                     f"| {median(ts_runs):.1f} | {fmt_size(peak)} |")
+                     f"| {median(ts_runs):.1f} | {fmt_size(max(rss for rss, _ in peaks))} "
+                     f"| {', '.join(fmt_size(pss) for _, pss in peaks)} |")
     return "\n".join(lines) + "\n"

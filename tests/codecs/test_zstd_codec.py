@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import zstandard
 
-from zarrfs.codecs import ChunkSpec, CodecError, Pipeline
+from zarrfs.codecs import ChunkSpec, CodecError, Pipeline, zstd
 from zarrfs.codecs.zstd import ZstdCodec
 from zarrfs.formats import v2, v3
 
@@ -115,6 +115,9 @@ class HeldCompressor:
         self.gate.together.wait(timeout=10)
         return self.real.compress(data)
 
+    def memory_size(self) -> int:
+        return int(self.real.memory_size())
+
 
 def _encode_at_once(codec: ZstdCodec, gate: Gate, encoders: int) -> None:
     """`encoders` threads encode a chunk each, all inside the compressor at the same time."""
@@ -146,3 +149,21 @@ def test_compressors_are_kept_for_the_next_chunk_as_many_as_encode_at_once(
     for encoders in [1, 4, 2, 4, 1, 3]:
         _encode_at_once(codec, gate, encoders)
     assert len(made) == 4
+
+
+def test_idle_compressors_are_kept_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past IDLE_BYTES of them idle, a compressor is let go once it has encoded (one is always
+    kept): a dozen write-back encoders of 512 KiB chunks kept 16 MiB (issue 95)."""
+    gate = Gate()
+    made: list[HeldCompressor] = []
+
+    def make(**options: Any) -> HeldCompressor:
+        made.append(HeldCompressor(gate, **options))
+        return made[-1]
+
+    monkeypatch.setattr(zstandard, "ZstdCompressor", make)
+    monkeypatch.setattr(zstd, "IDLE_BYTES", 1)
+    codec = ZstdCodec(UNUSED_LEVEL + 1, UNUSED_CHECKSUM)  # (options of its own: a pool of its own)
+    _encode_at_once(codec, gate, 4)
+    _encode_at_once(codec, gate, 4)
+    assert len(made) == 4 + 3  # the one kept, and three more again

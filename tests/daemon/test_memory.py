@@ -27,12 +27,16 @@ class _Calls:
         self.activity = 0
         self.trims = 0
         self.looks = 0
+        self.freed_bytes = 0  # what the cache let go so far
         self.lock = threading.Lock()
 
     def trim(self) -> int:
         with self.lock:
             self.trims += 1
         return 1
+
+    def freed(self) -> int:
+        return self.freed_bytes
 
     def seen_activity(self) -> int:
         with self.lock:
@@ -48,7 +52,7 @@ class _Calls:
 
 def test_trims_follow_activity_and_stop_when_idle() -> None:
     calls = _Calls()
-    trimmer = Trimmer(calls.trim, calls.seen_activity, interval=0.01)
+    trimmer = Trimmer(calls.trim, calls.seen_activity, calls.freed, interval=0.01)
     try:
         calls.looked(4)
         assert calls.trims == 0, "an idle mount was trimmed"
@@ -57,6 +61,22 @@ def test_trims_follow_activity_and_stop_when_idle() -> None:
         settled = calls.trims
         calls.looked(4)
         assert calls.trims == settled == 1, "trims went on once the mount was idle"
+    finally:
+        trimmer.stop()
+
+
+def test_memory_freed_is_given_back_before_the_interval_ends() -> None:
+    """A random writer's cache lets chunk buffers go faster than a trim every 0.1 s gave them
+    back (issue 95): once the cache freed FREED_BYTES, the trim comes within
+    FREED_CHECK_SECONDS, whatever the interval."""
+    calls = _Calls()
+    trimmer = Trimmer(calls.trim, calls.seen_activity, calls.freed, interval=60.0)
+    try:
+        calls.freed_bytes += memory.FREED_BYTES - 1
+        time.sleep(0.1)  # not a synchronization: a trim that came now would be too early
+        assert calls.trims == 0, "trimmed before the cache had freed enough"
+        calls.freed_bytes += 1
+        wait_until(lambda: calls.trims == 1, what="a trim once the cache freed FREED_BYTES")
     finally:
         trimmer.stop()
 
@@ -70,7 +90,7 @@ def test_an_idle_trimmer_looks_less_often(monkeypatch: pytest.MonkeyPatch) -> No
         return calls.activity
 
     monkeypatch.setattr(memory, "IDLE_SECONDS", 0.08)
-    trimmer = Trimmer(calls.trim, activity, interval=0.01)
+    trimmer = Trimmer(calls.trim, activity, calls.freed, interval=0.01)
     time.sleep(0.6)  # not a synchronization: the test counts the looks in this much time
     trimmer.stop()
     gaps = [b - a for a, b in itertools.pairwise(looks)]
@@ -84,7 +104,7 @@ def test_stop_returns_promptly_while_idle(monkeypatch: pytest.MonkeyPatch) -> No
     # a stop that waited for that look would take longer than the bound below.
     monkeypatch.setattr(memory, "IDLE_SECONDS", 2.0)
     calls = _Calls()
-    trimmer = Trimmer(calls.trim, calls.seen_activity, interval=0.01)
+    trimmer = Trimmer(calls.trim, calls.seen_activity, calls.freed, interval=0.01)
     calls.looked(7)
     started = time.monotonic()
     trimmer.stop()

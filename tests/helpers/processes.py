@@ -1,7 +1,7 @@
 """Processes as /proc shows them, for the tests of a daemon's helper processes (its fork
 server and decoding processes: tests/array/decoding/test_decoding_processes.py,
-tests/fuse/test_pushed_pages.py): a process's children, and whether it still runs.
-Linux only."""
+tests/fuse/test_pushed_pages.py, tests/array/writes/test_random_write_memory.py): a process's
+children, whether it still runs, and the memory of several together. Linux only."""
 
 from __future__ import annotations
 
@@ -26,3 +26,16 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def pss(pids: list[int]) -> int:
+    """The proportional set size of these processes together, in bytes (a page shared by
+    several counted once in all)."""
+    total = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in text.splitlines() if line.startswith("Pss:")) << 10
+    return total

@@ -81,8 +81,13 @@ def _stream_decode(data: BytesLike, exact_size: int | None, limit: int) -> Bytes
 
 
 _contexts = threading.local()  # a decompressor per thread: ~100 KB each, and no options
-# Compressors (~1.4 MB each at level 1) are kept only as many as encode at once, per options.
-_idle_compressors: dict[tuple[int, bool], list[zstandard.ZstdCompressor]] = {}
+# Compressors (1.4 MB each at level 1 for chunks of 512 KiB or more, 86 KB for 4 KiB) are
+# kept only as many as encode at once, per options, and of those idle only IDLE_BYTES: the
+# write-back's dozen encoders kept 16 MiB outside the cache's count (a fresh compressor
+# encodes 512 KiB as fast as a kept one).
+IDLE_BYTES = 4 << 20
+_idle_compressors: dict[tuple[int, bool], list[tuple[zstandard.ZstdCompressor, int]]] = {}
+_idle_bytes: dict[tuple[int, bool], int] = {}
 _idle_lock = threading.Lock()
 
 
@@ -98,11 +103,15 @@ def _compressor(level: int, checksum: bool) -> Iterator[zstandard.ZstdCompressor
     options = (level, checksum)
     with _idle_lock:
         idle = _idle_compressors.setdefault(options, [])
-        compressor = idle.pop() if idle else None
+        compressor, nbytes = idle.pop() if idle else (None, 0)
+        _idle_bytes[options] = _idle_bytes.get(options, 0) - nbytes
     if compressor is None:
         compressor = zstandard.ZstdCompressor(level=level, write_checksum=checksum, write_content_size=True)
     try:
         yield compressor
     finally:
+        nbytes = compressor.memory_size()
         with _idle_lock:
-            idle.append(compressor)
+            if _idle_bytes[options] + nbytes <= IDLE_BYTES or not idle:
+                idle.append((compressor, nbytes))
+                _idle_bytes[options] += nbytes

@@ -113,7 +113,9 @@ class Lifecycle(Generic[Served]):
         opened.shared.more_stats.append(privileges.stats)
         self._stack.callback(self._final_flush, opened.tree)
         if self._trim is not None:
-            self._stack.callback(Trimmer(self._trim, opened.shared.counters.activity).stop)
+            cache = opened.shared.cache
+            self._stack.callback(Trimmer(self._trim, opened.shared.counters.activity,
+                                         lambda: cache.freed_bytes).stop)
 
     def serving(self) -> None:
         """Once the front end serves: what it made to start out of the collector's walks

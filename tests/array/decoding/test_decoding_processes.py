@@ -26,7 +26,7 @@ import zarr
 
 from tests.helpers.mounting import Mount, MountFactory, mounted, wait_until
 from tests.helpers.mounting import mount_stats as stats
-from tests.helpers.processes import alive, children
+from tests.helpers.processes import alive, children, pss
 from tests.helpers.trust_helpers import NOBODY, public
 
 __all__ = ["public"]  # (the fixture, used by name)
@@ -238,18 +238,6 @@ def test_workers_run_as_the_user_served(picture: tuple[Path, np.ndarray[Any, Any
                 assert uids == [str(NOBODY.pw_uid)] * 4, (pid, uids)
         assert stats(mount)["chunks_decoded"] >= 64
         assert "no decoding process could be started" not in mount.log()
-
-
-def pss(pids: list[int]) -> int:
-    """The proportional set size of these processes together, in bytes."""
-    total = 0
-    for pid in pids:
-        try:
-            text = Path(f"/proc/{pid}/smaps_rollup").read_text()
-        except OSError:
-            continue
-        total += next(int(line.split()[1]) for line in text.splitlines() if line.startswith("Pss:")) << 10
-    return total
 
 
 @pytest.fixture(scope="module")

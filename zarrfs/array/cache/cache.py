@@ -73,6 +73,13 @@ class CacheEntry:
         return self.loaded or self.unwritten == 0
 
 
+def unshared(data: np.ndarray, holders: int) -> bool:
+    """Whether nothing but its `holders` known references refers to an array that owns its
+    memory: no reader's view, reply, or encoder (CPython's reference count tells exactly:
+    every numpy view and memoryview of it holds a reference to it)."""
+    return data.base is None and sys.getrefcount(data) <= holders + 2  # (+ `data`, the argument)
+
+
 class KeyedLocks:
     """One lock per chunk or shard, held only by those using it: a lock exists while a
     thread holds or waits for it (memory bounded by the threads, not the chunks).
@@ -155,6 +162,9 @@ class ChunkCache:
         # Each array's units held, in the order they came in (a sequential writer's flush
         # stores the oldest first): owner -> units (a dict as an ordered set).
         self._owned: dict[int, dict[Index, None]] = {}
+        # Bytes of chunk data and masks let go so far (dropped, or replaced by new data): the
+        # daemon's trimmer gives them back to the system once enough of them piled up.
+        self.freed_bytes = 0
 
     # Entries by key (with the lock held): every change goes through `add` and `remove`, which
     # keep the index per array in step.
@@ -167,8 +177,13 @@ class ChunkCache:
     def remove(self, key: CacheKey) -> CacheEntry:
         entry = self.entries.pop(key)
         self._owned[key[0]].pop(key[1], None)
-        self.total_bytes -= entry.nbytes
+        self.release(entry.nbytes)
         return entry
+
+    def release(self, nbytes: int) -> None:
+        """Bytes no longer held (with the lock held): uncounted, and counted as freed."""
+        self.total_bytes -= nbytes
+        self.freed_bytes += nbytes
 
     def units_of(self, owner: int) -> list[Index]:
         """The read chunks of one array the cache holds (with the lock held)."""
@@ -222,12 +237,13 @@ class ChunkCache:
             data = None if entry is None or entry.dirty else entry.data
             if data is None or data.base is not None or data.shape != shape or data.dtype != dtype:
                 self.reusable.popleft()
-            elif sys.getrefcount(data) > 3:  # (the entry, `data` and the call's argument)
+            elif not unshared(data, 2):  # (the entry's and `data`)
                 self.reusable.rotate(-1)  # still in use: later
             else:
                 self.reusable.popleft()
                 assert entry is not None
                 self.remove(key)
+                self.freed_bytes -= entry.nbytes  # (not freed: given to the new chunk)
                 entry.retired = True
                 return data
         return np.empty(shape, dtype=dtype)

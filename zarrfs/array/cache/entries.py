@@ -20,7 +20,7 @@ from ...codecs import ChunkSpec
 from ...grid import Index, Piece
 from ..geometry import Geometry
 from . import masks
-from .cache import ENTRY_OVERHEAD, CacheEntry, ChunkCache, Fetched
+from .cache import ENTRY_OVERHEAD, CacheEntry, ChunkCache, Fetched, unshared
 from .pieces import copy_into
 from .records import Applied, FetchStart, WriteSnapshot
 
@@ -233,7 +233,7 @@ class ArrayCache:
         if entry is None:
             entry = self._new_entry(geometry, unit)
         self.mount.entries.move_to_end(key)
-        if entry.lent or not entry.data.flags.writeable:
+        if (entry.lent and not unshared(entry.data, 1)) or not entry.data.flags.writeable:
             self._replace_data(entry, np.array(entry.data, order="C"))
         copy_into(entry.data, in_cell, values)
         became_whole = self._mark_written(entry, geometry.within_array(unit, in_cell))
@@ -273,6 +273,7 @@ class ArrayCache:
 
     def _replace_data(self, entry: CacheEntry, data: np.ndarray) -> None:
         """Give an entry new data (a private copy, or the merged chunk) and recount its cost."""
+        self.mount.freed_bytes += 0 if entry.data is self._fill_chunk else entry.data.nbytes
         entry.data = data
         entry.lent = False
         self._mutations += 1
@@ -337,16 +338,15 @@ class ArrayCache:
             return entry.data, entry.version, entry.nbytes
 
     def take(self, units: Iterable[Index]) -> WriteSnapshot:
-        """The data of chunks about to be written back, their written-masks handed over."""
+        """The data of chunks about to be written back, their written-masks handed over, and
+        counted against the cache until stored or given back (a flush holds them to its end)."""
         with self._lock:
-            entries = {unit: self.mount.entries[(self.owner, unit)] for unit in units}
-            snapshot = WriteSnapshot(entries, {u: e.data for u, e in entries.items()},
-                                     {u: e.version for u, e in entries.items()},
-                                     {u: e.written for u, e in entries.items()})
-            for entry in entries.values():
-                entry.written = None
+            snapshot = WriteSnapshot.of({unit: self.mount.entries[(self.owner, unit)] for unit in units})
+            for entry in snapshot.entries.values():
+                entry.written, entry.lent = None, True
                 self._recount(entry)
-                entry.lent = True
+            self.mount.total_bytes += snapshot.held
+        self.mount.evict()
         return snapshot
 
     def give_back(self, snapshot: WriteSnapshot) -> None:
@@ -358,10 +358,12 @@ class ArrayCache:
                     continue
                 entry.written = taken if entry.written is None else (taken | entry.written)
                 self._recount(entry)
+            self.mount.release(snapshot.let_go())
 
     def settle(self, snapshot: WriteSnapshot, generation: str | None) -> None:
         """The snapshot was stored as `generation`: what was not written since is clean."""
         with self._lock:
+            self.mount.release(snapshot.let_go())
             for unit, entry in snapshot.entries.items():
                 saved = entry.version == snapshot.versions[unit]  # else written meanwhile: still dirty
                 # A chunk written whole stays wholly this mount's while writes to it are

@@ -37,9 +37,27 @@ class FetchStart:
 @dataclass
 class WriteSnapshot:
     """What one attempt of a write-back sends: each unit's entry, data, version and
-    written-mask (taken from the entry, so writes made meanwhile start a new one)."""
+    written-mask (taken from the entry, so writes made meanwhile start a new one), and the
+    bytes of the masks it holds, counted against the cache until it is settled or given back."""
 
     entries: dict[Index, CacheEntry]
     arrays: dict[Index, np.ndarray]
     versions: dict[Index, int]
     masks: dict[Index, np.ndarray | None]
+    held: int = 0
+
+    @classmethod
+    def of(cls, entries: dict[Index, CacheEntry]) -> WriteSnapshot:
+        """The entries' data, versions and written-masks as they are now."""
+        masks = {u: e.written for u, e in entries.items()}
+        held = sum(mask.nbytes for mask in masks.values() if mask is not None)
+        versions = {u: e.version for u, e in entries.items()}
+        return cls(entries, {u: e.data for u, e in entries.items()}, versions, masks, held)
+
+    def let_go(self) -> int:
+        """Its masks and arrays dropped (stored, or given back: a flush keeps its snapshots to
+        its end); the bytes it held, to uncount."""
+        held, self.held = self.held, 0
+        self.masks.clear()
+        self.arrays.clear()
+        return held

@@ -57,6 +57,7 @@ class WriteBack:
         shard_bytes = math.prod(description.chunk_shape) * description.data_type.itemsize
         self.write_slots = WriteSlots(shared.writer_count, self.array_cache.mount.capacity,
                                       shard_bytes if isinstance(self.io, ShardedChunkIO) else None)
+        self._chunk_bytes = shard_bytes  # (a plain chunk's, or a shard's)
 
     def flush(self, *, complete_only: bool = False, most: int | None = None) -> None:
         """Write every dirty chunk of the array to the store (with `complete_only`, those that
@@ -244,20 +245,23 @@ class WriteBack:
             if attempt:  # two writers that keep colliding must not stay in step
                 time.sleep(random.uniform(0, min(0.001 * 2**attempt, 0.25)))
             stored = self.io.stored_for_write(key, chunk, len(units), self.array_cache.all_whole(units))
-            with self._holding(stored):
+            with self._holding(stored, units):
                 done = self._write_over(key, chunk, units, stored)
             if done is not None:
                 return done
         raise ChunkError(key, f"another writer kept changing it ({MAX_ATTEMPTS} attempts)")
 
     @contextlib.contextmanager
-    def _holding(self, stored: StoredShard | None) -> Iterator[None]:
-        """Count the stored shard a write-back rebuilds around against the cache while it is
-        held: random writes of `data` into 32 MiB shards (cache=64M) peaked at 173.5 MiB,
-        past the cache + 100 MiB bound, with it left out."""
-        nbytes = stored.nbytes if stored is not None else 0
+    def _holding(self, stored: StoredShard | None, units: list[Index]) -> Iterator[None]:
+        """Count what a write-back holds outside the cache's entries against the cache while
+        it runs: the stored shard it rebuilds around (random writes of `data` into 32 MiB
+        shards at cache=64M peaked at 173.5 MiB, past the cache + 100 MiB bound, with it left
+        out); for a plain chunk, the stored chunk read to merge and the encoding, about a
+        chunk each (a dozen write-backs at once took 20-30 MiB beside a full cache=256M).
+        The memory the cache lets go goes back to the system by the daemon's trimmer."""
+        nbytes = stored.nbytes if stored is not None else 2 * self._chunk_bytes
         if nbytes:
-            self.array_cache.mount.hold(nbytes)
+            self.array_cache.mount.hold(nbytes, give_back=stored is not None)
         try:
             yield
         finally:
