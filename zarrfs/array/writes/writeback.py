@@ -256,10 +256,14 @@ class WriteBack:
         """Count what a write-back holds outside the cache's entries against the cache while
         it runs: the stored shard it rebuilds around (random writes of `data` into 32 MiB
         shards at cache=64M peaked at 173.5 MiB, past the cache + 100 MiB bound, with it left
-        out); for a plain chunk, the stored chunk read to merge and the encoding, about a
-        chunk each (a dozen write-backs at once took 20-30 MiB beside a full cache=256M).
+        out); for a plain chunk partly written, the stored chunk read to merge it (a dozen
+        write-backs at once took 20-30 MiB beside a full cache=256M). Not an encoding, nor a
+        chunk that needs no merge: a write-back held up by a store that is down would make
+        the cache drop the chunks it serves readers meanwhile
+        (tests/reliability/test_s3_mount.py), for memory an encoding mostly never takes.
         The memory the cache lets go goes back to the system by the daemon's trimmer."""
-        nbytes = stored.nbytes if stored is not None else 2 * self._chunk_bytes
+        merged = bool(self.array_cache.incomplete(units)) if stored is None else False
+        nbytes = stored.nbytes if stored is not None else self._chunk_bytes * merged
         if nbytes:
             self.array_cache.mount.hold(nbytes, give_back=stored is not None)
         try:
